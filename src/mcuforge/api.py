@@ -1,0 +1,208 @@
+"""The public API: compile a model, save/load the program, run it on the host."""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import runtime
+from .capture import as_input_tuple, capture
+from .ir import Graph, Op
+from .kernels import dequantize_per_tensor, quantize_per_tensor
+from .lower import fold_batch_norm, lower_to_ir
+from .plan import plan_arena
+from .program import deserialize, serialize
+from .quantize import ObserverConfig, quantize
+from .targets import get_target
+
+DEBUG_SUFFIX = ".dbg.json"
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """One op of a program, as ``prog.ops`` and ``mcuforge info`` show it."""
+
+    index: int
+    kind: str
+    backend: str  # "int8" kernel or "fp32" fallback
+    reason: str  # why the op is not int8 (empty for int8 ops)
+    input_shapes: tuple[tuple[int, ...], ...]
+    output_shapes: tuple[tuple[int, ...], ...]
+    module: str = ""
+    aten: tuple[str, ...] = ()
+    macs: int = 0
+
+
+def _macs(graph: Graph, op: Op) -> int:
+    if op.kind in ("conv2d_s8", "depthwise_conv2d_s8"):
+        out = graph.tensors[op.outputs[0]]
+        kh, kw = graph.tensors[op.inputs[1]].shape[1:3]
+        cin = graph.tensors[op.inputs[1]].shape[3] if op.kind == "conv2d_s8" else 1
+        return out.numel * kh * kw * cin
+    if op.kind == "fully_connected_s8":
+        return graph.tensors[op.outputs[0]].numel * graph.tensors[op.inputs[1]].shape[1]
+    return 0
+
+
+@dataclass
+class Program:
+    """A compiled program: the IR graph with its arena plan, plus the debug record."""
+
+    graph: Graph
+    compile_seconds: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)
+    # The PT2E-converted model this program was lowered from (in memory only, not saved): the
+    # float simulation that the int8 program must match.
+    reference: Any = field(default=None, repr=False)
+
+    # -- facts known before flashing -------------------------------------------------------------
+    @property
+    def target(self) -> str:
+        return self.graph.target
+
+    @property
+    def arena_bytes(self) -> int:
+        return self.graph.arena_bytes
+
+    @property
+    def constant_bytes(self) -> int:
+        return self.graph.constant_bytes
+
+    @property
+    def program_bytes(self) -> int:
+        return len(self.to_bytes())
+
+    @property
+    def ops(self) -> list[OpRecord]:
+        g = self.graph
+        return [
+            OpRecord(
+                index=i, kind=op.kind, backend=op.backend, reason=op.reason,
+                input_shapes=tuple(g.tensors[n].shape for n in op.inputs if not g.tensors[n].is_constant),
+                output_shapes=tuple(g.tensors[n].shape for n in op.outputs),
+                module=op.debug.get("module", ""), aten=tuple(op.debug.get("aten", ())), macs=_macs(g, op),
+            )
+            for i, op in enumerate(g.ops)
+        ]
+
+    # -- files -------------------------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        return serialize(self.graph)
+
+    def debug_record(self) -> dict[str, Any]:
+        return {
+            "format": "mcuforge-debug-record",
+            "version": 1,
+            "meta": self.meta,
+            "ops": [{"index": i, "kind": op.kind, "backend": op.backend, "reason": op.reason, **op.debug}
+                    for i, op in enumerate(self.graph.ops)],
+        }
+
+    def save(self, path: str | Path) -> Path:
+        """Write the program file and, beside it, the debug record (``<path>.dbg.json``)."""
+        path = Path(path)
+        path.write_bytes(self.to_bytes())
+        Path(str(path) + DEBUG_SUFFIX).write_text(json.dumps(self.debug_record(), indent=1))
+        return path
+
+    # -- running -----------------------------------------------------------------------------------
+    def _program_inputs(self, inputs: Sequence[Any]) -> list[np.ndarray]:
+        g = self.graph
+        if len(inputs) != len(g.inputs):
+            raise ValueError(f"the program takes {len(g.inputs)} input(s), got {len(inputs)}")
+        out = []
+        for i, (name, value) in enumerate(zip(g.inputs, inputs, strict=True)):
+            t = g.tensors[name]
+            arr = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
+            logical = tuple(t.shape[j] for j in (0, 3, 1, 2)) if t.layout == "nhwc" else t.shape
+            if tuple(arr.shape) != logical:
+                raise ValueError(f"input {i} ({name}): expected shape {list(logical)}, got {list(arr.shape)}")
+            if t.layout == "nhwc":
+                arr = np.transpose(arr, (0, 2, 3, 1))
+            if t.dtype == "int8" and arr.dtype != np.int8:
+                arr = quantize_per_tensor(arr.astype(np.float32), t.qparams.scale, t.qparams.zero_point)
+            out.append(np.ascontiguousarray(arr, dtype=t.dtype))
+        return out
+
+    def _user_outputs(self, values: list[np.ndarray]) -> tuple[np.ndarray, ...]:
+        results = []
+        for name, value in zip(self.graph.outputs, values, strict=True):
+            t = self.graph.tensors[name]
+            if t.qparams is not None and t.dtype == "int8":
+                value = dequantize_per_tensor(value, t.qparams.scale, t.qparams.zero_point)
+            if t.layout == "nhwc":
+                value = np.transpose(value, (0, 3, 1, 2))
+            results.append(np.ascontiguousarray(value, dtype=np.float32))
+        return tuple(results)
+
+    def run_raw(self, *inputs: Any) -> list[np.ndarray]:
+        """Outputs as the program stores them (int8 for quantized outputs, program layout)."""
+        return runtime.execute(self.graph, self._program_inputs(inputs))
+
+    def run(self, *inputs: Any) -> tuple[np.ndarray, ...]:
+        """Run on the host: float (NCHW) inputs in, float outputs out, one per model output."""
+        return self._user_outputs(self.run_raw(*inputs))
+
+
+def _random_calibration(example: tuple[torch.Tensor, ...], count: int = 16) -> list[tuple[torch.Tensor, ...]]:
+    gen = torch.Generator().manual_seed(0)
+    return [tuple(torch.randn(x.shape, generator=gen, dtype=x.dtype) for x in example) for _ in range(count)]
+
+
+def compile(  # noqa: A001 - the public name the flow reads as
+    model: nn.Module,
+    example_inputs: torch.Tensor | Sequence[torch.Tensor],
+    calibration: Iterable[Any] | None = None,
+    target: str = "cortex-m55",
+    *,
+    progress: bool = True,
+    observers: ObserverConfig | None = None,
+) -> Program:
+    """Capture, quantize (PT2E, calibrated on ``calibration``), lower, plan: a :class:`Program`.
+
+    ``calibration`` is any iterable of input tuples (a DataLoader works; extra items such as
+    labels are ignored). Without it, random normal inputs are used and a warning says so.
+    ``observers`` overrides the calibration observers (histogram activations, per-channel
+    min/max weights by default).
+    """
+    get_target(target)
+    start = time.perf_counter()
+    example = as_input_tuple(example_inputs)
+    if calibration is None:
+        warnings.warn("no calibration data given: calibrating on random normal inputs; int8 accuracy "
+                      "will suffer. Pass calibration=<iterable of input tuples>.", stacklevel=2)
+        calibration = _random_calibration(example)
+    captured = capture(model, example)
+    fold_batch_norm(captured)
+    converted = quantize(captured, calibration, len(example), progress=progress, observers=observers)
+    graph = lower_to_ir(converted, target)
+    plan_arena(graph)
+    return Program(graph, compile_seconds=time.perf_counter() - start,
+                   meta={"model": type(model).__name__, "target": target}, reference=converted)
+
+
+def load(path: str | Path) -> Program:
+    """Read a program file (validated) and its debug record if one lies beside it."""
+    path = Path(path)
+    graph = deserialize(path.read_bytes())
+    prog = Program(graph)
+    debug_path = Path(str(path) + DEBUG_SUFFIX)
+    if debug_path.exists():
+        record = json.loads(debug_path.read_text())
+        ops = record.get("ops", [])
+        if len(ops) == len(graph.ops):
+            for op, info in zip(graph.ops, ops, strict=True):
+                op.backend = info.get("backend", op.backend)
+                op.reason = info.get("reason", "")
+                op.debug = {k: v for k, v in info.items() if k not in ("index", "kind", "backend", "reason")}
+        prog.meta = record.get("meta", {})
+    return prog

@@ -1,0 +1,221 @@
+"""The ``mcuforge`` command: compile, info, run, demo."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from .targets import TARGETS
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit code 2."""
+
+
+# -- loading user code and data -------------------------------------------------------------------
+
+def load_factory(spec: str) -> Callable[[], Any]:
+    """``models.py:make_kws`` or ``package.module:make_kws`` -> the factory function."""
+    if ":" not in spec:
+        raise CliError(f"expected FILE.py:FACTORY or MODULE:FACTORY, got {spec!r}")
+    where, name = spec.rsplit(":", 1)
+    if where.endswith(".py") or Path(where).exists():
+        path = Path(where)
+        if not path.exists():
+            raise CliError(f"no such file: {path}")
+        module_spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(module_spec)
+        sys.path.insert(0, str(path.parent.resolve()))
+        try:
+            module_spec.loader.exec_module(module)
+        finally:
+            sys.path.pop(0)
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ImportError as exc:
+            raise CliError(f"cannot import module {where!r}: {exc}") from exc
+    factory = getattr(module, name, None)
+    if not callable(factory):
+        raise CliError(f"{where} has no function {name!r}")
+    return factory
+
+
+def load_arrays(path: str) -> list[np.ndarray]:
+    """Arrays of a .npy (one) or .npz (several, in file order)."""
+    p = Path(path)
+    if not p.exists():
+        raise CliError(f"no such file: {p}")
+    try:
+        data = np.load(p, allow_pickle=False)
+    except Exception as exc:  # noqa: BLE001 - numpy raises many types on bad files
+        raise CliError(f"cannot read {p}: {exc}") from exc
+    if isinstance(data, np.ndarray):
+        return [data]
+    return [data[k] for k in data.files]
+
+
+def calibration_from_npz(path: str, example: Sequence[torch.Tensor]) -> list[tuple[torch.Tensor, ...]]:
+    """Calibration items from an .npz: one array per model input, samples along the first axis
+    (either batches of the example's batch size, or one leading sample axis more)."""
+    arrays = load_arrays(path)
+    if len(arrays) != len(example):
+        raise CliError(f"{path} holds {len(arrays)} arrays; the model takes {len(example)} inputs")
+    chunks = []
+    for i, (arr, ex) in enumerate(zip(arrays, example, strict=True)):
+        if arr.shape[1:] == tuple(ex.shape[1:]):
+            b = ex.shape[0]
+            chunks.append([arr[j:j + b] for j in range(0, len(arr) - b + 1, b)])
+        elif arr.shape[1:] == tuple(ex.shape):
+            chunks.append(list(arr))
+        else:
+            raise CliError(f"{path}: array {i} has shape {arr.shape}; expected (N, {', '.join(map(str, ex.shape[1:]))})"
+                           f" or (N, {', '.join(map(str, ex.shape))})")
+    count = min(len(c) for c in chunks)
+    return [tuple(torch.from_numpy(np.ascontiguousarray(c[j], dtype=np.float32)) for c in chunks)
+            for j in range(count)]
+
+
+# -- commands ---------------------------------------------------------------------------------------
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from . import api
+    from .report import memory_summary
+
+    result = load_factory(args.model)()
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise CliError(f"{args.model} must return (model, example_inputs)")
+    model, example = result
+    example = (example,) if isinstance(example, torch.Tensor) else tuple(example)
+    calibration = calibration_from_npz(args.calibration, example) if args.calibration else None
+    prog = api.compile(model, example, calibration=calibration, target=args.target)
+    out = Path(args.output or (args.model.rsplit(":", 1)[1] + ".mfp"))
+    prog.save(out)
+    print(f"wrote {out} ({prog.program_bytes:,} bytes) and {out}{api.DEBUG_SUFFIX} "
+          f"in {prog.compile_seconds:.1f} s")
+    print(memory_summary(prog))
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from . import api
+    from .report import memory_summary, op_table
+
+    prog = api.load(args.program)
+    print(op_table(prog))
+    print()
+    print(memory_summary(prog))
+    return 0
+
+
+def _random_inputs(prog: Any) -> list[np.ndarray]:
+    gen = np.random.default_rng(0)
+    shapes = []
+    for name in prog.graph.inputs:
+        t = prog.graph.tensors[name]
+        shapes.append(tuple(t.shape[j] for j in (0, 3, 1, 2)) if t.layout == "nhwc" else t.shape)
+    return [gen.standard_normal(s).astype(np.float32) for s in shapes]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from . import api
+
+    prog = api.load(args.program)
+    if args.inputs:
+        inputs = load_arrays(args.inputs)
+    else:
+        print("warning: no --inputs given: running on random normal inputs", file=sys.stderr)
+        inputs = _random_inputs(prog)
+    outputs = prog.run(*inputs)
+    np.set_printoptions(precision=4, suppress=True, linewidth=110, threshold=200)
+    for i, out in enumerate(outputs):
+        print(f"output {i}: shape {list(out.shape)}")
+        print(out)
+    if args.output:
+        np.savez(args.output, *outputs)
+        print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from . import api
+    from .evaluate import evaluate
+    from .examples.digits import fp32_accuracy, load_digits_data, train_digits_cnn
+    from .report import memory_summary, op_table
+
+    print("1. training a small CNN on scikit-learn's digits (8x8 images, 10 classes)")
+    data = load_digits_data()
+    model = train_digits_cnn(data, epochs=args.epochs)
+    fp32 = fp32_accuracy(model, data.x_test, data.y_test)
+    print(f"\n2. compiling for {args.target}: PT2E int8, calibrated on 256 training images")
+    calibration = [(data.x_train[i:i + 1],) for i in range(256)]
+    prog = api.compile(model, (data.x_test[:1],), calibration=calibration, target=args.target)
+    print(op_table(prog))
+    print()
+    print(memory_summary(prog))
+    print(f"compiled in {prog.compile_seconds:.1f} s")
+    if args.output:
+        prog.save(args.output)
+        print(f"wrote {args.output}")
+    print(f"\n3. running the int8 program on the host runtime over {len(data.x_test)} test images")
+    batches = [(data.x_test[i:i + 32], data.y_test[i:i + 32]) for i in range(0, len(data.x_test), 32)]
+    int8 = evaluate(prog, batches)
+    print(f"\n   fp32 accuracy  {fp32 * 100:6.2f} %")
+    print(f"   int8 accuracy  {int8 * 100:6.2f} %   ({(int8 - fp32) * 100:+.2f} points)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mcuforge", description="PyTorch models to int8 Cortex-M programs.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("compile", help="capture, quantize, lower and plan a model; write the program")
+    p.add_argument("model", help="FILE.py:FACTORY or MODULE:FACTORY; FACTORY() returns (model, example_inputs)")
+    p.add_argument("--target", default="cortex-m55", choices=sorted(TARGETS))
+    p.add_argument("--calibration", help=".npz with one array per input, samples along the first axis")
+    p.add_argument("-o", "--output", help="program file to write (default: FACTORY.mfp)")
+    p.set_defaults(func=cmd_compile)
+
+    p = sub.add_parser("info", help="show a program's ops, where each runs and why, and its memory")
+    p.add_argument("program")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser("run", help="run a program on the host runtime")
+    p.add_argument("program")
+    p.add_argument("--inputs", help=".npy (one input) or .npz (one array per input), NCHW float")
+    p.add_argument("-o", "--output", help="write the outputs to this .npz")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("demo", help="the built-in example: digits CNN, fp32 vs int8")
+    p.add_argument("--target", default="cortex-m55", choices=sorted(TARGETS))
+    p.add_argument("--epochs", type=int, default=12)
+    p.add_argument("-o", "--output", help="also save the program here")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .capture import CaptureError
+    from .lower import LoweringError
+    from .program import ProgramFormatError
+
+    args = build_parser().parse_args(argv)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    try:
+        return args.func(args)
+    except (CliError, ProgramFormatError, CaptureError, LoweringError, ValueError, OSError) as exc:
+        print(f"mcuforge {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,169 @@
+"""The backend IR: tensors with shape, dtype and quantization, ops with CMSIS-NN parameters.
+
+Precision is data here: a tensor's ``dtype`` and ``qparams`` say how it is stored, an op's
+``kind`` says which kernel computes it. Lowering builds a :class:`Graph`, the planner fills in
+arena offsets, the program writer serializes it and the runtimes execute it.
+
+Layout: a 4-D activation that torch sees as NCHW is stored NHWC; its ``shape`` is then the
+NHWC shape and its ``layout`` is ``"nhwc"``. Every other tensor is ``"plain"`` (row-major in
+torch's own dimension order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+DTYPES: dict[str, np.dtype] = {
+    "int8": np.dtype(np.int8),
+    "int16": np.dtype(np.int16),
+    "int32": np.dtype(np.int32),
+    "float32": np.dtype(np.float32),
+}
+
+LAYOUTS = ("plain", "nhwc")
+
+
+@dataclass(frozen=True)
+class QParams:
+    """Per-tensor affine quantization: real = scale * (q - zero_point)."""
+
+    scale: float
+    zero_point: int
+
+
+@dataclass(frozen=True)
+class TensorRef:
+    """An op argument that refers to the op's ``inputs[index]`` (used by fp32 fallback ops)."""
+
+    index: int
+
+
+@dataclass
+class Tensor:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    qparams: QParams | None = None
+    data: np.ndarray | None = None  # constant value (stored in flash); None for activations
+    layout: str = "plain"
+    offset: int = -1  # arena offset, set by the planner (activations only)
+
+    @property
+    def is_constant(self) -> bool:
+        return self.data is not None
+
+    @property
+    def numel(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * DTYPES[self.dtype].itemsize
+
+
+@dataclass
+class Op:
+    """One kernel call.
+
+    ``kind`` names the kernel (see :data:`OP_KINDS`); ``attrs`` holds its scalar parameters in
+    CMSIS-NN's conventions; ``backend`` says where it runs ("int8" kernel or "fp32" fallback);
+    ``reason`` says why an op is not int8. ``debug`` carries what the Inspector needs (module
+    path, source line, original aten ops); it is written to the debug record, not the program.
+    """
+
+    kind: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    backend: str = "int8"
+    reason: str = ""
+    debug: dict[str, Any] = field(default_factory=dict)
+    scratch_bytes: int = 0
+
+
+@dataclass
+class Graph:
+    tensors: dict[str, Tensor]
+    ops: list[Op]
+    inputs: list[str]
+    outputs: list[str]
+    target: str = "cortex-m55"
+    arena_bytes: int = 0  # set by the planner
+
+    def tensor(self, name: str) -> Tensor:
+        return self.tensors[name]
+
+    @property
+    def constant_bytes(self) -> int:
+        return sum(t.nbytes for t in self.tensors.values() if t.is_constant)
+
+
+# Op kinds: a stable numeric id for the program file and the attribute names in file order.
+# Attribute types: "int", "float", "ints" (list of int), "str", "any" (a generic value list,
+# used by the fp32 fallback op). Inputs are listed for readers; optional ones end with "?".
+OP_KINDS: dict[str, dict[str, Any]] = {
+    "conv2d_s8": {
+        "id": 1,
+        "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
+        "attrs": [
+            ("input_offset", "int"), ("output_offset", "int"), ("stride", "ints"),
+            ("padding", "ints"), ("dilation", "ints"), ("act_min", "int"), ("act_max", "int"),
+        ],
+    },
+    "depthwise_conv2d_s8": {
+        "id": 2,
+        "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
+        "attrs": [
+            ("input_offset", "int"), ("output_offset", "int"), ("stride", "ints"),
+            ("padding", "ints"), ("dilation", "ints"), ("depth_multiplier", "int"),
+            ("act_min", "int"), ("act_max", "int"),
+        ],
+    },
+    "fully_connected_s8": {
+        "id": 3,
+        "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
+        "attrs": [("input_offset", "int"), ("output_offset", "int"), ("act_min", "int"), ("act_max", "int")],
+    },
+    "add_s8": {
+        "id": 4,
+        "inputs": ["a", "b"],
+        "attrs": [
+            ("a_offset", "int"), ("a_multiplier", "int"), ("a_shift", "int"),
+            ("b_offset", "int"), ("b_multiplier", "int"), ("b_shift", "int"),
+            ("left_shift", "int"), ("output_offset", "int"), ("output_multiplier", "int"),
+            ("output_shift", "int"), ("act_min", "int"), ("act_max", "int"),
+        ],
+    },
+    "avgpool_s8": {
+        "id": 5,
+        "inputs": ["x"],
+        "attrs": [
+            ("kernel", "ints"), ("stride", "ints"), ("padding", "ints"),
+            ("act_min", "int"), ("act_max", "int"),
+        ],
+    },
+    "maxpool_s8": {
+        "id": 6,
+        "inputs": ["x"],
+        "attrs": [
+            ("kernel", "ints"), ("stride", "ints"), ("padding", "ints"),
+            ("act_min", "int"), ("act_max", "int"),
+        ],
+    },
+    "clamp_s8": {"id": 7, "inputs": ["x"], "attrs": [("act_min", "int"), ("act_max", "int")]},
+    # Data movement, any element type.
+    "reshape": {"id": 20, "inputs": ["x"], "attrs": []},
+    "transpose": {"id": 21, "inputs": ["x"], "attrs": [("perm", "ints")]},
+    # Precision boundaries of the fp32 fallback.
+    "quantize": {"id": 30, "inputs": ["x"], "attrs": [("scale", "float"), ("zero_point", "int")]},
+    "dequantize": {"id": 31, "inputs": ["x"], "attrs": [("scale", "float"), ("zero_point", "int")]},
+    # fp32 fallback: an aten op with its arguments (TensorRef for tensor arguments).
+    "aten_fp32": {
+        "id": 40, "inputs": ["*"], "attrs": [("target", "str"), ("args", "any"), ("kwargs", "any")],
+    },
+}
+
+OP_KIND_BY_ID = {spec["id"]: name for name, spec in OP_KINDS.items()}

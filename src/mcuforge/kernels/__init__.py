@@ -1,0 +1,54 @@
+"""Host int8 reference kernels: the executable statement of mcuforge's numeric contract.
+
+Every kernel is bit-exact with the CMSIS-NN function it names (default build, double-rounding requantize),
+vectorized with numpy and batched over the leading N axis. Where each op's math lives:
+
+- ``quant_utils``: fixed-point arithmetic -- ``quantize_multiplier(s)`` (TFLite QuantizeMultiplier),
+  ``doubling_high_mult_no_sat`` / ``divide_by_power_of_two`` / ``requantize`` (arm_nn_requantize),
+  ``add_quant_params`` (TFLite int8 ADD prepare), ``quantize_per_tensor`` / ``dequantize_per_tensor``
+  (torch quantized_decomposed, fp32).
+- ``conv``: ``conv2d_s8`` (arm_convolve_s8) and the window geometry (``conv_output_hw``) shared by the
+  depthwise and pooling kernels.
+- ``depthwise_conv``: ``depthwise_conv2d_s8`` (arm_depthwise_conv_s8, any depth multiplier).
+- ``fully_connected``: ``fully_connected_s8`` (arm_fully_connected_s8 / arm_fully_connected_per_channel_s8).
+- ``add``: ``add_s8`` (arm_elementwise_add_s8).
+- ``pooling``: ``avgpool_s8`` (arm_avgpool_s8) and ``maxpool_s8`` (arm_max_pool_s8).
+"""
+
+from .add import add_s8
+from .conv import conv2d_s8, conv_output_hw
+from .depthwise_conv import depthwise_conv2d_s8
+from .fully_connected import fully_connected_s8
+from .pooling import avgpool_s8, maxpool_s8
+from .quant_utils import (
+    add_quant_params,
+    dequantize_per_tensor,
+    divide_by_power_of_two,
+    doubling_high_mult_no_sat,
+    quantize_multiplier,
+    quantize_multipliers,
+    quantize_per_tensor,
+    requantize,
+    requantize_output,
+    wrap_int32,
+)
+
+__all__ = [
+    "add_quant_params",
+    "add_s8",
+    "avgpool_s8",
+    "conv2d_s8",
+    "conv_output_hw",
+    "depthwise_conv2d_s8",
+    "dequantize_per_tensor",
+    "divide_by_power_of_two",
+    "doubling_high_mult_no_sat",
+    "fully_connected_s8",
+    "maxpool_s8",
+    "quantize_multiplier",
+    "quantize_multipliers",
+    "quantize_per_tensor",
+    "requantize",
+    "requantize_output",
+    "wrap_int32",
+]

@@ -1,0 +1,53 @@
+"""int8 fully connected layer (CMSIS-NN ``arm_fully_connected_s8`` and its per-channel variant)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .conv import check_float64_exact
+from .quant_utils import (
+    check_activation_range,
+    check_bias,
+    check_int8,
+    check_offsets,
+    check_requant_params,
+    requantize_output,
+    wrap_int32,
+)
+
+
+def fully_connected_s8(
+    x: np.ndarray,
+    w_oi: np.ndarray,
+    bias: np.ndarray | None,
+    *,
+    input_offset: int,
+    output_offset: int,
+    multipliers: ArrayLike,
+    shifts: ArrayLike,
+    act_min: int = -128,
+    act_max: int = 127,
+) -> np.ndarray:
+    """int8 fully connected, bit-exact with CMSIS-NN ``arm_fully_connected_s8`` (per-tensor: multipliers and
+    shifts of length 1) or ``arm_fully_connected_per_channel_s8`` (length O).
+
+    ``acc[n, o] = bias[o] + sum_i (x[n, i] + input_offset) * w[o, i]`` (int32, wrapping), then ``requantize``,
+    ``+ output_offset``, clamp to [act_min, act_max]. x is (N, I) or (I,) (one row; the result then has
+    shape (O,)); w is (O, I); bias (O,) int32 or None. The dot products are an exact float64 matmul.
+    """
+    x = check_int8("x", x, (1, 2))
+    w = check_int8("w_oi", w_oi, 2)
+    oc, depth = w.shape
+    if x.shape[-1] != depth:
+        raise ValueError(f"x has {x.shape[-1]} features but w_oi expects {depth}")
+    b = check_bias(bias, oc)
+    mult, shift = check_requant_params(multipliers, shifts, oc)
+    check_activation_range(act_min, act_max)
+    check_offsets({"input_offset": input_offset}, output_offset)
+    check_float64_exact(depth, input_offset)
+
+    rows = x.reshape(-1, depth).astype(np.float64) + input_offset
+    acc = (rows @ w.astype(np.float64).T).astype(np.int64)
+    out = requantize_output(wrap_int32(acc + b), mult, shift, output_offset, act_min, act_max)
+    return out.reshape(x.shape[:-1] + (oc,))

@@ -1,0 +1,80 @@
+"""int8 average and max pooling (CMSIS-NN ``arm_avgpool_s8`` and ``arm_max_pool_s8``).
+
+Windows use the geometry of ``conv.window_taps`` (dilation 1): padding positions are not part of the window,
+so an average divides by the number of in-bounds elements. A window with no in-bounds element is an error
+(``arm_avgpool_s8`` returns ARM_CMSIS_NN_ARG_ERROR; ``arm_max_pool_s8`` would write garbage).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .conv import IntPair, pair, resolve_geometry, window_taps
+from .quant_utils import check_activation_range, check_int8
+
+#: Fill value for max pooling: below every int8, so padding never wins while one element is in bounds.
+_MAX_POOL_FILL = -129
+
+
+def _pool_geometry(
+    x: np.ndarray, kernel: IntPair, stride: IntPair, padding: IntPair, output_hw: tuple[int, int] | None
+) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int], np.ndarray]:
+    """Validate; return (kernel, stride, padding, output_hw, count), count[oy, ox, 1] = in-bounds elements."""
+    kernel_hw = pair(kernel, "kernel", 1)
+    st, pd, dl, out = resolve_geometry(x.shape[1:3], kernel_hw, stride, padding, 1, output_hw)
+    inside = np.ones((1, x.shape[1], x.shape[2], 1), dtype=np.int32)
+    count = sum(view for _, _, view in window_taps(inside, kernel_hw, st, pd, dl, out, fill=0))[0]
+    if np.any(count == 0):
+        raise ValueError(
+            f"pooling window entirely in padding (kernel {kernel_hw}, padding {pd}, output {out})"
+        )
+    return kernel_hw, st, pd, out, count
+
+
+def avgpool_s8(
+    x_nhwc: np.ndarray,
+    *,
+    kernel: IntPair,
+    stride: IntPair,
+    padding: IntPair,
+    act_min: int = -128,
+    act_max: int = 127,
+    output_hw: tuple[int, int] | None = None,
+) -> np.ndarray:
+    """int8 average pooling, bit-exact with CMSIS-NN ``arm_avgpool_s8``.
+
+    ``sum`` over the in-bounds window elements, ``count`` their number, then as C integer division
+    (truncating): ``(sum + count/2) / count`` if sum > 0 else ``(sum - count/2) / count`` -- i.e. the mean
+    rounded half away from zero -- clamped to [act_min, act_max]. x (N, H, W, C) -> int8 (N, OH, OW, C).
+    """
+    x = check_int8("x_nhwc", x_nhwc, 4)
+    check_activation_range(act_min, act_max)
+    kernel_hw, st, pd, out, count = _pool_geometry(x, kernel, stride, padding, output_hw)
+    taps = window_taps(x.astype(np.int32), kernel_hw, st, pd, (1, 1), out, fill=0)
+    total = sum(view for _, _, view in taps)
+    half = count // 2
+    mean = np.sign(total) * ((np.abs(total) + half) // count)  # C truncation of (|sum| + count/2) / count
+    return np.clip(mean, act_min, act_max).astype(np.int8)
+
+
+def maxpool_s8(
+    x_nhwc: np.ndarray,
+    *,
+    kernel: IntPair,
+    stride: IntPair,
+    padding: IntPair,
+    act_min: int = -128,
+    act_max: int = 127,
+    output_hw: tuple[int, int] | None = None,
+) -> np.ndarray:
+    """int8 max pooling, bit-exact with CMSIS-NN ``arm_max_pool_s8``: max over the in-bounds window
+    elements, clamped to [act_min, act_max]. x (N, H, W, C) -> int8 (N, OH, OW, C).
+    """
+    x = check_int8("x_nhwc", x_nhwc, 4)
+    check_activation_range(act_min, act_max)
+    kernel_hw, st, pd, out, _ = _pool_geometry(x, kernel, stride, padding, output_hw)
+    taps = window_taps(x.astype(np.int16), kernel_hw, st, pd, (1, 1), out, fill=_MAX_POOL_FILL)
+    best = np.full((x.shape[0], out[0], out[1], x.shape[3]), _MAX_POOL_FILL, dtype=np.int16)
+    for _, _, view in taps:
+        np.maximum(best, view, out=best)
+    return np.clip(best, act_min, act_max).astype(np.int8)

@@ -1,0 +1,274 @@
+"""Fixed-point helpers of the int8 numeric contract (CMSIS-NN default double rounding).
+
+Everything here is the executable statement of the arithmetic the C kernels do:
+
+- ``quantize_multiplier``: TFLite/CMSIS ``QuantizeMultiplier`` (real scale -> Q31 multiplier and shift,
+  positive shift = left shift).
+- ``doubling_high_mult_no_sat``, ``divide_by_power_of_two``, ``requantize``: CMSIS-NN's
+  ``arm_nn_doubling_high_mult_no_sat``, ``arm_nn_divide_by_power_of_two`` and ``arm_nn_requantize`` (default
+  build, i.e. *without* ``CMSIS_NN_USE_SINGLE_ROUNDING``), vectorized with numpy. Where the C code relies on
+  32-bit two's complement wrap-around (a left shift that overflows, the int32 cast of the high word) the numpy
+  code wraps the same way.
+- ``add_quant_params``: the parameters TFLite's int8 ADD prepare computes for ``arm_elementwise_add_s8``.
+- ``quantize_per_tensor`` / ``dequantize_per_tensor``: bit-exact with torch's
+  ``quantized_decomposed.quantize_per_tensor`` / ``dequantize_per_tensor`` (fp32 arithmetic).
+
+It also holds the argument checks shared by the kernels of this package.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
+
+INT32_MIN = -(1 << 31)
+INT32_MAX = (1 << 31) - 1
+#: Range of the shift argument of ``arm_nn_requantize`` (positive = left shift).
+SHIFT_MIN = -31
+SHIFT_MAX = 30
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Integer helpers
+# ----------------------------------------------------------------------------------------------------------
+
+
+def wrap_int32(x: ArrayLike) -> np.ndarray:
+    """Reduce integers modulo 2^32 into the int32 range (two's complement wrap, as the C kernels do)."""
+    return np.asarray(x, dtype=np.int64).astype(np.int32)
+
+
+def doubling_high_mult_no_sat(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """``arm_nn_doubling_high_mult_no_sat``: ``int32((int64(a) * b + 2^30) >> 31)``.
+
+    The rounding offset 2^30 is added whatever the sign of the product (round half up, unlike TFLite's
+    sign-dependent nudge). The only overflow, a = b = INT32_MIN, wraps to INT32_MIN as the C cast does.
+    Returns int32.
+    """
+    a64 = wrap_int32(a).astype(np.int64)
+    b64 = wrap_int32(b).astype(np.int64)
+    return wrap_int32((a64 * b64 + (1 << 30)) >> 31)
+
+
+def divide_by_power_of_two(x: ArrayLike, exponent: ArrayLike) -> np.ndarray:
+    """``arm_nn_divide_by_power_of_two``: x / 2^exponent rounded half away from zero, exponent in [0, 31].
+
+    Stated as CMSIS does it: arithmetic shift, then +1 if the remainder exceeds a threshold of
+    ``mask >> 1`` (positive results) or ``(mask >> 1) + 1`` (negative results). Returns int32.
+    """
+    x64 = wrap_int32(x).astype(np.int64)
+    e = np.asarray(exponent, dtype=np.int64)
+    if np.any((e < 0) | (e > 31)):
+        raise ValueError("divide_by_power_of_two: exponent must be in [0, 31]")
+    mask = (np.int64(1) << e) - 1
+    remainder = x64 & mask
+    result = x64 >> e
+    threshold = (mask >> 1) + (result < 0)
+    return wrap_int32(result + (remainder > threshold))
+
+
+def requantize(acc_int32: ArrayLike, multiplier: ArrayLike, shift: ArrayLike) -> np.ndarray:
+    """``arm_nn_requantize`` (default double rounding): ``acc * multiplier * 2^shift / 2^31`` as int32.
+
+    1. ``x = acc * (1 << max(shift, 0))`` as a wrapping 32-bit multiply;
+    2. ``y = doubling_high_mult_no_sat(x, multiplier)`` (rounds half up);
+    3. ``divide_by_power_of_two(y, max(-shift, 0))`` (rounds half away from zero).
+
+    ``multiplier``/``shift`` are scalars or arrays broadcast against ``acc`` (per-channel values along the
+    last axis). ``acc`` is taken modulo 2^32 (it is an int32 in C). ``shift`` must be in [-31, 30].
+    """
+    acc = wrap_int32(acc_int32).astype(np.int64)
+    m = np.asarray(multiplier, dtype=np.int64)
+    s = np.asarray(shift, dtype=np.int64)
+    if np.any((s < SHIFT_MIN) | (s > SHIFT_MAX)):
+        raise ValueError(f"requantize: shift must be in [{SHIFT_MIN}, {SHIFT_MAX}]")
+    if np.any((m < INT32_MIN) | (m > INT32_MAX)):
+        raise ValueError("requantize: multiplier must fit in int32")
+    left = np.maximum(s, 0)
+    right = np.maximum(-s, 0)
+    x = wrap_int32(acc << left)  # |acc| <= 2^31 and left <= 30: exact in int64 before the wrap
+    return divide_by_power_of_two(doubling_high_mult_no_sat(x, m), right)
+
+
+def requantize_output(
+    acc_int32: ArrayLike,
+    multiplier: ArrayLike,
+    shift: ArrayLike,
+    output_offset: int,
+    act_min: int,
+    act_max: int,
+) -> np.ndarray:
+    """The common CMSIS-NN epilogue: ``clamp(requantize(acc) + output_offset, act_min, act_max)`` -> int8.
+
+    The offset is added in int32 (wrapping, as the C code does) before the clamp.
+    """
+    out = wrap_int32(requantize(acc_int32, multiplier, shift).astype(np.int64) + output_offset)
+    return np.asarray(np.clip(out, act_min, act_max), dtype=np.int8)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Real scale -> (multiplier, shift)
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _round_half_away(v: float) -> int:
+    """std::round for a non-negative float below 2^52 (adding 0.5 is then exact)."""
+    return int(math.floor(v + 0.5))
+
+
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """TFLite/CMSIS ``QuantizeMultiplier``: ``real ~= multiplier * 2^shift / 2^31`` with a Q31 multiplier.
+
+    ``frexp`` gives ``real = q * 2^shift`` with ``0.5 <= |q| < 1``; the multiplier is ``q * 2^31`` rounded
+    half away from zero; if that rounds up to 2^31 it is halved and the shift incremented. A shift below -31
+    (real below about 2^-32) flushes to (0, 0), as does ``real == 0``. Positive shift = left shift.
+    Raises ValueError for negative or non-finite values and for real >= 2^30 (a shift > 30 is beyond
+    arm_nn_requantize).
+    """
+    real = float(real)
+    if not math.isfinite(real) or real < 0.0:
+        raise ValueError(f"quantize_multiplier: scale must be finite and >= 0, got {real}")
+    if real == 0.0:
+        return 0, 0
+    q, shift = math.frexp(real)
+    q_fixed = _round_half_away(q * (1 << 31))  # exact product: scaling by a power of two
+    if q_fixed == 1 << 31:
+        q_fixed //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    if shift > SHIFT_MAX:
+        raise ValueError(f"quantize_multiplier: scale {real} needs shift {shift} > {SHIFT_MAX}")
+    return int(q_fixed), int(shift)
+
+
+def quantize_multipliers(reals: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel ``quantize_multiplier``: returns (multipliers int32, shifts int32), same shape as reals."""
+    arr = np.asarray(reals, dtype=np.float64)
+    pairs = [quantize_multiplier(r) for r in arr.ravel()]
+    mult = np.array([p[0] for p in pairs], dtype=np.int32).reshape(arr.shape)
+    shift = np.array([p[1] for p in pairs], dtype=np.int32).reshape(arr.shape)
+    return mult, shift
+
+
+def add_quant_params(
+    a_scale: float, b_scale: float, out_scale: float, left_shift: int = 20
+) -> dict[str, int]:
+    """Parameters of ``arm_elementwise_add_s8`` as TFLite's int8 ADD prepare computes them.
+
+    twice_max = 2 * max(a, b); input multipliers a / twice_max and b / twice_max; output multiplier
+    twice_max / (2^left_shift * out_scale). As in TFLite (QuantizeMultiplierSmallerThanOneExp) every real
+    multiplier must lie in (0, 1). Scales are used as given (float64); pass fp32 values to mimic a .tflite.
+    """
+    a_scale, b_scale, out_scale = float(a_scale), float(b_scale), float(out_scale)
+    if min(a_scale, b_scale, out_scale) <= 0.0:
+        raise ValueError("add_quant_params: scales must be positive")
+    twice_max = 2.0 * max(a_scale, b_scale)
+    reals = {
+        "a": a_scale / twice_max,
+        "b": b_scale / twice_max,
+        "output": twice_max / ((1 << left_shift) * out_scale),
+    }
+    params: dict[str, int] = {"left_shift": int(left_shift)}
+    for key, real in reals.items():
+        if not 0.0 < real < 1.0:
+            raise ValueError(f"add_quant_params: {key} multiplier {real} is not in (0, 1)")
+        params[f"{key}_multiplier"], params[f"{key}_shift"] = quantize_multiplier(real)
+    return params
+
+
+# ----------------------------------------------------------------------------------------------------------
+# float <-> int8 (torch quantized_decomposed semantics)
+# ----------------------------------------------------------------------------------------------------------
+
+
+def quantize_per_tensor(
+    x_float: ArrayLike,
+    scale: float,
+    zero_point: int,
+    qmin: int = -128,
+    qmax: int = 127,
+    dtype: DTypeLike = np.int8,
+) -> np.ndarray:
+    """torch ``quantized_decomposed.quantize_per_tensor``, bit for bit.
+
+    In fp32: ``clamp(round_half_even(x * fp32(1.0 / scale)) + zero_point, qmin, qmax)``, where ``1.0 / scale``
+    is computed in double first, as torch does. NaN inputs have no defined result.
+    """
+    x = np.asarray(x_float, dtype=np.float32)
+    inv_scale = np.float32(1.0 / float(scale))
+    q = np.round(x * inv_scale) + np.float32(zero_point)
+    return np.clip(q, np.float32(qmin), np.float32(qmax)).astype(dtype)
+
+
+def dequantize_per_tensor(q: ArrayLike, scale: float, zero_point: int) -> np.ndarray:
+    """torch ``quantized_decomposed.dequantize_per_tensor``: ``(fp32(q) - zero_point) * fp32(scale)``."""
+    qf = np.asarray(q).astype(np.float32)
+    return (qf - np.float32(zero_point)) * np.float32(float(scale))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Argument checks shared by the kernels
+# ----------------------------------------------------------------------------------------------------------
+
+
+def check_int8(name: str, arr: Any, ndim: int | tuple[int, ...] | None) -> np.ndarray:
+    """Return ``arr`` if it is an int8 ndarray of the given rank(s) (None: any), else raise ValueError."""
+    if not isinstance(arr, np.ndarray) or arr.dtype != np.int8:
+        got = arr.dtype if isinstance(arr, np.ndarray) else type(arr).__name__
+        raise ValueError(f"{name} must be a numpy int8 array, got {got}")
+    if ndim is None:
+        return arr
+    ndims = (ndim,) if isinstance(ndim, int) else ndim
+    if arr.ndim not in ndims:
+        raise ValueError(f"{name} must have rank {' or '.join(map(str, ndims))}, got shape {arr.shape}")
+    return arr
+
+
+def check_bias(bias: Any, channels: int) -> np.ndarray:
+    """Return the bias as int64 of shape (channels,) (zeros for None); it must be int32."""
+    if bias is None:
+        return np.zeros(channels, dtype=np.int64)
+    if not isinstance(bias, np.ndarray) or bias.dtype != np.int32:
+        got = bias.dtype if isinstance(bias, np.ndarray) else type(bias).__name__
+        raise ValueError(f"bias must be a numpy int32 array or None, got {got}")
+    if bias.shape != (channels,):
+        raise ValueError(f"bias must have shape ({channels},), got {bias.shape}")
+    return bias.astype(np.int64)
+
+
+def check_requant_params(
+    multipliers: ArrayLike, shifts: ArrayLike, channels: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel (length ``channels``) or per-tensor (length 1 / scalar) multipliers and shifts, int64."""
+    m = np.atleast_1d(np.asarray(multipliers))
+    s = np.atleast_1d(np.asarray(shifts))
+    for name, arr in (("multipliers", m), ("shifts", s)):
+        if arr.ndim != 1 or arr.shape[0] not in (1, channels):
+            raise ValueError(f"{name} must have length 1 or {channels}, got shape {arr.shape}")
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(f"{name} must be integers, got {arr.dtype}")
+    m, s = m.astype(np.int64), s.astype(np.int64)
+    if np.any((m < INT32_MIN) | (m > INT32_MAX)):
+        raise ValueError("multipliers must fit in int32")
+    if np.any((s < SHIFT_MIN) | (s > SHIFT_MAX)):
+        raise ValueError(f"shifts must be in [{SHIFT_MIN}, {SHIFT_MAX}]")
+    return m, s
+
+
+def check_activation_range(act_min: int, act_max: int) -> None:
+    """Require -128 <= act_min <= act_max <= 127."""
+    if not -128 <= act_min <= act_max <= 127:
+        raise ValueError(f"need -128 <= act_min <= act_max <= 127, got [{act_min}, {act_max}]")
+
+
+def check_offsets(input_offsets: dict[str, int], output_offset: int) -> None:
+    """Offsets from int8 zero points: input offsets (-zp) in [-127, 128], output offset in [-128, 127]."""
+    for name, value in input_offsets.items():
+        if not isinstance(value, int | np.integer) or not -127 <= value <= 128:
+            raise ValueError(f"{name} must be an int in [-127, 128] (minus a zero point), got {value!r}")
+    if not isinstance(output_offset, int | np.integer) or not -128 <= output_offset <= 127:
+        raise ValueError(f"output_offset must be an int in [-128, 127], got {output_offset!r}")

@@ -1,0 +1,272 @@
+"""GraphBuilder: the state of one lowering — IR tensors and ops, and which fx node became which.
+
+Values of the PT2E-converted graph map to IR tensors like this:
+- ``quantize_per_tensor`` nodes are int8 tensors;
+- ``dequantize_per_tensor`` nodes are "int8 seen as float": int8 ops read the int8 tensor
+  behind them, and a ``dequantize`` op is emitted only when an fp32 op needs the float value;
+- ``dequantize_per_channel`` of a constant is a quantized weight (int8 or int32 data + scales);
+- every other node is a float32 tensor (fp32 fallback territory).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401 - registers torch.ops.quantized_decomposed
+from torch import fx
+
+from ..ir import Graph, Op, QParams, Tensor
+
+qd = torch.ops.quantized_decomposed
+Q_PER_TENSOR = {qd.quantize_per_tensor.default}
+DQ_PER_TENSOR = {qd.dequantize_per_tensor.default}
+DQ_PER_CHANNEL = {qd.dequantize_per_channel.default}
+
+TORCH_TO_IR_DTYPE = {
+    torch.int8: "int8", torch.int16: "int16", torch.int32: "int32", torch.float32: "float32",
+}
+
+NCHW_TO_NHWC = (0, 2, 3, 1)
+NHWC_TO_NCHW = (0, 3, 1, 2)
+
+
+class LoweringError(RuntimeError):
+    """A model could not be lowered; the message names the module and op at fault."""
+
+
+@dataclass
+class QuantizedConstant:
+    """A constant behind ``dequantize_per_channel``: integer data and per-channel scales."""
+
+    data: np.ndarray
+    scales: np.ndarray
+    axis: int
+
+
+def is_q(node: object) -> bool:
+    return isinstance(node, fx.Node) and node.op == "call_function" and node.target in Q_PER_TENSOR
+
+
+def is_dq(node: object) -> bool:
+    return isinstance(node, fx.Node) and node.op == "call_function" and node.target in DQ_PER_TENSOR
+
+
+def is_dq_channel(node: object) -> bool:
+    return isinstance(node, fx.Node) and node.op == "call_function" and node.target in DQ_PER_CHANNEL
+
+
+def qparams_of(node: fx.Node) -> QParams:
+    """QParams of a quantize/dequantize_per_tensor node: args (x, scale, zero_point, ...)."""
+    return QParams(float(node.args[1]), int(node.args[2]))
+
+
+def node_shape(node: fx.Node) -> tuple[int, ...]:
+    val = node.meta.get("val")
+    while val is None and (is_q(node) or is_dq(node)):
+        node = node.args[0]  # PT2E's inserted quantize/dequantize nodes carry no value: ask the source
+        val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        raise LoweringError(f"node {node.name} ({node.target}) has no tensor value to lower")
+    return tuple(int(d) for d in val.shape)
+
+
+def node_dtype(node: fx.Node) -> str:
+    val = node.meta.get("val")
+    dtype = getattr(val, "dtype", None)
+    if dtype not in TORCH_TO_IR_DTYPE:
+        raise LoweringError(f"{describe(node)}: tensor dtype {dtype} is not supported (int8/int16/int32/float32)")
+    return TORCH_TO_IR_DTYPE[dtype]
+
+
+def module_path(node: fx.Node) -> str:
+    """The user's module path of a node, e.g. ``features.3.conv.0`` (empty for the top module)."""
+    stack = node.meta.get("nn_module_stack")
+    if not stack:
+        return ""
+    path, _cls = list(stack.values())[-1]
+    return re.sub(r"^L__self__[._]?", "", str(path)).replace("L__self___", "")
+
+
+def module_type(node: fx.Node) -> str:
+    stack = node.meta.get("nn_module_stack")
+    if not stack:
+        return ""
+    _path, cls = list(stack.values())[-1]
+    return getattr(cls, "__name__", str(cls)).rsplit(".", 1)[-1]
+
+
+def source_line(node: fx.Node) -> str:
+    """The innermost ``file:line`` of the user's code that produced the node."""
+    trace = node.meta.get("stack_trace") or ""
+    frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
+    user = [f for f in frames if "/torch/" not in f[0]] or frames
+    return f"{user[-1][0]}:{user[-1][1]}" if user else ""
+
+
+def op_name(node: fx.Node) -> str:
+    target = node.target
+    return str(getattr(target, "__name__", target)) if node.op == "call_function" else node.op
+
+
+def describe(node: fx.Node) -> str:
+    path = module_path(node)
+    return f"{op_name(node)} in module '{path or '<top>'}' (node {node.name})"
+
+
+def get_attr_value(gm: fx.GraphModule, node: fx.Node) -> torch.Tensor:
+    value: Any = gm
+    for part in str(node.target).split("."):
+        value = getattr(value, part)
+    return value.detach() if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+
+
+class GraphBuilder:
+    def __init__(self, gm: fx.GraphModule, target: str) -> None:
+        self.gm = gm
+        self.target = target
+        self.tensors: dict[str, Tensor] = {}
+        self.ops: list[Op] = []
+        self.env: dict[fx.Node, str] = {}  # fx node -> IR tensor name
+        self.multi: dict[fx.Node, list[str]] = {}  # fx node with several outputs -> their tensors
+        self.fused: set[fx.Node] = set()  # activations folded into the int8 op before them
+        self._float_of: dict[str, str] = {}  # int8 tensor -> its dequantized float tensor
+        self._layout_of: dict[tuple[str, str], str] = {}  # (tensor, layout) -> converted tensor
+        self._names: set[str] = set()
+
+    # -- tensors -------------------------------------------------------------------------
+    def _unique(self, base: str) -> str:
+        name = re.sub(r"[^A-Za-z0-9_.]", "_", base) or "t"
+        candidate, i = name, 0
+        while candidate in self._names:
+            i += 1
+            candidate = f"{name}_{i}"
+        self._names.add(candidate)
+        return candidate
+
+    def add_tensor(self, base: str, shape: tuple[int, ...], dtype: str, *, qparams: QParams | None = None,
+                   data: np.ndarray | None = None, layout: str = "plain") -> str:
+        name = self._unique(base)
+        if data is not None:
+            data = np.ascontiguousarray(data)
+        self.tensors[name] = Tensor(name, tuple(int(d) for d in shape), dtype, qparams, data, layout)
+        return name
+
+    def constant(self, base: str, data: np.ndarray) -> str:
+        dtype = {np.dtype(np.int8): "int8", np.dtype(np.int16): "int16", np.dtype(np.int32): "int32",
+                 np.dtype(np.float32): "float32"}[np.asarray(data).dtype]
+        return self.add_tensor(base, np.shape(data), dtype, data=np.asarray(data))
+
+    def like(self, base: str, other: str, *, shape: tuple[int, ...] | None = None,
+             dtype: str | None = None, qparams: QParams | None = None, layout: str | None = None) -> str:
+        t = self.tensors[other]
+        return self.add_tensor(base, shape or t.shape, dtype or t.dtype,
+                               qparams=qparams if qparams is not None else t.qparams,
+                               layout=layout or t.layout)
+
+    # -- ops -------------------------------------------------------------------------------
+    def add_op(self, kind: str, inputs: list[str], outputs: list[str], attrs: dict[str, Any] | None = None, *,
+               backend: str = "int8", reason: str = "", nodes: list[fx.Node] | None = None) -> Op:
+        debug: dict[str, Any] = {}
+        if nodes:
+            anchor = nodes[0]
+            debug = {
+                "module": module_path(anchor),
+                "module_type": module_type(anchor),
+                "source": source_line(anchor),
+                "aten": [op_name(n) for n in nodes],
+                "nodes": [n.name for n in nodes],
+            }
+        op = Op(kind, list(inputs), list(outputs), dict(attrs or {}), backend, reason, debug)
+        self.ops.append(op)
+        return op
+
+    # -- values ----------------------------------------------------------------------------
+    def int8_source(self, node: object) -> str | None:
+        """The int8 tensor behind a ``dequantize_per_tensor`` node, if it has been lowered."""
+        if is_dq(node) and node.args[0] in self.env:
+            return self.env[node.args[0]]
+        return None
+
+    def float_value(self, node: fx.Node, consumer: fx.Node) -> str:
+        """The float32 tensor for ``node`` as an input of an fp32 op (dequantizing if needed)."""
+        if is_dq(node):
+            src = self.int8_source(node)
+            if src is None:
+                raise LoweringError(f"{describe(consumer)}: input {node.name} was not lowered")
+            if src not in self._float_of:
+                t = self.tensors[src]
+                out = self.like(f"{src}_f32", src, dtype="float32", qparams=None)
+                out_t = self.tensors[out]
+                out_t.qparams = None
+                self.add_op("dequantize", [src], [out], {"scale": t.qparams.scale,
+                                                         "zero_point": t.qparams.zero_point},
+                            backend="fp32", reason="fp32 boundary", nodes=[consumer])
+                self._float_of[src] = out
+            return self._float_of[src]
+        if is_dq_channel(node):
+            # A quantized weight used by an fp32 op: the dequantized constant.
+            qc = self.quantized_constant(node)
+            shape = [1] * qc.data.ndim
+            shape[qc.axis] = -1
+            real = (qc.data.astype(np.float64) * qc.scales.reshape(shape)).astype(np.float32)
+            return self.constant(f"{node.name}_f32", real)
+        if node.op == "get_attr":
+            value = get_attr_value(self.gm, node)
+            if value.dtype in (torch.float64, torch.float16, torch.bfloat16):
+                value = value.float()
+            key = ("get_attr", str(node.target))
+            if key not in self._layout_of:
+                self._layout_of[key] = self.constant(str(node.target), value.contiguous().numpy())
+            return self._layout_of[key]
+        if node not in self.env:
+            raise LoweringError(f"{describe(consumer)}: input {node.name} was not lowered")
+        return self.env[node]
+
+    def quantized_constant(self, node: fx.Node) -> QuantizedConstant:
+        data_node, scale_node, _zp_node, axis = node.args[:4]
+        data = get_attr_value(self.gm, data_node).numpy()
+        scales = get_attr_value(self.gm, scale_node).to(torch.float32).numpy()
+        return QuantizedConstant(data, scales, int(axis))
+
+    # -- layout ----------------------------------------------------------------------------
+    def same_bytes_as_plain(self, name: str) -> bool:
+        """Whether an NHWC tensor has the same bytes as its NCHW form (C == 1 or H*W == 1)."""
+        t = self.tensors[name]
+        if t.layout != "nhwc":
+            return True
+        _n, h, w, c = t.shape
+        return c == 1 or h * w == 1
+
+    def as_layout(self, name: str, layout: str, nodes: list[fx.Node] | None = None) -> str:
+        """``name`` in ``layout`` ("plain" = torch's NCHW order, or "nhwc"), transposing if needed."""
+        t = self.tensors[name]
+        if t.layout == layout or len(t.shape) != 4:
+            return name
+        key = (name, layout)
+        if key in self._layout_of:
+            return self._layout_of[key]
+        if layout == "nhwc":
+            perm, shape = NCHW_TO_NHWC, tuple(t.shape[i] for i in NCHW_TO_NHWC)
+        else:
+            perm, shape = NHWC_TO_NCHW, tuple(t.shape[i] for i in NHWC_TO_NCHW)
+        out = self.like(f"{name}_{layout}", name, shape=shape, layout=layout)
+        _n, h, w, c = t.shape if t.layout == "nhwc" else tuple(t.shape[i] for i in NCHW_TO_NHWC)
+        if c == 1 or h * w == 1:
+            # Same bytes in both orders: a plain copy, no transpose.
+            self.add_op("reshape", [name], [out], backend=self._data_backend(t), nodes=nodes)
+        else:
+            self.add_op("transpose", [name], [out], {"perm": list(perm)}, backend=self._data_backend(t),
+                        nodes=nodes)
+        self._layout_of[key] = out
+        return out
+
+    @staticmethod
+    def _data_backend(t: Tensor) -> str:
+        return "fp32" if t.dtype == "float32" else "int8"
+
+    def build(self, inputs: list[str], outputs: list[str]) -> Graph:
+        return Graph(dict(self.tensors), list(self.ops), inputs, outputs, self.target)

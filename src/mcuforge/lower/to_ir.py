@@ -1,0 +1,116 @@
+"""The lowering walk: PT2E-converted GraphModule -> backend IR graph.
+
+Nodes are visited in graph order. A quantized pattern (``dequantize -> op [-> activation] ->
+quantize``) becomes one int8 kernel (see ``int8_ops.py``); anything else becomes an fp32 op
+(see ``fallback.py``), with ``dequantize``/``quantize`` ops placed at the int8 boundaries.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+from torch import fx
+
+from ..ir import Graph
+from .builder import (
+    NCHW_TO_NHWC,
+    GraphBuilder,
+    LoweringError,
+    describe,
+    is_dq,
+    is_dq_channel,
+    is_q,
+    node_dtype,
+    node_shape,
+    qparams_of,
+)
+from .fallback import lower_fp32
+from .int8_ops import INT8_LOWERINGS, NotInt8
+
+
+def _lower_placeholder(b: GraphBuilder, node: fx.Node) -> str:
+    """A model input. When all its users quantize it the same way, the program takes it as
+    int8 directly (the host runtime quantizes exactly like PT2E's quantize node)."""
+    shape = node_shape(node)
+    users = list(node.users)
+    qusers = [u for u in users if is_q(u)]
+    layout = "nhwc" if len(shape) == 4 else "plain"
+    stored = tuple(shape[i] for i in NCHW_TO_NHWC) if layout == "nhwc" else shape
+    if users and len(qusers) == len(users) and len({qparams_of(u) for u in qusers}) == 1:
+        name = b.add_tensor(node.name, stored, "int8", qparams=qparams_of(qusers[0]), layout=layout)
+        for u in qusers:
+            b.env[u] = name
+    else:
+        name = b.add_tensor(node.name, stored, node_dtype(node), layout=layout)
+    b.env[node] = name
+    return name
+
+
+def _lower_quantize(b: GraphBuilder, node: fx.Node) -> None:
+    """A quantize of a float value (the end of an fp32 island)."""
+    src = b.float_value(node.args[0], node)
+    qp = qparams_of(node)
+    if node.args[5] != torch.int8 or (node.args[3], node.args[4]) != (-128, 127):
+        raise LoweringError(f"{describe(node)}: only int8 [-128, 127] activations are supported")
+    out = b.like(node.name, src, dtype="int8", qparams=qp)
+    b.add_op("quantize", [src], [out], {"scale": qp.scale, "zero_point": qp.zero_point},
+             backend="fp32", reason="fp32 boundary", nodes=[node])
+    b.env[node] = out
+
+
+def _output_tensor(b: GraphBuilder, value: object) -> str:
+    if is_dq(value):
+        src = b.int8_source(value)
+        if src is not None:
+            return src
+    if isinstance(value, fx.Node) and value in b.env:
+        return b.env[value]
+    if isinstance(value, fx.Node):
+        return b.float_value(value, value)
+    raise LoweringError(f"model output {value!r} is not a tensor")
+
+
+def lower_to_ir(gm: fx.GraphModule, target: str) -> Graph:
+    """Lower a PT2E-converted GraphModule (from :func:`mcuforge.quantize.quantize`) to the IR."""
+    b = GraphBuilder(gm, target)
+    inputs: list[str] = []
+    outputs: list[str] = []
+    for node in gm.graph.nodes:
+        if node in b.env:
+            continue  # already produced (fused activation output, quantized model input)
+        if node.op == "placeholder":
+            inputs.append(_lower_placeholder(b, node))
+        elif node.op == "get_attr" or is_dq(node) or is_dq_channel(node):
+            continue  # values resolved lazily by their consumers
+        elif is_q(node):
+            _lower_quantize(b, node)
+        elif node.op == "call_function" and node.target is operator.getitem:
+            src, index = node.args
+            if src not in b.multi:
+                raise LoweringError(f"{describe(node)}: getitem of a value that is not a tuple")
+            b.env[node] = b.multi[src][index]
+        elif node.op == "call_function":
+            _lower_call(b, node)
+        elif node.op == "output":
+            values = node.args[0] if isinstance(node.args[0], (list, tuple)) else [node.args[0]]
+            outputs = [_output_tensor(b, v) for v in values]
+        else:
+            raise LoweringError(f"{describe(node)}: unsupported graph node kind {node.op!r}")
+    return b.build(inputs, outputs)
+
+
+def _lower_call(b: GraphBuilder, node: fx.Node) -> None:
+    if node in b.fused:
+        return  # an activation already fused into the int8 op before it
+    lowering = INT8_LOWERINGS.get(node.target)
+    if lowering is None:
+        lower_fp32(b, node, f"no int8 kernel for {node.target}")
+        return
+    n_ops = len(b.ops)
+    try:
+        lowering(b, node)
+    except NotInt8 as exc:
+        # Int8 lowerings check everything before emitting: a failure after emitting is a bug.
+        assert len(b.ops) == n_ops, f"{describe(node)}: int8 lowering failed after emitting ops"
+        lower_fp32(b, node, f"int8 not possible: {exc}")

@@ -1,0 +1,329 @@
+"""deserialize: program file bytes -> Graph, validating every field before it is used.
+
+Each check runs before the value it guards is used as an offset, a size or an index, so a
+malformed file ends in ProgramFormatError and never in IndexError, struct.error, numpy errors
+or a huge allocation. The C runtime's loader makes the same checks in the same order
+(docs/format.md).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import zlib
+
+import numpy as np
+
+from mcuforge.ir import DTYPES, OP_KIND_BY_ID, OP_KINDS, Graph, Op, QParams, Tensor
+from mcuforge.program import layout as L
+from mcuforge.program.layout import Header, ProgramFormatError
+from mcuforge.program.values import ValueDecoder
+from mcuforge.targets import ISA_IDS, TARGET_BY_ID
+
+
+def deserialize(data: bytes | bytearray | memoryview) -> Graph:
+    """The Graph stored in a program file; ProgramFormatError if the file is not valid.
+
+    Op ``reason`` and ``debug`` are not in the program (they belong to the debug record) and come
+    back empty; float attributes and qparams scales come back rounded to float32.
+    """
+    buf = bytes(data)
+    header = _read_header(buf)
+    strings = _Strings(buf, header)
+    tensors = [_read_tensor(buf, header, strings, i) for i in range(header.tensor_count)]
+    _check_tensor_table(tensors, header)
+    index = list(struct.unpack_from(f"<{header.index_count}i", buf, header.index_offset))
+    words = list(struct.unpack_from(f"<{header.attr_word_count}I", buf, header.attrs_offset))
+    decoder = ValueDecoder(words, header.attrs_offset, strings.get)
+    reader = _OpReader(header, index, tensors, decoder)
+    ops = [reader.read(buf, i) for i in range(header.op_count)]
+    return Graph(
+        tensors={t.name: t for t in tensors},
+        ops=ops,
+        inputs=reader.graph_io("input", header.inputs_start, header.input_count),
+        outputs=reader.graph_io("output", header.outputs_start, header.output_count),
+        target=TARGET_BY_ID[header.target_id].name,
+        arena_bytes=header.arena_bytes,
+    )
+
+
+def read_header(data: bytes | bytearray | memoryview) -> Header:
+    """The validated header (sizes, CRC, target, section bounds) without reading the sections."""
+    return _read_header(bytes(data))
+
+
+def _read_header(buf: bytes) -> Header:
+    _check_magic_and_version(buf)
+    if len(buf) < L.HEADER.size:
+        raise ProgramFormatError(f"truncated: {len(buf)} bytes, the header alone is {L.HEADER.size}")
+    h = Header._make(L.HEADER.unpack_from(buf))
+    _check_header_size(buf, h)
+    crc = L.header_crc(buf[:h.header_size])
+    if crc != h.header_crc32:
+        raise ProgramFormatError(
+            f"header CRC mismatch: byte {L.HEADER_CRC_OFFSET} says 0x{h.header_crc32:08x}, bytes "
+            f"0..{h.header_size} give 0x{crc:08x} (header corrupted)"
+        )
+    _check_file_size(buf, h)
+    crc = zlib.crc32(memoryview(buf)[h.header_size:h.file_size])
+    if crc != h.crc32:
+        raise ProgramFormatError(
+            f"payload CRC mismatch: byte 16 says 0x{h.crc32:08x}, bytes {h.header_size}..{h.file_size} "
+            f"give 0x{crc:08x} (file corrupted)"
+        )
+    _check_target(h)
+    _check_sections(h)
+    return h
+
+
+def _check_magic_and_version(buf: bytes) -> None:
+    # A short prefix of the magic is a truncated program, anything else is not a program.
+    if buf[:4] != L.MAGIC[:len(buf[:4])]:
+        raise ProgramFormatError(f"not an mcuforge program: magic {buf[:4]!r}, expected {L.MAGIC!r}")
+    if len(buf) < 8:
+        raise ProgramFormatError(f"truncated: {len(buf)} bytes, the header alone is {L.HEADER.size}")
+    major, minor = struct.unpack_from("<HH", buf, 4)
+    # Minor versions only add what older readers may ignore; a new major changes the layout.
+    if major != L.FORMAT_VERSION[0]:
+        raise ProgramFormatError(
+            f"program format {major}.{minor}, this reader supports {L.FORMAT_VERSION[0]}.x"
+        )
+
+
+def _check_header_size(buf: bytes, h: Header) -> None:
+    if h.header_size < L.HEADER.size or h.header_size % L.SECTION_ALIGN:
+        raise ProgramFormatError(
+            f"header size {h.header_size} (byte 8): must be a multiple of 4 and at least {L.HEADER.size}"
+        )
+    if h.header_size > len(buf):
+        raise ProgramFormatError(f"truncated: {len(buf)} bytes, the header alone is {h.header_size}")
+
+
+def _check_file_size(buf: bytes, h: Header) -> None:
+    if h.file_size < h.header_size:
+        raise ProgramFormatError(f"file size {h.file_size} (byte 12) is smaller than the header size")
+    if len(buf) < h.file_size:
+        raise ProgramFormatError(f"truncated: {len(buf)} bytes, the header says the file is {h.file_size}")
+    if len(buf) > h.file_size:
+        raise ProgramFormatError(f"{len(buf) - h.file_size} bytes after the {h.file_size}-byte file")
+
+
+def _check_target(h: Header) -> None:
+    target = TARGET_BY_ID.get(h.target_id)
+    if target is None:
+        known = ", ".join(f"{t.id}={t.name}" for t in TARGET_BY_ID.values())
+        raise ProgramFormatError(f"unknown target id {h.target_id} (byte 20); known: {known}")
+    if h.isa_id != ISA_IDS[target.isa]:
+        raise ProgramFormatError(
+            f"isa id {h.isa_id} (byte 22) does not match target {target.name} "
+            f"({target.isa} = {ISA_IDS[target.isa]})"
+        )
+
+
+def _check_sections(h: Header) -> None:
+    if h.tensor_record_size < L.TENSOR.size or h.tensor_record_size % 4:
+        raise ProgramFormatError(f"tensor record size {h.tensor_record_size} (byte 40) is not valid")
+    if h.op_record_size < L.OP.size or h.op_record_size % 4:
+        raise ProgramFormatError(f"op record size {h.op_record_size} (byte 52) is not valid")
+    sections = [
+        ("tensors", h.tensors_offset, h.tensor_count * h.tensor_record_size, L.SECTION_ALIGN),
+        ("ops", h.ops_offset, h.op_count * h.op_record_size, L.SECTION_ALIGN),
+        ("index pool", h.index_offset, 4 * h.index_count, L.SECTION_ALIGN),
+        ("attrs pool", h.attrs_offset, 4 * h.attr_word_count, L.SECTION_ALIGN),
+        ("strings", h.strings_offset, h.string_bytes, L.SECTION_ALIGN),
+        ("constants", h.constants_offset, h.constants_size, L.CONSTANT_ALIGN),
+    ]
+    for name, offset, size, alignment in sections:
+        if offset % alignment:
+            raise ProgramFormatError(f"{name} section offset {offset} is not {alignment}-byte aligned")
+        if offset < h.header_size or offset + size > h.file_size:
+            raise ProgramFormatError(
+                f"{name} section [{offset}, {offset + size}) is outside the body "
+                f"[{h.header_size}, {h.file_size})"
+            )
+    placed = sorted((offset, offset + size, name) for name, offset, size, _ in sections if size)
+    for (_, end, name), (start, _, next_name) in zip(placed, placed[1:], strict=False):
+        if start < end:
+            raise ProgramFormatError(f"{name} section overlaps the {next_name} section at byte {start}")
+
+
+class _Strings:
+    """The string table: UTF-8 strings addressed by (offset, length), each followed by a NUL."""
+
+    def __init__(self, buf: bytes, h: Header) -> None:
+        self.blob = buf[h.strings_offset:h.strings_offset + h.string_bytes]
+        self.offset = h.strings_offset
+
+    def get(self, offset: int, length: int, where: str) -> str:
+        # offset + length must index the NUL terminator, so it is strictly inside the table.
+        if offset >= len(self.blob) or length >= len(self.blob) - offset:
+            raise ProgramFormatError(
+                f"{where}: string [{offset}, {offset + length}) + NUL is outside the "
+                f"{len(self.blob)}-byte string table (file byte {self.offset})"
+            )
+        if self.blob[offset + length] != 0:
+            raise ProgramFormatError(f"{where}: string at table offset {offset} is not NUL-terminated")
+        try:
+            return self.blob[offset:offset + length].decode("utf-8")
+        except UnicodeDecodeError as e:
+            message = f"{where}: string at table offset {offset} is not UTF-8 ({e.reason})"
+            raise ProgramFormatError(message) from None
+
+
+def _read_tensor(buf: bytes, h: Header, strings: _Strings, i: int) -> Tensor:
+    pos = h.tensors_offset + i * h.tensor_record_size
+    record = L.TENSOR.unpack_from(buf, pos)
+    name_offset, name_length, dtype_code, rank, layout_code, flags = record[:6]
+    dims, (scale, zero_point, offset, nbytes) = list(record[6:12]), record[12:]
+    name = strings.get(name_offset, name_length, f"tensor {i} name (byte {pos})")
+    where = f"tensor {i} {name!r} (byte {pos})"
+    if not name:
+        raise ProgramFormatError(f"{where}: empty name")
+    dtype = L.DTYPE_BY_CODE.get(dtype_code)
+    if dtype is None:
+        raise ProgramFormatError(f"{where}: unknown dtype code {dtype_code}")
+    layout = L.LAYOUT_BY_CODE.get(layout_code)
+    if layout is None:
+        raise ProgramFormatError(f"{where}: unknown layout code {layout_code}")
+    if flags & ~L.TENSOR_FLAGS_KNOWN:
+        raise ProgramFormatError(f"{where}: unknown flag bits 0x{flags:02x}")
+    shape = _shape(dims, rank, where)
+    needed = math.prod(shape) * DTYPES[dtype].itemsize
+    if needed != nbytes:
+        raise ProgramFormatError(f"{where}: nbytes {nbytes}, but shape {shape} of {dtype} is {needed} bytes")
+    qparams = _qparams(flags, scale, zero_point, where)
+    if flags & L.TENSOR_FLAG_CONSTANT:
+        data = _constant_data(buf, h, offset, shape, dtype, where)
+        return Tensor(name, shape, dtype, qparams, data=data, layout=layout)
+    if offset + nbytes > h.arena_bytes:
+        raise ProgramFormatError(
+            f"{where}: arena range [{offset}, {offset + nbytes}) is outside the {h.arena_bytes}-byte arena"
+        )
+    return Tensor(name, shape, dtype, qparams, layout=layout, offset=offset)
+
+
+def _shape(dims: list[int], rank: int, where: str) -> tuple[int, ...]:
+    if rank > L.MAX_RANK:
+        raise ProgramFormatError(f"{where}: rank {rank} is above the maximum {L.MAX_RANK}")
+    if any(dims[rank:]):
+        raise ProgramFormatError(f"{where}: shape words beyond rank {rank} are not zero: {dims}")
+    shape = tuple(dims[:rank])
+    problem = L.shape_problem(shape)
+    if problem:
+        raise ProgramFormatError(f"{where}: {problem}")
+    return shape
+
+
+def _qparams(flags: int, scale: float, zero_point: int, where: str) -> QParams | None:
+    if not flags & L.TENSOR_FLAG_QPARAMS:
+        if scale != 0 or zero_point != 0:
+            raise ProgramFormatError(f"{where}: scale/zero point set on a tensor without qparams")
+        return None
+    if not (math.isfinite(scale) and scale > 0):
+        raise ProgramFormatError(f"{where}: scale {scale} is not a positive finite number")
+    return QParams(scale, zero_point)
+
+
+def _constant_data(
+    buf: bytes, h: Header, offset: int, shape: tuple[int, ...], dtype: str, where: str
+) -> np.ndarray:
+    nbytes = math.prod(shape) * DTYPES[dtype].itemsize
+    if offset % L.CONSTANT_ALIGN:
+        raise ProgramFormatError(f"{where}: constant offset {offset} is not {L.CONSTANT_ALIGN}-byte aligned")
+    if offset + nbytes > h.constants_size:
+        raise ProgramFormatError(
+            f"{where}: constant [{offset}, {offset + nbytes}) is outside the "
+            f"{h.constants_size}-byte constants section (file byte {h.constants_offset})"
+        )
+    if nbytes == 0:
+        return np.zeros(shape, DTYPES[dtype])
+    raw = np.frombuffer(
+        buf, DTYPES[dtype].newbyteorder("<"), count=math.prod(shape), offset=h.constants_offset + offset
+    )
+    # A writable native-order copy: the host side may keep the Graph after the file is gone.
+    return raw.astype(DTYPES[dtype]).reshape(shape)
+
+
+def _check_tensor_table(tensors: list[Tensor], h: Header) -> None:
+    seen: set[str] = set()
+    for i, t in enumerate(tensors):
+        if t.name in seen:
+            raise ProgramFormatError(f"tensor {i}: name {t.name!r} is used by an earlier tensor")
+        seen.add(t.name)
+    total = sum(t.nbytes for t in tensors if t.is_constant)
+    if total != h.constant_bytes:
+        raise ProgramFormatError(f"constant bytes {h.constant_bytes} (byte 28), the tensors hold {total}")
+
+
+class _OpReader:
+    """Reads op records and the graph I/O lists, resolving index-pool entries to tensor names."""
+
+    def __init__(self, h: Header, index: list[int], tensors: list[Tensor], decoder: ValueDecoder) -> None:
+        self.h = h
+        self.index = index
+        self.tensors = tensors
+        self.decoder = decoder
+
+    def read(self, buf: bytes, i: int) -> Op:
+        pos = self.h.ops_offset + i * self.h.op_record_size
+        kind_id, backend_code, _reserved, in_start, in_count, *rest = L.OP.unpack_from(buf, pos)
+        out_start, out_count, attrs_start, attr_words, scratch = rest
+        kind = OP_KIND_BY_ID.get(kind_id)
+        if kind is None:
+            raise ProgramFormatError(f"op {i} (byte {pos}): unknown op kind id {kind_id}")
+        where = f"op {i} ({kind}, byte {pos})"
+        backend = L.BACKEND_BY_CODE.get(backend_code)
+        if backend is None:
+            raise ProgramFormatError(f"{where}: unknown backend code {backend_code}")
+        spec = OP_KINDS[kind]
+        problem = L.input_count_problem(in_count, spec["inputs"])
+        if problem:
+            raise ProgramFormatError(f"{where}: {problem}")
+        inputs = [
+            self._input_name(idx, pos_, spec["inputs"], where)
+            for pos_, idx in enumerate(self._range(in_start, in_count, f"{where} inputs"))
+        ]
+        out_indices = self._range(out_start, out_count, f"{where} outputs")
+        outputs = [self._output_name(idx, where) for idx in out_indices]
+        if attrs_start > self.h.attr_word_count or attr_words > self.h.attr_word_count - attrs_start:
+            raise ProgramFormatError(
+                f"{where}: attrs words [{attrs_start}, {attrs_start + attr_words}) are outside the "
+                f"{self.h.attr_word_count}-word attrs pool"
+            )
+        attrs = self.decoder.decode_attrs(attrs_start, attr_words, spec["attrs"], in_count, where)
+        return Op(kind, inputs, outputs, attrs, backend=backend, scratch_bytes=scratch)
+
+    def graph_io(self, role: str, start: int, count: int) -> list[str]:
+        names = []
+        for idx in self._range(start, count, f"graph {role}s"):
+            name = self._tensor_name(idx, f"graph {role}s")
+            # The caller writes graph inputs into the arena: they cannot be constants in flash.
+            if role == "input" and self.tensors[idx].is_constant:
+                raise ProgramFormatError(f"graph input {name!r} is a constant")
+            names.append(name)
+        return names
+
+    def _range(self, start: int, count: int, where: str) -> list[int]:
+        if start > len(self.index) or count > len(self.index) - start:
+            raise ProgramFormatError(
+                f"{where}: index-pool entries [{start}, {start + count}) are outside the "
+                f"{len(self.index)}-entry pool (file byte {self.h.index_offset})"
+            )
+        return self.index[start:start + count]
+
+    def _tensor_name(self, idx: int, where: str) -> str:
+        if not 0 <= idx < len(self.tensors):
+            raise ProgramFormatError(f"{where}: tensor index {idx}, the file has {len(self.tensors)} tensors")
+        return self.tensors[idx].name
+
+    def _input_name(self, idx: int, pos: int, input_spec: list[str], where: str) -> str:
+        if idx == L.ABSENT_INPUT and L.optional_input(input_spec, pos):
+            return ""
+        return self._tensor_name(idx, f"{where} input {pos}")
+
+    def _output_name(self, idx: int, where: str) -> str:
+        name = self._tensor_name(idx, f"{where} output")
+        # A kernel writing into a constant would write into flash.
+        if self.tensors[idx].is_constant:
+            raise ProgramFormatError(f"{where}: output {name!r} is a constant")
+        return name

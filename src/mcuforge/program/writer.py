@@ -1,0 +1,236 @@
+"""serialize: Graph -> program file bytes.
+
+The writer checks everything the reader will check, so a graph it accepts always loads; its
+errors (ValueError) name the tensor, op or attribute at fault.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import zlib
+from typing import Any
+
+import numpy as np
+
+from mcuforge.ir import DTYPES, OP_KINDS, Graph, Op, Tensor
+from mcuforge.program import layout as L
+from mcuforge.program.values import StringTable, ValueEncoder, float_to_word, word_to_float
+from mcuforge.targets import ISA_IDS, get_target
+
+
+def serialize(graph: Graph) -> bytes:
+    """The program file of ``graph`` (planned: every activation has its arena offset)."""
+    target = get_target(graph.target)
+    arena_bytes = _u32(graph.arena_bytes, "graph arena_bytes")
+    names = list(graph.tensors)
+    index_of = {name: i for i, name in enumerate(names)}
+    strings = StringTable()
+    constants = bytearray()
+    tensor_records = [
+        _tensor_record(name, graph.tensors[name], arena_bytes, strings, constants) for name in names
+    ]
+    index_pool: list[int] = []
+    attr_pool: list[int] = []
+    op_records = [
+        _op_record(i, op, index_of, graph, strings, index_pool, attr_pool) for i, op in enumerate(graph.ops)
+    ]
+    inputs_start = len(index_pool)
+    index_pool += _graph_io(graph.inputs, "input", index_of, graph)
+    outputs_start = len(index_pool)
+    index_pool += _graph_io(graph.outputs, "output", index_of, graph)
+
+    sections = _Sections()
+    tensors_offset = sections.add(b"".join(tensor_records), L.SECTION_ALIGN)
+    ops_offset = sections.add(b"".join(op_records), L.SECTION_ALIGN)
+    index_offset = sections.add(struct.pack(f"<{len(index_pool)}i", *index_pool), L.SECTION_ALIGN)
+    attrs_offset = sections.add(struct.pack(f"<{len(attr_pool)}I", *attr_pool), L.SECTION_ALIGN)
+    string_blob = strings.tobytes()
+    strings_offset = sections.add(string_blob, L.SECTION_ALIGN)
+    constants_offset = sections.add(bytes(constants), L.CONSTANT_ALIGN)
+    body = sections.body()
+    file_size = _u32(L.HEADER.size + len(body), "program file size")
+
+    header = L.Header(
+        magic=L.MAGIC, version_major=L.FORMAT_VERSION[0], version_minor=L.FORMAT_VERSION[1],
+        header_size=L.HEADER.size, file_size=file_size, crc32=zlib.crc32(body),
+        target_id=target.id, isa_id=ISA_IDS[target.isa], arena_bytes=arena_bytes,
+        constant_bytes=_u32(graph.constant_bytes, "constant bytes"),
+        tensors_offset=tensors_offset, tensor_count=len(tensor_records), tensor_record_size=L.TENSOR.size,
+        ops_offset=ops_offset, op_count=len(op_records), op_record_size=L.OP.size,
+        index_offset=index_offset, index_count=len(index_pool),
+        attrs_offset=attrs_offset, attr_word_count=len(attr_pool),
+        strings_offset=strings_offset, string_bytes=len(string_blob),
+        constants_offset=constants_offset, constants_size=len(constants),
+        inputs_start=inputs_start, input_count=len(graph.inputs),
+        outputs_start=outputs_start, output_count=len(graph.outputs), header_crc32=0,
+    )
+    header = header._replace(header_crc32=L.header_crc(L.HEADER.pack(*header)))
+    return L.HEADER.pack(*header) + body
+
+
+class _Sections:
+    """Lays sections out one after another, after the header, each at its alignment."""
+
+    def __init__(self) -> None:
+        self._body = bytearray()
+
+    def add(self, payload: bytes, alignment: int) -> int:
+        """File offset of ``payload`` once appended (zero padding before it if needed)."""
+        pad = L.align_up(L.HEADER.size + len(self._body), alignment) - L.HEADER.size - len(self._body)
+        self._body += bytes(pad)
+        offset = L.HEADER.size + len(self._body)
+        self._body += payload
+        return offset
+
+    def body(self) -> bytes:
+        return bytes(self._body)
+
+
+def _u32(value: Any, what: str) -> int:
+    if not isinstance(value, int | np.integer) or not 0 <= value <= L.U32_MAX:
+        raise ValueError(f"{what} = {value!r} is not an unsigned 32-bit integer")
+    return int(value)
+
+
+def _tensor_record(
+    name: str, t: Tensor, arena_bytes: int, strings: StringTable, constants: bytearray
+) -> bytes:
+    where = f"tensor {name!r}"
+    if t.name != name:
+        raise ValueError(f"{where}: Tensor.name is {t.name!r}, the graph's key is {name!r}")
+    if not name:
+        raise ValueError("a tensor has an empty name ('' marks an absent optional op input)")
+    if t.dtype not in L.DTYPE_CODES:
+        raise ValueError(f"{where}: dtype {t.dtype!r} is not one of {list(L.DTYPE_CODES)}")
+    if t.layout not in L.LAYOUT_CODES:
+        raise ValueError(f"{where}: layout {t.layout!r} is not one of {list(L.LAYOUT_CODES)}")
+    shape = _shape(t.shape, where)
+    nbytes = _u32(t.nbytes, f"{where} nbytes")
+    flags, scale_bits, zero_point = _qparams(t, where)
+    if t.is_constant:
+        flags |= L.TENSOR_FLAG_CONSTANT
+        offset = _append_constant(t, constants, where)
+    else:
+        offset = t.offset
+        if not isinstance(offset, int | np.integer) or offset < 0 or offset + nbytes > arena_bytes:
+            raise ValueError(
+                f"{where}: arena offset {offset} + {nbytes} bytes is outside the arena of "
+                f"{arena_bytes} bytes (run the planner before serializing)"
+            )
+    name_offset, name_length = strings.add(name)
+    dims = list(shape) + [0] * (L.MAX_RANK - len(shape))
+    return L.TENSOR.pack(
+        name_offset, name_length, L.DTYPE_CODES[t.dtype], len(shape), L.LAYOUT_CODES[t.layout], flags,
+        *dims, word_to_float(scale_bits), zero_point, int(offset), nbytes,
+    )
+
+
+def _shape(shape: Any, where: str) -> tuple[int, ...]:
+    dims = tuple(_u32(d, f"{where} shape {tuple(shape)}") for d in shape)
+    problem = L.shape_problem(dims)
+    if problem:
+        raise ValueError(f"{where}: {problem}")
+    return dims
+
+
+def _qparams(t: Tensor, where: str) -> tuple[int, int, int]:
+    """(flags, float32 bits of scale, zero point) of ``t``'s quantization."""
+    if t.qparams is None:
+        return 0, 0, 0
+    scale_bits = float_to_word(t.qparams.scale)
+    scale = word_to_float(scale_bits)
+    # The runtime divides by the scale: it must survive the float32 rounding as a positive number.
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"{where}: scale {t.qparams.scale!r} is not a positive finite float32")
+    zp = t.qparams.zero_point
+    if not isinstance(zp, int | np.integer) or not L.I32_MIN <= zp <= L.I32_MAX:
+        raise ValueError(f"{where}: zero point {zp!r} is not an int32")
+    return L.TENSOR_FLAG_QPARAMS, scale_bits, int(zp)
+
+
+def _append_constant(t: Tensor, constants: bytearray, where: str) -> int:
+    """Offset of ``t``'s data inside the constants section, after appending it 16-byte aligned."""
+    data = t.data
+    if not isinstance(data, np.ndarray):
+        raise ValueError(f"{where}: constant data is a {type(data).__name__}, not a numpy array")
+    if data.dtype != DTYPES[t.dtype]:
+        raise ValueError(f"{where}: constant data is {data.dtype}, declared {t.dtype}; cast it when lowering")
+    if tuple(data.shape) != tuple(t.shape):
+        raise ValueError(f"{where}: constant data has shape {data.shape}, declared {tuple(t.shape)}")
+    constants += bytes(L.align_up(len(constants), L.CONSTANT_ALIGN) - len(constants))
+    offset = len(constants)
+    constants += data.astype(data.dtype.newbyteorder("<"), copy=False).tobytes(order="C")
+    return offset
+
+
+def _op_record(
+    i: int, op: Op, index_of: dict[str, int], graph: Graph, strings: StringTable,
+    index_pool: list[int], attr_pool: list[int],
+) -> bytes:
+    where = f"op {i} ({op.kind})"
+    spec = OP_KINDS.get(op.kind)
+    if spec is None:
+        raise ValueError(f"{where}: unknown op kind; known kinds: {', '.join(OP_KINDS)}")
+    if op.backend not in L.BACKEND_CODES:
+        raise ValueError(f"{where}: backend {op.backend!r} is not one of {list(L.BACKEND_CODES)}")
+    inputs_start = len(index_pool)
+    index_pool += _op_inputs(op, spec["inputs"], index_of, where)
+    outputs_start = len(index_pool)
+    index_pool += _op_outputs(op, index_of, graph, where)
+    attrs_start = len(attr_pool)
+    attr_pool += _op_attrs(op, spec["attrs"], strings, where)
+    scratch = _u32(op.scratch_bytes, f"{where} scratch_bytes")
+    return L.OP.pack(
+        spec["id"], L.BACKEND_CODES[op.backend], 0, inputs_start, len(op.inputs), outputs_start,
+        len(op.outputs), attrs_start, len(attr_pool) - attrs_start, scratch,
+    )
+
+
+def _op_inputs(op: Op, input_spec: list[str], index_of: dict[str, int], where: str) -> list[int]:
+    problem = L.input_count_problem(len(op.inputs), input_spec)
+    if problem:
+        raise ValueError(f"{where}: {problem}")
+    indices = []
+    for pos, name in enumerate(op.inputs):
+        if name == "" and L.optional_input(input_spec, pos):
+            indices.append(L.ABSENT_INPUT)
+        elif name in index_of:
+            indices.append(index_of[name])
+        else:
+            raise ValueError(f"{where}: input {pos} names unknown tensor {name!r}")
+    return indices
+
+
+def _op_outputs(op: Op, index_of: dict[str, int], graph: Graph, where: str) -> list[int]:
+    for name in op.outputs:
+        if name not in index_of:
+            raise ValueError(f"{where}: output names unknown tensor {name!r}")
+        # Constants live in flash: a kernel writing one would fault on the device.
+        if graph.tensors[name].is_constant:
+            raise ValueError(f"{where}: output {name!r} is a constant")
+    return [index_of[name] for name in op.outputs]
+
+
+def _op_attrs(op: Op, specs: list[tuple[str, str]], strings: StringTable, where: str) -> list[int]:
+    declared = [name for name, _ in specs]
+    missing = [name for name in declared if name not in op.attrs]
+    extra = [name for name in op.attrs if name not in declared]
+    # The file has no attribute names: a missing or unknown one cannot be stored faithfully.
+    if missing or extra:
+        raise ValueError(f"{where}: attrs must be exactly {declared}; missing {missing}, unknown {extra}")
+    encoder = ValueEncoder(strings, len(op.inputs))
+    words: list[int] = []
+    for name, attr_type in specs:
+        words += encoder.encode_attr(op.attrs[name], attr_type, f"{where}, attr {name!r}")
+    return words
+
+
+def _graph_io(names: list[str], role: str, index_of: dict[str, int], graph: Graph) -> list[int]:
+    for name in names:
+        if name not in index_of:
+            raise ValueError(f"graph {role} {name!r} is not a tensor of the graph")
+        if role == "input" and graph.tensors[name].is_constant:
+            raise ValueError(f"graph input {name!r} is a constant")
+    return [index_of[name] for name in names]
+

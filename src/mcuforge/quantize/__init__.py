@@ -1,0 +1,44 @@
+"""Post-training quantization with PT2E and mcuforge's Cortex-M quantizer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import torch
+from torch import fx
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+from tqdm.auto import tqdm
+
+from ..capture import as_input_tuple
+from .quantizer import CortexMQuantizer, ObserverConfig
+
+__all__ = ["CortexMQuantizer", "ObserverConfig", "calibration_batches", "quantize"]
+
+
+def calibration_batches(calibration: Iterable, num_inputs: int) -> Iterable[tuple[torch.Tensor, ...]]:
+    """Each item is a tensor or a tuple/list of tensors; the first ``num_inputs`` are the model's
+    inputs, so a labelled DataLoader yielding ``(x, y)`` works for a one-input model."""
+    for i, item in enumerate(calibration):
+        inputs = as_input_tuple(item)
+        if len(inputs) < num_inputs:
+            raise ValueError(f"calibration item {i} has {len(inputs)} tensors; the model takes {num_inputs}")
+        yield inputs[:num_inputs]
+
+
+def quantize(
+    captured: fx.GraphModule,
+    calibration: Iterable[Sequence[torch.Tensor]],
+    num_inputs: int,
+    *,
+    progress: bool = True,
+    observers: ObserverConfig | None = None,
+) -> fx.GraphModule:
+    """prepare_pt2e -> run every calibration item -> convert_pt2e; returns the reference
+    quantized model (float ops between quantize/dequantize nodes, int8 weights folded)."""
+    prepared = prepare_pt2e(captured, CortexMQuantizer(observers))
+    total = len(calibration) if hasattr(calibration, "__len__") else None
+    with torch.no_grad():
+        for inputs in tqdm(calibration_batches(calibration, num_inputs), total=total, desc="calibrating",
+                           unit="batch", disable=not progress):
+            prepared(*inputs)
+    return convert_pt2e(prepared)

@@ -1,0 +1,48 @@
+"""Plain-text tables for the CLI: the op table of a program and its memory summary."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A left-aligned text table (numbers right-aligned)."""
+    cells = [[str(c) for c in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+
+    def fmt(row: list[str], raw: Sequence[Any]) -> str:
+        parts = []
+        for i, cell in enumerate(row):
+            numeric = raw is not None and isinstance(raw[i], (int, float))
+            parts.append(cell.rjust(widths[i]) if numeric else cell.ljust(widths[i]))
+        return "  ".join(parts).rstrip()
+
+    lines = [fmt(cells[0], None), "  ".join("-" * w for w in widths)]
+    lines += [fmt(c, r) for c, r in zip(cells[1:], rows, strict=True)]
+    return "\n".join(lines)
+
+
+def _shapes(shapes: Sequence[Sequence[int]]) -> str:
+    return " ".join("x".join(str(d) for d in s) for s in shapes)
+
+
+def op_table(prog: Any) -> str:
+    rows = []
+    for op in prog.ops:
+        where = "int8 kernel" if op.backend == "int8" else "fp32 fallback"
+        rows.append([op.index, op.kind, where, op.module or "-", _shapes(op.input_shapes), _shapes(op.output_shapes),
+                     op.macs, op.reason])
+    return table(["#", "kind", "runs as", "module", "inputs", "outputs", "MACs", "why not int8"], rows)
+
+
+def memory_summary(prog: Any) -> str:
+    n_int8 = sum(op.backend == "int8" for op in prog.ops)
+    return "\n".join([
+        f"target          {prog.target}",
+        f"ops             {len(prog.ops)} ({n_int8} int8, {len(prog.ops) - n_int8} fp32)",
+        f"arena (RAM)     {prog.arena_bytes:,} bytes",
+        f"constants       {prog.constant_bytes:,} bytes",
+        f"program file    {prog.program_bytes:,} bytes (flash)",
+        f"MACs            {sum(op.macs for op in prog.ops):,}",
+    ])

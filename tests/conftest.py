@@ -1,0 +1,30 @@
+import functools
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import mcuforge
+from mcuforge.zoo import MODELS
+
+
+def calibration_set(example, count, seed):
+    gen = torch.Generator().manual_seed(seed)
+    return [tuple(torch.randn(x.shape, generator=gen) for x in example) for _ in range(count)]
+
+
+@functools.cache
+def compiled(name: str, target: str = "cortex-m55"):
+    """(model, example, program) for a zoo model, calibrated on 16 random normal inputs."""
+    model, example = MODELS[name]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = mcuforge.compile(model, example, calibration=calibration_set(example, 16, seed=1),
+                                target=target, progress=False)
+    return model, example, prog
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)

@@ -1,0 +1,85 @@
+"""The mcuforge command: compile a user's factory file, info, run; clear errors."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from mcuforge.cli import main
+
+FACTORY = textwrap.dedent('''
+    import torch
+    from torch import nn
+
+    class Tiny(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(1, 4, 3, padding=1)
+            self.fc = nn.Linear(4 * 6 * 6, 3)
+
+        def forward(self, x):
+            x = torch.relu(self.conv(x))
+            return self.fc(torch.tanh(x).flatten(1))
+
+    def make_tiny():
+        torch.manual_seed(0)
+        return Tiny(), (torch.randn(1, 1, 6, 6),)
+''')
+
+
+@pytest.fixture
+def factory_file(tmp_path):
+    path = tmp_path / "models.py"
+    path.write_text(FACTORY)
+    return path
+
+
+def test_compile_info_run(tmp_path, factory_file, capsys):
+    calib = tmp_path / "calib.npz"
+    np.savez(calib, np.random.default_rng(0).standard_normal((20, 1, 6, 6)).astype(np.float32))
+    out = tmp_path / "tiny.mfp"
+    assert main(["compile", f"{factory_file}:make_tiny", "--target", "cortex-m4", "--calibration", str(calib),
+                 "-o", str(out)]) == 0
+    assert out.exists() and (tmp_path / "tiny.mfp.dbg.json").exists()
+    capsys.readouterr()
+
+    assert main(["info", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "conv2d_s8" in text and "int8 kernel" in text
+    assert "fp32 fallback" in text and "no int8 kernel for aten.tanh.default" in text
+    assert "arena (RAM)" in text and "cortex-m4" in text
+
+    inputs = tmp_path / "x.npy"
+    np.save(inputs, np.ones((1, 1, 6, 6), np.float32))
+    result = tmp_path / "y.npz"
+    assert main(["run", str(out), "--inputs", str(inputs), "-o", str(result)]) == 0
+    assert "output 0: shape [1, 3]" in capsys.readouterr().out
+    assert np.load(result)["arr_0"].shape == (1, 3)
+
+
+def test_compile_without_calibration_warns(tmp_path, factory_file, capsys):
+    out = tmp_path / "tiny.mfp"
+    with pytest.warns(UserWarning, match="random normal inputs"):
+        assert main(["compile", f"{factory_file}:make_tiny", "-o", str(out)]) == 0
+
+
+def test_errors_are_one_clear_line(tmp_path, factory_file, capsys):
+    assert main(["compile", f"{factory_file}:nope"]) == 2
+    assert "has no function 'nope'" in capsys.readouterr().err
+    bad = tmp_path / "bad.mfp"
+    bad.write_bytes(b"MCUF" + bytes(100))
+    assert main(["info", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mcuforge info: error:") and "Traceback" not in err
+    calib = tmp_path / "calib.npz"
+    np.savez(calib, np.zeros((4, 3, 3), np.float32))
+    assert main(["compile", f"{factory_file}:make_tiny", "--calibration", str(calib)]) == 2
+    assert "array 0 has shape" in capsys.readouterr().err
+
+
+def test_console_script_entry_point():
+    result = subprocess.run([sys.executable, "-m", "mcuforge", "--help"], capture_output=True, text=True,
+                            check=True)
+    assert "compile" in result.stdout and "demo" in result.stdout
