@@ -16,9 +16,8 @@ import warnings
 import numpy as np
 import torch
 
-import mcuforge  # first: it quiets torchao's import-time noise
+import mcuforge
 from mcuforge.quantize import ObserverConfig
-from torchao.quantization.pt2e import MinMaxObserver  # noqa: I001
 from mcuforge.report import table
 from mcuforge.zoo import MODELS
 
@@ -49,6 +48,8 @@ def model_sqnr(model, example, observers) -> tuple[float, float]:
 
 
 def main() -> None:
+    from torchao.quantization.pt2e import MinMaxObserver  # after mcuforge, which quiets torchao's import noise
+
     configs = {
         "mcuforge (histogram act, per-channel min/max w)": ObserverConfig(),
         "min/max act, per-channel min/max w": ObserverConfig(activation=MinMaxObserver),

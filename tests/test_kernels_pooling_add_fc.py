@@ -251,6 +251,18 @@ def test_add_exact_sum_of_equal_scales() -> None:
     assert np.all(np.abs(got2.astype(int) - (a.astype(int) + b.astype(int)) / 2) <= 0.5)
 
 
+def test_add_intermediate_sum_wraps() -> None:
+    # positive input shifts (TFLite never produces them) push a' + b' past INT32_MAX: it wraps as in C
+    a = np.array([127, 127, -128, 0], dtype=np.int8)
+    p = dict(a_offset=128, b_offset=128, a_multiplier=INT32_MAX, a_shift=3, b_multiplier=INT32_MAX, b_shift=3,
+             left_shift=20, output_offset=0, output_multiplier=1 << 30, output_shift=-20,
+             act_min=-128, act_max=127)  # fmt: skip
+    got = add_s8(a, a, **p)
+    np.testing.assert_array_equal(got, ref_add(a, a, p))
+    # a' = b' = 2139095039; a' + b' = 4278190078 wraps to -16777218; x 2^-21 -> -8 (saturating would give 127)
+    assert got[0] == -8
+
+
 def test_add_validation() -> None:
     p = add_quant_params(0.1, 0.1, 0.1)
     a = np.zeros((2, 3), dtype=np.int8)
@@ -316,6 +328,18 @@ def test_fc_hand_computed_tie_and_wrap() -> None:
     wrapped = fully_connected_s8(x[:1], w, bias, input_offset=1, output_offset=0, multipliers=[1 << 30],
                                  shifts=[-20])  # fmt: skip
     assert wrapped.item() == -128
+
+
+def test_fc_deep_accumulation_is_exact() -> None:
+    # 3000 terms of ~32k each: far beyond float32's 2^24, exact in float64
+    rng = np.random.default_rng(13)
+    x = rng.choice(np.array([127, -128, 126], dtype=np.int8), size=(2, 3000))
+    w = rng.choice(np.array([127, -128, -127], dtype=np.int8), size=(3, 3000))
+    bias = np.array([1, -1, 12345], dtype=np.int32)
+    mults, shifts = [INT32_MAX, 1 << 30, 1500000001], [-17, -16, -18]
+    got = fully_connected_s8(x, w, bias, input_offset=128, output_offset=-1, multipliers=mults, shifts=shifts)
+    np.testing.assert_array_equal(got, ref_fc(x, w, bias, 128, -1, mults, shifts, -128, 127))
+    assert len(set(got.ravel().tolist()) - {-128, 127}) > 0
 
 
 def test_fc_validation() -> None:

@@ -2,8 +2,9 @@
 
 import pytest
 
-from conftest import compiled
 from mcuforge.plan import lifetimes
+
+from conftest import compiled
 
 
 @pytest.mark.parametrize("name", ["ds_cnn", "mobilenet_v1_025", "resnet8", "custom_fallback"])

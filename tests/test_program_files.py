@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import mcuforge
+
 from conftest import calibration_set, compiled
 
 

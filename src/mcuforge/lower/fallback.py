@@ -53,6 +53,20 @@ def _tensor_nodes(value: Any) -> list[fx.Node]:
     return []
 
 
+def aten_name(target: Any) -> str:
+    """``torch.ops.aten.relu_.default`` -> ``"aten.relu.default"``: in-place ops are stored as their
+    functional form, since an fp32 op must never write into its inputs' arena bytes."""
+    if not hasattr(target, "_schema"):
+        raise LoweringError(f"{target} is not an aten operator and cannot be stored in a program")
+    namespace, op = target._schema.name.split("::")
+    overload = target._overloadname
+    if op.endswith("_") and not op.startswith("_"):
+        functional = getattr(getattr(torch.ops, namespace), op[:-1], None)
+        if functional is not None and hasattr(functional, overload):
+            op = op[:-1]
+    return f"{namespace}.{op}.{overload}"
+
+
 def lower_fp32(b: GraphBuilder, node: fx.Node, reason: str) -> None:
     """Emit ``node`` as an ``aten_fp32`` op; its tensor inputs are dequantized if int8."""
     tensor_inputs = _tensor_nodes(list(node.args) + list(node.kwargs.values()))
@@ -88,9 +102,7 @@ def lower_fp32(b: GraphBuilder, node: fx.Node, reason: str) -> None:
             raise LoweringError(f"{describe(node)}: output {i} has dtype {v.dtype}, not supported")
         outputs.append(b.add_tensor(node.name if len(values) == 1 else f"{node.name}_{i}", shape, dtype,
                                     layout=layout if len(shape) == 4 else "plain"))
-    target = node.target
-    name = f"aten.{target._schema.name.split('::')[-1]}.{target._overloadname}" if hasattr(
-        target, "_schema") else str(target)
+    name = aten_name(node.target)
     b.add_op("aten_fp32", inputs, outputs, {"target": name, "args": args, "kwargs": kwargs},
              backend="fp32", reason=reason, nodes=[node])
     if len(values) == 1 and not isinstance(val, (list, tuple)):

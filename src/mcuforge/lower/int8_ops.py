@@ -131,8 +131,17 @@ def _weights(b: GraphBuilder, w: object):
     return qc
 
 
-def _requant_constants(b: GraphBuilder, base: str, effective: np.ndarray) -> tuple[str, str]:
-    mult, shift = quantize_multipliers(effective)
+def _requant_params(input_scale: float, weight_scales: np.ndarray, output_scale: float):
+    """Per-channel (multiplier, shift) for input_scale * weight_scale[c] / output_scale."""
+    effective = np.float64(input_scale) * weight_scales.astype(np.float64) / np.float64(output_scale)
+    try:
+        return quantize_multipliers(effective)
+    except ValueError as exc:
+        raise NotInt8(f"requantization scale out of range: {exc}") from None
+
+
+def _requant_constants(b: GraphBuilder, base: str, params) -> tuple[str, str]:
+    mult, shift = params
     return (b.constant(f"{base}_multipliers", np.asarray(mult, np.int32)),
             b.constant(f"{base}_shifts", np.asarray(shift, np.int32)))
 
@@ -179,6 +188,7 @@ def lower_conv2d(b: GraphBuilder, node: fx.Node) -> None:
     if groups != 1 and not depthwise:
         raise NotInt8(f"grouped conv (groups={groups}) has no int8 kernel yet")
     bias_int = _bias_int32(b, bias, qin.scale, wq.scales)
+    requant = _requant_params(qin.scale, wq.scales, qout.scale)
     nodes = _fuse(b, node, act)
     x_nhwc = b.as_layout(src, "nhwc", nodes)
     base = q.name
@@ -188,8 +198,7 @@ def lower_conv2d(b: GraphBuilder, node: fx.Node) -> None:
         weight = np.transpose(wq.data, (0, 2, 3, 1))  # OIHW -> OHWI
     w_name = b.constant(f"{base}_weight", weight)
     bias_name = b.constant(f"{base}_bias", bias_int)
-    effective = np.float64(qin.scale) * wq.scales.astype(np.float64) / np.float64(qout.scale)
-    mult, shift = _requant_constants(b, base, effective)
+    mult, shift = _requant_constants(b, base, requant)
     act_min, act_max = activation_range(act, qout)
     out = b.add_tensor(base, _nhwc(node_shape(q)), "int8", qparams=qout, layout="nhwc")
     attrs = {"input_offset": -qin.zero_point, "output_offset": qout.zero_point, "stride": list(stride),
@@ -212,13 +221,13 @@ def lower_linear(b: GraphBuilder, node: fx.Node) -> None:
     act, q = output_quantize(node)
     qin, qout = b.tensors[src].qparams, qparams_of(q)
     bias_int = _bias_int32(b, bias, qin.scale, wq.scales)
+    requant = _requant_params(qin.scale, wq.scales, qout.scale)
     nodes = _fuse(b, node, act)
     x_plain = b.as_layout(src, "plain", nodes)
     base = q.name
     w_name = b.constant(f"{base}_weight", wq.data)
     bias_name = b.constant(f"{base}_bias", bias_int)
-    effective = np.float64(qin.scale) * wq.scales.astype(np.float64) / np.float64(qout.scale)
-    mult, shift = _requant_constants(b, base, effective)
+    mult, shift = _requant_constants(b, base, requant)
     act_min, act_max = activation_range(act, qout)
     out = b.add_tensor(base, node_shape(q), "int8", qparams=qout)
     attrs = {"input_offset": -qin.zero_point, "output_offset": qout.zero_point,
@@ -237,11 +246,14 @@ def lower_add(b: GraphBuilder, node: fx.Node) -> None:
     if node_shape(a_node) != node_shape(b_node):
         raise NotInt8(f"broadcasting add {node_shape(a_node)} + {node_shape(b_node)} has no int8 kernel yet")
     act, q = output_quantize(node)
+    qa, qb, qout = b.tensors[a_src].qparams, b.tensors[b_src].qparams, qparams_of(q)
+    try:
+        params = add_quant_params(qa.scale, qb.scale, qout.scale)
+    except ValueError as exc:
+        raise NotInt8(f"add scales out of range: {exc}") from None
     nodes = _fuse(b, node, act)
     layout = b.tensors[a_src].layout
     a_src, b_src = b.as_layout(a_src, layout, nodes), b.as_layout(b_src, layout, nodes)
-    qa, qb, qout = b.tensors[a_src].qparams, b.tensors[b_src].qparams, qparams_of(q)
-    params = add_quant_params(qa.scale, qb.scale, qout.scale)
     act_min, act_max = activation_range(act, qout)
     out = b.like(q.name, a_src, qparams=qout)
     attrs = {

@@ -1,0 +1,75 @@
+"""Anything a user writes compiles: ops without int8 kernels run in fp32, with the reason shown."""
+
+import warnings
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import mcuforge
+
+
+class Odd(nn.Module):
+    """Ops the int8 kernels do not cover, in the forms torch.export produces for them."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.conv1d = nn.Conv1d(8, 8, 3, padding=1)
+        self.norm = nn.LayerNorm(16)
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x):
+        y = self.conv(x)
+        y.relu_()                                    # in-place activation
+        a, b = torch.chunk(y, 2, dim=1)              # multi-output op
+        y = torch.cat([a * torch.sigmoid(b), b / 2.0], dim=1)
+        y = y[:, :, 1:-1, ::2]                       # slicing
+        y = y.mean(dim=2)                            # (N, C, W): 3-D
+        y = self.conv1d(y)
+        y = y.view(y.size(0), -1)[:, :16]
+        y = self.norm(torch.exp(-y.abs()))
+        return F.softmax(self.fc(y), dim=-1), y
+
+
+def test_unsupported_ops_fall_back_and_match_the_reference(tmp_path):
+    torch.manual_seed(0)
+    model = Odd().eval()
+    x = torch.randn(1, 3, 6, 10)
+    calib = [(torch.randn(1, 3, 6, 10),) for _ in range(8)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = mcuforge.compile(model, (x,), calibration=calib, progress=False)
+    fp32_ops = [op for op in prog.ops if op.kind == "aten_fp32"]
+    assert fp32_ops and all(op.backend == "fp32" and op.reason for op in fp32_ops)
+    assert any(op.kind == "conv2d_s8" for op in prog.ops)
+    targets = [op.attrs["target"] for op in prog.graph.ops if op.kind == "aten_fp32"]
+    assert not any(t.endswith("_.default") for t in targets)
+    for xs in calib[:3]:
+        ours = prog.run(*xs)
+        ref = prog.reference(*xs)
+        for o, r in zip(ours, ref, strict=True):
+            np.testing.assert_allclose(o, r.detach().numpy(), atol=0.05, rtol=0.05)
+    prog2 = mcuforge.load(prog.save(tmp_path / "odd.mfp"))
+    for o, r in zip(prog.run(x), prog2.run(x), strict=True):
+        np.testing.assert_array_equal(o, r)
+
+
+def test_inplace_fallback_op_does_not_clobber_its_input():
+    class M(nn.Module):
+        def forward(self, x):
+            y = torch.sigmoid(x)
+            z = y.clone()
+            z.mul_(2.0)
+            return y + z, z
+
+    x = torch.randn(1, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = mcuforge.compile(M(), (x,), calibration=[(x,)], progress=False)
+    targets = [op.attrs["target"] for op in prog.graph.ops if op.kind == "aten_fp32"]
+    assert "aten.mul.Tensor" in targets  # mul_ stored in its functional form
+    total, doubled = prog.run(x)
+    np.testing.assert_allclose(total, (3 * torch.sigmoid(x)).numpy(), atol=0.05)
+    np.testing.assert_allclose(doubled, (2 * torch.sigmoid(x)).numpy(), atol=0.05)
