@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .quant_utils import (
+    BLOCK_ELEMENTS,
     check_activation_range,
     check_int8,
     check_offsets,
@@ -42,7 +43,7 @@ def add_s8(
     a = check_int8("a", a, None)
     b = check_int8("b", b, None)
     try:
-        np.broadcast_shapes(a.shape, b.shape)
+        shape = np.broadcast_shapes(a.shape, b.shape)
     except ValueError as err:
         raise ValueError(f"add_s8: shapes {a.shape} and {b.shape} do not broadcast") from err
     if not isinstance(left_shift, int | np.integer) or not 0 <= left_shift <= 30:
@@ -56,9 +57,15 @@ def add_s8(
         except ValueError as err:
             raise ValueError(f"{name}: {err}") from err
 
-    a_scaled = wrap_int32((a.astype(np.int64) + a_offset) << left_shift)
-    b_scaled = wrap_int32((b.astype(np.int64) + b_offset) << left_shift)
-    a_req = requantize(a_scaled, a_multiplier, a_shift).astype(np.int64)
-    b_req = requantize(b_scaled, b_multiplier, b_shift).astype(np.int64)
-    total = wrap_int32(a_req + b_req)
-    return requantize_output(total, output_multiplier, output_shift, output_offset, act_min, act_max)
+    a_flat = np.broadcast_to(a, shape).reshape(-1)
+    b_flat = np.broadcast_to(b, shape).reshape(-1)
+    out = np.empty(a_flat.shape, dtype=np.int8)
+    for start in range(0, out.size, BLOCK_ELEMENTS):  # cache-sized blocks of the int64 pipeline
+        block = slice(start, start + BLOCK_ELEMENTS)
+        a_scaled = wrap_int32((a_flat[block].astype(np.int64) + a_offset) << left_shift)
+        b_scaled = wrap_int32((b_flat[block].astype(np.int64) + b_offset) << left_shift)
+        a_req = requantize(a_scaled, a_multiplier, a_shift).astype(np.int64)
+        b_req = requantize(b_scaled, b_multiplier, b_shift).astype(np.int64)
+        total = wrap_int32(a_req + b_req)
+        out[block] = requantize_output(total, output_multiplier, output_shift, output_offset, act_min, act_max)
+    return out.reshape(shape)

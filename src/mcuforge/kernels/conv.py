@@ -27,7 +27,7 @@ from .quant_utils import (
 IntPair = int | tuple[int, int]
 
 #: Largest float64 im2col block (bytes) built at once; batches are processed in chunks below this.
-IM2COL_BUDGET_BYTES = 64 << 20
+IM2COL_BUDGET_BYTES = 16 << 20
 
 
 def pair(value: IntPair, name: str, minimum: int) -> tuple[int, int]:
@@ -102,18 +102,20 @@ def window_taps(
             yield i, j, xp[:, rows, cols, :]
 
 
-def batch_chunks(n: int, bytes_per_item: int, budget: int = IM2COL_BUDGET_BYTES) -> Iterator[slice]:
-    """Split range(n) into slices whose working set stays under ``budget`` bytes (at least one item each)."""
-    step = max(1, budget // max(1, bytes_per_item))
+def batch_chunks(n: int, bytes_per_item: int, budget: int | None = None) -> Iterator[slice]:
+    """Split range(n) into slices whose working set stays under ``budget`` bytes (default
+    ``IM2COL_BUDGET_BYTES``), at least one item each."""
+    step = max(1, (IM2COL_BUDGET_BYTES if budget is None else budget) // max(1, bytes_per_item))
     for start in range(0, n, step):
         yield slice(start, min(n, start + step))
 
 
 def check_float64_exact(terms: int, input_offset: int) -> None:
-    """The float64 dot products are exact while terms * max|x + offset| * 128 < 2^53.
+    """The float64 dot products are exact while terms * max|x + offset| * max|w| < 2^53.
 
-    With int8 data and |offset| <= 255 each product is below 2^16, so this holds for any realistic layer
-    (it would take more than 2^37 terms to break).
+    Every partial sum is then an integer below 2^53, so the result does not depend on the BLAS summation
+    order. With int8 data and an offset in [-127, 128] each product is at most 256 * 128 = 2^15 in magnitude:
+    it would take 2^38 terms to break.
     """
     if terms * (128 + abs(int(input_offset))) * 128 >= 1 << 53:
         raise ValueError(f"dot product of {terms} terms may not be exact in float64")
@@ -160,12 +162,13 @@ def conv2d_s8(
     check_float64_exact(depth, input_offset)
 
     w_cols = w.reshape(oc, depth).astype(np.float64).T  # (KH*KW*C, O), tap-major like the patches
-    acc = np.empty((n, oh, ow, oc), dtype=np.int64)
-    for chunk in batch_chunks(n, oh * ow * depth * 8):
+    out = np.empty((n, oh, ow, oc), dtype=np.int8)
+    for chunk in batch_chunks(n, oh * ow * (depth + oc) * 8):
         x_off = x[chunk].astype(np.float64) + input_offset  # zero fill below == skipped tap
         patches = np.empty((x_off.shape[0], oh, ow, kh, kw, c), dtype=np.float64)
         for i, j, view in window_taps(x_off, (kh, kw), st, pd, dl, (oh, ow), fill=0.0):
             patches[:, :, :, i, j, :] = view
-        acc[chunk] = (patches.reshape(-1, depth) @ w_cols).reshape(-1, oh, ow, oc).astype(np.int64)
-    acc_int32 = wrap_int32(acc + b)
-    return requantize_output(acc_int32, mult, shift, output_offset, act_min, act_max)
+        acc = (patches.reshape(-1, depth) @ w_cols).astype(np.int64)  # exact integers, (rows, O)
+        result = requantize_output(wrap_int32(acc + b), mult, shift, output_offset, act_min, act_max)
+        out[chunk] = result.reshape(-1, oh, ow, oc)
+    return out

@@ -17,7 +17,7 @@ from .quant_utils import (
 )
 
 #: Working set (bytes) of one batch chunk.
-DEPTHWISE_BUDGET_BYTES = 64 << 20
+DEPTHWISE_BUDGET_BYTES = 8 << 20
 
 
 def depthwise_conv2d_s8(
@@ -65,12 +65,13 @@ def depthwise_conv2d_s8(
     check_offsets({"input_offset": input_offset}, output_offset)
 
     w_taps = w.reshape(kh, kw, c, m).astype(np.int32)
-    acc = np.empty((n, oh, ow, c, m), dtype=np.int32)
+    bias32 = wrap_int32(b)
+    out = np.empty((n, oh, ow, oc), dtype=np.int8)
     for chunk in batch_chunks(n, oh * ow * oc * 4 * 3, DEPTHWISE_BUDGET_BYTES):
         x_off = x[chunk].astype(np.int32) + np.int32(input_offset)  # zero fill below == skipped tap
-        part = np.zeros((x_off.shape[0], oh, ow, c, m), dtype=np.int32)
+        acc = np.zeros((x_off.shape[0], oh, ow, c, m), dtype=np.int32)
         for i, j, view in window_taps(x_off, (kh, kw), st, pd, dl, (oh, ow), fill=0):
-            part += view[..., None] * w_taps[i, j]
-        acc[chunk] = part
-    acc_int32 = wrap_int32(acc.reshape(n, oh, ow, oc).astype(np.int64) + b)
-    return requantize_output(acc_int32, mult, shift, output_offset, act_min, act_max)
+            acc += view[..., None] * w_taps[i, j]  # int32 arithmetic wraps like the C accumulator
+        acc = acc.reshape(-1, oh, ow, oc) + bias32
+        out[chunk] = requantize_output(acc, mult, shift, output_offset, act_min, act_max)
+    return out

@@ -29,6 +29,8 @@ INT32_MAX = (1 << 31) - 1
 #: Range of the shift argument of ``arm_nn_requantize`` (positive = left shift).
 SHIFT_MIN = -31
 SHIFT_MAX = 30
+#: Elements per block in the elementwise int64 pipelines (keeps temporaries in cache).
+BLOCK_ELEMENTS = 1 << 16
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -103,10 +105,19 @@ def requantize_output(
 ) -> np.ndarray:
     """The common CMSIS-NN epilogue: ``clamp(requantize(acc) + output_offset, act_min, act_max)`` -> int8.
 
-    The offset is added in int32 (wrapping, as the C code does) before the clamp.
+    The offset is added in int32 (wrapping, as the C code does) before the clamp. ``multiplier``/``shift``
+    are scalars or per-channel arrays along the last axis of ``acc``. Large inputs are processed in blocks
+    of rows that fit in cache (the int64 temporaries would otherwise make this memory bound).
     """
-    out = wrap_int32(requantize(acc_int32, multiplier, shift).astype(np.int64) + output_offset)
-    return np.asarray(np.clip(out, act_min, act_max), dtype=np.int8)
+    acc = np.asarray(acc_int32)
+    rows = acc.reshape(-1, acc.shape[-1]) if acc.ndim else acc.reshape(1, 1)
+    out = np.empty(rows.shape, dtype=np.int8)
+    step = max(1, BLOCK_ELEMENTS // max(1, rows.shape[1]))
+    for start in range(0, rows.shape[0], step):
+        block = rows[start : start + step]
+        shifted = wrap_int32(requantize(block, multiplier, shift).astype(np.int64) + output_offset)
+        out[start : start + step] = np.clip(shifted, act_min, act_max)
+    return out.reshape(acc.shape)
 
 
 # ----------------------------------------------------------------------------------------------------------
