@@ -1,6 +1,6 @@
 """Calibration quality: int8 SQNR against the fp32 model, per zoo model and observer choice.
 
-    python benchmarks/calibration_sqnr.py
+    python benchmarks/calibration_sqnr.py      # prints the table and writes results/calibration_sqnr.md
 
 mcuforge's default observers are those of ExecuTorch's Cortex-M quantizer (histogram observers
 for activations, per-channel min/max for weights); the min/max activation column is the common
@@ -10,8 +10,10 @@ inputs of the same distribution.
 
 from __future__ import annotations
 
+import platform
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -63,7 +65,13 @@ def main() -> None:
             row += [round(sqnr, 2)]
         row.append(round(seconds, 2))
         rows.append(row)
-    print(table(["model", *[f"SQNR dB: {c}" for c in configs], "compile s (last)"], rows))
+    text = table(["model", *[f"SQNR dB: {c}" for c in configs], "compile s (last)"], rows)
+    print(text)
+    out = Path(__file__).parent / "results" / "calibration_sqnr.md"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(f"# int8 SQNR vs fp32 (`python benchmarks/calibration_sqnr.py`)\n\n"
+                   f"mcuforge {mcuforge.__version__}, torch {torch.__version__}, {platform.machine()}\n\n"
+                   f"```\n{text}\n```\n")
 
 
 if __name__ == "__main__":

@@ -14,35 +14,17 @@ import pytest
 
 from mcuforge.kernels import conv2d_s8, depthwise_conv2d_s8
 
-INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-
+from cmsis_reference import INT32_MAX, c_output, c_wrap32
 
 # ---------------------------------------------------------------------------------------------------------
-# Reference: CMSIS-NN C semantics in Python ints
+# Reference loops over CMSIS-NN C semantics (integer primitives: cmsis_reference.py)
 # ---------------------------------------------------------------------------------------------------------
 
 
-def c_wrap32(v: int) -> int:
-    v &= 0xFFFFFFFF
-    return v - (1 << 32) if v & 0x80000000 else v
 
 
-def c_requantize(val: int, multiplier: int, shift: int) -> int:
-    """arm_nn_requantize, default build: wrapping left shift, doubling high mult (+2^30), rounding divide."""
-    left = shift if shift > 0 else 0
-    right = -shift if shift < 0 else 0
-    x = c_wrap32(val * (1 << left))
-    high = c_wrap32(((1 << 30) + x * multiplier) >> 31)
-    mask = (1 << right) - 1
-    remainder = high & mask
-    result = high >> right
-    threshold = (mask >> 1) + (1 if result < 0 else 0)
-    return result + 1 if remainder > threshold else result
 
 
-def c_output(acc: int, mult: int, shift: int, out_off: int, act_min: int, act_max: int) -> int:
-    v = c_wrap32(c_requantize(acc, mult, shift) + out_off)
-    return min(max(v, act_min), act_max)
 
 
 def ref_conv(x, w, bias, in_off, out_off, mults, shifts, stride, pad, dil, act_min, act_max, out_hw):

@@ -12,40 +12,22 @@ import pytest
 
 from mcuforge.kernels import add_quant_params, add_s8, avgpool_s8, fully_connected_s8, maxpool_s8
 
+from cmsis_reference import c_div, c_requantize, c_wrap32, clamp
+
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Reference: CMSIS-NN C semantics in Python ints
+# Reference loops over CMSIS-NN C semantics (integer primitives: cmsis_reference.py)
 # ---------------------------------------------------------------------------------------------------------
 
 
-def c_wrap32(v: int) -> int:
-    v &= 0xFFFFFFFF
-    return v - (1 << 32) if v & 0x80000000 else v
 
 
-def c_div(a: int, b: int) -> int:
-    """C integer division: truncates toward zero."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
 
 
-def c_requantize(val: int, multiplier: int, shift: int) -> int:
-    """arm_nn_requantize, default build."""
-    left = shift if shift > 0 else 0
-    right = -shift if shift < 0 else 0
-    x = c_wrap32(val * (1 << left))
-    high = c_wrap32(((1 << 30) + x * multiplier) >> 31)
-    mask = (1 << right) - 1
-    remainder = high & mask
-    result = high >> right
-    threshold = (mask >> 1) + (1 if result < 0 else 0)
-    return result + 1 if remainder > threshold else result
 
 
-def clamp(v: int, lo: int, hi: int) -> int:
-    return min(max(v, lo), hi)
 
 
 def ref_pool(x, kernel, stride, pad, out_hw, act_min, act_max, kind):

@@ -25,42 +25,25 @@ from mcuforge.kernels import (
     requantize,
 )
 
-INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-
+from cmsis_reference import (
+    INT32_MAX,
+    INT32_MIN,
+    c_divide_by_power_of_two,
+    c_doubling_high_mult_no_sat,
+    c_requantize,
+)
 
 # ---------------------------------------------------------------------------------------------------------
 # Reference: CMSIS-NN arm_nnsupportfunctions.h, default (double rounding) build, in Python ints
 # ---------------------------------------------------------------------------------------------------------
 
 
-def c_wrap32(v: int) -> int:
-    """(int32_t) cast of a wider integer: keep the low 32 bits, two's complement."""
-    v &= 0xFFFFFFFF
-    return v - (1 << 32) if v & 0x80000000 else v
 
 
-def c_doubling_high_mult_no_sat(m1: int, m2: int) -> int:
-    mult = (1 << 30) + m1 * m2  # int64 accumulator preloaded with the rounding offset (SMLAL)
-    return c_wrap32(mult >> 31)  # >> on a negative int64 is arithmetic (floor), as Python's >>
 
 
-def c_divide_by_power_of_two(dividend: int, exponent: int) -> int:
-    remainder_mask = (1 << exponent) - 1
-    remainder = remainder_mask & dividend  # Python & on negatives == two's complement low bits
-    result = dividend >> exponent
-    threshold = remainder_mask >> 1
-    if result < 0:
-        threshold += 1
-    if remainder > threshold:
-        result += 1
-    return result
 
 
-def c_requantize(val: int, multiplier: int, shift: int) -> int:
-    left = shift if shift > 0 else 0
-    right = -shift if shift < 0 else 0
-    high = c_doubling_high_mult_no_sat(c_wrap32(val * (1 << left)), multiplier)
-    return c_divide_by_power_of_two(high, right)
 
 
 # ---------------------------------------------------------------------------------------------------------
