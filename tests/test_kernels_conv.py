@@ -21,12 +21,6 @@ from cmsis_reference import INT32_MAX, c_output, c_wrap32
 # ---------------------------------------------------------------------------------------------------------
 
 
-
-
-
-
-
-
 def ref_conv(x, w, bias, in_off, out_off, mults, shifts, stride, pad, dil, act_min, act_max, out_hw):
     n, h, wd, c = x.shape
     oc, kh, kw, _ = w.shape

@@ -22,14 +22,6 @@ INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 # ---------------------------------------------------------------------------------------------------------
 
 
-
-
-
-
-
-
-
-
 def ref_pool(x, kernel, stride, pad, out_hw, act_min, act_max, kind):
     n, h, w, c = x.shape
     out = np.zeros((n, out_hw[0], out_hw[1], c), dtype=np.int8)
