@@ -1,5 +1,6 @@
 """The Cortex-M quantizer and BatchNorm folding."""
 
+import pytest
 import torch
 from torch import nn
 
@@ -62,3 +63,11 @@ def test_calibration_accepts_a_labelled_dataloader():
     loader = torch.utils.data.DataLoader(data, batch_size=1)
     converted = quantize(capture(model, (torch.randn(1, 4),)), loader, 1, progress=False)
     assert any(n.target == qd.quantize_per_tensor.default for n in converted.graph.nodes)
+
+
+def test_calibration_errors_are_clear():
+    model = nn.Sequential(nn.Linear(4, 3)).eval()
+    with pytest.raises(ValueError, match="calibration data is empty"):
+        quantize(capture(model, (torch.randn(1, 4),)), [], 1, progress=False)
+    with pytest.raises(ValueError, match=r"calibration item 1 \(input shapes \[1, 5\]\)"):
+        quantize(capture(model, (torch.randn(1, 4),)), [torch.randn(1, 4), torch.randn(1, 5)], 1, progress=False)

@@ -19,7 +19,7 @@ from .ir import DTYPES, Graph, Op, TensorRef
 from .kernels.clamp import clamp_s8
 
 
-class RuntimeError_(RuntimeError):
+class OpExecutionError(RuntimeError):
     """An op failed at run time; the message names the op index, kind and module."""
 
 
@@ -29,7 +29,7 @@ Kernel = Callable[[Op, list[np.ndarray], list[np.ndarray]], np.ndarray | list[np
 def _conv(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     x, w, bias, mult, shift = ins
     a = op.attrs
-    n, oh, ow, _c = _nhwc_dims(outs[0], w.shape[0])
+    _n, oh, ow, _c = outs[0].shape
     return K.conv2d_s8(x, w, bias, input_offset=a["input_offset"], output_offset=a["output_offset"],
                        multipliers=mult, shifts=shift, stride=tuple(a["stride"]), padding=tuple(a["padding"]),
                        dilation=tuple(a["dilation"]), act_min=a["act_min"], act_max=a["act_max"],
@@ -39,7 +39,7 @@ def _conv(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
 def _depthwise(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     x, w, bias, mult, shift = ins
     a = op.attrs
-    _n, oh, ow, _c = _nhwc_dims(outs[0], w.shape[3])
+    _n, oh, ow, _c = outs[0].shape
     return K.depthwise_conv2d_s8(x, w, bias, input_offset=a["input_offset"], output_offset=a["output_offset"],
                                  multipliers=mult, shifts=shift, stride=tuple(a["stride"]),
                                  padding=tuple(a["padding"]), dilation=tuple(a["dilation"]),
@@ -136,12 +136,6 @@ KERNELS: dict[str, Kernel] = {
 }
 
 
-def _nhwc_dims(out: np.ndarray, channels: int) -> tuple[int, int, int, int]:
-    """Output dims of a conv: from the 4-D NHWC output view."""
-    n, oh, ow, c = out.shape
-    return n, oh, ow, c
-
-
 class Arena:
     """Views of one byte buffer at the planned offsets (activations) and the constants."""
 
@@ -178,7 +172,7 @@ def execute(graph: Graph, inputs: Sequence[np.ndarray],
             result = KERNELS[op.kind](op, ins, outs)
         except Exception as exc:  # noqa: BLE001 - re-raised with the op's identity
             where = op.debug.get("module") or "?"
-            raise RuntimeError_(f"op {index} ({op.kind}, module '{where}') failed: {exc}") from exc
+            raise OpExecutionError(f"op {index} ({op.kind}, module '{where}') failed: {exc}") from exc
         results = result if isinstance(result, list) else [result]
         for dst, value in zip(outs, results, strict=True):
             dst[...] = np.asarray(value, dtype=dst.dtype).reshape(dst.shape)

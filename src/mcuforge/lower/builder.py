@@ -199,9 +199,7 @@ class GraphBuilder:
                 raise LoweringError(f"{describe(consumer)}: input {node.name} was not lowered")
             if src not in self._float_of:
                 t = self.tensors[src]
-                out = self.like(f"{src}_f32", src, dtype="float32", qparams=None)
-                out_t = self.tensors[out]
-                out_t.qparams = None
+                out = self.add_tensor(f"{src}_f32", t.shape, "float32", layout=t.layout)
                 self.add_op("dequantize", [src], [out], {"scale": t.qparams.scale,
                                                          "zero_point": t.qparams.zero_point},
                             backend="fp32", reason="fp32 boundary", nodes=[consumer])

@@ -37,8 +37,17 @@ def quantize(
     quantized model (float ops between quantize/dequantize nodes, int8 weights folded)."""
     prepared = prepare_pt2e(captured, CortexMQuantizer(observers))
     total = len(calibration) if hasattr(calibration, "__len__") else None
+    seen = 0
     with torch.no_grad():
         for inputs in tqdm(calibration_batches(calibration, num_inputs), total=total, desc="calibrating",
                            unit="batch", disable=not progress):
-            prepared(*inputs)
+            try:
+                prepared(*inputs)
+            except Exception as exc:  # noqa: BLE001 - re-raised with the item's index and shapes
+                shapes = ", ".join(str(list(x.shape)) for x in inputs)
+                raise ValueError(f"calibration item {seen} (input shapes {shapes}) failed in the model: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+            seen += 1
+    if seen == 0:
+        raise ValueError("the calibration data is empty: give at least one input tuple")
     return convert_pt2e(prepared)

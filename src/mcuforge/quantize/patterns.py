@@ -7,7 +7,7 @@ import torch
 aten = torch.ops.aten
 
 # Ops with weights: int8 input, int8 per-channel symmetric weight, int32 bias.
-CONV_OPS = {aten.conv2d.default}
+CONV_OPS = {aten.conv2d.default, aten.conv2d.padding}
 LINEAR_OPS = {aten.linear.default}
 WEIGHTED_OPS = CONV_OPS | LINEAR_OPS
 

@@ -1,0 +1,46 @@
+"""Conv variants users write: string padding, dilation, stride, depth multipliers, groups."""
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import mcuforge
+
+
+def compile_and_compare(model, shape):
+    gen = torch.Generator().manual_seed(0)
+    calib = [(torch.randn(shape, generator=gen),) for _ in range(8)]
+    prog = mcuforge.compile(model.eval(), calib[0], calibration=calib, progress=False)
+    for (x,) in calib[:3]:
+        raw = prog.run_raw(x)[0]
+        ref = prog.reference(x)
+        t = prog.graph.tensors[prog.graph.outputs[0]]
+        ref = ref.detach().numpy()
+        if t.layout == "nhwc":
+            ref = np.transpose(ref, (0, 2, 3, 1))
+        codes = np.round(ref / t.qparams.scale) + t.qparams.zero_point
+        assert np.mean(np.abs(raw - codes) <= 1) >= 0.99
+    return prog
+
+
+@pytest.mark.parametrize("conv, kind", [
+    (nn.Conv2d(4, 8, 3, padding="same"), "conv2d_s8"),
+    (nn.Conv2d(4, 8, 5, padding="valid", stride=2), "conv2d_s8"),
+    (nn.Conv2d(4, 8, 3, padding=2, dilation=2), "conv2d_s8"),
+    (nn.Conv2d(4, 8, (3, 1), padding=(1, 0), stride=(2, 1)), "conv2d_s8"),
+    (nn.Conv2d(4, 4, 3, padding=1, groups=4), "depthwise_conv2d_s8"),
+    (nn.Conv2d(4, 12, 3, padding=1, groups=4, stride=2), "depthwise_conv2d_s8"),
+])
+def test_conv_variant_is_int8(conv, kind):
+    torch.manual_seed(0)
+    prog = compile_and_compare(nn.Sequential(conv, nn.ReLU()), (1, 4, 9, 11))
+    assert [op.kind for op in prog.ops] == [kind]
+
+
+def test_grouped_conv_falls_back_with_reason():
+    torch.manual_seed(0)
+    prog = compile_and_compare(nn.Sequential(nn.Conv2d(4, 8, 3, groups=2), nn.Conv2d(8, 8, 1)), (1, 4, 7, 7))
+    grouped = [op for op in prog.ops if op.kind == "aten_fp32"]
+    assert len(grouped) == 1 and "groups=2" in grouped[0].reason
+    assert "conv2d_s8" in [op.kind for op in prog.ops]
