@@ -73,3 +73,35 @@ def test_inplace_fallback_op_does_not_clobber_its_input():
     total, doubled = prog.run(x)
     np.testing.assert_allclose(total, (3 * torch.sigmoid(x)).numpy(), atol=0.05)
     np.testing.assert_allclose(doubled, (2 * torch.sigmoid(x)).numpy(), atol=0.05)
+
+
+class ConstantsAndMixedUses(nn.Module):
+    """Buffers and parameters used as activations, scalars, a float input used by int8 and fp32 ops."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("offset", torch.randn(1, 4, 5, 5))
+        self.conv = nn.Conv2d(4, 4, 1)
+        self.proj = nn.Parameter(torch.randn(4, 5))
+
+    def forward(self, x):
+        y = self.conv(x) + self.offset  # int8 add with a constant operand
+        y = y + 1.0
+        z = torch.cat([y, x], 1)
+        w = F.linear(z.mean((2, 3)), torch.ones(3, 8))
+        return w, z.flatten(1) @ torch.ones(200, 2), x[:, :, 0, :] @ self.proj.T
+
+
+def test_constants_as_operands_and_mixed_input_uses():
+    torch.manual_seed(0)
+    model = ConstantsAndMixedUses().eval()
+    calib = [(torch.randn(1, 4, 5, 5),) for _ in range(4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = mcuforge.compile(model, calib[0], calibration=calib, progress=False)
+    add = next(op for op in prog.graph.ops if op.kind == "add_s8")
+    assert prog.graph.tensors[add.inputs[1]].is_constant  # the buffer, quantized at compile time
+    assert not any(op.kind == "transpose" and prog.graph.tensors[op.inputs[0]].is_constant for op in prog.graph.ops)
+    for (x,) in calib:
+        for ours, ref in zip(prog.run(x), prog.reference(x), strict=True):
+            np.testing.assert_allclose(ours, ref.detach().numpy(), rtol=1e-5, atol=1e-4)

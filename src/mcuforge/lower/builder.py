@@ -69,6 +69,8 @@ def node_shape(node: fx.Node) -> tuple[int, ...]:
     while val is None and (is_q(node) or is_dq(node)):
         node = node.args[0]  # PT2E's inserted quantize/dequantize nodes carry no value: ask the source
         val = node.meta.get("val")
+    if val is None and node.op == "get_attr":  # a constant folded by PT2E
+        val = get_attr_value(node.graph.owning_module, node)
     if not isinstance(val, torch.Tensor):
         raise LoweringError(f"node {node.name} ({node.target}) has no tensor value to lower")
     return tuple(int(d) for d in val.shape)
@@ -135,6 +137,7 @@ class GraphBuilder:
         self.fused: set[fx.Node] = set()  # activations folded into the int8 op before them
         self._float_of: dict[str, str] = {}  # int8 tensor -> its dequantized float tensor
         self._layout_of: dict[tuple[str, str], str] = {}  # (tensor, layout) -> converted tensor
+        self._float_constants: dict[str, str] = {}  # get_attr target -> its constant tensor
         self._names: set[str] = set()
 
     # -- tensors -------------------------------------------------------------------------
@@ -186,9 +189,25 @@ class GraphBuilder:
 
     # -- values ----------------------------------------------------------------------------
     def int8_source(self, node: object) -> str | None:
-        """The int8 tensor behind a ``dequantize_per_tensor`` node, if it has been lowered."""
-        if is_dq(node) and node.args[0] in self.env:
-            return self.env[node.args[0]]
+        """The int8 tensor behind a ``dequantize_per_tensor`` node: a lowered activation, or a
+        constant that PT2E quantized and folded (e.g. a buffer added to an activation)."""
+        if not is_dq(node):
+            return None
+        src = node.args[0]
+        if src in self.env:
+            return self.env[src]
+        if isinstance(src, fx.Node) and src.op == "get_attr":
+            key = f"int8:{src.target}"
+            if key not in self._float_constants:
+                data = get_attr_value(self.gm, src).numpy()
+                layout = "nhwc" if data.ndim == 4 else "plain"
+                if layout == "nhwc":
+                    data = np.transpose(data, NCHW_TO_NHWC)
+                dtype = TORCH_TO_IR_DTYPE[get_attr_value(self.gm, src).dtype]
+                name = self.add_tensor(str(src.target), data.shape, dtype, qparams=qparams_of(node), data=data,
+                                       layout=layout)
+                self._float_constants[key] = name
+            return self._float_constants[key]
         return None
 
     def float_value(self, node: fx.Node, consumer: fx.Node) -> str:
@@ -197,6 +216,10 @@ class GraphBuilder:
             src = self.int8_source(node)
             if src is None:
                 raise LoweringError(f"{describe(consumer)}: input {node.name} was not lowered")
+            t = self.tensors[src]
+            if t.is_constant and src not in self._float_of:
+                real = (t.data.astype(np.float32) - np.float32(t.qparams.zero_point)) * np.float32(t.qparams.scale)
+                self._float_of[src] = self.add_tensor(f"{src}_f32", t.shape, "float32", data=real, layout=t.layout)
             if src not in self._float_of:
                 t = self.tensors[src]
                 out = self.add_tensor(f"{src}_f32", t.shape, "float32", layout=t.layout)
@@ -216,10 +239,10 @@ class GraphBuilder:
             value = get_attr_value(self.gm, node)
             if value.dtype in (torch.float64, torch.float16, torch.bfloat16):
                 value = value.float()
-            key = ("get_attr", str(node.target))
-            if key not in self._layout_of:
-                self._layout_of[key] = self.constant(str(node.target), value.contiguous().numpy())
-            return self._layout_of[key]
+            key = str(node.target)
+            if key not in self._float_constants:
+                self._float_constants[key] = self.constant(key, value.contiguous().numpy())
+            return self._float_constants[key]
         if node not in self.env:
             raise LoweringError(f"{describe(consumer)}: input {node.name} was not lowered")
         return self.env[node]
@@ -251,6 +274,11 @@ class GraphBuilder:
             perm, shape = NCHW_TO_NHWC, tuple(t.shape[i] for i in NCHW_TO_NHWC)
         else:
             perm, shape = NHWC_TO_NCHW, tuple(t.shape[i] for i in NHWC_TO_NCHW)
+        if t.is_constant:  # permute the data at compile time: no op
+            out = self.add_tensor(f"{name}_{layout}", shape, t.dtype, qparams=t.qparams,
+                                  data=np.transpose(t.data, perm), layout=layout)
+            self._layout_of[key] = out
+            return out
         out = self.like(f"{name}_{layout}", name, shape=shape, layout=layout)
         _n, h, w, c = t.shape if t.layout == "nhwc" else tuple(t.shape[i] for i in NCHW_TO_NHWC)
         if c == 1 or h * w == 1:
