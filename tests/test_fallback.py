@@ -105,3 +105,29 @@ def test_constants_as_operands_and_mixed_input_uses():
     for (x,) in calib:
         for ours, ref in zip(prog.run(x), prog.reference(x), strict=True):
             np.testing.assert_allclose(ours, ref.detach().numpy(), rtol=1e-5, atol=1e-4)
+
+
+def test_integer_and_bool_tensors_in_fp32_ops():
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(10, 8)
+            self.fc = nn.Linear(8, 3)
+
+        def forward(self, tokens):
+            y = self.fc(self.embed(tokens))
+            return torch.where(y > 0, y, torch.zeros_like(y)), y.argmax(-1)
+
+    torch.manual_seed(0)
+    model = Tagger().eval()
+    tokens = torch.tensor([[1, 4, 7, 9]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = mcuforge.compile(model, (tokens,), calibration=[(torch.randint(0, 10, (1, 4)),) for _ in range(4)],
+                                progress=False)
+    assert "fully_connected_s8" in [op.kind for op in prog.ops]
+    masked, labels = prog.run(tokens)
+    ref_masked, ref_labels = prog.reference(tokens)
+    assert labels.dtype == np.int64
+    np.testing.assert_array_equal(labels, ref_labels.numpy())
+    np.testing.assert_allclose(masked, ref_masked.detach().numpy(), atol=1e-6)

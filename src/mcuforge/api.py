@@ -141,7 +141,7 @@ class Program:
                 value = dequantize_per_tensor(value, t.qparams.scale, t.qparams.zero_point)
             if t.layout == "nhwc":
                 value = np.transpose(value, (0, 3, 1, 2))
-            results.append(np.ascontiguousarray(value, dtype=np.float32))
+            results.append(np.ascontiguousarray(value))  # float32, or the integer/bool dtype of an fp32 op
         return tuple(results)
 
     def run_raw(self, *inputs: Any) -> list[np.ndarray]:
@@ -155,7 +155,9 @@ class Program:
 
 def _random_calibration(example: tuple[torch.Tensor, ...], count: int = 16) -> list[tuple[torch.Tensor, ...]]:
     gen = torch.Generator().manual_seed(0)
-    return [tuple(torch.randn(x.shape, generator=gen, dtype=x.dtype) for x in example) for _ in range(count)]
+    # Integer inputs (indices) cannot be drawn from a normal: the example itself stands in for them.
+    return [tuple(torch.randn(x.shape, generator=gen, dtype=x.dtype) if x.is_floating_point() else x
+                  for x in example) for _ in range(count)]
 
 
 def compile(  # noqa: A001 - the public name the flow reads as

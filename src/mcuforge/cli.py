@@ -119,11 +119,13 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def _random_inputs(prog: Any) -> list[np.ndarray]:
     gen = np.random.default_rng(0)
-    shapes = []
+    inputs = []
     for name in prog.graph.inputs:
         t = prog.graph.tensors[name]
-        shapes.append(tuple(t.shape[j] for j in (0, 3, 1, 2)) if t.layout == "nhwc" else t.shape)
-    return [gen.standard_normal(s).astype(np.float32) for s in shapes]
+        shape = tuple(t.shape[j] for j in (0, 3, 1, 2)) if t.layout == "nhwc" else t.shape
+        floating = t.dtype == "float32" or t.qparams is not None
+        inputs.append(gen.standard_normal(shape).astype(np.float32) if floating else np.zeros(shape, t.dtype))
+    return inputs
 
 
 def cmd_run(args: argparse.Namespace) -> int:

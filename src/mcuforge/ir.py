@@ -21,6 +21,9 @@ DTYPES: dict[str, np.dtype] = {
     "int16": np.dtype(np.int16),
     "int32": np.dtype(np.int32),
     "float32": np.dtype(np.float32),
+    # Index and mask tensors of fp32 fallback ops (embedding indices, comparisons, argmax).
+    "int64": np.dtype(np.int64),
+    "bool": np.dtype(np.bool_),
 }
 
 LAYOUTS = ("plain", "nhwc")

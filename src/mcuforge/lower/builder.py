@@ -19,7 +19,7 @@ import torch
 import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401 - registers torch.ops.quantized_decomposed
 from torch import fx
 
-from ..ir import Graph, Op, QParams, Tensor
+from ..ir import DTYPES, Graph, Op, QParams, Tensor
 
 qd = torch.ops.quantized_decomposed
 Q_PER_TENSOR = {qd.quantize_per_tensor.default}
@@ -28,6 +28,7 @@ DQ_PER_CHANNEL = {qd.dequantize_per_channel.default}
 
 TORCH_TO_IR_DTYPE = {
     torch.int8: "int8", torch.int16: "int16", torch.int32: "int32", torch.float32: "float32",
+    torch.int64: "int64", torch.bool: "bool",
 }
 
 NCHW_TO_NHWC = (0, 2, 3, 1)
@@ -80,7 +81,7 @@ def node_dtype(node: fx.Node) -> str:
     val = node.meta.get("val")
     dtype = getattr(val, "dtype", None)
     if dtype not in TORCH_TO_IR_DTYPE:
-        raise LoweringError(f"{describe(node)}: tensor dtype {dtype} is not supported (int8/int16/int32/float32)")
+        raise LoweringError(f"{describe(node)}: tensor dtype {dtype} is not supported ({', '.join(DTYPES)})")
     return TORCH_TO_IR_DTYPE[dtype]
 
 

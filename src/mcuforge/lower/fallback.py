@@ -14,7 +14,7 @@ import torch
 from torch import fx
 
 from ..ir import TensorRef
-from .builder import GraphBuilder, LoweringError, describe, node_dtype
+from .builder import TORCH_TO_IR_DTYPE, GraphBuilder, LoweringError, describe
 
 aten = torch.ops.aten
 
@@ -96,8 +96,7 @@ def lower_fp32(b: GraphBuilder, node: fx.Node, reason: str) -> None:
         shape = tuple(int(d) for d in v.shape)
         if keep_nhwc:
             shape = (shape[0], shape[2], shape[3], shape[1])
-        dtype = node_dtype(node) if len(values) == 1 else {torch.float32: "float32", torch.int32: "int32"}.get(
-            v.dtype)
+        dtype = TORCH_TO_IR_DTYPE.get(v.dtype)
         if dtype is None:
             raise LoweringError(f"{describe(node)}: output {i} has dtype {v.dtype}, not supported")
         outputs.append(b.add_tensor(node.name if len(values) == 1 else f"{node.name}_{i}", shape, dtype,
