@@ -181,7 +181,8 @@ def compile(  # noqa: A001 - the public name the flow reads as
     example = as_input_tuple(example_inputs)
     if calibration is None:
         warnings.warn("no calibration data given: calibrating on random normal inputs; int8 accuracy "
-                      "will suffer. Pass calibration=<iterable of input tuples>.", stacklevel=2)
+                      "will suffer. Give representative inputs (calibration= in Python, --calibration "
+                      "in the CLI).", stacklevel=2)
         calibration = _random_calibration(example)
     captured = capture(model, example)
     fold_batch_norm(captured)

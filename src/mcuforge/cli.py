@@ -205,6 +205,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    """Warnings as one plain line, without the source line of the library that raised them."""
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from .capture import CaptureError
     from .lower import LoweringError
@@ -212,8 +217,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.showwarning = _show_warning
     try:
         return args.func(args)
+    except BrokenPipeError:  # output piped into `head` and the like
+        sys.stderr.close()
+        return 0
     except (CliError, ProgramFormatError, CaptureError, LoweringError, ValueError, OSError) as exc:
         print(f"mcuforge {args.command}: error: {exc}", file=sys.stderr)
         return 2
