@@ -10,10 +10,8 @@ inputs of the same distribution.
 
 from __future__ import annotations
 
-import platform
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -22,6 +20,8 @@ import mcuforge
 from mcuforge.quantize import ObserverConfig
 from mcuforge.report import table
 from mcuforge.zoo import MODELS
+
+from results_file import publish
 
 
 def sqnr_db(reference: np.ndarray, test: np.ndarray) -> float:
@@ -66,13 +66,7 @@ def main() -> None:
         row.append(round(seconds, 2))
         rows.append(row)
     text = table(["model", *[f"SQNR dB: {c}" for c in configs], "compile s (last)"], rows)
-    print(text)
-    out = Path(__file__).parent / "results" / "calibration_sqnr.md"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(f"# int8 SQNR vs fp32 (`python benchmarks/calibration_sqnr.py`)\n\n"
-                   f"mcuforge {mcuforge.__version__}, torch {torch.__version__}, {platform.machine()}\n\n"
-                   f"```\n{text}\n```\n")
-
+    publish("calibration_sqnr", "int8 SQNR vs fp32", text)
 
 if __name__ == "__main__":
     main()

@@ -8,16 +8,16 @@ parameters read in place from flash; program = the whole program file.
 
 from __future__ import annotations
 
-import platform
 import time
 import warnings
-from pathlib import Path
 
 import torch
 
 import mcuforge
 from mcuforge.report import table
 from mcuforge.zoo import MODELS
+
+from results_file import publish
 
 
 def main() -> None:
@@ -35,13 +35,7 @@ def main() -> None:
         rows.append([name, len(prog.ops), n_int8, sum(op.macs for op in prog.ops), prog.arena_bytes,
                      prog.constant_bytes, prog.program_bytes, round(seconds, 2)])
     text = table(["model", "ops", "int8 ops", "MACs", "arena B", "constants B", "program B", "compile s"], rows)
-    print(text)
-    out = Path(__file__).parent / "results" / "memory.md"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(f"# Memory and compile time (`python benchmarks/memory.py`)\n\n"
-                   f"mcuforge {mcuforge.__version__}, torch {torch.__version__}, {platform.machine()}, "
-                   f"16 calibration inputs\n\n```\n{text}\n```\n")
-
+    publish("memory", "Memory and compile time", text, ", 16 calibration inputs")
 
 if __name__ == "__main__":
     main()
