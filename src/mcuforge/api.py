@@ -19,6 +19,7 @@ from .capture import as_input_tuple, capture
 from .ir import Graph, Op
 from .kernels import dequantize_per_tensor, quantize_per_tensor
 from .lower import fold_batch_norm, lower_to_ir
+from .lower.builder import NCHW_TO_NHWC, NHWC_TO_NCHW
 from .plan import plan_arena
 from .program import deserialize, serialize
 from .quantize import ObserverConfig, quantize
@@ -82,6 +83,15 @@ class Program:
         return len(self.to_bytes())
 
     @property
+    def input_shapes(self) -> tuple[tuple[int, ...], ...]:
+        """The shapes ``run`` takes, in torch's order (NCHW for images; the program stores NHWC)."""
+        shapes = []
+        for name in self.graph.inputs:
+            t = self.graph.tensors[name]
+            shapes.append(tuple(t.shape[j] for j in NHWC_TO_NCHW) if t.layout == "nhwc" else t.shape)
+        return tuple(shapes)
+
+    @property
     def ops(self) -> list[OpRecord]:
         g = self.graph
         return [
@@ -123,11 +133,11 @@ class Program:
         for i, (name, value) in enumerate(zip(g.inputs, inputs, strict=True)):
             t = g.tensors[name]
             arr = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
-            logical = tuple(t.shape[j] for j in (0, 3, 1, 2)) if t.layout == "nhwc" else t.shape
+            logical = self.input_shapes[i]
             if tuple(arr.shape) != logical:
                 raise ValueError(f"input {i} ({name}): expected shape {list(logical)}, got {list(arr.shape)}")
             if t.layout == "nhwc":
-                arr = np.transpose(arr, (0, 2, 3, 1))
+                arr = np.transpose(arr, NCHW_TO_NHWC)
             if t.dtype == "int8" and arr.dtype != np.int8:
                 arr = quantize_per_tensor(arr.astype(np.float32), t.qparams.scale, t.qparams.zero_point)
             out.append(np.ascontiguousarray(arr, dtype=t.dtype))
@@ -140,7 +150,7 @@ class Program:
             if t.qparams is not None and t.dtype == "int8":
                 value = dequantize_per_tensor(value, t.qparams.scale, t.qparams.zero_point)
             if t.layout == "nhwc":
-                value = np.transpose(value, (0, 3, 1, 2))
+                value = np.transpose(value, NHWC_TO_NCHW)
             results.append(np.ascontiguousarray(value))  # float32, or the integer/bool dtype of an fp32 op
         return tuple(results)
 

@@ -120,9 +120,8 @@ def cmd_info(args: argparse.Namespace) -> int:
 def _random_inputs(prog: Any) -> list[np.ndarray]:
     gen = np.random.default_rng(0)
     inputs = []
-    for name in prog.graph.inputs:
+    for name, shape in zip(prog.graph.inputs, prog.input_shapes, strict=True):
         t = prog.graph.tensors[name]
-        shape = tuple(t.shape[j] for j in (0, 3, 1, 2)) if t.layout == "nhwc" else t.shape
         floating = t.dtype == "float32" or t.qparams is not None
         inputs.append(gen.standard_normal(shape).astype(np.float32) if floating else np.zeros(shape, t.dtype))
     return inputs

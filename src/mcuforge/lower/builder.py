@@ -20,6 +20,7 @@ import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401 - registers torch.o
 from torch import fx
 
 from ..ir import DTYPES, Graph, Op, QParams, Tensor
+from ..kernels.quant_utils import dequantize_per_tensor
 
 qd = torch.ops.quantized_decomposed
 Q_PER_TENSOR = {qd.quantize_per_tensor.default}
@@ -138,7 +139,7 @@ class GraphBuilder:
         self.fused: set[fx.Node] = set()  # activations folded into the int8 op before them
         self._float_of: dict[str, str] = {}  # int8 tensor -> its dequantized float tensor
         self._layout_of: dict[tuple[str, str], str] = {}  # (tensor, layout) -> converted tensor
-        self._float_constants: dict[str, str] = {}  # get_attr target -> its constant tensor
+        self._constants: dict[str, str] = {}  # get_attr target ("int8:" prefix when quantized) -> tensor
         self._names: set[str] = set()
 
     # -- tensors -------------------------------------------------------------------------
@@ -199,16 +200,15 @@ class GraphBuilder:
             return self.env[src]
         if isinstance(src, fx.Node) and src.op == "get_attr":
             key = f"int8:{src.target}"
-            if key not in self._float_constants:
-                data = get_attr_value(self.gm, src).numpy()
+            if key not in self._constants:
+                value = get_attr_value(self.gm, src)
+                data = value.numpy()
                 layout = "nhwc" if data.ndim == 4 else "plain"
                 if layout == "nhwc":
                     data = np.transpose(data, NCHW_TO_NHWC)
-                dtype = TORCH_TO_IR_DTYPE[get_attr_value(self.gm, src).dtype]
-                name = self.add_tensor(str(src.target), data.shape, dtype, qparams=qparams_of(node), data=data,
-                                       layout=layout)
-                self._float_constants[key] = name
-            return self._float_constants[key]
+                self._constants[key] = self.add_tensor(str(src.target), data.shape, TORCH_TO_IR_DTYPE[value.dtype],
+                                                       qparams=qparams_of(node), data=data, layout=layout)
+            return self._constants[key]
         return None
 
     def float_value(self, node: fx.Node, consumer: fx.Node) -> str:
@@ -219,10 +219,9 @@ class GraphBuilder:
                 raise LoweringError(f"{describe(consumer)}: input {node.name} was not lowered")
             t = self.tensors[src]
             if t.is_constant and src not in self._float_of:
-                real = (t.data.astype(np.float32) - np.float32(t.qparams.zero_point)) * np.float32(t.qparams.scale)
+                real = dequantize_per_tensor(t.data, t.qparams.scale, t.qparams.zero_point)
                 self._float_of[src] = self.add_tensor(f"{src}_f32", t.shape, "float32", data=real, layout=t.layout)
             if src not in self._float_of:
-                t = self.tensors[src]
                 out = self.add_tensor(f"{src}_f32", t.shape, "float32", layout=t.layout)
                 self.add_op("dequantize", [src], [out], {"scale": t.qparams.scale,
                                                          "zero_point": t.qparams.zero_point},
@@ -241,9 +240,9 @@ class GraphBuilder:
             if value.dtype in (torch.float64, torch.float16, torch.bfloat16):
                 value = value.float()
             key = str(node.target)
-            if key not in self._float_constants:
-                self._float_constants[key] = self.constant(key, value.contiguous().numpy())
-            return self._float_constants[key]
+            if key not in self._constants:
+                self._constants[key] = self.constant(key, value.contiguous().numpy())
+            return self._constants[key]
         if node not in self.env:
             raise LoweringError(f"{describe(consumer)}: input {node.name} was not lowered")
         return self.env[node]

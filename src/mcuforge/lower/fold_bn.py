@@ -10,17 +10,17 @@ from __future__ import annotations
 import torch
 from torch import fx
 
+from .builder import get_attr_value
+
 aten = torch.ops.aten
 
 FOLDABLE = {aten.conv1d.default, aten.conv2d.default, aten.linear.default}
 
 
 def _get_attr_value(gm: fx.GraphModule, node: object) -> torch.Tensor | None:
+    """The constant behind a ``get_attr`` node; None for anything else."""
     if isinstance(node, fx.Node) and node.op == "get_attr":
-        value = gm
-        for part in str(node.target).split("."):
-            value = getattr(value, part)
-        return value.detach()
+        return get_attr_value(gm, node)
     return None
 
 
