@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import runtime
+from .backends import run_backend
 from .capture import as_input_tuple, capture
 from .ir import Graph, Op
 from .kernels import dequantize_per_tensor, quantize_per_tensor
@@ -125,42 +125,83 @@ class Program:
         return path
 
     # -- running -----------------------------------------------------------------------------------
-    def _program_inputs(self, inputs: Sequence[Any]) -> list[np.ndarray]:
+    def _program_inputs(self, inputs: Sequence[Any]) -> tuple[list[np.ndarray], int, bool]:
+        """Inputs in the program's dtype and layout, with a leading run axis; the number of runs;
+        whether the caller gave exactly one run (no batch beyond the compiled one)."""
         g = self.graph
         if len(inputs) != len(g.inputs):
             raise ValueError(f"the program takes {len(g.inputs)} input(s), got {len(inputs)}")
+        arrays = [value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
+                  for value in inputs]
+        runs = _run_count(arrays, self.input_shapes, g.inputs)
         out = []
-        for i, (name, value) in enumerate(zip(g.inputs, inputs, strict=True)):
+        for arr, name, logical in zip(arrays, g.inputs, self.input_shapes, strict=True):
             t = g.tensors[name]
-            arr = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
-            logical = self.input_shapes[i]
-            if tuple(arr.shape) != logical:
-                raise ValueError(f"input {i} ({name}): expected shape {list(logical)}, got {list(arr.shape)}")
+            arr = arr.reshape((runs, *logical))
             if t.layout == "nhwc":
-                arr = np.transpose(arr, NCHW_TO_NHWC)
+                arr = np.transpose(arr, (0, *(p + 1 for p in NCHW_TO_NHWC)))
             if t.dtype == "int8" and arr.dtype != np.int8:
                 arr = quantize_per_tensor(arr.astype(np.float32), t.qparams.scale, t.qparams.zero_point)
             out.append(np.ascontiguousarray(arr, dtype=t.dtype))
-        return out
+        single = all(a.shape == s for a, s in zip(arrays, self.input_shapes, strict=True))
+        return out, runs, single
 
-    def _user_outputs(self, values: list[np.ndarray]) -> tuple[np.ndarray, ...]:
+    def _user_outputs(self, values: list[np.ndarray], single: bool) -> tuple[np.ndarray, ...]:
+        """Program outputs (with a run axis) -> float NCHW outputs; runs merged into the batch axis."""
         results = []
         for name, value in zip(self.graph.outputs, values, strict=True):
             t = self.graph.tensors[name]
             if t.qparams is not None and t.dtype == "int8":
                 value = dequantize_per_tensor(value, t.qparams.scale, t.qparams.zero_point)
             if t.layout == "nhwc":
-                value = np.transpose(value, NHWC_TO_NCHW)
+                value = np.transpose(value, (0, *(p + 1 for p in NHWC_TO_NCHW)))
+            if single:
+                value = value[0]
+            elif len(t.shape) > 0 and t.shape[0] == self.graph.tensors[self.graph.inputs[0]].shape[0]:
+                value = value.reshape((-1, *value.shape[2:]))  # runs x batch -> one batch axis
             results.append(np.ascontiguousarray(value))  # float32, or the integer/bool dtype of an fp32 op
         return tuple(results)
 
-    def run_raw(self, *inputs: Any) -> list[np.ndarray]:
-        """Outputs as the program stores them (int8 for quantized outputs, program layout)."""
-        return runtime.execute(self.graph, self._program_inputs(inputs))
+    def run_raw(self, *inputs: Any, backend: str = "python", target: str | None = None) -> list[np.ndarray]:
+        """Outputs as the program stores them (int8 for quantized outputs, program layout), for
+        exactly one run of the compiled shapes."""
+        prepared, runs, single = self._program_inputs(inputs)
+        if not single:
+            raise ValueError(f"run_raw takes the compiled input shapes {list(self.input_shapes)}")
+        outputs, _trace = run_backend(self, prepared, runs, backend=backend, target=target, trace=False)
+        return [o[0] for o in outputs]
 
-    def run(self, *inputs: Any) -> tuple[np.ndarray, ...]:
-        """Run on the host: float (NCHW) inputs in, float outputs out, one per model output."""
-        return self._user_outputs(self.run_raw(*inputs))
+    def run(self, *inputs: Any, backend: str = "python", target: str | None = None,
+            trace: bool | str = False) -> Any:
+        """Run the program: float (NCHW) inputs in, float outputs out, one per model output.
+
+        Inputs may carry any batch along the first dimension (a multiple of the compiled batch):
+        the runs are computed together, vectorized. ``backend``: "python" (host runtime), "c"
+        (the C runtime built for the host) or "qemu" (firmware on the emulated board of
+        ``target``, by default the program's). ``trace=True`` also returns the trace (per-op
+        times); ``trace="full"`` adds every op's output.
+        """
+        prepared, runs, single = self._program_inputs(inputs)
+        outputs, recorded = run_backend(self, prepared, runs, backend=backend, target=target, trace=trace)
+        results = self._user_outputs(outputs, single)
+        return (results, recorded) if trace else results
+
+
+def _run_count(arrays: list[np.ndarray], shapes: tuple[tuple[int, ...], ...], names: list[str]) -> int:
+    """How many runs of the compiled shapes ``arrays`` hold (batch along the first dimension)."""
+    runs = set()
+    for i, (arr, shape, name) in enumerate(zip(arrays, shapes, names, strict=True)):
+        if tuple(arr.shape) == shape:
+            runs.add(1)
+        elif len(shape) > 0 and arr.ndim == len(shape) and tuple(arr.shape[1:]) == shape[1:] \
+                and shape[0] > 0 and arr.shape[0] % shape[0] == 0 and arr.shape[0] > 0:
+            runs.add(arr.shape[0] // shape[0])
+        else:
+            batch = f" (or a batch of a multiple of {shape[0]} along the first dimension)" if shape else ""
+            raise ValueError(f"input {i} ({name}): expected shape {list(shape)}{batch}, got {list(arr.shape)}")
+    if len(runs) != 1:
+        raise ValueError(f"the inputs hold different batch sizes: {sorted(runs)} run(s)")
+    return runs.pop()
 
 
 def _random_calibration(example: tuple[torch.Tensor, ...], count: int = 16) -> list[tuple[torch.Tensor, ...]]:

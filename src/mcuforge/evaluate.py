@@ -23,14 +23,13 @@ def evaluate(prog: Any, data: Iterable[Any], metric: Callable[[np.ndarray, np.nd
     """``metric(outputs, targets)`` over a data set of ``(inputs, target)`` batches.
 
     ``data`` yields ``(x, y)`` (a labelled DataLoader) or ``(x1, ..., xk, y)`` for k-input
-    models; each batch is run sample by sample through ``prog.run`` and the first output is
+    models; each batch runs through ``prog.run`` at once (vectorized) and the first output is
     collected."""
     outputs, targets = [], []
     total = len(data) if hasattr(data, "__len__") else None
     for batch in tqdm(data, total=total, desc="evaluating", unit="batch", disable=not progress):
         *xs, y = batch
         xs = [_to_numpy(x) for x in xs]
-        for i in range(len(xs[0])):
-            outputs.append(prog.run(*(x[i:i + 1] for x in xs))[0])
+        outputs.append(prog.run(*xs)[0])
         targets.append(_to_numpy(y))
     return metric(np.concatenate(outputs), np.concatenate(targets))

@@ -1,0 +1,85 @@
+"""Where a program runs: the host Python runtime, the C runtime built for the host, or the
+firmware on an emulated board. One entry point, ``run_backend``; each backend takes inputs and
+gives outputs as the program stores them (program dtype and layout) with a leading run axis.
+
+The delegate seam for later backends (an NPU) is this table.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import runtime
+
+if TYPE_CHECKING:
+    from .api import Program
+
+BACKENDS = ("python", "c", "qemu")
+
+
+def _trace_mode(trace: bool | str) -> str:
+    if trace in (False, None):
+        return "off"
+    if trace is True or trace == "events":
+        return "events"
+    if trace == "full":
+        return "full"
+    raise ValueError(f"trace must be False, True or 'full', got {trace!r}")
+
+
+def _python(prog: Program, inputs: list[np.ndarray], runs: int, mode: str) -> tuple[list[np.ndarray], bytes | None]:
+    if mode == "off":
+        return runtime.execute(prog.graph, inputs, runs=runs), None
+    from .trace import HostTraceRecorder
+
+    recorder = HostTraceRecorder(prog.graph, prog.to_bytes(), full=mode == "full")
+    per_run = [runtime.execute(prog.graph, [x[g] for x in inputs], recorder) for g in range(runs)]
+    return [np.stack(outs) for outs in zip(*per_run, strict=True)], recorder.finish()
+
+
+def _one_run_at_a_time(run_one: Any, prog: Program, inputs: list[np.ndarray], runs: int,
+                       mode: str) -> tuple[list[np.ndarray], bytes | None]:
+    if mode != "off" and runs > 1:
+        raise ValueError("a trace from the C runtime or a board covers one run: give one sample "
+                         f"(the compiled shapes {list(prog.input_shapes)})")
+    program = prog.to_bytes()
+    per_run, recorded = [], None
+    for g in range(runs):
+        outs, recorded = run_one(program, [x[g] for x in inputs], None if mode == "off" else mode)
+        per_run.append(outs)
+    return [np.stack(outs) for outs in zip(*per_run, strict=True)], recorded
+
+
+def run_backend(prog: Program, inputs: list[np.ndarray], runs: int, *, backend: str = "python",
+                target: str | None = None, trace: bool | str = False) -> tuple[list[np.ndarray], Any]:
+    """Run ``runs`` runs of ``prog``; returns the outputs (leading run axis) and the trace
+    (a :class:`mcuforge.trace.Trace`, or None when tracing is off)."""
+    mode = _trace_mode(trace)
+    if backend == "python":
+        if target is not None and target != prog.target:
+            raise ValueError("target= selects a board for backend='qemu'; the host runtimes run any target")
+        outputs, recorded = _python(prog, inputs, runs, mode)
+    elif backend == "c":
+        from . import cruntime
+
+        def run_c(program: bytes, xs: list[np.ndarray], how: str | None) -> tuple[list[np.ndarray], bytes | None]:
+            return cruntime.run_program(program, xs, trace=how or False)
+        outputs, recorded = _one_run_at_a_time(run_c, prog, inputs, runs, mode)
+    elif backend == "qemu":
+        from . import firmware
+
+        board_target = target or prog.target
+
+        def run_qemu(program: bytes, xs: list[np.ndarray], how: str | None) -> tuple[list[np.ndarray], bytes | None]:
+            outs, recorded, _facts = firmware.run_on_qemu(program, xs, board_target, trace=how or False)
+            return outs, recorded
+        outputs, recorded = _one_run_at_a_time(run_qemu, prog, inputs, runs, mode)
+    else:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if recorded is None:
+        return outputs, None
+    from .trace import Trace
+
+    return outputs, Trace.from_bytes(recorded)

@@ -1,0 +1,103 @@
+"""The op loop over one arena, as on the device, for one run or many runs at once.
+
+Every activation is a view of the arena at its planned offset, exactly as on the device, so a
+planning error shows up here as wrong numbers, not only on the board.
+
+Many runs at once (evaluating a data set): the arena is scaled by the number of runs ``G`` and a
+tensor planned at ``[offset, offset + nbytes)`` lives at ``[G*offset, G*(offset + nbytes))``,
+holding its ``G`` copies one after the other. Which tensors overlap, and when, is then exactly
+the single-run plan, so batched runs check the plan as strictly as single runs do, while every
+kernel call computes all ``G`` runs vectorized.
+
+Adapter convention (``ops.KERNELS``): every input array carries a leading run axis -- of size
+``G`` for activations, of size 1 for constants -- and every output has shape ``(G, *shape)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from ..ir import DTYPES, Graph, Op
+from .ops import KERNELS
+
+
+class OpExecutionError(RuntimeError):
+    """An op failed at run time; the message names the op index, kind and module."""
+
+
+class ExecutionObserver(Protocol):
+    """Receives the events of a run (tracing). Without an observer nothing is recorded."""
+
+    def run_start(self, arena: Arena) -> None: ...
+    def op_start(self, index: int, op: Op) -> None: ...
+    def op_end(self, index: int, op: Op, outputs: list[np.ndarray]) -> None: ...
+    def run_end(self, status: int) -> None: ...
+
+
+class Arena:
+    """Views of one byte buffer at the planned offsets (activations) and the constants."""
+
+    def __init__(self, graph: Graph, runs: int = 1) -> None:
+        self.graph = graph
+        self.runs = runs
+        self.buffer = np.zeros(max(graph.arena_bytes, 1) * runs, np.uint8)
+
+    def view(self, name: str) -> np.ndarray:
+        """The tensor with a leading run axis: ``(runs, *shape)``; ``(1, *shape)`` for constants."""
+        t = self.graph.tensors[name]
+        if t.is_constant:
+            return t.data[np.newaxis]
+        start = t.offset * self.runs
+        raw = self.buffer[start:start + t.nbytes * self.runs]
+        return raw.view(DTYPES[t.dtype]).reshape((self.runs, *t.shape))
+
+
+def execute(graph: Graph, inputs: Sequence[np.ndarray], observer: ExecutionObserver | None = None,
+            *, runs: int | None = None) -> list[np.ndarray]:
+    """Run ``graph`` on inputs already in the program's dtype and layout; returns copies of the
+    outputs.
+
+    With ``runs=None`` the inputs have exactly the program's input shapes (one run). With
+    ``runs=G`` every input and output carries a leading axis of ``G`` independent runs.
+    """
+    if len(inputs) != len(graph.inputs):
+        raise ValueError(f"program takes {len(graph.inputs)} inputs, got {len(inputs)}")
+    single = runs is None
+    arena = Arena(graph, 1 if single else runs)
+    for name, value in zip(graph.inputs, inputs, strict=True):
+        dst = arena.view(name)
+        value = np.asarray(value)
+        expected = dst.shape[1:] if single else dst.shape
+        if value.shape != expected or value.dtype != dst.dtype:
+            raise ValueError(f"input {name!r}: expected {dst.dtype}{list(expected)}, got "
+                             f"{value.dtype}{list(value.shape)}")
+        dst[...] = value.reshape(dst.shape)
+    if observer is not None:
+        observer.run_start(arena)
+    for index, op in enumerate(graph.ops):
+        if observer is not None:
+            observer.op_start(index, op)
+        ins = [arena.view(n) if n else None for n in op.inputs]  # '' = absent optional input
+        outs = [arena.view(n) for n in op.outputs]
+        try:
+            result = KERNELS[op.kind](op, ins, outs)
+            results = result if isinstance(result, list) else [result]
+            for dst, value in zip(outs, results, strict=True):
+                value = np.asarray(value)
+                if value.size != dst.size:
+                    raise ValueError(f"kernel gave {value.size} values for an output of shape {list(dst.shape)}")
+                dst[...] = value.astype(dst.dtype, copy=False).reshape(dst.shape)
+        except Exception as exc:  # noqa: BLE001 - re-raised with the op's identity
+            if observer is not None:
+                observer.run_end(1)
+            where = op.debug.get("module") or "?"
+            raise OpExecutionError(f"op {index} ({op.kind}, module '{where}') failed: {exc}") from exc
+        if observer is not None:
+            observer.op_end(index, op, outs)
+    if observer is not None:
+        observer.run_end(0)
+    outputs = [np.array(arena.view(n)) for n in graph.outputs]
+    return [o[0] for o in outputs] if single else outputs
