@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The Arm cross toolchain and the emulator, from Debian/Ubuntu packages, installed only when
+# missing: gcc-arm-none-eabi (compiler), libnewlib-arm-none-eabi (C library, semihosting specs),
+# qemu-system-arm (the mps2/mps3 boards). Needs root or sudo; prints what to run otherwise.
+set -euo pipefail
+
+missing=()
+command -v arm-none-eabi-gcc >/dev/null 2>&1 || missing+=(gcc-arm-none-eabi)
+# newlib's semihosting specs file is how we know libnewlib-arm-none-eabi is there.
+arm-none-eabi-gcc -print-file-name=rdimon.specs 2>/dev/null | grep -q / || missing+=(libnewlib-arm-none-eabi)
+command -v qemu-system-arm >/dev/null 2>&1 || missing+=(qemu-system-arm)
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+else
+    echo "mcuforge: missing ${missing[*]}; install them with: apt-get install ${missing[*]}" >&2
+    exit 1
+fi
+echo "installing ${missing[*]} (apt-get)"
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
