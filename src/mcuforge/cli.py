@@ -136,7 +136,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print("warning: no --inputs given: running on random normal inputs", file=sys.stderr)
         inputs = _random_inputs(prog)
-    outputs = prog.run(*inputs)
+    backend = {"host": "python", "c": "c", "qemu": "qemu"}[args.on]
+    outputs = prog.run(*inputs, backend=backend, target=args.target)
     np.set_printoptions(precision=4, suppress=True, linewidth=110, threshold=200)
     for i, out in enumerate(outputs):
         print(f"output {i}: shape {list(out.shape)}")
@@ -190,8 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("program")
     p.set_defaults(func=cmd_info)
 
-    p = sub.add_parser("run", help="run a program on the host runtime")
+    p = sub.add_parser("run", help="run a program on the host (Python or C runtime) or on an emulated board")
     p.add_argument("program")
+    p.add_argument("--on", choices=("host", "c", "qemu"), default="host",
+                   help="host: the Python runtime; c: the C runtime built for this machine; "
+                        "qemu: the firmware on the emulated board of --target")
+    p.add_argument("--target", choices=sorted(TARGETS), help="board for --on qemu (default: the program's target)")
     p.add_argument("--inputs", help=".npy (one input) or .npz (one array per input), NCHW float")
     p.add_argument("-o", "--output", help="write the outputs to this .npz")
     p.set_defaults(func=cmd_run)
