@@ -1,0 +1,63 @@
+"""int8 batched matrix multiply (CMSIS-NN ``arm_batch_matmul_s8``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .quant_utils import (
+    check_activation_range,
+    check_int8,
+    check_offsets,
+    check_requant_params,
+    requantize_output,
+    wrap_int32,
+)
+
+
+def batch_matmul_s8(
+    lhs: np.ndarray,
+    rhs: np.ndarray,
+    *,
+    lhs_offset: int,
+    rhs_offset: int,
+    output_offset: int,
+    output_multiplier: int,
+    output_shift: int,
+    act_min: int = -128,
+    act_max: int = 127,
+    adj_x: bool = False,
+    adj_y: bool = False,
+) -> np.ndarray:
+    """int8 batched matmul, bit-exact with CMSIS-NN ``arm_batch_matmul_s8``:
+
+    ``acc[..., m, n] = sum_k (lhs[..., m, k] + lhs_offset) * (rhs[..., k, n] + rhs_offset)`` (int32, wrapping),
+    then per-tensor ``requantize``, ``+ output_offset``, clamp to [act_min, act_max]. lhs is (..., M, K) or,
+    with ``adj_x``, (..., K, M); rhs is (..., K, N) or, with ``adj_y``, (..., N, K). The batch dimensions
+    broadcast by numpy rules; both operands need rank >= 2. Returns int8 (..., M, N).
+
+    CMSIS takes rhs as (N, K) rows, i.e. already transposed (TFLite BATCH_MATMUL with adj_y); the lowering
+    transposes a plain rhs for the device. Offsets are -zero_point for the inputs (rhs_offset is CMSIS's
+    filter_offset). The dot products are an exact float64 matmul.
+    """
+    lhs = check_int8("lhs", lhs, None)
+    rhs = check_int8("rhs", rhs, None)
+    if lhs.ndim < 2 or rhs.ndim < 2:
+        raise ValueError(f"batch_matmul_s8: operands need rank >= 2, got {lhs.shape} and {rhs.shape}")
+    check_offsets({"lhs_offset": lhs_offset, "rhs_offset": rhs_offset}, output_offset)
+    check_activation_range(act_min, act_max)
+    check_requant_params(output_multiplier, output_shift, 1)
+    a = np.swapaxes(lhs, -1, -2) if adj_x else lhs
+    b = np.swapaxes(rhs, -1, -2) if adj_y else rhs
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(
+            f"batch_matmul_s8: inner dimensions differ: lhs {lhs.shape} (adj_x={adj_x}), "
+            f"rhs {rhs.shape} (adj_y={adj_y})"
+        )
+    try:
+        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError as err:
+        raise ValueError(f"batch_matmul_s8: batch dims of {lhs.shape} and {rhs.shape} do not broadcast") from err
+    if a.shape[-1] * 256 * 256 >= 1 << 53:  # each product is at most 256 * 256: partial sums stay exact
+        raise ValueError(f"batch_matmul_s8: {a.shape[-1]} terms may not sum exactly in float64")
+    acc = np.matmul(a.astype(np.float64) + lhs_offset, b.astype(np.float64) + rhs_offset).astype(np.int64)
+    return requantize_output(wrap_int32(acc), output_multiplier, output_shift, output_offset, act_min, act_max)

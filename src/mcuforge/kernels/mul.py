@@ -1,0 +1,95 @@
+"""int8 elementwise multiply (CMSIS-NN ``arm_elementwise_mul_s8``) and its TFLite MUL prepare."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .quant_utils import (
+    BLOCK_ELEMENTS,
+    check_activation_range,
+    check_int8,
+    check_offsets,
+    check_requant_params,
+    quantize_multiplier,
+    requantize_output,
+)
+
+#: From this many elements on (twice the table size), a table of all 256 x 256 byte pairs beats the pipeline.
+TABLE_THRESHOLD = 2 * 65536
+_ALL_INT8 = np.arange(-128, 128, dtype=np.int8)
+
+
+def mul_quant_params(a_scale: float, b_scale: float, out_scale: float) -> tuple[int, int]:
+    """TFLite int8 MUL prepare: ``QuantizeMultiplier(a_scale * b_scale / out_scale)`` -> (multiplier, shift).
+
+    Scales are used as given (float64; pass fp32 values to mimic a .tflite). Positive shift = left shift.
+    Raises ValueError for non-positive scales or a ratio that needs a shift above 30.
+    """
+    a_scale, b_scale, out_scale = float(a_scale), float(b_scale), float(out_scale)
+    if min(a_scale, b_scale, out_scale) <= 0.0:
+        raise ValueError("mul_quant_params: scales must be positive")
+    return quantize_multiplier(a_scale * b_scale / out_scale)
+
+
+def mul_s8(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    a_offset: int,
+    b_offset: int,
+    output_offset: int,
+    output_multiplier: int,
+    output_shift: int,
+    act_min: int = -128,
+    act_max: int = 127,
+) -> np.ndarray:
+    """int8 multiply, bit-exact with CMSIS-NN ``arm_elementwise_mul_s8``:
+
+    ``out = clamp(requantize((a + a_offset) * (b + b_offset), output_multiplier, output_shift) + output_offset,
+    act_min, act_max)``. The product is at most 256 * 256 in magnitude, so it never wraps. a and b are int8
+    arrays of any shapes that broadcast together by numpy rules (CMSIS takes equal shapes; the runtime calls
+    it once per broadcast row). Parameters: ``mul_quant_params``; offsets are -zero_point for inputs and
+    +zero_point for the output.
+    """
+    a = check_int8("a", a, None)
+    b = check_int8("b", b, None)
+    try:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+    except ValueError as err:
+        raise ValueError(f"mul_s8: shapes {a.shape} and {b.shape} do not broadcast") from err
+    check_offsets({"a_offset": a_offset, "b_offset": b_offset}, output_offset)
+    check_activation_range(act_min, act_max)
+    check_requant_params(output_multiplier, output_shift, 1)
+
+    a_flat = np.broadcast_to(a, shape).reshape(-1)
+    b_flat = np.broadcast_to(b, shape).reshape(-1)
+    if a_flat.size >= TABLE_THRESHOLD:
+        # The result only depends on the byte pair (a, b): evaluate all 65536 pairs once and gather.
+        a_all, b_all = (g.ravel() for g in np.meshgrid(_ALL_INT8, _ALL_INT8, indexing="ij"))
+        table = _mul_direct(a_all, b_all, a_offset, b_offset, output_offset,
+                            output_multiplier, output_shift, act_min, act_max)  # fmt: skip
+        index = (a_flat.view(np.uint8) ^ np.uint8(0x80)).astype(np.intp) << 8
+        index |= b_flat.view(np.uint8) ^ np.uint8(0x80)
+        return table[index].reshape(shape)
+    return _mul_direct(a_flat, b_flat, a_offset, b_offset, output_offset, output_multiplier, output_shift, act_min,
+                       act_max).reshape(shape)  # fmt: skip
+
+
+def _mul_direct(
+    a_flat: np.ndarray,
+    b_flat: np.ndarray,
+    a_offset: int,
+    b_offset: int,
+    output_offset: int,
+    output_multiplier: int,
+    output_shift: int,
+    act_min: int,
+    act_max: int,
+) -> np.ndarray:
+    """The elementwise int64 pipeline over equal-shape int8 arrays."""
+    out = np.empty(a_flat.shape, dtype=np.int8)
+    for start in range(0, out.size, BLOCK_ELEMENTS):  # cache-sized blocks of the int64 pipeline
+        block = slice(start, start + BLOCK_ELEMENTS)
+        product = (a_flat[block].astype(np.int64) + a_offset) * (b_flat[block].astype(np.int64) + b_offset)
+        out[block] = requantize_output(product, output_multiplier, output_shift, output_offset, act_min, act_max)
+    return out

@@ -1,0 +1,177 @@
+"""int8 softmax over the last axis (CMSIS-NN ``arm_softmax_s8``) and its TFLite prepare.
+
+The fixed-point arithmetic is gemmlowp's, as CMSIS-NN restates it in ``arm_nnsupportfunctions.h``:
+``arm_nn_doubling_high_mult`` (saturating, sign-dependent rounding nudge, truncating division -- *not* the
+requantize variant), ``arm_nn_exp_on_negative_values`` (exp on Q5.26 inputs, Q0.31 result),
+``arm_nn_one_over_one_plus_x_for_x_in_0_1`` (three Newton-Raphson steps) and ``arm_nn_mult_by_power_of_two``
+(saturating left shift). Every int32 operation wraps as on the target; values are carried in int64.
+
+The exp only ever sees ``diff = x - row_max`` in [-255, 0], so it is evaluated once per call for those 256
+values and looked up: exact, and the per-element work is a handful of vectorized int64 passes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .quant_utils import INT32_MAX, INT32_MIN, check_int8, divide_by_power_of_two, quantize_multiplier, wrap_int32
+
+#: Integer bits of the scaled input difference (TFLite's kScaledDiffIntegerBits).
+SCALED_DIFF_INTEGER_BITS = 5
+#: Integer bits of the sum of exps (CMSIS-NN's ACCUM_BITS, TFLite's kAccumulationIntegerBits).
+ACCUM_BITS = 12
+#: Largest row: each exp adds at most 2^19 to the int32 sum, so 4095 elements can never overflow it.
+MAX_ROW_SIZE = 4095
+
+_EXP_BARREL_SHIFTER = (1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242)
+
+
+def _i32(x: np.ndarray | int) -> np.ndarray:
+    """Wrap to int32 and carry as int64 (so later products do not overflow numpy's int32)."""
+    return wrap_int32(x).astype(np.int64)
+
+
+def doubling_high_mult(a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
+    """``arm_nn_doubling_high_mult`` (VQRDMULH): ``(a*b + nudge) / 2^31`` truncated toward zero, where the
+    nudge is 2^30 if a and b have the same sign and 1 - 2^30 otherwise; INT32_MIN * INT32_MIN saturates."""
+    a64, b64 = _i32(a), _i32(b)
+    nudge = np.where((a64 < 0) ^ (b64 < 0), 1 - (1 << 30), 1 << 30)
+    p = a64 * b64 + nudge  # |p| <= 2^62 + 2^30: exact in int64
+    q = np.where(p >= 0, p >> 31, -((-p) >> 31))  # C division truncates toward zero
+    return _i32(np.where((a64 == INT32_MIN) & (b64 == INT32_MIN), INT32_MAX, q))
+
+
+def _divide_by_pow2(x: np.ndarray, exponent: np.ndarray | int) -> np.ndarray:
+    return divide_by_power_of_two(x, exponent).astype(np.int64)
+
+
+def _mult_by_power_of_two(x: np.ndarray, exponent: int) -> np.ndarray:
+    """``arm_nn_mult_by_power_of_two``: saturating ``x << exponent``."""
+    threshold = (1 << (31 - exponent)) - 1
+    shifted = _i32(x << exponent)
+    return np.where(x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, shifted))
+
+
+def exp_on_negative_values(val: np.ndarray) -> np.ndarray:
+    """``arm_nn_exp_on_negative_values``: exp of a Q5.26 value <= 0, as Q0.31 (exp(0) -> INT32_MAX)."""
+    v = _i32(val)
+    quarter_bits = 24
+    val_mod_minus_quarter = (v & ((1 << quarter_bits) - 1)) - (1 << quarter_bits)
+    remainder = _i32(val_mod_minus_quarter - v)
+    # exp on [-1/4, 0) by a Taylor expansion around -1/8 (constants from gemmlowp).
+    x = _i32((val_mod_minus_quarter << 5) + (1 << 28))
+    x2 = doubling_high_mult(x, x)
+    poly = _i32(_divide_by_pow2(doubling_high_mult(x2, x2), 2) + doubling_high_mult(x2, x))
+    poly = _i32(doubling_high_mult(poly, 715827883) + x2)
+    poly = _i32(x + _divide_by_pow2(poly, 1))
+    result = _i32(1895147668 + doubling_high_mult(1895147668, poly))
+    # Multiply in exp(-2^k / 4) for every set bit k of the whole quarters.
+    for bit, factor in enumerate(_EXP_BARREL_SHIFTER, start=quarter_bits):
+        result = np.where((remainder & (1 << bit)) != 0, doubling_high_mult(result, factor), result)
+    return np.where(v == 0, INT32_MAX, result)
+
+
+def one_over_one_plus_x_for_x_in_0_1(val: np.ndarray) -> np.ndarray:
+    """``arm_nn_one_over_one_plus_x_for_x_in_0_1``: 1 / (1 + x) for Q0.31 x in [0, 1), as Q0.31."""
+    total = _i32(val) + INT32_MAX
+    rounded = total + np.where(total >= 0, 1, -1)
+    half_denominator = _i32(np.where(rounded >= 0, rounded // 2, -((-rounded) // 2)))  # C division
+    x = _i32(1515870810 + doubling_high_mult(half_denominator, -1010580540))
+    one_q2_29 = 1 << 29
+    for _ in range(3):
+        correction = doubling_high_mult(x, _i32(one_q2_29 - doubling_high_mult(half_denominator, x)))
+        x = _i32(x + _mult_by_power_of_two(correction, 2))
+    return _mult_by_power_of_two(x, 1)
+
+
+def _leading_zeros_32(x: np.ndarray) -> np.ndarray:
+    """CLZ of positive int32 values (given as int64): 31 - floor(log2(x))."""
+    bits = np.zeros(x.shape, dtype=np.int64)
+    rest = x.copy()
+    for step in (16, 8, 4, 2, 1):  # binary search on the highest set bit, exact for any int
+        big = rest >= (1 << step)
+        bits += np.where(big, step, 0)
+        rest = np.where(big, rest >> step, rest)
+    return 31 - bits
+
+
+def softmax_params(input_scale: float, beta: float = 1.0) -> tuple[int, int, int]:
+    """TFLite/TFLM int8 softmax prepare -> (multiplier, shift, diff_min) for ``softmax_s8``.
+
+    ``PreprocessSoftmaxScaling``: real = min(beta * input_scale * 2^(31 - 5), 2^31 - 1), quantized with
+    QuantizeMultiplierGreaterThanOne (real must exceed 1, so the shift is a left shift in [1, 31]).
+    ``diff_min = -CalculateInputRadius(5, shift) = -floor((2^5 - 1) * 2^(31 - 5) / 2^shift)``: the most negative
+    difference whose scaled value still fits in int32. Scales are used as given (float64).
+    """
+    input_scale, beta = float(input_scale), float(beta)
+    if not (math.isfinite(input_scale) and math.isfinite(beta)) or input_scale <= 0.0 or beta <= 0.0:
+        raise ValueError(f"softmax_params: need finite positive input_scale and beta, got {input_scale}, {beta}")
+    max_real = float((1 << 31) - 1)
+    real = min(beta * input_scale * float(1 << (31 - SCALED_DIFF_INTEGER_BITS)), max_real)
+    if not real > 1.0:
+        raise ValueError(
+            f"softmax_params: beta * input_scale = {beta * input_scale} is too small (must exceed 2^-26)"
+        )
+    # QuantizeMultiplier of real in (1, 2^31) can need shift 31, one past quantize_multiplier's range; halving
+    # is exact in binary floating point, so quantize real / 2 and add the factor back to the shift.
+    multiplier, half_shift = quantize_multiplier(real / 2.0)
+    shift = half_shift + 1
+    radius = math.floor(
+        ((1 << SCALED_DIFF_INTEGER_BITS) - 1) * float(1 << (31 - SCALED_DIFF_INTEGER_BITS)) / float(1 << shift)
+    )
+    return multiplier, shift, -int(radius)
+
+
+def softmax_exp_table(multiplier: int, shift: int) -> np.ndarray:
+    """``EXP_ON_NEG(MUL_SAT(diff * 2^shift, multiplier))`` for diff = -255..0 (index diff + 255), int64."""
+    diff = np.arange(-255, 1, dtype=np.int64)
+    return exp_on_negative_values(doubling_high_mult(_i32(diff << shift), multiplier))
+
+
+def softmax_s8(x: np.ndarray, *, multiplier: int, shift: int, diff_min: int) -> np.ndarray:
+    """int8 softmax over the last axis, bit-exact with CMSIS-NN ``arm_softmax_s8`` (output scale 1/256, zero
+    point -128). Per row:
+
+    - ``diff = x - max(row)``; only entries with ``diff >= diff_min`` count, the others output -128;
+    - ``e = exp_on_negative_values(doubling_high_mult(diff << shift, multiplier))`` (Q0.31);
+    - ``sum = sum(divide_by_power_of_two(e, 12))``, ``headroom = clz(sum)``;
+      ``scale = one_over_one_plus_x_for_x_in_0_1((sum << headroom) - 2^31)``;
+    - ``out = clamp(divide_by_power_of_two(doubling_high_mult(scale, e), 35 - headroom) - 128, -128, 127)``.
+
+    One deviation from the C text, where it is undefined: when the sum reaches 2^28 (rows of 512 or more
+    entries near the max) the divide exponent ``35 - headroom`` exceeds 31 and the C code shifts an int32 by
+    32 or more. Here that divide is the exact rounding, which is 0 (every such output is -128, i.e. p < 1/512).
+    Rows longer than 4095 are rejected (the int32 sum could overflow).
+    """
+    x = check_int8("x", x, None)
+    if x.ndim == 0:
+        raise ValueError("softmax_s8: x must have at least one axis")
+    row_size = x.shape[-1]
+    if not 1 <= row_size <= MAX_ROW_SIZE:
+        raise ValueError(f"softmax_s8: row size must be in [1, {MAX_ROW_SIZE}], got {row_size}")
+    if not isinstance(shift, int | np.integer) or not 0 <= shift <= 31:
+        raise ValueError(f"softmax_s8: shift must be an int in [0, 31], got {shift!r}")
+    if not isinstance(multiplier, int | np.integer) or not 0 <= multiplier <= INT32_MAX:
+        raise ValueError(f"softmax_s8: multiplier must be an int in [0, 2^31 - 1], got {multiplier!r}")
+    if not isinstance(diff_min, int | np.integer) or diff_min > 0:
+        raise ValueError(f"softmax_s8: diff_min must be an int <= 0, got {diff_min!r}")
+
+    exp_table = softmax_exp_table(int(multiplier), int(shift))
+    sum_terms = _divide_by_pow2(exp_table, ACCUM_BITS)
+    rows = x.reshape(-1, row_size)
+    out = np.empty(rows.shape, dtype=np.int8)
+    step = max(1, (1 << 16) // row_size)  # rows per block: keeps the int64 temporaries in cache
+    for start in range(0, rows.shape[0], step):
+        block = rows[start : start + step].astype(np.int64)
+        index = block - block.max(axis=1, keepdims=True) + 255  # diff + 255, in [0, 255]
+        valid = index >= int(diff_min) + 255
+        total = np.where(valid, sum_terms[index], 0).sum(axis=1, keepdims=True)  # in [2^19, 2^31): no wrap
+        headroom = _leading_zeros_32(total)
+        scale = one_over_one_plus_x_for_x_in_0_1(_i32((total << headroom) - (1 << 31)))
+        exponent = ACCUM_BITS - headroom + 23
+        scaled = doubling_high_mult(scale, exp_table[index])
+        probability = np.where(exponent > 31, 0, _divide_by_pow2(scaled, np.minimum(exponent, 31)))
+        out[start : start + step] = np.where(valid, np.clip(probability - 128, -128, 127), -128)
+    return out.reshape(x.shape)
