@@ -1,0 +1,75 @@
+"""Trace + debug record -> tables: one row per executed op per run, totals per module and kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from ..trace import Trace
+
+OP_COLUMNS = [
+    "run", "op_index", "debug_handle", "kind", "backend", "module", "module_type", "source", "aten",
+    "start", "end", "duration", "unit", "output_shape", "output_dtype", "bytes", "macs",
+]
+
+
+def trace_attrs(trace: Trace) -> dict[str, Any]:
+    """What every table carries about its trace (``df.attrs``): a partial trace says so."""
+    return {"unit": trace.unit, "program_crc": trace.program_crc, "truncated": trace.truncated,
+            "truncation_reason": trace.truncation_reason, "truncation_offset": trace.truncation_offset}
+
+
+def op_frame(record: dict[str, Any], trace: Trace, macs: dict[int, int] | None = None) -> pd.DataFrame:
+    """One row per complete op event; ``start``/``end`` count from the run's start."""
+    ops = record["ops"]
+    run_start = {run.index: run.start for run in trace.runs}
+    rows = []
+    for event in trace.ops:
+        info = ops[event.op_index] if event.op_index < len(ops) else {}
+        outputs = info.get("outputs", [])
+        rows.append({
+            "run": event.run, "op_index": event.op_index, "debug_handle": event.debug_handle,
+            "kind": info.get("kind", "?"), "backend": info.get("backend", "?"), "module": info.get("module", ""),
+            "module_type": info.get("module_type", ""), "source": info.get("source", ""),
+            "aten": ", ".join(info.get("aten", [])),
+            "start": event.start - run_start[event.run], "end": event.end - run_start[event.run],
+            "duration": event.duration, "unit": trace.unit,
+            "output_shape": "; ".join("x".join(map(str, o["shape"])) for o in outputs),
+            "output_dtype": "; ".join(o["dtype"] for o in outputs),
+            "bytes": sum(o["nbytes"] for o in outputs),
+            "macs": (macs or {}).get(event.op_index, 0),
+        })
+    df = pd.DataFrame(rows, columns=OP_COLUMNS)
+    df.attrs.update(trace_attrs(trace))
+    return df
+
+
+def module_prefix(path: str, depth: int | None) -> str:
+    """``features.3.conv.0`` at depth 2 -> ``features.3``; the top module is ``<top>``."""
+    if not path:
+        return "<top>"
+    return path if depth is None else ".".join(path.split(".")[:depth])
+
+
+def totals(df: pd.DataFrame, by: str = "module", depth: int | None = None) -> pd.DataFrame:
+    """Time per group: ``by`` is "module" (path prefix of ``depth`` parts), "kind" or "backend".
+    ``total`` sums every run, ``per_run`` is the mean per run, ``share`` the fraction of all op time."""
+    if by not in ("module", "kind", "backend"):
+        raise ValueError(f"totals by 'module', 'kind' or 'backend', not {by!r}")
+    key = df["module"].map(lambda p: module_prefix(p, depth)) if by == "module" else df[by]
+    runs = max(df["run"].nunique(), 1)
+    grouped = df.assign(group=key).groupby("group", sort=False)
+    out = pd.DataFrame({
+        "ops": grouped["op_index"].count() // runs,
+        "first_op": grouped["op_index"].min(),
+        "total": grouped["duration"].sum(),
+        "per_run": grouped["duration"].sum() / runs,
+        "macs": grouped["macs"].sum() // runs,
+    })
+    all_time = out["total"].sum()
+    out["share"] = out["total"] / all_time if all_time else 0.0
+    out = out.sort_values("first_op").drop(columns="first_op")
+    out.index.name = by
+    out.attrs.update(df.attrs)
+    return out

@@ -1,0 +1,125 @@
+"""The Inspector: a program's debug record joined with a trace of it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+from torch import nn
+
+from ..trace import Trace, program_crc
+from . import chrome, frames, numeric
+
+if TYPE_CHECKING:
+    from ..api import Program
+
+
+class TraceMismatchError(ValueError):
+    """A trace or debug record belongs to another program (its program CRC differs)."""
+
+
+class Inspector:
+    """Per-op tables, totals, numeric gap, Chrome trace and HTML report of one traced program.
+
+    A trace cut short or damaged keeps what was intact: ``truncated`` is then set and every output
+    says so (``df.attrs``, the HTML banner, the CLI).
+    """
+
+    def __init__(self, program: Program, trace: Trace) -> None:
+        crc = program_crc(program.to_bytes())
+        if trace.program_crc != crc:
+            raise TraceMismatchError(f"the trace was recorded from program 0x{trace.program_crc:08x}, "
+                                     f"not this program (0x{crc:08x})")
+        self.program = program
+        self.trace = trace
+        self.record = program.debug_record()
+        self.gap: pd.DataFrame | None = None  # the last numeric gap, shown by the HTML report
+
+    @classmethod
+    def load(cls, program_path: str | Path, trace_path: str | Path) -> Inspector:
+        """The program file, its debug record (``<program>.dbg.json``) and a trace file."""
+        from ..api import DEBUG_SUFFIX, load
+
+        program = load(program_path)
+        debug_path = Path(str(program_path) + DEBUG_SUFFIX)
+        if debug_path.exists():
+            stored = json.loads(debug_path.read_text()).get("program_crc32")
+            crc = program_crc(program.to_bytes())
+            if stored is not None and stored != crc:
+                raise TraceMismatchError(f"{debug_path} belongs to program 0x{stored:08x}, not {program_path} "
+                                         f"(0x{crc:08x})")
+        return cls(program, Trace.load(trace_path))
+
+    # -- state of the trace ----------------------------------------------------------------------------
+    @property
+    def truncated(self) -> bool:
+        return self.trace.truncated
+
+    @property
+    def truncation_reason(self) -> str:
+        return self.trace.truncation_reason
+
+    @property
+    def unit(self) -> str:
+        return self.trace.unit
+
+    # -- tables ------------------------------------------------------------------------------------------
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per executed op per run (see :data:`frames.OP_COLUMNS`); ``attrs`` says whether
+        the trace was truncated."""
+        macs = {op.index: op.macs for op in self.program.ops}
+        return frames.op_frame(self.record, self.trace, macs)
+
+    def totals(self, by: str = "module", depth: int | None = None) -> pd.DataFrame:
+        """Time per module (path prefix of ``depth`` parts; all parts by default), per "kind" or
+        per "backend", in program order."""
+        return frames.totals(self.to_dataframe(), by, depth)
+
+    # -- numeric gap -------------------------------------------------------------------------------------
+    def numeric_gap(self, model: nn.Module, inputs: Sequence[Any]) -> pd.DataFrame:
+        """Run the program on ``inputs`` (one run, full trace) and the fp32 ``model``; one row per
+        layer (module) with SQNR (dB), MSE and max abs error of its dequantized output, in program
+        order."""
+        inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
+        _outputs, full = self.program.run(*inputs, trace="full")
+        names = {op["reference"]["node"] for op in numeric.layer_ops(self.record)}
+        fp32 = numeric.float_values(model, inputs, names)
+        baseline = numeric.input_sqnr(self._input_infos(), inputs)
+        gap = numeric.numeric_gap(self.record, full, fp32, baseline)
+        gap.attrs.update(frames.trace_attrs(self.trace))
+        self.gap = gap
+        return gap
+
+    def _input_infos(self) -> list[dict[str, Any]]:
+        from ..trace import tensor_info
+
+        g = self.program.graph
+        index_of = {name: i for i, name in enumerate(g.tensors)}
+        return [tensor_info(g, name, index_of[name]) for name in g.inputs]
+
+    def worst_layer(self, model: nn.Module | None = None, inputs: Sequence[Any] | None = None) -> str:
+        """Module path of the layer where the error grows most (largest SQNR drop); computes the
+        numeric gap unless one was computed already and no model is given."""
+        if model is not None:
+            gap = self.numeric_gap(model, inputs)
+        elif self.gap is not None:
+            gap = self.gap
+        else:
+            raise ValueError("worst_layer needs the fp32 model and inputs (or a numeric_gap computed before)")
+        return numeric.worst_layer(gap)
+
+    # -- files -------------------------------------------------------------------------------------------
+    def to_chrome_trace(self, path: str | Path) -> Path:
+        """Chrome trace JSON (open in Perfetto or chrome://tracing)."""
+        return chrome.write_chrome_trace(self.to_dataframe(), self.trace, path)
+
+    def to_html(self, path: str | Path, title: str | None = None) -> Path:
+        """A self-contained HTML report: plots, totals, the op table, the numeric gap if computed."""
+        from . import report  # matplotlib is loaded only when a report is written
+        df = self.to_dataframe()
+        title = title or f"mcuforge trace report: {self.program.meta.get('model', 'program')}"
+        return report.write_html(path, title, self.trace, df, frames.totals(df, "module"),
+                                 frames.totals(df, "kind"), self.gap)

@@ -1,0 +1,241 @@
+"""The Inspector: per-op tables, totals, numeric gap per layer, Chrome trace, HTML report, CLI."""
+
+import base64
+import copy
+import json
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+import torch
+
+import mcuforge
+from mcuforge.api import Program
+from mcuforge.cli import main
+from mcuforge.inspect import TraceMismatchError
+from mcuforge.trace import Trace
+
+from conftest import compiled
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def traced(name, runs=1, trace=True):
+    model, example, prog = compiled(name)
+    batch = torch.cat([example[0]] * runs) if runs > 1 else example[0]
+    _outputs, tr = prog.run(batch, trace=trace)
+    return model, example, prog, tr
+
+
+@pytest.mark.parametrize("name", ["ds_cnn", "mobilenet_v1_025"])
+def test_dataframe_one_row_per_op_per_run(name):
+    model, _example, prog, trace = traced(name, runs=2)
+    insp = mcuforge.Inspector(prog, trace)
+    df = insp.to_dataframe()
+    n_ops = len(prog.graph.ops)
+    assert len(df) == 2 * n_ops
+    assert list(df["run"]) == [0] * n_ops + [1] * n_ops and list(df["op_index"]) == list(range(n_ops)) * 2
+    assert set(df["module"]) <= set(dict(model.named_modules()))
+    assert list(df["kind"][:n_ops]) == [op.kind for op in prog.graph.ops]
+    assert (df["duration"] >= 0).all() and (df["start"] >= 0).all() and (df["end"] >= df["start"]).all()
+    assert (df["duration"] == df["end"] - df["start"]).all() and set(df["unit"]) == {"ns"}
+    for run in trace.runs:
+        assert df[df["run"] == run.index]["duration"].sum() <= run.duration
+        assert df[df["run"] == run.index]["end"].max() <= run.duration
+    assert df.attrs["truncated"] is False and not insp.truncated
+    conv = df[df["kind"] == "conv2d_s8"].iloc[0]
+    assert conv["macs"] > 0 and conv["bytes"] == prog.graph.tensors[prog.graph.ops[conv["op_index"]].outputs[0]].nbytes
+
+
+def test_totals_per_module_prefix_and_kind():
+    _model, _example, prog, trace = traced("mobilenet_v1_025", runs=2)
+    insp = mcuforge.Inspector(prog, trace)
+    df = insp.to_dataframe()
+    blocks = insp.totals("module", depth=2)
+    # 14 conv blocks (features.0 .. features.13), the pool, the top-level view, the classifier
+    assert list(blocks.index[:14]) == [f"features.{i}" for i in range(14)]
+    assert blocks.loc["features.5", "ops"] == 2 and blocks["ops"].sum() == len(prog.graph.ops)
+    assert blocks["total"].sum() == df["duration"].sum()
+    assert blocks.loc["features.5", "per_run"] == df[df["module"].str.startswith("features.5.")]["duration"].sum() / 2
+    assert abs(blocks["share"].sum() - 1) < 1e-9
+    by_kind = insp.totals("kind")
+    assert by_kind.loc["depthwise_conv2d_s8", "ops"] == 13 and by_kind["total"].sum() == df["duration"].sum()
+    assert len(insp.totals("module")) == df["module"].nunique()
+    with pytest.raises(ValueError, match="totals by"):
+        insp.totals("colour")
+
+
+def test_numeric_gap_lines_layers_up_with_the_fp32_model():
+    model, example, prog, trace = traced("ds_cnn")
+    gap = mcuforge.Inspector(prog, trace).numeric_gap(model, example)
+    modules = dict(model.named_modules())
+    assert list(gap["op_index"]) == sorted(gap["op_index"]) and len(gap) >= 10
+    assert set(gap["module"]) <= set(modules)
+    assert {"stem.0", "blocks.1.1.0", "classifier"} <= set(gap["module"])
+    assert (gap["sqnr_db"] > 25).all() and (gap["mse"] >= 0).all() and (gap["max_abs_error"] > 0).all()
+    # the last layer's value is the model output: its error is the program's output error
+    fp32 = model(example[0]).detach().numpy()
+    int8 = prog.run(*example)[0]
+    last = gap.iloc[-1]
+    assert last["module"] == "classifier"
+    assert np.isclose(last["max_abs_error"], np.abs(int8 - fp32).max(), rtol=1e-4)
+
+
+def damage_requantization(prog: Program, op_index: int, factor_log2: int = 4) -> Program:
+    """A copy of ``prog`` whose op ``op_index`` stores its output 2**factor_log2 times too coarsely:
+    output scale and requantization shifts changed consistently, and its consumers' shifts
+    compensate (shifts and bias), so the program stays correct but this one layer loses precision."""
+    graph = copy.deepcopy(prog.graph)
+    op = graph.ops[op_index]
+    out = graph.tensors[op.outputs[0]]
+    out.qparams = type(out.qparams)(out.qparams.scale * 2 ** factor_log2, out.qparams.zero_point)
+    graph.tensors[op.inputs[4]].data = graph.tensors[op.inputs[4]].data - factor_log2
+    consumers = [c for c in graph.ops if op.outputs[0] in c.inputs]
+    assert consumers and all(c.kind in ("conv2d_s8", "depthwise_conv2d_s8") for c in consumers)
+    for c in consumers:  # input scale x 2**k: the int32 bias (at input scale x weight scale) / 2**k, shifts + k
+        bias = graph.tensors[c.inputs[2]]
+        bias.data = np.round(bias.data / 2 ** factor_log2).astype(bias.data.dtype)
+        graph.tensors[c.inputs[4]].data = graph.tensors[c.inputs[4]].data + factor_log2
+    return Program(graph, meta=dict(prog.meta))
+
+
+def test_worst_layer_names_the_damaged_layer():
+    model, example, prog = compiled("ds_cnn")
+    damaged_op = 4
+    damaged_module = prog.graph.ops[damaged_op].debug["module"]
+    assert damaged_module == "blocks.1.1.0"
+    intact = mcuforge.Inspector(prog, prog.run(*example, trace=True)[1])
+    assert intact.worst_layer(model, example) != damaged_module
+    bad = damage_requantization(prog, damaged_op)
+    outputs, trace = bad.run(*example, trace=True)
+    insp = mcuforge.Inspector(bad, trace)
+    assert insp.worst_layer(model, example) == damaged_module
+    gap = insp.gap.set_index("module")
+    assert gap.loc[damaged_module, "sqnr_drop_db"] > 15
+    assert gap.loc[damaged_module, "sqnr_db"] < intact.gap.set_index("module").loc[damaged_module, "sqnr_db"] - 15
+    # only that layer is coarse: the layer before it is untouched
+    assert gap.loc["blocks.1.0.0", "sqnr_db"] == intact.gap.set_index("module").loc["blocks.1.0.0", "sqnr_db"]
+
+
+def test_truncated_trace_keeps_intact_rows_and_says_so(tmp_path):
+    _model, _example, prog, trace = traced("ds_cnn", runs=2)
+    intact = mcuforge.Inspector(prog, trace).to_dataframe()
+    data = trace.to_bytes()
+    for cut in (len(data) // 3, len(data) // 2 + 7, len(data) - 20):
+        insp = mcuforge.Inspector(prog, Trace.from_bytes(data[:cut]))
+        df = insp.to_dataframe()
+        assert insp.truncated and df.attrs["truncated"] and df.attrs["truncation_reason"]
+        assert 0 < len(df) < len(intact) or cut == len(data) - 20
+        assert df.equals(intact.iloc[:len(df)])  # the very same rows, values and index
+        assert insp.totals("kind").attrs["truncated"]
+    report = insp.to_html(tmp_path / "cut.html").read_text()
+    assert 'class="banner truncated"' in report and "TRACE TRUNCATED" in report
+    chrome = json.loads(insp.to_chrome_trace(tmp_path / "cut.json").read_text())
+    assert chrome["otherData"]["truncated"] is True
+
+
+def test_a_trace_of_another_program_is_refused(tmp_path):
+    _model, _example, prog, trace = traced("ds_cnn")
+    _m, _e, other = compiled("mobilenet_v1_025")
+    with pytest.raises(TraceMismatchError, match="recorded from program"):
+        mcuforge.Inspector(other, trace)
+    prog.save(tmp_path / "ds.mfp")
+    other.save(tmp_path / "mb.mfp")
+    trace.save(tmp_path / "ds.trace")
+    loaded = mcuforge.Inspector.load(tmp_path / "ds.mfp", tmp_path / "ds.trace")
+    assert len(loaded.to_dataframe()) == len(prog.graph.ops)
+    with pytest.raises(TraceMismatchError):
+        mcuforge.Inspector.load(tmp_path / "mb.mfp", tmp_path / "ds.trace")
+    shutil.copy(tmp_path / "mb.mfp.dbg.json", tmp_path / "ds.mfp.dbg.json")  # a stale debug record
+    with pytest.raises(TraceMismatchError, match="belongs to program"):
+        mcuforge.Inspector.load(tmp_path / "ds.mfp", tmp_path / "ds.trace")
+
+
+def test_chrome_trace_events_in_microseconds(tmp_path):
+    _model, _example, prog, trace = traced("ds_cnn", runs=2)
+    insp = mcuforge.Inspector(prog, trace)
+    doc = json.loads(insp.to_chrome_trace(tmp_path / "t.json").read_text())
+    ops = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] != "run"]
+    runs = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] == "run"]
+    assert len(ops) == 2 * len(prog.graph.ops) and len(runs) == 2
+    df = insp.to_dataframe()
+    for event, row in zip(ops, df.itertuples(), strict=True):
+        assert event["dur"] == row.duration / 1000 and event["args"]["unit"] == "ns"
+        assert event["name"] == f"{row.op_index} {row.kind}" and event["tid"] == row.run
+        run = runs[row.run]
+        assert run["ts"] <= event["ts"] and event["ts"] + event["dur"] <= run["ts"] + run["dur"] + 1e-6
+    assert runs[0]["ts"] + runs[0]["dur"] <= runs[1]["ts"]
+
+
+class ReportParser(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.images, self.sections, self.banners, self.tables = [], [], [], 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.images.append(attrs)
+        elif tag == "section":
+            self.sections.append(attrs["id"])
+        elif tag == "div" and "banner" in attrs.get("class", ""):
+            self.banners.append(attrs["class"])
+        elif tag == "table":
+            self.tables += 1
+        elif tag in ("script", "link"):
+            raise AssertionError(f"the report must be self-contained, found <{tag}>")
+
+
+def test_html_report_is_self_contained_with_plots(tmp_path):
+    model, example, prog, trace = traced("ds_cnn")
+    insp = mcuforge.Inspector(prog, trace)
+    insp.numeric_gap(model, example)
+    path = insp.to_html(tmp_path / "report.html")
+    text = path.read_text()
+    parser = ReportParser()
+    parser.feed(text)
+    assert parser.sections == ["time-per-op", "arena-timeline", "numeric-gap", "totals-per-module",
+                               "totals-per-kind", "ops"]
+    assert parser.banners == ["banner intact"] and parser.tables == 4
+    assert [img["alt"] for img in parser.images] == ["time per op", "arena timeline", "SQNR per layer"]
+    for img in parser.images:
+        assert img["src"].startswith("data:image/png;base64,")
+        png = base64.b64decode(img["src"].split(",", 1)[1])
+        assert png.startswith(PNG_MAGIC) and len(png) > 5000
+    assert "http://" not in text and "https://" not in text
+    assert "blocks.1.1.0" in text and "conv2d_s8" in text
+    browsers = ("chromium", "chromium-browser", "google-chrome")
+    browser = next((shutil.which(b) for b in browsers if shutil.which(b)), None)
+    if browser:  # render it for real: the DOM holds the three decoded images
+        dom = subprocess.run([browser, "--headless", "--disable-gpu", "--no-sandbox", "--dump-dom", path.as_uri()],
+                             capture_output=True, text=True, timeout=60).stdout
+        assert dom.count("data:image/png;base64,") == 3
+
+
+def test_cli_run_trace_and_inspect(tmp_path, capsys):
+    _model, _example, prog = compiled("ds_cnn")
+    program = prog.save(tmp_path / "ds.mfp")
+    trace_path = tmp_path / "ds.trace"
+    assert main(["run", str(program), "--trace", str(trace_path), "--full"]) == 0
+    trace = Trace.load(trace_path)
+    assert trace.full and not trace.truncated and len(trace.ops) == len(prog.graph.ops)
+    capsys.readouterr()
+    html, chrome, csv = tmp_path / "r.html", tmp_path / "t.json", tmp_path / "ops.csv"
+    assert main(["inspect", str(program), str(trace_path), "--html", str(html), "--chrome", str(chrome),
+                 "--csv", str(csv), "--depth", "2"]) == 0
+    out = capsys.readouterr()
+    assert "conv2d_s8" in out.out and "blocks.1.1.0" in out.out and "time (ns)" in out.out
+    assert "totals per module" in out.out and "blocks.1 " in out.out and "totals per kind" in out.out
+    assert "trace intact" in out.out and "warning" not in out.err
+    assert html.stat().st_size > 10_000 and json.loads(chrome.read_text())["traceEvents"]
+    assert len(csv.read_text().splitlines()) == len(prog.graph.ops) + 1
+    cut = tmp_path / "cut.trace"
+    cut.write_bytes(trace_path.read_bytes()[:len(trace_path.read_bytes()) // 2])
+    assert main(["inspect", str(program), str(cut)]) == 0
+    out = capsys.readouterr()
+    assert out.err.startswith("warning: TRACE TRUNCATED at byte") and "TRACE TRUNCATED" in out.out
+    cut.write_bytes(b"garbage" + trace_path.read_bytes())
+    assert main(["inspect", str(program), str(cut)]) == 2
+    assert "does not begin with a valid STREAM_START" in capsys.readouterr().err
