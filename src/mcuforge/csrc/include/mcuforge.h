@@ -1,0 +1,205 @@
+/*
+ * mcuforge C runtime: the public API.
+ *
+ * One way through, one entry point per step:
+ *
+ *     mf_program prog;   mf_context ctx;
+ *     mf_program_load(&prog, file_bytes, file_size);          -- validates everything, copies nothing
+ *     size_t need = mf_program_arena_bytes(&prog);            -- the RAM the caller must provide
+ *     mf_init(&ctx, &prog, arena, arena_size);
+ *     mf_set_input(&ctx, 0, input, input_nbytes);             -- program dtype and layout (NHWC)
+ *     mf_invoke(&ctx, NULL);                                  -- or a trace sink, see below
+ *     const void *out = mf_output(&ctx, 0, &out_nbytes);
+ *
+ * Rules: C99, no malloc, no global mutable state (everything lives in the structs the caller
+ * owns), every function returns an mf_status or reports one. The program bytes are read in place:
+ * place them 16-byte aligned in flash (at least 4-byte aligned: kernels read int32/float
+ * constants through typed pointers; mf_program_load rejects a less aligned buffer with MF_ERR_ARG).
+ * A malformed program is rejected by mf_program_load with an error code and never crashes it;
+ * after a successful load mf_invoke cannot read or write outside the file and the arena.
+ *
+ * File format: docs/format.md. Trace stream: docs/trace.md.
+ */
+#ifndef MCUFORGE_H
+#define MCUFORGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Build configuration
+ * ------------------------------------------------------------------------------------------- */
+
+/* Kernel path of this build: the program file's isa_id codes, plus MF_ISA_HOST for a build that
+ * is not for a Cortex-M (tests, Python binding). Override with -DMF_ISA=<n>. */
+#define MF_ISA_SCALAR 0
+#define MF_ISA_DSP 1
+#define MF_ISA_MVE 2
+#define MF_ISA_HOST 255
+
+#ifndef MF_ISA
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#define MF_ISA MF_ISA_MVE
+#elif defined(__ARM_FEATURE_DSP)
+#define MF_ISA MF_ISA_DSP
+#elif defined(__arm__) || defined(__thumb__)
+#define MF_ISA MF_ISA_SCALAR
+#else
+#define MF_ISA MF_ISA_HOST
+#endif
+#endif
+
+/* Event tracing: -DMF_TRACE=1 compiles it in. Without it mf_invoke ignores its sink argument and
+ * the trace code is not built: no calls, no records, no timer reads. */
+#ifndef MF_TRACE
+#define MF_TRACE 0
+#endif
+
+#define MF_MAX_RANK 6
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes (stable numbers: the trace's RUN_END status and the Python binding use them)
+ * ------------------------------------------------------------------------------------------- */
+typedef enum {
+    MF_OK = 0,
+    MF_ERR_MAGIC = 1,            /* not an mcuforge program */
+    MF_ERR_VERSION = 2,          /* format major version other than 1 */
+    MF_ERR_TRUNCATED = 3,        /* file shorter than its header says (or than a header) */
+    MF_ERR_CRC = 4,              /* header or payload CRC mismatch */
+    MF_ERR_BOUNDS = 5,           /* an offset, size, count or index outside its file/arena range */
+    MF_ERR_FORMAT = 6,           /* a field with a bad value: unknown code, bad alignment, ... */
+    MF_ERR_TARGET = 7,           /* program built for another ISA than this runtime */
+    MF_ERR_UNSUPPORTED_OP = 8,   /* op kind or aten op this runtime has no kernel for */
+    MF_ERR_ARENA_TOO_SMALL = 9,  /* arena smaller than mf_program_arena_bytes() */
+    MF_ERR_ARG = 10,             /* bad API argument (NULL, index out of range, wrong size) */
+    MF_ERR_SHAPE = 11,           /* an op's tensors/attributes do not fit its kernel */
+    MF_ERR_STATE = 12            /* call out of order (e.g. mf_invoke before mf_init) */
+} mf_status;
+
+/* "MF_OK", "MF_ERR_CRC", ...; "MF_ERR_UNKNOWN" for other values. Never NULL. */
+const char *mf_status_name(mf_status s);
+
+/* ---------------------------------------------------------------------------------------------
+ * Program: a validated view over the file bytes (no copy)
+ * ------------------------------------------------------------------------------------------- */
+
+/* Tensor dtype codes (program file) */
+enum { MF_INT8 = 0, MF_INT16 = 1, MF_INT32 = 2, MF_FLOAT32 = 3, MF_INT64 = 4, MF_BOOL = 5 };
+/* Tensor layout codes */
+enum { MF_LAYOUT_PLAIN = 0, MF_LAYOUT_NHWC = 1 };
+
+/* Filled by mf_program_load; read it through the functions below. */
+typedef struct {
+    const uint8_t *data; /* the file */
+    uint32_t size;
+    uint32_t header_size, payload_crc32;
+    uint16_t target_id, isa_id;
+    uint32_t arena_bytes;   /* activations: header arena_bytes */
+    uint32_t scratch_bytes; /* the largest op scratch_bytes; placed after the activations */
+    uint32_t tensors_offset, tensor_count, tensor_record_size;
+    uint32_t ops_offset, op_count, op_record_size;
+    uint32_t index_offset, index_count;
+    uint32_t attrs_offset, attr_word_count;
+    uint32_t strings_offset, string_bytes;
+    uint32_t constants_offset, constants_size;
+    uint32_t inputs_start, input_count, outputs_start, output_count;
+    /* Where the last mf_program_load failure was found: -1 when not in an op / tensor. */
+    int32_t error_op;
+    int32_t error_tensor;
+} mf_program;
+
+/* Parse and validate a program file (every check of docs/format.md "Validation", the target ISA,
+ * and every op against its kernel's requirements: shapes, dtypes, attribute ranges, aten op name).
+ * On failure the status says why and p->error_op / p->error_tensor say where. */
+mf_status mf_program_load(mf_program *p, const uint8_t *data, size_t size);
+
+/* Bytes of RAM mf_init needs: activations, then the largest op scratch buffer (16-byte aligned). */
+uint32_t mf_program_arena_bytes(const mf_program *p);
+
+/* A tensor as the program describes it. */
+typedef struct {
+    const char *name; /* NUL-terminated, in the program's string table */
+    uint32_t name_length;
+    uint8_t dtype, rank, layout, is_constant;
+    uint32_t shape[MF_MAX_RANK]; /* shape[0..rank) */
+    uint8_t has_qparams;
+    float scale; /* real = scale * (q - zero_point) when has_qparams */
+    int32_t zero_point;
+    uint32_t offset; /* arena offset (activation) or constants-section offset */
+    uint32_t nbytes;
+} mf_tensor_info;
+
+uint32_t mf_program_input_count(const mf_program *p);
+uint32_t mf_program_output_count(const mf_program *p);
+uint32_t mf_program_op_count(const mf_program *p);
+uint32_t mf_program_tensor_count(const mf_program *p);
+mf_status mf_program_tensor(const mf_program *p, uint32_t tensor_index, mf_tensor_info *info);
+mf_status mf_program_input(const mf_program *p, uint32_t i, mf_tensor_info *info);
+mf_status mf_program_output(const mf_program *p, uint32_t i, mf_tensor_info *info);
+/* Kind name of op i ("conv2d_s8", "aten_fp32", ...); "?" if out of range. For aten_fp32 ops,
+ * mf_program_op_target gives the aten name ("aten.gelu.default"), else "". */
+const char *mf_program_op_kind(const mf_program *p, uint32_t op_index);
+const char *mf_program_op_target(const mf_program *p, uint32_t op_index);
+
+/* ---------------------------------------------------------------------------------------------
+ * Tracing (docs/trace.md). Compiled in with -DMF_TRACE=1.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct {
+    void (*write)(void *user, const uint8_t *bytes, size_t n); /* gets the stream, in pieces */
+    uint64_t (*now)(void *user);                               /* monotonic time in time_unit */
+    void *user;
+    uint8_t time_unit; /* 0 ns, 1 cycles, 2 instructions */
+    uint8_t full;      /* 1: a TENSOR record with each op output's bytes */
+    /* Kept by the runtime between calls; zero them (or call mf_trace_begin) before use. */
+    uint32_t record_count;
+    uint32_t run_index;
+} mf_trace_sink;
+
+/* ---------------------------------------------------------------------------------------------
+ * Execution context
+ * ------------------------------------------------------------------------------------------- */
+typedef struct {
+    const mf_program *program;
+    uint8_t *arena;
+    size_t arena_size;
+    uint32_t ready; /* set by mf_init */
+    /* The last failure of mf_set_input/mf_invoke: status and failing op (-1: not in an op). */
+    mf_status error;
+    int32_t error_op;
+} mf_context;
+
+/* Bind a loaded program to an arena of at least mf_program_arena_bytes(p) bytes, 16-byte aligned
+ * (MF_ERR_ARG otherwise: kernels use typed pointers into it). The arena is zeroed. */
+mf_status mf_init(mf_context *ctx, const mf_program *p, uint8_t *arena, size_t arena_size);
+
+/* Copy graph input i (exactly its nbytes, program dtype and layout) into the arena. */
+mf_status mf_set_input(mf_context *ctx, uint32_t i, const void *data, size_t nbytes);
+
+/* Run every op once. trace: NULL for no events (or a build without MF_TRACE). On failure
+ * ctx->error_op names the op. */
+mf_status mf_invoke(mf_context *ctx, mf_trace_sink *trace);
+
+/* Graph output i (in the arena, or in the program for a constant output); NULL if out of range. */
+const void *mf_output(const mf_context *ctx, uint32_t i, size_t *nbytes);
+
+/* Trace stream framing: mf_trace_begin writes STREAM_START and the ALLOC records (arena, then each
+ * activation's offset, size and lifetime) and resets the sink's counters; each traced mf_invoke
+ * adds one run; mf_trace_end writes STREAM_END. Both return MF_ERR_STATE in a build without
+ * MF_TRACE (and write nothing). */
+mf_status mf_trace_begin(mf_trace_sink *trace, const mf_context *ctx);
+mf_status mf_trace_end(mf_trace_sink *trace);
+
+/* ---------------------------------------------------------------------------------------------
+ * Quantization helpers (bit-exact with mcuforge.kernels.quantize_per_tensor / dequantize_per_tensor)
+ * ------------------------------------------------------------------------------------------- */
+void mf_quantize_f32_s8(const float *x, int8_t *q, uint32_t n, float scale, int32_t zero_point);
+void mf_dequantize_s8_f32(const int8_t *q, float *x, uint32_t n, float scale, int32_t zero_point);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MCUFORGE_H */

@@ -1,0 +1,48 @@
+/*
+ * The fp32 fallback ops of this runtime, one line each: MF_ATEN(symbol) refers to the
+ * `const mf_aten_op mf_aten_<symbol>` (with its aten name) defined in a kernels/fp32 source file.
+ * Adding an op = its definition + one line here. Not include-guarded (runtime/registry.c).
+ */
+/* pointwise.c */
+MF_ATEN(relu)
+MF_ATEN(neg)
+MF_ATEN(abs)
+MF_ATEN(sqrt)
+MF_ATEN(rsqrt)
+MF_ATEN(exp)
+MF_ATEN(log)
+MF_ATEN(tanh)
+MF_ATEN(sigmoid)
+MF_ATEN(silu)
+MF_ATEN(hardswish)
+MF_ATEN(hardsigmoid)
+MF_ATEN(gelu)
+MF_ATEN(clamp)
+MF_ATEN(hardtanh)
+MF_ATEN(add_Tensor)
+MF_ATEN(add_Scalar)
+MF_ATEN(sub_Tensor)
+MF_ATEN(sub_Scalar)
+MF_ATEN(mul_Tensor)
+MF_ATEN(mul_Scalar)
+MF_ATEN(div_Tensor)
+MF_ATEN(div_Scalar)
+/* reduce.c */
+MF_ATEN(mean_dim)
+MF_ATEN(softmax_int)
+MF_ATEN(_softmax)
+MF_ATEN(layer_norm)
+MF_ATEN(native_layer_norm)
+/* shape.c */
+MF_ATEN(view)
+MF_ATEN(reshape)
+MF_ATEN(_unsafe_view)
+MF_ATEN(clone)
+MF_ATEN(contiguous)
+MF_ATEN(alias)
+MF_ATEN(flatten)
+MF_ATEN(squeeze_dim)
+MF_ATEN(squeeze_dims)
+MF_ATEN(unsqueeze)
+MF_ATEN(permute)
+MF_ATEN(cat)

@@ -1,0 +1,217 @@
+/*
+ * fp32 pointwise aten ops: unary activations and math, binary arithmetic with numpy/torch
+ * broadcasting (the other operand a tensor or a number).
+ *
+ * Bit-exact with torch's fp32 CPU kernels: relu, neg, abs, clamp, hardtanh and the binary ops
+ * add/sub (alpha 1), mul, div -- single IEEE operations. Within float rounding (a few ulp: libm
+ * vs torch's vectorized approximations): sigmoid, tanh, exp, log, gelu, silu, hardswish,
+ * hardsigmoid, sqrt and rsqrt (torch's AVX2 sqrt is not correctly rounded), add/sub with
+ * alpha != 1 (torch may fuse the multiply-add).
+ */
+#include <math.h>
+
+#include "fp32_util.h"
+
+/* ---- unary ---- */
+typedef struct {
+    float lo, hi; /* clamp / hardtanh bounds (+-inf when absent) */
+    int tanh_approx; /* gelu approximate="tanh" */
+} unary_params;
+
+typedef float (*unary_fn)(float x, const unary_params *p);
+
+static float f_relu(float x, const unary_params *p) { (void)p; return x > 0.0f ? x : (x != x ? x : 0.0f); }
+static float f_neg(float x, const unary_params *p) { (void)p; return -x; }
+static float f_abs(float x, const unary_params *p) { (void)p; return fabsf(x); }
+static float f_sqrt(float x, const unary_params *p) { (void)p; return sqrtf(x); }
+static float f_rsqrt(float x, const unary_params *p) { (void)p; return 1.0f / sqrtf(x); }
+static float f_exp(float x, const unary_params *p) { (void)p; return expf(x); }
+static float f_log(float x, const unary_params *p) { (void)p; return logf(x); }
+static float f_tanh(float x, const unary_params *p) { (void)p; return tanhf(x); }
+static float f_sigmoid(float x, const unary_params *p) { (void)p; return 1.0f / (1.0f + expf(-x)); }
+static float f_silu(float x, const unary_params *p) { (void)p; return x / (1.0f + expf(-x)); }
+static float f_clamp(float x, const unary_params *p) {
+    if (x != x) return x; /* torch propagates NaN */
+    return x < p->lo ? p->lo : (x > p->hi ? p->hi : x);
+}
+static float f_hardswish(float x, const unary_params *p) {
+    (void)p;
+    float r = x + 3.0f;
+    r = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);
+    return x * r / 6.0f;
+}
+static float f_hardsigmoid(float x, const unary_params *p) {
+    (void)p;
+    float r = x + 3.0f;
+    r = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);
+    return r / 6.0f;
+}
+static float f_gelu(float x, const unary_params *p) {
+    if (p->tanh_approx) {
+        const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
+        return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+    }
+    return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+}
+
+/* Reads the op's bounds / options; 0 when an argument has the wrong type. */
+static int unary_read(const mf_call *c, mf_value args, mf_value kwargs, unary_fn fn, unary_params *p) {
+    mf_value v;
+    p->lo = -HUGE_VALF;
+    p->hi = HUGE_VALF;
+    p->tanh_approx = 0;
+    (void)c;
+    if (fn == f_gelu && mf_fp32_arg(args, kwargs, 1, "approximate", &v)) {
+        if (mf_value_is_str(v, "tanh")) p->tanh_approx = 1;
+        else if (!mf_value_is_str(v, "none")) return 0;
+    }
+    return 1;
+}
+
+static mf_status unary_check_io(const mf_call *c, mf_value args, mf_value kwargs) {
+    mf_value v;
+    mf_tensor x, o;
+    if (!mf_fp32_arg(args, kwargs, 0, "self", &v) || !mf_fp32_tensor(c, v, &x)) return MF_ERR_SHAPE;
+    if (!mf_fp32_outputs_f32(c, 1)) return MF_ERR_SHAPE;
+    mf_call_output(c, 0, &o);
+    return x.dtype == MF_FLOAT32 && x.numel == o.numel ? MF_OK : MF_ERR_SHAPE;
+}
+
+static mf_status unary_run(const mf_call *c, mf_value args, mf_value kwargs, unary_fn fn, const unary_params *p) {
+    mf_value v;
+    mf_tensor x, o;
+    (void)kwargs;
+    mf_fp32_arg(args, kwargs, 0, "self", &v);
+    mf_fp32_tensor(c, v, &x);
+    mf_call_output(c, 0, &o);
+    const float *xd = (const float *)x.data;
+    float *out = (float *)o.data;
+    for (uint32_t i = 0; i < x.numel; i++) out[i] = fn(xd[i], p);
+    return MF_OK;
+}
+
+/* Bounds of clamp(self, min?, max?) and hardtanh(self, min_val=-1, max_val=1). */
+static int bounds(mf_value args, mf_value kwargs, int hardtanh, unary_params *p) {
+    mf_value v;
+    p->lo = hardtanh ? -1.0f : -HUGE_VALF;
+    p->hi = hardtanh ? 1.0f : HUGE_VALF;
+    p->tanh_approx = 0;
+    if (mf_fp32_arg(args, kwargs, 1, hardtanh ? "min_val" : "min", &v) && !mf_fp32_number(v, &p->lo)) return 0;
+    if (mf_fp32_arg(args, kwargs, 2, hardtanh ? "max_val" : "max", &v) && !mf_fp32_number(v, &p->hi)) return 0;
+    return 1;
+}
+
+#define UNARY(symbol, name, fn)                                                                 \
+    static mf_status check_##symbol(const mf_call *c, mf_value a, mf_value k) {                 \
+        unary_params p;                                                                         \
+        if (!unary_read(c, a, k, fn, &p)) return MF_ERR_SHAPE;                                  \
+        return unary_check_io(c, a, k);                                                         \
+    }                                                                                           \
+    static mf_status run_##symbol(const mf_call *c, mf_value a, mf_value k) {                   \
+        unary_params p;                                                                         \
+        unary_read(c, a, k, fn, &p);                                                            \
+        return unary_run(c, a, k, fn, &p);                                                      \
+    }                                                                                           \
+    const mf_aten_op mf_aten_##symbol = {name, check_##symbol, run_##symbol};
+
+UNARY(relu, "aten.relu.default", f_relu)
+UNARY(neg, "aten.neg.default", f_neg)
+UNARY(abs, "aten.abs.default", f_abs)
+UNARY(sqrt, "aten.sqrt.default", f_sqrt)
+UNARY(rsqrt, "aten.rsqrt.default", f_rsqrt)
+UNARY(exp, "aten.exp.default", f_exp)
+UNARY(log, "aten.log.default", f_log)
+UNARY(tanh, "aten.tanh.default", f_tanh)
+UNARY(sigmoid, "aten.sigmoid.default", f_sigmoid)
+UNARY(silu, "aten.silu.default", f_silu)
+UNARY(hardswish, "aten.hardswish.default", f_hardswish)
+UNARY(hardsigmoid, "aten.hardsigmoid.default", f_hardsigmoid)
+UNARY(gelu, "aten.gelu.default", f_gelu)
+
+#define BOUNDED(symbol, name, hardtanh)                                                         \
+    static mf_status check_##symbol(const mf_call *c, mf_value a, mf_value k) {                 \
+        unary_params p;                                                                         \
+        if (!bounds(a, k, hardtanh, &p)) return MF_ERR_SHAPE;                                   \
+        return unary_check_io(c, a, k);                                                         \
+    }                                                                                           \
+    static mf_status run_##symbol(const mf_call *c, mf_value a, mf_value k) {                   \
+        unary_params p;                                                                         \
+        bounds(a, k, hardtanh, &p);                                                             \
+        return unary_run(c, a, k, f_clamp, &p);                                                 \
+    }                                                                                           \
+    const mf_aten_op mf_aten_##symbol = {name, check_##symbol, run_##symbol};
+
+BOUNDED(clamp, "aten.clamp.default", 0)
+BOUNDED(hardtanh, "aten.hardtanh.default", 1)
+
+/* ---- binary ---- */
+typedef enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV } binary_kind;
+
+/* Operand `pos`: a float32 tensor, or a number viewed as a rank-0 tensor stored in *scalar. */
+static int operand(const mf_call *c, mf_value args, mf_value kwargs, uint32_t pos, mf_tensor *t, float *scalar) {
+    mf_value v;
+    if (!mf_fp32_arg(args, kwargs, pos, pos ? "other" : "self", &v)) return 0;
+    if (mf_fp32_tensor(c, v, t)) return t->dtype == MF_FLOAT32;
+    if (!mf_fp32_number(v, scalar)) return 0;
+    memset(t, 0, sizeof *t);
+    t->dtype = MF_FLOAT32;
+    t->numel = 1;
+    t->data = scalar;
+    return 1;
+}
+
+static int alpha_of(mf_value args, mf_value kwargs, float *alpha) {
+    mf_value v;
+    *alpha = 1.0f;
+    return !mf_fp32_arg(args, kwargs, 2, "alpha", &v) || mf_fp32_number(v, alpha);
+}
+
+static mf_status binary_check(const mf_call *c, mf_value args, mf_value kwargs) {
+    mf_tensor a, b, o;
+    float sa, sb, alpha;
+    mf_bcast it;
+    if (!operand(c, args, kwargs, 0, &a, &sa) || !operand(c, args, kwargs, 1, &b, &sb)) return MF_ERR_SHAPE;
+    if (!alpha_of(args, kwargs, &alpha) || !mf_fp32_outputs_f32(c, 1)) return MF_ERR_SHAPE;
+    mf_call_output(c, 0, &o);
+    return mf_bcast_init(&it, &a, &b) && it.numel == o.numel ? MF_OK : MF_ERR_SHAPE;
+}
+
+static mf_status binary_run(const mf_call *c, mf_value args, mf_value kwargs, binary_kind kind) {
+    mf_tensor a, b, o;
+    float sa, sb, alpha;
+    mf_bcast it;
+    operand(c, args, kwargs, 0, &a, &sa);
+    operand(c, args, kwargs, 1, &b, &sb);
+    alpha_of(args, kwargs, &alpha);
+    mf_call_output(c, 0, &o);
+    mf_bcast_init(&it, &a, &b);
+    const float *ad = (const float *)a.data, *bd = (const float *)b.data;
+    float *out = (float *)o.data;
+    for (uint32_t i = 0; i < it.numel; i++, mf_bcast_step(&it)) {
+        const float x = ad[it.ia], y = bd[it.ib];
+        float r;
+        switch (kind) {
+        case OP_ADD: r = alpha == 1.0f ? x + y : x + alpha * y; break;
+        case OP_SUB: r = alpha == 1.0f ? x - y : x - alpha * y; break;
+        case OP_MUL: r = x * y; break;
+        default: r = x / y; break;
+        }
+        out[i] = r;
+    }
+    return MF_OK;
+}
+
+#define BINARY(symbol, name, kind)                                                              \
+    static mf_status run_##symbol(const mf_call *c, mf_value a, mf_value k) {                   \
+        return binary_run(c, a, k, kind);                                                       \
+    }                                                                                           \
+    const mf_aten_op mf_aten_##symbol = {name, binary_check, run_##symbol};
+
+BINARY(add_Tensor, "aten.add.Tensor", OP_ADD)
+BINARY(add_Scalar, "aten.add.Scalar", OP_ADD)
+BINARY(sub_Tensor, "aten.sub.Tensor", OP_SUB)
+BINARY(sub_Scalar, "aten.sub.Scalar", OP_SUB)
+BINARY(mul_Tensor, "aten.mul.Tensor", OP_MUL)
+BINARY(mul_Scalar, "aten.mul.Scalar", OP_MUL)
+BINARY(div_Tensor, "aten.div.Tensor", OP_DIV)
+BINARY(div_Scalar, "aten.div.Scalar", OP_DIV)

@@ -1,0 +1,90 @@
+/*
+ * mf_init / mf_set_input / mf_invoke / mf_output: run a loaded program op by op in the caller's
+ * arena. Every op was checked against its kernel at load time, so a kernel's run function only
+ * computes; a status it returns still stops the run and names the op.
+ */
+#include "mf_internal.h"
+#include "mf_trace_internal.h"
+
+mf_status mf_init(mf_context *ctx, const mf_program *p, uint8_t *arena, size_t arena_size) {
+    if (ctx == NULL) return MF_ERR_ARG;
+    memset(ctx, 0, sizeof *ctx);
+    ctx->error_op = -1;
+    if (p == NULL || p->data == NULL) return ctx->error = MF_ERR_STATE;
+    if (arena == NULL && mf_program_arena_bytes(p) > 0) return ctx->error = MF_ERR_ARG;
+    if ((uintptr_t)arena & 15u) return ctx->error = MF_ERR_ARG;
+    if (arena_size < mf_program_arena_bytes(p)) return ctx->error = MF_ERR_ARENA_TOO_SMALL;
+    if (arena != NULL) memset(arena, 0, mf_program_arena_bytes(p));
+    ctx->program = p;
+    ctx->arena = arena;
+    ctx->arena_size = arena_size;
+    ctx->ready = 1;
+    return MF_OK;
+}
+
+mf_status mf_set_input(mf_context *ctx, uint32_t i, const void *data, size_t nbytes) {
+    if (ctx == NULL) return MF_ERR_ARG;
+    if (!ctx->ready) return ctx->error = MF_ERR_STATE;
+    const mf_program *p = ctx->program;
+    if (i >= p->input_count || (data == NULL && nbytes > 0)) return ctx->error = MF_ERR_ARG;
+    mf_tensor t;
+    mf_tensor_read(p, (uint32_t)mf_index_entry(p, p->inputs_start + i), &t);
+    if (nbytes != t.nbytes) return ctx->error = MF_ERR_ARG;
+    if (nbytes) memcpy(ctx->arena + t.offset, data, nbytes);
+    return MF_OK;
+}
+
+static mf_status run_op(mf_context *ctx, uint32_t i) {
+    mf_call c;
+    mf_call_read(ctx->program, i, ctx->arena, &c);
+    const mf_kernel *k = mf_kernel_find(c.kind);
+    return k ? k->run(&c) : MF_ERR_UNSUPPORTED_OP;
+}
+
+mf_status mf_invoke(mf_context *ctx, mf_trace_sink *trace) {
+    if (ctx == NULL) return MF_ERR_ARG;
+    if (!ctx->ready) return ctx->error = MF_ERR_STATE;
+    const mf_program *p = ctx->program;
+    mf_status s = MF_OK;
+    ctx->error_op = -1;
+#if MF_TRACE
+    if (trace != NULL) {
+        if (trace->write == NULL || trace->now == NULL) return ctx->error = MF_ERR_ARG;
+        uint32_t run = trace->run_index;
+        mf_trace_run_start(trace, run);
+        for (uint32_t i = 0; i < p->op_count && s == MF_OK; i++) {
+            mf_trace_op_start(trace, i);
+            s = run_op(ctx, i);
+            if (s != MF_OK) {
+                ctx->error_op = (int32_t)i;
+                break;
+            }
+            mf_trace_op_tensors(trace, ctx, i);
+            mf_trace_op_end(trace, i);
+        }
+        mf_trace_run_end(trace, run, s);
+        return ctx->error = s;
+    }
+#else
+    (void)trace;
+#endif
+    for (uint32_t i = 0; i < p->op_count; i++) {
+        s = run_op(ctx, i);
+        if (s != MF_OK) {
+            ctx->error_op = (int32_t)i;
+            break;
+        }
+    }
+    return ctx->error = s;
+}
+
+const void *mf_output(const mf_context *ctx, uint32_t i, size_t *nbytes) {
+    if (nbytes) *nbytes = 0;
+    if (ctx == NULL || !ctx->ready || i >= ctx->program->output_count) return NULL;
+    const mf_program *p = ctx->program;
+    mf_tensor t;
+    mf_tensor_read(p, (uint32_t)mf_index_entry(p, p->outputs_start + i), &t);
+    mf_tensor_bind(p, ctx->arena, &t);
+    if (nbytes) *nbytes = t.nbytes;
+    return t.data;
+}

@@ -1,0 +1,383 @@
+/*
+ * mf_program_load: parse and validate a program file (docs/format.md, "Validation", in order),
+ * then check every op against its kernel. Every offset + size is computed in 64 bits, every
+ * count is checked against the bytes or words left before it is used, and value recursion is
+ * bounded by the nesting limit, so no input makes this code read outside [data, data + size).
+ */
+#include "mf_internal.h"
+
+/* Target id -> isa id (docs/format.md "Targets"); 0xFF: unknown id. */
+static uint8_t target_isa(uint16_t target_id) {
+    static const uint8_t isa[] = {0xFF, 0, 0, 1, 1, 1, 2, 2};
+    return target_id < sizeof isa ? isa[target_id] : 0xFF;
+}
+
+static mf_status fail_tensor(mf_program *p, int32_t tensor, mf_status s) {
+    p->error_tensor = tensor;
+    return s;
+}
+
+static mf_status fail_op(mf_program *p, int32_t op, mf_status s) {
+    p->error_op = op;
+    return s;
+}
+
+/* ---- 1..3: magic, version, sizes, CRCs ---- */
+static mf_status check_header(mf_program *p, const uint8_t *d, size_t len) {
+    static const uint8_t magic[4] = {'M', 'C', 'U', 'F'};
+    size_t n = len < 4 ? len : 4;
+    if (memcmp(d, magic, n) != 0) return MF_ERR_MAGIC;
+    if (len < 8) return MF_ERR_TRUNCATED;
+    if (mf_rd_u16(d + 4) != 1) return MF_ERR_VERSION;
+    if (len < MF_HEADER_SIZE) return MF_ERR_TRUNCATED;
+    uint32_t header_size = mf_rd_u32(d + 8);
+    if (header_size < MF_HEADER_SIZE || header_size % 4) return MF_ERR_FORMAT;
+    if (header_size > len) return MF_ERR_TRUNCATED;
+    static const uint8_t zero[4] = {0, 0, 0, 0};
+    uint32_t crc = mf_crc32_update(0, d, 104);
+    crc = mf_crc32_update(crc, zero, 4);
+    crc = mf_crc32_update(crc, d + 108, header_size - 108u);
+    if (crc != mf_rd_u32(d + 104)) return MF_ERR_CRC;
+    uint32_t file_size = mf_rd_u32(d + 12);
+    if (file_size < header_size) return MF_ERR_FORMAT;
+    if ((size_t)file_size > len) return MF_ERR_TRUNCATED;
+    if ((size_t)file_size < len) return MF_ERR_FORMAT; /* trailing bytes */
+    p->payload_crc32 = mf_rd_u32(d + 16);
+    if (mf_crc32_update(0, d + header_size, file_size - header_size) != p->payload_crc32) return MF_ERR_CRC;
+    p->header_size = header_size;
+    p->size = file_size;
+    return MF_OK;
+}
+
+/* ---- 4..6: target, record sizes, sections ---- */
+static mf_status check_sections(mf_program *p) {
+    const uint8_t *d = p->data;
+    p->target_id = mf_rd_u16(d + 20);
+    p->isa_id = mf_rd_u16(d + 22);
+    uint8_t isa = target_isa(p->target_id);
+    if (isa == 0xFF || p->isa_id != isa) return MF_ERR_FORMAT;
+    /* A host build runs the portable kernels, which give the same bytes as every optimized path. */
+    if (MF_ISA != MF_ISA_HOST && p->isa_id != MF_ISA) return MF_ERR_TARGET;
+    p->arena_bytes = mf_rd_u32(d + 24);
+    p->tensors_offset = mf_rd_u32(d + 32);
+    p->tensor_count = mf_rd_u32(d + 36);
+    p->tensor_record_size = mf_rd_u32(d + 40);
+    p->ops_offset = mf_rd_u32(d + 44);
+    p->op_count = mf_rd_u32(d + 48);
+    p->op_record_size = mf_rd_u32(d + 52);
+    p->index_offset = mf_rd_u32(d + 56);
+    p->index_count = mf_rd_u32(d + 60);
+    p->attrs_offset = mf_rd_u32(d + 64);
+    p->attr_word_count = mf_rd_u32(d + 68);
+    p->strings_offset = mf_rd_u32(d + 72);
+    p->string_bytes = mf_rd_u32(d + 76);
+    p->constants_offset = mf_rd_u32(d + 80);
+    p->constants_size = mf_rd_u32(d + 84);
+    p->inputs_start = mf_rd_u32(d + 88);
+    p->input_count = mf_rd_u32(d + 92);
+    p->outputs_start = mf_rd_u32(d + 96);
+    p->output_count = mf_rd_u32(d + 100);
+    if (p->tensor_record_size < MF_TENSOR_RECORD_SIZE || p->tensor_record_size % 4) return MF_ERR_FORMAT;
+    if (p->op_record_size < MF_OP_RECORD_SIZE || p->op_record_size % 4) return MF_ERR_FORMAT;
+    const uint64_t off[6] = {p->tensors_offset, p->ops_offset, p->index_offset,
+                             p->attrs_offset, p->strings_offset, p->constants_offset};
+    const uint64_t size[6] = {(uint64_t)p->tensor_count * p->tensor_record_size,
+                              (uint64_t)p->op_count * p->op_record_size,
+                              4ull * p->index_count, 4ull * p->attr_word_count,
+                              p->string_bytes, p->constants_size};
+    for (int i = 0; i < 6; i++) {
+        if (off[i] % (i == 5 ? 16u : 4u)) return MF_ERR_FORMAT;
+        if (off[i] < p->header_size || off[i] + size[i] > p->size) return MF_ERR_BOUNDS;
+    }
+    for (int i = 0; i < 6; i++) {
+        for (int j = i + 1; j < 6; j++) {
+            if (size[i] && size[j] && off[i] < off[j] + size[j] && off[j] < off[i] + size[i]) {
+                return MF_ERR_FORMAT;
+            }
+        }
+    }
+    return MF_OK;
+}
+
+/* ---- 7: strings ---- */
+static int valid_utf8(const uint8_t *s, uint32_t n) {
+    uint32_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        uint32_t extra, cp;
+        if (c < 0x80) { i++; continue; }
+        if (c >= 0xC2 && c <= 0xDF) { extra = 1; cp = c & 0x1Fu; }
+        else if (c >= 0xE0 && c <= 0xEF) { extra = 2; cp = c & 0x0Fu; }
+        else if (c >= 0xF0 && c <= 0xF4) { extra = 3; cp = c & 0x07u; }
+        else return 0;
+        if (extra > n - i - 1) return 0;
+        for (uint32_t k = 1; k <= extra; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (s[i + k] & 0x3Fu);
+        }
+        /* overlong forms, UTF-16 surrogates and code points above U+10FFFF are not UTF-8 */
+        if ((extra == 2 && cp < 0x800) || (extra == 3 && cp < 0x10000) || cp > 0x10FFFF ||
+            (cp >= 0xD800 && cp <= 0xDFFF)) {
+            return 0;
+        }
+        i += extra + 1;
+    }
+    return 1;
+}
+
+static mf_status check_string(const mf_program *p, uint32_t offset, uint32_t length) {
+    if (offset >= p->string_bytes || length >= p->string_bytes - offset) return MF_ERR_BOUNDS;
+    const uint8_t *s = p->data + p->strings_offset + offset;
+    if (s[length] != 0) return MF_ERR_FORMAT;
+    return valid_utf8(s, length) ? MF_OK : MF_ERR_FORMAT;
+}
+
+/* ---- 8, 9: tensors ---- */
+static mf_status check_tensor(const mf_program *p, uint32_t i) {
+    const uint8_t *r = p->data + p->tensors_offset + (size_t)i * p->tensor_record_size;
+    uint32_t name_length = mf_rd_u32(r + 4);
+    mf_status s = check_string(p, mf_rd_u32(r), name_length);
+    if (s != MF_OK) return s;
+    if (name_length == 0) return MF_ERR_FORMAT;
+    uint8_t dtype = r[8], rank = r[9], layout = r[10], flags = r[11];
+    uint32_t itemsize = mf_dtype_size(dtype);
+    if (itemsize == 0 || layout > MF_LAYOUT_NHWC || (flags & ~3u) || rank > MF_MAX_RANK) return MF_ERR_FORMAT;
+    uint64_t numel = 1;
+    for (uint32_t k = 0; k < MF_MAX_RANK; k++) {
+        uint32_t dim = mf_rd_u32(r + 12 + 4 * k);
+        if (k >= rank) {
+            if (dim) return MF_ERR_FORMAT;
+            continue;
+        }
+        numel *= dim ? dim : 1u; /* step by step: each factor < 2^32, product checked each time */
+        if (numel > 0xFFFFFFFFull) return MF_ERR_FORMAT;
+    }
+    numel = 1;
+    for (uint32_t k = 0; k < rank; k++) numel *= mf_rd_u32(r + 12 + 4 * k);
+    if (mf_rd_u32(r + 48) != numel * itemsize) return MF_ERR_FORMAT;
+    float scale = mf_rd_f32(r + 36);
+    int32_t zero_point = mf_rd_i32(r + 40);
+    if (flags & MF_TENSOR_FLAG_QPARAMS) {
+        /* finite and > 0; written without isfinite so that soft-float builds need nothing */
+        if (!(scale > 0.0f && scale <= 3.40282347e+38f)) return MF_ERR_FORMAT;
+    } else if (scale != 0.0f || zero_point != 0) {
+        return MF_ERR_FORMAT;
+    }
+    uint64_t offset = mf_rd_u32(r + 44), nbytes = mf_rd_u32(r + 48);
+    if (flags & MF_TENSOR_FLAG_CONSTANT) {
+        if (offset % 16) return MF_ERR_FORMAT;
+        if (offset + nbytes > p->constants_size) return MF_ERR_BOUNDS;
+    } else {
+        if (offset + nbytes > p->arena_bytes) return MF_ERR_BOUNDS;
+        /* Not in format.md 1.0 (the planner aligns to 16): kernels use typed pointers. */
+        if (offset % itemsize) return MF_ERR_FORMAT;
+    }
+    return MF_OK;
+}
+
+static mf_status check_tensors(mf_program *p) {
+    uint64_t constant_bytes = 0;
+    for (uint32_t i = 0; i < p->tensor_count; i++) {
+        mf_status s = check_tensor(p, i);
+        if (s != MF_OK) return fail_tensor(p, (int32_t)i, s);
+        mf_tensor t;
+        mf_tensor_read(p, i, &t);
+        if (t.flags & MF_TENSOR_FLAG_CONSTANT) constant_bytes += t.nbytes;
+    }
+    /* Unique names: quadratic, but programs have tens to hundreds of tensors and no heap. */
+    for (uint32_t i = 0; i < p->tensor_count; i++) {
+        const uint8_t *a = p->data + p->tensors_offset + (size_t)i * p->tensor_record_size;
+        for (uint32_t j = 0; j < i; j++) {
+            const uint8_t *b = p->data + p->tensors_offset + (size_t)j * p->tensor_record_size;
+            uint32_t la = mf_rd_u32(a + 4), lb = mf_rd_u32(b + 4);
+            if (la == lb && memcmp(p->data + p->strings_offset + mf_rd_u32(a),
+                                   p->data + p->strings_offset + mf_rd_u32(b), la) == 0) {
+                return fail_tensor(p, (int32_t)i, MF_ERR_FORMAT);
+            }
+        }
+    }
+    if (constant_bytes != mf_rd_u32(p->data + 28)) return MF_ERR_FORMAT;
+    return MF_OK;
+}
+
+/* ---- 11: attribute values ---- */
+static mf_status check_value(const mf_program *p, uint32_t pos, uint32_t end, uint32_t depth,
+                             uint32_t n_inputs, uint32_t *next) {
+    if (pos >= end) return MF_ERR_BOUNDS;
+    uint32_t word = mf_attr_word(p, pos);
+    uint32_t tag = word & 0xFFu, count = word >> 8;
+    uint32_t left = end - pos - 1; /* payload words available */
+    switch (tag) {
+    case MF_TAG_NONE:
+        if (count != 0) return MF_ERR_FORMAT;
+        *next = pos + 1;
+        return MF_OK;
+    case MF_TAG_INT: case MF_TAG_FLOAT: case MF_TAG_BOOL: case MF_TAG_TENSOR:
+        if (count != 1) return MF_ERR_FORMAT;
+        if (left < 1) return MF_ERR_BOUNDS;
+        if (tag == MF_TAG_BOOL && mf_attr_word(p, pos + 1) > 1) return MF_ERR_FORMAT;
+        if (tag == MF_TAG_TENSOR && mf_attr_word(p, pos + 1) >= n_inputs) return MF_ERR_BOUNDS;
+        *next = pos + 2;
+        return MF_OK;
+    case MF_TAG_INT64: case MF_TAG_STR:
+        if (count != 1) return MF_ERR_FORMAT;
+        if (left < 2) return MF_ERR_BOUNDS;
+        if (tag == MF_TAG_STR) {
+            mf_status s = check_string(p, mf_attr_word(p, pos + 1), mf_attr_word(p, pos + 2));
+            if (s != MF_OK) return s;
+        }
+        *next = pos + 3;
+        return MF_OK;
+    case MF_TAG_INTS: case MF_TAG_FLOATS:
+        if (count > left) return MF_ERR_BOUNDS;
+        *next = pos + 1 + count;
+        return MF_OK;
+    case MF_TAG_LIST: case MF_TAG_DICT: {
+        if (depth >= MF_MAX_VALUE_DEPTH) return MF_ERR_FORMAT;
+        if (left < 1) return MF_ERR_BOUNDS;
+        uint32_t size = mf_attr_word(p, pos + 1);
+        if (size > left - 1) return MF_ERR_BOUNDS;
+        uint32_t inner_end = pos + 2 + size, q = pos + 2;
+        for (uint32_t k = 0; k < count; k++) {
+            if (tag == MF_TAG_DICT) {
+                if (q >= inner_end) return MF_ERR_BOUNDS;
+                if ((mf_attr_word(p, q) & 0xFFu) != MF_TAG_STR) return MF_ERR_FORMAT;
+                uint32_t key = q;
+                mf_status s = check_value(p, q, inner_end, depth + 1, n_inputs, &q);
+                if (s != MF_OK) return s;
+                /* unique keys: compare with the keys before this one */
+                uint32_t r = pos + 2;
+                while (r < key) {
+                    uint32_t lr = mf_attr_word(p, r + 2), lk = mf_attr_word(p, key + 2);
+                    if (lr == lk && memcmp(p->data + p->strings_offset + mf_attr_word(p, r + 1),
+                                           p->data + p->strings_offset + mf_attr_word(p, key + 1), lk) == 0) {
+                        return MF_ERR_FORMAT;
+                    }
+                    mf_value v = {p, r + 3}; /* skip the key (3 words) and its value */
+                    r = r + 3 + mf_value_words(v);
+                }
+            }
+            mf_status s = check_value(p, q, inner_end, depth + 1, n_inputs, &q);
+            if (s != MF_OK) return s;
+        }
+        if (q != inner_end) return MF_ERR_FORMAT;
+        *next = inner_end;
+        return MF_OK;
+    }
+    default:
+        return MF_ERR_FORMAT;
+    }
+}
+
+static mf_status check_attrs(const mf_program *p, const mf_call *c, const char *types) {
+    uint32_t end = c->attrs_start + c->attr_words, pos = c->attrs_start;
+    for (const char *t = types; *t; t++) {
+        if (pos >= end) return MF_ERR_BOUNDS;
+        mf_status s = check_value(p, pos, end, 0, c->n_in, &pos);
+        if (s != MF_OK) return s;
+    }
+    if (pos != end) return MF_ERR_FORMAT;
+    /* typed attributes: the tag of their type */
+    pos = c->attrs_start;
+    for (const char *t = types; *t; t++) {
+        mf_value v = {p, pos};
+        uint8_t tag = mf_value_tag(v);
+        uint8_t want = *t == 'i' ? MF_TAG_INT : *t == 'f' ? MF_TAG_FLOAT : *t == 'I' ? MF_TAG_INTS
+                     : *t == 's' ? MF_TAG_STR : 0xFF;
+        if (want != 0xFF && tag != want) return MF_ERR_FORMAT;
+        pos += mf_value_words(v);
+    }
+    return MF_OK;
+}
+
+/* ---- 10: ops ---- */
+static mf_status check_op(const mf_program *p, uint32_t i) {
+    mf_call c;
+    mf_call_read(p, i, NULL, &c);
+    const mf_kernel *k = mf_kernel_find(c.kind);
+    if (k == NULL) return MF_ERR_UNSUPPORTED_OP;
+    if (c.backend > 1) return MF_ERR_FORMAT;
+    if (k->n_in_max != 255 && (c.n_in < k->n_in_min || c.n_in > k->n_in_max)) return MF_ERR_FORMAT;
+    if (c.in_start > p->index_count || c.n_in > p->index_count - c.in_start) return MF_ERR_BOUNDS;
+    if (c.out_start > p->index_count || c.n_out > p->index_count - c.out_start) return MF_ERR_BOUNDS;
+    for (uint32_t j = 0; j < c.n_in; j++) {
+        int32_t idx = mf_index_entry(p, c.in_start + j);
+        if (idx == MF_ABSENT_INPUT && j < 8 && (k->optional_mask >> j) & 1u) continue;
+        if (idx < 0 || (uint32_t)idx >= p->tensor_count) return MF_ERR_BOUNDS;
+    }
+    for (uint32_t j = 0; j < c.n_out; j++) {
+        int32_t idx = mf_index_entry(p, c.out_start + j);
+        if (idx < 0 || (uint32_t)idx >= p->tensor_count) return MF_ERR_BOUNDS;
+        mf_tensor t;
+        mf_tensor_read(p, (uint32_t)idx, &t);
+        if (t.flags & MF_TENSOR_FLAG_CONSTANT) return MF_ERR_FORMAT;
+    }
+    if (c.attrs_start > p->attr_word_count || c.attr_words > p->attr_word_count - c.attrs_start) {
+        return MF_ERR_BOUNDS;
+    }
+    return check_attrs(p, &c, k->attr_types);
+}
+
+/* ---- 12: graph inputs and outputs ---- */
+static mf_status check_graph_io(const mf_program *p, uint32_t start, uint32_t count, int is_input) {
+    if (start > p->index_count || count > p->index_count - start) return MF_ERR_BOUNDS;
+    for (uint32_t j = 0; j < count; j++) {
+        int32_t idx = mf_index_entry(p, start + j);
+        if (idx < 0 || (uint32_t)idx >= p->tensor_count) return MF_ERR_BOUNDS;
+        mf_tensor t;
+        mf_tensor_read(p, (uint32_t)idx, &t);
+        if (is_input && (t.flags & MF_TENSOR_FLAG_CONSTANT)) return MF_ERR_FORMAT;
+    }
+    return MF_OK;
+}
+
+/* ---- beyond the format: each op fits its kernel ---- */
+static mf_status check_kernels(mf_program *p) {
+    uint32_t scratch = 0;
+    for (uint32_t i = 0; i < p->op_count; i++) {
+        mf_call c;
+        mf_call_read(p, i, NULL, &c);
+        const mf_kernel *k = mf_kernel_find(c.kind);
+        mf_status s = k->check(&c);
+        if (s != MF_OK) return fail_op(p, (int32_t)i, s);
+        if (c.scratch_bytes > scratch) scratch = c.scratch_bytes;
+    }
+    p->scratch_bytes = scratch;
+    uint64_t total = ((uint64_t)p->arena_bytes + 15u) / 16u * 16u + scratch;
+    if (total > 0xFFFFFFF0ull) return MF_ERR_BOUNDS;
+    return MF_OK;
+}
+
+mf_status mf_program_load(mf_program *p, const uint8_t *data, size_t size) {
+    if (p == NULL) return MF_ERR_ARG;
+    memset(p, 0, sizeof *p);
+    p->error_op = -1;
+    p->error_tensor = -1;
+    if (data == NULL || ((uintptr_t)data & 3u)) return MF_ERR_ARG;
+    if ((size >> 16 >> 16) != 0) return MF_ERR_FORMAT; /* > 4 GiB; no -Wtype-limits error with a 32-bit size_t */
+    p->data = data;
+    mf_status s = check_header(p, data, size);
+    if (s == MF_OK) s = check_sections(p);
+    if (s == MF_OK) s = check_tensors(p);
+    for (uint32_t i = 0; s == MF_OK && i < p->op_count; i++) {
+        s = check_op(p, i);
+        if (s != MF_OK) fail_op(p, (int32_t)i, s);
+    }
+    if (s == MF_OK) s = check_graph_io(p, p->inputs_start, p->input_count, 1);
+    if (s == MF_OK) s = check_graph_io(p, p->outputs_start, p->output_count, 0);
+    if (s == MF_OK) s = check_kernels(p);
+    if (s != MF_OK) {
+        /* keep the error location; nothing else of a rejected program may be used */
+        int32_t op = p->error_op, tensor = p->error_tensor;
+        memset(p, 0, sizeof *p);
+        p->error_op = op;
+        p->error_tensor = tensor;
+    }
+    return s;
+}
+
+uint32_t mf_program_arena_bytes(const mf_program *p) {
+    if (p == NULL || p->data == NULL) return 0;
+    if (p->scratch_bytes == 0) return p->arena_bytes;
+    return (p->arena_bytes + 15u) / 16u * 16u + p->scratch_bytes;
+}
