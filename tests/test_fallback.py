@@ -61,7 +61,7 @@ def test_inplace_fallback_op_does_not_clobber_its_input():
         def forward(self, x):
             y = torch.sigmoid(x)
             z = y.clone()
-            z.mul_(2.0)
+            z.div_(0.5)  # division has no int8 kernel: an in-place fp32 op
             return y + z, z
 
     x = torch.randn(1, 5)
@@ -69,7 +69,7 @@ def test_inplace_fallback_op_does_not_clobber_its_input():
         warnings.simplefilter("ignore")
         prog = mcuforge.compile(M(), (x,), calibration=[(x,)], progress=False)
     targets = [op.attrs["target"] for op in prog.graph.ops if op.kind == "aten_fp32"]
-    assert "aten.mul.Tensor" in targets  # mul_ stored in its functional form
+    assert "aten.div.Tensor" in targets  # div_ stored in its functional form
     total, doubled = prog.run(x)
     np.testing.assert_allclose(total, (3 * torch.sigmoid(x)).numpy(), atol=0.05)
     np.testing.assert_allclose(doubled, (2 * torch.sigmoid(x)).numpy(), atol=0.05)
@@ -102,9 +102,11 @@ def test_constants_as_operands_and_mixed_input_uses():
     add = next(op for op in prog.graph.ops if op.kind == "add_s8")
     assert prog.graph.tensors[add.inputs[1]].is_constant  # the buffer, quantized at compile time
     assert not any(op.kind == "transpose" and prog.graph.tensors[op.inputs[0]].is_constant for op in prog.graph.ops)
+    # The int8 conv's requantization may differ from the fp32 simulation by 1 LSB (0.03 here) in an
+    # element; the int8 cat (shared quantization) carries such an element into the fp32 matmul.
     for (x,) in calib:
         for ours, ref in zip(prog.run(x), prog.reference(x), strict=True):
-            np.testing.assert_allclose(ours, ref.detach().numpy(), rtol=1e-5, atol=1e-4)
+            np.testing.assert_allclose(ours, ref.detach().numpy(), rtol=1e-5, atol=0.05)
 
 
 def test_integer_and_bool_tensors_in_fp32_ops():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from mcuforge.plan import lifetimes
+from mcuforge.plan import alias_roots, lifetimes
 
 from conftest import compiled
 
@@ -11,6 +11,7 @@ from conftest import compiled
 def test_live_tensors_never_overlap(name):
     g = compiled(name)[2].graph
     life = lifetimes(g)
+    roots = alias_roots(g)  # a reshape output planned on its input's bytes shares them by design
     names = list(life)
     for i, a in enumerate(names):
         ta = g.tensors[a]
@@ -18,7 +19,7 @@ def test_live_tensors_never_overlap(name):
         assert ta.offset + ta.nbytes <= g.arena_bytes
         for b in names[i + 1:]:
             tb = g.tensors[b]
-            if life[a][0] <= life[b][1] and life[b][0] <= life[a][1]:
+            if roots[a] != roots[b] and life[a][0] <= life[b][1] and life[b][0] <= life[a][1]:
                 assert ta.offset + ta.nbytes <= tb.offset or tb.offset + tb.nbytes <= ta.offset, (a, b)
 
 
@@ -26,8 +27,9 @@ def test_live_tensors_never_overlap(name):
 def test_arena_is_at_least_the_peak_and_not_far_above(name):
     g = compiled(name)[2].graph
     life = lifetimes(g)
+    roots = alias_roots(g)
     peak = 0
     for step in range(-1, len(g.ops) + 1):
-        live = sum(g.tensors[n].nbytes for n, (f, last) in life.items() if f <= step <= last)
+        live = sum(g.tensors[r].nbytes for r in {roots[n] for n, (f, last) in life.items() if f <= step <= last})
         peak = max(peak, live)
     assert peak <= g.arena_bytes <= int(peak * 1.25) + 64

@@ -157,9 +157,46 @@ OP_KINDS: dict[str, dict[str, Any]] = {
         ],
     },
     "clamp_s8": {"id": 7, "inputs": ["x"], "attrs": [("act_min", "int"), ("act_max", "int")]},
+    # Elementwise multiply (arm_elementwise_mul_s8); a and b broadcast like numpy over equal ranks.
+    "mul_s8": {
+        "id": 8,
+        "inputs": ["a", "b"],
+        "attrs": [
+            ("a_offset", "int"), ("b_offset", "int"), ("output_offset", "int"), ("output_multiplier", "int"),
+            ("output_shift", "int"), ("act_min", "int"), ("act_max", "int"),
+        ],
+    },
+    # Softmax over the last stored axis (arm_softmax_s8); output scale 1/256, zero point -128.
+    "softmax_s8": {"id": 9, "inputs": ["x"], "attrs": [("multiplier", "int"), ("shift", "int"), ("diff_min", "int")]},
+    # Constant pad: pads = (before, after) per stored dim, flattened; pad_value is int8.
+    "pad_s8": {"id": 10, "inputs": ["x"], "attrs": [("pads", "ints"), ("pad_value", "int")]},
+    # Concatenation along a stored axis; all inputs share the output's quantization (byte copy).
+    "concat_s8": {"id": 11, "inputs": ["*"], "attrs": [("axis", "int")]},
+    # arm_batch_matmul_s8: lhs (..., M, K) [adj_x: (..., K, M)], rhs (..., K, N) [adj_y: (..., N, K)].
+    "batch_matmul_s8": {
+        "id": 12,
+        "inputs": ["lhs", "rhs"],
+        "attrs": [
+            ("lhs_offset", "int"), ("rhs_offset", "int"), ("output_offset", "int"), ("output_multiplier", "int"),
+            ("output_shift", "int"), ("act_min", "int"), ("act_max", "int"), ("adj_x", "int"), ("adj_y", "int"),
+        ],
+    },
+    # arm_transpose_conv_s8: NHWC, OHWI weights, per-channel requantization; output size = output shape.
+    "transpose_conv2d_s8": {
+        "id": 13,
+        "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
+        "attrs": [
+            ("input_offset", "int"), ("output_offset", "int"), ("stride", "ints"), ("padding", "ints"),
+            ("act_min", "int"), ("act_max", "int"),
+        ],
+    },
+    # Table activation: out = table[x + 128], table int8[256].
+    "lut_s8": {"id": 14, "inputs": ["x", "table"], "attrs": []},
     # Data movement, any element type.
     "reshape": {"id": 20, "inputs": ["x"], "attrs": []},
     "transpose": {"id": 21, "inputs": ["x"], "attrs": [("perm", "ints")]},
+    # x[begin:end:step] per stored dim of x; the output may drop size-1 dims (same elements, same order).
+    "slice": {"id": 22, "inputs": ["x"], "attrs": [("begin", "ints"), ("end", "ints"), ("step", "ints")]},
     # Precision boundaries of the fp32 fallback.
     "quantize": {"id": 30, "inputs": ["x"], "attrs": [("scale", "float"), ("zero_point", "int")]},
     "dequantize": {"id": 31, "inputs": ["x"], "attrs": [("scale", "float"), ("zero_point", "int")]},

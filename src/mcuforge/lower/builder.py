@@ -290,9 +290,63 @@ class GraphBuilder:
         self._layout_of[key] = out
         return out
 
+    def reshape(self, name: str, shape: tuple[int, ...], layout: str = "plain",
+                nodes: list[fx.Node] | None = None) -> str:
+        """``name`` with a new shape (same bytes): a reshape op, which the planner makes free."""
+        t = self.tensors[name]
+        if t.shape == tuple(shape) and t.layout == layout:
+            return name
+        out = self.like(f"{name}_r", name, shape=tuple(shape), layout=layout)
+        self.add_op("reshape", [name], [out], backend=self._data_backend(t), nodes=nodes)
+        return out
+
+    def as_rows(self, name: str, nodes: list[fx.Node] | None = None) -> str:
+        """A 3-D (N, C, L) tensor as the NHWC image (N, 1, L, C) that 2-D kernels take (conv1d)."""
+        key = (name, "rows")
+        if key not in self._layout_of:
+            n, c, length = self.tensors[name].shape
+            self._layout_of[key] = self.as_layout(self.reshape(name, (n, c, 1, length), nodes=nodes), "nhwc", nodes)
+        return self._layout_of[key]
+
+    def from_rows(self, rows: str, nodes: list[fx.Node] | None = None) -> str:
+        """The (N, C, L) form of an NHWC (N, 1, L, C) result; the next conv1d reads ``rows`` itself,
+        and the conversion ops are pruned when nothing else reads the (N, C, L) form."""
+        n, _one, length, c = self.tensors[rows].shape
+        plain = self.reshape(self.as_layout(rows, "plain", nodes), (n, c, length), nodes=nodes)
+        self._layout_of[(plain, "rows")] = rows
+        return plain
+
+    def prune(self, outputs: list[str], inputs: list[str]) -> None:
+        """Drop ops whose outputs nothing reads (layout conversions made in case a consumer would
+        need them) and the tensors only they used. Every op is pure, so this never changes results."""
+        needed = set(inputs) | set(outputs)
+        kept: list[Op] = []
+        for op in reversed(self.ops):
+            if any(name in needed for name in op.outputs):
+                kept.append(op)
+                needed.update(op.outputs)
+                needed.update(name for name in op.inputs if name)
+        self.ops = kept[::-1]
+        self.tensors = {name: t for name, t in self.tensors.items() if name in needed}
+
     @staticmethod
     def _data_backend(t: Tensor) -> str:
         return "fp32" if t.dtype == "float32" else "int8"
 
     def build(self, inputs: list[str], outputs: list[str]) -> Graph:
+        self.prune(outputs, inputs)
+        self._add_references()
         return Graph(dict(self.tensors), list(self.ops), inputs, outputs, self.target)
+
+    def _add_references(self) -> None:
+        """The debug record's fp32 reference of each op: the float fx node whose value its first
+        output holds (for an int8 output, the node its quantize node quantizes). Helper ops
+        (layout changes, fp32 boundaries) hold no node's value and get none."""
+        node_of: dict[str, fx.Node] = {}
+        for node in self.gm.graph.nodes:  # graph order: the node that produced a tensor comes first
+            if node in self.env:
+                node_of.setdefault(self.env[node], node.args[0] if is_q(node) else node)
+        for op in self.ops:
+            node = node_of.get(op.outputs[0]) if op.outputs else None
+            if isinstance(node, fx.Node) and node.op == "call_function":
+                op.debug["reference"] = {"node": node.name, "module": module_path(node)}

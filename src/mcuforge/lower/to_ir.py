@@ -1,7 +1,7 @@
 """The lowering walk: PT2E-converted GraphModule -> backend IR graph.
 
 Nodes are visited in graph order. A quantized pattern (``dequantize -> op [-> activation] ->
-quantize``) becomes one int8 kernel (see ``int8_ops.py``); anything else becomes an fp32 op
+quantize``) becomes one int8 kernel (see ``int8/``); anything else becomes an fp32 op
 (see ``fallback.py``), with ``dequantize``/``quantize`` ops placed at the int8 boundaries.
 """
 
@@ -26,7 +26,7 @@ from .builder import (
     qparams_of,
 )
 from .fallback import lower_fp32
-from .int8_ops import INT8_LOWERINGS, NotInt8
+from .int8 import INT8_LOWERINGS, NotInt8
 
 
 def _lower_placeholder(b: GraphBuilder, node: fx.Node) -> str:
@@ -100,12 +100,23 @@ def lower_to_ir(gm: fx.GraphModule, target: str) -> Graph:
     return b.build(inputs, outputs)
 
 
+# How a reason names ops whose aten name does not read well on its own.
+OP_WORDS = {"div": "division", "sub": "subtraction", "rsub": "subtraction", "pow": "power", "bmm": "matmul"}
+
+
+def no_kernel_reason(node: fx.Node) -> str:
+    """Why an op without an int8 lowering runs in fp32, e.g. "layer_norm has no int8 kernel"."""
+    schema = getattr(node.target, "_schema", None)
+    name = schema.name.split("::")[-1].rstrip("_") if schema is not None else str(node.target)
+    return f"{OP_WORDS.get(name, name)} has no int8 kernel"
+
+
 def _lower_call(b: GraphBuilder, node: fx.Node) -> None:
     if node in b.fused:
         return  # an activation already fused into the int8 op before it
     lowering = INT8_LOWERINGS.get(node.target)
     if lowering is None:
-        lower_fp32(b, node, f"no int8 kernel for {node.target}")
+        lower_fp32(b, node, no_kernel_reason(node))
         return
     n_ops = len(b.ops)
     try:

@@ -4,14 +4,17 @@ Activations are per-tensor affine int8 observed with histograms; weights are sym
 ([-127, 127]) per output channel observed with min/max; biases are int32 with scale
 input_scale * weight_scale[c] — the TFLite int8 spec that CMSIS-NN implements.
 
-Annotation fuses conv/linear/add with a following ReLU/ReLU6/hardtanh/clamp (only the
+Annotation fuses conv/linear/add/mul with a following ReLU/ReLU6/hardtanh/clamp (only the
 activation's output is quantized, as the fused int8 kernel computes it), and gives pooling,
 data-movement and identity ops their input's quantization, since their int8 kernels do not
-requantize.
+requantize. Concatenation shares one quantization between all its inputs and its output (a
+byte copy); softmax has the fixed output quantization of ``arm_softmax_s8``; table (LUT)
+activations and batched matmuls observe their own output.
 """
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 import torch
@@ -19,17 +22,29 @@ from torch import fx
 from torchao.quantization.pt2e import HistogramObserver, PerChannelMinMaxObserver
 from torchao.quantization.pt2e.quantizer import (
     DerivedQuantizationSpec,
+    FixedQParamsQuantizationSpec,
     QuantizationAnnotation,
     QuantizationSpec,
+    QuantizationSpecBase,
     Quantizer,
     SharedQuantizationSpec,
 )
 
 from .patterns import (
     ADD_OPS,
+    CAT_OPS,
     FUSABLE_ACTIVATIONS,
+    LUT_ACTIVATIONS,
+    MATMUL_OPS,
+    MUL_OPS,
     POOL_OPS,
     SHARED_QPARAM_OPS,
+    SOFTMAX_OPS,
+    SOFTMAX_OUTPUT_SCALE,
+    SOFTMAX_OUTPUT_ZERO_POINT,
+    SPLIT_OPS,
+    SUB_OPS,
+    TRANSPOSE_CONV_OPS,
     WEIGHTED_OPS,
 )
 
@@ -51,10 +66,19 @@ def activation_qspec(config: ObserverConfig = ObserverConfig()) -> QuantizationS
     )
 
 
-def weight_qspec(config: ObserverConfig = ObserverConfig()) -> QuantizationSpec:
+def weight_qspec(config: ObserverConfig = ObserverConfig(), ch_axis: int = 0) -> QuantizationSpec:
+    """Per output channel; ``ch_axis`` is the weight's output-channel axis (1 for transposed conv)."""
     return QuantizationSpec(
-        dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric, ch_axis=0,
+        dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric, ch_axis=ch_axis,
         observer_or_fake_quant_ctr=config.weight,
+    )
+
+
+def softmax_output_qspec() -> FixedQParamsQuantizationSpec:
+    """arm_softmax_s8 writes probabilities with scale 1/256 and zero point -128."""
+    return FixedQParamsQuantizationSpec(
+        dtype=torch.int8, scale=SOFTMAX_OUTPUT_SCALE, zero_point=SOFTMAX_OUTPUT_ZERO_POINT, quant_min=-128,
+        quant_max=127, qscheme=torch.per_tensor_affine,
     )
 
 
@@ -96,6 +120,12 @@ def _output_is_quantized(node: object) -> bool:
     return ann is not None and ann.output_qspec is not None
 
 
+def _is_activation(node: object) -> bool:
+    """A model input or a value that is already int8: a matmul operand worth quantizing (a
+    constant or an fp32 result there would be a linear layer or an fp32 island instead)."""
+    return isinstance(node, fx.Node) and (node.op == "placeholder" or _output_is_quantized(node))
+
+
 def _annotate(node: fx.Node, inputs: dict, output: object | None) -> None:
     node.meta[ANNOTATION_KEY] = QuantizationAnnotation(
         input_qspec_map=inputs, output_qspec=output, _annotated=True
@@ -115,16 +145,37 @@ class CortexMQuantizer(Quantizer):
                 continue
             if node.target in WEIGHTED_OPS:
                 self._annotate_weighted(node)
-            elif node.target in ADD_OPS:
+            elif node.target in ADD_OPS or node.target in SUB_OPS:
                 self._annotate_add(node)
+            elif node.target in MUL_OPS:
+                self._annotate_mul(node)
+            elif node.target in MATMUL_OPS:
+                self._annotate_matmul(node)
+            elif node.target in LUT_ACTIVATIONS:
+                self._annotate_own_output(node)
+            elif node.target in SOFTMAX_OPS:
+                self._annotate_softmax(node)
+            elif node.target in CAT_OPS:
+                self._annotate_cat(node)
             elif node.target in POOL_OPS:
                 self._annotate_shared(node)
+            elif node.target in SPLIT_OPS and _output_is_quantized(node.args[0]):
+                self._annotate_split(node)
             elif node.target in SHARED_QPARAM_OPS and _output_is_quantized(node.args[0]):
                 self._annotate_shared(node)
         return model
 
     def validate(self, model: fx.GraphModule) -> None:
         return None
+
+    def _input_qspec(self, x: object) -> QuantizationSpecBase:
+        """An input edge takes its producer's fixed quantization (softmax's) as is, so that no
+        requantization sits between them; otherwise the activation observer, which PT2E shares
+        with an int8 producer's (equal specs share one observer)."""
+        ann = x.meta.get(ANNOTATION_KEY) if isinstance(x, fx.Node) else None
+        if ann is not None and isinstance(ann.output_qspec, FixedQParamsQuantizationSpec):
+            return ann.output_qspec
+        return activation_qspec(self.observers)
 
     def _annotate_with_activation(self, node: fx.Node, inputs: dict) -> None:
         act = fused_activation(node)
@@ -139,7 +190,8 @@ class CortexMQuantizer(Quantizer):
         bias = node.args[2] if len(node.args) > 2 else None
         if not isinstance(x, fx.Node) or not isinstance(weight, fx.Node) or weight.op != "get_attr":
             return  # dynamic weights: left in fp32
-        inputs = {x: activation_qspec(self.observers), weight: weight_qspec(self.observers)}
+        ch_axis = 1 if node.target in TRANSPOSE_CONV_OPS else 0
+        inputs = {x: self._input_qspec(x), weight: weight_qspec(self.observers, ch_axis)}
         if isinstance(bias, fx.Node):
             inputs[bias] = bias_qspec(x, weight, node)
         self._annotate_with_activation(node, inputs)
@@ -148,12 +200,60 @@ class CortexMQuantizer(Quantizer):
         a, b = node.args[0], node.args[1]
         if not isinstance(a, fx.Node) or not isinstance(b, fx.Node) or node.kwargs.get("alpha", 1) != 1:
             return
-        act = activation_qspec(self.observers)
-        self._annotate_with_activation(node, {a: act, b: act})
+        self._annotate_with_activation(node, {a: self._input_qspec(a), b: self._input_qspec(b)})
+
+    def _annotate_mul(self, node: fx.Node) -> None:
+        # Tensor * Tensor (activations or a constant buffer) or Tensor * Scalar: a scalar is
+        # folded into the requantization by the lowering, so only tensor operands are observed.
+        a, b = node.args[0], node.args[1]
+        if not isinstance(a, fx.Node):
+            return
+        inputs = {a: self._input_qspec(a)}
+        if isinstance(b, fx.Node):
+            inputs[b] = self._input_qspec(b)
+        elif not isinstance(b, (int, float)):
+            return
+        self._annotate_with_activation(node, inputs)
+
+    def _annotate_matmul(self, node: fx.Node) -> None:
+        a, b = node.args[0], node.args[1]
+        if not (_is_activation(a) and _is_activation(b)):
+            return
+        self._annotate_with_activation(node, {a: self._input_qspec(a), b: self._input_qspec(b)})
+
+    def _annotate_own_output(self, node: fx.Node) -> None:
+        x = node.args[0]
+        if isinstance(x, fx.Node):
+            _annotate(node, {x: self._input_qspec(x)}, activation_qspec(self.observers))
+
+    def _annotate_softmax(self, node: fx.Node) -> None:
+        x = node.args[0]
+        if isinstance(x, fx.Node):
+            _annotate(node, {x: self._input_qspec(x)}, softmax_output_qspec())
+
+    def _annotate_cat(self, node: fx.Node) -> None:
+        # One quantization for every input and the output: the int8 concat is a byte copy.
+        tensors = [t for t in node.args[0] if isinstance(t, fx.Node)]
+        if not tensors:
+            return
+        first = tensors[0]
+        shared = SharedQuantizationSpec((first, node))
+        inputs = {t: shared for t in tensors[1:] if t is not first}
+        inputs[first] = self._input_qspec(first)
+        _annotate(node, inputs, shared)
+
+    def _annotate_split(self, node: fx.Node) -> None:
+        # chunk/split/unbind give a list read through getitem: the getitem outputs carry the
+        # quantization, shared with the split's input edge.
+        x = node.args[0]
+        _annotate(node, {x: self._input_qspec(x)}, None)
+        for user in node.users:
+            if user.op == "call_function" and user.target is operator.getitem:
+                _annotate(user, {}, SharedQuantizationSpec((x, node)))
 
     def _annotate_shared(self, node: fx.Node) -> None:
         # The input edge reuses the producer's observer when the producer is quantized (PT2E
         # shares observers of equal specs); the output shares the input edge's qparams.
         x = node.args[0]
         if isinstance(x, fx.Node):
-            _annotate(node, {x: activation_qspec(self.observers)}, SharedQuantizationSpec((x, node)))
+            _annotate(node, {x: self._input_qspec(x)}, SharedQuantizationSpec((x, node)))

@@ -87,6 +87,63 @@ def _transpose(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndar
     return np.transpose(ins[0], (0, *(p + 1 for p in op.attrs["perm"])))
 
 
+def with_rank(x: np.ndarray, rank: int) -> np.ndarray:
+    """Leading 1s after the run axis, so operands of a broadcasting op line up: ``(G, *shape)``
+    with ``len(shape) == rank``."""
+    return x.reshape((x.shape[0], *(1,) * (rank + 1 - x.ndim), *x.shape[1:]))
+
+
+def _mul(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+    rank = outs[0].ndim - 1
+    return K.mul_s8(with_rank(ins[0], rank), with_rank(ins[1], rank), **op.attrs)
+
+
+def _softmax(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+    return K.softmax_s8(ins[0], **op.attrs)  # rows along the last axis: the run axis is one more batch axis
+
+
+def _pad(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+    flat = op.attrs["pads"]
+    pads = [(0, 0)] + [(flat[2 * i], flat[2 * i + 1]) for i in range(len(flat) // 2)]  # the run axis: no pad
+    return K.pad_s8(ins[0], pads, pad_value=op.attrs["pad_value"])
+
+
+def _concat(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+    runs = outs[0].shape[0]
+    parts = [np.broadcast_to(x, (runs, *x.shape[1:])) for x in ins]  # a constant input repeats per run
+    return K.concat_s8(parts, op.attrs["axis"] + 1)
+
+
+def _batch_matmul(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+    a = op.attrs
+    rank = outs[0].ndim - 1
+    return K.batch_matmul_s8(with_rank(ins[0], rank), with_rank(ins[1], rank), lhs_offset=a["lhs_offset"],
+                             rhs_offset=a["rhs_offset"], output_offset=a["output_offset"],
+                             output_multiplier=a["output_multiplier"], output_shift=a["output_shift"],
+                             act_min=a["act_min"], act_max=a["act_max"], adj_x=bool(a["adj_x"]),
+                             adj_y=bool(a["adj_y"]))
+
+
+def _transpose_conv(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+    x, w, bias, mult, shift = ins
+    a = op.attrs
+    oh, ow = outs[0].shape[2:4]
+    return K.transpose_conv2d_s8(fold_runs(x, 4), constant(w), constant(bias), input_offset=a["input_offset"],
+                                 output_offset=a["output_offset"], multipliers=constant(mult),
+                                 shifts=constant(shift), stride=tuple(a["stride"]), padding=tuple(a["padding"]),
+                                 act_min=a["act_min"], act_max=a["act_max"], output_hw=(oh, ow))
+
+
+def _lut(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+    return K.lut_s8(ins[0], constant(ins[1]))
+
+
+def _slice(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+    a = op.attrs
+    index = (slice(None), *(slice(b, e, s) for b, e, s in zip(a["begin"], a["end"], a["step"], strict=True)))
+    return ins[0][index]  # the executor writes it in the output's shape (a selected dim dropped)
+
+
 def _quantize(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     return K.quantize_per_tensor(ins[0], op.attrs["scale"], op.attrs["zero_point"])
 
@@ -103,6 +160,14 @@ KERNELS: dict[str, Kernel] = {
     "avgpool_s8": _pool(K.avgpool_s8),
     "maxpool_s8": _pool(K.maxpool_s8),
     "clamp_s8": _clamp,
+    "mul_s8": _mul,
+    "softmax_s8": _softmax,
+    "pad_s8": _pad,
+    "concat_s8": _concat,
+    "batch_matmul_s8": _batch_matmul,
+    "transpose_conv2d_s8": _transpose_conv,
+    "lut_s8": _lut,
+    "slice": _slice,
     "reshape": _reshape,
     "transpose": _transpose,
     "quantize": _quantize,

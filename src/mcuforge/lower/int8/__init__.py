@@ -1,0 +1,16 @@
+"""Lowering of quantized patterns to int8 kernels with CMSIS-NN parameters: one small function
+per op, grouped by family, each registered with its doc row (``OP_DOCS``) in ``INT8_LOWERINGS``.
+
+- ``conv``: conv2d / depthwise, conv1d (H = 1), transposed conv2d
+- ``linear``: linear, batched matmul
+- ``elementwise``: add, mul (broadcasting)
+- ``pooling``: max / avg / adaptive avg pooling, spatial mean
+- ``activations``: standalone clamps, lookup-table activations
+- ``softmax``: softmax
+- ``movement``: reshape, permute, pad, cat, slice, split, identities
+"""
+
+from . import activations, conv, elementwise, linear, movement, pooling, softmax  # noqa: F401 - registers
+from .common import INT8_LOWERINGS, OP_DOCS, NotInt8, OpDoc
+
+__all__ = ["INT8_LOWERINGS", "OP_DOCS", "NotInt8", "OpDoc"]

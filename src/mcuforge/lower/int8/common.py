@@ -1,0 +1,182 @@
+"""What every int8 lowering shares: the registry (``INT8_LOWERINGS`` + each lowering's doc entry),
+the ``NotInt8`` signal, and helpers that read a quantized pattern out of the PT2E graph.
+
+A lowering takes the builder and the pattern's anchor node (e.g. the ``conv2d`` between its
+input's ``dequantize`` and its output's ``quantize``). It either emits the int8 op and maps the
+output ``quantize`` node to the op's output tensor, or raises :class:`NotInt8` with the reason
+*before emitting anything*; the caller then runs the node in fp32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import fx
+
+from ...ir import QParams
+from ...kernels.quant_utils import quantize_multipliers, quantize_per_tensor
+from ...quantize.quantizer import fused_activation
+from ..builder import NCHW_TO_NHWC, GraphBuilder, get_attr_value, is_dq_channel, is_q, qparams_of
+
+aten = torch.ops.aten
+
+Lowering = Callable[[GraphBuilder, fx.Node], None]
+
+
+class NotInt8(Exception):
+    """The pattern cannot run as an int8 kernel; ``str(exc)`` says why."""
+
+
+@dataclass(frozen=True)
+class OpDoc:
+    """One row of docs/ops.md: what a lowering produces and when it applies."""
+
+    kernels: str  # op kind(s) emitted, e.g. "conv2d_s8 / depthwise_conv2d_s8"
+    precision: str  # what is int8 / int32 and how it is quantized
+    constraints: str  # when the int8 kernel applies (otherwise: fp32 fallback with the reason)
+
+
+# aten op -> lowering function: the one table of what lowers to int8. Filled by @int8_lowering.
+INT8_LOWERINGS: dict[object, Lowering] = {}
+# lowering function -> its doc entry (the per-op constraints beside each function).
+OP_DOCS: dict[Lowering, OpDoc] = {}
+
+
+def int8_lowering(targets: Iterable[object], *, kernels: str, precision: str,
+                  constraints: str = "") -> Callable[[Lowering], Lowering]:
+    """Register ``fn`` as the int8 lowering of every aten op in ``targets``, with its doc row."""
+    def register(fn: Lowering) -> Lowering:
+        for target in targets:
+            INT8_LOWERINGS[target] = fn
+        OP_DOCS[fn] = OpDoc(kernels, precision, constraints)
+        return fn
+    return register
+
+
+# -- reading the pattern ------------------------------------------------------------------------
+
+def int8_input(b: GraphBuilder, x: object) -> str:
+    src = b.int8_source(x)
+    if src is None:
+        raise NotInt8("its input is not int8-quantized")
+    return src
+
+
+def output_quantize(node: fx.Node, fuse: bool = True) -> tuple[fx.Node | None, fx.Node]:
+    """(fused activation or None, the ``quantize`` node of the pattern's output)."""
+    act = fused_activation(node) if fuse else None
+    tail = act or node
+    users = list(tail.users)
+    if len(users) != 1 or not is_q(users[0]):
+        raise NotInt8("its output is used in fp32 (not quantized)")
+    return act, users[0]
+
+
+def arg(node: fx.Node, index: int, name: str, default: object) -> object:
+    """Argument ``index`` (positional) or ``name`` (keyword) of ``node``, else ``default``."""
+    if len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(name, default)
+
+
+def pair(value: object) -> tuple[int, int]:
+    if isinstance(value, int):
+        return value, value
+    values = list(value)  # type: ignore[arg-type]
+    return (int(values[0]), int(values[0])) if len(values) == 1 else (int(values[0]), int(values[1]))
+
+
+def nhwc(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(shape[i] for i in NCHW_TO_NHWC)
+
+
+def stored_dim(b: GraphBuilder, name: str, dim: int) -> int:
+    """Where torch's dimension ``dim`` of tensor ``name`` lies in its stored layout."""
+    t = b.tensors[name]
+    dim = dim % len(t.shape)
+    return NCHW_TO_NHWC.index(dim) if t.layout == "nhwc" else dim
+
+
+def quantize_value(value: float, qp: QParams) -> int:
+    """A float in ``qp``'s int8 domain, with the arithmetic of the output quantize."""
+    return int(quantize_per_tensor(np.array([value], np.float32), qp.scale, qp.zero_point)[0])
+
+
+def activation_range(act: fx.Node | None, qp: QParams) -> tuple[int, int]:
+    """activation_min/max of a fused ReLU/hardtanh/clamp in the output's int8 domain.
+
+    The bounds are quantized with the same arithmetic as the output quantize, so clamping
+    before or after quantization gives the same bytes."""
+    if act is None:
+        return -128, 127
+    if act.target in (aten.relu.default, aten.relu_.default):
+        lo, hi = 0.0, None
+    elif act.target == aten.relu6.default:
+        lo, hi = 0.0, 6.0
+    elif act.target in (aten.hardtanh.default, aten.hardtanh_.default):
+        lo, hi = arg(act, 1, "min_val", -1.0), arg(act, 2, "max_val", 1.0)
+    else:  # clamp
+        lo, hi = arg(act, 1, "min", None), arg(act, 2, "max", None)
+    return (-128 if lo is None else quantize_value(lo, qp)), (127 if hi is None else quantize_value(hi, qp))
+
+
+def same_qparams(b: GraphBuilder, src: str, q: fx.Node) -> QParams:
+    qin, qout = b.tensors[src].qparams, qparams_of(q)
+    if qin != qout:
+        raise NotInt8(f"output quantization {qout} differs from its input's {qin}")
+    return qout
+
+
+def fuse(b: GraphBuilder, node: fx.Node, act: fx.Node | None) -> list[fx.Node]:
+    """Mark a fused activation as consumed; returns the pattern's nodes (for debug info)."""
+    if act is None:
+        return [node]
+    b.fused.add(act)
+    return [node, act]
+
+
+# -- weights, bias, requantization ----------------------------------------------------------------
+
+def bias_int32(b: GraphBuilder, bias: object, input_scale: float, weight_scales: np.ndarray) -> np.ndarray:
+    """The int32 bias with scale input_scale * weight_scale[c] (quantized here if PT2E left it float)."""
+    expected = np.float64(input_scale) * weight_scales.astype(np.float64)
+    if bias is None:
+        return np.zeros(len(weight_scales), np.int32)
+    if is_dq_channel(bias):
+        qc = b.quantized_constant(bias)
+        if np.allclose(qc.scales, expected, rtol=1e-6, atol=0):
+            return qc.data.astype(np.int32)
+        real = qc.data.astype(np.float64) * qc.scales
+    elif isinstance(bias, fx.Node) and bias.op == "get_attr":
+        real = get_attr_value(b.gm, bias).double().numpy()
+    else:
+        raise NotInt8("its bias is not a constant")
+    return np.clip(np.round(real / expected), -(2**31), 2**31 - 1).astype(np.int32)
+
+
+def weights(b: GraphBuilder, w: object, axis: int = 0):
+    """The int8 per-channel weight behind ``w`` (channels along ``axis``)."""
+    if not is_dq_channel(w):
+        raise NotInt8("its weight is not an int8 constant")
+    qc = b.quantized_constant(w)
+    if qc.data.dtype != np.int8 or qc.axis != axis:
+        raise NotInt8("its weight is not int8 per output channel")
+    return qc
+
+
+def requant_params(input_scale: float, weight_scales: np.ndarray, output_scale: float):
+    """Per-channel (multiplier, shift) for input_scale * weight_scale[c] / output_scale."""
+    effective = np.float64(input_scale) * weight_scales.astype(np.float64) / np.float64(output_scale)
+    try:
+        return quantize_multipliers(effective)
+    except ValueError as exc:
+        raise NotInt8(f"requantization scale out of range: {exc}") from None
+
+
+def requant_constants(b: GraphBuilder, base: str, params) -> tuple[str, str]:
+    mult, shift = params
+    return (b.constant(f"{base}_multipliers", np.asarray(mult, np.int32)),
+            b.constant(f"{base}_shifts", np.asarray(shift, np.int32)))

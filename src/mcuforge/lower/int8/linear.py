@@ -1,0 +1,90 @@
+"""Linear layers (constant weights) and batched matmul of two int8 activations (attention)."""
+
+from __future__ import annotations
+
+from torch import fx
+
+from ...ir import Op
+from ...kernels.mul import mul_quant_params
+from ...quantize.patterns import LINEAR_OPS, MATMUL_OPS
+from ..builder import GraphBuilder, node_shape, qparams_of
+from .common import (
+    NotInt8,
+    activation_range,
+    arg,
+    bias_int32,
+    fuse,
+    int8_input,
+    int8_lowering,
+    output_quantize,
+    requant_constants,
+    requant_params,
+    weights,
+)
+
+
+@int8_lowering(LINEAR_OPS, kernels="fully_connected_s8",
+               precision="int8 activations (per tensor), int8 symmetric weights per output channel, int32 bias",
+               constraints="constant weight; any leading dims (rows); fused ReLU/ReLU6/hardtanh/clamp")
+def lower_linear(b: GraphBuilder, node: fx.Node) -> None:
+    x, w = node.args[0], node.args[1]
+    bias = arg(node, 2, "bias", None)
+    src = int8_input(b, x)
+    wq = weights(b, w)
+    act, q = output_quantize(node)
+    qin, qout = b.tensors[src].qparams, qparams_of(q)
+    bias_int = bias_int32(b, bias, qin.scale, wq.scales)
+    requant = requant_params(qin.scale, wq.scales, qout.scale)
+    nodes = fuse(b, node, act)
+    x_plain = b.as_layout(src, "plain", nodes)
+    base = q.name
+    w_name = b.constant(f"{base}_weight", wq.data)
+    bias_name = b.constant(f"{base}_bias", bias_int)
+    mult, shift = requant_constants(b, base, requant)
+    act_min, act_max = activation_range(act, qout)
+    out = b.add_tensor(base, node_shape(q), "int8", qparams=qout)
+    attrs = {"input_offset": -qin.zero_point, "output_offset": qout.zero_point,
+             "act_min": act_min, "act_max": act_max}
+    b.add_op("fully_connected_s8", [x_plain, w_name, bias_name, mult, shift], [out], attrs, nodes=nodes)
+    b.env[q] = out
+
+
+def _transpose_source(b: GraphBuilder, name: str) -> str | None:
+    """The input of the int8 transpose that produced ``name`` by swapping its last two dims, if any:
+    the matmul then reads it with adj_y (CMSIS's native rhs order) and the transpose is pruned
+    when nothing else reads its output."""
+    producer: Op | None = next((op for op in reversed(b.ops) if name in op.outputs), None)
+    if producer is None or producer.kind != "transpose":
+        return None
+    perm = list(producer.attrs["perm"])
+    rank = len(perm)
+    if rank < 2 or perm != [*range(rank - 2), rank - 1, rank - 2]:
+        return None
+    return producer.inputs[0]
+
+
+@int8_lowering(MATMUL_OPS, kernels="batch_matmul_s8",
+               precision="int8 operands and output, each with its own per-tensor quantization",
+               constraints="both operands are int8 activations of rank >= 2 (batch dims broadcast); "
+                           "fused ReLU/ReLU6/hardtanh/clamp")
+def lower_matmul(b: GraphBuilder, node: fx.Node) -> None:
+    lhs, rhs = int8_input(b, node.args[0]), int8_input(b, node.args[1])
+    if len(b.tensors[lhs].shape) < 2 or len(b.tensors[rhs].shape) < 2:
+        raise NotInt8("matmul with a 1-D operand (a vector product) has no int8 kernel")
+    act, q = output_quantize(node)
+    ql, qr, qout = b.tensors[lhs].qparams, b.tensors[rhs].qparams, qparams_of(q)
+    try:
+        multiplier, shift = mul_quant_params(ql.scale, qr.scale, qout.scale)  # lhs_scale * rhs_scale / out
+    except ValueError as exc:
+        raise NotInt8(f"matmul scales out of range: {exc}") from None
+    nodes = fuse(b, node, act)
+    lhs, rhs = b.as_layout(lhs, "plain", nodes), b.as_layout(rhs, "plain", nodes)
+    rhs_t = _transpose_source(b, rhs)
+    adj_y = rhs_t is not None
+    act_min, act_max = activation_range(act, qout)
+    out = b.add_tensor(q.name, node_shape(node), "int8", qparams=qout)
+    attrs = {"lhs_offset": -ql.zero_point, "rhs_offset": -qr.zero_point, "output_offset": qout.zero_point,
+             "output_multiplier": multiplier, "output_shift": shift, "act_min": act_min, "act_max": act_max,
+             "adj_x": 0, "adj_y": int(adj_y)}
+    b.add_op("batch_matmul_s8", [lhs, rhs_t if adj_y else rhs], [out], attrs, nodes=nodes)
+    b.env[q] = out
