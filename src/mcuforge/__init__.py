@@ -18,13 +18,15 @@ from . import kernels  # noqa: E402
 from .api import OpRecord, Program, compile, load  # noqa: E402
 from .capture import CaptureError, capture  # noqa: E402
 from .evaluate import evaluate  # noqa: E402
+from .inspect import Inspector  # noqa: E402
 from .lower import LoweringError  # noqa: E402
 from .program import ProgramFormatError  # noqa: E402
 from .targets import TARGETS, get_target  # noqa: E402
+from .trace import Trace  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "TARGETS", "CaptureError", "LoweringError", "OpRecord", "Program", "ProgramFormatError", "capture",
-    "compile", "evaluate", "get_target", "kernels", "load",
+    "TARGETS", "CaptureError", "Inspector", "LoweringError", "OpRecord", "Program", "ProgramFormatError", "Trace",
+    "capture", "compile", "evaluate", "get_target", "kernels", "load",
 ]

@@ -51,6 +51,12 @@ def _macs(graph: Graph, op: Op) -> int:
         return out.numel * kh * kw * cin
     if op.kind == "fully_connected_s8":
         return graph.tensors[op.outputs[0]].numel * graph.tensors[op.inputs[1]].shape[1]
+    if op.kind == "transpose_conv2d_s8":  # every input pixel meets every tap of every output channel
+        oc, kh, kw, _cin = graph.tensors[op.inputs[1]].shape
+        return graph.tensors[op.inputs[0]].numel * kh * kw * oc
+    if op.kind == "batch_matmul_s8":  # one K-long dot product per output element
+        lhs = graph.tensors[op.inputs[0]].shape
+        return graph.tensors[op.outputs[0]].numel * lhs[-2 if op.attrs.get("adj_x") else -1]
     return 0
 
 
@@ -109,13 +115,11 @@ class Program:
         return serialize(self.graph)
 
     def debug_record(self) -> dict[str, Any]:
-        return {
-            "format": "mcuforge-debug-record",
-            "version": 1,
-            "meta": self.meta,
-            "ops": [{"index": i, "kind": op.kind, "backend": op.backend, "reason": op.reason, **op.debug}
-                    for i, op in enumerate(self.graph.ops)],
-        }
+        """The debug record (``<program>.dbg.json``): per op its debug handle, module, source line,
+        aten ops, fp32 reference node and quantized tensors; the program's payload CRC."""
+        from .trace.debug_record import build_debug_record
+
+        return build_debug_record(self.graph, self.to_bytes(), self.meta)
 
     def save(self, path: str | Path) -> Path:
         """Write the program file and, beside it, the debug record (``<path>.dbg.json``)."""

@@ -137,7 +137,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         print("warning: no --inputs given: running on random normal inputs", file=sys.stderr)
         inputs = _random_inputs(prog)
     backend = {"host": "python", "c": "c", "qemu": "qemu"}[args.on]
-    outputs = prog.run(*inputs, backend=backend, target=args.target)
+    trace_mode = ("full" if args.full else True) if args.trace else False
+    if args.full and not args.trace:
+        raise CliError("--full needs --trace FILE")
+    if backend == "qemu" and not trace_mode:
+        trace_mode = True  # on a board the per-op instruction counts are the point of the run
+    outputs = prog.run(*inputs, backend=backend, target=args.target, trace=trace_mode)
+    if trace_mode:
+        outputs, trace = outputs
+        if args.trace:
+            trace.save(args.trace)
+            print(f"wrote {args.trace} ({len(trace.to_bytes()):,} bytes): {trace.status_line}")
+        if backend == "qemu":
+            from .inspect import Inspector
+
+            print(f"{args.target or prog.target} on QEMU ({trace.unit} counted with -icount shift=0 and SysTick):")
+            print_inspection(Inspector(prog, trace), depth=1)
     np.set_printoptions(precision=4, suppress=True, linewidth=110, threshold=200)
     for i, out in enumerate(outputs):
         print(f"output {i}: shape {list(out.shape)}")
@@ -145,6 +160,36 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.output:
         np.savez(args.output, *outputs)
         print(f"wrote {args.output}")
+    return 0
+
+
+def print_inspection(insp: Any, depth: int | None) -> Any:
+    """The Inspector's op table and its totals per module and per op kind; returns the DataFrame."""
+    import pandas as pd
+
+    if insp.truncated:
+        print(f"warning: {insp.trace.status_line}", file=sys.stderr)
+    df = insp.to_dataframe()
+    table = df[["run", "op_index", "kind", "backend", "module", "duration"]].rename(
+        columns={"op_index": "op", "duration": f"time ({insp.unit})"})
+    with pd.option_context("display.max_rows", None, "display.width", 160):
+        print(table.to_string(index=False))
+        for by in ("module", "kind"):
+            print(f"\ntotals per {by} ({insp.unit}):")
+            print(insp.totals(by, depth if by == "module" else None).to_string(float_format=lambda v: f"{v:,.3g}"))
+    print(f"\n{insp.trace.status_line}")
+    return df
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from .inspect import Inspector
+
+    insp = Inspector.load(args.program, args.trace)
+    df = print_inspection(insp, args.depth)
+    for path, write in ((args.html, insp.to_html), (args.chrome, insp.to_chrome_trace), (args.csv, df.to_csv)):
+        if path:
+            write(path)
+            print(f"wrote {path}")
     return 0
 
 
@@ -199,7 +244,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", choices=sorted(TARGETS), help="board for --on qemu (default: the program's target)")
     p.add_argument("--inputs", help=".npy (one input) or .npz (one array per input), NCHW float")
     p.add_argument("-o", "--output", help="write the outputs to this .npz")
+    p.add_argument("--trace", metavar="FILE", help="also write the trace stream (per-op times) to FILE")
+    p.add_argument("--full", action="store_true", help="with --trace: also record every op's output")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("inspect", help="a trace of a program: op table, totals per module and kind, reports")
+    p.add_argument("program")
+    p.add_argument("trace")
+    p.add_argument("--html", metavar="FILE", help="write the HTML report (plots, tables)")
+    p.add_argument("--chrome", metavar="FILE", help="write a Chrome trace JSON (Perfetto)")
+    p.add_argument("--csv", metavar="FILE", help="write the op table (one row per op per run)")
+    p.add_argument("--depth", type=int, help="module totals by path prefix of this many parts")
+    p.set_defaults(func=cmd_inspect)
 
     p = sub.add_parser("demo", help="the built-in example: digits CNN, fp32 vs int8")
     p.add_argument("--target", default="cortex-m55", choices=sorted(TARGETS))
