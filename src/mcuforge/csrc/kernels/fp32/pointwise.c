@@ -3,14 +3,19 @@
  * broadcasting (the other operand a tensor or a number).
  *
  * Bit-exact with torch's fp32 CPU kernels: relu, neg, abs, clamp, hardtanh and the binary ops
- * add/sub (alpha 1), mul, div -- single IEEE operations. Within float rounding (a few ulp: libm
- * vs torch's vectorized approximations): sigmoid, tanh, exp, log, gelu, silu, hardswish,
+ * add/sub (alpha 1), mul, div -- single IEEE operations. Within float rounding (a few ulp:
+ * mf_math vs torch's vectorized approximations): sigmoid, tanh, exp, log, gelu, silu, hardswish,
  * hardsigmoid, sqrt and rsqrt (torch's AVX2 sqrt is not correctly rounded), add/sub with
  * alpha != 1 (torch may fuse the multiply-add).
+ *
+ * Same bytes on every target: transcendentals come from mf_math (not libm), sqrtf is correctly
+ * rounded everywhere, and every computed NaN is the canonical one (mf_canonf) -- FPUs differ in
+ * the NaN an invalid operation makes. relu/neg/abs/clamp only move or flip bits and keep NaNs.
  */
 #include <math.h>
 
 #include "fp32_util.h"
+#include "mf_math.h"
 
 /* ---- unary ---- */
 typedef struct {
@@ -23,13 +28,13 @@ typedef float (*unary_fn)(float x, const unary_params *p);
 static float f_relu(float x, const unary_params *p) { (void)p; return x > 0.0f ? x : (x != x ? x : 0.0f); }
 static float f_neg(float x, const unary_params *p) { (void)p; return -x; }
 static float f_abs(float x, const unary_params *p) { (void)p; return fabsf(x); }
-static float f_sqrt(float x, const unary_params *p) { (void)p; return sqrtf(x); }
-static float f_rsqrt(float x, const unary_params *p) { (void)p; return 1.0f / sqrtf(x); }
-static float f_exp(float x, const unary_params *p) { (void)p; return expf(x); }
-static float f_log(float x, const unary_params *p) { (void)p; return logf(x); }
-static float f_tanh(float x, const unary_params *p) { (void)p; return tanhf(x); }
-static float f_sigmoid(float x, const unary_params *p) { (void)p; return 1.0f / (1.0f + expf(-x)); }
-static float f_silu(float x, const unary_params *p) { (void)p; return x / (1.0f + expf(-x)); }
+static float f_sqrt(float x, const unary_params *p) { (void)p; return mf_canonf(sqrtf(x)); }
+static float f_rsqrt(float x, const unary_params *p) { (void)p; return mf_canonf(1.0f / sqrtf(x)); }
+static float f_exp(float x, const unary_params *p) { (void)p; return mf_expf(x); }
+static float f_log(float x, const unary_params *p) { (void)p; return mf_logf(x); }
+static float f_tanh(float x, const unary_params *p) { (void)p; return mf_tanhf(x); }
+static float f_sigmoid(float x, const unary_params *p) { (void)p; return mf_sigmoidf(x); }
+static float f_silu(float x, const unary_params *p) { (void)p; return mf_siluf(x); }
 static float f_clamp(float x, const unary_params *p) {
     if (x != x) return x; /* torch propagates NaN */
     return x < p->lo ? p->lo : (x > p->hi ? p->hi : x);
@@ -38,20 +43,16 @@ static float f_hardswish(float x, const unary_params *p) {
     (void)p;
     float r = x + 3.0f;
     r = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);
-    return x * r / 6.0f;
+    return mf_canonf(x * r / 6.0f);
 }
 static float f_hardsigmoid(float x, const unary_params *p) {
     (void)p;
     float r = x + 3.0f;
     r = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);
-    return r / 6.0f;
+    return mf_canonf(r / 6.0f);
 }
 static float f_gelu(float x, const unary_params *p) {
-    if (p->tanh_approx) {
-        const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
-        return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
-    }
-    return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+    return p->tanh_approx ? mf_gelu_tanhf(x) : mf_geluf(x);
 }
 
 /* Reads the op's bounds / options; 0 when an argument has the wrong type. */
@@ -196,7 +197,7 @@ static mf_status binary_run(const mf_call *c, mf_value args, mf_value kwargs, bi
         case OP_MUL: r = x * y; break;
         default: r = x / y; break;
         }
-        out[i] = r;
+        out[i] = mf_canonf(r); /* inf - inf, 0 * inf, 0 / 0: one NaN on every target */
     }
     return MF_OK;
 }

@@ -1,11 +1,13 @@
 /*
  * fp32 reductions: mean.dim, softmax (_softmax / softmax.int), layer_norm / native_layer_norm.
  * All within float rounding of torch, not bit-exact: torch sums in a different order (cascade,
- * vectorized) and uses its own exp; these sum in row-major order in float32 with libm's expf.
+ * vectorized) and uses its own exp; these sum sequentially in row-major order in float32 with
+ * mf_expf (mf_math.h), so the bytes are the same on every target; NaN results are canonical.
  */
 #include <math.h>
 
 #include "fp32_util.h"
+#include "mf_math.h"
 
 /* ---- mean.dim(self, dim?, keepdim=False, *, dtype=None) ---- */
 
@@ -70,7 +72,7 @@ static mf_status mean_run(const mf_call *c, mf_value args, mf_value kwargs) {
         }
     }
     const float count = (float)(x.numel / o.numel);
-    for (uint32_t i = 0; i < o.numel; i++) out[i] /= count;
+    for (uint32_t i = 0; i < o.numel; i++) out[i] = mf_canonf(out[i] / count);
     return MF_OK;
 }
 
@@ -112,11 +114,13 @@ static mf_status softmax_run(const mf_call *c, mf_value args, mf_value kwargs) {
             float mx = -HUGE_VALF, sum = 0.0f;
             for (uint32_t i = 0; i < n; i++) mx = xd[base + (size_t)i * inner] > mx ? xd[base + (size_t)i * inner] : mx;
             for (uint32_t i = 0; i < n; i++) {
-                const float e = expf(xd[base + (size_t)i * inner] - mx);
+                const float e = mf_expf(xd[base + (size_t)i * inner] - mx);
                 out[base + (size_t)i * inner] = e;
                 sum += e;
             }
-            for (uint32_t i = 0; i < n; i++) out[base + (size_t)i * inner] /= sum;
+            for (uint32_t i = 0; i < n; i++) {
+                out[base + (size_t)i * inner] = mf_canonf(out[base + (size_t)i * inner] / sum);
+            }
         }
     }
     return MF_OK;
@@ -202,11 +206,11 @@ static mf_status ln_run(const mf_call *c, mf_value args, mf_value kwargs) {
             float y = (x[i] - mean) * rstd;
             if (w) y *= w[i];
             if (b) y += b[i];
-            out[i] = y;
+            out[i] = mf_canonf(y);
         }
         if (stats) {
-            ((float *)mean_t.data)[r] = mean;
-            ((float *)rstd_t.data)[r] = rstd;
+            ((float *)mean_t.data)[r] = mf_canonf(mean);
+            ((float *)rstd_t.data)[r] = mf_canonf(rstd);
         }
     }
     return MF_OK;
