@@ -1,0 +1,160 @@
+"""Building the test firmware of one board: the C runtime + the firmware main, cached.
+
+One firmware per (board, tracing on/off) runs every model: the program and the inputs are read
+from host files at run time (see csrc/firmware/main.c). A build is cached under
+``$MCUFORGE_CACHE`` (default ``~/.cache/mcuforge``) in a folder named by a hash of the sources,
+the flags, the board and the compiler, so it happens once per machine and source change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
+from pathlib import Path
+
+from ..targets import get_target
+from . import toolchain
+from .boards import STACK_BYTES, Board, get_board
+
+CSRC = Path(__file__).resolve().parent.parent / "csrc"
+FIRMWARE_SRC = CSRC / "firmware"
+INCLUDE = CSRC / "include"
+# Folders of csrc that are not the portable runtime: the firmware, the export-c templates, and
+# host-only code (the Python binding, host test programs).
+NOT_RUNTIME = {"firmware", "export", "host", "python", "binding", "tests", "test"}
+
+WARNINGS = ("-Wall", "-Wextra", "-Werror")
+COMMON_FLAGS = ("-mthumb", "-O2", "-std=c99", *WARNINGS, "-ffunction-sections", "-fdata-sections")
+LINK_FLAGS = ("-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs", "-Wl,--gc-sections")
+
+
+class FirmwareBuildError(RuntimeError):
+    """The cross compiler rejected the runtime or the firmware."""
+
+
+def cache_root() -> Path:
+    """``$MCUFORGE_CACHE`` or ``~/.cache/mcuforge``: where built firmware is kept."""
+    env = os.environ.get("MCUFORGE_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "mcuforge"
+
+
+def runtime_sources() -> list[Path]:
+    """The C runtime's portable sources (every .c under csrc/ outside the non-runtime folders)."""
+    found = []
+    for path in sorted(CSRC.rglob("*.c")):
+        parts = path.relative_to(CSRC).parts[:-1]
+        if not NOT_RUNTIME.intersection(parts):
+            found.append(path)
+    return found
+
+
+def firmware_sources() -> list[Path]:
+    return sorted(FIRMWARE_SRC.glob("*.c"))
+
+
+def target_flags(target: str) -> list[str]:
+    """The compiler flags of ``target``: its CPU/FPU flags, Thumb, -O2, C99 and strict warnings."""
+    return [*get_target(target).gcc_flags, *COMMON_FLAGS]
+
+
+def _headers() -> list[Path]:
+    return sorted(p for p in CSRC.rglob("*.h") if "export" not in p.relative_to(CSRC).parts)
+
+
+def _linker_script(board: Board) -> str:
+    text = (FIRMWARE_SRC / "link.ld.in").read_text()
+    values = {"CODE": board.code, "CODE_BYTES": board.code_bytes, "RAM": board.ram, "RAM_BYTES": board.ram_bytes,
+              "HEAP": board.heap, "HEAP_BYTES": board.heap_bytes, "STACK_BYTES": STACK_BYTES}
+    for name, value in values.items():
+        text = text.replace(f"@{name}@", hex(value))
+    return text
+
+
+def icount_scale(board: Board) -> tuple[int, int]:
+    """(multiplier, shift) with multiplier / 2**shift = instructions per SysTick tick, exactly."""
+    ratio = Fraction(10**9, board.clock_hz)
+    shift = ratio.denominator.bit_length() - 1
+    if ratio.denominator != 1 << shift:
+        raise ValueError(f"{board.machine}: 1e9 / {board.clock_hz} Hz is not a multiple of a power of two")
+    return ratio.numerator, shift
+
+
+def _compile_flags(board: Board, trace: bool) -> list[str]:
+    mul, shift = icount_scale(board)
+    return [*target_flags(board.target), f"-DBOARD_HZ={board.clock_hz}u", f"-DICOUNT_MUL={mul}u",
+            f"-DICOUNT_SHIFT={shift}", f"-DMF_TRACE={int(trace)}", f"-I{INCLUDE}", f"-I{FIRMWARE_SRC}"]
+
+
+def _build_key(board: Board, trace: bool) -> str:
+    digest = hashlib.sha256()
+    for part in (repr(board), str(trace), toolchain.version("arm-none-eabi-gcc"), *_compile_flags(board, trace),
+                 *LINK_FLAGS, _linker_script(board)):
+        digest.update(part.encode() + b"\0")
+    for path in [*runtime_sources(), *firmware_sources(), *_headers()]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:20]
+
+
+def _run(cmd: list[str], what: str) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise FirmwareBuildError(f"{what} failed (exit {done.returncode}):\n{' '.join(cmd)}\n{done.stderr[-4000:]}")
+
+
+def _object_name(source: Path) -> str:
+    return "__".join(source.relative_to(CSRC).with_suffix(".o").parts)
+
+
+def compile_objects(sources: list[Path], flags: list[str], out_dir: Path) -> list[Path]:
+    """Compile each source to an object in ``out_dir`` (in parallel); returns the objects."""
+    gcc = toolchain.require("arm-none-eabi-gcc")
+    objects = [out_dir / _object_name(src) for src in sources]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        list(pool.map(lambda so: _run([gcc, *flags, "-c", str(so[0]), "-o", str(so[1])], f"compiling {so[0].name}"),
+                      zip(sources, objects, strict=True)))
+    return objects
+
+
+def build(target: str, trace: bool = False) -> Path:
+    """The test firmware ELF for the QEMU board of ``target``, with tracing compiled in or out.
+
+    Built once and cached; the folder holding the ELF also keeps the runtime objects
+    (``runtime/*.o``) for the size report.
+    """
+    board = get_board(target)
+    toolchain.require("arm-none-eabi-gcc")
+    key = _build_key(board, trace)
+    final = cache_root() / "firmware" / f"{target}-{'trace' if trace else 'notrace'}-{key}"
+    elf = final / "firmware.elf"
+    if elf.is_file():
+        return elf
+    final.parent.mkdir(parents=True, exist_ok=True)
+    # Built in a private folder, then renamed into place: concurrent builds (pytest workers) never
+    # see a half-written cache entry.
+    work = Path(tempfile.mkdtemp(prefix=f".{target}-", dir=final.parent))
+    try:
+        flags = _compile_flags(board, trace)
+        (work / "runtime").mkdir()
+        (work / "firmware").mkdir()
+        runtime_objects = compile_objects(runtime_sources(), flags, work / "runtime")
+        firmware_objects = compile_objects(firmware_sources(), flags, work / "firmware")
+        script = work / "link.ld"
+        script.write_text(_linker_script(board))
+        gcc = toolchain.require("arm-none-eabi-gcc")
+        _run([gcc, *target_flags(target), *LINK_FLAGS, "-T", str(script), f"-Wl,-Map={work / 'firmware.map'}",
+              *map(str, firmware_objects + runtime_objects), "-lm", "-o", str(work / "firmware.elf")],
+             f"linking the {target} firmware")
+        try:
+            work.rename(final)
+        except OSError:
+            if not elf.is_file():  # someone else's build won the race only if it finished
+                raise
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+    return elf
