@@ -59,8 +59,9 @@ mf_status mf_invoke(mf_context *ctx, mf_trace_sink *trace) {
                 ctx->error_op = (int32_t)i;
                 break;
             }
+            const uint64_t end = trace->now(trace->user);
             mf_trace_op_tensors(trace, ctx, i);
-            mf_trace_op_end(trace, i);
+            mf_trace_op_end_at(trace, i, end);
         }
         mf_trace_run_end(trace, run, s);
         return ctx->error = s;

@@ -139,17 +139,21 @@ void mf_trace_run_end(mf_trace_sink *t, uint32_t run_index, mf_status status) {
     t->run_index = run_index + 1;
 }
 
-static void op_event(mf_trace_sink *t, uint8_t type, uint32_t op_index) {
+static void op_event_at(mf_trace_sink *t, uint8_t type, uint32_t op_index, uint64_t now) {
     uint8_t b[16];
-    uint64_t now = t->now(t->user);
     put_u32(b, op_index);
     put_u32(b + 4, op_index); /* debug_handle: the op index in format 1.0 */
     put_u64(b + 8, now);
     record(t, type, b, sizeof b, NULL, 0);
 }
 
-void mf_trace_op_start(mf_trace_sink *t, uint32_t op_index) { op_event(t, REC_OP_START, op_index); }
-void mf_trace_op_end(mf_trace_sink *t, uint32_t op_index) { op_event(t, REC_OP_END, op_index); }
+void mf_trace_op_start(mf_trace_sink *t, uint32_t op_index) {
+    op_event_at(t, REC_OP_START, op_index, t->now(t->user));
+}
+
+void mf_trace_op_end_at(mf_trace_sink *t, uint32_t op_index, uint64_t end) {
+    op_event_at(t, REC_OP_END, op_index, end);
+}
 
 void mf_trace_op_tensors(mf_trace_sink *t, const mf_context *ctx, uint32_t op_index) {
     if (!t->full) return;
