@@ -78,7 +78,8 @@ class Program:
 
     @property
     def arena_bytes(self) -> int:
-        return self.graph.arena_bytes
+        """Bytes of RAM the program needs at run time (activations and scratch), exactly."""
+        return self.graph.ram_bytes
 
     @property
     def constant_bytes(self) -> int:
@@ -176,17 +177,19 @@ class Program:
         return [o[0] for o in outputs]
 
     def run(self, *inputs: Any, backend: str = "python", target: str | None = None,
-            trace: bool | str = False) -> Any:
+            trace: bool | str = False, measured: dict[str, Any] | None = None) -> Any:
         """Run the program: float (NCHW) inputs in, float outputs out, one per model output.
 
         Inputs may carry any batch along the first dimension (a multiple of the compiled batch):
         the runs are computed together, vectorized. ``backend``: "python" (host runtime), "c"
         (the C runtime built for the host) or "qemu" (firmware on the emulated board of
         ``target``, by default the program's). ``trace=True`` also returns the trace (per-op
-        times); ``trace="full"`` adds every op's output.
+        times); ``trace="full"`` adds every op's output. ``measured``: a dict that a "qemu" run
+        fills with the board's figures (instructions, stack high-water bytes, ...).
         """
         prepared, runs, single = self._program_inputs(inputs)
-        outputs, recorded = run_backend(self, prepared, runs, backend=backend, target=target, trace=trace)
+        outputs, recorded = run_backend(self, prepared, runs, backend=backend, target=target, trace=trace,
+                                        measured=measured)
         results = self._user_outputs(outputs, single)
         return (results, recorded) if trace else results
 

@@ -53,9 +53,11 @@ def _one_run_at_a_time(run_one: Any, prog: Program, inputs: list[np.ndarray], ru
 
 
 def run_backend(prog: Program, inputs: list[np.ndarray], runs: int, *, backend: str = "python",
-                target: str | None = None, trace: bool | str = False) -> tuple[list[np.ndarray], Any]:
+                target: str | None = None, trace: bool | str = False,
+                measured: dict[str, Any] | None = None) -> tuple[list[np.ndarray], Any]:
     """Run ``runs`` runs of ``prog``; returns the outputs (leading run axis) and the trace
-    (a :class:`mcuforge.trace.Trace`, or None when tracing is off)."""
+    (a :class:`mcuforge.trace.Trace`, or None when tracing is off). ``measured``, if given, is
+    filled with what a board measured on the last run (instructions, stack high-water, ...)."""
     mode = _trace_mode(trace)
     if backend == "python":
         if target is not None and target != prog.target:
@@ -73,7 +75,9 @@ def run_backend(prog: Program, inputs: list[np.ndarray], runs: int, *, backend: 
         board_target = target or prog.target
 
         def run_qemu(program: bytes, xs: list[np.ndarray], how: str | None) -> tuple[list[np.ndarray], bytes | None]:
-            outs, recorded, _facts = firmware.run_on_qemu(program, xs, board_target, trace=how or False)
+            outs, recorded, facts = firmware.run_on_qemu(program, xs, board_target, trace=how or False)
+            if measured is not None:
+                measured.update(facts)
             return outs, recorded
         outputs, recorded = _one_run_at_a_time(run_qemu, prog, inputs, runs, mode)
     else:

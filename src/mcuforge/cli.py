@@ -142,17 +142,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("--full needs --trace FILE")
     if backend == "qemu" and not trace_mode:
         trace_mode = True  # on a board the per-op instruction counts are the point of the run
-    outputs = prog.run(*inputs, backend=backend, target=args.target, trace=trace_mode)
+    measured: dict[str, Any] = {}
+    outputs = prog.run(*inputs, backend=backend, target=args.target, trace=trace_mode, measured=measured)
     if trace_mode:
         outputs, trace = outputs
         if args.trace:
             trace.save(args.trace)
             print(f"wrote {args.trace} ({len(trace.to_bytes()):,} bytes): {trace.status_line}")
         if backend == "qemu":
+            from .firmware import describe_run
             from .inspect import Inspector
 
-            print(f"{args.target or prog.target} on QEMU ({trace.unit} counted with -icount shift=0 and SysTick):")
+            print(f"per-op {trace.unit} (QEMU -icount shift=0, counted with SysTick):")
             print_inspection(Inspector(prog, trace), depth=1)
+            print(describe_run(measured))
     np.set_printoptions(precision=4, suppress=True, linewidth=110, threshold=200)
     for i, out in enumerate(outputs):
         print(f"output {i}: shape {list(out.shape)}")
@@ -190,6 +193,26 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         if path:
             write(path)
             print(f"wrote {path}")
+    return 0
+
+
+def cmd_export_c(args: argparse.Namespace) -> int:
+    from .export import export_c
+
+    out = export_c(args.program, args.output)
+    print(f"wrote {out}/: runtime sources, model_program.c (the program in flash), model.h (arena size, I/O), "
+          f"main.c, Makefile, CMakeLists.txt")
+    print(f"build it with: make -C {out}")
+    return 0
+
+
+def cmd_size(args: argparse.Namespace) -> int:
+    from . import api
+    from .firmware import format_size_report, size_report
+
+    prog = api.load(args.program) if args.program else None
+    target = args.target or (prog.target if prog is not None else "cortex-m55")
+    print(format_size_report(size_report(target, prog)))
     return 0
 
 
@@ -257,6 +280,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--depth", type=int, help="module totals by path prefix of this many parts")
     p.set_defaults(func=cmd_inspect)
 
+    p = sub.add_parser("export-c", help="write a C project: runtime sources, the program in flash, Makefile, CMake")
+    p.add_argument("program")
+    p.add_argument("-o", "--output", required=True, help="folder to write")
+    p.set_defaults(func=cmd_export_c)
+
+    p = sub.add_parser("size", help="runtime code bytes on a target; with a program, its flash, RAM and stack "
+                                    "measured on the emulated board")
+    p.add_argument("program", nargs="?")
+    p.add_argument("--target", choices=sorted(TARGETS), help="default: the program's target")
+    p.set_defaults(func=cmd_size)
+
     p = sub.add_parser("demo", help="the built-in example: digits CNN, fp32 vs int8")
     p.add_argument("--target", default="cortex-m55", choices=sorted(TARGETS))
     p.add_argument("--epochs", type=int, default=12)
@@ -272,9 +306,14 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from .capture import CaptureError
+    from .cruntime import CRuntimeError
+    from .firmware import FirmwareBuildError, FirmwareRunError, ToolchainMissing
     from .lower import LoweringError
     from .program import ProgramFormatError
+    from .runtime import OpExecutionError
 
+    user_errors = (CliError, ProgramFormatError, CaptureError, LoweringError, OpExecutionError, CRuntimeError,
+                   FirmwareBuildError, FirmwareRunError, ToolchainMissing, ValueError, OSError)
     args = build_parser().parse_args(argv)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.showwarning = _show_warning
@@ -283,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and the like
         sys.stderr.close()
         return 0
-    except (CliError, ProgramFormatError, CaptureError, LoweringError, ValueError, OSError) as exc:
+    except user_errors as exc:
         print(f"mcuforge {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

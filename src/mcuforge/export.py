@@ -28,15 +28,6 @@ C_DTYPES = {"int8": "MF_INT8", "int16": "MF_INT16", "int32": "MF_INT32", "float3
 PROGRAM_SECTION = ".rodata.mcuforge_program"
 
 
-def arena_bytes(graph: Graph, header_arena_bytes: int) -> int:
-    """What the C runtime's ``mf_program_arena_bytes`` returns: the activations, then (16-byte
-    aligned) the largest op scratch buffer."""
-    scratch = max((op.scratch_bytes for op in graph.ops), default=0)
-    if scratch == 0:
-        return header_arena_bytes
-    return (header_arena_bytes + 15) // 16 * 16 + scratch
-
-
 def _c_bytes(data: bytes, indent: str = "    ") -> str:
     rows = (", ".join(f"0x{b:02x}" for b in data[i:i + 16]) for i in range(0, len(data), 16))
     return ",\n".join(indent + row for row in rows)
@@ -170,7 +161,7 @@ def export_c(program: bytes | str | Path, out_dir: str | Path,
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     _copy_runtime(out)
-    arena = arena_bytes(graph, header.arena_bytes)
+    arena = graph.ram_bytes  # what mf_program_arena_bytes returns
     (out / "model.h").write_text(_model_header(graph, target.name, len(data), arena))
     (out / "model_program.c").write_text(_program_source(data))
     (out / "model_inputs.c").write_text(_inputs_source(graph, inputs))

@@ -100,6 +100,13 @@ class Graph:
         return self.tensors[name]
 
     @property
+    def ram_bytes(self) -> int:
+        """The RAM the runtime needs: the planned activations, then (16-byte aligned) the largest
+        op scratch buffer -- what the C runtime's ``mf_program_arena_bytes`` returns."""
+        scratch = max((op.scratch_bytes for op in self.ops), default=0)
+        return self.arena_bytes if scratch == 0 else (self.arena_bytes + 15) // 16 * 16 + scratch
+
+    @property
     def constant_bytes(self) -> int:
         return sum(t.nbytes for t in self.tensors.values() if t.is_constant)
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..ir import DTYPES
 from ..program import deserialize
+from ..targets import get_target
 from . import toolchain
 from .boards import get_board
 from .builder import build
@@ -111,6 +112,11 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
     board = get_board(target)
     mode = trace_mode(trace)
     graph = deserialize(bytes(program_bytes))
+    compiled_for, runs_on = get_target(graph.target), get_target(target)
+    if compiled_for.isa != runs_on.isa:
+        # The firmware would refuse it (MF_ERR_TARGET): say so before building and booting a board.
+        raise FirmwareRunError(f"the program was compiled for {compiled_for.name} ({compiled_for.isa} kernels) and "
+                               f"cannot run on {runs_on.name} ({runs_on.isa}): compile it with --target {target}")
     elf = build(target, trace=mode != "off")
     command = qemu_command(target, elf)
     with tempfile.TemporaryDirectory(prefix="mcuforge-qemu-") as tmp:
