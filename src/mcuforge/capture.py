@@ -7,6 +7,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from .rnn import rewrite_recurrent
+
 
 class CaptureError(RuntimeError):
     """torch.export could not capture the model; the message names the model and the cause."""
@@ -33,7 +35,7 @@ def capture(model: nn.Module, example_inputs: Sequence[torch.Tensor]) -> torch.f
     ``check_guards=False`` keeps torch.export from inserting a ``_guards_fn`` call_module that
     the PT2E passes and our lowering do not expect.
     """
-    model = model.eval()
+    model = rewrite_recurrent(model.eval())  # nn.LSTM/GRU/RNN -> unrolled Linear + gates (a copy)
     args = as_input_tuple(example_inputs)
     try:
         exported = torch.export.export(model, args)
