@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .quant_utils import (
@@ -57,8 +59,38 @@ def add_s8(
         except ValueError as err:
             raise ValueError(f"{name}: {err}") from err
 
-    a_flat = np.broadcast_to(a, shape).reshape(-1)
-    b_flat = np.broadcast_to(b, shape).reshape(-1)
+    params = (int(a_offset), int(a_multiplier), int(a_shift), int(b_offset), int(b_multiplier), int(b_shift),
+              int(left_shift), int(output_offset), int(output_multiplier), int(output_shift), int(act_min),
+              int(act_max))
+    if int(np.prod(shape)) < TABLE_MIN_ELEMENTS:
+        return _add_direct(np.broadcast_to(a, shape).reshape(-1), np.broadcast_to(b, shape).reshape(-1),
+                           *params).reshape(shape)
+    # The result depends only on the byte pair (a, b): look it up in the table of all 65536 pairs, computed
+    # by the same integer pipeline. index = (a as uint8) * 256 + (b as uint8).
+    index = np.left_shift(a.view(np.uint8), 8, dtype=np.uint16)
+    index = np.bitwise_or(index, b.view(np.uint8), dtype=np.uint16)
+    return np.take(_add_table(*params), index)
+
+
+#: Outputs from which the 65536-entry table pays for itself (it is cached per parameter set anyway).
+TABLE_MIN_ELEMENTS = 8192
+
+
+@functools.lru_cache(maxsize=64)
+def _add_table(*params: int) -> np.ndarray:
+    """int8 (65536,): entry ``ua * 256 + ub`` is the sum of the int8 values with bytes ua and ub."""
+    values = np.arange(256, dtype=np.uint8).view(np.int8)
+    table = _add_direct(np.repeat(values, 256), np.tile(values, 256), *params)
+    table.flags.writeable = False  # shared by every call with these parameters
+    return table
+
+
+def _add_direct(
+    a_flat: np.ndarray, b_flat: np.ndarray, a_offset: int, a_multiplier: int, a_shift: int, b_offset: int,
+    b_multiplier: int, b_shift: int, left_shift: int, output_offset: int, output_multiplier: int,
+    output_shift: int, act_min: int, act_max: int,
+) -> np.ndarray:
+    """The CMSIS-NN add on two flat int8 arrays of one size, element by element (int64 pipeline)."""
     out = np.empty(a_flat.shape, dtype=np.int8)
     for start in range(0, out.size, BLOCK_ELEMENTS):  # cache-sized blocks of the int64 pipeline
         block = slice(start, start + BLOCK_ELEMENTS)
@@ -68,4 +100,4 @@ def add_s8(
         b_req = requantize(b_scaled, b_multiplier, b_shift).astype(np.int64)
         total = wrap_int32(a_req + b_req)
         out[block] = requantize_output(total, output_multiplier, output_shift, output_offset, act_min, act_max)
-    return out.reshape(shape)
+    return out

@@ -9,25 +9,28 @@ therefore only ever given for the top/left; the bottom/right extent follows from
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 from numpy.typing import ArrayLike
 
 from .quant_utils import (
+    Requantizer,
     check_activation_range,
     check_bias,
     check_int8,
     check_offsets,
     check_requant_params,
-    requantize_output,
-    wrap_int32,
 )
 
 IntPair = int | tuple[int, int]
 
 #: Largest float64 im2col block (bytes) built at once; batches are processed in chunks below this.
 IM2COL_BUDGET_BYTES = 16 << 20
+#: Working set (bytes) of one conv2d_s8 batch chunk: patches and accumulators stay in L2/L3.
+CONV_BUDGET_BYTES = 2 << 20
 
 
 def pair(value: IntPair, name: str, minimum: int) -> tuple[int, int]:
@@ -121,6 +124,101 @@ def check_float64_exact(terms: int, input_offset: int) -> None:
         raise ValueError(f"dot product of {terms} terms may not be exact in float64")
 
 
+def padded_input(
+    x: np.ndarray,
+    kernel_hw: tuple[int, int],
+    stride: tuple[int, int],
+    padding: tuple[int, int],
+    dilation: tuple[int, int],
+    output_hw: tuple[int, int],
+    fill: int | float,
+    dtype: type,
+) -> np.ndarray:
+    """``x`` (N, H, W, C) as ``dtype``, padded with ``fill`` so that every window of the geometry lies inside
+    (top/left by ``padding``, bottom/right as far as the output size reaches), and cropped of rows/columns
+    no window reads. Window (oy, ox) then starts at row ``oy*sh``, column ``ox*sw`` of the result."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw), (oh, ow) = kernel_hw, stride, padding, dilation, output_hw
+    n, h, w, c = x.shape
+    span_h = (oh - 1) * sh + (kh - 1) * dh + 1  # rows touched, in padded coordinates
+    span_w = (ow - 1) * sw + (kw - 1) * dw + 1
+    out = np.empty((n, span_h, span_w, c), dtype=dtype)
+    rows = slice(max(0, ph), min(span_h, ph + h))  # in padded coordinates
+    cols = slice(max(0, pw), min(span_w, pw + w))
+    if rows.start > 0 or cols.start > 0 or rows.stop < span_h or cols.stop < span_w:
+        out.fill(fill)
+    if rows.stop > rows.start and cols.stop > cols.start:
+        out[:, rows, cols, :] = x[:, rows.start - ph:rows.stop - ph, cols.start - pw:cols.stop - pw, :]
+    return out
+
+
+def im2col(
+    xp: np.ndarray,
+    kernel_hw: tuple[int, int],
+    stride: tuple[int, int],
+    dilation: tuple[int, int],
+    output_hw: tuple[int, int],
+) -> np.ndarray:
+    """Patches of a ``padded_input``: (N*OH*OW, KH*KW*C), ``[(n, oy, ox), (i, j, c)] = xp[n, oy*sh + i*dh,
+    ox*sw + j*dw, c]`` -- the OHWI weight order. One strided copy; for dilation 1 the innermost run of
+    ``KW*C`` elements is contiguous in the input, which keeps the copy fast whatever the stride."""
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel_hw, stride, dilation, output_hw
+    n, _, _, c = xp.shape
+    s_n, s_h, s_w, s_c = xp.strides
+    view = as_strided(xp, (n, oh, ow, kh, kw, c), (s_n, s_h * sh, s_w * sw, s_h * dh, s_w * dw, s_c),
+                      writeable=False)
+    return view.reshape(n * oh * ow, kh * kw * c)
+
+
+def matmul_dtype(w_rows: np.ndarray) -> type:
+    """float32 when every partial sum of ``x . w_row`` (int8 x, any w row of ``w_rows``) is an integer below
+    2^24 in magnitude, whatever the order of summation: ``128 * sum|w| < 2^24``. Then each float32 addition
+    is exact, so BLAS gives the exact integer. Otherwise float64 (``check_float64_exact``)."""
+    l1 = np.abs(w_rows.astype(np.int64)).sum(axis=1).max(initial=0)
+    return np.float32 if 128 * int(l1) < 1 << 24 else np.float64
+
+
+#: Prepared weights and requantizers by parameter bytes (a program calls each layer with the same ones).
+_PREPARED: OrderedDict[tuple, tuple[type, np.ndarray, Requantizer]] = OrderedDict()
+_PREPARED_MAX = 256
+
+
+def prepare_weights(
+    w_rows: np.ndarray,
+    bias: np.ndarray,
+    multipliers: np.ndarray,
+    shifts: np.ndarray,
+    input_offset: int,
+    output_offset: int,
+    act_min: int,
+    act_max: int,
+) -> tuple[type, np.ndarray, Requantizer]:
+    """For int8 weights ``w_rows`` (O, K): the exact matmul dtype, the weights in it, and the requantizer.
+
+    With the input padded by its zero point (``x + input_offset = 0`` there) every tap can be summed:
+    ``acc = (bias + input_offset * sum(w)) + sum x * w``; int8 x keeps the float32 bound of ``matmul_dtype``
+    wide (K up to 1023 whatever the weights). ``acc + bias'`` is the exact accumulator, so the requantizer's
+    wrap decision (from ``|sum x * w| <= 128 * sum|w|`` and ``|bias'|``) is the C one. Cached by the bytes of
+    every parameter: the result is a pure function of them.
+    """
+    key = (w_rows.shape, w_rows.tobytes(), bias.tobytes(), multipliers.tobytes(), multipliers.shape,
+           shifts.tobytes(), shifts.shape, int(input_offset), int(output_offset), int(act_min), int(act_max))
+    hit = _PREPARED.get(key)
+    if hit is not None:
+        _PREPARED.move_to_end(key)
+        return hit
+    dtype = matmul_dtype(w_rows)
+    w64 = w_rows.astype(np.int64)
+    requant = Requantizer(multipliers, shifts, output_offset, act_min, act_max,
+                          bias=bias + int(input_offset) * w64.sum(axis=1), acc_bound=128 * np.abs(w64).sum(axis=1))
+    w_mat = w_rows.astype(dtype)
+    w_mat.flags.writeable = False  # shared by every call with these parameters
+    hit = (dtype, w_mat, requant)
+    _PREPARED[key] = hit
+    if len(_PREPARED) > _PREPARED_MAX:
+        _PREPARED.popitem(last=False)
+    return hit
+
+
 def conv2d_s8(
     x_nhwc: np.ndarray,
     w_ohwi: np.ndarray,
@@ -144,8 +242,9 @@ def conv2d_s8(
     shifts[o]), ``+ output_offset``, clamp to [act_min, act_max]. Shapes: x (N, H, W, C), w (O, KH, KW, C),
     bias (O,) int32 or None, multipliers/shifts length O (or 1). Returns int8 (N, OH, OW, O).
 
-    The dot products run as a float64 matmul on im2col patches: exact (see ``check_float64_exact``) and BLAS
-    fast; the accumulator is then wrapped to int32 as on the target.
+    The dot products run as a float32 (or float64, see ``matmul_dtype``) BLAS matmul on im2col patches of the
+    zero-point padded input, exact; the accumulator is then wrapped to int32 as on the target and requantized
+    by ``Requantizer``.
     """
     x = check_int8("x_nhwc", x_nhwc, 4)
     w = check_int8("w_ohwi", w_ohwi, 4)
@@ -161,14 +260,20 @@ def conv2d_s8(
     depth = kh * kw * c
     check_float64_exact(depth, input_offset)
 
-    w_cols = w.reshape(oc, depth).astype(np.float64).T  # (KH*KW*C, O), tap-major like the patches
+    # Padding with the zero point makes skipped taps contribute 0 (see prepare_weights).
+    dtype, w_mat, requant = prepare_weights(w.reshape(oc, depth), b, mult, shift, input_offset, output_offset,
+                                            act_min, act_max)
+    zero_point = -int(input_offset)
+    pointwise = (kh, kw) == (1, 1) and st == (1, 1) and pd == (0, 0) and (oh, ow) == (h, wd)
     out = np.empty((n, oh, ow, oc), dtype=np.int8)
-    for chunk in batch_chunks(n, oh * ow * (depth + oc) * 8):
-        x_off = x[chunk].astype(np.float64) + input_offset  # zero fill below == skipped tap
-        patches = np.empty((x_off.shape[0], oh, ow, kh, kw, c), dtype=np.float64)
-        for i, j, view in window_taps(x_off, (kh, kw), st, pd, dl, (oh, ow), fill=0.0):
-            patches[:, :, :, i, j, :] = view
-        acc = (patches.reshape(-1, depth) @ w_cols).astype(np.int64)  # exact integers, (rows, O)
-        result = requantize_output(wrap_int32(acc + b), mult, shift, output_offset, act_min, act_max)
-        out[chunk] = result.reshape(-1, oh, ow, oc)
+    rows_per_item = oh * ow
+    for chunk in batch_chunks(n, rows_per_item * (depth + oc) * np.dtype(dtype).itemsize, CONV_BUDGET_BYTES):
+        xs = x[chunk]
+        if pointwise:  # the input is already the patch matrix
+            patches = xs.reshape(-1, c).astype(dtype)
+        else:
+            xp = padded_input(xs, (kh, kw), st, pd, dl, (oh, ow), zero_point, dtype)
+            patches = im2col(xp, (kh, kw), st, dl, (oh, ow))
+        acc = patches @ w_mat.T  # (rows, O): exact integers, already in the NHWC output order
+        requant(acc, out[chunk].reshape(-1, oc))
     return out

@@ -5,19 +5,17 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .conv import IntPair, batch_chunks, resolve_geometry, window_taps
+from .conv import IntPair, batch_chunks, padded_input, prepare_weights, resolve_geometry
 from .quant_utils import (
     check_activation_range,
     check_bias,
     check_int8,
     check_offsets,
     check_requant_params,
-    requantize_output,
-    wrap_int32,
 )
 
 #: Working set (bytes) of one batch chunk.
-DEPTHWISE_BUDGET_BYTES = 8 << 20
+DEPTHWISE_BUDGET_BYTES = 1 << 20
 
 
 def depthwise_conv2d_s8(
@@ -46,8 +44,9 @@ def depthwise_conv2d_s8(
     Shapes: x (N, H, W, C), w (1, KH, KW, C*M), bias (C*M,) int32 or None, multipliers/shifts length C*M
     (or 1). Returns int8 (N, OH, OW, C*M).
 
-    There is no reduction over channels, so the taps are accumulated elementwise in int32 (each product is
-    below 2^16 in magnitude; the int32 sum wraps exactly like the C accumulator).
+    There is no reduction over channels, so the taps are accumulated elementwise, in float32 when that is
+    exact (see ``conv.matmul_dtype``), on the zero-point padded input; the exact sum is then wrapped to int32
+    like the C accumulator and requantized by ``Requantizer``.
     """
     x = check_int8("x_nhwc", x_nhwc, 4)
     w = check_int8("w_1hwc", w_1hwc, 4)
@@ -64,14 +63,34 @@ def depthwise_conv2d_s8(
     check_activation_range(act_min, act_max)
     check_offsets({"input_offset": input_offset}, output_offset)
 
-    w_taps = w.reshape(kh, kw, c, m).astype(np.int32)
-    bias32 = wrap_int32(b)
+    # Output channel ic*M + m reads input channel ic: repeating every input channel M times makes the
+    # multiplier-1 case, with every operand laid out like the output.
+    xr = x if m == 1 else np.repeat(x, m, axis=3)
+    # As in conv2d_s8: padding with the zero point lets every tap be summed, the input offset moves into the
+    # bias (bias + input_offset * sum of taps), and int8 x keeps float32 exact (matmul_dtype bound).
+    dtype, w_mat, requant = prepare_weights(np.ascontiguousarray(w.reshape(kh * kw, oc).T), b, mult, shift,
+                                            input_offset, output_offset, act_min, act_max)
+    w_f = w_mat.T  # (taps, OC)
+    (sh, sw), (dh, dw) = st, dl
+    # Each tap multiplies rows of OW*OC values, contiguous in the (phase of the) padded input, by the tap's
+    # weights tiled OW times: long inner loops for numpy. With a column stride sw > 1 the padded input is
+    # split into its sw column phases first; tap j then reads phase (j*dw) % sw from column (j*dw) // sw.
+    w_rows = np.tile(w_f, (1, ow))
     out = np.empty((n, oh, ow, oc), dtype=np.int8)
-    for chunk in batch_chunks(n, oh * ow * oc * 4 * 3, DEPTHWISE_BUDGET_BYTES):
-        x_off = x[chunk].astype(np.int32) + np.int32(input_offset)  # zero fill below == skipped tap
-        acc = np.zeros((x_off.shape[0], oh, ow, c, m), dtype=np.int32)
-        for i, j, view in window_taps(x_off, (kh, kw), st, pd, dl, (oh, ow), fill=0):
-            acc += view[..., None] * w_taps[i, j]  # int32 arithmetic wraps like the C accumulator
-        acc = acc.reshape(-1, oh, ow, oc) + bias32
-        out[chunk] = requantize_output(acc, mult, shift, output_offset, act_min, act_max)
+    item_bytes = oh * ow * oc * np.dtype(dtype).itemsize * 2 + (oh * sh + kh * dh) * (ow * sw + kw * dw) * oc * 8
+    for chunk in batch_chunks(n, item_bytes, DEPTHWISE_BUDGET_BYTES):
+        xp = padded_input(xr[chunk], (kh, kw), st, pd, dl, (oh, ow), -int(input_offset), dtype)
+        count = xp.shape[0]
+        phases = [xp] if sw == 1 else [np.ascontiguousarray(xp[:, :, p::sw, :]) for p in range(sw)]
+        acc = np.empty((count, oh, ow * oc), dtype=dtype)
+        tmp = np.empty_like(acc)
+        for tap in range(kh * kw):
+            i, j = divmod(tap, kw)
+            phase, col = divmod(j * dw, sw)[::-1]
+            src = phases[phase]
+            view = src[:, i * dh:i * dh + (oh - 1) * sh + 1:sh, col:col + ow, :].reshape(count, oh, ow * oc)
+            np.multiply(view, w_rows[tap], out=acc if tap == 0 else tmp)
+            if tap:
+                acc += tmp
+        requant(acc.reshape(-1, oc), out[chunk].reshape(-1, oc))
     return out

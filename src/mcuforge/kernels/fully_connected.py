@@ -5,15 +5,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .conv import check_float64_exact
+from .conv import check_float64_exact, prepare_weights
 from .quant_utils import (
     check_activation_range,
     check_bias,
     check_int8,
     check_offsets,
     check_requant_params,
-    requantize_output,
-    wrap_int32,
 )
 
 
@@ -34,7 +32,7 @@ def fully_connected_s8(
 
     ``acc[n, o] = bias[o] + sum_i (x[n, i] + input_offset) * w[o, i]`` (int32, wrapping), then ``requantize``,
     ``+ output_offset``, clamp to [act_min, act_max]. x is (N, I) or (I,) (one row; the result then has
-    shape (O,)); w is (O, I); bias (O,) int32 or None. The dot products are an exact float64 matmul.
+    shape (O,)); w is (O, I); bias (O,) int32 or None. The dot products are an exact float32/float64 matmul.
     """
     x = check_int8("x", x, (1, 2))
     w = check_int8("w_oi", w_oi, 2)
@@ -47,7 +45,8 @@ def fully_connected_s8(
     check_offsets({"input_offset": input_offset}, output_offset)
     check_float64_exact(depth, input_offset)
 
-    rows = x.reshape(-1, depth).astype(np.float64) + input_offset
-    acc = (rows @ w.astype(np.float64).T).astype(np.int64)
-    out = requantize_output(wrap_int32(acc + b), mult, shift, output_offset, act_min, act_max)
-    return out.reshape(x.shape[:-1] + (oc,))
+    # As conv2d_s8: acc = (bias + input_offset * sum(w)) + x . w, an exact float32 (or float64) matmul of the
+    # int8 rows, wrapped to int32 and requantized by the cached requantizer of these parameters.
+    dtype, w_mat, requant = prepare_weights(w, b, mult, shift, input_offset, output_offset, act_min, act_max)
+    acc = x.reshape(-1, depth).astype(dtype) @ w_mat.T
+    return requant(acc).reshape(x.shape[:-1] + (oc,))

@@ -31,6 +31,10 @@ SHIFT_MIN = -31
 SHIFT_MAX = 30
 #: Elements per block in the elementwise int64 pipelines (keeps temporaries in cache).
 BLOCK_ELEMENTS = 1 << 16
+#: Shortest row the channels-last requantizer works on (parameters tiled to this width).
+TILE_WIDTH = 512
+#: Elements per int64 block of ``Requantizer`` (larger blocks: fewer numpy calls; smaller: cache).
+REQUANT_BLOCK_ELEMENTS = 1 << 17
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -106,10 +110,43 @@ def requantize_output(
     """The common CMSIS-NN epilogue: ``clamp(requantize(acc) + output_offset, act_min, act_max)`` -> int8.
 
     The offset is added in int32 (wrapping, as the C code does) before the clamp. ``multiplier``/``shift``
-    are scalars or per-channel arrays along the last axis of ``acc``. Large inputs are processed in blocks
-    of rows that fit in cache (the int64 temporaries would otherwise make this memory bound).
+    are scalars or per-channel arrays along the last axis of ``acc``. Large inputs run the fused pipeline of
+    ``Requantizer`` (the same results as ``requantize`` followed by the offset and the clamp).
     """
     acc = np.asarray(acc_int32)
+    m = np.asarray(multiplier)
+    s = np.asarray(shift)
+    channels = acc.shape[-1] if acc.ndim else 1
+    if (acc.size < FUSED_MIN_ELEMENTS or m.ndim > 1 or s.ndim > 1 or m.size not in (1, channels)
+            or s.size not in (1, channels)):
+        return _requantize_output_unfused(acc, m, s, output_offset, act_min, act_max)
+    if np.any((s < SHIFT_MIN) | (s > SHIFT_MAX)):
+        raise ValueError(f"requantize: shift must be in [{SHIFT_MIN}, {SHIFT_MAX}]")
+    if np.any((m < INT32_MIN) | (m > INT32_MAX)):
+        raise ValueError("requantize: multiplier must fit in int32")
+    rows = acc.reshape(-1, channels)
+    if not np.issubdtype(rows.dtype, np.integer):
+        rows = np.asarray(rows, dtype=np.int64)  # as wrap_int32 does: a float accumulator is truncated
+    m64, s64 = m.astype(np.int64).reshape(-1), s.astype(np.int64).reshape(-1)
+    key = (m64.tobytes(), s64.tobytes(), int(output_offset), int(act_min), int(act_max))
+    req = _REQUANTIZERS.get(key)
+    if req is None:
+        if len(_REQUANTIZERS) >= 256:
+            _REQUANTIZERS.clear()  # a program has far fewer parameter sets; this only bounds the memory
+        req = _REQUANTIZERS[key] = Requantizer(m64, s64, output_offset, act_min, act_max)
+    return req(rows).reshape(acc.shape)
+
+
+#: Below this many values ``requantize_output`` runs step by step: building a ``Requantizer`` costs more.
+FUSED_MIN_ELEMENTS = 1 << 14
+#: ``requantize_output``'s requantizers by parameter bytes (no bias, no bound: they depend on nothing else).
+_REQUANTIZERS: dict[tuple, Requantizer] = {}
+
+
+def _requantize_output_unfused(
+    acc: np.ndarray, multiplier: np.ndarray, shift: np.ndarray, output_offset: int, act_min: int, act_max: int
+) -> np.ndarray:
+    """``requantize_output`` step by step (parameters of any broadcastable shape)."""
     rows = acc.reshape(-1, acc.shape[-1]) if acc.ndim else acc.reshape(1, 1)
     out = np.empty(rows.shape, dtype=np.int8)
     step = max(1, BLOCK_ELEMENTS // max(1, rows.shape[1]))
@@ -118,6 +155,194 @@ def requantize_output(
         shifted = wrap_int32(requantize(block, multiplier, shift).astype(np.int64) + output_offset)
         out[start : start + step] = np.clip(shifted, act_min, act_max)
     return out.reshape(acc.shape)
+
+
+def _wrap_int32_inplace(a: np.ndarray) -> None:
+    """``a = wrap_int32(a)`` for an int64 array, without temporaries."""
+    np.add(a, 1 << 31, out=a)
+    np.bitwise_and(a, 0xFFFFFFFF, out=a)
+    np.subtract(a, 1 << 31, out=a)
+
+
+class Requantizer:
+    """``clamp(requantize(wrap_int32(acc + bias)) + output_offset, act_min, act_max)`` -> int8, fused.
+
+    The same integers as ``requantize`` (CMSIS-NN double rounding) in fewer passes over int64 blocks.
+    With ``x = acc + bias`` (no left shift), ``p = x * m``, ``y = (p + 2^30) >> 31`` and a right shift
+    ``e >= 1``:
+
+    - ``y + 2^(e-1) + off * 2^e == (acc * m + K) >> 31`` with ``K = bias * m + 2^30 + 2^(e+30) +
+      off * 2^(e+31)``, exactly: the added terms are multiples of 2^31. One multiply, one add and one shift
+      give ``u = y + 2^(e-1) + off * 2^e``;
+    - ``divide_by_power_of_two`` rounds half away from zero: ``(y + 2^(e-1) - [y < 0]) >> e``, and
+      ``y < 0`` iff ``u < 2^(e-1) + off * 2^e``; so ``(u - [u < c]) >> e`` is the result plus the offset.
+    - The correction ``[y < 0]`` changes a result only at a tie of a negative y, and then only between two
+      values <= 0 (before the offset). When the clamp's lower bound is ``act_min - off >= 0`` (a fused ReLU)
+      both clamp to the same value, so it is dropped, and the two shifts merge: ``(acc * m + K) >> (31+e)``.
+    - When ``|acc * m| < 2^53`` the product of a float accumulator (exact integers) and m is exact in
+      float64, so converting the accumulator and multiplying is one pass.
+
+    Each folding is only done where the bounds (``acc_bound``: per-channel bound on |acc|, None = any int)
+    prove that no int32 wrap of the C code can occur (acc + bias, the left shift, + offset) and that the
+    int64 sums stay below 2^62; otherwise that step runs as its own wrapping pass.
+    Per-channel parameters run along the last axis of acc (L, C); short rows are tiled (see ``_tile``).
+    """
+
+    _ARRAYS = ("bias", "multipliers", "shifts", "consts", "left", "right", "thresholds", "total_shift")
+
+    def __init__(self, multipliers: ArrayLike, shifts: ArrayLike, output_offset: int, act_min: int,
+                 act_max: int, *, bias: ArrayLike | None = None, acc_bound: ArrayLike | None = None) -> None:
+        m = np.asarray(multipliers, dtype=np.int64).reshape(-1)
+        s = np.asarray(shifts, dtype=np.int64).reshape(-1)
+        b = np.zeros(1, np.int64) if bias is None else np.asarray(bias, dtype=np.int64).reshape(-1)
+        channels = max(m.size, s.size, b.size)
+        m, s, b = (np.broadcast_to(v, (channels,)) for v in (m, s, b))
+        off = int(output_offset)
+        self.act_min, self.act_max = int(act_min), int(act_max)
+        self.offset = off
+        # The decisions below compare float64 upper bounds, inflated by SAFE to cover their rounding: a bound
+        # that errs high only keeps a (harmless) wrap pass or an unfolded step. Exact constants are int64.
+        safe = 1.0 + 2.0**-30
+        acc_b = np.full(channels, np.inf) if acc_bound is None else np.broadcast_to(
+            np.asarray(acc_bound, dtype=np.float64), (channels,))
+        m_abs = np.abs(m.astype(np.float64))
+        b_abs = np.abs(b.astype(np.float64))
+        x_b = (acc_b + b_abs) * safe
+        self.wrap_acc = bool(np.any(x_b > INT32_MAX))  # acc + bias wraps to int32 as the C accumulator
+        x_b = np.minimum(x_b, 2.0**31)
+        left = np.maximum(s, 0)
+        right = np.maximum(-s, 0)
+        x_b = x_b * np.exp2(left)
+        self.wrap_left = bool(np.any(x_b > INT32_MAX))  # the wrapping 32-bit multiply by 2^left
+        x_b = np.minimum(x_b, 2.0**31)
+        # x = m = INT32_MIN is the one doubling-high-mult overflow: such parameters take the plain route
+        self.plain = bool(np.any(m == INT32_MIN))
+        # |result| <= (|x| * |m| + 2^30) / 2^31 + 1, divided by 2^e, + 1
+        r_b = ((x_b * m_abs + 2.0**30) / 2.0**31 + 1.0) / np.exp2(right) * safe + 1.0
+        self.wrap_offset = bool(np.max(r_b) + 128 > INT32_MAX)
+        fold_bias = not (self.plain or self.wrap_acc or self.wrap_left or bool(np.any(left)))
+        fold_offset = not (self.plain or self.wrap_offset)
+
+        def fits(with_bias: bool, with_offset: bool) -> bool:
+            """|acc * m + K| < 2^62 for the constants K with these foldings."""
+            k = 2.0**30 + np.where(right > 0, np.exp2(right + 30.0), 0.0)
+            if with_bias:
+                k = k + b_abs * m_abs
+            if with_offset:
+                k = k + abs(off) * np.exp2(right + 31.0)
+            return bool(np.all(((acc_b if with_bias else x_b) * m_abs + k) * safe < 2.0**62))
+
+        self.fold_bias = fold_bias and fits(True, fold_offset)
+        self.fold_offset = fold_offset and fits(self.fold_bias, True)
+        # Exact int64 constants: every term and partial sum is below 2^62 (fits).
+        one = np.int64(1)
+        k = np.full(channels, 1 << 30, dtype=np.int64) + np.where(right > 0, one << (right + 30), 0)
+        if self.fold_bias:
+            k = k + b * m
+        if self.fold_offset:
+            k = k + np.int64(off) * (one << (right + 31))
+        # Ties of negative y only matter above the clamp's lower bound (see the class notes).
+        self.tie_correction = bool(np.any(right)) and not (self.fold_offset and self.act_min - off >= 0)
+        # Convert-and-multiply in one float64 pass: exact while |acc * m| < 2^53.
+        self.multiply_on_load = self.fold_bias and bool(np.all(acc_b * m_abs * safe < 2.0**53))
+        sentinel = -(1 << 62)  # e == 0: u is never below it, no rounding correction
+        half = np.where(right > 0, one << np.maximum(right - 1, 0), 0)
+        thresholds = np.where(right > 0, half + (np.int64(off) << right if self.fold_offset else 0), sentinel)
+        def column(values: np.ndarray) -> np.ndarray | int:
+            values = np.asarray(values, dtype=np.int64)
+            if np.all(values == values[0]):
+                return int(values[0])  # a scalar operand keeps numpy's fastest loops
+            return values
+
+        self.channels = channels
+        self.bias = None if self.fold_bias or bias is None else column(b)
+        self.multipliers = column(m)
+        self.shifts = column(s)
+        self.consts = column(k)
+        self.left = column(left) if np.any(left) else None
+        self.right = column(right) if np.any(right) else None
+        self.thresholds = column(thresholds)
+        self.total_shift = column(right + 31)
+        self._tiled: dict[int, Requantizer] = {}
+
+    def _tile(self, times: int) -> Requantizer:
+        """The same requantizer for channels-last rows of ``times * C`` values (per-channel parameters
+        repeated): numpy's inner loops then run over long rows instead of C values."""
+        if times not in self._tiled:
+            tiled = object.__new__(Requantizer)
+            tiled.__dict__.update(self.__dict__)
+            for name in self._ARRAYS:
+                value = getattr(self, name)
+                if isinstance(value, np.ndarray):
+                    setattr(tiled, name, np.tile(value, times))
+            tiled.channels, tiled._tiled = self.channels * times, {}
+            self._tiled[times] = tiled
+        return self._tiled[times]
+
+    def __call__(self, acc: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Requantize ``acc`` ((L, C): integers, or floats holding exact integers below 2^53) into ``out``
+        (int8, same shape; allocated if None)."""
+        if out is None:
+            out = np.empty(acc.shape, dtype=np.int8)
+        if acc.size == 0:
+            return out
+        times = -(-TILE_WIDTH // acc.shape[1])
+        if times > 1 and acc.shape[0] >= times and acc.flags.c_contiguous and out.flags.c_contiguous:
+            whole = acc.shape[0] // times * times  # rows that make whole tiled rows; the rest below
+            tiled = self if self.channels == 1 else self._tile(times)
+            width = times * acc.shape[1]
+            tiled(acc[:whole].reshape(-1, width), out[:whole].reshape(-1, width))
+            if whole < acc.shape[0]:
+                self(acc[whole:], out[whole:])
+            return out
+        step = max(1, REQUANT_BLOCK_ELEMENTS // max(1, acc.shape[1]))
+        blocks = [slice(i, i + step) for i in range(0, acc.shape[0], step)]
+        first = acc[blocks[0]].shape
+        buf = np.empty(first, dtype=np.int64)
+        neg = np.empty(first, dtype=bool) if self.tie_correction else None
+        float_acc = not np.issubdtype(acc.dtype, np.integer)
+        for block in blocks:
+            src = acc[block]
+            part = slice(0, src.shape[0])  # the last block may be smaller
+            a = buf[part]
+            if self.multiply_on_load and float_acc:
+                # float64 product (also for a float32 acc and a scalar m), exact below 2^53
+                np.multiply(src, self.multipliers, out=a, dtype=np.float64, casting="unsafe")
+                self._pipeline(a, None if neg is None else neg[part], multiplied=True)
+            else:
+                np.copyto(a, src, casting="unsafe")  # exact: integers, or integral floats below 2^53
+                self._pipeline(a, None if neg is None else neg[part], multiplied=False)
+            np.clip(a, self.act_min, self.act_max, out=out[block], casting="unsafe")
+        return out
+
+    def _pipeline(self, a: np.ndarray, below: np.ndarray | None, multiplied: bool) -> None:
+        """In place on int64 ``a`` (the accumulator, or its product by m if ``multiplied``): everything up to
+        the clamp."""
+        if not multiplied:
+            if self.bias is not None:
+                np.add(a, self.bias, out=a)
+            if self.wrap_acc:
+                _wrap_int32_inplace(a)
+            if self.plain:
+                a[...] = wrap_int32(requantize(a, self.multipliers, self.shifts).astype(np.int64) + self.offset)
+                return
+            if self.left is not None:
+                np.left_shift(a, self.left, out=a)
+                if self.wrap_left:
+                    _wrap_int32_inplace(a)
+            np.multiply(a, self.multipliers, out=a)
+        np.add(a, self.consts, out=a)
+        if self.tie_correction:
+            np.right_shift(a, 31, out=a)
+            np.less(a, self.thresholds, out=below)
+            np.subtract(a, below, out=a)
+            np.right_shift(a, self.right, out=a)
+        else:
+            np.right_shift(a, self.total_shift, out=a)  # floor(floor(q / 2^31) / 2^e) = floor(q / 2^(31+e))
+        if not self.fold_offset:
+            np.add(a, self.offset, out=a)
+            if self.wrap_offset:
+                _wrap_int32_inplace(a)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -211,8 +436,11 @@ def quantize_per_tensor(
     """
     x = np.asarray(x_float, dtype=np.float32)
     inv_scale = np.float32(1.0 / float(scale))
-    q = np.round(x * inv_scale) + np.float32(zero_point)
-    return np.clip(q, np.float32(qmin), np.float32(qmax)).astype(dtype)
+    q = np.multiply(x, inv_scale)  # the same fp32 operations as before, in place (no temporaries)
+    np.rint(q, out=q)  # = np.round: half to even
+    np.add(q, np.float32(zero_point), out=q)
+    np.clip(q, np.float32(qmin), np.float32(qmax), out=q)
+    return q.astype(dtype)
 
 
 def dequantize_per_tensor(q: ArrayLike, scale: float, zero_point: int) -> np.ndarray:

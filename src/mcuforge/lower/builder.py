@@ -10,6 +10,7 @@ Values of the PT2E-converted graph map to IR tensors like this:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,11 @@ TORCH_TO_IR_DTYPE = {
 
 NCHW_TO_NHWC = (0, 2, 3, 1)
 NHWC_TO_NCHW = (0, 3, 1, 2)
+
+
+# Constants at least this big are stored once when several ops use the same bytes; smaller ones
+# (per-layer multipliers and shifts) stay per op, so editing one layer's parameters touches only it.
+SHARED_CONSTANT_MIN_BYTES = 256
 
 
 class LoweringError(RuntimeError):
@@ -140,6 +146,7 @@ class GraphBuilder:
         self._float_of: dict[str, str] = {}  # int8 tensor -> its dequantized float tensor
         self._layout_of: dict[tuple[str, str], str] = {}  # (tensor, layout) -> converted tensor
         self._constants: dict[str, str] = {}  # get_attr target ("int8:" prefix when quantized) -> tensor
+        self._same_bytes: dict[tuple, str] = {}  # (dtype, shape, layout, qparams, sha1 of bytes) -> constant
         self._names: set[str] = set()
 
     # -- tensors -------------------------------------------------------------------------
@@ -154,10 +161,20 @@ class GraphBuilder:
 
     def add_tensor(self, base: str, shape: tuple[int, ...], dtype: str, *, qparams: QParams | None = None,
                    data: np.ndarray | None = None, layout: str = "plain") -> str:
-        name = self._unique(base)
+        shape = tuple(int(d) for d in shape)
+        key = None
         if data is not None:
             data = np.ascontiguousarray(data)
-        self.tensors[name] = Tensor(name, tuple(int(d) for d in shape), dtype, qparams, data, layout)
+            if data.nbytes >= SHARED_CONSTANT_MIN_BYTES:
+                # The same weights used at several places (an unrolled LSTM uses its hidden weights at
+                # every time step) are stored once in flash.
+                key = (dtype, shape, layout, qparams, hashlib.sha1(data.tobytes()).hexdigest())
+                if key in self._same_bytes:
+                    return self._same_bytes[key]
+        name = self._unique(base)
+        self.tensors[name] = Tensor(name, shape, dtype, qparams, data, layout)
+        if key is not None:
+            self._same_bytes[key] = name
         return name
 
     def constant(self, base: str, data: np.ndarray) -> str:
