@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .targets import TARGETS
+from .targets import TARGETS, get_target
 
 
 class CliError(Exception):
@@ -241,7 +241,39 @@ def cmd_demo(args: argparse.Namespace) -> int:
     int8 = evaluate(prog, batches)
     print(f"\n   fp32 accuracy  {fp32 * 100:6.2f} %")
     print(f"   int8 accuracy  {int8 * 100:6.2f} %   ({(int8 - fp32) * 100:+.2f} points)")
+    if args.host_only or get_target(args.target).qemu_machine is None:
+        return 0
+    _demo_on_board(prog, model, data.x_test[:1], args.html)
     return 0
+
+
+def _demo_on_board(prog: Any, model: Any, x: Any, html: str | None) -> None:
+    """Step 4 of the demo: one image through the C runtime and the firmware on QEMU, compared
+    byte for byte with the host runtime, and the board's per-op profile."""
+    from .firmware import describe_run
+    from .inspect import Inspector
+
+    board = get_target(prog.target).qemu_machine
+    print(f"\n4. the same program in C: on this machine, and as firmware on the emulated {prog.target} "
+          f"({board}, QEMU)")
+    host = prog.run_raw(x)
+    c_runtime = prog.run_raw(x, backend="c")
+    measured: dict[str, Any] = {}
+    _outputs, trace = prog.run(x, backend="qemu", trace=True, measured=measured)
+    on_board = prog.run_raw(x, backend="qemu")
+    same = all(np.array_equal(a, b) and np.array_equal(a, c)
+               for a, b, c in zip(host, c_runtime, on_board, strict=True))
+    print(f"   output bytes: host Python {'==' if same else '!='} host C {'==' if same else '!='} "
+          f"{prog.target} on QEMU{'' if same else '   MISMATCH'}")
+    print(f"   {describe_run(measured)}\n")
+    insp = Inspector(prog, trace)
+    print_inspection(insp, depth=1)
+    if html:
+        insp.numeric_gap(model, x)
+        insp.to_html(html)
+        print(f"wrote {html} (per-op instructions, arena timeline, SQNR per layer)")
+    if not same:
+        raise CliError("the C runtime or the board gave different bytes from the host runtime")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -295,6 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default="cortex-m55", choices=sorted(TARGETS))
     p.add_argument("--epochs", type=int, default=12)
     p.add_argument("-o", "--output", help="also save the program here")
+    p.add_argument("--host-only", action="store_true", help="skip step 4 (C runtime and the emulated board)")
+    p.add_argument("--html", help="write the Inspector's HTML report of the board run here")
     p.set_defaults(func=cmd_demo)
     return parser
 
