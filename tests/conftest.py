@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import mcuforge
+from mcuforge.ir import DTYPES
 from mcuforge.zoo import MODELS
 
 
@@ -23,6 +24,20 @@ def compiled(name: str, target: str = "cortex-m55"):
         prog = mcuforge.compile(model, example, calibration=calibration_set(example, 16, seed=1),
                                 target=target, progress=False)
     return model, example, prog
+
+
+def program_inputs(graph, rng):
+    """Random inputs in the program's dtype and layout (full int8 range for int8 inputs)."""
+    values = []
+    for name in graph.inputs:
+        t = graph.tensors[name]
+        dtype = DTYPES[t.dtype]
+        if np.issubdtype(dtype, np.integer):
+            info = np.iinfo(dtype)
+            values.append(rng.integers(max(info.min, -128), min(info.max, 127) + 1, t.shape).astype(dtype))
+        else:
+            values.append(rng.standard_normal(t.shape).astype(dtype))
+    return values
 
 
 @pytest.fixture

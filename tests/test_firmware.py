@@ -9,11 +9,10 @@ import pytest
 
 from mcuforge import firmware
 from mcuforge.firmware import FirmwareRunError, run_on_qemu
-from mcuforge.ir import DTYPES
 from mcuforge.runtime import execute
 from mcuforge.trace import HostTraceRecorder, Trace, program_crc
 
-from conftest import compiled
+from conftest import compiled, program_inputs
 
 MLPERF_TINY = ("ds_cnn", "mobilenet_v1_025", "resnet8", "fc_autoencoder")
 
@@ -25,20 +24,6 @@ def toolchain():
             firmware.toolchain.require(tool)
         except firmware.ToolchainMissing as exc:
             pytest.fail(str(exc), pytrace=False)
-
-
-def program_inputs(graph, rng):
-    """Random inputs in the program's dtype and layout (full int8 range for int8 inputs)."""
-    values = []
-    for name in graph.inputs:
-        t = graph.tensors[name]
-        dtype = DTYPES[t.dtype]
-        if np.issubdtype(dtype, np.integer):
-            info = np.iinfo(dtype)
-            values.append(rng.integers(max(info.min, -128), min(info.max, 127) + 1, t.shape).astype(dtype))
-        else:
-            values.append(rng.standard_normal(t.shape).astype(dtype))
-    return values
 
 
 def assert_same_as_host(prog, inputs, target, trace=False):

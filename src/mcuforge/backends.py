@@ -73,6 +73,7 @@ def run_backend(prog: Program, inputs: list[np.ndarray], runs: int, *, backend: 
         from . import firmware
 
         board_target = target or prog.target
+        firmware.check_board_target(prog.target, board_target)
 
         def run_qemu(program: bytes, xs: list[np.ndarray], how: str | None) -> tuple[list[np.ndarray], bytes | None]:
             outs, recorded, facts = firmware.run_on_qemu(program, xs, board_target, trace=how or False)

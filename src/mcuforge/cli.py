@@ -208,10 +208,12 @@ def cmd_export_c(args: argparse.Namespace) -> int:
 
 def cmd_size(args: argparse.Namespace) -> int:
     from . import api
-    from .firmware import format_size_report, size_report
+    from .firmware import check_board_target, format_size_report, size_report
 
     prog = api.load(args.program) if args.program else None
     target = args.target or (prog.target if prog is not None else "cortex-m55")
+    if prog is not None:
+        check_board_target(prog.target, target)
     print(format_size_report(size_report(target, prog)))
     return 0
 

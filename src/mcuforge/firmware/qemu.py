@@ -112,11 +112,6 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
     board = get_board(target)
     mode = trace_mode(trace)
     graph = deserialize(bytes(program_bytes))
-    compiled_for, runs_on = get_target(graph.target), get_target(target)
-    if compiled_for.isa != runs_on.isa:
-        # The firmware would refuse it (MF_ERR_TARGET): say so before building and booting a board.
-        raise FirmwareRunError(f"the program was compiled for {compiled_for.name} ({compiled_for.isa} kernels) and "
-                               f"cannot run on {runs_on.name} ({runs_on.isa}): compile it with --target {target}")
     elf = build(target, trace=mode != "off")
     command = qemu_command(target, elf)
     with tempfile.TemporaryDirectory(prefix="mcuforge-qemu-") as tmp:
@@ -164,6 +159,16 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
         "qemu_seconds": seconds,
     }
     return outputs, recorded, facts
+
+
+def check_board_target(program_target: str, board_target: str) -> None:
+    """A program runs on a board whose kernels use the same ISA path; the firmware would refuse any
+    other with MF_ERR_TARGET, so say it plainly before building and booting a board."""
+    compiled_for, runs_on = get_target(program_target), get_target(board_target)
+    if compiled_for.isa != runs_on.isa:
+        raise FirmwareRunError(f"the program was compiled for {compiled_for.name} ({compiled_for.isa} kernels) and "
+                               f"cannot run on {runs_on.name} ({runs_on.isa}): compile it with --target "
+                               f"{runs_on.name}")
 
 
 def describe_run(facts: dict[str, Any]) -> str:
