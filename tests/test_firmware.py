@@ -67,6 +67,14 @@ def test_board_reports_runtime_status():
         run_on_qemu(prog.to_bytes(), inputs, "cortex-m4")
 
 
+def test_run_on_a_board_of_another_isa_says_how_to_fix_it():
+    """prog.run checks the board before building firmware: the message names both targets and the fix."""
+    _, example, prog = compiled("fc_autoencoder", "cortex-m55")
+    with pytest.raises(FirmwareRunError, match=r"compiled for cortex-m55 \(mve kernels\).*cortex-m4 \(dsp\).*"
+                                               r"--target cortex-m4"):
+        prog.run(*example, backend="qemu", target="cortex-m4")
+
+
 def test_inputs_are_checked_before_the_board_runs():
     _, _, prog = compiled("fc_autoencoder", "cortex-m4")
     t = prog.graph.tensors[prog.graph.inputs[0]]
