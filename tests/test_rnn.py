@@ -57,6 +57,7 @@ def test_rewrite_equals_fused_module(cls, cfg, with_state):
     _assert_same(got, want)  # (output, h_n) or (output, (h_n, c_n))
 
 
+@pytest.mark.filterwarnings("ignore:LSTM with projections is not supported with oneDNN")
 def test_lstm_projection_and_unbatched_input():
     torch.manual_seed(0)
     rnn = nn.LSTM(4, 8, num_layers=2, proj_size=3).eval()
