@@ -14,6 +14,7 @@ import zlib
 
 import numpy as np
 import pytest
+import torch
 
 import mcuforge
 from mcuforge import cruntime
@@ -25,8 +26,7 @@ from conftest import compiled
 
 KERNEL_LIST = (cruntime.CSRC / "kernels" / "kernel_list.h").read_text()
 C_KINDS = set(re.findall(r"^MF_KERNEL\((\w+)\)", KERNEL_LIST, re.M))
-C_ATEN = {name for src in (cruntime.CSRC / "kernels" / "fp32").glob("*.c")
-          for name in re.findall(r'"(aten\.[\w.]+)"', src.read_text())}
+C_ATEN = cruntime.c_aten_ops()
 #: Zoo models checked here (compiling is what costs): MLPerf Tiny DS-CNN, ResNet-8 and the FC autoencoder,
 #: the custom fp32-fallback net and a transformer block. MobileNets and the recurrent KWS models use the
 #: same kernels and take minutes to compile on a loaded 2-core machine.
@@ -253,3 +253,18 @@ def test_zoo_program_clean_under_sanitizers(name, tmp_path):
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
     expected, _ = cruntime.run_program(data, values)
     assert (tmp_path / "out.bin").read_bytes() == b"".join(o.tobytes() for o in expected)
+
+
+def test_compile_warns_about_fp32_ops_without_c_kernel(monkeypatch):
+    """Known before flashing: an fp32 op the C runtime lacks is named at compile time, and the C
+    runtime refuses the program naming the same op."""
+
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.relu(x) + 1.0
+
+    monkeypatch.setattr(cruntime, "c_aten_ops", lambda: frozenset())  # as if the C side had no fp32 op
+    with pytest.warns(UserWarning, match=r"op \d+ aten\.add\.\w+ .*without a C kernel"):
+        prog = mcuforge.compile(Net(), (torch.randn(1, 8),), calibration=[(torch.randn(1, 8),)], progress=False)
+    missing = cruntime.ops_without_c_kernel(prog.graph)
+    assert missing and all(prog.graph.ops[i].kind == "aten_fp32" for i in missing)

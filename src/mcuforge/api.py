@@ -218,6 +218,19 @@ def _random_calibration(example: tuple[torch.Tensor, ...], count: int = 16) -> l
                   for x in example) for _ in range(count)]
 
 
+def _warn_host_only_ops(graph: Graph) -> None:
+    """Say at compile time, not on the device, when an fp32 op has no C kernel."""
+    from .cruntime import ops_without_c_kernel
+
+    missing = ops_without_c_kernel(graph)
+    if missing:
+        names = ", ".join(f"op {i} {graph.ops[i].attrs['target']} (module '{graph.ops[i].debug.get('module', '')}')"
+                          for i in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        warnings.warn(f"{names}{more}: fp32 op(s) without a C kernel; the program runs on the host Python runtime "
+                      f"but the C runtime and the firmware will refuse it (MF_ERR_UNSUPPORTED_OP)", stacklevel=3)
+
+
 def compile(  # noqa: A001 - the public name the flow reads as
     model: nn.Module,
     example_inputs: torch.Tensor | Sequence[torch.Tensor],
@@ -247,6 +260,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
     converted = quantize(captured, calibration, len(example), progress=progress, observers=observers)
     graph = lower_to_ir(converted, target)
     plan_arena(graph)
+    _warn_host_only_ops(graph)
     return Program(graph, compile_seconds=time.perf_counter() - start,
                    meta={"model": type(model).__name__, "target": target}, reference=converted)
 

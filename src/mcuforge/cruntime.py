@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -18,6 +19,7 @@ import tempfile
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -48,6 +50,19 @@ class CRuntimeError(RuntimeError):
         super().__init__(message)
         self.status = status
         self.op_index = op_index
+
+
+def c_aten_ops() -> frozenset[str]:
+    """The aten ops the C runtime implements as fp32 fallback kernels (read from the sources of
+    ``csrc/kernels/fp32``: each defines its ``mf_aten_op`` with the aten name as a string)."""
+    return frozenset(name for src in (CSRC / "kernels" / "fp32").glob("*.c")
+                     for name in re.findall(r'"(aten\.[\w.]+)"', src.read_text()))
+
+
+def ops_without_c_kernel(graph: Any) -> list[int]:
+    """Indices of fp32 fallback ops that the C runtime (and so the firmware) cannot run."""
+    known = c_aten_ops()
+    return [i for i, op in enumerate(graph.ops) if op.kind == "aten_fp32" and op.attrs["target"] not in known]
 
 
 def status_name(code: int) -> str:

@@ -77,7 +77,9 @@ def sqnr_figure(gap: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(9, 3.5))
     ax = fig.add_subplot()
     ax.plot(range(len(gap)), gap["sqnr_db"], marker="o")
-    ax.set_xticks(range(len(gap)), gap["module"], rotation=70, fontsize=7)
+    # Ops without a module of their own (a reshape between blocks) are named by index and kind.
+    labels = [m or f"op {i} {k}" for i, k, m in zip(gap["op_index"], gap["kind"], gap["module"], strict=True)]
+    ax.set_xticks(range(len(gap)), labels, rotation=70, fontsize=7)
     ax.set_ylabel("SQNR vs fp32 (dB)")
     ax.set_title("Numeric gap per layer")
     ax.grid(alpha=0.3)
