@@ -44,6 +44,24 @@ float mf_expf(float x) {
     return k == 0 ? y : scale2(y, k);
 }
 
+float mf_expm1f(float x) {
+    const float ax = mf_bits_float(mf_float_bits(x) & 0x7fffffffu);
+    if (mf_isnanf(x)) return mf_nanf();
+    if (ax < 0x1p-25f) return x; /* e^x - 1 = x (1 + x/2 + ...): keeps -0, gradual for subnormals */
+    if (ax < 0.5f) {
+        /* x + x^2 (1/2 + x/6 + ... + x^8/10!): truncation below 2^-29 relative for |x| < 1/2 */
+        const float p = 0x1p-1f +
+                        x * (0x1.555556p-3f +
+                             x * (0x1.555556p-5f +
+                                  x * (0x1.111112p-7f +
+                                       x * (0x1.6c16c2p-10f +
+                                            x * (0x1.a01a02p-13f + x * (0x1.a01a02p-16f + x * (0x1.71de3ap-19f + x * 0x1.27e4fcp-22f)))))));
+        return x + x * (x * p);
+    }
+    if (x < -18.0f) return -1.0f; /* e^x < 2^-25: rounds to -1 */
+    return mf_expf(x) - 1.0f;
+}
+
 float mf_logf(float x) {
     uint32_t ix = mf_float_bits(x);
     int e = 0;

@@ -42,6 +42,7 @@ static inline int mf_isnanf(float x) { return (mf_float_bits(x) & 0x7fffffffu) >
 static inline float mf_canonf(float x) { return mf_isnanf(x) ? mf_nanf() : x; }
 
 float mf_expf(float x);      /* e^x; max error 0.9 ulp */
+float mf_expm1f(float x);    /* e^x - 1, accurate near 0; max error ~2 ulp */
 float mf_logf(float x);      /* natural log; x < 0 -> NaN, +-0 -> -inf; max error 0.8 ulp */
 float mf_tanhf(float x);     /* max error 1.4 ulp */
 float mf_erff(float x);      /* max error 1.2 ulp */
