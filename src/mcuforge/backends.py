@@ -12,21 +12,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import runtime
+from .firmware.qemu import trace_mode
 
 if TYPE_CHECKING:
     from .api import Program
 
 BACKENDS = ("python", "c", "qemu")
-
-
-def _trace_mode(trace: bool | str) -> str:
-    if trace in (False, None):
-        return "off"
-    if trace is True or trace == "events":
-        return "events"
-    if trace == "full":
-        return "full"
-    raise ValueError(f"trace must be False, True or 'full', got {trace!r}")
 
 
 def _python(prog: Program, inputs: list[np.ndarray], runs: int, mode: str) -> tuple[list[np.ndarray], bytes | None]:
@@ -58,7 +49,7 @@ def run_backend(prog: Program, inputs: list[np.ndarray], runs: int, *, backend: 
     """Run ``runs`` runs of ``prog``; returns the outputs (leading run axis) and the trace
     (a :class:`mcuforge.trace.Trace`, or None when tracing is off). ``measured``, if given, is
     filled with what a board measured on the last run (instructions, stack high-water, ...)."""
-    mode = _trace_mode(trace)
+    mode = trace_mode(trace)
     if backend == "python":
         if target is not None and target != prog.target:
             raise ValueError("target= selects a board for backend='qemu'; the host runtimes run any target")

@@ -9,7 +9,7 @@ import numpy as np
 from .quant_utils import (
     BLOCK_ELEMENTS,
     check_activation_range,
-    check_int8,
+    check_int8_broadcast,
     check_offsets,
     check_requant_params,
     requantize,
@@ -42,12 +42,7 @@ def add_s8(
     All intermediate values are int32 (wrapping). a and b are int8 arrays of any shape that broadcast
     together (CMSIS itself only takes equal shapes). Parameters come from ``add_quant_params``.
     """
-    a = check_int8("a", a, None)
-    b = check_int8("b", b, None)
-    try:
-        shape = np.broadcast_shapes(a.shape, b.shape)
-    except ValueError as err:
-        raise ValueError(f"add_s8: shapes {a.shape} and {b.shape} do not broadcast") from err
+    a, b, shape = check_int8_broadcast("add_s8", a, b)
     if not isinstance(left_shift, int | np.integer) or not 0 <= left_shift <= 30:
         raise ValueError(f"left_shift must be an int in [0, 30], got {left_shift!r}")
     check_offsets({"a_offset": a_offset, "b_offset": b_offset}, output_offset)

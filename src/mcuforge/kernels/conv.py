@@ -16,14 +16,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from numpy.typing import ArrayLike
 
-from .quant_utils import (
-    Requantizer,
-    check_activation_range,
-    check_bias,
-    check_int8,
-    check_offsets,
-    check_requant_params,
-)
+from .quant_utils import Requantizer, check_int8, check_weighted_params
 
 IntPair = int | tuple[int, int]
 
@@ -90,14 +83,10 @@ def window_taps(
     """For each kernel tap (i, j) yield ``(i, j, view)`` with view shape (N, OH, OW, C) and
 
     ``view[n, oy, ox, c] = x[n, oy*sh - ph + i*dh, ox*sw - pw + j*dw, c]``, or ``fill`` where that position is
-    outside the input. Views are strided slices of one padded copy of ``x``.
+    outside the input. Views are strided slices of one padded copy of ``x`` (``padded_input``).
     """
-    (kh, kw), (sh, sw), (ph, pw), (dh, dw), (oh, ow) = kernel_hw, stride, padding, dilation, output_hw
-    _, h, w, _ = x.shape
-    span_h = (oh - 1) * sh + (kh - 1) * dh + 1  # rows touched, in padded coordinates
-    span_w = (ow - 1) * sw + (kw - 1) * dw + 1
-    pad = ((0, 0), (ph, max(0, span_h - ph - h)), (pw, max(0, span_w - pw - w)), (0, 0))
-    xp = np.pad(x, pad, constant_values=fill)
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel_hw, stride, dilation, output_hw
+    xp = padded_input(x, kernel_hw, stride, padding, dilation, output_hw, fill, x.dtype.type)
     for i in range(kh):
         for j in range(kw):
             rows = slice(i * dh, i * dh + (oh - 1) * sh + 1, sh)
@@ -253,10 +242,7 @@ def conv2d_s8(
     if wc != c:
         raise ValueError(f"w_ohwi has {wc} input channels but x_nhwc has {c}")
     st, pd, dl, (oh, ow) = resolve_geometry((h, wd), (kh, kw), stride, padding, dilation, output_hw)
-    b = check_bias(bias, oc)
-    mult, shift = check_requant_params(multipliers, shifts, oc)
-    check_activation_range(act_min, act_max)
-    check_offsets({"input_offset": input_offset}, output_offset)
+    b, mult, shift = check_weighted_params(bias, oc, multipliers, shifts, act_min, act_max, input_offset, output_offset)
     depth = kh * kw * c
     check_float64_exact(depth, input_offset)
 

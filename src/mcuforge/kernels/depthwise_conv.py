@@ -6,13 +6,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .conv import IntPair, batch_chunks, padded_input, prepare_weights, resolve_geometry
-from .quant_utils import (
-    check_activation_range,
-    check_bias,
-    check_int8,
-    check_offsets,
-    check_requant_params,
-)
+from .quant_utils import check_int8, check_weighted_params
 
 #: Working set (bytes) of one batch chunk.
 DEPTHWISE_BUDGET_BYTES = 1 << 20
@@ -58,10 +52,7 @@ def depthwise_conv2d_s8(
     if one != 1 or oc != c * m:
         raise ValueError(f"w_1hwc must have shape (1, KH, KW, {c}*{m}={c * m}), got {w.shape}")
     st, pd, dl, (oh, ow) = resolve_geometry((h, wd), (kh, kw), stride, padding, dilation, output_hw)
-    b = check_bias(bias, oc)
-    mult, shift = check_requant_params(multipliers, shifts, oc)
-    check_activation_range(act_min, act_max)
-    check_offsets({"input_offset": input_offset}, output_offset)
+    b, mult, shift = check_weighted_params(bias, oc, multipliers, shifts, act_min, act_max, input_offset, output_offset)
 
     # Output channel ic*M + m reads input channel ic: repeating every input channel M times makes the
     # multiplier-1 case, with every operand laid out like the output.

@@ -6,13 +6,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .conv import check_float64_exact, prepare_weights
-from .quant_utils import (
-    check_activation_range,
-    check_bias,
-    check_int8,
-    check_offsets,
-    check_requant_params,
-)
+from .quant_utils import check_int8, check_weighted_params
 
 
 def fully_connected_s8(
@@ -39,10 +33,7 @@ def fully_connected_s8(
     oc, depth = w.shape
     if x.shape[-1] != depth:
         raise ValueError(f"x has {x.shape[-1]} features but w_oi expects {depth}")
-    b = check_bias(bias, oc)
-    mult, shift = check_requant_params(multipliers, shifts, oc)
-    check_activation_range(act_min, act_max)
-    check_offsets({"input_offset": input_offset}, output_offset)
+    b, mult, shift = check_weighted_params(bias, oc, multipliers, shifts, act_min, act_max, input_offset, output_offset)
     check_float64_exact(depth, input_offset)
 
     # As conv2d_s8: acc = (bias + input_offset * sum(w)) + x . w, an exact float32 (or float64) matmul of the

@@ -7,7 +7,7 @@ import numpy as np
 from .quant_utils import (
     BLOCK_ELEMENTS,
     check_activation_range,
-    check_int8,
+    check_int8_broadcast,
     check_offsets,
     check_requant_params,
     quantize_multiplier,
@@ -51,12 +51,7 @@ def mul_s8(
     it once per broadcast row). Parameters: ``mul_quant_params``; offsets are -zero_point for inputs and
     +zero_point for the output.
     """
-    a = check_int8("a", a, None)
-    b = check_int8("b", b, None)
-    try:
-        shape = np.broadcast_shapes(a.shape, b.shape)
-    except ValueError as err:
-        raise ValueError(f"mul_s8: shapes {a.shape} and {b.shape} do not broadcast") from err
+    a, b, shape = check_int8_broadcast("mul_s8", a, b)
     check_offsets({"a_offset": a_offset, "b_offset": b_offset}, output_offset)
     check_activation_range(act_min, act_max)
     check_requant_params(output_multiplier, output_shift, 1)

@@ -511,3 +511,35 @@ def check_offsets(input_offsets: dict[str, int], output_offset: int) -> None:
             raise ValueError(f"{name} must be an int in [-127, 128] (minus a zero point), got {value!r}")
     if not isinstance(output_offset, int | np.integer) or not -128 <= output_offset <= 127:
         raise ValueError(f"output_offset must be an int in [-128, 127], got {output_offset!r}")
+
+
+def check_weighted_params(
+    bias: Any,
+    channels: int,
+    multipliers: ArrayLike,
+    shifts: ArrayLike,
+    act_min: int,
+    act_max: int,
+    input_offset: int,
+    output_offset: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The output-stage checks of a weighted op (conv2d, depthwise conv2d, transposed conv2d, fully
+    connected): bias, requant parameters for ``channels`` outputs, activation range, offsets.
+    Returns (bias as int64, multipliers, shifts) as ``check_bias`` / ``check_requant_params`` do."""
+    b = check_bias(bias, channels)
+    mult, shift = check_requant_params(multipliers, shifts, channels)
+    check_activation_range(act_min, act_max)
+    check_offsets({"input_offset": input_offset}, output_offset)
+    return b, mult, shift
+
+
+def check_int8_broadcast(op: str, a: Any, b: Any) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """The two operands of an elementwise int8 op (int8 arrays of any rank) and the shape they
+    broadcast to by numpy rules; ValueError naming ``op`` if they do not."""
+    a = check_int8("a", a, None)
+    b = check_int8("b", b, None)
+    try:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+    except ValueError as err:
+        raise ValueError(f"{op}: shapes {a.shape} and {b.shape} do not broadcast") from err
+    return a, b, shape

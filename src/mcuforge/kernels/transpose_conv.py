@@ -6,15 +6,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .conv import IntPair, batch_chunks, check_float64_exact, pair
-from .quant_utils import (
-    check_activation_range,
-    check_bias,
-    check_int8,
-    check_offsets,
-    check_requant_params,
-    requantize_output,
-    wrap_int32,
-)
+from .quant_utils import check_int8, check_weighted_params, requantize_output, wrap_int32
 
 
 def transpose_conv_output_hw(
@@ -70,10 +62,7 @@ def transpose_conv2d_s8(
             f"output_hw {(oh, ow)} must be >= 1 and within [{(base_h, base_w)}, "
             f"{(base_h + sh - 1, base_w + sw - 1)}] (output_padding < stride)"
         )
-    b = check_bias(bias, oc)
-    mult, shift = check_requant_params(multipliers, shifts, oc)
-    check_activation_range(act_min, act_max)
-    check_offsets({"input_offset": input_offset}, output_offset)
+    b, mult, shift = check_weighted_params(bias, oc, multipliers, shifts, act_min, act_max, input_offset, output_offset)
     check_float64_exact(kh * kw * c, input_offset)  # no output sums more taps than the whole kernel has
 
     # Scatter buffer in un-cropped coordinates: rows -ph .. full_h - ph - 1 of the output.

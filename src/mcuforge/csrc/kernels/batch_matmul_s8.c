@@ -7,8 +7,6 @@
 
 enum { A_LHS_OFF, A_RHS_OFF, A_OUT_OFF, A_OUT_MULT, A_OUT_SHIFT, A_ACT_MIN, A_ACT_MAX, A_ADJ_X, A_ADJ_Y };
 
-static int32_t attr(const mf_call *c, uint32_t k) { return mf_value_int(mf_attr(c, k)); }
-
 typedef struct {
     uint32_t m, k, n;
     mf_bcast batch; /* over the matrices: ia / ib index lhs / rhs matrices */
@@ -23,7 +21,7 @@ static void batch_view(const mf_tensor *t, mf_tensor *view) {
 
 static int geometry(const mf_call *c, const mf_tensor *l, const mf_tensor *r, bmm_geometry *g) {
     mf_tensor lb, rb;
-    const int adj_x = attr(c, A_ADJ_X) != 0, adj_y = attr(c, A_ADJ_Y) != 0;
+    const int adj_x = mf_attr_int(c, A_ADJ_X) != 0, adj_y = mf_attr_int(c, A_ADJ_Y) != 0;
     const uint32_t l0 = l->shape[l->rank - 2], l1 = l->shape[l->rank - 1];
     const uint32_t r0 = r->shape[r->rank - 2], r1 = r->shape[r->rank - 1];
     g->m = adj_x ? l1 : l0;
@@ -39,35 +37,29 @@ static mf_status check(const mf_call *c) {
     mf_tensor l, r, o;
     bmm_geometry g;
     int32_t lo, hi;
-    if (c->n_in != 2 || c->n_out != 1) return MF_ERR_SHAPE;
-    mf_call_input(c, 0, &l);
-    mf_call_input(c, 1, &r);
-    mf_call_output(c, 0, &o);
-    if (!mf_is(&l, MF_INT8, -1) || !mf_is(&r, MF_INT8, -1) || !mf_is(&o, MF_INT8, -1)) return MF_ERR_SHAPE;
+    if (!mf_call_binary_s8(c, &l, &r, &o)) return MF_ERR_SHAPE;
     if (l.rank < 2 || r.rank < 2) return MF_ERR_SHAPE;
     if (!geometry(c, &l, &r, &g)) return MF_ERR_SHAPE;
     const uint64_t mn = (uint64_t)g.m * g.n; /* < 2^64; with mn < 2^32 the product below cannot wrap */
     if (mn > 0xFFFFFFFFull || (uint64_t)g.batch.numel * mn != o.numel) return MF_ERR_SHAPE;
     if (!mf_attr_act(c, A_ACT_MIN, &lo, &hi)) return MF_ERR_SHAPE;
-    if (!mf_in_range(attr(c, A_LHS_OFF), -127, 128) || !mf_in_range(attr(c, A_RHS_OFF), -127, 128)) {
+    if (!mf_in_range(mf_attr_int(c, A_LHS_OFF), -127, 128) || !mf_in_range(mf_attr_int(c, A_RHS_OFF), -127, 128)) {
         return MF_ERR_SHAPE;
     }
-    if (!mf_in_range(attr(c, A_OUT_OFF), -128, 127)) return MF_ERR_SHAPE;
-    if (!mf_in_range(attr(c, A_OUT_SHIFT), -31, 30)) return MF_ERR_SHAPE;
+    if (!mf_in_range(mf_attr_int(c, A_OUT_OFF), -128, 127)) return MF_ERR_SHAPE;
+    if (!mf_in_range(mf_attr_int(c, A_OUT_SHIFT), -31, 30)) return MF_ERR_SHAPE;
     return MF_OK;
 }
 
 static mf_status run(const mf_call *c) {
     mf_tensor l, r, o;
     bmm_geometry g;
-    mf_call_input(c, 0, &l);
-    mf_call_input(c, 1, &r);
-    mf_call_output(c, 0, &o);
+    mf_call_binary_s8(c, &l, &r, &o);
     geometry(c, &l, &r, &g);
-    const int adj_x = attr(c, A_ADJ_X) != 0, adj_y = attr(c, A_ADJ_Y) != 0;
-    const int32_t l_off = attr(c, A_LHS_OFF), r_off = attr(c, A_RHS_OFF), out_off = attr(c, A_OUT_OFF);
-    const int32_t mult = attr(c, A_OUT_MULT), shift = attr(c, A_OUT_SHIFT);
-    const int32_t lo = attr(c, A_ACT_MIN), hi = attr(c, A_ACT_MAX);
+    const int adj_x = mf_attr_int(c, A_ADJ_X) != 0, adj_y = mf_attr_int(c, A_ADJ_Y) != 0;
+    const int32_t l_off = mf_attr_int(c, A_LHS_OFF), r_off = mf_attr_int(c, A_RHS_OFF), out_off = mf_attr_int(c, A_OUT_OFF);
+    const int32_t mult = mf_attr_int(c, A_OUT_MULT), shift = mf_attr_int(c, A_OUT_SHIFT);
+    const int32_t lo = mf_attr_int(c, A_ACT_MIN), hi = mf_attr_int(c, A_ACT_MAX);
     const uint32_t m_n = g.m, k_n = g.k, n_n = g.n;
     /* element (m, k) of a lhs matrix at m * lm + k * lk; (k, n) of a rhs matrix at k * rk + n * rn */
     const size_t lm = adj_x ? 1u : k_n, lk = adj_x ? m_n : 1u;
@@ -86,7 +78,7 @@ static mf_status run(const mf_call *c) {
                 }
                 int32_t sacc;
                 memcpy(&sacc, &acc, 4);
-                *out++ = mf_clamp_s8(mf_add_wrap(mf_requantize(sacc, mult, shift), out_off), lo, hi);
+                *out++ = mf_requant_s8(sacc, mult, shift, out_off, lo, hi);
             }
         }
     }

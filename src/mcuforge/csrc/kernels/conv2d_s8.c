@@ -11,44 +11,24 @@ enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_ACT_MIN, A_ACT_MAX };
 static mf_status check(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
     if (c->n_in != 5 || c->n_out != 1) return MF_ERR_SHAPE;
-    mf_call_input(c, 0, &x);
-    mf_call_input(c, 1, &w);
-    int has_bias = mf_call_input(c, 2, &b);
-    mf_call_input(c, 3, &m);
-    mf_call_input(c, 4, &s);
-    mf_call_output(c, 0, &o);
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
     if (!mf_is(&x, MF_INT8, 4) || !mf_is(&w, MF_INT8, 4) || !mf_is(&o, MF_INT8, 4)) return MF_ERR_SHAPE;
     if (w.shape[3] != x.shape[3] || o.shape[0] != x.shape[0] || o.shape[3] != w.shape[0]) return MF_ERR_SHAPE;
-    if (has_bias && (!mf_is(&b, MF_INT32, 1) || b.shape[0] != w.shape[0])) return MF_ERR_SHAPE;
     if ((uint64_t)w.shape[1] * w.shape[2] * w.shape[3] > MF_MAX_DOT_DEPTH) return MF_ERR_SHAPE;
-    int32_t st[2], pd[2], dl[2], lo, hi;
-    if (!mf_attr_pair(c, A_STRIDE, 1, st) || !mf_attr_pair(c, A_PAD, 0, pd) || !mf_attr_pair(c, A_DIL, 1, dl)) {
-        return MF_ERR_SHAPE;
-    }
-    if (!mf_attr_act(c, A_ACT_MIN, &lo, &hi)) return MF_ERR_SHAPE;
-    if (!mf_in_range(mf_value_int(mf_attr(c, A_IN_OFF)), -127, 128)) return MF_ERR_SHAPE;
-    if (!mf_in_range(mf_value_int(mf_attr(c, A_OUT_OFF)), -128, 127)) return MF_ERR_SHAPE;
-    return mf_check_requant(&m, &s, w.shape[0]);
+    int32_t st[2], pd[2], dl[2];
+    if (!mf_attr_conv_window(c, A_STRIDE, st, pd, dl)) return MF_ERR_SHAPE;
+    return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, w.shape[0], A_ACT_MIN);
 }
 
 static mf_status run(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
-    mf_call_input(c, 0, &x);
-    mf_call_input(c, 1, &w);
-    int has_bias = mf_call_input(c, 2, &b);
-    mf_call_input(c, 3, &m);
-    mf_call_input(c, 4, &s);
-    mf_call_output(c, 0, &o);
-    const int32_t in_off = mf_value_int(mf_attr(c, A_IN_OFF)), out_off = mf_value_int(mf_attr(c, A_OUT_OFF));
-    int32_t st[2], pd[2], dl[2], lo, hi;
-    mf_attr_pair(c, A_STRIDE, 1, st);
-    mf_attr_pair(c, A_PAD, 0, pd);
-    mf_attr_pair(c, A_DIL, 1, dl);
-    mf_attr_act(c, A_ACT_MIN, &lo, &hi);
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    const int32_t in_off = mf_attr_int(c, A_IN_OFF);
+    int32_t st[2], pd[2], dl[2];
+    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
+    mf_channel_requant rq;
+    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
     const int8_t *xd = (const int8_t *)x.data, *wd = (const int8_t *)w.data;
-    const int32_t *bias = has_bias ? (const int32_t *)b.data : NULL;
-    const int32_t *mult = (const int32_t *)m.data, *shift = (const int32_t *)s.data;
-    const uint32_t per_channel = m.shape[0] != 1;
     const int32_t h = (int32_t)x.shape[1], wi = (int32_t)x.shape[2];
     const uint32_t ch = x.shape[3], oc_n = w.shape[0], kh = w.shape[1], kw = w.shape[2];
     int8_t *out = (int8_t *)o.data;
@@ -69,10 +49,7 @@ static mf_status run(const mf_call *c) {
                             acc += mf_dot_s8(xp, wp, ch, in_off);
                         }
                     }
-                    if (bias) acc = mf_add_wrap(acc, bias[oc]);
-                    const uint32_t q = per_channel ? oc : 0;
-                    const int32_t r = mf_add_wrap(mf_requantize(acc, mult[q], shift[q]), out_off);
-                    *out++ = mf_clamp_s8(r, lo, hi);
+                    *out++ = mf_channel_requant_s8(&rq, oc, acc);
                 }
             }
         }

@@ -1,6 +1,7 @@
 /*
  * The int8 dot product with an input offset, shared by conv2d_s8 and fully_connected_s8; the
- * requant parameter check shared by the kernels with per-channel requantization.
+ * requant parameter check shared by the kernels with per-channel requantization, and the
+ * parameter checks of the weighted ops (mf_check_weighted_params).
  * Portable C, and a DSP path (SMLAD on two 16-bit lanes, CMSIS-NN's approach) when the
  * compiler targets a core with the DSP extension. Both give the same int32 (no overflow is
  * possible within MF_MAX_DOT_DEPTH, so the order of the additions does not matter).
@@ -52,4 +53,14 @@ mf_status mf_check_requant(const mf_tensor *mult, const mf_tensor *shift, uint32
         if (s[i] < -31 || s[i] > 30) return MF_ERR_SHAPE;
     }
     return MF_OK;
+}
+
+mf_status mf_check_weighted_params(const mf_call *c, const mf_tensor *bias, const mf_tensor *mult,
+                                   const mf_tensor *shift, uint32_t channels, uint32_t a_act_min) {
+    int32_t lo, hi;
+    if (bias && (!mf_is(bias, MF_INT32, 1) || bias->shape[0] != channels)) return MF_ERR_SHAPE;
+    if (!mf_attr_act(c, a_act_min, &lo, &hi)) return MF_ERR_SHAPE;
+    if (!mf_in_range(mf_attr_int(c, MF_WEIGHTED_IN_OFF), -127, 128)) return MF_ERR_SHAPE;
+    if (!mf_in_range(mf_attr_int(c, MF_WEIGHTED_OUT_OFF), -128, 127)) return MF_ERR_SHAPE;
+    return mf_check_requant(mult, shift, channels);
 }

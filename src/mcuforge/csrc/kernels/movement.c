@@ -34,29 +34,24 @@ static mf_status check_transpose(const mf_call *c) {
     return MF_OK;
 }
 
-/* out[i0..ir] = x[...] with out dim k = x dim perm[k]; walks the output in order. */
-static mf_status run_transpose(const mf_call *c) {
-    mf_tensor x, o;
-    mf_call_input(c, 0, &x);
-    mf_call_output(c, 0, &o);
-    mf_value perm = mf_attr(c, 0);
-    const uint32_t rank = x.rank, item = mf_dtype_size(x.dtype);
+/* Walks the output in order, stepping the source index with the permuted strides of x. */
+void mf_permute_copy(const mf_tensor *x, const uint32_t perm[MF_MAX_RANK], void *out) {
+    const uint32_t rank = x->rank, item = mf_dtype_size(x->dtype);
     uint32_t x_stride[MF_MAX_RANK], shape[MF_MAX_RANK], stride[MF_MAX_RANK], idx[MF_MAX_RANK] = {0};
     uint32_t s = 1;
     for (int k = (int)rank - 1; k >= 0; k--) {
         x_stride[k] = s;
-        s *= x.shape[k];
+        s *= x->shape[k];
     }
     for (uint32_t k = 0; k < rank; k++) {
-        uint32_t d = (uint32_t)mf_value_ints_at(perm, k);
-        shape[k] = x.shape[d];
-        stride[k] = x_stride[d];
+        shape[k] = x->shape[perm[k]];
+        stride[k] = x_stride[perm[k]];
     }
-    const uint8_t *xd = (const uint8_t *)x.data;
-    uint8_t *out = (uint8_t *)o.data;
+    const uint8_t *xd = (const uint8_t *)x->data;
+    uint8_t *dst = (uint8_t *)out;
     uint32_t src = 0;
-    for (uint32_t i = 0; i < x.numel; i++) {
-        memcpy(out + (size_t)i * item, xd + (size_t)src * item, item);
+    for (uint32_t i = 0; i < x->numel; i++) {
+        memcpy(dst + (size_t)i * item, xd + (size_t)src * item, item);
         for (int k = (int)rank - 1; k >= 0; k--) {
             idx[k]++;
             src += stride[k];
@@ -65,6 +60,17 @@ static mf_status run_transpose(const mf_call *c) {
             idx[k] = 0;
         }
     }
+}
+
+/* out dim k = x dim perm[k] (perm checked at load time). */
+static mf_status run_transpose(const mf_call *c) {
+    mf_tensor x, o;
+    uint32_t perm[MF_MAX_RANK];
+    mf_call_input(c, 0, &x);
+    mf_call_output(c, 0, &o);
+    mf_value perm_attr = mf_attr(c, 0);
+    for (uint32_t k = 0; k < x.rank; k++) perm[k] = (uint32_t)mf_value_ints_at(perm_attr, k);
+    mf_permute_copy(&x, perm, o.data);
     return MF_OK;
 }
 

@@ -14,17 +14,11 @@ enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_ACT_MIN, A_ACT_MAX };
 static mf_status check(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
     if (c->n_in != 5 || c->n_out != 1) return MF_ERR_SHAPE;
-    mf_call_input(c, 0, &x);
-    mf_call_input(c, 1, &w);
-    const int has_bias = mf_call_input(c, 2, &b);
-    mf_call_input(c, 3, &m);
-    mf_call_input(c, 4, &s);
-    mf_call_output(c, 0, &o);
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
     if (!mf_is(&x, MF_INT8, 4) || !mf_is(&w, MF_INT8, 4) || !mf_is(&o, MF_INT8, 4)) return MF_ERR_SHAPE;
     if (w.shape[3] != x.shape[3] || o.shape[0] != x.shape[0] || o.shape[3] != w.shape[0]) return MF_ERR_SHAPE;
-    if (has_bias && (!mf_is(&b, MF_INT32, 1) || b.shape[0] != w.shape[0])) return MF_ERR_SHAPE;
     if (w.shape[1] >= 0x80000000u || w.shape[2] >= 0x80000000u) return MF_ERR_SHAPE; /* ky + stride < 2^32 */
-    int32_t st[2], pd[2], lo, hi;
+    int32_t st[2], pd[2];
     if (!mf_attr_pair(c, A_STRIDE, 1, st) || !mf_attr_pair(c, A_PAD, 0, pd)) return MF_ERR_SHAPE;
     for (int a = 0; a < 2; a++) { /* output size in [base, base + stride - 1], base >= 1 */
         const int64_t base = ((int64_t)x.shape[1 + a] - 1) * st[a] - 2 * (int64_t)pd[a] + (int64_t)w.shape[1 + a];
@@ -32,10 +26,7 @@ static mf_status check(const mf_call *c) {
             return MF_ERR_SHAPE;
         }
     }
-    if (!mf_attr_act(c, A_ACT_MIN, &lo, &hi)) return MF_ERR_SHAPE;
-    if (!mf_in_range(mf_value_int(mf_attr(c, A_IN_OFF)), -127, 128)) return MF_ERR_SHAPE;
-    if (!mf_in_range(mf_value_int(mf_attr(c, A_OUT_OFF)), -128, 127)) return MF_ERR_SHAPE;
-    return mf_check_requant(&m, &s, w.shape[0]);
+    return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, w.shape[0], A_ACT_MIN);
 }
 
 /* Along one axis, output index o takes taps k = k0, k0 + stride, ... from input indices i0, i0 - 1, ...
@@ -61,21 +52,14 @@ static int32_t dot_wrap(const int8_t *x, const int8_t *w, uint32_t n, int32_t of
 
 static mf_status run(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
-    mf_call_input(c, 0, &x);
-    mf_call_input(c, 1, &w);
-    const int has_bias = mf_call_input(c, 2, &b);
-    mf_call_input(c, 3, &m);
-    mf_call_input(c, 4, &s);
-    mf_call_output(c, 0, &o);
-    const int32_t in_off = mf_value_int(mf_attr(c, A_IN_OFF)), out_off = mf_value_int(mf_attr(c, A_OUT_OFF));
-    int32_t st[2], pd[2], lo, hi;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    const int32_t in_off = mf_attr_int(c, A_IN_OFF);
+    int32_t st[2], pd[2];
     mf_attr_pair(c, A_STRIDE, 1, st);
     mf_attr_pair(c, A_PAD, 0, pd);
-    mf_attr_act(c, A_ACT_MIN, &lo, &hi);
+    mf_channel_requant rq;
+    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
     const int8_t *xd = (const int8_t *)x.data, *wd = (const int8_t *)w.data;
-    const int32_t *bias = has_bias ? (const int32_t *)b.data : NULL;
-    const int32_t *mult = (const int32_t *)m.data, *shift = (const int32_t *)s.data;
-    const uint32_t per_channel = m.shape[0] != 1;
     const uint32_t h = x.shape[1], wi = x.shape[2], ch = x.shape[3];
     const uint32_t oc_n = w.shape[0], kh = w.shape[1], kw = w.shape[2];
     int8_t *out = (int8_t *)o.data;
@@ -90,7 +74,7 @@ static mf_status run(const mf_call *c) {
                 int64_t ix0;
                 first_tap(ox, st[1], pd[1], &kx0, &ix0);
                 for (uint32_t oc = 0; oc < oc_n; oc++) {
-                    int32_t acc = bias ? bias[oc] : 0;
+                    int32_t acc = 0;
                     int64_t iy = iy0;
                     for (uint32_t ky = ky0; ky < kh && iy >= 0; ky += (uint32_t)st[0], iy--) {
                         if (iy >= (int64_t)h) continue;
@@ -102,8 +86,7 @@ static mf_status run(const mf_call *c) {
                             acc = mf_add_wrap(acc, dot_wrap(xp, wp, ch, in_off));
                         }
                     }
-                    const uint32_t q = per_channel ? oc : 0;
-                    *out++ = mf_clamp_s8(mf_add_wrap(mf_requantize(acc, mult[q], shift[q]), out_off), lo, hi);
+                    *out++ = mf_channel_requant_s8(&rq, oc, acc); /* the bias joins the wrapping sum here */
                 }
             }
         }

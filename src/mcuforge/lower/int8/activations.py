@@ -11,15 +11,13 @@ from torch import fx
 from ...kernels.lut import make_lut_s8
 from ...quantize.patterns import FUSABLE_ACTIVATIONS, LUT_ACTIVATIONS
 from ..builder import GraphBuilder, qparams_of
-from .common import NotInt8, activation_range, int8_input, int8_lowering, output_quantize, same_qparams
+from .common import NotInt8, activation_range, int8_input, int8_lowering, output_quantize, shared_quant_io
 
 
 @int8_lowering(FUSABLE_ACTIVATIONS, kernels="clamp_s8", precision="int8, output shares the input's quantization",
                constraints="only when not fused into the conv / linear / add / mul before it")
 def lower_clamp(b: GraphBuilder, node: fx.Node) -> None:
-    src = int8_input(b, node.args[0])
-    _act, q = output_quantize(node, fuse=False)
-    qp = same_qparams(b, src, q)
+    src, q, qp = shared_quant_io(b, node)
     act_min, act_max = activation_range(node, qp)
     out = b.like(q.name, src, qparams=qp)
     b.add_op("clamp_s8", [src], [out], {"act_min": act_min, "act_max": act_max}, nodes=[node])

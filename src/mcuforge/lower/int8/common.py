@@ -130,6 +130,14 @@ def same_qparams(b: GraphBuilder, src: str, q: fx.Node) -> QParams:
     return qout
 
 
+def shared_quant_io(b: GraphBuilder, node: fx.Node) -> tuple[str, fx.Node, QParams]:
+    """For an op whose int8 output shares its input's quantization (data movement, pooling, clamp):
+    the int8 tensor of input 0, the output ``quantize`` node and the shared quantization."""
+    src = int8_input(b, node.args[0])
+    _act, q = output_quantize(node, fuse=False)
+    return src, q, same_qparams(b, src, q)
+
+
 def fuse(b: GraphBuilder, node: fx.Node, act: fx.Node | None) -> list[fx.Node]:
     """Mark a fused activation as consumed; returns the pattern's nodes (for debug info)."""
     if act is None:

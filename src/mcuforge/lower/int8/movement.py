@@ -9,7 +9,17 @@ from torch import fx
 
 from ...quantize.patterns import CAT_OPS, IDENTITY_OPS, PAD_OPS, PERMUTE_OPS, RESHAPE_OPS, SPLIT_OPS
 from ..builder import NCHW_TO_NHWC, NHWC_TO_NCHW, GraphBuilder, is_q, node_shape, qparams_of
-from .common import NotInt8, arg, aten, int8_input, int8_lowering, output_quantize, quantize_value, same_qparams
+from .common import (
+    NotInt8,
+    arg,
+    aten,
+    int8_input,
+    int8_lowering,
+    output_quantize,
+    quantize_value,
+    same_qparams,
+    shared_quant_io,
+)
 
 SHARED = "int8, output shares the input's quantization (a byte copy)"
 
@@ -18,9 +28,7 @@ SHARED = "int8, output shares the input's quantization (a byte copy)"
                constraints="free (no copy: the planner gives input and output one arena range) when the input is "
                            "not read afterwards; an NHWC input is first transposed unless C or H*W is 1")
 def lower_reshape(b: GraphBuilder, node: fx.Node) -> None:
-    src = int8_input(b, node.args[0])
-    _act, q = output_quantize(node, fuse=False)
-    qp = same_qparams(b, src, q)
+    src, q, qp = shared_quant_io(b, node)
     # An NHWC tensor whose bytes are already in NCHW order (C == 1 or H*W == 1) reshapes as is.
     x = src if b.same_bytes_as_plain(src) else b.as_layout(src, "plain", [node])
     out = b.add_tensor(q.name, node_shape(q), "int8", qparams=qp)
@@ -44,9 +52,7 @@ def _torch_perm(node: fx.Node, rank: int) -> list[int]:
                constraints="rank <= 4; a permutation that keeps the order of all dims larger than 1 is a free "
                            "reshape; an NHWC input is permuted directly (one transpose)")
 def lower_permute(b: GraphBuilder, node: fx.Node) -> None:
-    src = int8_input(b, node.args[0])
-    _act, q = output_quantize(node, fuse=False)
-    qp = same_qparams(b, src, q)
+    src, q, qp = shared_quant_io(b, node)
     t = b.tensors[src]
     perm = _torch_perm(node, len(t.shape))
     if t.layout == "nhwc":  # torch's order is the stored order permuted by NHWC_TO_NCHW: compose
@@ -63,9 +69,7 @@ def lower_permute(b: GraphBuilder, node: fx.Node) -> None:
 
 @int8_lowering(IDENTITY_OPS, kernels="(none)", precision=SHARED, constraints="no op: the int8 tensor flows through")
 def lower_identity(b: GraphBuilder, node: fx.Node) -> None:
-    src = int8_input(b, node.args[0])
-    _act, q = output_quantize(node, fuse=False)
-    same_qparams(b, src, q)
+    src, q, _qp = shared_quant_io(b, node)
     b.env[q] = src
 
 

@@ -6,15 +6,24 @@ from __future__ import annotations
 from torch import fx
 
 from ..builder import GraphBuilder, node_shape
-from .common import NotInt8, arg, aten, int8_input, int8_lowering, nhwc, output_quantize, pair, same_qparams
+from .common import (
+    NotInt8,
+    arg,
+    aten,
+    int8_input,
+    int8_lowering,
+    nhwc,
+    output_quantize,
+    pair,
+    same_qparams,
+    shared_quant_io,
+)
 
 SHARED = "int8, output shares the input's quantization"
 
 
 def _pool(b: GraphBuilder, node: fx.Node, kind: str, kernel, stride, padding) -> None:
-    src = int8_input(b, node.args[0])
-    _act, q = output_quantize(node, fuse=False)
-    qp = same_qparams(b, src, q)
+    src, q, qp = shared_quant_io(b, node)
     x = b.as_layout(src, "nhwc", [node])
     out_shape = node_shape(q)
     layout = "nhwc" if len(out_shape) == 4 else "plain"  # mean without keepdim: (N, C), same bytes
@@ -26,13 +35,18 @@ def _pool(b: GraphBuilder, node: fx.Node, kind: str, kernel, stride, padding) ->
     b.env[q] = out
 
 
-@int8_lowering([aten.max_pool2d.default], kernels="maxpool_s8", precision=SHARED,
-               constraints="no dilation, ceil_mode=False")
-def lower_max_pool2d(b: GraphBuilder, node: fx.Node) -> None:
+def _window_args(node: fx.Node) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+    """kernel_size, stride (torch's default: the kernel size) and padding of max_pool2d / avg_pool2d."""
     kernel = pair(node.args[1])
     stride_arg = arg(node, 2, "stride", [])
     stride = pair(stride_arg) if stride_arg else kernel
-    padding = pair(arg(node, 3, "padding", 0))
+    return kernel, stride, pair(arg(node, 3, "padding", 0))
+
+
+@int8_lowering([aten.max_pool2d.default], kernels="maxpool_s8", precision=SHARED,
+               constraints="no dilation, ceil_mode=False")
+def lower_max_pool2d(b: GraphBuilder, node: fx.Node) -> None:
+    kernel, stride, padding = _window_args(node)
     if pair(arg(node, 4, "dilation", 1)) != (1, 1):
         raise NotInt8("dilated max pooling has no int8 kernel")
     if arg(node, 5, "ceil_mode", False):
@@ -43,10 +57,7 @@ def lower_max_pool2d(b: GraphBuilder, node: fx.Node) -> None:
 @int8_lowering([aten.avg_pool2d.default], kernels="avgpool_s8", precision=SHARED,
                constraints="ceil_mode=False; padding only with count_include_pad=False; no divisor_override")
 def lower_avg_pool2d(b: GraphBuilder, node: fx.Node) -> None:
-    kernel = pair(node.args[1])
-    stride_arg = arg(node, 2, "stride", [])
-    stride = pair(stride_arg) if stride_arg else kernel
-    padding = pair(arg(node, 3, "padding", 0))
+    kernel, stride, padding = _window_args(node)
     if arg(node, 4, "ceil_mode", False):
         raise NotInt8("ceil_mode=True pooling has no int8 kernel")
     if padding != (0, 0) and arg(node, 5, "count_include_pad", True):

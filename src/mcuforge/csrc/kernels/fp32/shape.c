@@ -58,33 +58,10 @@ static mf_status permute_check(const mf_call *c, mf_value args, mf_value kwargs)
 
 static mf_status permute_run(const mf_call *c, mf_value args, mf_value kwargs) {
     mf_tensor x, o;
-    uint32_t perm[MF_MAX_RANK], x_stride[MF_MAX_RANK], shape[MF_MAX_RANK], stride[MF_MAX_RANK];
-    uint32_t idx[MF_MAX_RANK] = {0};
+    uint32_t perm[MF_MAX_RANK];
     permute_args(c, args, kwargs, &x, perm);
     mf_call_output(c, 0, &o);
-    const uint32_t item = mf_dtype_size(x.dtype);
-    uint32_t s = 1;
-    for (int k = (int)x.rank - 1; k >= 0; k--) {
-        x_stride[k] = s;
-        s *= x.shape[k];
-    }
-    for (uint32_t k = 0; k < x.rank; k++) {
-        shape[k] = x.shape[perm[k]];
-        stride[k] = x_stride[perm[k]];
-    }
-    const uint8_t *xd = (const uint8_t *)x.data;
-    uint8_t *out = (uint8_t *)o.data;
-    uint32_t src = 0;
-    for (uint32_t i = 0; i < x.numel; i++) {
-        memcpy(out + (size_t)i * item, xd + (size_t)src * item, item);
-        for (int k = (int)x.rank - 1; k >= 0; k--) {
-            idx[k]++;
-            src += stride[k];
-            if (idx[k] < shape[k]) break;
-            src -= stride[k] * idx[k];
-            idx[k] = 0;
-        }
-    }
+    mf_permute_copy(&x, perm, o.data);
     return MF_OK;
 }
 
