@@ -268,3 +268,14 @@ def test_compile_warns_about_fp32_ops_without_c_kernel(monkeypatch):
         prog = mcuforge.compile(Net(), (torch.randn(1, 8),), calibration=[(torch.randn(1, 8),)], progress=False)
     missing = cruntime.ops_without_c_kernel(prog.graph)
     assert missing and all(prog.graph.ops[i].kind == "aten_fp32" for i in missing)
+
+
+@pytest.mark.parametrize("mode", [True, "full"])
+def test_prog_run_on_the_c_backend_with_a_trace(mode):
+    """prog.run(..., backend="c", trace=...) gives the host runtime's outputs and a trace with one
+    event per op (op outputs too with trace="full")."""
+    _model, example, prog = compiled("ds_cnn")
+    outputs, trace = prog.run(*example, backend="c", trace=mode)
+    np.testing.assert_array_equal(outputs[0], prog.run(*example)[0])
+    assert not trace.truncated and len(trace.ops) == len(prog.graph.ops)
+    assert trace.full == (mode == "full") and (len(trace.tensors) > 0) == (mode == "full")

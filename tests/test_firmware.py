@@ -70,7 +70,7 @@ def test_board_reports_runtime_status():
 def test_run_on_a_board_of_another_isa_says_how_to_fix_it():
     """prog.run checks the board before building firmware: the message names both targets and the fix."""
     _, example, prog = compiled("fc_autoencoder", "cortex-m55")
-    with pytest.raises(FirmwareRunError, match=r"compiled for cortex-m55 \(mve kernels\).*cortex-m4 \(dsp\).*"
+    with pytest.raises(FirmwareRunError, match=r"compiled for cortex-m55 \(isa mve\).*cortex-m4 \(isa dsp\).*"
                                                r"--target cortex-m4"):
         prog.run(*example, backend="qemu", target="cortex-m4")
 

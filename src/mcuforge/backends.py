@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import runtime
-from .firmware.qemu import trace_mode
+from .trace.format import trace_mode
 
 if TYPE_CHECKING:
     from .api import Program

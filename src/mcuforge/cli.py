@@ -258,11 +258,11 @@ def _demo_on_board(prog: Any, model: Any, x: Any, html: str | None) -> None:
     board = get_target(prog.target).qemu_machine
     print(f"\n4. the same program in C: on this machine, and as firmware on the emulated {prog.target} "
           f"({board}, QEMU)")
-    host = prog.run_raw(x)
-    c_runtime = prog.run_raw(x, backend="c")
+    # Outputs are dequantized from int8 with one scale each, so equal floats are equal bytes.
+    host = prog.run(x)
+    c_runtime = prog.run(x, backend="c")
     measured: dict[str, Any] = {}
-    _outputs, trace = prog.run(x, backend="qemu", trace=True, measured=measured)
-    on_board = prog.run_raw(x, backend="qemu")
+    on_board, trace = prog.run(x, backend="qemu", trace=True, measured=measured)
     same = all(np.array_equal(a, b) and np.array_equal(a, c)
                for a, b, c in zip(host, c_runtime, on_board, strict=True))
     print(f"   output bytes: host Python {'==' if same else '!='} host C {'==' if same else '!='} "
@@ -342,14 +342,14 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from .capture import CaptureError
-    from .cruntime import CRuntimeError
+    from .cruntime import CRuntimeBuildError, CRuntimeError
     from .firmware import FirmwareBuildError, FirmwareRunError, ToolchainMissing
     from .lower import LoweringError
     from .program import ProgramFormatError
     from .runtime import OpExecutionError
 
     user_errors = (CliError, ProgramFormatError, CaptureError, LoweringError, OpExecutionError, CRuntimeError,
-                   FirmwareBuildError, FirmwareRunError, ToolchainMissing, ValueError, OSError)
+                   CRuntimeBuildError, FirmwareBuildError, FirmwareRunError, ToolchainMissing, ValueError, OSError)
     args = build_parser().parse_args(argv)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.showwarning = _show_warning

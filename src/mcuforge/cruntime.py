@@ -23,15 +23,16 @@ from typing import Any
 
 import numpy as np
 
+from .firmware.toolchain import PORTABLE_C_FLAGS, ToolchainMissing
+from .trace.format import trace_mode
+
 CSRC = Path(__file__).parent / "csrc"
 
 #: Warnings as errors, strict C99: the same code must build for every Cortex-M with -Werror.
-WARNING_FLAGS = ("-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-Wdouble-promotion", "-Wshadow")
-#: No FMA contraction (float results must not depend on the compiler's fusing); type punning
-#: through the arena as CMSIS-NN does.
-CODEGEN_FLAGS = ("-O2", "-ffp-contract=off", "-fno-strict-aliasing")
+WARNING_FLAGS = (*PORTABLE_C_FLAGS, "-pedantic", "-Wall", "-Wextra", "-Werror", "-Wdouble-promotion", "-Wshadow")
+CODEGEN_FLAGS = ("-O2",)
 SANITIZE_FLAGS = ("-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
-                  "-fno-sanitize-recover=undefined", "-ffp-contract=off", "-fno-strict-aliasing")
+                  "-fno-sanitize-recover=undefined")
 
 # mf_status codes (csrc/include/mcuforge.h)
 STATUS_NAMES = (
@@ -40,6 +41,10 @@ STATUS_NAMES = (
     "MF_ERR_SHAPE", "MF_ERR_STATE",
 )
 _DTYPES = {0: np.int8, 1: np.int16, 2: np.int32, 3: np.float32, 4: np.int64, 5: np.bool_}
+
+
+class CRuntimeBuildError(RuntimeError):
+    """The host compiler failed to build the C runtime (the message carries its command and output)."""
 
 
 class CRuntimeError(RuntimeError):
@@ -85,8 +90,9 @@ def _all_inputs() -> list[Path]:
 
 def compiler() -> str:
     cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
-    if not cc:
-        raise RuntimeError("no host C compiler found (install gcc or set CC)")
+    if not cc or not shutil.which(cc):
+        raise ToolchainMissing(f"no host C compiler found{f' (CC={cc!r})' if cc else ''}: install gcc "
+                               "(Debian: apt-get install gcc) or set CC")
     return cc
 
 
@@ -135,7 +141,7 @@ def build(kind: str = "shared", *, trace: bool = True, sanitize: bool = False,
         cmd = [compiler(), *flags, *map(str, sources), "-lm", "-o", str(out)]
         result = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if result.returncode != 0:
-            raise RuntimeError(f"C runtime build failed:\n{' '.join(cmd)}\n{result.stderr}")
+            raise CRuntimeBuildError(f"C runtime build failed:\n{' '.join(cmd)}\n{result.stderr}")
         os.replace(out, target)  # atomic: parallel test workers may build the same key
     return target
 
@@ -273,8 +279,7 @@ class LoadedProgram:
     def run(self, inputs: Sequence[np.ndarray], trace: bool | str = False) -> tuple[list[np.ndarray], bytes | None]:
         if len(inputs) != len(self.inputs):
             raise ValueError(f"program takes {len(self.inputs)} inputs, got {len(inputs)}")
-        if trace not in (False, True, "full"):
-            raise ValueError(f"trace must be False, True or 'full', got {trace!r}")
+        mode = trace_mode(trace)
         lib = self.lib
         arena = _aligned(max(self.arena_bytes, 1))
         ctx = ctypes.create_string_buffer(lib.mf_host_sizeof_context())
@@ -292,8 +297,8 @@ class LoadedProgram:
             if status != 0:
                 raise self._fail("set_input", status, -1)
         trace_bytes = None
-        if trace:
-            trace_bytes, status = self._invoke_traced(ctx, full=trace == "full")
+        if mode != "off":
+            trace_bytes, status = self._invoke_traced(ctx, full=mode == "full")
         else:
             status = lib.mf_invoke(ctx, None)
         if status != 0:

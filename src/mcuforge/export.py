@@ -18,6 +18,7 @@ import numpy as np
 
 from .firmware.boards import BOARDS
 from .firmware.builder import CSRC, NOT_RUNTIME
+from .firmware.toolchain import PORTABLE_C_FLAGS
 from .ir import DTYPES, Graph
 from .program import deserialize, read_header
 from .targets import TARGET_BY_ID
@@ -168,7 +169,8 @@ def export_c(program: bytes | str | Path, out_dir: str | Path,
     shutil.copy2(TEMPLATES / "main.c", out / "main.c")
     shutil.copy2(TEMPLATES / "arm-none-eabi.cmake", out / "arm-none-eabi.cmake")
     values = {"TARGET": target.name, "CPU_FLAGS": " ".join(target.gcc_flags),
-              "CPU_FLAGS_CMAKE": " ".join(target.gcc_flags), **_board_files(out, target.name)}
+              "PORTABLE_C_FLAGS": " ".join(PORTABLE_C_FLAGS), "CPU_FLAGS_CMAKE": " ".join(target.gcc_flags),
+              **_board_files(out, target.name)}
     (out / "Makefile").write_text(_fill((TEMPLATES / "Makefile.in").read_text(), values))
     (out / "CMakeLists.txt").write_text(_fill((TEMPLATES / "CMakeLists.txt.in").read_text(), values))
     return out

@@ -11,12 +11,12 @@
 
 from .boards import BOARDS, Board, get_board
 from .builder import FirmwareBuildError, build, cache_root
-from .qemu import FirmwareRunError, check_board_target, describe_run, run_on_qemu, trace_mode
+from .qemu import FirmwareRunError, check_board_target, describe_run, run_on_qemu
 from .size import SizeReport, format_size_report, size_report
 from .toolchain import INSTALL_HINT, ToolchainMissing
 
 __all__ = [
     "BOARDS", "INSTALL_HINT", "Board", "FirmwareBuildError", "FirmwareRunError", "SizeReport", "ToolchainMissing",
     "build", "cache_root", "check_board_target", "describe_run", "format_size_report", "get_board", "run_on_qemu",
-    "size_report", "trace_mode",
+    "size_report",
 ]

@@ -20,6 +20,7 @@ from pathlib import Path
 from ..targets import get_target
 from . import toolchain
 from .boards import STACK_BYTES, Board, get_board
+from .toolchain import PORTABLE_C_FLAGS
 
 CSRC = Path(__file__).resolve().parent.parent / "csrc"
 FIRMWARE_SRC = CSRC / "firmware"
@@ -29,7 +30,7 @@ INCLUDE = CSRC / "include"
 NOT_RUNTIME = {"firmware", "export", "host", "python", "binding", "tests", "test"}
 
 WARNINGS = ("-Wall", "-Wextra", "-Werror")
-COMMON_FLAGS = ("-mthumb", "-O2", "-std=c99", *WARNINGS, "-ffunction-sections", "-fdata-sections")
+COMMON_FLAGS = ("-mthumb", "-O2", *PORTABLE_C_FLAGS, *WARNINGS, "-ffunction-sections", "-fdata-sections")
 LINK_FLAGS = ("-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs", "-Wl,--gc-sections")
 
 

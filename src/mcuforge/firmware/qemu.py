@@ -20,6 +20,7 @@ import numpy as np
 from ..ir import DTYPES
 from ..program import deserialize
 from ..targets import get_target
+from ..trace.format import trace_mode
 from . import toolchain
 from .boards import get_board
 from .builder import build
@@ -41,17 +42,6 @@ EXIT_FAULT = 3
 
 class FirmwareRunError(RuntimeError):
     """The firmware failed on the board: QEMU died, timed out, or the runtime returned an error."""
-
-
-def trace_mode(trace: bool | str | None) -> str:
-    """``False``/``None`` -> "off", ``True``/"events" -> "events" (op times), "full" (with op outputs)."""
-    if trace in (False, None, "off"):
-        return "off"
-    if trace is True or trace == "events":
-        return "events"
-    if trace == "full":
-        return "full"
-    raise ValueError(f"trace must be False, True, 'events' or 'full', got {trace!r}")
 
 
 def _parse_result(data: bytes) -> dict[str, Any]:
@@ -166,8 +156,8 @@ def check_board_target(program_target: str, board_target: str) -> None:
     other with MF_ERR_TARGET, so say it plainly before building and booting a board."""
     compiled_for, runs_on = get_target(program_target), get_target(board_target)
     if compiled_for.isa != runs_on.isa:
-        raise FirmwareRunError(f"the program was compiled for {compiled_for.name} ({compiled_for.isa} kernels) and "
-                               f"cannot run on {runs_on.name} ({runs_on.isa}): compile it with --target "
+        raise FirmwareRunError(f"the program was compiled for {compiled_for.name} (isa {compiled_for.isa}) and "
+                               f"cannot run on {runs_on.name} (isa {runs_on.isa}): compile it with --target "
                                f"{runs_on.name}")
 
 

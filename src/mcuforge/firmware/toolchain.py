@@ -6,6 +6,12 @@ import functools
 import shutil
 import subprocess
 
+#: How every build of the C sources compiles them (host library, firmware, exported projects):
+#: strict C99 (not gnu99, whose default -ffp-contract=fast would fuse float multiply-adds), no FMA
+#: contraction (fp32 results must not depend on the compiler's fusing, or the host and the boards
+#: would differ), and type punning through the arena as CMSIS-NN does.
+PORTABLE_C_FLAGS = ("-std=c99", "-ffp-contract=off", "-fno-strict-aliasing")
+
 INSTALL_HINT = ("install the Arm cross toolchain and the emulator, on Debian/Ubuntu: "
                 "sudo apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm")
 

@@ -19,6 +19,7 @@ from torch import fx, nn
 
 from ..capture import as_input_tuple, capture
 from ..ir import DTYPES
+from ..kernels import dequantize_per_tensor, quantize_per_tensor
 from ..lower import fold_batch_norm
 from ..lower.builder import NHWC_TO_NCHW
 from ..trace import TensorDump, Trace
@@ -76,11 +77,13 @@ def input_sqnr(program_inputs: list[dict[str, Any]], inputs: Sequence[Any]) -> f
     """SQNR of quantizing the model inputs: the error before the first layer."""
     sqnrs = []
     for info, x in zip(program_inputs, as_input_tuple(inputs), strict=True):
-        x = np.asarray(x.detach().numpy() if isinstance(x, torch.Tensor) else x, np.float64)
+        x = np.asarray(x.detach().numpy() if isinstance(x, torch.Tensor) else x, np.float32)
         if info.get("scale") is None or info["dtype"] != "int8":
             continue
-        q = np.clip(np.round(x / info["scale"]) + info["zero_point"], -128, 127)
-        sqnrs.append(error_stats(x, (q - info["zero_point"]) * info["scale"])[0])
+        # Exactly as the program quantizes its inputs (fp32, round half to even, saturate).
+        q = quantize_per_tensor(x, info["scale"], info["zero_point"])
+        real = dequantize_per_tensor(q, info["scale"], info["zero_point"])
+        sqnrs.append(error_stats(x.astype(np.float64), real.astype(np.float64))[0])
     return min(sqnrs) if sqnrs else SQNR_CAP_DB
 
 

@@ -46,3 +46,14 @@ def encode_record(record_type: int, payload: bytes) -> bytes:
     head = FRAME.pack(SYNC, record_type, 0, len(payload))
     crc = zlib.crc32(payload, zlib.crc32(head[2:]))
     return head + payload + CRC.pack(crc)
+
+
+def trace_mode(trace: bool | str | None) -> str:
+    """``False``/``None`` -> "off", ``True``/"events" -> "events" (op times), "full" (with op outputs)."""
+    if trace in (False, None, "off"):
+        return "off"
+    if trace is True or trace == "events":
+        return "events"
+    if trace == "full":
+        return "full"
+    raise ValueError(f"trace must be False, True, 'events' or 'full', got {trace!r}")
