@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .firmware.builder import cache_root
 from .firmware.toolchain import PORTABLE_C_FLAGS, ToolchainMissing
 from .trace.format import trace_mode
 
@@ -97,8 +98,8 @@ def compiler() -> str:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("MCUFORGE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "mcuforge")
-    path = Path(root) / "cruntime"
+    """Where host builds of the C runtime are kept (beside the firmware builds)."""
+    path = cache_root() / "cruntime"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -272,9 +273,6 @@ class LoadedProgram:
             where = f" in op {op} ({kind}{' ' + target if target else ''})"
         return CRuntimeError(f"C runtime {what} failed: {status_name(status)}{where}", status_name(status),
                              op if op >= 0 else None)
-
-    def op_kind(self, op_index: int) -> str:
-        return self.lib.mf_program_op_kind(self._program, op_index).decode()
 
     def run(self, inputs: Sequence[np.ndarray], trace: bool | str = False) -> tuple[list[np.ndarray], bytes | None]:
         if len(inputs) != len(self.inputs):

@@ -29,7 +29,6 @@ class HostTraceRecorder:
                                    op_count=len(graph.ops))
         self._write_allocs()
         self._run_index = 0
-        self._open_run = False
 
     def _write_allocs(self) -> None:
         """The arena and every activation with its lifetime, as the C runtime writes them: graph
@@ -45,7 +44,6 @@ class HostTraceRecorder:
     def run_start(self, arena: Any) -> None:
         if getattr(arena, "runs", 1) != 1:
             raise ValueError("a trace records one run at a time (execute without runs=)")
-        self._open_run = True
         self._writer.run_start(self._run_index, time.perf_counter_ns())
 
     def op_start(self, index: int, op: Op) -> None:
@@ -64,7 +62,6 @@ class HostTraceRecorder:
     def run_end(self, status: int) -> None:
         self._writer.run_end(self._run_index, time.perf_counter_ns(), status)
         self._run_index += 1
-        self._open_run = False
 
     def finish(self) -> bytes:
         """Close the stream (STREAM_END) and return its bytes."""
