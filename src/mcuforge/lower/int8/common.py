@@ -188,3 +188,31 @@ def requant_constants(b: GraphBuilder, base: str, params) -> tuple[str, str]:
     mult, shift = params
     return (b.constant(f"{base}_multipliers", np.asarray(mult, np.int32)),
             b.constant(f"{base}_shifts", np.asarray(shift, np.int32)))
+
+
+def emit_weighted_op(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.Node, kind: str, src: str,
+                     convert_input: Callable[[list[fx.Node]], str], weight: np.ndarray, weight_scales: np.ndarray,
+                     bias: object, out_shape: tuple[int, ...], out_layout: str, attrs: dict[str, object]) -> str:
+    """The int8 op of a weighted pattern (conv, depthwise, transposed conv, linear) whose output
+    quantize node is ``q`` and fused activation ``act``.
+
+    The int32 bias and the per-channel requantization are computed first (either may raise
+    NotInt8); only then is the activation fused, the input converted by ``convert_input`` (which
+    may emit layout ops), and the constants and the op emitted. ``attrs`` are the op's own
+    attributes; the offsets and the activation range are added here. Returns the output tensor.
+    """
+    qin, qout = b.tensors[src].qparams, qparams_of(q)
+    bias_int = bias_int32(b, bias, qin.scale, weight_scales)
+    requant = requant_params(qin.scale, weight_scales, qout.scale)
+    nodes = fuse(b, node, act)
+    x = convert_input(nodes)
+    base = q.name
+    w_name = b.constant(f"{base}_weight", weight)
+    bias_name = b.constant(f"{base}_bias", bias_int)
+    mult, shift = requant_constants(b, base, requant)
+    act_min, act_max = activation_range(act, qout)
+    out = b.add_tensor(base, out_shape, "int8", qparams=qout, layout=out_layout)
+    b.add_op(kind, [x, w_name, bias_name, mult, shift], [out],
+             {"input_offset": -qin.zero_point, "output_offset": qout.zero_point, **attrs,
+              "act_min": act_min, "act_max": act_max}, nodes=nodes)
+    return out

@@ -6,20 +6,16 @@ import numpy as np
 from torch import fx
 
 from ...quantize.patterns import CONV1D_OPS, CONV2D_OPS, TRANSPOSE_CONV_OPS
-from ..builder import GraphBuilder, node_shape, qparams_of
+from ..builder import GraphBuilder, node_shape
 from .common import (
     NotInt8,
-    activation_range,
     arg,
-    bias_int32,
-    fuse,
+    emit_weighted_op,
     int8_input,
     int8_lowering,
     nhwc,
     output_quantize,
     pair,
-    requant_constants,
-    requant_params,
     weights,
 )
 
@@ -47,32 +43,18 @@ def _emit_conv(b: GraphBuilder, node: fx.Node, src: str, to_nhwc, weight_oihw: n
     act, q = output_quantize(node)
     kernel = (weight_oihw.shape[2], weight_oihw.shape[3])
     padding = _padding(padding_arg, kernel, dilation)
-    qin, qout = b.tensors[src].qparams, qparams_of(q)
     out_channels = weight_oihw.shape[0]
     depthwise = groups > 1 and groups == in_channels and out_channels % in_channels == 0
     if groups != 1 and not depthwise:
         raise NotInt8(f"grouped conv (groups={groups}) has no int8 kernel yet")
-    bias_int = bias_int32(b, bias, qin.scale, scales)
-    requant = requant_params(qin.scale, scales, qout.scale)
-    nodes = fuse(b, node, act)
-    x_nhwc = to_nhwc(nodes)
-    base = q.name
+    attrs: dict[str, object] = {"stride": list(stride), "padding": list(padding), "dilation": list(dilation)}
     if depthwise:
         weight = np.transpose(weight_oihw, (1, 2, 3, 0))  # (C*M, 1, KH, KW) -> (1, KH, KW, C*M)
+        attrs["depth_multiplier"] = out_channels // in_channels
     else:
         weight = np.transpose(weight_oihw, (0, 2, 3, 1))  # OIHW -> OHWI
-    w_name = b.constant(f"{base}_weight", weight)
-    bias_name = b.constant(f"{base}_bias", bias_int)
-    mult, shift = requant_constants(b, base, requant)
-    act_min, act_max = activation_range(act, qout)
-    out = b.add_tensor(base, out_shape_nhwc, "int8", qparams=qout, layout="nhwc")
-    attrs = {"input_offset": -qin.zero_point, "output_offset": qout.zero_point, "stride": list(stride),
-             "padding": list(padding), "dilation": list(dilation)}
-    if depthwise:
-        attrs["depth_multiplier"] = out_channels // in_channels
-    attrs.update(act_min=act_min, act_max=act_max)
     kind = "depthwise_conv2d_s8" if depthwise else "conv2d_s8"
-    b.add_op(kind, [x_nhwc, w_name, bias_name, mult, shift], [out], attrs, nodes=nodes)
+    out = emit_weighted_op(b, node, act, q, kind, src, to_nhwc, weight, scales, bias, out_shape_nhwc, "nhwc", attrs)
     return q, out
 
 
@@ -129,19 +111,9 @@ def lower_conv_transpose2d(b: GraphBuilder, node: fx.Node) -> None:
     if pair(arg(node, 7, "dilation", 1)) != (1, 1):
         raise NotInt8("dilated transposed conv has no int8 kernel")
     act, q = output_quantize(node)
-    qin, qout = b.tensors[src].qparams, qparams_of(q)
-    bias_int = bias_int32(b, arg(node, 2, "bias", None), qin.scale, wq.scales)
-    requant = requant_params(qin.scale, wq.scales, qout.scale)
-    nodes = fuse(b, node, act)
-    x_nhwc = b.as_layout(src, "nhwc", nodes)
-    base = q.name
-    w_name = b.constant(f"{base}_weight", np.transpose(wq.data, (1, 2, 3, 0)))  # (Cin, O, KH, KW) -> OHWI
-    bias_name = b.constant(f"{base}_bias", bias_int)
-    mult, shift = requant_constants(b, base, requant)
-    act_min, act_max = activation_range(act, qout)
-    out = b.add_tensor(base, nhwc(node_shape(node)), "int8", qparams=qout, layout="nhwc")
-    attrs = {"input_offset": -qin.zero_point, "output_offset": qout.zero_point, "stride": list(stride),
-             "padding": list(padding), "act_min": act_min, "act_max": act_max}
-    b.add_op("transpose_conv2d_s8", [x_nhwc, w_name, bias_name, mult, shift], [out], attrs, nodes=nodes)
-    b.env[q] = out
+    weight = np.transpose(wq.data, (1, 2, 3, 0))  # (Cin, O, KH, KW) -> OHWI
+    b.env[q] = emit_weighted_op(b, node, act, q, "transpose_conv2d_s8", src,
+                                lambda nodes: b.as_layout(src, "nhwc", nodes), weight, wq.scales,
+                                arg(node, 2, "bias", None), nhwc(node_shape(node)), "nhwc",
+                                {"stride": list(stride), "padding": list(padding)})
 

@@ -12,13 +12,11 @@ from .common import (
     NotInt8,
     activation_range,
     arg,
-    bias_int32,
+    emit_weighted_op,
     fuse,
     int8_input,
     int8_lowering,
     output_quantize,
-    requant_constants,
-    requant_params,
     weights,
 )
 
@@ -32,21 +30,9 @@ def lower_linear(b: GraphBuilder, node: fx.Node) -> None:
     src = int8_input(b, x)
     wq = weights(b, w)
     act, q = output_quantize(node)
-    qin, qout = b.tensors[src].qparams, qparams_of(q)
-    bias_int = bias_int32(b, bias, qin.scale, wq.scales)
-    requant = requant_params(qin.scale, wq.scales, qout.scale)
-    nodes = fuse(b, node, act)
-    x_plain = b.as_layout(src, "plain", nodes)
-    base = q.name
-    w_name = b.constant(f"{base}_weight", wq.data)
-    bias_name = b.constant(f"{base}_bias", bias_int)
-    mult, shift = requant_constants(b, base, requant)
-    act_min, act_max = activation_range(act, qout)
-    out = b.add_tensor(base, node_shape(q), "int8", qparams=qout)
-    attrs = {"input_offset": -qin.zero_point, "output_offset": qout.zero_point,
-             "act_min": act_min, "act_max": act_max}
-    b.add_op("fully_connected_s8", [x_plain, w_name, bias_name, mult, shift], [out], attrs, nodes=nodes)
-    b.env[q] = out
+    b.env[q] = emit_weighted_op(b, node, act, q, "fully_connected_s8", src,
+                                lambda nodes: b.as_layout(src, "plain", nodes), wq.data, wq.scales, bias,
+                                node_shape(q), "plain", {})
 
 
 def _transpose_source(b: GraphBuilder, name: str) -> str | None:
