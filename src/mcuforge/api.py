@@ -115,18 +115,20 @@ class Program:
     def to_bytes(self) -> bytes:
         return serialize(self.graph)
 
-    def debug_record(self) -> dict[str, Any]:
+    def debug_record(self, program_bytes: bytes | None = None) -> dict[str, Any]:
         """The debug record (``<program>.dbg.json``): per op its debug handle, module, source line,
-        aten ops, fp32 reference node and quantized tensors; the program's payload CRC."""
+        aten ops, fp32 reference node and quantized tensors; the program's payload CRC.
+        ``program_bytes``: ``to_bytes()`` when the caller has it already (spares serializing again)."""
         from .trace.debug_record import build_debug_record
 
-        return build_debug_record(self.graph, self.to_bytes(), self.meta)
+        return build_debug_record(self.graph, program_bytes or self.to_bytes(), self.meta)
 
     def save(self, path: str | Path) -> Path:
         """Write the program file and, beside it, the debug record (``<path>.dbg.json``)."""
         path = Path(path)
-        path.write_bytes(self.to_bytes())
-        Path(str(path) + DEBUG_SUFFIX).write_text(json.dumps(self.debug_record(), indent=1))
+        data = self.to_bytes()
+        path.write_bytes(data)
+        Path(str(path) + DEBUG_SUFFIX).write_text(json.dumps(self.debug_record(data), indent=1))
         return path
 
     # -- running -----------------------------------------------------------------------------------

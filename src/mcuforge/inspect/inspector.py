@@ -29,13 +29,14 @@ class Inspector:
     """
 
     def __init__(self, program: Program, trace: Trace) -> None:
-        crc = program_crc(program.to_bytes())
+        data = program.to_bytes()
+        crc = program_crc(data)
         if trace.program_crc != crc:
             raise TraceMismatchError(f"the trace was recorded from program 0x{trace.program_crc:08x}, "
                                      f"not this program (0x{crc:08x})")
         self.program = program
         self.trace = trace
-        self.record = program.debug_record()
+        self.record = program.debug_record(data)
         self.gap: pd.DataFrame | None = None  # the last numeric gap, shown by the HTML report
 
     @classmethod
