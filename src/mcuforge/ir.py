@@ -11,6 +11,7 @@ torch's own dimension order).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,6 +110,22 @@ class Graph:
     @property
     def constant_bytes(self) -> int:
         return sum(t.nbytes for t in self.tensors.values() if t.is_constant)
+
+
+def input_bytes(graph: Graph, inputs: Sequence[np.ndarray]) -> list[bytes]:
+    """The graph inputs' bytes as the runtimes read them (program dtype and layout, little-endian),
+    after checking each input's dtype and shape; a ValueError names the input that does not fit."""
+    if len(inputs) != len(graph.inputs):
+        raise ValueError(f"program takes {len(graph.inputs)} inputs, got {len(inputs)}")
+    data = []
+    for name, value in zip(graph.inputs, inputs, strict=True):
+        tensor, value = graph.tensors[name], np.asarray(value)
+        dtype = DTYPES[tensor.dtype]
+        if value.shape != tuple(tensor.shape) or value.dtype != dtype:
+            raise ValueError(f"input {name!r}: expected {dtype}{list(tensor.shape)}, got "
+                             f"{value.dtype}{list(value.shape)}")
+        data.append(np.ascontiguousarray(value).astype(dtype.newbyteorder("<")).tobytes())
+    return data
 
 
 # Op kinds: a stable numeric id for the program file and the attribute names in file order.

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import DTYPES
+from ..ir import DTYPES, input_bytes
 from ..program import deserialize
 from ..targets import get_target
 from ..trace.format import trace_mode
@@ -55,19 +55,6 @@ def _parse_result(data: bytes) -> dict[str, Any]:
 
 def _tail(text: str, lines: int = 20) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
-
-
-def _write_inputs(folder: Path, graph: Any, inputs: Sequence[np.ndarray]) -> None:
-    if len(inputs) != len(graph.inputs):
-        raise ValueError(f"program takes {len(graph.inputs)} inputs, got {len(inputs)}")
-    for i, (name, value) in enumerate(zip(graph.inputs, inputs, strict=True)):
-        tensor = graph.tensors[name]
-        value = np.asarray(value)
-        dtype = DTYPES[tensor.dtype]
-        if value.shape != tuple(tensor.shape) or value.dtype != dtype:
-            raise ValueError(f"input {name!r}: expected {dtype}{list(tensor.shape)}, got "
-                             f"{value.dtype}{list(value.shape)}")
-        (folder / f"input{i}.bin").write_bytes(np.ascontiguousarray(value).astype(dtype.newbyteorder("<")).tobytes())
 
 
 def _read_outputs(folder: Path, graph: Any) -> list[np.ndarray]:
@@ -108,7 +95,8 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
         folder = Path(tmp)
         (folder / "run.cfg").write_bytes(struct.pack("<I", TRACE_MODES[mode]))
         (folder / "program.mfp").write_bytes(bytes(program_bytes))
-        _write_inputs(folder, graph, inputs)
+        for i, data in enumerate(input_bytes(graph, inputs)):
+            (folder / f"input{i}.bin").write_bytes(data)
         where = f"{target} on QEMU {board.machine}"
         started = time.perf_counter()
         try:
