@@ -228,7 +228,8 @@ def conv2d_s8(
 
     ``acc[n,y,x,o] = bias[o] + sum_{i,j,c} (x[n, y*sh-ph+i*dh, x*sw-pw+j*dw, c] + input_offset) * w[o,i,j,c]``
     over in-bounds taps only (int32, wrapping), then per-channel ``requantize`` with (multipliers[o],
-    shifts[o]), ``+ output_offset``, clamp to [act_min, act_max]. Shapes: x (N, H, W, C), w (O, KH, KW, C),
+    shifts[o]), ``+ output_offset``, clamp to [act_min, act_max]. Shapes: x (N, H, W, C), w (O, KH, KW, C / G),
+    where G = C / (w's channels) is the number of groups (filter o reads input channels of group o // (O / G)),
     bias (O,) int32 or None, multipliers/shifts length O (or 1). Returns int8 (N, OH, OW, O).
 
     The dot products run as a float32 (or float64, see ``matmul_dtype``) BLAS matmul on im2col patches of the
@@ -239,10 +240,25 @@ def conv2d_s8(
     w = check_int8("w_ohwi", w_ohwi, 4)
     n, h, wd, c = x.shape
     oc, kh, kw, wc = w.shape
-    if wc != c:
-        raise ValueError(f"w_ohwi has {wc} input channels but x_nhwc has {c}")
+    if wc < 1 or c % wc or oc % (c // wc):
+        raise ValueError(f"w_ohwi has {wc} input channels per filter: x_nhwc's {c} channels (groups = {c} / {wc}) "
+                         f"and the {oc} filters must divide into equal groups")
     st, pd, dl, (oh, ow) = resolve_geometry((h, wd), (kh, kw), stride, padding, dilation, output_hw)
     b, mult, shift = check_weighted_params(bias, oc, multipliers, shifts, act_min, act_max, input_offset, output_offset)
+    groups = c // wc
+    if groups > 1:
+        # Grouped convolution (arm_convolve_s8 with input channels = groups x filter channels): group g
+        # convolves input channels [g*wc, (g+1)*wc) with filters [g*ocg, (g+1)*ocg).
+        ocg = oc // groups
+        mult, shift = np.broadcast_to(mult, (oc,)), np.broadcast_to(shift, (oc,))
+        parts = []
+        for g in range(groups):
+            f = slice(g * ocg, (g + 1) * ocg)
+            parts.append(conv2d_s8(
+                np.ascontiguousarray(x[..., g * wc:(g + 1) * wc]), w[f], b[f].astype(np.int32),
+                input_offset=input_offset, output_offset=output_offset, multipliers=mult[f], shifts=shift[f],
+                stride=st, padding=pd, dilation=dl, act_min=act_min, act_max=act_max, output_hw=(oh, ow)))
+        return np.concatenate(parts, axis=3)
     depth = kh * kw * c
     check_float64_exact(depth, input_offset)
 

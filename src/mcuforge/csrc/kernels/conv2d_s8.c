@@ -2,6 +2,8 @@
  * conv2d_s8: int8 2-D convolution, bit-exact with CMSIS-NN arm_convolve_s8 (and
  * mcuforge.kernels.conv2d_s8). NHWC input, OHWI weights, per-channel requantization.
  * Taps outside the input are skipped (the same as padding with the input zero point).
+ * Grouped convolution as arm_convolve_s8 takes it: the input has groups x (weight channels)
+ * channels, and filter oc reads the input channels of group oc / (filters per group).
  */
 #include "mf_kernel_util.h"
 
@@ -13,7 +15,10 @@ static mf_status check(const mf_call *c) {
     if (c->n_in != 5 || c->n_out != 1) return MF_ERR_SHAPE;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
     if (!mf_is(&x, MF_INT8, 4) || !mf_is(&w, MF_INT8, 4) || !mf_is(&o, MF_INT8, 4)) return MF_ERR_SHAPE;
-    if (w.shape[3] != x.shape[3] || o.shape[0] != x.shape[0] || o.shape[3] != w.shape[0]) return MF_ERR_SHAPE;
+    if (w.shape[3] == 0 || x.shape[3] % w.shape[3] != 0 || w.shape[0] % (x.shape[3] / w.shape[3]) != 0) {
+        return MF_ERR_SHAPE; /* input channels = groups x filter channels, filters split evenly */
+    }
+    if (o.shape[0] != x.shape[0] || o.shape[3] != w.shape[0]) return MF_ERR_SHAPE;
     if ((uint64_t)w.shape[1] * w.shape[2] * w.shape[3] > MF_MAX_DOT_DEPTH) return MF_ERR_SHAPE;
     int32_t st[2], pd[2], dl[2];
     if (!mf_attr_conv_window(c, A_STRIDE, st, pd, dl)) return MF_ERR_SHAPE;
@@ -30,7 +35,8 @@ static mf_status run(const mf_call *c) {
     mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
     const int8_t *xd = (const int8_t *)x.data, *wd = (const int8_t *)w.data;
     const int32_t h = (int32_t)x.shape[1], wi = (int32_t)x.shape[2];
-    const uint32_t ch = x.shape[3], oc_n = w.shape[0], kh = w.shape[1], kw = w.shape[2];
+    const uint32_t ch = x.shape[3], wc = w.shape[3], oc_n = w.shape[0], kh = w.shape[1], kw = w.shape[2];
+    const uint32_t oc_per_group = oc_n / (ch / wc);
     int8_t *out = (int8_t *)o.data;
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         for (uint32_t oy = 0; oy < o.shape[1]; oy++) {
@@ -44,9 +50,10 @@ static mf_status run(const mf_call *c) {
                         for (uint32_t kx = 0; kx < kw; kx++) {
                             const int64_t ix = x0 + (int64_t)kx * dl[1];
                             if (ix < 0 || ix >= wi) continue;
-                            const int8_t *xp = xd + (((size_t)n * (size_t)h + (size_t)iy) * (size_t)wi + (size_t)ix) * ch;
-                            const int8_t *wp = wd + (((size_t)oc * kh + ky) * kw + kx) * ch;
-                            acc += mf_dot_s8(xp, wp, ch, in_off);
+                            const int8_t *xp = xd + (((size_t)n * (size_t)h + (size_t)iy) * (size_t)wi + (size_t)ix) * ch +
+                                               (size_t)(oc / oc_per_group) * wc;
+                            const int8_t *wp = wd + (((size_t)oc * kh + ky) * kw + kx) * wc;
+                            acc += mf_dot_s8(xp, wp, wc, in_off);
                         }
                     }
                     *out++ = mf_channel_requant_s8(&rq, oc, acc);
