@@ -176,13 +176,14 @@ def test_pooling_bit_exact(kind):
         stride = [int(rng.integers(1, 4)), int(rng.integers(1, 4))]
         oh, ow = (h + 2 * pad[0] - k[0]) // stride[0] + 1, (w + 2 * pad[1] - k[1]) // stride[1] + 1
         lo, hi = act_range(rng)
-        attrs = {"kernel": k, "stride": stride, "padding": pad, "act_min": lo, "act_max": hi}
+        attrs = {"kernel": k, "stride": stride, "padding": pad, "act_min": lo, "act_max": hi, "output_hw": [oh, ow]}
         program = one_op_program([act("x", (n, h, w, c))], [act("y", (n, oh, ow, c))], kind, attrs)
         assert_same_bytes(*run_both(program, [int8(rng, (n, h, w, c))]), f"case {case}")
 
 
 def test_pooling_window_all_padding_is_rejected_at_load():
-    attrs = {"kernel": [1, 1], "stride": [1, 1], "padding": [1, 1], "act_min": -128, "act_max": 127}
+    attrs = {"kernel": [1, 1], "stride": [1, 1], "padding": [1, 1], "act_min": -128, "act_max": 127,
+             "output_hw": [4, 4]}
     program = one_op_program([act("x", (1, 2, 2, 1))], [act("y", (1, 4, 4, 1))], "avgpool_s8", attrs)
     with pytest.raises(cruntime.CRuntimeError, match=r"MF_ERR_SHAPE at op 0 \(avgpool_s8\)") as err:
         cruntime.run_program(program, [np.zeros((1, 2, 2, 1), np.int8)])

@@ -31,6 +31,8 @@ def compile_and_compare(model, shape):
     (nn.Conv2d(4, 8, (3, 1), padding=(1, 0), stride=(2, 1)), "conv2d_s8"),
     (nn.Conv2d(4, 4, 3, padding=1, groups=4), "depthwise_conv2d_s8"),
     (nn.Conv2d(4, 12, 3, padding=1, groups=4, stride=2), "depthwise_conv2d_s8"),
+    (nn.Conv2d(4, 8, 3, padding=1, groups=2), "conv2d_s8"),  # grouped: arm_convolve_s8 with groups
+    (nn.Conv2d(4, 6, 3, groups=2, stride=2, dilation=2), "conv2d_s8"),
 ])
 def test_conv_variant_is_int8(conv, kind):
     torch.manual_seed(0)
@@ -38,11 +40,12 @@ def test_conv_variant_is_int8(conv, kind):
     assert [op.kind for op in prog.ops] == [kind]
 
 
-def test_grouped_conv_falls_back_with_reason():
+def test_dilated_transposed_conv_falls_back_with_reason():
     torch.manual_seed(0)
     # The C runtime has no fp32 conv: compile says so, naming the op, before anything is flashed.
-    with pytest.warns(UserWarning, match=r"op \d+ aten\.conv2d\.default \(module '0'\).*without a C kernel"):
-        prog = compile_and_compare(nn.Sequential(nn.Conv2d(4, 8, 3, groups=2), nn.Conv2d(8, 8, 1)), (1, 4, 7, 7))
-    grouped = [op for op in prog.ops if op.kind == "aten_fp32"]
-    assert len(grouped) == 1 and "groups=2" in grouped[0].reason
+    with pytest.warns(UserWarning, match=r"op \d+ aten\.conv_transpose2d\.\w+ \(module '0'\).*without a C kernel"):
+        prog = compile_and_compare(nn.Sequential(nn.ConvTranspose2d(4, 8, 3, dilation=2), nn.Conv2d(8, 8, 1)),
+                                   (1, 4, 7, 7))
+    dilated = [op for op in prog.ops if op.kind == "aten_fp32"]
+    assert len(dilated) == 1 and "dilated transposed conv" in dilated[0].reason
     assert "conv2d_s8" in [op.kind for op in prog.ops]

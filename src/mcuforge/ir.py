@@ -164,12 +164,14 @@ OP_KINDS: dict[str, dict[str, Any]] = {
             ("output_shift", "int"), ("act_min", "int"), ("act_max", "int"),
         ],
     },
+    # arm_avgpool_s8 / arm_max_pool_s8: windows over in-bounds elements only; the output size is explicit
+    # (output_hw, as CMSIS-NN takes it: torch's ceil_mode is one choice of it), every window must hit the input.
     "avgpool_s8": {
         "id": 5,
         "inputs": ["x"],
         "attrs": [
             ("kernel", "ints"), ("stride", "ints"), ("padding", "ints"),
-            ("act_min", "int"), ("act_max", "int"),
+            ("act_min", "int"), ("act_max", "int"), ("output_hw", "ints"),
         ],
     },
     "maxpool_s8": {
@@ -177,7 +179,7 @@ OP_KINDS: dict[str, dict[str, Any]] = {
         "inputs": ["x"],
         "attrs": [
             ("kernel", "ints"), ("stride", "ints"), ("padding", "ints"),
-            ("act_min", "int"), ("act_max", "int"),
+            ("act_min", "int"), ("act_max", "int"), ("output_hw", "ints"),
         ],
     },
     "clamp_s8": {"id": 7, "inputs": ["x"], "attrs": [("act_min", "int"), ("act_max", "int")]},

@@ -66,12 +66,9 @@ def _pool(kernel: Callable[..., np.ndarray]) -> Kernel:
     def run(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
         a = op.attrs
         x = fold_runs(ins[0], 4)
-        stride, padding, k = a["stride"], a["padding"], a["kernel"]
-        # The output may be stored squeezed (a global mean): its geometry comes from the input.
-        oh = (x.shape[1] + 2 * padding[0] - k[0]) // stride[0] + 1
-        ow = (x.shape[2] + 2 * padding[1] - k[1]) // stride[1] + 1
-        return kernel(x, kernel=tuple(k), stride=tuple(stride), padding=tuple(padding), act_min=a["act_min"],
-                      act_max=a["act_max"], output_hw=(oh, ow))
+        # The output may be stored squeezed (a global mean): its size is the output_hw attribute.
+        return kernel(x, kernel=tuple(a["kernel"]), stride=tuple(a["stride"]), padding=tuple(a["padding"]),
+                      act_min=a["act_min"], act_max=a["act_max"], output_hw=tuple(a["output_hw"]))
     return run
 
 

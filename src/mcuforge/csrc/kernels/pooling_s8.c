@@ -2,24 +2,21 @@
  * avgpool_s8 and maxpool_s8: bit-exact with CMSIS-NN arm_avgpool_s8 and arm_max_pool_s8. Padding
  * positions are not part of a window: an average divides by the in-bounds count, rounding half
  * away from zero. A window entirely in padding is rejected at load time (CMSIS: argument error).
+ * The output size is an attribute, as CMSIS-NN takes it (output_x, output_y): torch's ceil_mode
+ * and the default floor rule are both a choice of it; every window must hit the input.
  */
 #include "mf_kernel_util.h"
 
-enum { A_KERNEL, A_STRIDE, A_PAD, A_ACT_MIN, A_ACT_MAX };
+enum { A_KERNEL, A_STRIDE, A_PAD, A_ACT_MIN, A_ACT_MAX, A_OUT_HW };
 
 typedef struct {
-    int32_t k[2], st[2], pd[2], lo, hi;
+    int32_t k[2], st[2], pd[2], out[2], lo, hi;
 } pool_params;
 
 static int params(const mf_call *c, pool_params *p) {
-    return mf_attr_pair(c, A_KERNEL, 1, p->k) && mf_attr_pair(c, A_STRIDE, 1, p->st) &&
-           mf_attr_pair(c, A_PAD, 0, p->pd) && mf_attr_act(c, A_ACT_MIN, &p->lo, &p->hi);
-}
-
-/* Output size along one axis: (size + 2 * pad - kernel) / stride + 1 (0 when negative). */
-static int64_t out_size(uint32_t size, int32_t k, int32_t st, int32_t pd) {
-    int64_t span = (int64_t)size + 2 * (int64_t)pd - k;
-    return span < 0 ? 0 : span / st + 1;
+    const int k_ok = mf_attr_pair(c, A_KERNEL, 1, p->k), st_ok = mf_attr_pair(c, A_STRIDE, 1, p->st);
+    const int pd_ok = mf_attr_pair(c, A_PAD, 0, p->pd), out_ok = mf_attr_pair(c, A_OUT_HW, 1, p->out);
+    return k_ok && st_ok && pd_ok && out_ok && mf_attr_act(c, A_ACT_MIN, &p->lo, &p->hi);
 }
 
 /* Every window along one axis has at least one in-bounds element. */
@@ -39,14 +36,12 @@ static mf_status check(const mf_call *c) {
     mf_call_output(c, 0, &o);
     if (!mf_is(&x, MF_INT8, 4) || !mf_is(&o, MF_INT8, -1) || !params(c, &p)) return MF_ERR_SHAPE;
     /* The output may have any shape holding N x OH x OW x C values (a global pool feeding a
-     * linear layer is stored as (N, C)); OH and OW follow from the window. */
-    const int64_t oh = out_size(x.shape[1], p.k[0], p.st[0], p.pd[0]);
-    const int64_t ow = out_size(x.shape[2], p.k[1], p.st[1], p.pd[1]);
-    if (oh < 1 || ow < 1 || (uint64_t)x.shape[0] * (uint64_t)oh * (uint64_t)ow * x.shape[3] != o.numel) {
-        return MF_ERR_SHAPE;
-    }
-    if (!windows_hit(x.shape[1], p.k[0], p.st[0], p.pd[0], (uint32_t)oh) ||
-        !windows_hit(x.shape[2], p.k[1], p.st[1], p.pd[1], (uint32_t)ow)) {
+     * linear layer is stored as (N, C)); OH and OW are the output_hw attribute. */
+    const uint32_t oh = (uint32_t)p.out[0], ow = (uint32_t)p.out[1];
+    const uint64_t rows = (uint64_t)x.shape[0] * x.shape[3] * oh; /* x.numel < 2^32, oh < 2^31: no wrap */
+    if (rows > o.numel || rows * ow != o.numel) return MF_ERR_SHAPE;
+    if (!windows_hit(x.shape[1], p.k[0], p.st[0], p.pd[0], oh) ||
+        !windows_hit(x.shape[2], p.k[1], p.st[1], p.pd[1], ow)) {
         return MF_ERR_SHAPE;
     }
     return MF_OK;
@@ -66,8 +61,7 @@ static mf_status run(const mf_call *c, int is_max) {
     mf_call_output(c, 0, &o);
     params(c, &p);
     const uint32_t h = x.shape[1], w = x.shape[2], ch = x.shape[3];
-    const uint32_t oh = (uint32_t)out_size(h, p.k[0], p.st[0], p.pd[0]);
-    const uint32_t ow = (uint32_t)out_size(w, p.k[1], p.st[1], p.pd[1]);
+    const uint32_t oh = (uint32_t)p.out[0], ow = (uint32_t)p.out[1];
     const int8_t *xd = (const int8_t *)x.data;
     int8_t *out = (int8_t *)o.data;
     for (uint32_t n = 0; n < x.shape[0]; n++) {
@@ -102,5 +96,5 @@ static mf_status run(const mf_call *c, int is_max) {
 static mf_status run_avg(const mf_call *c) { return run(c, 0); }
 static mf_status run_max(const mf_call *c) { return run(c, 1); }
 
-const mf_kernel mf_kernel_avgpool_s8 = {5, "avgpool_s8", 1, 1, 0, "IIIii", check, run_avg};
-const mf_kernel mf_kernel_maxpool_s8 = {6, "maxpool_s8", 1, 1, 0, "IIIii", check, run_max};
+const mf_kernel mf_kernel_avgpool_s8 = {5, "avgpool_s8", 1, 1, 0, "IIIiiI", check, run_avg};
+const mf_kernel mf_kernel_maxpool_s8 = {6, "maxpool_s8", 1, 1, 0, "IIIiiI", check, run_max};

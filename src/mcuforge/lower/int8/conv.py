@@ -45,14 +45,13 @@ def _emit_conv(b: GraphBuilder, node: fx.Node, src: str, to_nhwc, weight_oihw: n
     padding = _padding(padding_arg, kernel, dilation)
     out_channels = weight_oihw.shape[0]
     depthwise = groups > 1 and groups == in_channels and out_channels % in_channels == 0
-    if groups != 1 and not depthwise:
-        raise NotInt8(f"grouped conv (groups={groups}) has no int8 kernel yet")
+    # Any other groups: conv2d_s8 as arm_convolve_s8 takes it (input channels = groups x filter channels).
     attrs: dict[str, object] = {"stride": list(stride), "padding": list(padding), "dilation": list(dilation)}
     if depthwise:
         weight = np.transpose(weight_oihw, (1, 2, 3, 0))  # (C*M, 1, KH, KW) -> (1, KH, KW, C*M)
         attrs["depth_multiplier"] = out_channels // in_channels
     else:
-        weight = np.transpose(weight_oihw, (0, 2, 3, 1))  # OIHW -> OHWI
+        weight = np.transpose(weight_oihw, (0, 2, 3, 1))  # OIHW -> OHWI, I = in_channels / groups
     kind = "depthwise_conv2d_s8" if depthwise else "conv2d_s8"
     out = emit_weighted_op(b, node, act, q, kind, src, to_nhwc, weight, scales, bias, out_shape_nhwc, "nhwc", attrs)
     return q, out
@@ -63,7 +62,7 @@ def _single(value: object) -> int:
 
 
 @int8_lowering(CONV2D_OPS, kernels="conv2d_s8 / depthwise_conv2d_s8", precision=CONV_PRECISION,
-               constraints="groups 1 or depthwise (groups = in channels, any depth multiplier); padding='same' "
+               constraints="any groups (depthwise when groups = in channels, any depth multiplier); padding='same' "
                            "only with odd dilated kernels; fused ReLU/ReLU6/hardtanh/clamp")
 def lower_conv2d(b: GraphBuilder, node: fx.Node) -> None:
     x = node.args[0]
@@ -77,8 +76,8 @@ def lower_conv2d(b: GraphBuilder, node: fx.Node) -> None:
 
 
 @int8_lowering(CONV1D_OPS, kernels="conv2d_s8 / depthwise_conv2d_s8", precision=CONV_PRECISION,
-               constraints="run as a 2-D conv with H = 1 on the (N, 1, L, C) view; groups 1 or depthwise; "
-                           "fused ReLU/ReLU6/hardtanh/clamp")
+               constraints="run as a 2-D conv with H = 1 on the (N, 1, L, C) view; any groups (depthwise when "
+                           "groups = in channels); fused ReLU/ReLU6/hardtanh/clamp")
 def lower_conv1d(b: GraphBuilder, node: fx.Node) -> None:
     """(N, C, L) -> conv over the NHWC view (N, 1, L, C). The output is stored NHWC and its plain
     (N, C, L) form is made only if some consumer needs it (unused conversions are pruned)."""

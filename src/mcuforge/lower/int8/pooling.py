@@ -29,8 +29,10 @@ def _pool(b: GraphBuilder, node: fx.Node, kind: str, kernel, stride, padding) ->
     layout = "nhwc" if len(out_shape) == 4 else "plain"  # mean without keepdim: (N, C), same bytes
     out = b.add_tensor(q.name, nhwc(out_shape) if layout == "nhwc" else out_shape, "int8", qparams=qp,
                        layout=layout)
+    # The output size is torch's (floor or ceil_mode, already decided by the exported shape).
+    output_hw = list(out_shape[2:4]) if layout == "nhwc" else [1, 1]
     attrs = {"kernel": list(kernel), "stride": list(stride), "padding": list(padding),
-             "act_min": -128, "act_max": 127}
+             "act_min": -128, "act_max": 127, "output_hw": output_hw}
     b.add_op(kind, [x], [out], attrs, nodes=[node])
     b.env[q] = out
 
@@ -44,22 +46,20 @@ def _window_args(node: fx.Node) -> tuple[tuple[int, int], tuple[int, int], tuple
 
 
 @int8_lowering([aten.max_pool2d.default], kernels="maxpool_s8", precision=SHARED,
-               constraints="no dilation, ceil_mode=False")
+               constraints="no dilation; ceil_mode either way")
 def lower_max_pool2d(b: GraphBuilder, node: fx.Node) -> None:
     kernel, stride, padding = _window_args(node)
     if pair(arg(node, 4, "dilation", 1)) != (1, 1):
         raise NotInt8("dilated max pooling has no int8 kernel")
-    if arg(node, 5, "ceil_mode", False):
-        raise NotInt8("ceil_mode=True pooling has no int8 kernel")
     _pool(b, node, "maxpool_s8", kernel, stride, padding)
 
 
 @int8_lowering([aten.avg_pool2d.default], kernels="avgpool_s8", precision=SHARED,
-               constraints="ceil_mode=False; padding only with count_include_pad=False; no divisor_override")
+               constraints="ceil_mode either way; padding only with count_include_pad=False; no divisor_override")
 def lower_avg_pool2d(b: GraphBuilder, node: fx.Node) -> None:
+    # torch divides by the in-bounds count when count_include_pad=False, and also with it when there is no
+    # padding (ceil_mode's overhanging windows count only their in-bounds part): CMSIS-NN's divisor.
     kernel, stride, padding = _window_args(node)
-    if arg(node, 4, "ceil_mode", False):
-        raise NotInt8("ceil_mode=True pooling has no int8 kernel")
     if padding != (0, 0) and arg(node, 5, "count_include_pad", True):
         raise NotInt8("avg pooling with count_include_pad=True over padding (CMSIS-NN averages valid pixels)")
     if arg(node, 6, "divisor_override", None) is not None:
@@ -100,11 +100,12 @@ def _pool1d(b: GraphBuilder, node: fx.Node, kind: str, kernel: int, stride: int,
     _act, q = output_quantize(node, fuse=False)
     qp = same_qparams(b, src, q)
     n, c, length = b.tensors[src].shape
-    out_len = (length + 2 * padding - kernel) // stride + 1
-    rows = b.add_tensor(f"{q.name}_rows", (n, 1, out_len, c), "int8", qparams=qp, layout="nhwc")
-    attrs = {"kernel": [1, kernel], "stride": [1, stride], "padding": [0, padding], "act_min": -128, "act_max": 127}
-    b.add_op(kind, [b.as_rows(src, [node])], [rows], attrs, nodes=[node])
     out_shape = node_shape(node)
+    out_len = out_shape[2] if len(out_shape) == 3 else 1  # torch's (floor or ceil_mode); a mean may drop L
+    rows = b.add_tensor(f"{q.name}_rows", (n, 1, out_len, c), "int8", qparams=qp, layout="nhwc")
+    attrs = {"kernel": [1, kernel], "stride": [1, stride], "padding": [0, padding], "act_min": -128, "act_max": 127,
+             "output_hw": [1, out_len]}
+    b.add_op(kind, [b.as_rows(src, [node])], [rows], attrs, nodes=[node])
     # One output position: (N, C) / (N, C, 1) hold the same bytes as the rows.
     b.env[q] = b.reshape(rows, out_shape, nodes=[node]) if out_len == 1 else b.from_rows(rows, [node])
 
@@ -114,24 +115,23 @@ def _single(value: object) -> int:
 
 
 @int8_lowering([aten.max_pool1d.default], kernels="maxpool_s8", precision=SHARED,
-               constraints="over the (N, 1, L, C) view; no dilation, ceil_mode=False")
+               constraints="over the (N, 1, L, C) view; no dilation; ceil_mode either way")
 def lower_max_pool1d(b: GraphBuilder, node: fx.Node) -> None:
     kernel = _single(node.args[1])
     stride_arg = arg(node, 2, "stride", [])
-    if _single(arg(node, 4, "dilation", 1)) != 1 or arg(node, 5, "ceil_mode", False):
-        raise NotInt8("max pooling with dilation or ceil_mode=True has no int8 kernel")
+    if _single(arg(node, 4, "dilation", 1)) != 1:
+        raise NotInt8("dilated max pooling has no int8 kernel")
     _pool1d(b, node, "maxpool_s8", kernel, _single(stride_arg) if stride_arg else kernel,
             _single(arg(node, 3, "padding", 0)))
 
 
 @int8_lowering([aten.avg_pool1d.default], kernels="avgpool_s8", precision=SHARED,
-               constraints="over the (N, 1, L, C) view; ceil_mode=False; padding only with count_include_pad=False")
+               constraints="over the (N, 1, L, C) view; ceil_mode either way; padding only with "
+                           "count_include_pad=False")
 def lower_avg_pool1d(b: GraphBuilder, node: fx.Node) -> None:
     kernel = _single(node.args[1])
     stride_arg = arg(node, 2, "stride", [])
     padding = _single(arg(node, 3, "padding", 0))
-    if arg(node, 4, "ceil_mode", False):
-        raise NotInt8("ceil_mode=True pooling has no int8 kernel")
     if padding and arg(node, 5, "count_include_pad", True):
         raise NotInt8("avg pooling with count_include_pad=True over padding (CMSIS-NN averages valid pixels)")
     _pool1d(b, node, "avgpool_s8", kernel, _single(stride_arg) if stride_arg else kernel, padding)
