@@ -7,7 +7,7 @@ from torch import fx
 from ...ir import Op
 from ...kernels.mul import mul_quant_params
 from ...quantize.patterns import LINEAR_OPS, MATMUL_OPS
-from ..builder import GraphBuilder, node_shape, qparams_of
+from ..builder import NHWC_TO_NCHW, GraphBuilder, node_shape, qparams_of
 from .common import (
     NotInt8,
     activation_range,
@@ -30,16 +30,49 @@ def lower_linear(b: GraphBuilder, node: fx.Node) -> None:
     src = int8_input(b, x)
     wq = weights(b, w)
     act, q = output_quantize(node)
-    b.env[q] = emit_weighted_op(b, node, act, q, "fully_connected_s8", src,
-                                lambda nodes: b.as_layout(src, "plain", nodes), wq.data, wq.scales, bias,
+    weight, flattened = wq.data, _flattened_nhwc(b, src)
+    if flattened is not None:
+        # torch flattens (C, H, W); the image is stored (H, W, C). Reordering the weight columns
+        # at compile time lets the layer read the stored bytes: no run-time transpose.
+        image, (n, h, w_, c) = flattened
+        weight = weight.reshape(-1, c, h, w_).transpose(0, 2, 3, 1).reshape(weight.shape[0], -1)
+
+    def convert(nodes: list[fx.Node]) -> str:
+        if flattened is None:
+            return b.as_layout(src, "plain", nodes)
+        return b.reshape(image, (n, h * w_ * c), nodes=nodes)
+
+    b.env[q] = emit_weighted_op(b, node, act, q, "fully_connected_s8", src, convert, weight, wq.scales, bias,
                                 node_shape(q), "plain", {})
+
+
+def _producer(b: GraphBuilder, name: str) -> Op | None:
+    return next((op for op in reversed(b.ops) if name in op.outputs), None)
+
+
+def _flattened_nhwc(b: GraphBuilder, name: str) -> tuple[str, tuple[int, int, int, int]] | None:
+    """(the NHWC image, its shape) when ``name`` is that image transposed to NCHW and flattened to
+    (N, C*H*W) -- the flatten before a classifier head -- else None."""
+    reshape = _producer(b, name)
+    if reshape is None or reshape.kind != "reshape":
+        return None
+    transpose = _producer(b, reshape.inputs[0])
+    if transpose is None or transpose.kind != "transpose" or list(transpose.attrs["perm"]) != list(NHWC_TO_NCHW):
+        return None
+    image = b.tensors[transpose.inputs[0]]
+    if image.layout != "nhwc" or image.dtype != "int8":
+        return None
+    n, h, w, c = image.shape
+    if b.tensors[name].shape != (n, h * w * c):
+        return None
+    return transpose.inputs[0], (n, h, w, c)
 
 
 def _transpose_source(b: GraphBuilder, name: str) -> str | None:
     """The input of the int8 transpose that produced ``name`` by swapping its last two dims, if any:
     the matmul then reads it with adj_y (CMSIS's native rhs order) and the transpose is pruned
     when nothing else reads its output."""
-    producer: Op | None = next((op for op in reversed(b.ops) if name in op.outputs), None)
+    producer = _producer(b, name)
     if producer is None or producer.kind != "transpose":
         return None
     perm = list(producer.attrs["perm"])
