@@ -241,8 +241,6 @@ def test_softmax_batched_equals_rowwise_and_validation() -> None:
     got = softmax_s8(x, **p)
     for idx in np.ndindex(x.shape[:-1]):
         np.testing.assert_array_equal(got[idx], softmax_s8(x[idx], **p))
-    big = softmax_s8(rng.integers(-128, 128, size=(3000, 20), dtype=np.int8), **p)  # blocked path
-    assert big.shape == (3000, 20)
     with pytest.raises(ValueError, match="row size"):
         softmax_s8(np.zeros((1, 4096), np.int8), **p)
     with pytest.raises(ValueError, match="shift"):
@@ -251,6 +249,26 @@ def test_softmax_batched_equals_rowwise_and_validation() -> None:
         softmax_s8(np.zeros((1, 4), np.int8), **{**p, "diff_min": 1})
     with pytest.raises(ValueError, match="int8"):
         softmax_s8(np.zeros((1, 4), np.float32), **p)
+
+
+def test_softmax_blocked_path_equals_the_reference_row_by_row() -> None:
+    """Rows are processed in blocks of 2^16 // row_size rows: 7,000 rows of 20 are three blocks (3,276, 3,276
+    and a partial 448). Each row is one of 64 random rows (own max, own cut-off entries), placed with a
+    period (64) prime to the block size, so every block holds a different arrangement; every output row must
+    equal the independent reference for its row."""
+    rng = np.random.default_rng(31)
+    rows, size = 7000, 20
+    block = (1 << 16) // size
+    assert rows > 2 * block and rows % block != 0  # two full blocks and a partial one
+    protos = rng.integers(-128, 128, size=(64, size), dtype=np.int8)
+    protos[::4] = rng.integers(100, 128, size=(16, size), dtype=np.int8)  # bunched near the max
+    mult, shift, diff_min = tflite_softmax_params(0.15)
+    assert diff_min > -255  # entries far below the row max are cut off (-207 here)
+    which = (np.arange(rows) * 37 + rows // 3) % 64
+    got = softmax_s8(protos[which], multiplier=mult, shift=shift, diff_min=diff_min)
+    expected = ref_softmax(protos, mult, shift, diff_min)
+    assert len({r.tobytes() for r in expected}) == 64  # the reference rows differ: a misplaced row is seen
+    np.testing.assert_array_equal(got, expected[which])
 
 
 def test_softmax_cmsis_nn_unit_test_vector() -> None:
