@@ -5,9 +5,16 @@ Tolerance: the reference (``prog.reference``) is PT2E's fp32 simulation: each op
 on dequantized values, then quantized (round half to even). The int8 kernels requantize in fixed
 point with CMSIS-NN's double rounding (Q31 multiply rounded, then a rounding shift), so a value
 within ~2^-8 LSB of a rounding midpoint may land one code away, and such a code carries on into the
-ops after it. Outputs are asserted within 1 LSB everywhere (2 for softmax, whose exp is CMSIS's
-fixed-point polynomial, not fp32's), and exactly equal on >= 95% of elements. Ops that only move
-bytes or look up a table computed from the op itself are asserted bit-exact.
+ops after it. Two levels are asserted:
+
+- each int8 op on its own (the reference re-run from the program's own int8 inputs): within 1 LSB,
+  and bit-exact for ops that only move bytes or look up a table computed from the op itself. Every
+  op of the program is matched this way, except the layout transposes/reshapes the lowering inserts
+  (NCHW <-> NHWC, 1-D rows), which have no reference node: those are named and checked to be pure
+  data movement, and are covered by the end-to-end check.
+- end to end, the program's outputs: within 1 LSB (a carried 1-LSB difference amplified by a later
+  op can reach 2, see ``OUTPUT_LSB``), and exactly equal on >= 95% of the elements of each output
+  (on outputs under 40 elements, where 5% is less than 2, at most 2 elements may differ).
 """
 
 import warnings
@@ -58,38 +65,59 @@ EXACT_KINDS = {"lut_s8", "slice", "concat_s8", "pad_s8", "transpose", "reshape",
 
 def forced_op_gaps(prog, inputs):
     """Each int8 op on its own: the reference re-run with every quantize node replaced by the program's
-    int8 tensor of the same name, so each op's reference value is computed from the program's own
-    inputs. Returns {op kind: largest |program code - reference code|} over the ops of that kind."""
+    int8 tensor holding the same value, so each op's reference value is computed from the program's own
+    inputs. Returns {op index: |program code - reference code| at its largest} for every op matched."""
     values = program_values(prog, inputs)
-    writer = {name: op.kind for op in prog.graph.ops for name in op.outputs}
+    writer = {name: i for i, op in enumerate(prog.graph.ops) for name in op.outputs}
     gaps = {}
 
     class Forced(torch.fx.Interpreter):
         def run_node(self, node):
             result = super().run_node(node)
-            ours = values.get(node.name)
-            if node.target == torch.ops.quantized_decomposed.quantize_per_tensor.default and ours is not None:
-                if prog.graph.tensors[node.name].layout == "nhwc":
-                    ours = np.transpose(ours, (0, 3, 1, 2))
-                ours = ours.reshape(result.shape)  # conv1d's (N, 1, L, C) rows hold (N, C, L) in torch's order
-                kind = writer[node.name]
-                gap = int(np.abs(ours.astype(np.int64) - result.numpy().astype(np.int64)).max())
-                gaps[kind] = max(gaps.get(kind, 0), gap)
-                return torch.from_numpy(np.ascontiguousarray(ours))  # carry on from the program's codes
-            return result
+            if node.target != torch.ops.quantized_decomposed.quantize_per_tensor.default:
+                return result
+            # A 1-D op (conv1d, pool1d) writes the value as rows, "<name>_rows" of shape (N, 1, L, C)
+            name = next((n for n in (node.name, f"{node.name}_rows") if values.get(n) is not None), None)
+            if name is None:
+                return result
+            ours = values[name]
+            if prog.graph.tensors[name].layout == "nhwc":
+                ours = np.transpose(ours, (0, 3, 1, 2))
+            ours = ours.reshape(result.shape)  # conv1d's (N, 1, L, C) rows hold (N, C, L) in torch's order
+            index = writer[name]
+            gap = int(np.abs(ours.astype(np.int64) - result.numpy().astype(np.int64)).max())
+            gaps[index] = max(gaps.get(index, 0), gap)
+            return torch.from_numpy(np.ascontiguousarray(ours))  # carry on from the program's codes
 
     Forced(prog.reference).run(*inputs)
     return gaps
 
 
-def assert_matches_reference(prog, calib, lsb=2):
-    """Every int8 op within 1 LSB of the reference on the same inputs (bit-exact for EXACT_KINDS),
-    and the program's outputs within ``lsb`` LSB end to end (1-LSB differences carry on)."""
+#: End-to-end output tolerance where a carried 1-LSB difference is amplified: in x * sigmoid(x) the
+#: product's output scale is finer than the conv output it is computed from (its range is smaller),
+#: so one conv code is up to 2 product codes (measured: 2).
+OUTPUT_LSB = {"mul x * sigmoid(x)": 2}
+#: Op kinds the lowering inserts for layout (NCHW <-> NHWC, 1-D rows) with no reference node.
+LAYOUT_KINDS = {"transpose", "reshape"}
+
+
+def assert_matches_reference(prog, calib, lsb=1):
+    """Every int8 op within 1 LSB of the reference on the same inputs (bit-exact for EXACT_KINDS), every
+    op matched except layout plumbing, and the program's outputs within ``lsb`` LSB end to end and
+    exactly equal on >= 95% of their elements (at most 2 elements off on outputs under 40 elements)."""
+    reference_names = {n.name for n in prog.reference.graph.nodes}
     for inputs in calib[:3]:
-        for kind, gap in forced_op_gaps(prog, inputs).items():
-            assert gap <= (0 if kind in EXACT_KINDS else 1), f"{kind} off by {gap} LSB on its own inputs"
+        gaps = forced_op_gaps(prog, inputs)
+        for index, gap in gaps.items():
+            kind = prog.graph.ops[index].kind
+            assert gap <= (0 if kind in EXACT_KINDS else 1), f"op {index} {kind} off by {gap} LSB on its own inputs"
+        unmatched = [(i, op.kind, op.outputs) for i, op in enumerate(prog.graph.ops) if i not in gaps]
+        assert all(kind in LAYOUT_KINDS and not set(outs) & reference_names for _i, kind, outs in unmatched), \
+            f"ops not matched against the reference: {unmatched}"
         for gap in output_gaps(prog, inputs):
             assert gap.max() <= lsb, f"output off by {gap.max()} LSB"
+            differ = int(np.count_nonzero(gap))
+            assert differ <= max(2, 0.05 * gap.size), f"{differ} of {gap.size} output elements not exact"
 
 
 def kinds(prog):
@@ -289,7 +317,7 @@ def test_form_lowers_to_int8_and_matches_reference(name):
     prog, calib = compile_model(factory(), shape)
     assert expected <= set(kinds(prog)), kinds(prog)
     assert_all_int8(prog)
-    assert_matches_reference(prog, calib)
+    assert_matches_reference(prog, calib, lsb=OUTPUT_LSB.get(name, 1))
 
 
 LUT_FORMS = {
@@ -308,7 +336,8 @@ def test_lut_activation_is_bit_exact(name):
     prog, calib = compile_model(ConvThen(LUT_FORMS[name]), (1, 3, 6, 6))
     assert kinds(prog) == ["conv2d_s8", "lut_s8"]
     for inputs in calib[:3]:
-        assert forced_op_gaps(prog, inputs)["lut_s8"] == 0
+        gaps = forced_op_gaps(prog, inputs)
+        assert set(gaps) == {0, 1} and gaps[1] == 0  # both ops matched, the LUT exactly
 
 
 def test_data_movement_between_int8_ops_stays_int8():
