@@ -26,9 +26,10 @@ import torch.nn.functional as F
 from torch import nn
 
 import mcuforge
-from mcuforge import kernels as K
 from mcuforge import runtime
 from mcuforge.plan import alias_roots
+
+from cmsis_reference_ops import ref_matmul, ref_mul, ref_softmax_row, tflite_mul_params, tflite_softmax_params
 
 # -- helpers -----------------------------------------------------------------------------------------
 
@@ -374,42 +375,57 @@ def _qp(prog, name):
     return t.qparams.scale, t.qparams.zero_point
 
 
-def test_mul_equals_the_kernel_with_params_from_the_qparams():
+def test_mul_equals_the_reference_with_params_from_the_float_scales():
+    """The op's requantization is TFLite's prepare of s_a * s_b / s_out (an independent transcription, not
+    the lowering's helper), and its output is arm_elementwise_mul_s8's, element by element."""
     torch.manual_seed(0)
     prog, calib = compile_model(SqueezeExcite(), (1, 3, 6, 6))
     op = only_op(prog, "mul_s8")
     values = program_values(prog, calib[1])
     (sa, za), (sb, zb), (so, zo) = (_qp(prog, n) for n in (*op.inputs, op.outputs[0]))
-    mult, shift = K.mul_quant_params(sa, sb, so)
-    expected = K.mul_s8(values[op.inputs[0]], values[op.inputs[1]], a_offset=-za, b_offset=-zb, output_offset=zo,
-                        output_multiplier=mult, output_shift=shift)
-    assert values[op.inputs[1]].shape == (1, 1, 1, 8)  # the gate broadcasts over H and W (NHWC)
+    mult, shift = tflite_mul_params(sa, sb, so)
+    assert {k: op.attrs[k] for k in ("output_multiplier", "output_shift", "a_offset", "b_offset", "output_offset",
+                                     "act_min", "act_max")} == {
+        "output_multiplier": mult, "output_shift": shift, "a_offset": -za, "b_offset": -zb, "output_offset": zo,
+        "act_min": -128, "act_max": 127}
+    a, b = values[op.inputs[0]], values[op.inputs[1]]
+    assert b.shape == (1, 1, 1, 8)  # the gate broadcasts over H and W (NHWC)
+    a, b = np.broadcast_arrays(a, b)
+    expected = np.array([ref_mul(int(x), int(y), -za, -zb, zo, mult, shift, -128, 127)
+                         for x, y in zip(a.ravel(), b.ravel(), strict=True)], np.int8).reshape(a.shape)
     np.testing.assert_array_equal(values[op.outputs[0]], expected)
 
 
-def test_softmax_equals_the_kernel_and_has_fixed_output_quantization():
+def test_softmax_equals_the_reference_and_has_fixed_output_quantization():
+    """Softmax parameters from TFLite's prepare of the input scale (independent transcription), output
+    from the arm_softmax_s8 transcription row by row."""
     torch.manual_seed(0)
     prog, calib = compile_model(Attention(), (1, 6, 16))
     op = only_op(prog, "softmax_s8")
     assert _qp(prog, op.outputs[0]) == (1 / 256, -128)
     values = program_values(prog, calib[1])
-    mult, shift, diff_min = K.softmax_params(_qp(prog, op.inputs[0])[0])
-    expected = K.softmax_s8(values[op.inputs[0]], multiplier=mult, shift=shift, diff_min=diff_min)
-    np.testing.assert_array_equal(values[op.outputs[0]], expected)
+    mult, shift, diff_min = tflite_softmax_params(_qp(prog, op.inputs[0])[0])
+    assert (op.attrs["multiplier"], op.attrs["shift"], op.attrs["diff_min"]) == (mult, shift, diff_min)
+    x = values[op.inputs[0]]
+    expected = [ref_softmax_row(row, mult, shift, diff_min) for row in x.reshape(-1, x.shape[-1]).tolist()]
+    np.testing.assert_array_equal(values[op.outputs[0]], np.array(expected, np.int8).reshape(x.shape))
 
 
 def test_attention_matmul_reads_k_untransposed():
+    """q @ k^T: k's rows are the rhs rows as stored (adj_y), parameters from TFLite's prepare of the float
+    scales, output from the arm_nn_vec_mat_mult_t_s8 transcription."""
     torch.manual_seed(0)
     prog, calib = compile_model(Attention(), (1, 6, 16))
     scores = next(op for op in prog.graph.ops if op.kind == "batch_matmul_s8")
     assert scores.attrs["adj_y"] == 1 and "transpose" not in kinds(prog)  # k.transpose folded into adj_y
     values = program_values(prog, calib[1])
     (sa, za), (sb, zb), (so, zo) = (_qp(prog, n) for n in (*scores.inputs, scores.outputs[0]))
-    mult, shift = K.mul_quant_params(sa, sb, so)
-    k = values[scores.inputs[1]]
-    expected = K.batch_matmul_s8(values[scores.inputs[0]], np.swapaxes(k, -1, -2), lhs_offset=-za, rhs_offset=-zb,
-                                 output_offset=zo, output_multiplier=mult, output_shift=shift)
-    np.testing.assert_array_equal(values[scores.outputs[0]], expected)
+    mult, shift = tflite_mul_params(sa, sb, so)
+    assert (scores.attrs["output_multiplier"], scores.attrs["output_shift"]) == (mult, shift)
+    q, k = values[scores.inputs[0]], values[scores.inputs[1]]
+    assert q.shape == k.shape == (1, 6, 16)
+    expected = ref_matmul(q[0].tolist(), k[0].tolist(), -za, -zb, zo, mult, shift, -128, 127)
+    np.testing.assert_array_equal(values[scores.outputs[0]], np.array([expected], np.int8))
     assert prog.ops[[op.kind for op in prog.ops].index("batch_matmul_s8")].macs == 6 * 6 * 16
 
 
