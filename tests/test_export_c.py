@@ -56,6 +56,10 @@ def test_export_builds_and_runs_bit_exact(name, target, tmp_path):
     assert int(program_addr, 16) % 16 == 0 and int(program_size, 16) == len(prog.to_bytes())
     arena_addr, arena_size = re.search(r"^([0-9a-f]+) ([0-9a-f]+) b arena$", symbols, re.M).groups()
     assert int(arena_addr, 16) % 16 == 0 and int(arena_size, 16) == arena
+    # Only the kernels the program uses are linked (the others are cut from the dispatch lists).
+    linked = set(re.findall(r" [Rr] mf_kernel_(\w+)$", symbols, re.M))
+    assert linked == {op.kind for op in prog.graph.ops}
+    assert not re.search(r" [Rr] mf_aten_\w+$", symbols, re.M)  # no fp32 op in these models
 
     # The example checks mf_program_arena_bytes == MF_ARENA_BYTES itself before it runs.
     got = printed_outputs(make(out, "run"))

@@ -1,6 +1,7 @@
 """``export-c``: a program as a self-contained C project for a Cortex-M firmware.
 
-The output folder holds the C runtime (``mcuforge/``), the program as a flash array
+The output folder holds the C runtime (``mcuforge/``, its dispatch lists cut down to the kernels
+the program uses, so that the linker drops the rest), the program as a flash array
 (``model_program.c``), a header with the arena size and the I/O tensors (``model.h``), example
 inputs (``model_inputs.c``), an example ``main.c``, a Makefile and a CMakeLists.txt; for a CPU
 with an emulated board also its start-up and linker script (``board/``), so ``make run`` runs
@@ -48,6 +49,30 @@ def _copy_runtime(out: Path) -> None:
             dest = out / "mcuforge" / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, dest)
+
+
+def aten_symbol(target: str) -> str:
+    """The C symbol of an fp32 op in ``kernels/fp32/aten_list.h``: "aten.add.Tensor" -> "add_Tensor",
+    "aten.relu.default" -> "relu"."""
+    _namespace, op, overload = target.split(".")
+    return op if overload == "default" else f"{op}_{overload}"
+
+
+def _keep_used_kernels(out: Path, graph: Graph) -> None:
+    """Rewrite the exported dispatch lists with only the kernels and fp32 ops this program uses: the
+    others are then referenced by nothing, and ``--gc-sections`` leaves them out of the firmware."""
+    kinds = {op.kind for op in graph.ops}
+    atens = {aten_symbol(op.attrs["target"]) for op in graph.ops if op.kind == "aten_fp32"}
+    for rel, macro, used in (("kernels/kernel_list.h", "MF_KERNEL", kinds),
+                             ("kernels/fp32/aten_list.h", "MF_ATEN", atens)):
+        path = out / "mcuforge" / rel
+        entries = [(line, re.fullmatch(rf"{macro}\((\w+)\)", line.strip())) for line in
+                   path.read_text().splitlines(keepends=True)]
+        missing = used - {m.group(1) for _, m in entries if m}
+        if missing:
+            raise ValueError(f"the program uses {sorted(missing)}, which the C runtime's {rel} does not list")
+        kept = [line for line, m in entries if m is None or m.group(1) in used]
+        path.write_text("".join(kept))
 
 
 def _tensor_macros(graph: Graph, kind: str, names: Sequence[str]) -> list[str]:
@@ -156,6 +181,7 @@ def export_c(program: bytes | str | Path, out_dir: str | Path,
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     _copy_runtime(out)
+    _keep_used_kernels(out, graph)
     arena = graph.ram_bytes  # what mf_program_arena_bytes returns
     (out / "model.h").write_text(_model_header(graph, target.name, len(data), arena))
     (out / "model_program.c").write_text(_program_source(data))
