@@ -20,6 +20,7 @@ from .ir import Graph, Op
 from .kernels import dequantize_per_tensor, quantize_per_tensor
 from .lower import fold_batch_norm, lower_to_ir
 from .lower.builder import NCHW_TO_NHWC, NHWC_TO_NCHW
+from .lower.decompose import decompose
 from .plan import plan_arena
 from .program import deserialize, serialize
 from .quantize import ObserverConfig, quantize
@@ -258,6 +259,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
                       "in the CLI).", stacklevel=2)
         calibration = _random_calibration(example)
     captured = capture(model, example)
+    decompose(captured)  # fused ops (scaled_dot_product_attention) -> ops with int8 kernels
     fold_batch_norm(captured)
     converted = quantize(captured, calibration, len(example), progress=progress, observers=observers)
     graph = lower_to_ir(converted, target)

@@ -7,6 +7,7 @@ constraints written beside each lowering function (``@int8_lowering(..., constra
 
 from __future__ import annotations
 
+from .lower.decompose import DECOMPOSITIONS
 from .lower.int8 import INT8_LOWERINGS, OP_DOCS
 
 HEADER = """# Supported operators
@@ -59,8 +60,17 @@ def ops_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def decompositions_table() -> str:
+    """Fused ops rewritten before quantization (``mcuforge.lower.decompose``) into the ops above."""
+    lines = ["## Decomposed before quantization", "",
+             "These ops are rewritten into the ops of the table above right after capture.", "",
+             "| aten op | becomes |", "|---|---|"]
+    lines += [f"| `{aten_label(target)}` | {_cell(text)} |" for target, text in DECOMPOSITIONS.items()]
+    return "\n".join(lines) + "\n"
+
+
 def render() -> str:
-    return f"{HEADER}\n{ops_table()}"
+    return f"{HEADER}\n{ops_table()}\n{decompositions_table()}"
 
 
 def main() -> None:

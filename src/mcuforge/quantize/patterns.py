@@ -45,6 +45,7 @@ POOL_OPS = POOL2D_OPS | POOL1D_OPS | {aten.mean.dim}
 RESHAPE_OPS = {
     aten.view.default, aten.reshape.default, aten._unsafe_view.default, aten.flatten.using_ints,
     aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.unsqueeze.default,
+    aten.unflatten.int,  # nn.MultiheadAttention's packed q/k/v projection
 }
 PERMUTE_OPS = {aten.permute.default, aten.transpose.int, aten.mT.default, aten.t.default}
 PAD_OPS = {aten.pad.default, aten.constant_pad_nd.default}
