@@ -6,7 +6,9 @@ import textwrap
 
 import numpy as np
 import pytest
+import torch
 
+import mcuforge
 from mcuforge.cli import main
 
 FACTORY = textwrap.dedent('''
@@ -56,7 +58,21 @@ def test_compile_info_run(tmp_path, factory_file, capsys):
     result = tmp_path / "y.npz"
     assert main(["run", str(out), "--inputs", str(inputs), "-o", str(result)]) == 0
     assert "output 0: shape [1, 3]" in capsys.readouterr().out
-    assert np.load(result)["arr_0"].shape == (1, 3)
+    got = np.load(result)["arr_0"]
+    assert got.shape == (1, 3) and got.dtype == np.float32
+    # The values: what the library's host runtime gives for the saved program, exactly ...
+    prog = mcuforge.load(out)
+    np.testing.assert_array_equal(got, prog.run(np.ones((1, 1, 6, 6), np.float32))[0])
+    # ... dequantized int8 codes of the output tensor, within 1 output LSB of the float model (measured 0.35)
+    t = prog.graph.tensors[prog.graph.outputs[0]]
+    codes = got / t.qparams.scale + t.qparams.zero_point
+    np.testing.assert_allclose(codes, np.round(codes), atol=1e-3)
+    namespace = {}
+    exec(FACTORY, namespace)  # the user's factory, run here: the float reference
+    model, _example = namespace["make_tiny"]()
+    with torch.no_grad():
+        want = model.eval()(torch.ones(1, 1, 6, 6)).numpy()
+    assert np.abs(got - want).max() <= t.qparams.scale, (got, want)
 
 
 def test_compile_without_calibration_warns(tmp_path, factory_file, capsys):

@@ -302,13 +302,33 @@ def _broken(change: str) -> Graph:
     return g
 
 
-@pytest.mark.parametrize("change", [
-    "unplanned", "outside arena", "missing attr", "unknown attr", "int attr too big", "ints attr not a list",
-    "data dtype", "data shape", "tensor ref", "unsupported value", "scale", "unknown tensor",
-    "constant output", "rank 7", "absent required input", "unknown kind", "backend", "too deep", "target",
-])
+#: Each damage and the error it must raise: the check that refuses it, not just any ValueError.
+WRITER_REJECTS = {
+    "unplanned": r"tensor 'y': arena offset -1 \+ 32 bytes is outside the arena",
+    "outside arena": r"tensor 'x': arena offset 0 \+ 48 bytes is outside the arena of 8 bytes",
+    "missing attr": r"op 0 \(conv2d_s8\): attrs must be exactly .*missing \['act_max'\], unknown \[\]",
+    "unknown attr": r"op 0 \(conv2d_s8\): attrs must be exactly .*missing \[\], unknown \['groups'\]",
+    "int attr too big": r"op 0 \(conv2d_s8\), attr 'act_min': 2147483648 does not fit in int32",
+    "ints attr not a list": r"op 0 \(conv2d_s8\), attr 'stride': expected a list of ints, got 1",
+    "data dtype": r"tensor 'conv.bias': constant data is int64, declared int32",
+    "data shape": r"tensor 'conv.bias': constant data has shape \(3,\), declared \(2,\)",
+    "tensor ref": r"op 2 \(aten_fp32\), attr 'args'\[0\]: TensorRef\(index=1\) is not an index into the op's 1 inputs",
+    "unsupported value": r"op 2 \(aten_fp32\), attr 'kwargs'\['x'\]: cannot store a ndarray",
+    "scale": r"tensor 'y': scale 0.0 is not a positive finite float32",
+    "unknown tensor": r"op 1 \(dequantize\): input 0 names unknown tensor 'nope'",
+    "constant output": r"op 1 \(dequantize\): output 'conv.bias' is a constant",
+    "rank 7": r"tensor 'r': rank 7 is above the maximum 6",
+    "absent required input": r"op 0 \(conv2d_s8\): input 0 names unknown tensor ''",  # '' only marks optional inputs
+    "unknown kind": r"op 0 \(conv3d_s8\): unknown op kind",
+    "backend": r"op 0 \(conv2d_s8\): backend 'npu' is not one of",
+    "too deep": r"op 2 \(aten_fp32\), attr 'args'(\[0\]){8}: lists/dicts nested deeper than 8 levels",
+    "target": r"unknown target 'cortex-a53'",
+}
+
+
+@pytest.mark.parametrize("change", list(WRITER_REJECTS))
 def test_writer_rejects(change: str) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=WRITER_REJECTS[change]):
         serialize(_broken(change))
 
 

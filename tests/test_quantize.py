@@ -48,10 +48,20 @@ def test_quantizer_weights_per_channel_symmetric_bias_int32():
     for w in weights:
         zp = getattr(converted, w.args[2].target)
         assert (zp == 0).all() and w.args[4:6] == (-127, 127)
-    for b, w in zip(biases, weights, strict=True):
-        b_scale = getattr(converted, b.args[1].target)
-        w_scale = getattr(converted, w.args[1].target)
-        assert b_scale.shape == w_scale.shape  # per output channel
+    weighted = [n for n in converted.graph.nodes if n.target in (torch.ops.aten.conv2d.default,
+                                                                  torch.ops.aten.linear.default)]
+    assert len(weighted) == 2
+    for op in weighted:
+        x_dq, w_dq, b_dq = op.args
+        assert w_dq in weights and b_dq in biases and x_dq.target == qd.dequantize_per_tensor.default
+        input_scale = x_dq.args[1]
+        w_scale = getattr(converted, w_dq.args[1].target)
+        b_scale = getattr(converted, b_dq.args[1].target)
+        out_channels = 8 if op.target == torch.ops.aten.conv2d.default else 5
+        assert b_scale.shape == w_scale.shape == (out_channels,)  # per output channel
+        # bias scale = input scale x weight scale[c], exactly (float32, as the int32 bias is computed)
+        assert torch.equal(b_scale, w_scale * input_scale), (b_scale, w_scale * input_scale)
+        assert (getattr(converted, b_dq.args[2].target) == 0).all()
     # conv + ReLU fused: no quantize between them.
     relu = next(n for n in converted.graph.nodes if n.target == torch.ops.aten.relu.default)
     assert relu.args[0].target == torch.ops.aten.conv2d.default
