@@ -20,6 +20,7 @@ import mcuforge
 from mcuforge import cruntime
 from mcuforge.program import deserialize, read_header
 from mcuforge.runtime import execute
+from mcuforge.trace import HostTraceRecorder, Trace
 from mcuforge.zoo import MODELS
 
 from conftest import compiled
@@ -30,6 +31,9 @@ C_ATEN = cruntime.c_aten_ops()
 #: Zoo models checked here (compiling is what costs): MLPerf Tiny DS-CNN, ResNet-8 and the FC autoencoder,
 #: the custom fp32-fallback net and a transformer block. MobileNets and the recurrent KWS models use the
 #: same kernels and take minutes to compile on a loaded 2-core machine.
+#: fp32 ops computed by single IEEE operations or copies: the same bytes as torch (csrc/kernels/fp32/pointwise.c).
+EXACT_FP32 = {f"aten.{n}.default" for n in ("relu", "neg", "abs", "clamp", "hardtanh", "floor", "ceil", "round",
+                                              "reciprocal", "view", "reshape", "permute", "cat")}
 ZOO = ["ds_cnn", "resnet8", "fc_autoencoder", "custom_fallback", "transformer_block"]
 
 
@@ -63,25 +67,33 @@ def test_zoo_program_same_bytes_as_host_runtime(name):
     graph = deserialize(data)
     unsupported = [i for i, op in enumerate(graph.ops) if not c_supports(op)]
     assert not unsupported, f"the C runtime lacks {sorted({graph.ops[i].kind for i in unsupported})}"
-    exact_fp32 = all(op.kind != "aten_fp32" for op in graph.ops)
     for seed in range(3):
         values = program_inputs(graph, seed)
         expected = execute(graph, values)
         got, trace = cruntime.run_program(data, values)
         assert trace is None
-        for e, g in zip(expected, got, strict=True):
+        for i, (e, g) in enumerate(zip(expected, got, strict=True)):
             assert e.dtype == g.dtype and e.shape == g.shape
-            if exact_fp32 or e.dtype == np.int8:
-                # int8 outputs after fp32 islands may still differ by one step where a transcendental
-                # fp32 op lands next to a rounding boundary: counted below rather than hidden.
-                mismatched = int(np.count_nonzero(e != g))
-                if exact_fp32:
-                    assert mismatched == 0, f"{name}: {mismatched} output values differ"
-                else:
-                    assert np.max(np.abs(e.astype(int) - g.astype(int))) <= 1
-                    assert mismatched <= max(1, e.size // 100), f"{name}: {mismatched} values off by one"
+            assert e.tobytes() == g.tobytes(), f"{name} output {i}: {int(np.count_nonzero(e != g))} values differ"
+        # Op by op, why the outputs are exact: every int8 (and every exact fp32) op gives the same bytes; the
+        # fp32 islands' reductions (layer_norm: sequential sum in C, torch's own order on the host) agree to
+        # float rounding, which never moved a value across a rounding midpoint of the quantize after them
+        # (measured: no output value differs on 200 seeds for each of these models).
+        _, stream = cruntime.run_program(data, values, trace="full")
+        recorder = HostTraceRecorder(graph, data, full=True)
+        execute(graph, values, recorder)
+        c_trace, host_trace = Trace.from_bytes(stream), Trace.from_bytes(recorder.finish())
+        assert len(c_trace.tensors) == len(host_trace.tensors) == sum(len(op.outputs) for op in graph.ops)
+        for c_out, py_out in zip(c_trace.tensors, host_trace.tensors, strict=True):
+            op = graph.ops[c_out.op_index]
+            where = f"{name} op {c_out.op_index} ({op.kind} {op.attrs.get('target', '')})"
+            assert (c_out.op_index, c_out.tensor_index) == (py_out.op_index, py_out.tensor_index), where
+            if op.kind == "aten_fp32" and op.attrs["target"] not in EXACT_FP32:
+                np.testing.assert_allclose(np.frombuffer(c_out.data, np.float32),
+                                           np.frombuffer(py_out.data, np.float32), rtol=1e-5, atol=1e-5,
+                                           err_msg=where)
             else:
-                np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5)
+                assert c_out.data == py_out.data, where
 
 
 @functools.cache
