@@ -458,7 +458,7 @@ def test_add_table_broadcast_views_and_parameter_isolation() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# mul: 65536-pair table from 131072 elements
+# mul: 65536-pair table (cached per parameter set) from TABLE_THRESHOLD elements
 # ---------------------------------------------------------------------------------------------------------
 
 MUL_MIN = mul_mod.TABLE_THRESHOLD
@@ -492,11 +492,12 @@ def test_mul_table_threshold(p, mul_direct_sizes) -> None:
     a, b = all_pairs(repeat=2)
     order = rng.permutation(a.size)
     a, b = a[order], b[order]
-    assert a.size == MUL_MIN
+    assert a.size >= MUL_MIN
     for lo, hi in ((-128, 127), (0, 127), (-60, 5)):
         q = dict(p, act_min=lo, act_max=hi)
-        for size in (MUL_MIN - 1, MUL_MIN):
+        for size in (MUL_MIN - 1, MUL_MIN, a.size):
             mul_direct_sizes.clear()
+            mul_mod._mul_table.cache_clear()  # so that every table-path call builds (and checks) its table
             assert_same(mul_s8(a[:size], b[:size], **q), ref_mul(a[:size], b[:size], q))
             assert mul_direct_sizes == ([65536] if size >= MUL_MIN else [size])
 
@@ -510,10 +511,12 @@ def test_mul_table_broadcast_and_views(mul_direct_sizes) -> None:
         (rng.integers(-128, 128, size=(1000, 300), dtype=np.int8)[::2, ::-1],
          rng.integers(-128, 128, size=(300, 1), dtype=np.int8).T),
     ]
+    mul_mod._mul_table.cache_clear()
     for a, b in cases:
         got = mul_s8(a, b, **p)
         assert_same(got, ref_mul(a, b, p))
-    assert mul_direct_sizes == [65536] * len(cases)
+        got[...] = 0  # the result is the caller's: writing it must not touch the cached table
+    assert mul_direct_sizes == [65536]  # one table for the parameter set, reused by the other calls
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -57,7 +57,14 @@ def batch_matmul_s8(
         np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError as err:
         raise ValueError(f"batch_matmul_s8: batch dims of {lhs.shape} and {rhs.shape} do not broadcast") from err
-    if a.shape[-1] * 256 * 256 >= 1 << 53:  # each product is at most 256 * 256: partial sums stay exact
-        raise ValueError(f"batch_matmul_s8: {a.shape[-1]} terms may not sum exactly in float64")
-    acc = np.matmul(a.astype(np.float64) + lhs_offset, b.astype(np.float64) + rhs_offset).astype(np.int64)
-    return requantize_output(wrap_int32(acc), output_multiplier, output_shift, output_offset, act_min, act_max)
+    depth = a.shape[-1]
+    # Each product is at most 255 * 255 in magnitude, so every partial sum of ``depth`` of them is an exact
+    # integer in float32 while depth * 255^2 < 2^24 (attention's short rows), in float64 below 2^53.
+    if depth * 255 * 255 >= 1 << 53:
+        raise ValueError(f"batch_matmul_s8: {depth} terms may not sum exactly in float64")
+    dtype = np.float32 if depth * 255 * 255 < 1 << 24 else np.float64
+    acc = np.matmul(a.astype(dtype) + dtype(lhs_offset), b.astype(dtype) + dtype(rhs_offset))
+    if depth * 255 * 255 >= 1 << 31:  # only then can the C int32 accumulator wrap
+        acc = wrap_int32(acc.astype(np.int64))
+    # A float accumulator holding exact integers is taken as they are (requantize_output truncates it).
+    return requantize_output(acc, output_multiplier, output_shift, output_offset, act_min, act_max)

@@ -53,5 +53,10 @@ def lut_s8(x: np.ndarray, table: np.ndarray) -> np.ndarray:
     table = check_int8("table", table, 1)
     if table.shape != (TABLE_SIZE,):
         raise ValueError(f"lut_s8: table must have shape ({TABLE_SIZE},), got {table.shape}")
-    # Flipping the sign bit of the byte is x + 128 as a uint8 index (two's complement), with no widening copy.
-    return table[x.view(np.uint8) ^ np.uint8(0x80)]
+    # Entry q + 128 of the table is for the byte (q as uint8) = (q + 128) ^ 0x80: reorder the 256 entries
+    # by byte once, then gather with the input bytes themselves (np.take: no index arithmetic pass).
+    return np.take(table[_BYTE_ORDER], x.view(np.uint8))
+
+
+#: ``table[_BYTE_ORDER][u]`` is the entry of the int8 value whose byte is u.
+_BYTE_ORDER = np.arange(TABLE_SIZE) ^ 0x80

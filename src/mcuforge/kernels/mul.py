@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .quant_utils import (
@@ -14,9 +16,8 @@ from .quant_utils import (
     requantize_output,
 )
 
-#: From this many elements on (twice the table size), a table of all 256 x 256 byte pairs beats the pipeline.
-TABLE_THRESHOLD = 2 * 65536
-_ALL_INT8 = np.arange(-128, 128, dtype=np.int8)
+#: From this many elements on, the (cached) table of all 256 x 256 byte pairs beats the pipeline.
+TABLE_THRESHOLD = 8192
 
 
 def mul_quant_params(a_scale: float, b_scale: float, out_scale: float) -> tuple[int, int]:
@@ -56,18 +57,27 @@ def mul_s8(
     check_activation_range(act_min, act_max)
     check_requant_params(output_multiplier, output_shift, 1)
 
+    if int(np.prod(shape)) >= TABLE_THRESHOLD:
+        # The result only depends on the byte pair (a, b): the table of all 65536 pairs (computed by the
+        # same pipeline, cached per parameter set) gathered at index (a as uint8) * 256 + (b as uint8).
+        table = _mul_table(int(a_offset), int(b_offset), int(output_offset), int(output_multiplier),
+                           int(output_shift), int(act_min), int(act_max))
+        index = np.left_shift(a.view(np.uint8), 8, dtype=np.uint16)
+        index = np.bitwise_or(index, b.view(np.uint8), dtype=np.uint16)  # broadcasts like a * b
+        return np.take(table, index)
     a_flat = np.broadcast_to(a, shape).reshape(-1)
     b_flat = np.broadcast_to(b, shape).reshape(-1)
-    if a_flat.size >= TABLE_THRESHOLD:
-        # The result only depends on the byte pair (a, b): evaluate all 65536 pairs once and gather.
-        a_all, b_all = (g.ravel() for g in np.meshgrid(_ALL_INT8, _ALL_INT8, indexing="ij"))
-        table = _mul_direct(a_all, b_all, a_offset, b_offset, output_offset,
-                            output_multiplier, output_shift, act_min, act_max)  # fmt: skip
-        index = (a_flat.view(np.uint8) ^ np.uint8(0x80)).astype(np.intp) << 8
-        index |= b_flat.view(np.uint8) ^ np.uint8(0x80)
-        return table[index].reshape(shape)
     return _mul_direct(a_flat, b_flat, a_offset, b_offset, output_offset, output_multiplier, output_shift, act_min,
                        act_max).reshape(shape)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=64)
+def _mul_table(*params: int) -> np.ndarray:
+    """int8 (65536,): entry ``ua * 256 + ub`` is the product of the int8 values with bytes ua and ub."""
+    values = np.arange(256, dtype=np.uint8).view(np.int8)
+    table = _mul_direct(np.repeat(values, 256), np.tile(values, 256), *params)
+    table.flags.writeable = False  # shared by every call with these parameters
+    return table
 
 
 def _mul_direct(

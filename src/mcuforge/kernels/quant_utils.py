@@ -483,6 +483,13 @@ def check_requant_params(
     multipliers: ArrayLike, shifts: ArrayLike, channels: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-channel (length ``channels``) or per-tensor (length 1 / scalar) multipliers and shifts, int64."""
+    if isinstance(multipliers, int | np.integer) and isinstance(shifts, int | np.integer):
+        # The per-tensor parameters of the small elementwise kernels: the same checks without array passes.
+        if not INT32_MIN <= multipliers <= INT32_MAX:
+            raise ValueError("multipliers must fit in int32")
+        if not SHIFT_MIN <= shifts <= SHIFT_MAX:
+            raise ValueError(f"shifts must be in [{SHIFT_MIN}, {SHIFT_MAX}]")
+        return np.array([multipliers], np.int64), np.array([shifts], np.int64)
     m = np.atleast_1d(np.asarray(multipliers))
     s = np.atleast_1d(np.asarray(shifts))
     for name, arr in (("multipliers", m), ("shifts", s)):

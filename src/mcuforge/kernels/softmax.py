@@ -12,6 +12,7 @@ values and looked up: exact, and the per-element work is a handful of vectorized
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -158,20 +159,46 @@ def softmax_s8(x: np.ndarray, *, multiplier: int, shift: int, diff_min: int) -> 
     if not isinstance(diff_min, int | np.integer) or diff_min > 0:
         raise ValueError(f"softmax_s8: diff_min must be an int <= 0, got {diff_min!r}")
 
-    exp_table = softmax_exp_table(int(multiplier), int(shift))
-    sum_terms = _divide_by_pow2(exp_table, ACCUM_BITS)
+    exp_table, sum_terms, exp_nonnegative = _tables(int(multiplier), int(shift), int(diff_min))
     rows = x.reshape(-1, row_size)
     out = np.empty(rows.shape, dtype=np.int8)
     step = max(1, (1 << 16) // row_size)  # rows per block: keeps the int64 temporaries in cache
     for start in range(0, rows.shape[0], step):
-        block = rows[start : start + step].astype(np.int64)
-        index = block - block.max(axis=1, keepdims=True) + 255  # diff + 255, in [0, 255]
-        valid = index >= int(diff_min) + 255
-        total = np.where(valid, sum_terms[index], 0).sum(axis=1, keepdims=True)  # in [2^19, 2^31): no wrap
+        index = rows[start : start + step].astype(np.intp)
+        index -= index.max(axis=1, keepdims=True)
+        index += 255  # diff + 255, in [0, 255]
+        total = np.take(sum_terms, index).sum(axis=1, keepdims=True)  # in [2^19, 2^31): no wrap
         headroom = _leading_zeros_32(total)
         scale = one_over_one_plus_x_for_x_in_0_1(_i32((total << headroom) - (1 << 31)))
         exponent = ACCUM_BITS - headroom + 23
-        scaled = doubling_high_mult(scale, exp_table[index])
-        probability = np.where(exponent > 31, 0, _divide_by_pow2(scaled, np.minimum(exponent, 31)))
-        out[start : start + step] = np.where(valid, np.clip(probability - 128, -128, 127), -128)
+        e = np.take(exp_table, index)
+        if exp_nonnegative and scale.min() >= 0:
+            # Both factors are >= 0 (exp_table always is): doubling_high_mult is (a*b + 2^30) >> 31 (the
+            # product is below 2^62: no wrap, no saturation) and the division rounds half up, i.e.
+            # (y + 2^(n-1)) >> n -- the same integers in a few in-place passes.
+            n = np.minimum(exponent, 31)
+            e *= scale
+            e += (1 << 30) + (((1 << n) >> 1) << 31)  # the rounding of both steps at once (exact: see above)
+            e >>= n + 31
+            if np.any(exponent > 31):
+                e[np.broadcast_to(exponent > 31, e.shape)] = 0
+            probability = e
+        else:
+            scaled = doubling_high_mult(scale, e)
+            probability = np.where(exponent > 31, 0, _divide_by_pow2(scaled, np.minimum(exponent, 31)))
+        probability -= 128
+        np.clip(probability, -128, 127, out=out[start : start + step], casting="unsafe")
     return out.reshape(x.shape)
+
+
+@functools.lru_cache(maxsize=64)
+def _tables(multiplier: int, shift: int, diff_min: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The exps of diff = -255..0 and their terms of the sum, both 0 where diff < diff_min: such an
+    entry adds nothing to its row's sum and outputs -128 (a 0 exp gives probability 0); and whether
+    every exp is >= 0 (the condition of the fast path)."""
+    exp_table = softmax_exp_table(multiplier, shift)
+    exp_table[: max(0, min(256, diff_min + 255))] = 0
+    sum_terms = _divide_by_pow2(exp_table, ACCUM_BITS)
+    for table in (exp_table, sum_terms):
+        table.flags.writeable = False
+    return exp_table, sum_terms, bool(exp_table.min() >= 0)

@@ -15,6 +15,7 @@ Adapter convention (``ops.KERNELS``): every input array carries a leading run ax
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -44,15 +45,24 @@ class Arena:
         self.graph = graph
         self.runs = runs
         self.buffer = np.zeros(max(graph.arena_bytes, 1) * runs, np.uint8)
+        # A tensor's view never changes during a run: built once, not once per op that touches it
+        # (on small graphs building views was a large share of the host runtime's time).
+        self._views: dict[str, np.ndarray] = {}
 
     def view(self, name: str) -> np.ndarray:
         """The tensor with a leading run axis: ``(runs, *shape)``; ``(1, *shape)`` for constants."""
-        t = self.graph.tensors[name]
-        if t.is_constant:
-            return t.data[np.newaxis]
-        start = t.offset * self.runs
-        raw = self.buffer[start:start + t.nbytes * self.runs]
-        return raw.view(DTYPES[t.dtype]).reshape((self.runs, *t.shape))
+        view = self._views.get(name)
+        if view is None:
+            t = self.graph.tensors[name]
+            if t.is_constant:
+                view = t.data[np.newaxis]
+            else:
+                dtype = DTYPES[t.dtype]
+                start = t.offset * self.runs
+                nbytes = math.prod(t.shape) * dtype.itemsize  # t.nbytes, without numpy's per-call cost
+                view = self.buffer[start:start + nbytes * self.runs].view(dtype).reshape((self.runs, *t.shape))
+            self._views[name] = view
+        return view
 
 
 def execute(graph: Graph, inputs: Sequence[np.ndarray], observer: ExecutionObserver | None = None,
@@ -89,7 +99,10 @@ def execute(graph: Graph, inputs: Sequence[np.ndarray], observer: ExecutionObser
                 value = np.asarray(value)
                 if value.size != dst.size:
                     raise ValueError(f"kernel gave {value.size} values for an output of shape {list(dst.shape)}")
-                dst[...] = value.astype(dst.dtype, copy=False).reshape(dst.shape)
+                if value.shape == dst.shape:
+                    np.copyto(dst, value, casting="unsafe")  # the same bytes as astype, without a temporary
+                else:
+                    dst[...] = value.astype(dst.dtype, copy=False).reshape(dst.shape)
         except Exception as exc:  # noqa: BLE001 - re-raised with the op's identity
             if observer is not None:
                 observer.run_end(1)
