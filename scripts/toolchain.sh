@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Arm cross toolchain and the emulator, from Debian/Ubuntu packages, installed only when
 # missing: gcc-arm-none-eabi (compiler), libnewlib-arm-none-eabi (C library, semihosting specs),
-# qemu-system-arm (the mps2/mps3 boards), cmake (the exported project's CMake build).
+# qemu-system-arm (the mps2/mps3 boards), cmake (the exported project's CMake build), chromium
+# (headless: the Inspector's HTML report test renders the report and checks a screenshot).
 # Needs root or sudo; prints what to run otherwise.
 set -euo pipefail
 
@@ -11,6 +12,7 @@ command -v arm-none-eabi-gcc >/dev/null 2>&1 || missing+=(gcc-arm-none-eabi)
 arm-none-eabi-gcc -print-file-name=rdimon.specs 2>/dev/null | grep -q / || missing+=(libnewlib-arm-none-eabi)
 command -v qemu-system-arm >/dev/null 2>&1 || missing+=(qemu-system-arm)
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)  # export-c also writes a CMakeLists.txt, tested
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # Debian's package (Ubuntu's is a snap stub)
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi

@@ -2,7 +2,10 @@
 
 import base64
 import copy
+import html as html_lib
+import io
 import json
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -206,12 +209,64 @@ def test_html_report_is_self_contained_with_plots(tmp_path):
         assert png.startswith(PNG_MAGIC) and len(png) > 5000
     assert "http://" not in text and "https://" not in text
     assert "blocks.1.1.0" in text and "conv2d_s8" in text
-    browsers = ("chromium", "chromium-browser", "google-chrome")
-    browser = next((shutil.which(b) for b in browsers if shutil.which(b)), None)
-    if browser:  # render it for real: the DOM holds the three decoded images
-        dom = subprocess.run([browser, "--headless", "--disable-gpu", "--no-sandbox", "--dump-dom", path.as_uri()],
-                             capture_output=True, text=True, timeout=60).stdout
-        assert dom.count("data:image/png;base64,") == 3
+    render_in_chromium(path, tmp_path)
+
+
+#: The headless flags that work in a container as root, with nothing fetched from the network.
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--hide-scrollbars", "--force-device-scale-factor=1", "--window-size=1200,3000")
+#: Run on load in a copy of the report: each image's decode state and page rectangle, into the title.
+IMAGE_PROBE = ("<script>addEventListener('load', () => { document.title = 'PLOTS ' + JSON.stringify("
+               "[...document.images].map(i => { const r = i.getBoundingClientRect(); return [i.alt, i.complete, "
+               "i.naturalWidth, i.naturalHeight, r.left + scrollX, r.top + scrollY, r.width, r.height]; })); });"
+               "</script>")
+
+
+def chromium() -> str:
+    """Debian's chromium (scripts/toolchain.sh installs it); missing, the test fails with the command."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.fail("chromium not found on PATH: install it with: apt-get install chromium "
+                    "(scripts/toolchain.sh does)", pytrace=False)
+    return browser
+
+
+def render_in_chromium(report, tmp_path):
+    """Render the report in headless Chromium, take a screenshot and check it: the page is not blank, and
+    every plot is decoded and on screen -- the screenshot at the image's rectangle is the plot's own PNG."""
+    from PIL import Image
+
+    html = report.read_text()
+    page = tmp_path / "probe.html"
+    page.write_text(html.replace("</body>", IMAGE_PROBE + "</body>"))
+    flags = [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"]
+    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    title = re.search(r"<title>PLOTS (.*?)</title>", dom.stdout)
+    assert title, f"chromium did not run the page:\n{dom.stderr[-2000:]}"
+    images = json.loads(html_lib.unescape(title.group(1)))
+    shot_path = tmp_path / "report.png"
+    done = subprocess.run([*flags, f"--screenshot={shot_path}", page.as_uri()], capture_output=True, text=True,
+                          timeout=120)
+    assert shot_path.is_file(), f"chromium wrote no screenshot:\n{done.stderr[-2000:]}"
+    shot = np.asarray(Image.open(shot_path).convert("RGB")).astype(np.float64)
+    assert shot.shape == (3000, 1200, 3) and shot.std() > 20, "blank page"  # text, tables, plots
+    sources = [img["src"] for img in _images(html)]
+    assert [img[0] for img in images] == ["time per op", "arena timeline", "SQNR per layer"]
+    for (alt, complete, width, height, x, y, w, h), src in zip(images, sources, strict=True):
+        assert complete and width > 300 and height > 200, f"{alt}: not decoded ({width}x{height})"
+        x, y, w, h = (round(v) for v in (x, y, w, h))
+        assert 0 <= x and x + w <= shot.shape[1] and 0 <= y and y + h <= shot.shape[0], f"{alt} off screen"
+        region = shot[y:y + h, x:x + w]
+        plot = Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))).convert("RGB").resize((w, h))
+        assert region.std() > 10, f"{alt}: blank on screen"
+        assert np.abs(region - np.asarray(plot, np.float64)).mean() < 4, f"{alt}: the screenshot does not show it"
+
+
+def _images(html: str) -> list[dict]:
+    parser = ReportParser()
+    parser.feed(html)
+    return parser.images
 
 
 def test_cli_run_trace_and_inspect(tmp_path, capsys):
