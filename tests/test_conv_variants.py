@@ -20,7 +20,11 @@ def compile_and_compare(model, shape):
         if t.layout == "nhwc":
             ref = np.transpose(ref, (0, 2, 3, 1))
         codes = np.round(ref / t.qparams.scale) + t.qparams.zero_point
-        assert np.mean(np.abs(raw - codes) <= 1) >= 0.99
+        gap = np.abs(raw - codes)
+        # Every element within 1 LSB (CMSIS double rounding vs the fp32 simulation near a midpoint), and
+        # nearly all exact (measured: >= 99.3% for every variant).
+        assert gap.max() <= 1, f"output off by {gap.max()} LSB"
+        assert np.mean(gap == 0) >= 0.99, f"only {np.mean(gap == 0):.4f} of outputs exact"
     return prog
 
 

@@ -1,7 +1,8 @@
 """The MLPerf Tiny reference models and a custom module, end to end on the host runtime.
 
-For each: the op table shows every conv/linear/add/pool as an int8 kernel, and the int8
-outputs equal the PT2E-converted reference model's within 1 output LSB on >= 99% of elements.
+For each: the op table shows every conv/linear/add/pool as an int8 kernel, and every int8 output
+element is within 1 output LSB of the PT2E-converted reference model's (3 for custom_fallback, see
+``LSB_TOLERANCE``): the worst gap is asserted, not a share.
 """
 
 import numpy as np
@@ -37,13 +38,12 @@ def lsb_agreement(prog, inputs, lsb: int = 1) -> tuple[float, int]:
 
 
 @pytest.mark.parametrize("name", ["ds_cnn", "mobilenet_v1_025", "resnet8", "fc_autoencoder", "custom_fallback"])
-def test_matches_pt2e_reference_within_one_lsb(name):
+def test_matches_pt2e_reference_within_lsb_tolerance(name):
     _model, example, prog = compiled(name)
-    total_ok = []
-    for inputs in calibration_set(example, 4, seed=7):
-        share, worst = lsb_agreement(prog, inputs, LSB_TOLERANCE.get(name, 1))
-        total_ok.append(share)
-    assert np.mean(total_ok) >= 0.99, f"{name}: only {np.mean(total_ok):.4f} of outputs within 1 LSB"
+    lsb = LSB_TOLERANCE.get(name, 1)
+    for i, inputs in enumerate(calibration_set(example, 4, seed=7)):
+        share, worst = lsb_agreement(prog, inputs, lsb)
+        assert worst <= lsb and share == 1.0, f"{name} input {i}: an output is {worst} LSB off (allowed {lsb})"
 
 
 @pytest.mark.parametrize("name", ["ds_cnn", "mobilenet_v1_025", "resnet8", "fc_autoencoder", "custom_fallback"])
