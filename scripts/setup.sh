@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything mcuforge needs, idempotently: a virtual environment in .venv, the CPU build
 # of torch 2.13.0 first (a bare `torch` requirement would pull a multi-GB CUDA build), then the
-# package with its test tools; then the Arm toolchain and QEMU when missing.
+# package with its test tools and the ethos-u extra; then the Arm toolchain and QEMU when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +14,8 @@ fi
 if ! python -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.13.0') else 1)" 2>/dev/null; then
     pip install --quiet --disable-pip-version-check torch==2.13.0
 fi
-pip install --quiet --disable-pip-version-check -e ".[dev]"
+# ethos-u: tosa-tools and ethos-u-vela, for the Ethos-U path (mcuforge.tosa, mcuforge.ethosu) and its tests.
+pip install --quiet --disable-pip-version-check -e ".[dev,ethos-u]"
 # torchvision's model zoo for tests/test_public_models.py (a test dependency). 0.28.0 is the release
 # that pairs with torch 2.13.0; --no-deps so that pip never swaps the CPU torch for another build.
 # Its C extension does not load with the CPU torch (the tests stub it, see tests/conftest.py); the

@@ -291,7 +291,7 @@ def _broken(change: str) -> Graph:
     elif change == "unknown kind":
         g.ops[0].kind = "conv3d_s8"
     elif change == "backend":
-        g.ops[0].backend = "npu"
+        g.ops[0].backend = "gpu"
     elif change == "too deep":
         deep: Any = [None]
         for _ in range(L.MAX_VALUE_DEPTH):
@@ -320,7 +320,7 @@ WRITER_REJECTS = {
     "rank 7": r"tensor 'r': rank 7 is above the maximum 6",
     "absent required input": r"op 0 \(conv2d_s8\): input 0 names unknown tensor ''",  # '' only marks optional inputs
     "unknown kind": r"op 0 \(conv3d_s8\): unknown op kind",
-    "backend": r"op 0 \(conv2d_s8\): backend 'npu' is not one of",
+    "backend": r"op 0 \(conv2d_s8\): backend 'gpu' is not one of",
     "too deep": r"op 2 \(aten_fp32\), attr 'args'(\[0\]){8}: lists/dicts nested deeper than 8 levels",
     "target": r"unknown target 'cortex-a53'",
 }

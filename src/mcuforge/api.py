@@ -101,7 +101,13 @@ class Program:
 
     @property
     def ops(self) -> list[OpRecord]:
+        """The model's ops; with NPU delegation, each delegate op lists the ops it covers (``backend``
+        = the NPU configuration) and CPU ops say why they stayed on the CPU (``reason``)."""
         g = self.graph
+        if any(op.kind == "delegate" for op in g.ops):
+            from .ethosu.program import op_records
+
+            return op_records(self)
         return [
             OpRecord(
                 index=i, kind=op.kind, backend=op.backend, reason=op.reason,
@@ -111,6 +117,13 @@ class Program:
             )
             for i, op in enumerate(g.ops)
         ]
+
+    @property
+    def delegates(self) -> list[Any]:
+        """The NPU-delegated subgraphs: NPU config, Vela's estimates, the ``ops`` indices they cover."""
+        from .ethosu.program import delegate_records
+
+        return delegate_records(self)
 
     # -- files -------------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
@@ -248,9 +261,14 @@ def compile(  # noqa: A001 - the public name the flow reads as
     ``calibration`` is any iterable of input tuples (a DataLoader works; extra items such as
     labels are ignored). Without it, random normal inputs are used and a warning says so.
     ``observers`` overrides the calibration observers (histogram activations, per-channel
-    min/max weights by default).
+    min/max weights by default). ``target``: a Cortex-M ("cortex-m55"), or a Cortex-M with an Ethos-U
+    NPU ("cortex-m55+ethos-u55-128"): the ops the NPU can run are then delegated to it, compiled by Vela
+    (``prog.delegates``; needs the ``ethos-u`` extra).
     """
-    get_target(target)
+    from .ethosu.npu import split_target  # "cortex-m55+ethos-u55-128": the CPU, then the NPU to delegate to
+
+    cpu_target, npu = split_target(target)
+    get_target(cpu_target)
     start = time.perf_counter()
     example = as_input_tuple(example_inputs)
     if calibration is None:
@@ -262,7 +280,11 @@ def compile(  # noqa: A001 - the public name the flow reads as
     decompose(captured)  # fused ops (scaled_dot_product_attention) -> ops with int8 kernels
     fold_batch_norm(captured)
     converted = quantize(captured, calibration, len(example), progress=progress, observers=observers)
-    graph = lower_to_ir(converted, target)
+    graph = lower_to_ir(converted, cpu_target)
+    if npu is not None:
+        from .ethosu.partition import partition_graph
+
+        graph, _subgraphs = partition_graph(graph, npu)
     plan_arena(graph)
     _warn_host_only_ops(graph)
     return Program(graph, compile_seconds=time.perf_counter() - start,

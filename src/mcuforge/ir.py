@@ -230,6 +230,15 @@ OP_KINDS: dict[str, dict[str, Any]] = {
     "aten_fp32": {
         "id": 40, "inputs": ["*"], "attrs": [("target", "str"), ("args", "any"), ("kwargs", "any")],
     },
+    # A subgraph compiled for an NPU (Ethos-U, by Vela): input_count activations, then the constant blobs
+    # command stream, weights and (optional) TOSA flatbuffer; see mcuforge.program.delegate and docs/format.md.
+    "delegate": {
+        "id": 50, "inputs": ["*"],
+        "attrs": [
+            ("npu", "str"), ("input_count", "int"), ("input_offsets", "ints"), ("output_offsets", "ints"),
+            ("npu_cycles", "int"), ("sram_bytes", "int"), ("flash_bytes", "int"), ("macs", "int"),
+        ],
+    },
 }
 
 OP_KIND_BY_ID = {spec["id"]: name for name, spec in OP_KINDS.items()}

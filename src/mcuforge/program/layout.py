@@ -84,7 +84,7 @@ TENSOR_FLAGS_KNOWN = TENSOR_FLAG_CONSTANT | TENSOR_FLAG_QPARAMS
 # Stable codes: never renumber, only append.
 DTYPE_CODES = {"int8": 0, "int16": 1, "int32": 2, "float32": 3, "int64": 4, "bool": 5}
 LAYOUT_CODES = {"plain": 0, "nhwc": 1}
-BACKEND_CODES = {"int8": 0, "fp32": 1}
+BACKEND_CODES = {"int8": 0, "fp32": 1, "npu": 2}  # npu: a delegate op
 DTYPE_BY_CODE = {code: name for name, code in DTYPE_CODES.items()}
 LAYOUT_BY_CODE = {code: name for name, code in LAYOUT_CODES.items()}
 BACKEND_BY_CODE = {code: name for name, code in BACKEND_CODES.items()}

@@ -16,6 +16,7 @@ import numpy as np
 
 from mcuforge.ir import DTYPES, OP_KIND_BY_ID, OP_KINDS, Graph, Op, QParams, Tensor
 from mcuforge.program import layout as L
+from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.layout import Header, ProgramFormatError
 from mcuforge.program.values import ValueDecoder
 from mcuforge.targets import ISA_IDS, TARGET_BY_ID
@@ -37,6 +38,7 @@ def deserialize(data: bytes | bytearray | memoryview) -> Graph:
     decoder = ValueDecoder(words, header.attrs_offset, strings.get)
     reader = _OpReader(header, index, tensors, decoder)
     ops = [reader.read(buf, i) for i in range(header.op_count)]
+    _check_delegates(ops, {t.name: t for t in tensors})
     return Graph(
         tensors={t.name: t for t in tensors},
         ops=ops,
@@ -45,6 +47,15 @@ def deserialize(data: bytes | bytearray | memoryview) -> Graph:
         target=TARGET_BY_ID[header.target_id].name,
         arena_bytes=header.arena_bytes,
     )
+
+
+def _check_delegates(ops: list[Op], tensors: dict[str, Tensor]) -> None:
+    for i, op in enumerate(ops):
+        problem = delegate_problem(op, tensors) if op.kind == "delegate" else None
+        if problem is None and op.kind != "delegate" and op.backend == "npu":
+            problem = "backend 'npu' on an op that is not a delegate"
+        if problem:
+            raise ProgramFormatError(f"op {i} ({op.kind}): {problem}")
 
 
 def read_header(data: bytes | bytearray | memoryview) -> Header:

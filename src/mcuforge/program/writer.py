@@ -15,6 +15,7 @@ import numpy as np
 
 from mcuforge.ir import DTYPES, OP_KINDS, Graph, Op, Tensor
 from mcuforge.program import layout as L
+from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.values import StringTable, ValueEncoder, float_to_word, word_to_float
 from mcuforge.targets import ISA_IDS, get_target
 
@@ -181,6 +182,11 @@ def _op_record(
     attrs_start = len(attr_pool)
     attr_pool += _op_attrs(op, spec["attrs"], strings, where)
     scratch = _u32(op.scratch_bytes, f"{where} scratch_bytes")
+    problem = delegate_problem(op, graph.tensors) if op.kind == "delegate" else None
+    if problem is None and op.kind != "delegate" and op.backend == "npu":
+        problem = "backend 'npu' on an op that is not a delegate"
+    if problem:
+        raise ValueError(f"{where}: {problem}")
     return L.OP.pack(
         spec["id"], L.BACKEND_CODES[op.backend], 0, inputs_start, len(op.inputs), outputs_start,
         len(op.outputs), attrs_start, len(attr_pool) - attrs_start, scratch,

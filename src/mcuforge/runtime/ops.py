@@ -149,6 +149,12 @@ def _dequantize(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.nda
     return K.dequantize_per_tensor(ins[0], op.attrs["scale"], op.attrs["zero_point"])
 
 
+def _delegate(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> list[np.ndarray]:
+    from ..ethosu.host import run_delegate  # needs the ethos-u extra (tosa-tools)
+
+    return run_delegate(op, ins, outs)
+
+
 KERNELS: dict[str, Kernel] = {
     "conv2d_s8": _conv,
     "depthwise_conv2d_s8": _depthwise,
@@ -170,4 +176,5 @@ KERNELS: dict[str, Kernel] = {
     "quantize": _quantize,
     "dequantize": _dequantize,
     "aten_fp32": aten_fp32,
+    "delegate": _delegate,
 }
