@@ -18,7 +18,7 @@ fi
 pip install --quiet --disable-pip-version-check -e ".[dev,ethos-u]"
 # torchvision's model zoo for tests/test_public_models.py (a test dependency). 0.28.0 is the release
 # that pairs with torch 2.13.0; --no-deps so that pip never swaps the CPU torch for another build.
-# Its C extension does not load with the CPU torch (the tests stub it, see tests/conftest.py); the
+# Its C extension does not load with the CPU torch (the tests stub it: tests/torchvision_zoo.py); the
 # model definitions need only pillow besides torch.
 if ! python -c "import importlib.metadata as m, sys; sys.exit(m.version('torchvision') != '0.28.0')" 2>/dev/null; then
     pip install --quiet --disable-pip-version-check --no-deps torchvision==0.28.0
