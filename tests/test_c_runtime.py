@@ -274,19 +274,17 @@ def test_zoo_program_clean_under_sanitizers(name, tmp_path):
     assert (tmp_path / "out.bin").read_bytes() == b"".join(o.tobytes() for o in expected)
 
 
-def test_compile_warns_about_fp32_ops_without_c_kernel(monkeypatch):
-    """Known before flashing: an fp32 op the C runtime lacks is named at compile time, and the C
-    runtime refuses the program naming the same op."""
+def test_compile_refuses_fp32_ops_without_c_kernel(monkeypatch):
+    """Known before flashing: an fp32 op the C runtime lacks is a compile error naming the op, never a
+    program that runs on the host but not on the board (tests/test_fp32_table.py checks the table)."""
 
     class Net(torch.nn.Module):
         def forward(self, x):
             return torch.nn.functional.relu(x) + 1.0
 
     monkeypatch.setattr(cruntime, "c_aten_ops", lambda: frozenset())  # as if the C side had no fp32 op
-    with pytest.warns(UserWarning, match=r"op \d+ aten\.add\.\w+ .*without a C kernel"):
-        prog = mcuforge.compile(Net(), (torch.randn(1, 8),), calibration=[(torch.randn(1, 8),)], progress=False)
-    missing = cruntime.ops_without_c_kernel(prog.graph)
-    assert missing and all(prog.graph.ops[i].kind == "aten_fp32" for i in missing)
+    with pytest.raises(mcuforge.lower.LoweringError, match=r"aten\.add\.\w+ .*no fp32 kernel"):
+        mcuforge.compile(Net().eval(), (torch.randn(1, 8),), calibration=[(torch.randn(1, 8),)], progress=False)
 
 
 @pytest.mark.parametrize("mode", [True, "full"])

@@ -18,8 +18,9 @@ from .backends import run_backend
 from .capture import as_input_tuple, capture
 from .ir import Graph, Op
 from .kernels import dequantize_per_tensor, quantize_per_tensor
-from .lower import fold_batch_norm, lower_to_ir
+from .lower import lower_to_ir
 from .lower.builder import NCHW_TO_NHWC, NHWC_TO_NCHW
+from .lower.cleanup import prepare_float_graph
 from .lower.decompose import decompose
 from .plan import plan_arena
 from .program import deserialize, serialize
@@ -58,7 +59,30 @@ def _macs(graph: Graph, op: Op) -> int:
     if op.kind == "batch_matmul_s8":  # one K-long dot product per output element
         lhs = graph.tensors[op.inputs[0]].shape
         return graph.tensors[op.outputs[0]].numel * lhs[-2 if op.attrs.get("adj_x") else -1]
+    if op.kind == "aten_fp32":
+        return _aten_macs(graph, op)
     return 0
+
+
+def _aten_macs(graph: Graph, op: Op) -> int:
+    """MACs of an fp32 aten op, as torch's FLOP counter counts them (FLOPs / 2): the op runs on
+    meta tensors of its input shapes, so conv, linear, matmul, attention... in fp32 are counted
+    like their int8 forms. Ops the counter does not know (pointwise, data movement) count 0."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from .ir import DTYPES
+    from .runtime.fp32 import _decode, resolve_aten
+
+    tensors = [torch.empty(graph.tensors[n].shape, device="meta",
+                           dtype=getattr(torch, str(DTYPES[graph.tensors[n].dtype])))
+               for n in op.inputs]
+    try:
+        with FlopCounterMode(display=False) as counter:
+            resolve_aten(op.attrs["target"])(*_decode(op.attrs["args"], tensors),
+                                             **{k: _decode(v, tensors) for k, v in op.attrs["kwargs"].items()})
+    except Exception:  # noqa: BLE001 - an op without a meta kernel: nothing that multiplies
+        return 0
+    return counter.get_total_flops() // 2
 
 
 @dataclass
@@ -89,6 +113,14 @@ class Program:
     @property
     def program_bytes(self) -> int:
         return len(self.to_bytes())
+
+    @property
+    def int8_mac_share(self) -> float:
+        """The share of the program's MACs (every op's, fp32 ones included) that run on int8 kernels;
+        1.0 for a program without MACs."""
+        ops = self.ops
+        total = sum(op.macs for op in ops)
+        return sum(op.macs for op in ops if op.backend == "int8") / total if total else 1.0
 
     @property
     def input_shapes(self) -> tuple[tuple[int, ...], ...]:
@@ -234,19 +266,6 @@ def _random_calibration(example: tuple[torch.Tensor, ...], count: int = 16) -> l
                   for x in example) for _ in range(count)]
 
 
-def _warn_host_only_ops(graph: Graph) -> None:
-    """Say at compile time, not on the device, when an fp32 op has no C kernel."""
-    from .cruntime import ops_without_c_kernel
-
-    missing = ops_without_c_kernel(graph)
-    if missing:
-        names = ", ".join(f"op {i} {graph.ops[i].attrs['target']} (module '{graph.ops[i].debug.get('module', '')}')"
-                          for i in missing[:5])
-        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-        warnings.warn(f"{names}{more}: fp32 op(s) without a C kernel; the program runs on the host Python runtime "
-                      f"but the C runtime and the firmware will refuse it (MF_ERR_UNSUPPORTED_OP)", stacklevel=3)
-
-
 def compile(  # noqa: A001 - the public name the flow reads as
     model: nn.Module,
     example_inputs: torch.Tensor | Sequence[torch.Tensor],
@@ -278,7 +297,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
         calibration = _random_calibration(example)
     captured = capture(model, example)
     decompose(captured)  # fused ops (scaled_dot_product_attention) -> ops with int8 kernels
-    fold_batch_norm(captured)
+    prepare_float_graph(captured)  # identities out; BatchNorm folded, or else a depthwise conv
     converted = quantize(captured, calibration, len(example), progress=progress, observers=observers)
     graph = lower_to_ir(converted, cpu_target)
     if npu is not None:
@@ -286,7 +305,6 @@ def compile(  # noqa: A001 - the public name the flow reads as
 
         graph, _subgraphs = partition_graph(graph, npu)
     plan_arena(graph)
-    _warn_host_only_ops(graph)
     return Program(graph, compile_seconds=time.perf_counter() - start,
                    meta={"model": type(model).__name__, "target": target}, reference=converted)
 

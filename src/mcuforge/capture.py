@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -29,18 +31,43 @@ def as_input_tuple(example_inputs: torch.Tensor | Sequence[torch.Tensor]) -> tup
     return tuple(out)
 
 
+@contextmanager
+def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
+    """``model`` in eval mode for the duration, each submodule's own mode restored afterwards.
+
+    A model handed over in training mode is compiled as it runs in inference (dropout off,
+    BatchNorm with its running statistics), with a warning that says so: the compiled program
+    could not reproduce training-mode behaviour anyway.
+    """
+    modes = [(m, m.training) for m in model.modules()]
+    training = [name or "<top>" for name, m in model.named_modules() if m.training]
+    if training:
+        more = f" and {len(training) - 3} more" if len(training) > 3 else ""
+        names = ", ".join(repr(t) for t in training[:3])
+        warnings.warn(f"{type(model).__name__} is in training mode (module(s) {names}{more}): compiled in eval "
+                      "mode (dropout off, BatchNorm with its running statistics). "
+                      "Call model.eval() before compiling to silence this.", stacklevel=5)
+    try:
+        yield model.eval()
+    finally:
+        for module, mode in modes:
+            module.training = mode
+
+
 def capture(model: nn.Module, example_inputs: Sequence[torch.Tensor]) -> torch.fx.GraphModule:
     """Export ``model`` in eval mode with static shapes; returns the ATen-level GraphModule.
 
+    The model's own training/eval mode is left as it was (see :func:`eval_mode`).
     ``check_guards=False`` keeps torch.export from inserting a ``_guards_fn`` call_module that
     the PT2E passes and our lowering do not expect.
     """
-    model = rewrite_recurrent(model.eval())  # nn.LSTM/GRU/RNN -> unrolled Linear + gates (a copy)
     args = as_input_tuple(example_inputs)
-    try:
-        exported = torch.export.export(model, args)
-    except Exception as exc:  # noqa: BLE001 - torch raises many types here
-        raise CaptureError(
-            f"torch.export could not capture {type(model).__name__}: {type(exc).__name__}: {exc}"
-        ) from exc
+    with eval_mode(model):
+        exportable = rewrite_recurrent(model)  # nn.LSTM/GRU/RNN -> unrolled Linear + gates (a copy)
+        try:
+            exported = torch.export.export(exportable, args)
+        except Exception as exc:  # noqa: BLE001 - torch raises many types here
+            raise CaptureError(
+                f"torch.export could not capture {type(model).__name__}: {type(exc).__name__}: {exc}"
+            ) from exc
     return exported.module(check_guards=False)

@@ -114,6 +114,10 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(op_table(prog))
     print()
     print(memory_summary(prog))
+    ops = prog.ops
+    total = sum(op.macs for op in ops)
+    int8 = sum(op.macs for op in ops if op.backend == "int8")
+    print(f"MACs on int8    {prog.int8_mac_share:.1%} ({int8:,} of {total:,}; the rest runs in fp32)")
     return 0
 
 

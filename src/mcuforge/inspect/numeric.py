@@ -20,7 +20,8 @@ from torch import fx, nn
 from ..capture import as_input_tuple, capture
 from ..ir import DTYPES
 from ..kernels import dequantize_per_tensor, quantize_per_tensor
-from ..lower import fold_batch_norm
+from ..lower.cleanup import prepare_float_graph
+from ..lower.decompose import decompose
 from ..lower.builder import NHWC_TO_NCHW
 from ..trace import TensorDump, Trace
 
@@ -32,8 +33,7 @@ GAP_COLUMNS = ["op_index", "module", "kind", "reference_node", "sqnr_db", "mse",
 def float_values(model: nn.Module, inputs: Sequence[Any], names: set[str]) -> dict[str, np.ndarray]:
     """The fp32 value of every fx node in ``names`` for ``inputs``."""
     args = tuple(x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x)) for x in as_input_tuple(inputs))
-    gm = capture(model, args)
-    fold_batch_norm(gm)
+    gm = prepare_float_graph(decompose(capture(model, args)))  # the float graph compile quantized
     values: dict[str, np.ndarray] = {}
 
     class Recorder(fx.Interpreter):

@@ -300,10 +300,11 @@ class GraphBuilder:
         _n, h, w, c = t.shape if t.layout == "nhwc" else tuple(t.shape[i] for i in NCHW_TO_NHWC)
         if c == 1 or h * w == 1:
             # Same bytes in both orders: a plain copy, no transpose.
-            self.add_op("reshape", [name], [out], backend=self._data_backend(t), nodes=nodes)
+            self.add_op("reshape", [name], [out], backend=self._data_backend(t),
+                        reason=self._data_reason(t, "layout change"), nodes=nodes)
         else:
             self.add_op("transpose", [name], [out], {"perm": list(perm)}, backend=self._data_backend(t),
-                        nodes=nodes)
+                        reason=self._data_reason(t, "layout change"), nodes=nodes)
         self._layout_of[key] = out
         return out
 
@@ -314,7 +315,8 @@ class GraphBuilder:
         if t.shape == tuple(shape) and t.layout == layout:
             return name
         out = self.like(f"{name}_r", name, shape=tuple(shape), layout=layout)
-        self.add_op("reshape", [name], [out], backend=self._data_backend(t), nodes=nodes)
+        self.add_op("reshape", [name], [out], backend=self._data_backend(t),
+                    reason=self._data_reason(t, "reshape"), nodes=nodes)
         return out
 
     def as_rows(self, name: str, nodes: list[fx.Node] | None = None) -> str:
@@ -349,6 +351,11 @@ class GraphBuilder:
     @staticmethod
     def _data_backend(t: Tensor) -> str:
         return "fp32" if t.dtype == "float32" else "int8"
+
+    @staticmethod
+    def _data_reason(t: Tensor, what: str) -> str:
+        """Why a data movement op is fp32: it moves the float value of an fp32 op (empty for int8)."""
+        return f"{what} of an fp32 value (inside an fp32 island)" if t.dtype == "float32" else ""
 
     def build(self, inputs: list[str], outputs: list[str]) -> Graph:
         self.prune(outputs, inputs)

@@ -1,7 +1,10 @@
-"""fp32 fallback: any aten op without an int8 kernel runs in float between dequantize and quantize.
+"""fp32 fallback: an aten op without an int8 kernel runs in float between dequantize and quantize.
 
 The op is recorded as ``aten_fp32`` with its aten name and arguments (tensor arguments become
-:class:`~mcuforge.ir.TensorRef`), so nothing is ever an error just because it is not int8 yet.
+:class:`~mcuforge.ir.TensorRef`). The fp32 op table is closed: only the aten ops that the C runtime
+implements (:func:`fp32_op_table`, the ops of ``csrc/kernels/fp32/aten_list.h``) are emitted, so a
+program that compiles runs on every backend; any other aten op is a :class:`LoweringError` naming
+the module and the op, at compile time rather than on the board.
 Layout: fp32 ops see torch's own NCHW order, except pointwise ops on equally shaped tensors,
 which do not care and keep NHWC (saving two transposes).
 """
@@ -67,8 +70,29 @@ def aten_name(target: Any) -> str:
     return f"{namespace}.{op}.{overload}"
 
 
+def fp32_op_table() -> frozenset[str]:
+    """The aten ops the compiler may emit as ``aten_fp32``: exactly those with a C kernel (each
+    also runs on the host Python runtime, which calls the aten op itself)."""
+    from ..cruntime import c_aten_ops
+
+    return c_aten_ops()
+
+
+def check_fp32_op(node: fx.Node, reason: str) -> str:
+    """``node``'s aten name if it is in the fp32 op table; else a LoweringError saying what to do."""
+    name = aten_name(node.target)
+    if name not in fp32_op_table():
+        raise LoweringError(
+            f"{describe(node)}: {name} cannot run in int8 ({reason}) and the C runtime has no fp32 kernel "
+            f"for it, so the program could not run on a board; express it with supported ops (docs/ops.md) "
+            f"or add an fp32 kernel (csrc/kernels/fp32 and aten_list.h)")
+    return name
+
+
 def lower_fp32(b: GraphBuilder, node: fx.Node, reason: str) -> None:
-    """Emit ``node`` as an ``aten_fp32`` op; its tensor inputs are dequantized if int8."""
+    """Emit ``node`` as an ``aten_fp32`` op; its tensor inputs are dequantized if int8.
+    Raises LoweringError for an aten op outside :func:`fp32_op_table`."""
+    name = check_fp32_op(node, reason)
     tensor_inputs = _tensor_nodes(list(node.args) + list(node.kwargs.values()))
     floats = {n: b.float_value(n, node) for n in tensor_inputs}
     shapes = {b.tensors[t].shape for t in floats.values()}
@@ -101,7 +125,6 @@ def lower_fp32(b: GraphBuilder, node: fx.Node, reason: str) -> None:
             raise LoweringError(f"{describe(node)}: output {i} has dtype {v.dtype}, not supported")
         outputs.append(b.add_tensor(node.name if len(values) == 1 else f"{node.name}_{i}", shape, dtype,
                                     layout=layout if len(shape) == 4 else "plain"))
-    name = aten_name(node.target)
     b.add_op("aten_fp32", inputs, outputs, {"target": name, "args": args, "kwargs": kwargs},
              backend="fp32", reason=reason, nodes=[node])
     if len(values) == 1 and not isinstance(val, (list, tuple)):

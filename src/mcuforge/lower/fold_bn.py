@@ -1,14 +1,24 @@
-"""Fold eval-mode BatchNorm into the conv or linear before it, on the exported float graph.
+"""Eval-mode BatchNorm on the exported float graph: folded into the conv or linear before it, or
+else turned into a depthwise 1x1 conv (a per-channel affine), so that no BatchNorm reaches PT2E.
 
 PT2E folds conv + BatchNorm2d by itself, but not linear + BatchNorm1d (the MLPerf Tiny
 autoencoder) nor conv1d + BatchNorm1d. Folding here, before quantization, lets the weight
 observers see the folded weights, so the quantized layer is exactly one int8 kernel.
+
+A BatchNorm that cannot fold (after a ``cat`` of per-group convs, after a conv or linear whose
+output has other users, on a model input) would stay an fp32 op. Worse, PT2E's prepare folds any
+BatchNorm that directly follows a conv even when the conv's output has other users: those users
+then read the normalized values, and when the conv's weight is one this pass already folded, the
+new weight collides with it (``KeyError: attribute '..._weight_bnfolded' already exists``). So
+every remaining BatchNorm becomes ``conv(x, gamma / sqrt(var + eps), beta - mean * factor,
+groups=C)``, which the quantizer and the lowering make one ``depthwise_conv2d_s8``.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import fx
+from torch.fx.node import map_aggregate
 
 from .builder import get_attr_value
 
@@ -77,3 +87,75 @@ def fold_batch_norm(gm: fx.GraphModule) -> int:
         gm.graph.eliminate_dead_code()
         gm.recompile()
     return folded
+
+
+def _fake(gm: fx.GraphModule, value: object, mode: object) -> object:
+    """The FakeTensor torch.export would give ``value`` (constants: converted in ``mode``)."""
+    if not isinstance(value, fx.Node):
+        return value
+    val = value.meta.get("val")
+    if val is None and value.op == "get_attr":
+        val = mode.from_tensor(get_attr_value(gm, value), static_shapes=True)
+    return val
+
+
+def _call(gm: fx.GraphModule, like: fx.Node, target: object, args: tuple) -> fx.Node:
+    """A new call of ``target`` before ``like``, with ``like``'s module path and source line and
+    the FakeTensor value the lowering reads shapes from."""
+    mode = like.meta["val"].fake_mode
+    with gm.graph.inserting_before(like):
+        node = gm.graph.call_function(target, args)
+    node.meta.update({k: v for k, v in like.meta.items() if k in ("nn_module_stack", "stack_trace", "source_fn_stack")})
+    with mode:
+        node.meta["val"] = target(*map_aggregate(args, lambda a: _fake(gm, a, mode)))
+    return node
+
+
+def _depthwise(gm: fx.GraphModule, bn: fx.Node, x: fx.Node, factor: torch.Tensor, shift: torch.Tensor) -> fx.Node:
+    """``x * factor[c] + shift[c]`` as a depthwise 1x1 conv over the channel axis (axis 1)."""
+    rank = x.meta["val"].dim()
+    channels = factor.numel()
+    stem = str(bn.args[1].target if isinstance(bn.args[1], fx.Node) else bn.name).replace(".", "_")
+    kernel = (1,) * (1 if rank == 3 else 2)
+    w_node = _set_new_attr(gm, bn, f"{stem}_bn_depthwise", factor.reshape(channels, 1, *kernel).contiguous())
+    b_node = _set_new_attr(gm, bn, f"{stem}_bn_depthwise_bias", shift.contiguous())
+    for node in (w_node, b_node):
+        node.meta["val"] = bn.meta["val"].fake_mode.from_tensor(get_attr_value(gm, node), static_shapes=True)
+    if rank == 3:
+        return _call(gm, bn, aten.conv1d.default, (x, w_node, b_node, [1], [0], [1], channels))
+    if rank == 4:
+        return _call(gm, bn, aten.conv2d.default, (x, w_node, b_node, [1, 1], [0, 0], [1, 1], channels))
+    # (N, C): an (N, C, 1, 1) image, whose NHWC bytes are the (N, C) bytes (the views are free).
+    batch = int(x.meta["val"].shape[0])
+    image = _call(gm, bn, aten.view.default, (x, [batch, channels, 1, 1]))
+    conv = _call(gm, bn, aten.conv2d.default, (image, w_node, b_node, [1, 1], [0, 0], [1, 1], channels))
+    return _call(gm, bn, aten.view.default, (conv, [batch, channels]))
+
+
+def batch_norm_to_depthwise(gm: fx.GraphModule) -> int:
+    """Replace every eval-mode ``batch_norm`` on a 2-D, 3-D or 4-D input by the equivalent depthwise
+    1x1 conv (see the module doc); returns the count. Run after :func:`fold_batch_norm`."""
+    replaced = 0
+    for bn in list(gm.graph.nodes):
+        if bn.op != "call_function" or bn.target != aten.batch_norm.default:
+            continue
+        x = bn.args[0]
+        gamma, beta, mean, var = (_get_attr_value(gm, a) for a in bn.args[1:5])
+        training, eps = bn.args[5], bn.args[7]
+        val = x.meta.get("val") if isinstance(x, fx.Node) else None
+        if training or mean is None or var is None or val is None or val.dim() not in (2, 3, 4):
+            continue
+        if any(a is not None and t is None for a, t in ((bn.args[1], gamma), (bn.args[2], beta))):
+            continue  # a computed gamma/beta: not a constant affine
+        channels = mean.numel()
+        factor = (gamma if gamma is not None else torch.ones(channels)) / torch.sqrt(var + eps)
+        shift = (beta if beta is not None else torch.zeros(channels)) - mean * factor
+        out = _depthwise(gm, bn, x, factor.float(), shift.float())
+        out.meta.setdefault("folded", []).append(bn.meta.get("nn_module_stack"))
+        bn.replace_all_uses_with(out)
+        gm.graph.erase_node(bn)
+        replaced += 1
+    if replaced:
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+    return replaced

@@ -121,9 +121,15 @@ def _output_is_quantized(node: object) -> bool:
 
 
 def _is_activation(node: object) -> bool:
-    """A model input or a value that is already int8: a matmul operand worth quantizing (a
-    constant or an fp32 result there would be a linear layer or an fp32 island instead)."""
-    return isinstance(node, fx.Node) and (node.op == "placeholder" or _output_is_quantized(node))
+    """A float model input or a value that is already int8: an operand worth quantizing (a
+    constant or an fp32 result there would be a linear layer or an fp32 island instead). Data
+    movement on a model input (a channel shuffle, a chunk) is then int8 too, not an fp32 island."""
+    if not isinstance(node, fx.Node):
+        return False
+    if node.op == "placeholder":
+        val = node.meta.get("val")
+        return isinstance(val, torch.Tensor) and val.is_floating_point()
+    return _output_is_quantized(node)
 
 
 def _annotate(node: fx.Node, inputs: dict, output: object | None) -> None:
@@ -159,9 +165,9 @@ class CortexMQuantizer(Quantizer):
                 self._annotate_cat(node)
             elif node.target in POOL_OPS:
                 self._annotate_shared(node)
-            elif node.target in SPLIT_OPS and _output_is_quantized(node.args[0]):
+            elif node.target in SPLIT_OPS and _is_activation(node.args[0]):
                 self._annotate_split(node)
-            elif node.target in SHARED_QPARAM_OPS and _output_is_quantized(node.args[0]):
+            elif node.target in SHARED_QPARAM_OPS and _is_activation(node.args[0]):
                 self._annotate_shared(node)
         return model
 
@@ -236,10 +242,15 @@ class CortexMQuantizer(Quantizer):
         tensors = [t for t in node.args[0] if isinstance(t, fx.Node)]
         if not tensors:
             return
+        # The first input's edge must come first in the map: PT2E creates one observer per group in
+        # graph order, edge by edge in map order, and builds a shared spec from the edge it refers
+        # to. Listed after the other inputs' shared edges, the first edge would not exist yet when
+        # no earlier observer (an int8 producer of another input) starts the group, e.g. the
+        # unobserved halves of a chunked model input concatenated back.
         first = tensors[0]
         shared = SharedQuantizationSpec((first, node))
-        inputs = {t: shared for t in tensors[1:] if t is not first}
-        inputs[first] = self._input_qspec(first)
+        inputs = {first: self._input_qspec(first)}
+        inputs.update((t, shared) for t in tensors[1:] if t is not first)
         _annotate(node, inputs, shared)
 
     def _annotate_split(self, node: fx.Node) -> None:
