@@ -20,9 +20,9 @@ from torch import fx, nn
 from ..capture import as_input_tuple, capture
 from ..ir import DTYPES
 from ..kernels import dequantize_per_tensor, quantize_per_tensor
+from ..lower.builder import NHWC_TO_NCHW
 from ..lower.cleanup import prepare_float_graph
 from ..lower.decompose import decompose
-from ..lower.builder import NHWC_TO_NCHW
 from ..trace import TensorDump, Trace
 
 SQNR_CAP_DB = 200.0  # an exact layer (no error at all) counts as this, so drops stay finite
