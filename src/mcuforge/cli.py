@@ -116,8 +116,12 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(memory_summary(prog))
     ops = prog.ops
     total = sum(op.macs for op in ops)
-    int8 = sum(op.macs for op in ops if op.backend == "int8")
-    print(f"MACs on int8    {prog.int8_mac_share:.1%} ({int8:,} of {total:,}; the rest runs in fp32)")
+    int8 = sum(op.macs for op in ops if op.backend != "fp32")  # int8 kernels and NPU subgraphs
+    print(f"MACs on int8    {int8 / total if total else 1.0:.1%} ({int8:,} of {total:,}; the rest runs in fp32)")
+    if any(op.kind == "delegate" for op in prog.graph.ops):
+        from .ethosu.report import npu_summary
+
+        print(npu_summary(prog))
     return 0
 
 
@@ -282,13 +286,28 @@ def _demo_on_board(prog: Any, model: Any, x: Any, html: str | None) -> None:
         raise CliError("the C runtime or the board gave different bytes from the host runtime")
 
 
+def _compile_target(value: str) -> str:
+    """--target of compile: a Cortex-M, or "CPU+NPU" (e.g. cortex-m55+ethos-u55-128)."""
+    from .ethosu.npu import split_target
+
+    try:
+        cpu, _npu = split_target(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if cpu not in TARGETS:
+        raise argparse.ArgumentTypeError(f"unknown target {cpu!r}; known: {', '.join(sorted(TARGETS))}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mcuforge", description="PyTorch models to int8 Cortex-M programs.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("compile", help="capture, quantize, lower and plan a model; write the program")
     p.add_argument("model", help="FILE.py:FACTORY or MODULE:FACTORY; FACTORY() returns (model, example_inputs)")
-    p.add_argument("--target", default="cortex-m55", choices=sorted(TARGETS))
+    p.add_argument("--target", default="cortex-m55", type=_compile_target, metavar="TARGET",
+                   help=f"a Cortex-M ({', '.join(sorted(TARGETS))}), optionally with an Ethos-U NPU: "
+                        "cortex-m55+ethos-u55-128 (ops the NPU runs are delegated, compiled by Vela)")
     p.add_argument("--calibration", help=".npz with one array per input, samples along the first axis")
     p.add_argument("-o", "--output", help="program file to write (default: FACTORY.mfp)")
     p.set_defaults(func=cmd_compile)

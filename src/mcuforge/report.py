@@ -30,17 +30,21 @@ def _shapes(shapes: Sequence[Sequence[int]]) -> str:
 def op_table(prog: Any) -> str:
     rows = []
     for op in prog.ops:
-        where = "int8 kernel" if op.backend == "int8" else "fp32 fallback"
+        where = {"int8": "int8 kernel", "fp32": "fp32 fallback"}.get(op.backend, f"NPU {op.backend}")
         rows.append([op.index, op.kind, where, op.module or "-", _shapes(op.input_shapes), _shapes(op.output_shapes),
                      op.macs, op.reason])
-    return table(["#", "kind", "runs as", "module", "inputs", "outputs", "MACs", "why not int8"], rows)
+    npu = any(op.backend not in ("int8", "fp32") for op in prog.ops)
+    return table(["#", "kind", "runs as", "module", "inputs", "outputs", "MACs",
+                  "why on the CPU" if npu else "why not int8"], rows)
 
 
 def memory_summary(prog: Any) -> str:
     n_int8 = sum(op.backend == "int8" for op in prog.ops)
+    n_npu = sum(op.backend not in ("int8", "fp32") for op in prog.ops)
     return "\n".join([
-        f"target          {prog.target}",
-        f"ops             {len(prog.ops)} ({n_int8} int8, {len(prog.ops) - n_int8} fp32)",
+        f"target          {prog.meta.get('target', prog.target) if n_npu else prog.target}",
+        f"ops             {len(prog.ops)} ({n_int8} int8, {len(prog.ops) - n_int8 - n_npu} fp32"
+        + (f", {n_npu} on the NPU)" if n_npu else ")"),
         f"arena (RAM)     {prog.arena_bytes:,} bytes",
         f"constants       {prog.constant_bytes:,} bytes",
         f"program file    {prog.program_bytes:,} bytes (flash)",

@@ -84,3 +84,26 @@ def delegate(prog: Program, npu: str = "ethos-u55-128") -> Program:
     plan_arena(graph)
     meta = {**copy.deepcopy(prog.meta), "target": f"{prog.graph.target}+{npu}"}
     return Program(graph, compile_seconds=prog.compile_seconds, meta=meta, reference=prog.reference)
+
+
+def graph_op_macs(prog: Program) -> list[int]:
+    """MACs per op of the program file (a delegate op: Vela's count for its subgraph)."""
+    from ..api import _macs
+
+    return [op.attrs["macs"] if op.kind == "delegate" else _macs(prog.graph, op) for op in prog.graph.ops]
+
+
+def npu_op_frame(prog: Program):
+    """One row per op that runs on the NPU: its delegate (program op index), NPU, kind, module, MACs,
+    and the subgraph's Vela estimates."""
+    import pandas as pd
+
+    ops = prog.ops
+    rows = []
+    for d in delegate_records(prog):
+        for i in d.ops:
+            op = ops[i]
+            rows.append({"op": i, "delegate_op": d.op_index, "partition": d.index, "npu": d.npu, "kind": op.kind,
+                         "module": op.module, "macs": op.macs, "partition_npu_cycles": d.npu_cycles,
+                         "partition_sram_bytes": d.sram_bytes, "partition_flash_bytes": d.flash_bytes})
+    return pd.DataFrame(rows)

@@ -71,7 +71,12 @@ class Inspector:
     def to_dataframe(self) -> pd.DataFrame:
         """One row per executed op per run (see :data:`frames.OP_COLUMNS`); ``attrs`` says whether
         the trace was truncated."""
-        macs = {op.index: op.macs for op in self.program.ops}
+        if any(op.kind == "delegate" for op in self.program.graph.ops):  # prog.ops expands NPU subgraphs
+            from ..ethosu.program import graph_op_macs
+
+            macs = dict(enumerate(graph_op_macs(self.program)))
+        else:
+            macs = {op.index: op.macs for op in self.program.ops}
         return frames.op_frame(self.record, self.trace, macs)
 
     def totals(self, by: str = "module", depth: int | None = None) -> pd.DataFrame:
@@ -123,4 +128,13 @@ class Inspector:
         df = self.to_dataframe()
         title = title or f"mcuforge trace report: {self.program.meta.get('model', 'program')}"
         return report.write_html(path, title, self.trace, df, frames.totals(df, "module"),
-                                 frames.totals(df, "kind"), self.gap)
+                                 frames.totals(df, "kind"), self.gap, npu=_npu_table(self.program))
+
+
+def _npu_table(program: Program) -> pd.DataFrame | None:
+    """Which ops ran on the NPU: one row per op of each delegated subgraph (None without NPU)."""
+    if not any(op.kind == "delegate" for op in program.graph.ops):
+        return None
+    from ..ethosu.program import npu_op_frame
+
+    return npu_op_frame(program)

@@ -17,7 +17,7 @@ from matplotlib.patches import Rectangle
 
 from ..trace import Trace
 
-BACKEND_COLORS = {"int8": "#2f6db3", "fp32": "#d9822b"}
+BACKEND_COLORS = {"int8": "#2f6db3", "fp32": "#d9822b", "npu": "#3a9a4a"}
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
@@ -100,7 +100,7 @@ def _image(fig: Figure, alt: str) -> str:
 
 
 def render_html(title: str, trace: Trace, df: pd.DataFrame, by_module: pd.DataFrame, by_kind: pd.DataFrame,
-                gap: pd.DataFrame | None) -> str:
+                gap: pd.DataFrame | None, npu: pd.DataFrame | None = None) -> str:
     unit = trace.unit
     per_op = df.groupby("op_index").agg(
         kind=("kind", "first"), backend=("backend", "first"), module=("module", "first"),
@@ -119,6 +119,8 @@ def render_html(title: str, trace: Trace, df: pd.DataFrame, by_module: pd.DataFr
         parts.append(_section("Arena timeline", _image(arena_figure(trace, trace.op_count), "arena timeline")))
     if gap is not None and len(gap):
         parts.append(_section("Numeric gap", _image(sqnr_figure(gap), "SQNR per layer") + _table(gap)))
+    if npu is not None and len(npu):  # a partially delegated program: the ops each NPU subgraph ran
+        parts.append(_section("Ops on the NPU", _table(npu)))
     parts.append(_section("Totals per module", _table(by_module)))
     parts.append(_section("Totals per kind", _table(by_kind)))
     parts.append(_section("Ops", _table(per_op.rename(columns={"duration": f"mean time ({unit})"}))))

@@ -77,7 +77,8 @@ typedef enum {
     MF_ERR_ARENA_TOO_SMALL = 9,  /* arena smaller than mf_program_arena_bytes() */
     MF_ERR_ARG = 10,             /* bad API argument (NULL, index out of range, wrong size) */
     MF_ERR_SHAPE = 11,           /* an op's tensors/attributes do not fit its kernel */
-    MF_ERR_STATE = 12            /* call out of order (e.g. mf_invoke before mf_init) */
+    MF_ERR_STATE = 12,           /* call out of order (e.g. mf_invoke before mf_init) */
+    MF_ERR_NO_DELEGATE = 13      /* program has NPU delegate ops and no (matching) delegate was registered */
 } mf_status;
 
 /* "MF_OK", "MF_ERR_CRC", ...; "MF_ERR_UNKNOWN" for other values. Never NULL. */
@@ -170,11 +171,52 @@ typedef struct {
     /* The last failure of mf_set_input/mf_invoke: status and failing op (-1: not in an op). */
     mf_status error;
     int32_t error_op;
+    const struct mf_delegate *delegate; /* set by mf_init_delegate; NULL: no NPU */
 } mf_context;
 
 /* Bind a loaded program to an arena of at least mf_program_arena_bytes(p) bytes, 16-byte aligned
  * (MF_ERR_ARG otherwise: kernels use typed pointers into it). The arena is zeroed. */
 mf_status mf_init(mf_context *ctx, const mf_program *p, uint8_t *arena, size_t arena_size);
+
+/* ---------------------------------------------------------------------------------------------
+ * NPU delegates (docs/ethos-u.md). A program compiled for "cortex-mXX+ethos-uYY-ZZZ" holds delegate
+ * ops: a subgraph compiled by Vela into a command stream and a weights blob, in the layout Arm's
+ * Ethos-U core driver takes (ethosu_invoke_v3: the command stream, then base_addr[] with region 0 =
+ * weights, 1 = scratch, 2 = fast scratch). A board with the NPU registers its driver with
+ * mf_init_delegate; mf_init on such a program fails with MF_ERR_NO_DELEGATE.
+ * ------------------------------------------------------------------------------------------- */
+#define MF_DELEGATE_REGIONS 3
+
+typedef struct {
+    uint32_t op_index;                    /* the delegate op */
+    const char *npu;                      /* NPU configuration it was compiled for: "ethos-u55-128" */
+    const uint8_t *command_stream;        /* Vela's driver payload ("COP1"), in the program (flash) */
+    size_t command_stream_size;
+    const uint8_t *weights;               /* read-only region, in the program (flash) */
+    size_t weights_size;
+    uint8_t *scratch;                     /* scratch region, in the arena; NPU inputs/outputs inside */
+    size_t scratch_size;
+    uint64_t base_addr[MF_DELEGATE_REGIONS];      /* ethosu_invoke_v3's base_addr[] */
+    size_t base_addr_size[MF_DELEGATE_REGIONS];   /* and base_addr_size[] */
+    int num_base_addr;
+} mf_delegate_call;
+
+typedef struct mf_delegate {
+    const char *npu; /* the configuration this driver runs ("ethos-u55-128"); NULL: any */
+    void *user;
+    /* Once per delegate op, by mf_init_delegate (NULL: nothing to prepare). */
+    mf_status (*init)(void *user, const mf_delegate_call *call);
+    /* Each mf_invoke, per delegate op: run the command stream. The runtime has copied the NPU's inputs
+     * into the scratch region and copies its outputs out afterwards. */
+    mf_status (*execute)(void *user, const mf_delegate_call *call);
+} mf_delegate;
+
+/* mf_init, with an NPU driver for the program's delegate ops (delegate may be NULL for a program
+ * without them). MF_ERR_NO_DELEGATE: delegate ops and no delegate, or one for another NPU. */
+mf_status mf_init_delegate(mf_context *ctx, const mf_program *p, uint8_t *arena, size_t arena_size,
+                           const mf_delegate *delegate);
+/* Number of delegate (NPU) ops in a loaded program. */
+uint32_t mf_program_delegate_count(const mf_program *p);
 
 /* Copy graph input i (exactly its nbytes, program dtype and layout) into the arena. */
 mf_status mf_set_input(mf_context *ctx, uint32_t i, const void *data, size_t nbytes);

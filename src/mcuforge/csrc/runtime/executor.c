@@ -7,6 +7,11 @@
 #include "mf_trace_internal.h"
 
 mf_status mf_init(mf_context *ctx, const mf_program *p, uint8_t *arena, size_t arena_size) {
+    return mf_init_delegate(ctx, p, arena, arena_size, NULL);
+}
+
+mf_status mf_init_delegate(mf_context *ctx, const mf_program *p, uint8_t *arena, size_t arena_size,
+                           const mf_delegate *delegate) {
     if (ctx == NULL) return MF_ERR_ARG;
     memset(ctx, 0, sizeof *ctx);
     ctx->error_op = -1;
@@ -18,8 +23,9 @@ mf_status mf_init(mf_context *ctx, const mf_program *p, uint8_t *arena, size_t a
     ctx->program = p;
     ctx->arena = arena;
     ctx->arena_size = arena_size;
+    ctx->delegate = delegate;
     ctx->ready = 1;
-    return MF_OK;
+    return mf_delegate_bind(ctx); /* MF_ERR_NO_DELEGATE (and not ready) if NPU ops have no driver */
 }
 
 mf_status mf_set_input(mf_context *ctx, uint32_t i, const void *data, size_t nbytes) {
@@ -37,6 +43,7 @@ mf_status mf_set_input(mf_context *ctx, uint32_t i, const void *data, size_t nby
 static mf_status run_op(mf_context *ctx, uint32_t i) {
     mf_call c;
     mf_call_read(ctx->program, i, ctx->arena, &c);
+    if (c.kind == MF_KIND_DELEGATE) return mf_delegate_run(ctx, &c);
     const mf_kernel *k = mf_kernel_find(c.kind);
     return k ? k->run(&c) : MF_ERR_UNSUPPORTED_OP;
 }

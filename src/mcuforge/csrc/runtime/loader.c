@@ -294,9 +294,9 @@ static mf_status check_attrs(const mf_program *p, const mf_call *c, const char *
 static mf_status check_op(const mf_program *p, uint32_t i) {
     mf_call c;
     mf_call_read(p, i, NULL, &c);
-    const mf_kernel *k = mf_kernel_find(c.kind);
+    const mf_kernel *k = mf_kernel_lookup(c.kind);
     if (k == NULL) return MF_ERR_UNSUPPORTED_OP;
-    if (c.backend > 1) return MF_ERR_FORMAT;
+    if (c.backend > 2 || (c.backend == 2) != (c.kind == MF_KIND_DELEGATE)) return MF_ERR_FORMAT; /* 2: npu */
     if (k->n_in_max != 255 && (c.n_in < k->n_in_min || c.n_in > k->n_in_max)) return MF_ERR_FORMAT;
     if (c.in_start > p->index_count || c.n_in > p->index_count - c.in_start) return MF_ERR_BOUNDS;
     if (c.out_start > p->index_count || c.n_out > p->index_count - c.out_start) return MF_ERR_BOUNDS;
@@ -337,7 +337,7 @@ static mf_status check_kernels(mf_program *p) {
     for (uint32_t i = 0; i < p->op_count; i++) {
         mf_call c;
         mf_call_read(p, i, NULL, &c);
-        const mf_kernel *k = mf_kernel_find(c.kind);
+        const mf_kernel *k = mf_kernel_lookup(c.kind);
         mf_status s = k->check(&c);
         if (s != MF_OK) return fail_op(p, (int32_t)i, s);
         if (c.scratch_bytes > scratch) scratch = c.scratch_bytes;

@@ -130,6 +130,16 @@ typedef struct {
 
 const mf_kernel *mf_kernel_find(uint16_t kind);
 
+/* ---- NPU delegate ops (runtime/delegate.c) ---- */
+#define MF_KIND_DELEGATE 50u
+/* mf_kernel_find, plus the delegate op's load-time checks. */
+const mf_kernel *mf_kernel_lookup(uint16_t kind);
+/* At mf_init: MF_ERR_NO_DELEGATE if the program has delegate ops that ctx->delegate cannot run; else
+ * the delegate's init per delegate op. */
+mf_status mf_delegate_bind(mf_context *ctx);
+/* One delegate op: inputs into the NPU scratch region, the delegate's execute, outputs out. */
+mf_status mf_delegate_run(mf_context *ctx, const mf_call *c);
+
 /* An fp32 fallback op, selected by its aten name. */
 typedef struct {
     const char *target; /* "aten.gelu.default" */
