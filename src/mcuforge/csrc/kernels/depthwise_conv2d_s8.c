@@ -9,12 +9,13 @@
  * - DSP (cortex-m4/m7/m33): four channels per word, SXTAB16 adds the input offset to two byte
  *   lanes at once, SMLABB/SMLATT accumulate per channel; taps outside the input are skipped by
  *   loop bounds; the 3x3 window fully inside the input is unrolled;
- * - MVE (cortex-m55): 16 channels at a time as two int16x8 halves, products by VMULLB/VMULLT into
- *   even/odd int32 lanes; the input offset enters once per channel as offset * sum(w) (+ bias),
- *   and a tap outside the input reads the value -offset, whose (x + offset) term is 0; a vector
- *   requantization (VQRDMULH + rounding shift, CMSIS-NN's arm_requantize_mve); the channel tail
- *   is predicated. A multiplier of INT32_MIN (where VQRDMULH saturates and the C code wraps) takes
- *   the portable path.
+ * - MVE (cortex-m55): eight channels at a time in int16 lanes (a vector of 16 int8 channels would
+ *   need four int32 accumulators plus operands: more than the eight Q registers), products by
+ *   VMULLB/VMULLT into even/odd int32 lanes; windows inside the input start from bias + offset *
+ *   sum(w) (so x needs no offset) and run the 3x3 taps unrolled, border windows start from the bias
+ *   and add the offset to x; a vector requantization (VQRDMULH + rounding shift, CMSIS-NN's
+ *   arm_requantize_mve) and scatter stores; the channel tail (ch % 8) is predicated. A multiplier
+ *   of INT32_MIN (where VQRDMULH saturates and the C code wraps) takes the portable path.
  */
 #include "mf_simd.h"
 
@@ -117,12 +118,16 @@ static inline void dw_tap_range(int32_t start, int32_t dil, int32_t n, int32_t s
  * constants, lanes in the order of the accumulators: even channels 0..6, odd 1..7, even 8..14,
  * odd 9..15. */
 typedef struct {
-    int32x4_t base[4], mult[4], left[4], nright[4];
+    int32x4_t base[4], bias[4], mult[4], left[4], nright[4];
 } dw_mve_params;
 
 typedef struct {
     int32x4_t e0, o0, e1, o1;
 } dw_mve_acc;
+
+/* An empty asm after each tap that takes the accumulators: GCC 12's scheduler would otherwise hoist
+ * every tap's loads to the loop top and spill them (the M55 has eight Q registers). No instruction. */
+#define DW_TAP_BARRIER(a) __asm__ volatile("" : "+w"((a)->e0), "+w"((a)->o0) : : "memory")
 
 static const uint32_t dw_lane_even[4] = {0, 2, 4, 6};
 
@@ -136,7 +141,7 @@ static void dw_mve_group_params(const dw_geom *g, int32_t c0, int32_t n, dw_mve_
     const mve_pred16_t p0 = vctp16q((uint32_t)n), p1 = vctp16q((uint32_t)(n > 8 ? n - 8 : 0));
     int32x4_t s[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
     const int32_t taps = g->kh * g->kw;
-    const int8_t *wp = g->w + c0;
+    const int8_t *wp = g->w; /* already at channel c0 */
     for (int32_t t = 0; t < taps; t++, wp += g->ch) {
         const int16x8_t lo = vldrbq_z_s16(wp, p0), hi = vldrbq_z_s16(wp + 8, p1);
         s[0] = vaddq_s32(s[0], vmovlbq_s16(lo));
@@ -149,9 +154,9 @@ static void dw_mve_group_params(const dw_geom *g, int32_t c0, int32_t n, dw_mve_
         const mve_pred16_t pj = dw_lane_pred(j, n);
         const uint32x4_t chan = vaddq_n_u32(vld1q_u32(dw_lane_even), (j & 1u) + 8u * (j >> 1));
         /* wrapping int32: where the bias enters the sum does not matter */
-        int32x4_t base = vmulq_n_s32(s[j], g->in_off);
-        if (q->bias) base = vaddq_s32(base, vldrwq_gather_shifted_offset_z_s32(q->bias + c0, chan, pj));
-        p->base[j] = base;
+        const int32x4_t bias = q->bias ? vldrwq_gather_shifted_offset_z_s32(q->bias + c0, chan, pj) : vdupq_n_s32(0);
+        p->bias[j] = bias;
+        p->base[j] = vaddq_s32(bias, vmulq_n_s32(s[j], g->in_off));
         int32x4_t m, sh;
         if (q->per_channel) {
             m = vldrwq_gather_shifted_offset_z_s32(q->mult + c0, chan, pj);
@@ -175,20 +180,28 @@ static inline int32x4_t dw_mve_requant(int32x4_t acc, int32x4_t mult, int32x4_t 
     return vrshlq_s32(vqaddq_s32(v, fixup), nright);
 }
 
-/* One tap for `halves` x 8 channels: x + 0 and x + 8 (or the padding value when x is NULL). */
-static inline __attribute__((always_inline)) void dw_mve_tap(dw_mve_acc *a, const int8_t *xp, const int8_t *wp,
-                                                             int16x8_t pad, int halves, int full, mve_pred16_t p0,
-                                                             mve_pred16_t p1) {
-    const int16x8_t x0 = xp ? (full ? vldrbq_s16(xp) : vldrbq_z_s16(xp, p0)) : pad;
+/* acc += x * w for `halves` x 8 channels (x: int16 lanes). */
+static inline __attribute__((always_inline)) void dw_mve_mac(dw_mve_acc *a, int16x8_t x0, int16x8_t x1,
+                                                             const int8_t *wp, int halves, int full,
+                                                             mve_pred16_t p0, mve_pred16_t p1) {
     const int16x8_t w0 = full ? vldrbq_s16(wp) : vldrbq_z_s16(wp, p0);
     a->e0 = vaddq_s32(a->e0, vmullbq_int_s16(x0, w0));
     a->o0 = vaddq_s32(a->o0, vmulltq_int_s16(x0, w0));
     if (halves == 2) {
-        const int16x8_t x1 = xp ? (full ? vldrbq_s16(xp + 8) : vldrbq_z_s16(xp + 8, p1)) : pad;
         const int16x8_t w1 = full ? vldrbq_s16(wp + 8) : vldrbq_z_s16(wp + 8, p1);
         a->e1 = vaddq_s32(a->e1, vmullbq_int_s16(x1, w1));
         a->o1 = vaddq_s32(a->o1, vmulltq_int_s16(x1, w1));
     }
+    DW_TAP_BARRIER(a);
+}
+
+/* One tap inside the input: x read at xp (channels 0..7) and xp + 8. */
+static inline __attribute__((always_inline)) void dw_mve_tap(dw_mve_acc *a, const int8_t *xp, const int8_t *wp,
+                                                             int halves, int full, mve_pred16_t p0,
+                                                             mve_pred16_t p1) {
+    const int16x8_t x0 = full ? vldrbq_s16(xp) : vldrbq_z_s16(xp, p0);
+    const int16x8_t x1 = halves == 2 ? (full ? vldrbq_s16(xp + 8) : vldrbq_z_s16(xp + 8, p1)) : x0;
+    dw_mve_mac(a, x0, x1, wp, halves, full, p0, p1);
 }
 
 static inline __attribute__((always_inline)) void dw_mve_store(int32x4_t acc, const dw_mve_params *p, uint32_t j,
@@ -206,62 +219,85 @@ static inline __attribute__((always_inline)) void dw_mve_store(int32x4_t acc, co
     }
 }
 
-/* All output pixels of channels c0 .. c0 + n - 1 (n <= 16; halves = 2 when n > 8). */
-static inline __attribute__((always_inline)) void dw_mve_group(const dw_geom *g, int32_t c0, int32_t n, int halves,
-                                                               int full) {
+/* The output stage of one pixel's 16 (or 8) channels. */
+static inline __attribute__((always_inline)) void dw_mve_store_all(const dw_mve_acc *a, const dw_mve_params *p,
+                                                                   const dw_geom *g, int8_t *out, int halves,
+                                                                   int full, int32_t n) {
+    dw_mve_store(a->e0, p, 0, g, out, full, n);
+    dw_mve_store(a->o0, p, 1, g, out, full, n);
+    if (halves == 2) {
+        dw_mve_store(a->e1, p, 2, g, out, full, n);
+        dw_mve_store(a->o1, p, 3, g, out, full, n);
+    }
+}
+
+/* One output pixel whose window may leave the input: the taps [ky0, ky1) x [kx0, kx1) inside it,
+ * each x + offset in int16 lanes, from the bias. */
+static inline __attribute__((always_inline)) void dw_mve_pixel(const dw_geom *g, const dw_mve_params *p,
+                                                               const int8_t *xb, int8_t *out, int32_t y0,
+                                                               int32_t ky0, int32_t ky1, int32_t x0, int halves,
+                                                               int full, int32_t n) {
+    const mve_pred16_t p0 = vctp16q((uint32_t)n), p1 = vctp16q((uint32_t)(n > 8 ? n - 8 : 0));
+    const int32_t C = g->ch, row = g->wi * C, dx = g->dl[1] * C, off = g->in_off;
+    int32_t kx0, kx1;
+    dw_tap_range(x0, g->dl[1], g->kw, g->wi, &kx0, &kx1);
+    dw_mve_acc a = {p->bias[0], p->bias[1], p->bias[2], p->bias[3]};
+    for (int32_t ky = ky0; ky < ky1; ky++) {
+        const int8_t *xp = xb + (ptrdiff_t)(y0 + ky * g->dl[0]) * row + (ptrdiff_t)(x0 + kx0 * g->dl[1]) * C;
+        const int8_t *wp = g->w + (ky * g->kw + kx0) * C;
+        for (int32_t kx = kx0; kx < kx1; kx++, wp += C, xp += dx) {
+            const int16x8_t x = vaddq_n_s16(full ? vldrbq_s16(xp) : vldrbq_z_s16(xp, p0), (int16_t)off);
+            const int16x8_t x8 = halves == 2 ? vaddq_n_s16(full ? vldrbq_s16(xp + 8) : vldrbq_z_s16(xp + 8, p1),
+                                                           (int16_t)off) : x;
+            dw_mve_mac(&a, x, x8, wp, halves, full, p0, p1);
+        }
+    }
+    dw_mve_store_all(&a, p, g, out, halves, full, n);
+}
+
+/* `count` output pixels along a row, 3x3 windows inside the input: no bounds, nine taps unrolled. */
+static inline __attribute__((always_inline)) void dw_mve_row3x3(const dw_geom *g, const dw_mve_params *p,
+                                                                const int8_t *xp, int8_t *out, int32_t count,
+                                                                int halves, int full, int32_t n) {
+    const mve_pred16_t p0 = vctp16q((uint32_t)n), p1 = vctp16q((uint32_t)(n > 8 ? n - 8 : 0));
+    const int32_t C = g->ch, dy = g->dl[0] * g->wi * C, dx = g->dl[1] * C, step = g->st[1] * C;
+    const int8_t *w = g->w;
+    for (int32_t i = 0; i < count; i++, xp += step, out += C) {
+        dw_mve_acc a = {p->base[0], p->base[1], p->base[2], p->base[3]};
+        const int8_t *xr = xp, *wr = w;
+        for (int ky = 0; ky < 3; ky++, xr += dy, wr += 3 * C) {
+            dw_mve_tap(&a, xr, wr, halves, full, p0, p1);
+            dw_mve_tap(&a, xr + dx, wr + C, halves, full, p0, p1);
+            dw_mve_tap(&a, xr + 2 * dx, wr + 2 * C, halves, full, p0, p1);
+        }
+        dw_mve_store_all(&a, p, g, out, halves, full, n);
+    }
+}
+
+/* All output pixels of channels c0 .. c0 + n - 1 (n <= 16; halves = 2 when n > 8); g->x, g->w and
+ * g->out already point at channel c0. Columns [ox_lo, ox_hi) have windows inside the input's width. */
+static inline __attribute__((always_inline)) void dw_mve_group(const dw_geom *g, int32_t c0, int32_t n, int halves, int full,
+                                                               int32_t ox_lo, int32_t ox_hi) {
     dw_mve_params p;
     dw_mve_group_params(g, c0, n, &p);
-    const mve_pred16_t p0 = vctp16q((uint32_t)n), p1 = vctp16q((uint32_t)(n > 8 ? n - 8 : 0));
-    const int16x8_t pad = vdupq_n_s16((int16_t)-g->in_off);
     const int32_t C = g->ch, row = g->wi * C;
     const int fast3x3 = g->kh == 3 && g->kw == 3;
-    const int32_t dy = g->dl[0] * row, dx = g->dl[1] * C;
     for (int32_t b = 0; b < g->batch; b++) {
-        const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row + c0;
-        int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + c0;
-        for (int32_t oy = 0; oy < g->oh; oy++) {
+        const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row;
+        int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C;
+        for (int32_t oy = 0; oy < g->oh; oy++, out += g->ow * C) {
             const int32_t y0 = oy * g->st[0] - g->pd[0];
             int32_t ky0, ky1;
             dw_tap_range(y0, g->dl[0], g->kh, g->h, &ky0, &ky1);
             const int rows_inside = ky0 == 0 && ky1 == g->kh;
-            for (int32_t ox = 0; ox < g->ow; ox++, out += C) {
-                const int32_t x0 = ox * g->st[1] - g->pd[1];
-                int32_t kx0, kx1;
-                dw_tap_range(x0, g->dl[1], g->kw, g->wi, &kx0, &kx1);
-                dw_mve_acc a = {p.base[0], p.base[1], p.base[2], p.base[3]};
-                const int8_t *wp = g->w + c0;
-                if (fast3x3 && rows_inside && kx0 == 0 && kx1 == 3) {
-                    const int8_t *xp = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)x0 * C;
-                    dw_mve_tap(&a, xp, wp, pad, halves, full, p0, p1);
-                    dw_mve_tap(&a, xp + dx, wp + C, pad, halves, full, p0, p1);
-                    dw_mve_tap(&a, xp + 2 * dx, wp + 2 * C, pad, halves, full, p0, p1);
-                    xp += dy;
-                    wp += 3 * C;
-                    dw_mve_tap(&a, xp, wp, pad, halves, full, p0, p1);
-                    dw_mve_tap(&a, xp + dx, wp + C, pad, halves, full, p0, p1);
-                    dw_mve_tap(&a, xp + 2 * dx, wp + 2 * C, pad, halves, full, p0, p1);
-                    xp += dy;
-                    wp += 3 * C;
-                    dw_mve_tap(&a, xp, wp, pad, halves, full, p0, p1);
-                    dw_mve_tap(&a, xp + dx, wp + C, pad, halves, full, p0, p1);
-                    dw_mve_tap(&a, xp + 2 * dx, wp + 2 * C, pad, halves, full, p0, p1);
-                } else {
-                    for (int32_t ky = 0; ky < g->kh; ky++) {
-                        const int row_ok = ky >= ky0 && ky < ky1;
-                        const int8_t *xp = xb + (ptrdiff_t)(y0 + ky * g->dl[0]) * row + (ptrdiff_t)x0 * C;
-                        for (int32_t kx = 0; kx < g->kw; kx++, wp += C, xp += dx) {
-                            const int inside = row_ok && kx >= kx0 && kx < kx1;
-                            dw_mve_tap(&a, inside ? xp : NULL, wp, pad, halves, full, p0, p1);
-                        }
-                    }
-                }
-                dw_mve_store(a.e0, &p, 0, g, out, full, n);
-                dw_mve_store(a.o0, &p, 1, g, out, full, n);
-                if (halves == 2) {
-                    dw_mve_store(a.e1, &p, 2, g, out, full, n);
-                    dw_mve_store(a.o1, &p, 3, g, out, full, n);
-                }
+            int32_t ox = 0;
+            if (fast3x3 && rows_inside && ox_lo < ox_hi) {
+                for (; ox < ox_lo; ox++) dw_mve_pixel(g, &p, xb, out + ox * C, y0, ky0, ky1, ox * g->st[1] - g->pd[1], halves, full, n);
+                const int8_t *xp = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)(ox_lo * g->st[1] - g->pd[1]) * C;
+                dw_mve_row3x3(g, &p, xp, out + ox_lo * C, ox_hi - ox_lo, halves, full, n);
+                ox = ox_hi;
             }
+            for (; ox < g->ow; ox++) dw_mve_pixel(g, &p, xb, out + ox * C, y0, ky0, ky1, ox * g->st[1] - g->pd[1], halves, full, n);
         }
     }
 }
@@ -274,15 +310,23 @@ static mf_status run(const mf_call *c) {
     for (uint32_t i = 0; i < n_mult; i++) {
         if (g.rq.mult[i] == INT32_MIN) return run_portable(c);
     }
+    /* columns whose windows lie inside the input's width */
+    const int32_t ox_lo = (g.pd[1] + g.st[1] - 1) / g.st[1];
+    const int32_t span = g.wi - 1 - (g.kw - 1) * g.dl[1] + g.pd[1];
+    int32_t ox_hi = span < 0 ? 0 : span / g.st[1] + 1;
+    if (ox_hi > g.ow) ox_hi = g.ow;
+    const int8_t *x = g.x, *w = g.w;
+    int8_t *out = g.out;
+    /* eight channels at a time: two accumulators (even and odd channels), the tap's x, w and
+     * products stay in the eight Q registers; the last ch % 8 channels predicated */
     int32_t c0 = 0;
-    for (; c0 + 16 <= g.ch; c0 += 16) dw_mve_group(&g, c0, 16, 2, 1);
-    const int32_t rest = g.ch - c0;
-    if (rest == 8) {
-        dw_mve_group(&g, c0, 8, 1, 1);
-    } else if (rest > 8) {
-        dw_mve_group(&g, c0, rest, 2, 0);
-    } else if (rest > 0) {
-        dw_mve_group(&g, c0, rest, 1, 0);
+    for (; c0 + 8 <= g.ch; c0 += 8) {
+        g.x = x + c0, g.w = w + c0, g.out = out + c0;
+        dw_mve_group(&g, c0, 8, 1, 1, ox_lo, ox_hi);
+    }
+    if (c0 < g.ch) {
+        g.x = x + c0, g.w = w + c0, g.out = out + c0;
+        dw_mve_group(&g, c0, g.ch - c0, 1, 0, ox_lo, ox_hi);
     }
     return MF_OK;
 }
