@@ -102,6 +102,14 @@ static inline int32x4_t mf_requantize_x4(int32x4_t val, int32x4_t mult, int32x4_
     return vrshlq_s32(vqaddq_s32(high, fixup), neg_right);
 }
 
+/* mf_requantize_x4 with one multiplier and shift for all lanes (per-tensor: add_s8, mul_s8); the
+ * same INT32_MIN proviso. */
+static inline int32x4_t mf_requantize_x4_n(int32x4_t val, int32_t mult, int32_t shift) {
+    const int32x4_t high = vqrdmulhq_n_s32(shift > 0 ? vshlq_r_s32(val, shift) : val, mult);
+    if (shift >= 0) return high;
+    return vrshlq_n_s32(vqaddq_s32(high, vshrq_n_s32(high, 31)), shift);
+}
+
 /* 1 when no multiplier is INT32_MIN: mf_requantize_x4 then equals mf_requantize. */
 static inline int mf_requant_vector_ok(const mf_channel_requant *q, uint32_t channels) {
     const uint32_t n = q->per_channel ? channels : 1u;
