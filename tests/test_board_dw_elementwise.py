@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from board_sweep import BoardSweep
 from test_c_kernels import act, act_range, const, int8, requant_params
 
 from mcuforge.kernels import add_quant_params, conv_output_hw
-
-from board_sweep import BoardSweep
 
 BOARDS = ("cortex-m4", "cortex-m55")
 CHANNELS = (1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 40, 64)

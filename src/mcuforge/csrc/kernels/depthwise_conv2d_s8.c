@@ -35,6 +35,15 @@ static mf_status check(const mf_call *c) {
     return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, w.shape[3], A_ACT_MIN);
 }
 
+/* The taps k in [*k0, *k1) (0 <= k < n) whose position start + k * dil lies in [0, size). */
+static void tap_range(int64_t start, int32_t dil, uint32_t n, int32_t size, uint32_t *k0, uint32_t *k1) {
+    const int64_t lo = start < 0 ? (-start + dil - 1) / dil : 0;
+    const int64_t hi = start >= size ? 0 : (size - 1 - start) / dil + 1;
+    *k0 = (uint32_t)(lo < (int64_t)n ? lo : (int64_t)n);
+    *k1 = (uint32_t)(hi < (int64_t)n ? (hi > lo ? hi : lo) : (int64_t)n);
+    if (*k1 < *k0) *k1 = *k0;
+}
+
 static mf_status run_portable(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
@@ -50,18 +59,21 @@ static mf_status run_portable(const mf_call *c) {
     int8_t *out = (int8_t *)o.data;
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         for (uint32_t oy = 0; oy < o.shape[1]; oy++) {
+            const int64_t y0 = (int64_t)oy * st[0] - pd[0];
+            uint32_t ky0, ky1; /* the kernel rows inside the input */
+            tap_range(y0, dl[0], kh, h, &ky0, &ky1);
             for (uint32_t ox = 0; ox < o.shape[2]; ox++) {
-                const int64_t y0 = (int64_t)oy * st[0] - pd[0], x0 = (int64_t)ox * st[1] - pd[1];
+                const int64_t x0 = (int64_t)ox * st[1] - pd[1];
+                uint32_t kx0, kx1; /* the kernel columns inside the input */
+                tap_range(x0, dl[1], kw, wi, &kx0, &kx1);
                 for (uint32_t oc = 0; oc < oc_n; oc++) {
                     const uint32_t ic = oc / dm;
                     int32_t acc = 0;
-                    for (uint32_t ky = 0; ky < kh; ky++) {
-                        const int64_t iy = y0 + (int64_t)ky * dl[0];
-                        if (iy < 0 || iy >= h) continue;
-                        for (uint32_t kx = 0; kx < kw; kx++) {
-                            const int64_t ix = x0 + (int64_t)kx * dl[1];
-                            if (ix < 0 || ix >= wi) continue;
-                            const size_t xi = (((size_t)n * (size_t)h + (size_t)iy) * (size_t)wi + (size_t)ix) * ch + ic;
+                    for (uint32_t ky = ky0; ky < ky1; ky++) {
+                        const size_t iy = (size_t)(y0 + (int64_t)ky * dl[0]);
+                        for (uint32_t kx = kx0; kx < kx1; kx++) {
+                            const size_t ix = (size_t)(x0 + (int64_t)kx * dl[1]);
+                            const size_t xi = (((size_t)n * (size_t)h + iy) * (size_t)wi + ix) * ch + ic;
                             acc += ((int32_t)xd[xi] + in_off) * wd[((size_t)ky * kw + kx) * oc_n + oc];
                         }
                     }
@@ -99,6 +111,15 @@ static void dw_geom_read(const mf_call *c, dw_geom *g) {
     g->oh = (int32_t)o.shape[1];
     g->ow = (int32_t)o.shape[2];
     g->in_off = mf_attr_int(c, A_IN_OFF);
+}
+
+/* Window positions fit int32 with room to spare (the fast paths' arithmetic); absurd strides,
+ * paddings or dilations take the portable path. */
+static int dw_geom_fits(const dw_geom *g) {
+    const int64_t lim = (int64_t)1 << 28;
+    const int64_t y = (int64_t)(g->oh - 1) * g->st[0] + g->pd[0] + (int64_t)(g->kh - 1) * g->dl[0] + g->h;
+    const int64_t x = (int64_t)(g->ow - 1) * g->st[1] + g->pd[1] + (int64_t)(g->kw - 1) * g->dl[1] + g->wi;
+    return y < lim && x < lim && (int64_t)g->h * g->wi * g->ch < lim;
 }
 
 /* First and one-past-last tap index k (0 <= k < n) with 0 <= start + k * dil < size. */
@@ -306,6 +327,7 @@ static mf_status run(const mf_call *c) {
     if (mf_attr_int(c, A_MULT) != 1) return run_portable(c);
     dw_geom g;
     dw_geom_read(c, &g);
+    if (!dw_geom_fits(&g)) return run_portable(c);
     const uint32_t n_mult = g.rq.per_channel ? (uint32_t)g.ch : 1u;
     for (uint32_t i = 0; i < n_mult; i++) {
         if (g.rq.mult[i] == INT32_MIN) return run_portable(c);
@@ -356,6 +378,7 @@ static mf_status run(const mf_call *c) {
     if (mf_attr_int(c, A_MULT) != 1) return run_portable(c);
     dw_geom g;
     dw_geom_read(c, &g);
+    if (!dw_geom_fits(&g)) return run_portable(c);
     const int32_t C = g.ch, row = g.wi * C, off16 = mf_pack_off16(g.in_off);
     const int32_t dy = g.dl[0] * row, dx = g.dl[1] * C;
     const int fast3x3 = g.kh == 3 && g.kw == 3;
