@@ -43,8 +43,11 @@ static mf_status check(const mf_call *c) {
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
 #define MF_CONV_FAST 1
 
-/* The fast path's scratch: 4 patches of int8 (MVE) or 2 patches of int16 (DSP). */
-static uint32_t fast_scratch_bytes(uint32_t depth) { return 4u * depth; }
+/* Patch size rounded up to a multiple of 4: the DSP columns' stride, which keeps them word-aligned. */
+static uint32_t depth4(uint32_t depth) { return (depth + 3u) & ~3u; }
+
+/* The fast path's scratch: 4 int8 patches (MVE); 2 int16 patches interleaved and an int8 one (DSP). */
+static uint32_t fast_scratch_bytes(uint32_t depth) { return 5u * depth4(depth); }
 
 /* dst[0 .. n) = src[0 .. n) */
 static inline void copy_s8(int8_t *dst, const int8_t *src, uint32_t n) {
@@ -117,78 +120,84 @@ static void im2col_s8(const conv_geom *g, int32_t oy, int32_t ox, int8_t *col) {
 #if defined(MF_USE_DSP)
 #define NCOLS 2u
 
-/* dst[i] = src[i] + offset as int16, each group of 4 stored as lanes 0, 2, 1, 3. dst may start
- * at src - n (in place: every group is read before it is overwritten). */
-static void widen_reordered(const int8_t *src, int16_t *dst, uint32_t n, int32_t off16, int32_t off) {
-    uint32_t i = 0;
-    for (; i + 4 <= n; i += 4) {
+/* Column c (0 or 1) of a pair of widened patches: src[i] + offset as int16. The two columns are
+ * interleaved by groups of 4 so that one pointer reads both: group g holds column 0's lanes 0, 2, 1, 3
+ * (the order of SXTB16 on the weights), then column 1's; the last depth % 4 values of column c sit at
+ * group depth / 4, offset 4c. */
+static void widen_interleaved(const int8_t *src, int16_t *cols, uint32_t c, uint32_t depth, int32_t off16,
+                              int32_t off) {
+    const uint32_t d4 = depth & ~3u;
+    int16_t *dst = cols + 4u * c;
+    for (uint32_t i = 0; i < d4; i += 4, dst += 8) {
         const int32_t v = mf_ld32(src + i);
-        const int32_t even = mf_sxtab16(off16, v), odd = mf_sxtab16_ror8(off16, v);
-        mf_st32(dst + i, even);
-        mf_st32(dst + i + 2, odd);
+        mf_st32(dst, mf_sxtab16(off16, v));
+        mf_st32(dst + 2, mf_sxtab16_ror8(off16, v));
     }
-    for (; i < n; i++) dst[i] = (int16_t)(src[i] + off);
+    for (uint32_t i = d4; i < depth; i++) dst[i - d4] = (int16_t)(src[i] + off);
 }
 
-/* Outputs of `rows` filters (weights w, row after row of `depth`) for two columns of widened
- * patches; c1 may equal c0 (an odd last pixel), whose outputs are then not written. */
-static void mat_mult_2cols(const int16_t *c0, const int16_t *c1, int write_c1, const int8_t *w, uint32_t rows,
-                           uint32_t depth, const mf_channel_requant *rq, uint32_t oc0, int8_t *out0,
-                           int8_t *out1) {
+/* Outputs of `rows` filters (weights w, row after row of `depth`) for a pair of interleaved widened
+ * patches (word-aligned); out1 NULL: the second column repeats the first, its outputs unwritten. */
+static void mat_mult_2cols(const int16_t *cols, const int8_t *w, uint32_t rows, uint32_t depth,
+                           const mf_channel_requant *rq, uint32_t oc0, int8_t *out0, int8_t *out1) {
     const uint32_t d4 = depth & ~3u;
+    const int16_t *tail = cols + 2u * d4; /* column 0's last values; column 1's at tail + 4 */
     uint32_t r = 0;
     for (; r + 2 <= rows; r += 2) {
         const int8_t *wa = w + (size_t)r * depth, *wb = wa + depth;
+        const int32_t *x = (const int32_t *)(const void *)cols;
         int32_t a00 = 0, a01 = 0, a10 = 0, a11 = 0; /* a<filter><column> */
-        uint32_t k = 0;
-        for (; k < d4; k += 4) {
-            const int32_t va = mf_ld32(wa + k), vb = mf_ld32(wb + k);
+        for (uint32_t i = d4 >> 2; i > 0; i--) {
+            const int32_t va = mf_ld32(wa), vb = mf_ld32(wb);
+            wa += 4;
+            wb += 4;
             const int32_t wa02 = mf_sxtb16(va), wa13 = mf_sxtb16_ror8(va);
             const int32_t wb02 = mf_sxtb16(vb), wb13 = mf_sxtb16_ror8(vb);
-            int32_t x = mf_ld32(c0 + k);
-            a00 = mf_smlad(wa02, x, a00);
-            a10 = mf_smlad(wb02, x, a10);
-            x = mf_ld32(c1 + k);
-            a01 = mf_smlad(wa02, x, a01);
-            a11 = mf_smlad(wb02, x, a11);
-            x = mf_ld32(c0 + k + 2);
-            a00 = mf_smlad(wa13, x, a00);
-            a10 = mf_smlad(wb13, x, a10);
-            x = mf_ld32(c1 + k + 2);
-            a01 = mf_smlad(wa13, x, a01);
-            a11 = mf_smlad(wb13, x, a11);
+            const int32_t x0a = x[0], x0b = x[1], x1a = x[2], x1b = x[3];
+            x += 4;
+            a00 = mf_smlad(wa02, x0a, a00);
+            a10 = mf_smlad(wb02, x0a, a10);
+            a00 = mf_smlad(wa13, x0b, a00);
+            a10 = mf_smlad(wb13, x0b, a10);
+            a01 = mf_smlad(wa02, x1a, a01);
+            a11 = mf_smlad(wb02, x1a, a11);
+            a01 = mf_smlad(wa13, x1b, a01);
+            a11 = mf_smlad(wb13, x1b, a11);
         }
-        for (; k < depth; k++) {
-            a00 += c0[k] * wa[k];
-            a10 += c0[k] * wb[k];
-            a01 += c1[k] * wa[k];
-            a11 += c1[k] * wb[k];
+        for (uint32_t t = 0; t < depth - d4; t++) {
+            const int32_t pa = wa[t], pb = wb[t];
+            a00 += tail[t] * pa;
+            a10 += tail[t] * pb;
+            a01 += tail[4 + t] * pa;
+            a11 += tail[4 + t] * pb;
         }
         out0[r] = mf_channel_requant_s8_inline(rq, oc0 + r, a00);
         out0[r + 1] = mf_channel_requant_s8_inline(rq, oc0 + r + 1, a10);
-        if (write_c1) {
+        if (out1 != NULL) {
             out1[r] = mf_channel_requant_s8_inline(rq, oc0 + r, a01);
             out1[r + 1] = mf_channel_requant_s8_inline(rq, oc0 + r + 1, a11);
         }
     }
     if (r < rows) {
         const int8_t *wa = w + (size_t)r * depth;
+        const int32_t *x = (const int32_t *)(const void *)cols;
         int32_t a0 = 0, a1 = 0;
-        uint32_t k = 0;
-        for (; k < d4; k += 4) {
-            const int32_t va = mf_ld32(wa + k);
+        for (uint32_t i = d4 >> 2; i > 0; i--) {
+            const int32_t va = mf_ld32(wa);
+            wa += 4;
             const int32_t wa02 = mf_sxtb16(va), wa13 = mf_sxtb16_ror8(va);
-            a0 = mf_smlad(wa02, mf_ld32(c0 + k), a0);
-            a1 = mf_smlad(wa02, mf_ld32(c1 + k), a1);
-            a0 = mf_smlad(wa13, mf_ld32(c0 + k + 2), a0);
-            a1 = mf_smlad(wa13, mf_ld32(c1 + k + 2), a1);
+            a0 = mf_smlad(wa02, x[0], a0);
+            a0 = mf_smlad(wa13, x[1], a0);
+            a1 = mf_smlad(wa02, x[2], a1);
+            a1 = mf_smlad(wa13, x[3], a1);
+            x += 4;
         }
-        for (; k < depth; k++) {
-            a0 += c0[k] * wa[k];
-            a1 += c1[k] * wa[k];
+        for (uint32_t t = 0; t < depth - d4; t++) {
+            a0 += tail[t] * wa[t];
+            a1 += tail[4 + t] * wa[t];
         }
         out0[r] = mf_channel_requant_s8_inline(rq, oc0 + r, a0);
-        if (write_c1) out1[r] = mf_channel_requant_s8_inline(rq, oc0 + r, a1);
+        if (out1 != NULL) out1[r] = mf_channel_requant_s8_inline(rq, oc0 + r, a1);
     }
 }
 
@@ -320,24 +329,21 @@ static mf_status run_fast(const mf_call *c) {
             for (uint32_t p0 = 0; p0 < pixels; p0 += NCOLS) {
                 const uint32_t n_cols = pixels - p0 < NCOLS ? pixels - p0 : NCOLS;
 #if defined(MF_USE_DSP)
-                int16_t *cols[2];
-                for (uint32_t i = 0; i < n_cols; i++) {
-                    const uint32_t p = p0 + i;
+                int16_t *cols = (int16_t *)(void *)scratch;
+                int8_t *staging = scratch + 4u * depth4(depth);
+                for (uint32_t i = 0; i < 2; i++) {
+                    const uint32_t p = p0 + (i < n_cols ? i : 0);
                     const int32_t oy = (int32_t)(p / ow), ox = (int32_t)(p % ow);
-                    cols[i] = (int16_t *)(void *)(scratch + (size_t)i * 2u * depth);
-                    const int8_t *patch;
+                    const int8_t *patch = staging;
                     if (pointwise) {
                         patch = g.x + ((size_t)(oy * g.st[0]) * (size_t)g.w + (size_t)(ox * g.st[1])) * g.ch;
                     } else {
-                        int8_t *upper = (int8_t *)cols[i] + depth; /* widened in place below */
-                        im2col_s8(&g, oy, ox, upper);
-                        patch = upper;
+                        im2col_s8(&g, oy, ox, staging);
                     }
-                    widen_reordered(patch, cols[i], depth, off16, in_off);
+                    widen_interleaved(patch, cols, i, depth, off16, in_off);
                 }
                 int8_t *out0 = out_image + (size_t)p0 * oc_n + grp * opg;
-                mat_mult_2cols(cols[0], n_cols > 1 ? cols[1] : cols[0], n_cols > 1, wg, opg, depth, &rq,
-                               grp * opg, out0, out0 + oc_n);
+                mat_mult_2cols(cols, wg, opg, depth, &rq, grp * opg, out0, n_cols > 1 ? out0 + oc_n : NULL);
 #else
                 const int8_t *cols[4];
                 for (uint32_t i = 0; i < NCOLS; i++) {
