@@ -238,16 +238,18 @@ def test_host_build_is_warning_free_c99():
     assert cruntime.build("driver", trace=False).exists()
 
 
-ARM_CPUS = [("cortex-m3", ["-mfloat-abi=soft"]), ("cortex-m4", ["-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]),
-            ("cortex-m55", ["-mfloat-abi=hard"])]
+ARM_CPUS = [("cortex-m0plus", ["-mfloat-abi=soft"]), ("cortex-m3", ["-mfloat-abi=soft"]),
+            ("cortex-m4", ["-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]),
+            ("cortex-m7", ["-mfloat-abi=hard", "-mfpu=fpv5-d16"]),
+            ("cortex-m33", ["-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"]), ("cortex-m55", ["-mfloat-abi=hard"])]
 
 
 @pytest.mark.parametrize("cpu,fpu", ARM_CPUS, ids=[c for c, _ in ARM_CPUS])
 def test_sources_compile_for_cortex_m(cpu, fpu, tmp_path):
     """Every runtime and kernel file (portable and DSP/MVE paths) compiles with -Werror, with and
-    without tracing, and without double-precision promotion."""
+    without tracing, and without double-precision promotion, at the firmware's -O3."""
     for trace in (0, 1):
-        cmd = ["arm-none-eabi-gcc", f"-mcpu={cpu}", "-mthumb", *fpu, *cruntime.WARNING_FLAGS, "-O2",
+        cmd = ["arm-none-eabi-gcc", f"-mcpu={cpu}", "-mthumb", *fpu, *cruntime.WARNING_FLAGS, "-O3",
                "-ffp-contract=off", "-fno-strict-aliasing", f"-DMF_TRACE={trace}",
                f"-I{cruntime.CSRC / 'include'}", "-c", *map(str, cruntime.runtime_sources())]
         result = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)

@@ -112,6 +112,17 @@ class Graph:
         return sum(t.nbytes for t in self.tensors.values() if t.is_constant)
 
 
+def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int]) -> int:
+    """Scratch bytes an op of ``kind`` asks of the runtime (``Op.scratch_bytes``), exactly what the
+    C kernels' optimized paths use: conv2d_s8's im2col holds 4 int8 patches (MVE), or 2 int16 patches and
+    an int8 one (DSP), of kh * kw * filter channels each rounded up to a multiple of 4 (word-aligned
+    columns); a program without it runs the portable path."""
+    if kind == "conv2d_s8":
+        _, kh, kw, ic = weight_shape
+        return 5 * ((kh * kw * ic + 3) // 4 * 4)
+    return 0
+
+
 def input_bytes(graph: Graph, inputs: Sequence[np.ndarray]) -> list[bytes]:
     """The graph inputs' bytes as the runtimes read them (program dtype and layout, little-endian),
     after checking each input's dtype and shape; a ValueError names the input that does not fit."""

@@ -1,9 +1,13 @@
 """Arena planning: every activation gets an offset in one buffer, decided at compile time.
 
 A tensor lives from the op that writes it (or the start, for inputs) to the last op that
-reads it (or the end, for outputs). Tensors are placed largest first at the lowest 16-byte
+reads it (or the end, for outputs). Tensors are placed one by one at the lowest 16-byte
 aligned offset that does not overlap any placed tensor whose lifetime intersects — the greedy
-strategy of TFLite Micro's planner. An op's inputs and outputs never share bytes, so every
+strategy of TFLite Micro's planner — in a few orders (largest first, as TFLite Micro does;
+earliest first; largest size x lifetime first), keeping the smallest arena: no one order wins
+on every graph (largest-first leaves MobileNetV1 17 % above the lower bound, earliest-first
+is at the bound there but not on ResNet-8). ``arena_lower_bound`` is what no placement can
+beat: the largest sum of (aligned) tensors live at the same op. An op's inputs and outputs never share bytes, so every
 kernel may read its inputs while writing its output — with one exception that makes reshapes
 free: a ``reshape`` whose input is not read afterwards gets its output planned at its input's
 offset (one allocation for both), so the runtimes copy nothing (the bytes are already in place;
@@ -63,22 +67,35 @@ def alias_roots(graph: Graph) -> dict[str, str]:
     return root
 
 
-def plan_arena(graph: Graph) -> int:
-    """Assign ``offset`` to every activation tensor of ``graph``; returns and stores arena bytes."""
+def allocations(graph: Graph) -> dict[str, tuple[int, int]]:
+    """One allocation per alias root: its (first, last) op index, the union of its members' lifetimes."""
     life = lifetimes(graph)
-    roots = alias_roots(graph)
-    # One allocation per root: the union of its members' lifetimes.
     spans: dict[str, tuple[int, int]] = {}
-    for name, r in roots.items():
+    for name, r in alias_roots(graph).items():
         first, last = life[name]
         f0, l0 = spans.get(r, (first, last))
         spans[r] = (min(f0, first), max(l0, last))
-    order = sorted(spans, key=lambda n: (-graph.tensors[n].nbytes, spans[n][0], n))
+    return spans
+
+
+def _size(graph: Graph, name: str) -> int:
+    return _align(max(graph.tensors[name].nbytes, 1))
+
+
+def arena_lower_bound(graph: Graph) -> int:
+    """The largest sum of allocation sizes live at one op: no placement of these lifetimes fits in less."""
+    spans = allocations(graph)
+    points = {first for first, _ in spans.values()}  # the live set only grows where an allocation starts
+    return max((sum(_size(graph, n) for n, (f, l) in spans.items() if f <= i <= l) for i in points), default=0)
+
+
+def _place(graph: Graph, spans: dict[str, tuple[int, int]], order: list[str]) -> tuple[int, dict[str, int]]:
+    """First fit in ``order``: each allocation at the lowest aligned offset free for its whole lifetime."""
     placed: list[tuple[int, int, int, int]] = []  # (offset, end, first, last)
     offsets: dict[str, int] = {}
     arena = 0
     for name in order:
-        size = _align(max(graph.tensors[name].nbytes, 1))
+        size = _size(graph, name)
         first, last = spans[name]
         busy = sorted((o, e) for o, e, f, l in placed if f <= last and first <= l)
         offset = 0
@@ -89,7 +106,20 @@ def plan_arena(graph: Graph) -> int:
         offsets[name] = offset
         placed.append((offset, offset + size, first, last))
         arena = max(arena, offset + size)
-    for name, r in roots.items():
+    return arena, offsets
+
+
+def plan_arena(graph: Graph) -> int:
+    """Assign ``offset`` to every activation tensor of ``graph``; returns and stores arena bytes."""
+    spans = allocations(graph)
+    size = {n: _size(graph, n) for n in spans}
+    orders = (
+        sorted(spans, key=lambda n: (-size[n], spans[n][0], n)),  # largest first (TFLite Micro)
+        sorted(spans, key=lambda n: (spans[n][0], -size[n], n)),  # earliest first
+        sorted(spans, key=lambda n: (-size[n] * (spans[n][1] - spans[n][0] + 1), n)),  # largest area first
+    )
+    arena, offsets = min((_place(graph, spans, order) for order in orders), key=lambda plan: plan[0])
+    for name, r in alias_roots(graph).items():
         graph.tensors[name].offset = offsets[r]
     for t in graph.tensors.values():
         if t.is_constant:

@@ -30,7 +30,7 @@ INCLUDE = CSRC / "include"
 NOT_RUNTIME = {"firmware", "export", "host", "python", "binding", "tests", "test"}
 
 WARNINGS = ("-Wall", "-Wextra", "-Werror")
-COMMON_FLAGS = ("-mthumb", "-O2", *PORTABLE_C_FLAGS, *WARNINGS, "-ffunction-sections", "-fdata-sections")
+COMMON_FLAGS = ("-mthumb", "-O3", *PORTABLE_C_FLAGS, *WARNINGS, "-ffunction-sections", "-fdata-sections")
 LINK_FLAGS = ("-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs", "-Wl,--gc-sections")
 
 
@@ -59,7 +59,8 @@ def firmware_sources() -> list[Path]:
 
 
 def target_flags(target: str) -> list[str]:
-    """The compiler flags of ``target``: its CPU/FPU flags, Thumb, -O2, C99 and strict warnings."""
+    """The compiler flags of ``target``: its CPU/FPU flags, Thumb, -O3 (as CMSIS-NN's reference figures),
+    C99 and strict warnings."""
     return [*get_target(target).gcc_flags, *COMMON_FLAGS]
 
 

@@ -2,32 +2,39 @@
  * The int8 dot product with an input offset, shared by conv2d_s8 and fully_connected_s8; the
  * requant parameter check shared by the kernels with per-channel requantization, and the
  * parameter checks of the weighted ops (mf_check_weighted_params).
- * Portable C, and a DSP path (SMLAD on two 16-bit lanes, CMSIS-NN's approach) when the
- * compiler targets a core with the DSP extension. Both give the same int32 (no overflow is
- * possible within MF_MAX_DOT_DEPTH, so the order of the additions does not matter).
+ * Portable C; a DSP path (SMLAD on two 16-bit lanes, CMSIS-NN's approach) when the compiler
+ * targets a core with the DSP extension; an MVE path (VMLADAVA over 16 int8 lanes, tail-predicated,
+ * the offset entering as offset * sum(w) by VADDVA) on Helium cores. All give the same int32 (no
+ * overflow is possible within MF_MAX_DOT_DEPTH, so the order of the additions does not matter).
  */
-#include "mf_kernel_util.h"
+#include "mf_simd.h"
 
-#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
-#include <arm_acle.h>
-/* GCC 12's arm_acle.h has no __ror; this idiom compiles to one ROR. */
-#define MF_ROR8(v) (((uint32_t)(v) >> 8) | ((uint32_t)(v) << 24))
+#if defined(MF_USE_MVE)
+
+int32_t mf_dot_s8(const int8_t *x, const int8_t *w, uint32_t n, int32_t x_offset) {
+    int32_t acc = 0, wsum = 0;
+    for (int32_t left = (int32_t)n; left > 0; left -= 16) {
+        const mve_pred16_t p = vctp8q((uint32_t)left);
+        const int8x16_t wv = vldrbq_z_s8(w, p);
+        acc = vmladavaq_s8(acc, vldrbq_z_s8(x, p), wv);
+        wsum = vaddvaq_s8(wsum, wv);
+        x += 16;
+        w += 16;
+    }
+    return mf_add_wrap(acc, wsum * x_offset); /* |wsum| <= 2^23, |x_offset| <= 128 */
+}
+
+#elif defined(MF_USE_DSP)
 
 int32_t mf_dot_s8(const int8_t *x, const int8_t *w, uint32_t n, int32_t x_offset) {
     /* x_offset in [-127, 128]: (x + offset) fits an int16 lane */
-    const uint32_t off16 = ((uint32_t)x_offset & 0xFFFFu) | ((uint32_t)x_offset << 16);
+    const int32_t off16 = mf_pack_off16(x_offset);
     int32_t acc = 0;
     uint32_t i = 0;
     for (; i + 4 <= n; i += 4) {
-        int32_t xw, ww;
-        memcpy(&xw, x + i, 4); /* unaligned-safe; one LDR on cores that allow it */
-        memcpy(&ww, w + i, 4);
-        int32_t x02 = __sadd16(__sxtb16(xw), (int32_t)off16);       /* bytes 0 and 2 */
-        int32_t x13 = __sadd16(__sxtb16(MF_ROR8(xw)), (int32_t)off16); /* bytes 1, 3 */
-        int32_t w02 = __sxtb16(ww);
-        int32_t w13 = __sxtb16(MF_ROR8(ww));
-        acc = __smlad(x02, w02, acc);
-        acc = __smlad(x13, w13, acc);
+        const int32_t xw = mf_ld32(x + i), ww = mf_ld32(w + i); /* one LDR each, any alignment */
+        acc = mf_smlad(mf_sxtab16(off16, xw), mf_sxtb16(ww), acc);           /* bytes 0 and 2 */
+        acc = mf_smlad(mf_sxtab16_ror8(off16, xw), mf_sxtb16_ror8(ww), acc); /* bytes 1 and 3 */
     }
     for (; i < n; i++) acc += ((int32_t)x[i] + x_offset) * w[i];
     return acc;

@@ -2,8 +2,14 @@
  * fully_connected_s8: bit-exact with CMSIS-NN arm_fully_connected_s8 (per-tensor requantization)
  * and arm_fully_connected_per_channel_s8 (per output channel). The input is read as rows of
  * weight.shape[1] features, whatever its shape (the host runtime's reshape(-1, I)).
+ *
+ * run() is the portable statement of the math. The optimized paths give the same int32 sums:
+ *   DSP: 2 output channels per loop, 4 features per step -- the input widened once per step with
+ *        the offset added (SXTAB16), the weights with SXTB16, two SMLADs per channel;
+ *   MVE: 4 output channels per loop over 16 lanes (tail-predicated): one input load, VMLADAVA per
+ *        channel, and the offset as offset * sum(weights), the sums taken by VADDVA in the same loop.
  */
-#include "mf_kernel_util.h"
+#include "mf_simd.h"
 
 enum { A_IN_OFF, A_OUT_OFF, A_ACT_MIN, A_ACT_MAX };
 
@@ -18,6 +24,117 @@ static mf_status check(const mf_call *c) {
     return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, oc, A_ACT_MIN);
 }
 
+#if defined(MF_USE_DSP)
+/* Outputs oc .. oc + 1 of one input row. */
+static void rows2(const int8_t *x, const int8_t *w0, uint32_t depth, int32_t in_off, const mf_channel_requant *rq,
+                  uint32_t oc, int8_t *out) {
+    const int8_t *w1 = w0 + depth;
+    const int32_t off16 = mf_pack_off16(in_off);
+    const uint32_t d4 = depth & ~3u;
+    int32_t a0 = 0, a1 = 0;
+    uint32_t k = 0;
+    for (; k < d4; k += 4) {
+        const int32_t xv = mf_ld32(x + k);
+        const int32_t x02 = mf_sxtab16(off16, xv), x13 = mf_sxtab16_ror8(off16, xv);
+        const int32_t v0 = mf_ld32(w0 + k), v1 = mf_ld32(w1 + k);
+        a0 = mf_smlad(x02, mf_sxtb16(v0), a0);
+        a0 = mf_smlad(x13, mf_sxtb16_ror8(v0), a0);
+        a1 = mf_smlad(x02, mf_sxtb16(v1), a1);
+        a1 = mf_smlad(x13, mf_sxtb16_ror8(v1), a1);
+    }
+    for (; k < depth; k++) {
+        const int32_t xo = x[k] + in_off;
+        a0 += xo * w0[k];
+        a1 += xo * w1[k];
+    }
+    out[0] = mf_channel_requant_s8_inline(rq, oc, a0);
+    out[1] = mf_channel_requant_s8_inline(rq, oc + 1, a1);
+}
+
+static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t in_off,
+                    const mf_channel_requant *rq, int vector_rq, int8_t *out) {
+    (void)vector_rq;
+    uint32_t oc = 0;
+    for (; oc + 2 <= oc_n; oc += 2) rows2(x, w + (size_t)oc * depth, depth, in_off, rq, oc, out + oc);
+    if (oc < oc_n) out[oc] = mf_channel_requant_s8_inline(rq, oc, mf_dot_s8(x, w + (size_t)oc * depth, depth, in_off));
+}
+#define MF_FC_FAST 1
+
+#elif defined(MF_USE_MVE)
+/* sums[i] = sum(x[k] * w_i[k]), sums[4 + i] = sum(w_i[k]) for four weight rows: full blocks of 16
+ * lanes unpredicated, then one predicated tail. */
+static inline void dot4(const int8_t *x, const int8_t *p0, const int8_t *p1, const int8_t *p2, const int8_t *p3,
+                        uint32_t depth, int32_t sums[8]) {
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (uint32_t i = depth >> 4; i > 0; i--) {
+        const int8x16_t xv = vldrbq_s8(x);
+        const int8x16_t v0 = vldrbq_s8(p0), v1 = vldrbq_s8(p1), v2 = vldrbq_s8(p2), v3 = vldrbq_s8(p3);
+        a0 = vmladavaq_s8(a0, xv, v0);
+        s0 = vaddvaq_s8(s0, v0);
+        a1 = vmladavaq_s8(a1, xv, v1);
+        s1 = vaddvaq_s8(s1, v1);
+        a2 = vmladavaq_s8(a2, xv, v2);
+        s2 = vaddvaq_s8(s2, v2);
+        a3 = vmladavaq_s8(a3, xv, v3);
+        s3 = vaddvaq_s8(s3, v3);
+        x += 16;
+        p0 += 16;
+        p1 += 16;
+        p2 += 16;
+        p3 += 16;
+    }
+    if (depth & 15u) {
+        const mve_pred16_t p = vctp8q(depth & 15u);
+        const int8x16_t xv = vldrbq_z_s8(x, p);
+        const int8x16_t v0 = vldrbq_z_s8(p0, p), v1 = vldrbq_z_s8(p1, p);
+        const int8x16_t v2 = vldrbq_z_s8(p2, p), v3 = vldrbq_z_s8(p3, p);
+        a0 = vmladavaq_s8(a0, xv, v0);
+        s0 = vaddvaq_s8(s0, v0);
+        a1 = vmladavaq_s8(a1, xv, v1);
+        s1 = vaddvaq_s8(s1, v1);
+        a2 = vmladavaq_s8(a2, xv, v2);
+        s2 = vaddvaq_s8(s2, v2);
+        a3 = vmladavaq_s8(a3, xv, v3);
+        s3 = vaddvaq_s8(s3, v3);
+    }
+    sums[0] = a0;
+    sums[1] = a1;
+    sums[2] = a2;
+    sums[3] = a3;
+    sums[4] = s0;
+    sums[5] = s1;
+    sums[6] = s2;
+    sums[7] = s3;
+}
+
+static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t in_off,
+                    const mf_channel_requant *rq, int vector_rq, int8_t *out) {
+    for (uint32_t oc = 0; oc < oc_n; oc += 4) {
+        const uint32_t n = oc_n - oc < 4u ? oc_n - oc : 4u;
+        const int8_t *rows[4]; /* rows past n repeat row oc; their outputs are not written */
+        for (uint32_t i = 0; i < 4; i++) rows[i] = w + (size_t)(oc + (i < n ? i : 0)) * depth;
+        int32_t sums[8];
+        dot4(x, rows[0], rows[1], rows[2], rows[3], depth, sums);
+        if (vector_rq) {
+            const mve_pred16_t p = vctp32q(n);
+            /* sum((x + off) * w) = sum(x * w) + off * sum(w): |sum(w)| <= 2^23, |off| <= 128 */
+            int32x4_t acc = vmlaq_n_s32(vldrwq_s32(sums), vldrwq_s32(sums + 4), in_off);
+            if (rq->bias) acc = vaddq_s32(acc, vldrwq_z_s32(rq->bias + oc, p));
+            const int32x4_t mult = rq->per_channel ? vldrwq_z_s32(rq->mult + oc, p) : vdupq_n_s32(rq->mult[0]);
+            const int32x4_t shift = rq->per_channel ? vldrwq_z_s32(rq->shift + oc, p) : vdupq_n_s32(rq->shift[0]);
+            int32x4_t v = vaddq_s32(mf_requantize_x4(acc, mult, shift), vdupq_n_s32(rq->out_off));
+            v = vminq_s32(vmaxq_s32(v, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));
+            vstrbq_p_s32(out + oc, v, p);
+        } else {
+            for (uint32_t i = 0; i < n; i++) {
+                out[oc + i] = mf_channel_requant_s8_inline(rq, oc + i, mf_add_wrap(sums[i], sums[4 + i] * in_off));
+            }
+        }
+    }
+}
+#define MF_FC_FAST 1
+#endif
+
 static mf_status run(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
@@ -27,12 +144,23 @@ static mf_status run(const mf_call *c) {
     const uint32_t depth = w.shape[1], oc_n = w.shape[0], rows = x.numel / depth;
     const int8_t *xd = (const int8_t *)x.data, *wd = (const int8_t *)w.data;
     int8_t *out = (int8_t *)o.data;
+#if defined(MF_FC_FAST)
+#if defined(MF_USE_MVE)
+    const int vector_rq = mf_requant_vector_ok(&rq, oc_n);
+#else
+    const int vector_rq = 0;
+#endif
+    for (uint32_t r = 0; r < rows; r++) {
+        run_row(xd + (size_t)r * depth, wd, oc_n, depth, in_off, &rq, vector_rq, out + (size_t)r * oc_n);
+    }
+#else
     for (uint32_t r = 0; r < rows; r++) {
         for (uint32_t oc = 0; oc < oc_n; oc++) {
             const int32_t acc = mf_dot_s8(xd + (size_t)r * depth, wd + (size_t)oc * depth, depth, in_off);
             *out++ = mf_channel_requant_s8(&rq, oc, acc);
         }
     }
+#endif
     return MF_OK;
 }
 

@@ -2,7 +2,8 @@
  * The kernels of this runtime, one line each: MF_KERNEL(name) refers to the
  * `const mf_kernel mf_kernel_<name>` defined in kernels/<file>.c. Adding a kernel = one new file
  * + one line here (see csrc/README.md). Not include-guarded on purpose: runtime/registry.c
- * includes it twice with different MF_KERNEL definitions.
+ * includes it twice with different MF_KERNEL definitions. In increasing kind id (mcuforge/ir.py
+ * OP_KINDS): mf_kernel_find binary-searches this list.
  */
 MF_KERNEL(conv2d_s8)
 MF_KERNEL(depthwise_conv2d_s8)
@@ -18,9 +19,9 @@ MF_KERNEL(concat_s8)
 MF_KERNEL(batch_matmul_s8)
 MF_KERNEL(transpose_conv2d_s8)
 MF_KERNEL(lut_s8)
-MF_KERNEL(slice)
 MF_KERNEL(reshape)
 MF_KERNEL(transpose)
+MF_KERNEL(slice)
 MF_KERNEL(quantize)
 MF_KERNEL(dequantize)
 MF_KERNEL(aten_fp32)

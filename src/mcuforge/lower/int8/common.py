@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import fx
 
-from ...ir import QParams
+from ...ir import QParams, kernel_scratch_bytes
 from ...kernels.quant_utils import quantize_multipliers, quantize_per_tensor
 from ...quantize.quantizer import fused_activation
 from ..builder import NCHW_TO_NHWC, GraphBuilder, get_attr_value, is_dq_channel, is_q, qparams_of
@@ -212,7 +212,8 @@ def emit_weighted_op(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.
     mult, shift = requant_constants(b, base, requant)
     act_min, act_max = activation_range(act, qout)
     out = b.add_tensor(base, out_shape, "int8", qparams=qout, layout=out_layout)
-    b.add_op(kind, [x, w_name, bias_name, mult, shift], [out],
-             {"input_offset": -qin.zero_point, "output_offset": qout.zero_point, **attrs,
-              "act_min": act_min, "act_max": act_max}, nodes=nodes)
+    op = b.add_op(kind, [x, w_name, bias_name, mult, shift], [out],
+                  {"input_offset": -qin.zero_point, "output_offset": qout.zero_point, **attrs,
+                   "act_min": act_min, "act_max": act_max}, nodes=nodes)
+    op.scratch_bytes = kernel_scratch_bytes(kind, weight.shape)
     return out

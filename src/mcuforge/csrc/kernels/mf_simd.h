@@ -1,0 +1,123 @@
+/*
+ * Helpers of the optimized kernel paths (DSP: SMLAD on 16-bit lanes; MVE: Helium), chosen by the
+ * compiler's feature macros as CMSIS-NN does. The portable kernels do not use this file.
+ *
+ *   MF_USE_MVE   the core has integer MVE (cortex-m55, m85)
+ *   MF_USE_DSP   the core has the DSP extension but no MVE (cortex-m4, m7, m33)
+ */
+#ifndef MF_SIMD_H
+#define MF_SIMD_H
+
+#include "mf_kernel_util.h"
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#define MF_USE_MVE 1
+#include <arm_mve.h>
+#elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+#define MF_USE_DSP 1
+#include <arm_acle.h>
+#endif
+
+/* int32 from the low 32 bits (two's complement), without an implementation-defined cast. */
+static inline int32_t mf_wrap32(uint32_t u) {
+    int32_t v;
+    memcpy(&v, &u, 4);
+    return v;
+}
+
+/* mf_requantize (runtime/quant.c), inlined for the kernels' output loops: the same arithmetic
+ * (arm_nn_requantize, double rounding), the same bits. */
+static inline int32_t mf_requantize_inline(int32_t val, int32_t multiplier, int32_t shift) {
+    const int32_t left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
+    const int32_t x = mf_wrap32((uint32_t)val << left);
+    const int64_t prod = (int64_t)x * multiplier + (1ll << 30);
+    const int32_t high = mf_wrap32((uint32_t)(uint64_t)(prod >> 31));
+    const int32_t mask = (int32_t)((1u << right) - 1u);
+    const int32_t remainder = high & mask;
+    const int32_t result = high >> right;
+    const int32_t threshold = (mask >> 1) + (result < 0 ? 1 : 0);
+    return result + (remainder > threshold ? 1 : 0);
+}
+
+/* mf_channel_requant_s8 with the inlined requantization. */
+static inline int8_t mf_channel_requant_s8_inline(const mf_channel_requant *q, uint32_t oc, int32_t acc) {
+    if (q->bias) acc = mf_add_wrap(acc, q->bias[oc]);
+    const uint32_t k = q->per_channel ? oc : 0;
+    return mf_clamp_s8(mf_add_wrap(mf_requantize_inline(acc, q->mult[k], q->shift[k]), q->out_off), q->lo, q->hi);
+}
+
+/* Four bytes from any address as one word (one LDR/STR on cores with unaligned access). */
+static inline int32_t mf_ld32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static inline void mf_st32(void *p, int32_t v) { memcpy(p, &v, 4); }
+
+#if defined(MF_USE_DSP) || defined(MF_USE_MVE)
+/* Byte lanes 1 and 3 sign-extended to two halfwords (SXTB16 with ROR #8: one instruction). */
+static inline int32_t mf_sxtb16_ror8(int32_t x) {
+    int32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+    return r;
+}
+/* a + byte lanes 1 and 3 sign-extended (SXTAB16 with ROR #8). */
+static inline int32_t mf_sxtab16_ror8(int32_t a, int32_t x) {
+    int32_t r;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
+    return r;
+}
+static inline int32_t mf_sxtb16(int32_t x) {
+    int32_t r;
+    __asm__("sxtb16 %0, %1" : "=r"(r) : "r"(x));
+    return r;
+}
+static inline int32_t mf_sxtab16(int32_t a, int32_t x) {
+    int32_t r;
+    __asm__("sxtab16 %0, %1, %2" : "=r"(r) : "r"(a), "r"(x));
+    return r;
+}
+static inline int32_t mf_smlad(int32_t a, int32_t b, int32_t acc) {
+    int32_t r;
+    __asm__("smlad %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+    return r;
+}
+/* An input offset in both halfwords (offset in [-127, 128]). */
+static inline int32_t mf_pack_off16(int32_t off) {
+    return mf_wrap32(((uint32_t)off & 0xFFFFu) | ((uint32_t)off << 16));
+}
+#endif
+
+#if defined(MF_USE_MVE)
+/* mf_requantize on 4 lanes (per-lane multiplier and shift): the same bits, provided no multiplier
+ * is INT32_MIN (VQRDMULH saturates INT32_MIN * INT32_MIN where arm_nn_doubling_high_mult_no_sat
+ * wraps; mf_requant_vector_ok checks). VQRDMULH is (x * m + 2^30) >> 31; a right shift e > 0
+ * rounds half away from zero as (x - (x < 0) + 2^(e-1)) >> e (VRSHL), saturating -2^31 - 1 to
+ * -2^31, which gives the same quotient. */
+static inline int32x4_t mf_requantize_x4(int32x4_t val, int32x4_t mult, int32x4_t shift) {
+    const int32x4_t zero = vdupq_n_s32(0);
+    const int32x4_t left = vmaxq_s32(shift, zero), neg_right = vminq_s32(shift, zero);
+    const int32x4_t high = vqrdmulhq_s32(vshlq_s32(val, left), mult);
+    const int32x4_t fixup = vandq_s32(vshrq_n_s32(high, 31), vshrq_n_s32(neg_right, 31));
+    return vrshlq_s32(vqaddq_s32(high, fixup), neg_right);
+}
+
+/* mf_requantize_x4 with one multiplier and shift for all lanes (per-tensor: add_s8, mul_s8); the
+ * same INT32_MIN proviso. */
+static inline int32x4_t mf_requantize_x4_n(int32x4_t val, int32_t mult, int32_t shift) {
+    const int32x4_t high = vqrdmulhq_n_s32(shift > 0 ? vshlq_r_s32(val, shift) : val, mult);
+    if (shift >= 0) return high;
+    return vrshlq_n_s32(vqaddq_s32(high, vshrq_n_s32(high, 31)), shift);
+}
+
+/* 1 when no multiplier is INT32_MIN: mf_requantize_x4 then equals mf_requantize. */
+static inline int mf_requant_vector_ok(const mf_channel_requant *q, uint32_t channels) {
+    const uint32_t n = q->per_channel ? channels : 1u;
+    for (uint32_t i = 0; i < n; i++) {
+        if (q->mult[i] == INT32_MIN) return 0;
+    }
+    return 1;
+}
+#endif
+
+#endif /* MF_SIMD_H */

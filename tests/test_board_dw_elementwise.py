@@ -1,0 +1,121 @@
+"""The optimized depthwise convolution, add and mul paths on the boards, against the host kernels.
+
+cortex-m4 runs the DSP paths, cortex-m55 the MVE paths (csrc/kernels/depthwise_conv2d_s8.c,
+add_s8.c, mul_s8.c); the host Python kernels equal the portable C path bit for bit
+(tests/test_c_kernels.py). Random shapes hit every path and tail: channel counts around the
+vector widths (4, 8, 16), the unrolled 3x3 window and other kernels, strides, padding, dilation,
+depth multiplier > 1 (the portable fallback), per-tensor and per-channel requantization with the
+whole legal parameter range, and for add/mul equal shapes (the fast path, lengths around 4 and
+16) and broadcasting. All cases of a kind run in one program: one QEMU boot per board.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from board_sweep import BoardSweep
+from test_c_kernels import act, act_range, const, int8, requant_params
+
+from mcuforge.kernels import add_quant_params, conv_output_hw
+
+BOARDS = ("cortex-m4", "cortex-m55")
+CHANNELS = (1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 40, 64)
+
+
+def depthwise_case(rng, sweep: BoardSweep, case: str, channels: int, kernel: tuple[int, int], dm: int = 1) -> None:
+    for _ in range(100):
+        n = 1 if rng.random() < 0.8 else 2
+        h, w = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+        stride = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
+        pad = [int(rng.integers(0, 3)), int(rng.integers(0, 3))]
+        dil = [1, 1] if rng.random() < 0.7 else [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
+        oh, ow = conv_output_hw((h, w), kernel, stride, pad, dil)
+        if oh >= 1 and ow >= 1:
+            break
+    oc = channels * dm
+    weight = int8(rng, (1, *kernel, oc))
+    bias = rng.integers(-(1 << 16), 1 << 16, size=oc).astype(np.int32) if rng.random() < 0.8 else None
+    mult, shift = requant_params(rng, oc)
+    lo, hi = act_range(rng)
+    attrs = {"input_offset": int(rng.integers(-127, 129)), "output_offset": int(rng.integers(-128, 128)),
+             "stride": stride, "padding": pad, "dilation": dil, "depth_multiplier": dm, "act_min": lo,
+             "act_max": hi}
+    consts = [const("w", weight)] + ([const("b", bias)] if bias is not None else [])
+    consts += [const("m", mult), const("s", shift)]
+    x = act("x", (n, h, w, channels))
+    sweep.add(case, "depthwise_conv2d_s8", attrs, [(x, int8(rng, x.shape))], [act("y", (n, oh, ow, oc))], consts,
+              op_inputs=["x", "w", "b" if bias is not None else "", "m", "s"])
+
+
+def depthwise_sweep(seed: int) -> BoardSweep:
+    rng = np.random.default_rng(seed)
+    sweep = BoardSweep()
+    for c in CHANNELS:
+        for kernel in ((3, 3), (3, 3), (1, 1), (5, 5), (2, 3), (4, 1)):
+            depthwise_case(rng, sweep, f"dw_c{c}_k{kernel[0]}x{kernel[1]}_{len(sweep)}", c, kernel)
+    for i in range(12):
+        c, dm = int(rng.integers(1, 20)), int(rng.integers(2, 4))
+        depthwise_case(rng, sweep, f"dw_c{c}_m{dm}_{i}", c, (3, 3), dm)
+    return sweep
+
+
+def add_mul_attrs(rng, kind: str) -> dict:
+    lo, hi = act_range(rng)
+    attrs = {"a_offset": int(rng.integers(-127, 129)), "b_offset": int(rng.integers(-127, 129)),
+             "output_offset": int(rng.integers(-128, 128)), "act_min": lo, "act_max": hi}
+    if kind == "add_s8":
+        if rng.random() < 0.7:
+            params = add_quant_params(*(10.0 ** rng.uniform(-3, 0, size=3)))
+        else:
+            params = {"left_shift": int(rng.integers(0, 31))}
+            for key in ("a", "b", "output"):
+                params[f"{key}_multiplier"] = int(rng.integers(-(1 << 31), 1 << 31))
+                params[f"{key}_shift"] = int(rng.integers(-31, 31))
+            if rng.random() < 0.3:
+                params["output_multiplier"] = -(1 << 31)
+    else:
+        if rng.random() < 0.7:
+            params = {"output_multiplier": int(rng.integers(1 << 30, (1 << 31) - 1)),
+                      "output_shift": int(rng.integers(-20, -5))}
+        else:
+            params = {"output_multiplier": int(rng.integers(-(1 << 31), 1 << 31)),
+                      "output_shift": int(rng.integers(-31, 31))}
+            if rng.random() < 0.3:
+                params["output_multiplier"] = -(1 << 31)
+    return {**attrs, **params}
+
+
+def elementwise_sweep(kind: str, seed: int) -> BoardSweep:
+    rng = np.random.default_rng(seed)
+    sweep = BoardSweep()
+    lengths = [1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 100, 257, 1024]
+    for i, numel in enumerate(lengths * 3):
+        shape = (1, numel) if i % 3 else (1, 2, 1, numel)
+        a, b = act("a", shape), act("b", shape)
+        sweep.add(f"{kind}_same_{numel}_{i}", kind, add_mul_attrs(rng, kind),
+                  [(a, int8(rng, shape)), (b, int8(rng, shape))], [act("y", shape)])
+    for i in range(30):  # broadcasting: the portable walker on every core
+        rank = int(rng.integers(1, 5))
+        full = [int(rng.integers(1, 6)) for _ in range(rank)]
+        sa = tuple(d if rng.random() < 0.7 else 1 for d in full)
+        sb = tuple(d if rng.random() < 0.7 else 1 for d in full)
+        if rng.random() < 0.3:
+            sb = sb[int(rng.integers(0, rank)):]
+        out = tuple(np.broadcast_shapes(sa, sb))
+        sweep.add(f"{kind}_bcast_{i}", kind, add_mul_attrs(rng, kind),
+                  [(act("a", sa), int8(rng, sa)), (act("b", sb), int8(rng, sb))], [act("y", out)])
+    return sweep
+
+
+@pytest.mark.parametrize("target", BOARDS)
+def test_depthwise_fast_paths_on_board(target):
+    sweep = depthwise_sweep(seed=11)
+    assert len(sweep) > 100
+    sweep.assert_same_on_board(target)
+
+
+@pytest.mark.parametrize("target", BOARDS)
+@pytest.mark.parametrize("kind", ["add_s8", "mul_s8"])
+def test_add_mul_fast_paths_on_board(kind, target):
+    sweep = elementwise_sweep(kind, seed=12 + (kind == "mul_s8"))
+    sweep.assert_same_on_board(target)
