@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 import mcuforge
+from mcuforge.lower import LoweringError
 
 
 def compile_and_compare(model, shape):
@@ -36,7 +37,7 @@ def compile_and_compare(model, shape):
     (nn.Conv2d(4, 4, 3, padding=1, groups=4), "depthwise_conv2d_s8"),
     (nn.Conv2d(4, 12, 3, padding=1, groups=4, stride=2), "depthwise_conv2d_s8"),
     (nn.Conv2d(4, 8, 3, padding=1, groups=2), "conv2d_s8"),  # grouped: arm_convolve_s8 with groups
-    (nn.Conv2d(4, 6, 3, groups=2, stride=2, dilation=2), "conv2d_s8"),
+    (nn.Conv2d(4, 6, 3, groups=2, dilation=2), "conv2d_s8"),
 ])
 def test_conv_variant_is_int8(conv, kind):
     torch.manual_seed(0)
@@ -44,12 +45,9 @@ def test_conv_variant_is_int8(conv, kind):
     assert [op.kind for op in prog.ops] == [kind]
 
 
-def test_dilated_transposed_conv_falls_back_with_reason():
+def test_conv_without_int8_or_c_kernel_is_a_compile_error():
     torch.manual_seed(0)
-    # The C runtime has no fp32 conv: compile says so, naming the op, before anything is flashed.
-    with pytest.warns(UserWarning, match=r"op \d+ aten\.conv_transpose2d\.\w+ \(module '0'\).*without a C kernel"):
-        prog = compile_and_compare(nn.Sequential(nn.ConvTranspose2d(4, 8, 3, dilation=2), nn.Conv2d(8, 8, 1)),
-                                   (1, 4, 7, 7))
-    dilated = [op for op in prog.ops if op.kind == "aten_fp32"]
-    assert len(dilated) == 1 and "dilated transposed conv" in dilated[0].reason
-    assert "conv2d_s8" in [op.kind for op in prog.ops]
+    # No int8 kernel (dilated transposed conv) and no fp32 C kernel: compile says so, naming the module
+    # and the op, before anything is flashed.
+    with pytest.raises(LoweringError, match=r"conv_transpose2d\.input in module '0'.*dilated transposed conv"):
+        compile_and_compare(nn.Sequential(nn.ConvTranspose2d(4, 8, 3, dilation=2), nn.Conv2d(8, 8, 1)), (1, 4, 7, 7))

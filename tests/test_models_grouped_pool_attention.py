@@ -148,6 +148,23 @@ def test_attention_transposes_are_int8_and_k_folds_into_the_matmul() -> None:
     assert all(op.backend == "int8" for op in prog.graph.ops if op.kind == "transpose")
 
 
+def test_numeric_gap_reads_the_decomposed_attention() -> None:
+    """The Inspector's fp32 side is decomposed like the compiled graph: the attention module's last op
+    (the matmul with v) finds its fp32 reference node."""
+    from test_decompose_attention import Wrapper
+
+    torch.manual_seed(0)
+    model = Wrapper().eval()
+    example = tuple(torch.randn(1, 2, 6, 8) for _ in range(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = mcuforge.compile(model, example, calibration=calibration_set(example, 8, seed=2), progress=False)
+    _, trace = prog.run(*example, trace=True)
+    gap = mcuforge.Inspector(prog, trace).numeric_gap(model, example)
+    row = gap[gap["module"] == "attn"]
+    assert list(row["kind"]) == ["batch_matmul_s8"] and float(row["sqnr_db"].iloc[0]) > 25
+
+
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 @pytest.mark.parametrize("name", MODELS)
 def test_same_bytes_host_python_c_and_board(name: str, target: str) -> None:
