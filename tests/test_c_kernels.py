@@ -5,14 +5,21 @@ host runtime (``mcuforge.runtime.execute`` on the deserialized graph) and with t
 for the host (``cruntime.run_program``), and compares the output bytes. int8 kernels, data
 movement, quantize/dequantize and the exact fp32 ops must be bit-exact; transcendental and
 reduction fp32 ops are checked to a stated float tolerance.
+
+The 200-case int8 sweeps also run on a DSP board (Cortex-M4, QEMU mps2-an386), where the optimized
+paths the host build never compiles are taken (mf_dot_s8's SMLAD): each sweep's cases become one
+program of independent ops, run in one firmware run and compared case by case with the host
+Python kernels and the host C runtime (``test_sweep_on_dsp_board``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
-from mcuforge import cruntime
+from mcuforge import cruntime, firmware
 from mcuforge.ir import Graph, Op, QParams, Tensor, TensorRef
 from mcuforge.kernels import add_quant_params, conv_output_hw
 from mcuforge.plan import plan_arena
@@ -110,30 +117,41 @@ def conv_like_case(rng, depthwise: bool):
     return program, [int8(rng, (n, h, w, c))]
 
 
+def conv_sweep(depthwise: bool) -> list[tuple[str, bytes, list[np.ndarray]]]:
+    rng = np.random.default_rng(1 + depthwise)
+    return [(f"case {case}", *conv_like_case(rng, depthwise)) for case in range(CASES)]
+
+
 @pytest.mark.parametrize("depthwise", [False, True], ids=["conv2d_s8", "depthwise_conv2d_s8"])
 def test_conv_kernels_bit_exact(depthwise):
-    rng = np.random.default_rng(1 + depthwise)
-    for case in range(CASES):
-        program, values = conv_like_case(rng, depthwise)
-        assert_same_bytes(*run_both(program, values), f"case {case}")
+    for what, program, values in conv_sweep(depthwise):
+        assert_same_bytes(*run_both(program, values), what)
+
+
+def fully_connected_case(rng):
+    rows, depth, oc = int(rng.integers(1, 4)), int(rng.integers(1, 40)), int(rng.integers(1, 20))
+    weight = int8(rng, (oc, depth))
+    bias = rng.integers(-(1 << 20), 1 << 20, size=oc).astype(np.int32) if rng.random() < 0.8 else None
+    mult, shift = requant_params(rng, oc)
+    lo, hi = act_range(rng)
+    consts = [const("w", weight)] + ([const("b", bias)] if bias is not None else [])
+    consts += [const("m", mult), const("s", shift)]
+    attrs = {"input_offset": int(rng.integers(-127, 129)), "output_offset": int(rng.integers(-128, 128)),
+             "act_min": lo, "act_max": hi}
+    x_shape = (rows, depth) if rng.random() < 0.5 else (rows, 1, depth)
+    program = one_op_program([act("x", x_shape)], [act("y", (rows, oc))], "fully_connected_s8", attrs,
+                             consts, op_inputs=["x", "w", "b" if bias is not None else "", "m", "s"])
+    return program, [int8(rng, x_shape)]
+
+
+def fully_connected_sweep() -> list[tuple[str, bytes, list[np.ndarray]]]:
+    rng = np.random.default_rng(3)
+    return [(f"case {case}", *fully_connected_case(rng)) for case in range(CASES)]
 
 
 def test_fully_connected_bit_exact():
-    rng = np.random.default_rng(3)
-    for case in range(CASES):
-        rows, depth, oc = int(rng.integers(1, 4)), int(rng.integers(1, 40)), int(rng.integers(1, 20))
-        weight = int8(rng, (oc, depth))
-        bias = rng.integers(-(1 << 20), 1 << 20, size=oc).astype(np.int32) if rng.random() < 0.8 else None
-        mult, shift = requant_params(rng, oc)
-        lo, hi = act_range(rng)
-        consts = [const("w", weight)] + ([const("b", bias)] if bias is not None else [])
-        consts += [const("m", mult), const("s", shift)]
-        attrs = {"input_offset": int(rng.integers(-127, 129)), "output_offset": int(rng.integers(-128, 128)),
-                 "act_min": lo, "act_max": hi}
-        x_shape = (rows, depth) if rng.random() < 0.5 else (rows, 1, depth)
-        program = one_op_program([act("x", x_shape)], [act("y", (rows, oc))], "fully_connected_s8", attrs,
-                                 consts, op_inputs=["x", "w", "b" if bias is not None else "", "m", "s"])
-        assert_same_bytes(*run_both(program, [int8(rng, x_shape)]), f"case {case}")
+    for what, program, values in fully_connected_sweep():
+        assert_same_bytes(*run_both(program, values), what)
 
 
 def broadcast_shapes(rng) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -145,8 +163,9 @@ def broadcast_shapes(rng) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return tuple(a), tuple(b)
 
 
-def test_add_s8_bit_exact():
+def add_sweep() -> list[tuple[str, bytes, list[np.ndarray]]]:
     rng = np.random.default_rng(4)
+    cases = []
     for case in range(CASES):
         a_shape, b_shape = broadcast_shapes(rng)
         out_shape = np.broadcast_shapes(a_shape, b_shape)
@@ -162,12 +181,18 @@ def test_add_s8_bit_exact():
         attrs = {"a_offset": int(rng.integers(-127, 129)), "b_offset": int(rng.integers(-127, 129)),
                  "output_offset": int(rng.integers(-128, 128)), "act_min": lo, "act_max": hi, **params}
         program = one_op_program([act("a", a_shape), act("b", b_shape)], [act("y", out_shape)], "add_s8", attrs)
-        assert_same_bytes(*run_both(program, [int8(rng, a_shape), int8(rng, b_shape)]), f"case {case}")
+        cases.append((f"case {case}", program, [int8(rng, a_shape), int8(rng, b_shape)]))
+    return cases
 
 
-@pytest.mark.parametrize("kind", ["avgpool_s8", "maxpool_s8"])
-def test_pooling_bit_exact(kind):
+def test_add_s8_bit_exact():
+    for what, program, values in add_sweep():
+        assert_same_bytes(*run_both(program, values), what)
+
+
+def pooling_sweep(kind: str) -> list[tuple[str, bytes, list[np.ndarray]]]:
     rng = np.random.default_rng(5)
+    cases = []
     for case in range(CASES):
         n, c = int(rng.integers(1, 3)), int(rng.integers(1, 5))
         h, w = int(rng.integers(1, 10)), int(rng.integers(1, 10))
@@ -178,7 +203,14 @@ def test_pooling_bit_exact(kind):
         lo, hi = act_range(rng)
         attrs = {"kernel": k, "stride": stride, "padding": pad, "act_min": lo, "act_max": hi, "output_hw": [oh, ow]}
         program = one_op_program([act("x", (n, h, w, c))], [act("y", (n, oh, ow, c))], kind, attrs)
-        assert_same_bytes(*run_both(program, [int8(rng, (n, h, w, c))]), f"case {case}")
+        cases.append((f"case {case}", program, [int8(rng, (n, h, w, c))]))
+    return cases
+
+
+@pytest.mark.parametrize("kind", ["avgpool_s8", "maxpool_s8"])
+def test_pooling_bit_exact(kind):
+    for what, program, values in pooling_sweep(kind):
+        assert_same_bytes(*run_both(program, values), what)
 
 
 def test_pooling_window_all_padding_is_rejected_at_load():
@@ -190,30 +222,38 @@ def test_pooling_window_all_padding_is_rejected_at_load():
     assert err.value.op_index == 0
 
 
-def test_clamp_reshape_transpose_bit_exact():
+def clamp_reshape_transpose_sweep() -> list[tuple[str, bytes, list[np.ndarray]]]:
     rng = np.random.default_rng(6)
+    cases = []
     for case in range(CASES):
         rank = int(rng.integers(1, 7))
         shape = tuple(int(rng.integers(1, 4)) for _ in range(rank))
         lo, hi = act_range(rng)
         values = [int8(rng, shape)]
         program = one_op_program([act("x", shape)], [act("y", shape)], "clamp_s8", {"act_min": lo, "act_max": hi})
-        assert_same_bytes(*run_both(program, values), f"clamp case {case}")
+        cases.append((f"clamp case {case}", program, values))
 
         dtype = str(rng.choice(["int8", "int32", "float32", "int16"]))
         x = (rng.standard_normal(shape) * 100).astype(dtype)
         perm = [int(p) for p in rng.permutation(rank)]
         out_shape = tuple(shape[p] for p in perm)
         program = one_op_program([act("x", shape, dtype)], [act("y", out_shape, dtype)], "transpose", {"perm": perm})
-        assert_same_bytes(*run_both(program, [x]), f"transpose case {case}")
+        cases.append((f"transpose case {case}", program, [x]))
 
         flat = (int(np.prod(shape)),)
         program = one_op_program([act("x", shape, dtype)], [act("y", flat, dtype)], "reshape", {})
-        assert_same_bytes(*run_both(program, [x]), f"reshape case {case}")
+        cases.append((f"reshape case {case}", program, [x]))
+    return cases
 
 
-def test_quantize_dequantize_bit_exact():
+def test_clamp_reshape_transpose_bit_exact():
+    for what, program, values in clamp_reshape_transpose_sweep():
+        assert_same_bytes(*run_both(program, values), what)
+
+
+def quantize_dequantize_sweep() -> list[tuple[str, bytes, list[np.ndarray]]]:
     rng = np.random.default_rng(7)
+    cases = []
     for case in range(CASES):
         n = int(rng.integers(1, 300))
         scale = float(10.0 ** rng.uniform(-4, 1))
@@ -223,10 +263,82 @@ def test_quantize_dequantize_bit_exact():
         x = x.astype(np.float32)
         program = one_op_program([act("x", (n,), "float32")], [act("y", (n,), "int8")], "quantize",
                                  {"scale": scale, "zero_point": zp})
-        assert_same_bytes(*run_both(program, [x]), f"quantize case {case}")
+        cases.append((f"quantize case {case}", program, [x]))
         program = one_op_program([act("q", (n,), "int8")], [act("y", (n,), "float32")], "dequantize",
                                  {"scale": scale, "zero_point": zp})
-        assert_same_bytes(*run_both(program, [int8(rng, (n,))]), f"dequantize case {case}")
+        cases.append((f"dequantize case {case}", program, [int8(rng, (n,))]))
+    return cases
+
+
+def test_quantize_dequantize_bit_exact():
+    for what, program, values in quantize_dequantize_sweep():
+        assert_same_bytes(*run_both(program, values), what)
+
+
+# ---------------------------------------------------------------------------------------------
+# The same sweeps on a DSP board
+# ---------------------------------------------------------------------------------------------
+
+#: Cortex-M4 on QEMU mps2-an386: built with __ARM_FEATURE_DSP, so conv2d_s8, fully_connected_s8 and
+#: transpose_conv2d_s8 take mf_dot_s8's SMLAD path (the host build runs the portable loop).
+DSP_BOARD = "cortex-m4"
+
+
+def merged_program(cases: list[tuple[str, bytes, list[np.ndarray]]], target: str) -> tuple[bytes, list, list]:
+    """The one-op programs of a sweep as one program of independent ops (case i's tensors renamed
+    ``c<i>.<name>``), so that one board run checks every case. Returns the program, its inputs and,
+    per case, its description and the indices of its outputs."""
+    tensors, ops, inputs, outputs, values, owners = {}, [], [], [], [], []
+    for i, (what, program, case_values) in enumerate(cases):
+        g = deserialize(program)
+
+        def rename(name: str, i: int = i) -> str:
+            return f"c{i}.{name}" if name else name  # "" marks an absent optional input
+
+        for t in g.tensors.values():
+            tensors[rename(t.name)] = dataclasses.replace(t, name=rename(t.name), offset=-1)
+        ops += [dataclasses.replace(op, inputs=[rename(n) for n in op.inputs], outputs=[rename(n) for n in op.outputs])
+                for op in g.ops]
+        inputs += [rename(n) for n in g.inputs]
+        owners.append((what, list(range(len(outputs), len(outputs) + len(g.outputs)))))
+        outputs += [rename(n) for n in g.outputs]
+        values += case_values
+    graph = Graph(tensors, ops, inputs, outputs, target=target)
+    plan_arena(graph)
+    return serialize(graph), values, owners
+
+
+def assert_sweep_on_board(cases: list[tuple[str, bytes, list[np.ndarray]]], target: str = DSP_BOARD) -> None:
+    """Every case of a sweep, run in one firmware run on ``target``'s board: the same bytes as the Python
+    host kernels and as the C runtime built for the host, case by case."""
+    try:
+        firmware.toolchain.require("arm-none-eabi-gcc")
+        firmware.toolchain.require("qemu-system-arm")
+    except firmware.ToolchainMissing as exc:
+        pytest.fail(str(exc), pytrace=False)
+    program, values, owners = merged_program(cases, target)
+    board, _, facts = firmware.run_on_qemu(program, values, target)
+    assert facts["board"] == firmware.BOARDS[target].machine
+    python = execute(deserialize(program), values)
+    host_c, _ = cruntime.run_program(program, values)
+    for what, indices in owners:
+        for i in indices:
+            assert_same_bytes([python[i]], [board[i]], f"{what}: host Python vs {target} board")
+            assert_same_bytes([host_c[i]], [board[i]], f"{what}: host C vs {target} board")
+
+
+#: The sweeps above by kernel, for the board run (test_c_kernels_ops.py has the others).
+BOARD_SWEEPS = {
+    "conv2d_s8": lambda: conv_sweep(False), "depthwise_conv2d_s8": lambda: conv_sweep(True),
+    "fully_connected_s8": fully_connected_sweep, "add_s8": add_sweep,
+    "avgpool_s8": lambda: pooling_sweep("avgpool_s8"), "maxpool_s8": lambda: pooling_sweep("maxpool_s8"),
+    "clamp_s8, transpose, reshape": clamp_reshape_transpose_sweep, "quantize, dequantize": quantize_dequantize_sweep,
+}
+
+
+@pytest.mark.parametrize("sweep", list(BOARD_SWEEPS))
+def test_sweep_on_dsp_board(sweep):
+    assert_sweep_on_board(BOARD_SWEEPS[sweep]())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ mul_s8, softmax_s8, pad_s8, concat_s8, batch_matmul_s8, transpose_conv2d_s8, lut
 random one-op programs (shapes, parameters, edge cases) run by ``mcuforge.runtime.execute`` and by
 the C runtime built for the host; the output bytes must be identical. Malformed ops must be
 refused by the C loader (MF_ERR_SHAPE naming the op), and every kernel file must build with
-arm-none-eabi-gcc for the Cortex-M cores with -Werror.
+arm-none-eabi-gcc for the Cortex-M cores with -Werror. The 200-case sweeps also run on the Cortex-M4
+(DSP) board, one firmware run per kernel (``test_sweep_on_dsp_board``, see test_c_kernels.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from test_c_kernels import (
     act,
     act_range,
     assert_same_bytes,
+    assert_sweep_on_board,
     broadcast_shapes,
     const,
     int8,
@@ -49,6 +51,16 @@ def scalar_requant(rng) -> tuple[int, int]:
 def offsets(rng, *names: str) -> dict[str, int]:
     """Input offsets in [-127, 128], biased to the extremes now and then."""
     return {n: int(rng.choice([-127, 128])) if rng.random() < 0.15 else int(rng.integers(-127, 129)) for n in names}
+
+
+def sweep(maker, seed: int, count: int = CASES) -> list[tuple[str, bytes, list[np.ndarray]]]:
+    """``count`` random cases of ``maker`` from ``seed``: the host test and the board test run the same ones."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    for case in range(count):
+        program, values, what = maker(rng)
+        cases.append((f"case {case}: {what}", program, values))
+    return cases
 
 
 def expect_rejected(program: bytes, values: list[np.ndarray], kind: str) -> None:
@@ -85,10 +97,8 @@ def mul_case(rng):
 
 
 def test_mul_s8_bit_exact():
-    rng = np.random.default_rng(101)
-    for case in range(CASES):
-        program, values, what = mul_case(rng)
-        assert_same_bytes(*run_both(program, values), f"case {case}: {what}")
+    for what, program, values in sweep(mul_case, 101):
+        assert_same_bytes(*run_both(program, values), what)
 
 
 def test_mul_s8_saturation_and_table_path():
@@ -143,10 +153,8 @@ def softmax_case(rng):
 
 
 def test_softmax_s8_bit_exact():
-    rng = np.random.default_rng(201)
-    for case in range(CASES):
-        program, values, what = softmax_case(rng)
-        assert_same_bytes(*run_both(program, values), f"case {case}: {what}")
+    for what, program, values in sweep(softmax_case, 201):
+        assert_same_bytes(*run_both(program, values), what)
 
 
 @pytest.mark.parametrize("row", [1, 7, 511, 512, 513, 1000, 4095])
@@ -220,10 +228,8 @@ def pad_case(rng):
 
 
 def test_pad_s8_bit_exact():
-    rng = np.random.default_rng(301)
-    for case in range(CASES):
-        program, values, what = pad_case(rng)
-        assert_same_bytes(*run_both(program, values), f"case {case}: {what}")
+    for what, program, values in sweep(pad_case, 301):
+        assert_same_bytes(*run_both(program, values), what)
 
 
 def test_pad_s8_zero_widths_and_bad_pads():
@@ -267,13 +273,20 @@ def concat_case(rng, rank: int | None = None, axis: int | None = None):
     return program, values, f"axis {axis} {shapes}"
 
 
-@pytest.mark.parametrize("rank", [1, 2, 3, 4, 5])
-def test_concat_s8_every_axis(rank):
+def concat_sweep(rank: int) -> list[tuple[str, bytes, list[np.ndarray]]]:
     rng = np.random.default_rng(400 + rank)
+    cases = []
     for case in range(CASES // 5):
         for axis in range(rank):
             program, values, what = concat_case(rng, rank, axis)
-            assert_same_bytes(*run_both(program, values), f"case {case}: {what}")
+            cases.append((f"case {case}: {what}", program, values))
+    return cases
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3, 4, 5])
+def test_concat_s8_every_axis(rank):
+    for what, program, values in concat_sweep(rank):
+        assert_same_bytes(*run_both(program, values), what)
 
 
 def test_concat_s8_bad_ops_rejected():
@@ -316,10 +329,8 @@ def batch_matmul_case(rng):
 
 
 def test_batch_matmul_s8_bit_exact():
-    rng = np.random.default_rng(501)
-    for case in range(CASES):
-        program, values, what = batch_matmul_case(rng)
-        assert_same_bytes(*run_both(program, values), f"case {case}: {what}")
+    for what, program, values in sweep(batch_matmul_case, 501):
+        assert_same_bytes(*run_both(program, values), what)
 
 
 def test_batch_matmul_s8_wrapping_accumulator():
@@ -380,10 +391,8 @@ def transpose_conv_case(rng):
 
 
 def test_transpose_conv2d_s8_bit_exact():
-    rng = np.random.default_rng(601)
-    for case in range(CASES):
-        program, values, what = transpose_conv_case(rng)
-        assert_same_bytes(*run_both(program, values), f"case {case}: {what}")
+    for what, program, values in sweep(transpose_conv_case, 601):
+        assert_same_bytes(*run_both(program, values), what)
 
 
 @pytest.mark.parametrize("extra", [(0, 0), (1, 0), (0, 1), (1, 1)])
@@ -423,12 +432,15 @@ def lut_case(rng, every_entry: bool = False):
     return program, [x], table
 
 
-def test_lut_s8_bit_exact():
+def lut_sweep() -> list[tuple[str, bytes, list[np.ndarray], np.ndarray]]:
     rng = np.random.default_rng(701)
-    for case in range(CASES):
-        program, values, table = lut_case(rng, every_entry=case == 0)
+    return [(f"case {case}", *lut_case(rng, every_entry=case == 0)) for case in range(CASES)]
+
+
+def test_lut_s8_bit_exact():
+    for what, program, values, table in lut_sweep():
         expected, got = run_both(program, values)
-        assert_same_bytes(expected, got, f"case {case}")
+        assert_same_bytes(expected, got, what)
         assert (got[0] == table[values[0].astype(np.int64) + 128]).all()
 
 
@@ -482,10 +494,8 @@ def slice_case(rng):
 
 
 def test_slice_bit_exact():
-    rng = np.random.default_rng(801)
-    for case in range(CASES):
-        program, values, what = slice_case(rng)
-        assert_same_bytes(*run_both(program, values), f"case {case}: {what}")
+    for what, program, values in sweep(slice_case, 801):
+        assert_same_bytes(*run_both(program, values), what)
 
 
 def test_slice_lowering_style_steps():
@@ -528,6 +538,25 @@ def test_slice_bad_ops_rejected():
     for attrs, out_shape, dtype in cases:
         program = one_op_program([act("x", (4, 5))], [act("y", out_shape, dtype)], "slice", attrs)
         expect_rejected(program, x, "slice")
+
+
+# ------------------------------------------------------------------------------ the sweeps on a DSP board
+
+#: The 200-case sweeps above, by kernel, each run in one firmware run on the Cortex-M4 board (DSP: the
+#: transposed conv's dot products take mf_dot_s8's SMLAD path there).
+BOARD_SWEEPS = {
+    "mul_s8": lambda: sweep(mul_case, 101), "softmax_s8": lambda: sweep(softmax_case, 201),
+    "pad_s8": lambda: sweep(pad_case, 301),
+    "concat_s8": lambda: [case for rank in range(1, 6) for case in concat_sweep(rank)],
+    "batch_matmul_s8": lambda: sweep(batch_matmul_case, 501),
+    "transpose_conv2d_s8": lambda: sweep(transpose_conv_case, 601),
+    "lut_s8": lambda: [case[:3] for case in lut_sweep()], "slice": lambda: sweep(slice_case, 801),
+}
+
+
+@pytest.mark.parametrize("kind", list(BOARD_SWEEPS))
+def test_sweep_on_dsp_board(kind):
+    assert_sweep_on_board(BOARD_SWEEPS[kind]())
 
 
 # ------------------------------------------------------------------------------ ASan + UBSan build
