@@ -363,3 +363,65 @@ def test_qemu_board_without_npu_rejects_the_program():
     x = np.random.default_rng(8).standard_normal(cpu.input_shapes[0]).astype(np.float32)
     with pytest.raises(FirmwareRunError, match="mf_init failed with MF_ERR_NO_DELEGATE"):
         prog.run(x, backend="qemu")
+
+
+# -- CLI and Inspector -----------------------------------------------------------------------------------
+FACTORY = '''
+import torch
+from torch import nn
+
+class Mixed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+        self.fc = nn.Linear(4 * 6 * 6, 3)
+
+    def forward(self, x):
+        x = torch.relu(self.conv(x))
+        return self.fc(torch.erf(x).flatten(1))
+
+def make_mixed():
+    torch.manual_seed(0)
+    return Mixed(), (torch.randn(1, 1, 6, 6),)
+'''
+
+
+def test_cli_compile_and_info_with_npu_target(tmp_path, capsys):
+    """`mcuforge compile --target cortex-m55+ethos-u55-128`: conv on the NPU, erf in fp32 on the CPU, the
+    linear layer on the NPU again; `mcuforge info` shows both partitions, Vela's estimates, the reasons."""
+    (tmp_path / "models.py").write_text(FACTORY)
+    calib = tmp_path / "calib.npz"
+    np.savez(calib, np.random.default_rng(0).standard_normal((20, 1, 6, 6)).astype(np.float32))
+    out = tmp_path / "mixed.mfp"
+    assert cli_main(["compile", f"{tmp_path / 'models.py'}:make_mixed", "--target", f"cortex-m55+{NPU}",
+                     "--calibration", str(calib), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert cli_main(["info", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert f"NPU {NPU}" in text and "fp32 fallback" in text and "why on the CPU" in text
+    assert f"NPU             {NPU}: 2 partition(s)" in text and "partition 1: " in text
+    assert "NPU runs int8 only" in text and "NPU cycles" in text
+    prog = mcuforge.load(out)
+    assert [d.npu for d in prog.delegates] == [NPU, NPU]
+    x = np.random.default_rng(9).standard_normal((4, 1, 6, 6)).astype(np.float32)
+    assert prog.run(x)[0].shape == (4, 3)
+    with pytest.raises(SystemExit):  # argparse: usage and the error on stderr, exit code 2
+        cli_main(["compile", f"{tmp_path / 'models.py'}:make_mixed", "--target", "cortex-m55+npu-9"])
+    assert "unknown NPU configuration 'npu-9'" in capsys.readouterr().err
+
+
+def test_inspector_report_shows_ops_on_the_npu(tmp_path):
+    from mcuforge.inspect import Inspector
+
+    cpu, prog = delegated("custom_fallback")
+    x = np.random.default_rng(10).standard_normal(cpu.input_shapes[0]).astype(np.float32)
+    _out, trace = prog.run(x, trace=True)
+    insp = Inspector(prog, trace)
+    df = insp.to_dataframe()
+    assert set(df["backend"]) >= {"npu", "fp32"}
+    assert df.loc[df["kind"] == "delegate", "macs"].sum() == sum(d.macs for d in prog.delegates)
+    html = insp.to_html(tmp_path / "report.html").read_text()
+    assert "Ops on the NPU" in html and NPU in html
+    for d in prog.delegates:
+        for i in d.ops:
+            assert prog.ops[i].kind in html
