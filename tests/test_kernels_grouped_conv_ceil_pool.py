@@ -17,7 +17,17 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from test_c_kernels import act, act_range, assert_same_bytes, const, int8, one_op_program, requant_params, run_both
+from test_c_kernels import (
+    act,
+    act_range,
+    assert_same_bytes,
+    assert_sweep_on_board,
+    const,
+    int8,
+    one_op_program,
+    requant_params,
+    run_both,
+)
 
 from mcuforge import cruntime
 from mcuforge.kernels import avgpool_s8, conv2d_s8, conv_output_hw, maxpool_s8
@@ -236,3 +246,19 @@ def test_pooling_c_rejects_window_past_the_input() -> None:
             cruntime.run_program(pool_program(case, kind, out_hw=(2, 3)), [case["x"]])
     with pytest.raises(ValueError, match="padding"):
         maxpool_s8(case["x"], kernel=2, stride=2, padding=0, output_hw=(2, 3))
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_grouped_conv_and_ceil_pooling_on_the_boards(target: str) -> None:
+    """The DSP (M4) and MVE (M55) kernel paths: random grouped convs and ceil_mode pools in one firmware run,
+    the same bytes as the host Python kernels and the host C runtime."""
+    rng = np.random.default_rng(96)
+    cases = []
+    for i in range(16):
+        case = grouped_case(rng)
+        cases.append((f"grouped conv {i} (groups {case['groups']})", conv_program(case), [case["x"]]))
+    for kind in ("maxpool_s8", "avgpool_s8"):
+        for i in range(8):
+            case = ceil_pool_case(rng)
+            cases.append((f"{kind} ceil {i}", pool_program(case, kind), [case["x"]]))
+    assert_sweep_on_board(cases, target)
