@@ -79,12 +79,26 @@ def test_identity_ops_that_change_something_stay():
         def forward(self, x):
             return x.view(2, 3).to(torch.float64).float(), x.transpose(0, 1).contiguous(), x[:, 1:]
 
-    gm = capture(M(), (torch.randn(3, 2),))
+    gm = capture(M().eval(), (torch.randn(3, 2),))
     remove_identities(gm)
     kept = targets(gm)
     assert "aten.view.default" in kept and "aten.transpose.int" in kept and "aten.slice.Tensor" in kept
     assert prepare_float_graph(gm) and "aten.permute.default" in targets(gm)  # transpose written as permute
     assert kept.count("aten.to.dtype") == 2  # float64 and back: both change the dtype
+
+
+def test_a_copy_written_in_place_stays():
+    class M(nn.Module):
+        def forward(self, x):
+            y = torch.sigmoid(x)
+            z = y.clone()
+            z.div_(0.5)  # must not write into y
+            return y + z
+
+    x = torch.randn(1, 5)
+    gm = prepare_float_graph(capture(M().eval(), (x,)))
+    assert "aten.clone.default" in targets(gm)
+    torch.testing.assert_close(gm(x), 3 * torch.sigmoid(x))
 
 
 def test_no_dropout_op_reaches_the_program():

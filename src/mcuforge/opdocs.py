@@ -20,7 +20,8 @@ Each row lists the aten ops (as `torch.export` produces them) that lower to an i
 kernel (op kind in the program file), the precision and the conditions. When a condition does not
 hold, or an op is not listed, the op runs as an **fp32 fallback** (`aten_fp32`, the aten op
 itself) between a `dequantize` and a `quantize`, and `prog.ops[i].reason` says why (e.g.
-"layer_norm has no int8 kernel"). Data movement between int8 ops stays int8. ReLU, ReLU6,
+"layer_norm has no int8 kernel"), if it is in the fp32 table at the end (the ops the C runtime
+implements); any other op is a compile error. Data movement between int8 ops stays int8. ReLU, ReLU6,
 hardtanh and clamp right after a conv / linear / add / mul / matmul are fused into its
 activation_min/max. The arithmetic of every kernel is in docs/numerics.md.
 """
@@ -56,8 +57,20 @@ def ops_table() -> str:
     for fn, doc in sorted(OP_DOCS.items(), key=lambda item: _family_rank(item[0])):
         names = ", ".join(f"`{n}`" for n in sorted(by_function.get(fn, [])))
         lines.append(f"| {names} | `{doc.kernels}` | {_cell(doc.precision)} | {_cell(doc.constraints or '-')} |")
-    lines.append("| any other aten op | `aten_fp32` | fp32 fallback between dequantize / quantize | - |")
+    lines.append("| an op of the fp32 table below | `aten_fp32` | fp32 fallback between dequantize / quantize | - |")
+    lines.append("| any other aten op | - | compile error (`LoweringError` naming the module and the op) | - |")
     return "\n".join(lines) + "\n"
+
+
+def fp32_table() -> str:
+    """The closed fp32 op table (``mcuforge.lower.fallback.fp32_op_table``: the C runtime's fp32 ops)."""
+    from .lower.fallback import fp32_op_table
+
+    names = ", ".join(f"`{name.removeprefix('aten.')}`" for name in sorted(fp32_op_table()))
+    return "\n".join(["## fp32 fallback ops", "",
+                      "An op without an int8 kernel runs in fp32 only if the C runtime implements it "
+                      "(csrc/kernels/fp32/aten_list.h), so every program that compiles runs on the board:", "",
+                      names]) + "\n"
 
 
 def decompositions_table() -> str:
@@ -70,7 +83,7 @@ def decompositions_table() -> str:
 
 
 def render() -> str:
-    return f"{HEADER}\n{ops_table()}\n{decompositions_table()}"
+    return f"{HEADER}\n{ops_table()}\n{decompositions_table()}\n{fp32_table()}"
 
 
 def main() -> None:

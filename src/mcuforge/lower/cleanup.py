@@ -112,6 +112,17 @@ def _native_dropout_output(node: fx.Node) -> fx.Node | None:
     return outputs[0] if len(outputs) == 1 else None
 
 
+def _mutates(user: fx.Node) -> bool:
+    schema = getattr(user.target, "_schema", None)
+    return schema is not None and schema.is_mutable
+
+
+def _mutated_around(node: fx.Node, src: fx.Node) -> bool:
+    """An in-place op writes into ``node`` or ``src``: a copy keeps them apart (``z = y.clone();
+    z.div_(2)`` must leave ``y`` alone), so it is not an identity here."""
+    return any(_mutates(u) and u.target not in DROPOUT_OPS for n in (node, src) for u in n.users)
+
+
 def _feeds_output_directly(node: fx.Node, src: fx.Node) -> bool:
     """Removing ``node`` would make a graph input or constant a model output: the program must
     still compute (copy) it, so the op stays."""
@@ -144,7 +155,7 @@ def remove_identities(gm: fx.GraphModule) -> int:
             removed += 1
             continue
         src = identity_source(node)
-        if src is None or _feeds_output_directly(node, src):
+        if src is None or _feeds_output_directly(node, src) or _mutated_around(node, src):
             continue
         if node.target in COPY_OPS:
             _views_to_reshapes(node)
