@@ -30,9 +30,9 @@ from mcuforge.tosa import run_reference
 from conftest import calibration_set, compiled
 
 NPU = "ethos-u55-128"
-#: Per op kind, the most the TOSA reference model may differ from the host kernels (LSB); the rest: 0.
-#: avgpool_s8: TOSA's AVG_POOL2D divides with a reciprocal multiplier, CMSIS-NN rounds the exact mean.
-TOLERANCE = {"avgpool_s8": 1}
+#: Per op kind, the most the TOSA reference model may differ from the host kernels (LSB); none: every
+#: lowered op is byte-exact (avgpool_s8 included, see test_tosa_lowering.TOLERANCE).
+TOLERANCE: dict[str, int] = {}
 
 
 @functools.cache

@@ -12,7 +12,9 @@ executable statement of CMSIS-NN's math, see ``mcuforge.kernels``):
 - mul_s8: RESCALE(int8 -> int32, the offset) per input, MUL, RESCALE(int32 -> int8), CLAMP.
 - batch_matmul_s8: MATMUL (rank 3, zero points as operands), RESCALE, CLAMP.
 - avgpool_s8: AVG_POOL2D (padding excluded from the count, as CMSIS-NN) and CLAMP. TOSA divides by
-  a reciprocal multiplier, CMSIS-NN rounds the exact mean half away from zero: at most 1 LSB apart.
+  a reciprocal multiplier (``((2^30 + 1) << k) / count``), CMSIS-NN rounds the exact mean half away
+  from zero; the two agree on every int8 window up to 65536 elements, ties included (the "+1" rounds
+  negative ties away from zero; the multiplier's error stays far below the gap to a tie).
 - maxpool_s8: MAX_POOL2D (padding never wins, as CMSIS-NN) and CLAMP.
 - clamp_s8: CLAMP; lut_s8: TABLE (out = table[x + 128], TOSA's int8 TABLE); pad_s8: PAD;
   concat_s8: CONCAT; reshape: RESHAPE; transpose: TRANSPOSE; slice (unit steps): SLICE.
