@@ -165,6 +165,24 @@ def test_numeric_gap_reads_the_decomposed_attention() -> None:
     assert list(row["kind"]) == ["batch_matmul_s8"] and float(row["sqnr_db"].iloc[0]) > 25
 
 
+@pytest.mark.parametrize("kwargs", [{"is_causal": True}, {}])
+def test_masked_attention_compiles_and_runs_in_c(kwargs) -> None:
+    """Causal and boolean (a model input) masks: compiled with a warning about int8 accuracy, every op
+    with a C kernel (no LoweringError), host C == host Python."""
+    from test_decompose_attention import Wrapper
+
+    torch.manual_seed(0)
+    model = Wrapper(**kwargs).eval()
+    example = tuple(torch.randn(1, 2, 6, 8) for _ in range(3))
+    if not kwargs:
+        keep = torch.rand(1, 2, 6, 6) > 0.3
+        keep[..., 0] = True
+        example += (keep,)
+    with pytest.warns(UserWarning, match="masked positions become -inf"):
+        prog = mcuforge.compile(model, example, calibration=[example] * 4, progress=False)
+    np.testing.assert_array_equal(prog.run(*example)[0], prog.run(*example, backend="c")[0])
+
+
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 @pytest.mark.parametrize("name", MODELS)
 def test_same_bytes_host_python_c_and_board(name: str, target: str) -> None:

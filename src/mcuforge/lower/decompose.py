@@ -6,8 +6,8 @@ reference computes::
 
     scores = (q @ k.transpose(-2, -1)) * scale       # scale: the argument, or 1 / sqrt(q.size(-1))
     scores = scores + attn_mask                       # float mask
-    scores = scores.masked_fill(~attn_mask, -inf)     # bool mask (True: take part in attention)
-    scores = scores.masked_fill(~causal, -inf)        # is_causal: causal = ones(L, S).tril()
+    scores = where(attn_mask, scores, -inf)           # bool mask (True: take part in attention)
+    scores = scores + where(causal, 0, -inf)          # is_causal: causal = ones(L, S).tril(), a constant
     out = softmax(scores, -1) @ v
 
 so that the int8 lowering makes the matmuls ``batch_matmul_s8`` (the transpose of k folds into the
@@ -122,7 +122,8 @@ def _decompose_sdpa(gm: fx.GraphModule, node: fx.Node) -> None:
                       "with finite values quantizes normally)", stacklevel=3)
     if mask is not None:
         if _val(mask).dtype == torch.bool:
-            scores = emit(aten.masked_fill.Scalar, scores, emit(aten.logical_not.default, mask), float("-inf"))
+            minus_inf = _constant(gm, node, f"{node.name}_minus_inf", torch.full((1, 1), -math.inf))
+            scores = emit(aten.where.self, mask, scores, minus_inf)
         else:
             scores = emit(aten.add.Tensor, scores, mask)
         if groups > 1:
