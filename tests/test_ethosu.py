@@ -425,3 +425,15 @@ def test_inspector_report_shows_ops_on_the_npu(tmp_path):
     for d in prog.delegates:
         for i in d.ops:
             assert prog.ops[i].kind in html
+
+
+def test_data_movement_alone_stays_on_cpu():
+    """A run without compute (a lone pad) is not worth an NPU round trip: CPU, with that reason."""
+    from mcuforge.api import Program
+
+    g = Graph({"x": Tensor("x", (1, 4, 4, 8), "int8", QParams(0.1, 0), layout="nhwc"),
+               "y": Tensor("y", (1, 6, 6, 8), "int8", QParams(0.1, 0), layout="nhwc")},
+              [Op("pad_s8", ["x"], ["y"], {"pads": [0, 0, 1, 1, 1, 1, 0, 0], "pad_value": 0})], ["x"], ["y"])
+    plan_arena(g)
+    prog = delegate(Program(g), NPU)
+    assert not prog.delegates and "data movement only" in prog.ops[0].reason

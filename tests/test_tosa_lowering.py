@@ -62,6 +62,10 @@ def single_op_graphs() -> dict[str, Graph]:
     # CMSIS-NN's floor output size drops the last input row: the lowering crops it (SLICE) for TOSA.
     graph("conv2d_s8_crop", Op("conv2d_s8", ["x", "w", "", "m", "s"], ["y"], {**conv_attrs, "padding": [0, 0]}),
           [x, _const("w", w), _const("m", m), _const("s", s), _act("y", (1, 4, 3, 6))], ["x"])
+    wg = rng.integers(-127, 128, (6, 3, 3, 2)).astype(np.int8)  # 2 groups of 2 input channels
+    graph("conv2d_s8_grouped", Op("conv2d_s8", ["x", "w", "b", "m", "s"], ["y"], conv_attrs),
+          [x, _const("w", wg), _const("b", rng.integers(-5000, 5000, 6).astype(np.int32)), _const("m", m),
+           _const("s", s), _act("y", (1, 5, 4, 6))], ["x"])
     wd = rng.integers(-127, 128, (1, 3, 3, 8)).astype(np.int8)
     md, sd = _requant(rng, 8)
     graph("depthwise_conv2d_s8", Op("depthwise_conv2d_s8", ["x", "w", "b", "m", "s"], ["y"], {

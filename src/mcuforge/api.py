@@ -136,7 +136,7 @@ class Program:
         """The model's ops; with NPU delegation, each delegate op lists the ops it covers (``backend``
         = the NPU configuration) and CPU ops say why they stayed on the CPU (``reason``)."""
         g = self.graph
-        if any(op.kind == "delegate" for op in g.ops):
+        if any(op.kind == "delegate" or "cpu_reason" in op.debug for op in g.ops):  # partitioned for an NPU
             from .ethosu.program import op_records
 
             return op_records(self)

@@ -71,7 +71,8 @@ def plan_partitions(graph: Graph, npu_name: str) -> tuple[list[Subgraph], dict[i
         for run in _runs(len(graph.ops), reasons):
             if not any(graph.ops[i].kind in COMPUTE_KINDS for i in run):
                 for i in run:
-                    reasons[i] = "data movement only, between CPU ops: cheaper on the CPU than an NPU round trip"
+                    reasons[i] = ("a run of data movement only (no compute to offload): cheaper on the CPU than an "
+                                  "NPU round trip")
                 continue
             try:
                 tosa, result = _compile_run(graph, run, npu)

@@ -118,8 +118,8 @@ def unsupported_reason(graph: Graph, op: Op) -> str | None:
             return f"{op.kind}: a requantization shift outside TOSA's RESCALE range"
         if op.kind == "conv2d_s8":
             cin, wcin = t[op.inputs[0]].shape[3], t[op.inputs[1]].shape[3]
-            if cin != wcin:
-                return f"conv2d_s8 with {cin // wcin} groups: no TOSA lowering yet"
+            if cin % wcin or t[op.inputs[1]].shape[0] % (cin // wcin):
+                return f"conv2d_s8: {cin} input channels do not split into groups of {wcin}"
         if op.kind == "fully_connected_s8" and t[op.inputs[0]].numel != \
                 t[op.outputs[0]].numel // t[op.inputs[1]].shape[0] * t[op.inputs[1]].shape[1]:
             return "fully_connected_s8: input size is not batch x in_features"
@@ -273,6 +273,24 @@ def _lower_op(b: _Builder, op: Op) -> None:
         bias = np.asarray(t[bias_name].data, np.int32) if bias_name else np.zeros(oc, np.int32)
         acc = b.temp(acc_shape, D.INT32)
         operands = [x, weight, b.const(bias.reshape(-1)), b.zp8(-a["input_offset"]), b.zp8(0)]
+        groups = t[x_name].shape[3] // w.shape[3] if kind == "conv2d_s8" else 1
+        if groups > 1:  # grouped conv: one CONV2D per group on its input channels, accumulators joined
+            cin_g, oc_g = w.shape[3], oc // groups
+            n, h, wd = (t[x_name].shape[0], *(keep if keep != x_shape[1:3] else x_shape[1:3]))
+            parts = []
+            for gi in range(groups):
+                xs = b.temp([n, h, wd, cin_g], D.INT8)
+                b.op("SLICE", [x, b.shape([0, 0, 0, gi * cin_g]), b.shape([n, h, wd, cin_g])], [xs], "SliceAttribute")
+                part = b.temp([*acc_shape[:3], oc_g], D.INT32)
+                b.op("CONV2D", [xs, b.const(w[gi * oc_g:(gi + 1) * oc_g].astype(np.int8)),
+                                b.const(bias.reshape(-1)[gi * oc_g:(gi + 1) * oc_g]), b.zp8(-a["input_offset"]),
+                                b.zp8(0)], [part], "Conv2dAttribute", pads, list(a["stride"]), list(a["dilation"]),
+                     False, D.INT32)
+                parts.append(part)
+            b.op("CONCAT", parts, [acc], "ConcatAttribute", 3)
+            b.requantize_clamp(acc, acc_shape, b.out(op.outputs[0]), mult, shift, a["output_offset"],
+                               a["act_min"], a["act_max"])
+            return
         if kind == "fully_connected_s8":
             b.op("CONV2D", operands, [acc], "Conv2dAttribute", [0, 0, 0, 0], [1, 1], [1, 1], False, D.INT32)
         else:
