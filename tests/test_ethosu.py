@@ -437,3 +437,12 @@ def test_data_movement_alone_stays_on_cpu():
     plan_arena(g)
     prog = delegate(Program(g), NPU)
     assert not prog.delegates and "data movement only" in prog.ops[0].reason
+
+
+def test_program_without_tosa_blobs_is_smaller_and_says_why_the_host_cannot_run_it():
+    cpu, prog = delegated("custom_fallback")
+    lean = delegate(cpu, NPU, keep_tosa=False)
+    assert lean.program_bytes < prog.program_bytes and lean.delegates == prog.delegates
+    with pytest.raises(Exception, match="carries no TOSA graph"):
+        lean.run_raw(np.zeros(cpu.input_shapes[0], np.float32))
+    deserialize(lean.to_bytes())  # still a valid file

@@ -73,14 +73,17 @@ def delegate_records(prog: Program) -> list[DelegateRecord]:
     return out
 
 
-def delegate(prog: Program, npu: str = "ethos-u55-128") -> Program:
-    """A copy of an all-CPU program with the ops ``npu`` can run delegated to it (no recompiling)."""
+def delegate(prog: Program, npu: str = "ethos-u55-128", *, keep_tosa: bool = True) -> Program:
+    """A copy of an all-CPU program with the ops ``npu`` can run delegated to it (no recompiling).
+
+    ``keep_tosa=False`` leaves each subgraph's TOSA flatbuffer out of the program (smaller flash: the
+    device needs only the command stream and Vela's weights), but the host can then no longer run it."""
     from ..api import Program
     from .partition import partition_graph
 
     if any(op.kind == "delegate" for op in prog.graph.ops):
         raise ValueError("the program is delegated already")
-    graph, _ = partition_graph(prog.graph, npu)
+    graph, _ = partition_graph(prog.graph, npu, keep_tosa=keep_tosa)
     plan_arena(graph)
     meta = {**copy.deepcopy(prog.meta), "target": f"{prog.graph.target}+{npu}"}
     return Program(graph, compile_seconds=prog.compile_seconds, meta=meta, reference=prog.reference)
