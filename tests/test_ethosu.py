@@ -446,3 +446,17 @@ def test_program_without_tosa_blobs_is_smaller_and_says_why_the_host_cannot_run_
     with pytest.raises(Exception, match="carries no TOSA graph"):
         lean.run_raw(np.zeros(cpu.input_shapes[0], np.float32))
     deserialize(lean.to_bytes())  # still a valid file
+
+
+def test_export_c_of_a_delegated_program(tmp_path):
+    """export-c keeps the delegate support (runtime/delegate.c) and only the CPU ops' kernels; the board's
+    main.c then registers its NPU driver with mf_init_delegate (docs/ethos-u.md)."""
+    from mcuforge.export import export_c
+
+    _, prog = delegated("custom_fallback")
+    export_c(prog.to_bytes(), tmp_path / "out")
+    runtime = tmp_path / "out" / "mcuforge"
+    assert (runtime / "runtime" / "delegate.c").exists()
+    assert "mf_init_delegate" in (runtime / "include" / "mcuforge.h").read_text()
+    kernels = (runtime / "kernels" / "kernel_list.h").read_text()
+    assert "MF_KERNEL(delegate)" not in kernels and "MF_KERNEL(quantize)" in kernels

@@ -61,7 +61,7 @@ def aten_symbol(target: str) -> str:
 def _keep_used_kernels(out: Path, graph: Graph) -> None:
     """Rewrite the exported dispatch lists with only the kernels and fp32 ops this program uses: the
     others are then referenced by nothing, and ``--gc-sections`` leaves them out of the firmware."""
-    kinds = {op.kind for op in graph.ops}
+    kinds = {op.kind for op in graph.ops if op.kind != "delegate"}  # NPU ops: runtime/delegate.c, not a kernel
     atens = {aten_symbol(op.attrs["target"]) for op in graph.ops if op.kind == "aten_fp32"}
     for rel, macro, used in (("kernels/kernel_list.h", "MF_KERNEL", kinds),
                              ("kernels/fp32/aten_list.h", "MF_ATEN", atens)):
