@@ -124,9 +124,12 @@ def partition_graph(graph: Graph, npu_name: str, *, keep_tosa: bool = True) -> t
             k = first[i]
             sg = subgraphs[k]
             sg.covers = [_op_record(graph, j, graph.ops[j]) for j in sg.ops]
-            if [list(graph.tensors[n].shape) for n in sg.inputs] and len(sg.vela.input_offsets) != len(sg.inputs):
-                raise VelaError(f"Vela's subgraph {k} has {len(sg.vela.input_offsets)} inputs, expected "
-                                f"{len(sg.inputs)}")
+            # The NPU's I/O, in Vela's order, must be the subgraph's (same count, same sizes).
+            if sg.vela.input_bytes != [graph.tensors[n].nbytes for n in sg.inputs] or \
+                    sg.vela.output_bytes != [graph.tensors[n].nbytes for n in sg.outputs]:
+                raise VelaError(f"Vela's subgraph {k} has inputs of {sg.vela.input_bytes} and outputs of "
+                                f"{sg.vela.output_bytes} bytes, expected {[graph.tensors[n].nbytes for n in sg.inputs]}"
+                                f" and {[graph.tensors[n].nbytes for n in sg.outputs]}")
             blobs = [_blob(f"npu{k}.command_stream", sg.vela.command_stream), _blob(f"npu{k}.weights", sg.vela.weights)]
             if keep_tosa:
                 blobs.append(_blob(f"npu{k}.tosa", sg.tosa))

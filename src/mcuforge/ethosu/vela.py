@@ -28,6 +28,8 @@ class VelaResult:
     scratch_bytes: int
     input_offsets: list[int]  # in the scratch region, per TOSA graph input
     output_offsets: list[int]
+    input_bytes: list[int]  # the size Vela gives each input/output (checked against the IR tensors)
+    output_bytes: list[int]
     npu_cycles: int
     total_cycles: int
     macs: int
@@ -56,6 +58,13 @@ _OPTIONS = ("\n[compiler]\noutput_format=Raw\ncop_format=COP1\n\n[scheduler]\nop
             "\n[graph]\n")
 
 
+def _nbytes(t) -> int:
+    n = int(t.element_size)
+    for d in t.shape:
+        n *= int(d)
+    return n
+
+
 def compile_tosa(flatbuffer: bytes, npu: NpuConfig) -> VelaResult:
     """Vela's command stream, weights and estimates for one TOSA graph (raises VelaError)."""
     from ethosu import regor
@@ -79,6 +88,7 @@ def compile_tosa(flatbuffer: bytes, npu: NpuConfig) -> VelaResult:
         command_stream=bytes(model.command_stream), weights=bytes(model.read_only.data),
         scratch_bytes=int(model.scratch.size),
         input_offsets=[int(t.address) for t in model.inputs], output_offsets=[int(t.address) for t in model.outputs],
+        input_bytes=[_nbytes(t) for t in model.inputs], output_bytes=[_nbytes(t) for t in model.outputs],
         npu_cycles=int(report.npuCycles), total_cycles=int(report.totalCycles), macs=int(report.macCount),
         sram_bytes=sram or int(model.scratch.size), flash_bytes=int(report.readOnlyPeakUsage),
         npu_ops=int(report.npuOps), cpu_ops=int(report.cpuOps),
