@@ -81,6 +81,9 @@ def test_partition_zoo_model(name, capsys, tmp_path):
         assert d.command_stream_bytes > 0 and list(d.ops) == list(range(d.ops[0], d.ops[-1] + 1))
         assert all(prog.ops[i].backend == NPU for i in d.ops)
     assert sum(prog.ops[i].macs for i in covered) == npu_macs
+    # Vela's per-layer cycles, mapped back to the ops they were lowered from, add up to its totals.
+    assert sum(prog.ops[i].npu_cycles for i in covered) == sum(d.npu_cycles for d in delegates)
+    assert all(prog.ops[i].npu_cycles > 0 for i in covered if prog.ops[i].macs)
     for op in prog.ops:
         if op.backend in ("int8", "fp32"):
             assert op.reason, op
@@ -89,6 +92,7 @@ def test_partition_zoo_model(name, capsys, tmp_path):
     out = capsys.readouterr().out
     assert f"NPU             {NPU}: {len(delegates)} partition(s)" in out
     assert re.search(r"NPU estimates   [\d,]+ NPU cycles \(Vela\), SRAM [\d,]+ bytes", out)
+    assert "NPU cycles" in out.splitlines()[0] and f"{prog.ops[covered[0]].npu_cycles:,}" in out
     for d in delegates:
         assert f"partition {d.index}: " in out and f"{d.npu_cycles:,} NPU cycles" in out
     print(f"\n{name}: {share:.1%} of {total:,} MACs on {NPU}, {len(delegates)} partition(s), "

@@ -43,6 +43,7 @@ class OpRecord:
     module: str = ""
     aten: tuple[str, ...] = ()
     macs: int = 0
+    npu_cycles: int = 0  # Vela's estimate for an op delegated to an NPU (its TOSA layers' NPU cycles)
 
 
 def _macs(graph: Graph, op: Op) -> int:

@@ -34,7 +34,10 @@ def op_table(prog: Any) -> str:
         rows.append([op.index, op.kind, where, op.module or "-", _shapes(op.input_shapes), _shapes(op.output_shapes),
                      op.macs, op.reason])
     npu = any(op.backend not in ("int8", "fp32") for op in prog.ops)
-    return table(["#", "kind", "runs as", "module", "inputs", "outputs", "MACs",
+    if npu:  # Vela's estimate per delegated op
+        for row, op in zip(rows, prog.ops, strict=True):
+            row.insert(7, f"{op.npu_cycles:,}" if op.backend not in ("int8", "fp32") else "-")
+    return table(["#", "kind", "runs as", "module", "inputs", "outputs", "MACs", *(["NPU cycles"] if npu else []),
                   "why on the CPU" if npu else "why not int8"], rows)
 
 

@@ -34,6 +34,7 @@ class Subgraph:
     outputs: list[str]
     tosa: bytes
     vela: VelaResult
+    owners: dict[str, int] = field(default_factory=dict)  # TOSA tensor -> IR op index
     covers: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -52,9 +53,9 @@ def _runs(n_ops: int, reasons: dict[int, str]) -> list[list[int]]:
     return runs
 
 
-def _compile_run(graph: Graph, run: list[int], npu) -> tuple[bytes, VelaResult]:
+def _compile_run(graph: Graph, run: list[int], npu):
     tosa = lower_ops(graph, run)
-    return tosa.flatbuffer, compile_tosa(tosa.flatbuffer, npu)
+    return tosa, compile_tosa(tosa.flatbuffer, npu)
 
 
 def plan_partitions(graph: Graph, npu_name: str) -> tuple[list[Subgraph], dict[int, str]]:
@@ -91,7 +92,7 @@ def plan_partitions(graph: Graph, npu_name: str) -> tuple[list[Subgraph], dict[i
                 retry = True
                 break
             inputs, outputs = boundary(graph, run)
-            subgraphs.append(Subgraph(run, inputs, outputs, tosa, result))
+            subgraphs.append(Subgraph(run, inputs, outputs, tosa.flatbuffer, result, tosa.owners))
         if not retry:
             return subgraphs, reasons
 
@@ -124,6 +125,15 @@ def partition_graph(graph: Graph, npu_name: str, *, keep_tosa: bool = True) -> t
             k = first[i]
             sg = subgraphs[k]
             sg.covers = [_op_record(graph, j, graph.ops[j]) for j in sg.ops]
+            per_op: dict[int, list[int]] = {}
+            for name, (npu_cycles, op_cycles, _macs) in sg.vela.layers.items():
+                owner = sg.owners.get(name, sg.owners.get(name.rsplit("_", 1)[0]))  # Vela's "<tensor>_int32"...
+                if owner is not None:
+                    acc = per_op.setdefault(owner, [0, 0])
+                    acc[0] += npu_cycles
+                    acc[1] += op_cycles
+            for c in sg.covers:  # Vela's per-layer estimate of the TOSA ops lowered from this op
+                c["npu_cycles"], c["op_cycles"] = per_op.get(c["index"], [0, 0])
             # The NPU's I/O, in Vela's order, must be the subgraph's (same count, same sizes).
             if sg.vela.input_bytes != [graph.tensors[n].nbytes for n in sg.inputs] or \
                     sg.vela.output_bytes != [graph.tensors[n].nbytes for n in sg.outputs]:

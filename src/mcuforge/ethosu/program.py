@@ -43,7 +43,7 @@ def op_records(prog: Program) -> list[OpRecord]:
                     index=len(records), kind=c["kind"], backend=op.attrs["npu"], reason="",
                     input_shapes=tuple(tuple(s) for s in c["input_shapes"]),
                     output_shapes=tuple(tuple(s) for s in c["output_shapes"]), module=c["module"],
-                    aten=tuple(c["aten"]), macs=int(c["macs"])))
+                    aten=tuple(c["aten"]), macs=int(c["macs"]), npu_cycles=int(c.get("npu_cycles", 0))))
             continue
         records.append(OpRecord(
             index=len(records), kind=op.kind, backend=op.backend if op.kind != "delegate" else op.attrs["npu"],
@@ -107,6 +107,7 @@ def npu_op_frame(prog: Program):
         for i in d.ops:
             op = ops[i]
             rows.append({"op": i, "delegate_op": d.op_index, "partition": d.index, "npu": d.npu, "kind": op.kind,
-                         "module": op.module, "macs": op.macs, "partition_npu_cycles": d.npu_cycles,
+                         "module": op.module, "macs": op.macs, "npu_cycles": op.npu_cycles,
+                         "partition_npu_cycles": d.npu_cycles,
                          "partition_sram_bytes": d.sram_bytes, "partition_flash_bytes": d.flash_bytes})
     return pd.DataFrame(rows)

@@ -8,7 +8,7 @@ outputs live in the scratch region at the offsets Vela chose. Vela's performance
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .npu import NpuConfig
@@ -37,6 +37,8 @@ class VelaResult:
     flash_bytes: int  # Vela's read-only (weights) use
     npu_ops: int
     cpu_ops: int
+    #: Vela's per-layer figures by the name of the TOSA tensor the layer writes: (npu_cycles, op_cycles, macs).
+    layers: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
 
 def _config_file() -> Path:
@@ -53,7 +55,7 @@ def _system_config(npu: NpuConfig) -> str:
             f"memory_mode_name={npu.memory_mode}\n" + _config_file().read_text())
 
 
-_OPTIONS = ("\n[compiler]\noutput_format=Raw\ncop_format=COP1\n\n[scheduler]\noptimize=Performance\n"
+_OPTIONS = ("\n[compiler]\nenable_db=true\noutput_format=Raw\ncop_format=COP1\n\n[scheduler]\noptimize=Performance\n"
             "arena_size_limit=4294967296\ndisable_feature=\ncpu_tensor_alignment=16\ntensor_allocator=HillClimb\n"
             "\n[graph]\n")
 
@@ -84,7 +86,16 @@ def compile_tosa(flatbuffer: bytes, npu: NpuConfig) -> VelaResult:
     for name, memory in report.memories.items():
         if str(name).lower() == "sram":
             sram = int(memory.peakUsage)
+    layers: dict[str, tuple[int, int, int]] = {}
+    perf = model.opt_database.tables.get("perf") if model.opt_database is not None else None
+    if perf is not None:
+        col = {h: k for k, h in enumerate(perf.header)}
+        for row in perf.data:
+            old = layers.get(row[col["name"]], (0, 0, 0))
+            layers[row[col["name"]]] = (old[0] + int(row[col["npu_cycles"]]), old[1] + int(row[col["op_cycles"]]),
+                                        old[2] + int(row[col["mac_count"]]))
     return VelaResult(
+        layers=layers,
         command_stream=bytes(model.command_stream), weights=bytes(model.read_only.data),
         scratch_bytes=int(model.scratch.size),
         input_offsets=[int(t.address) for t in model.inputs], output_offsets=[int(t.address) for t in model.outputs],

@@ -26,7 +26,7 @@ executable statement of CMSIS-NN's math, see ``mcuforge.kernels``):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -57,6 +57,7 @@ class TosaGraph:
     flatbuffer: bytes
     inputs: list[str]
     outputs: list[str]
+    owners: dict[str, int] = field(default_factory=dict)  # TOSA tensor -> the IR op (index) that computes it
 
 
 def _ts():
@@ -163,6 +164,8 @@ class _Builder:
         self.graph = graph
         self.s = ts.TosaSerializer("", targetMajor=1, targetMinor=0, targetPatch=0, targetDraft=False)
         self.names: dict[str, str] = {}
+        self.owners: dict[str, int] = {}  # TOSA tensor -> IR op index (Vela's per-layer figures map back)
+        self.current = -1
 
     def dtype(self, name: str):
         return {"int8": self.D.INT8, "int16": self.D.INT16, "int32": self.D.INT32}[self.graph.tensors[name].dtype]
@@ -206,6 +209,8 @@ class _Builder:
         attr = self.ts.TosaSerializerAttribute()
         getattr(attr, attr_name)(*args)
         self.s.addOperator(getattr(self.ts.Op, code), list(inputs), list(outputs), attr)
+        for name in outputs:
+            self.owners[name] = self.current
 
     # -- composite steps ------------------------------------------------------------------------------
     def rescale(self, x: str, out: str, multiplier: Sequence[int], shift: Sequence[int], in_zp: str, out_zp: str,
@@ -454,5 +459,6 @@ def lower_ops(graph: Graph, op_indices: Sequence[int]) -> TosaGraph:
     for name in outputs:
         b.names[name] = b.s.addOutput(list(graph.tensors[name].shape), b.dtype(name)).name
     for i in op_indices:
+        b.current = i
         _lower_op(b, graph.ops[i])
-    return TosaGraph(bytes(b.s.serialize()), inputs, outputs)
+    return TosaGraph(bytes(b.s.serialize()), inputs, outputs, b.owners)
