@@ -276,6 +276,29 @@ static inline __attribute__((always_inline)) void dw_mve_pixel(const dw_geom *g,
     dw_mve_store_all(&a, p, g, out, halves, full, n);
 }
 
+/* One output pixel of a 3x3 window that leaves the input: taps inside read x, taps outside the
+ * value -offset (whose x + offset is 0), all from bias + offset * sum(w); row_ok / col_ok bit k:
+ * kernel row / column k is inside. */
+static inline __attribute__((always_inline)) void dw_mve_pixel3x3(const dw_geom *g, const dw_mve_params *p,
+                                                                  const int8_t *xp, int8_t *out, uint32_t row_ok,
+                                                                  uint32_t col_ok, int full, int32_t n) {
+    const mve_pred16_t p0 = vctp16q((uint32_t)n);
+    const int16x8_t pad = vdupq_n_s16((int16_t)-g->in_off);
+    const int32_t C = g->ch, dy = g->dl[0] * g->wi * C, dx = g->dl[1] * C;
+    dw_mve_acc a = {p->base[0], p->base[1], p->base[2], p->base[3]};
+    const int8_t *wp = g->w;
+    for (uint32_t ky = 0; ky < 3; ky++, xp += dy) {
+        for (uint32_t kx = 0; kx < 3; kx++, wp += C) {
+            if ((row_ok >> ky) & (col_ok >> kx) & 1u) {
+                dw_mve_tap(&a, xp + (ptrdiff_t)kx * dx, wp, 1, full, p0, p0);
+            } else {
+                dw_mve_mac(&a, pad, pad, wp, 1, full, p0, p0);
+            }
+        }
+    }
+    dw_mve_store_all(&a, p, g, out, 1, full, n);
+}
+
 /* `count` output pixels along a row, 3x3 windows inside the input: no bounds, nine taps unrolled. */
 static inline __attribute__((always_inline)) void dw_mve_row3x3(const dw_geom *g, const dw_mve_params *p,
                                                                 const int8_t *xp, int8_t *out, int32_t count,
@@ -310,13 +333,32 @@ static inline __attribute__((always_inline)) void dw_mve_group(const dw_geom *g,
             const int32_t y0 = oy * g->st[0] - g->pd[0];
             int32_t ky0, ky1;
             dw_tap_range(y0, g->dl[0], g->kh, g->h, &ky0, &ky1);
-            const int rows_inside = ky0 == 0 && ky1 == g->kh;
             int32_t ox = 0;
-            if (fast3x3 && rows_inside && ox_lo < ox_hi) {
-                for (; ox < ox_lo; ox++) dw_mve_pixel(g, &p, xb, out + ox * C, y0, ky0, ky1, ox * g->st[1] - g->pd[1], halves, full, n);
-                const int8_t *xp = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)(ox_lo * g->st[1] - g->pd[1]) * C;
-                dw_mve_row3x3(g, &p, xp, out + ox_lo * C, ox_hi - ox_lo, halves, full, n);
-                ox = ox_hi;
+            if (fast3x3 && halves == 1) {
+                /* every pixel through the 3x3 code: rows_inside rows run their inside columns unrolled */
+                uint32_t row_ok = 0;
+                for (int32_t ky = 0; ky < 3; ky++) {
+                    const int32_t iy = y0 + ky * g->dl[0];
+                    row_ok |= (uint32_t)(iy >= 0 && iy < g->h) << ky;
+                }
+                for (; ox < g->ow; ox++) {
+                    if (row_ok == 7u && ox == ox_lo && ox_lo < ox_hi) {
+                        const int8_t *xp = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)(ox_lo * g->st[1] - g->pd[1]) * C;
+                        dw_mve_row3x3(g, &p, xp, out + ox_lo * C, ox_hi - ox_lo, halves, full, n);
+                        ox = ox_hi - 1;
+                        continue;
+                    }
+                    const int32_t x0 = ox * g->st[1] - g->pd[1];
+                    uint32_t col_ok = 0;
+                    for (int32_t kx = 0; kx < 3; kx++) {
+                        const int32_t ix = x0 + kx * g->dl[1];
+                        col_ok |= (uint32_t)(ix >= 0 && ix < g->wi) << kx;
+                    }
+                    /* the window's top-left corner, possibly outside the input: only inside taps are read */
+                    const int8_t *xp = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)x0 * C;
+                    dw_mve_pixel3x3(g, &p, xp, out + ox * C, row_ok, col_ok, full, n);
+                }
+                continue;
             }
             for (; ox < g->ow; ox++) dw_mve_pixel(g, &p, xb, out + ox * C, y0, ky0, ky1, ox * g->st[1] - g->pd[1], halves, full, n);
         }
