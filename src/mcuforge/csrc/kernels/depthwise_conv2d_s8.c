@@ -11,9 +11,10 @@
  *   loop bounds; the 3x3 window fully inside the input is unrolled;
  * - MVE (cortex-m55): eight channels at a time in int16 lanes (a vector of 16 int8 channels would
  *   need four int32 accumulators plus operands: more than the eight Q registers), products by
- *   VMULLB/VMULLT into even/odd int32 lanes; windows inside the input start from bias + offset *
- *   sum(w) (so x needs no offset) and run the 3x3 taps unrolled, border windows start from the bias
- *   and add the offset to x; a vector requantization (VQRDMULH + rounding shift, CMSIS-NN's
+ *   VMULLB/VMULLT into even/odd int32 lanes; 3x3 windows start from bias + offset * sum(w) (so x
+ *   needs no offset), taps outside the input reading the value -offset (x + offset = 0), rows
+ *   inside the input unrolled without bounds; other kernels loop over their inside taps from the
+ *   bias, adding the offset to x; a vector requantization (VQRDMULH + rounding shift, CMSIS-NN's
  *   arm_requantize_mve) and scatter stores; the channel tail (ch % 8) is predicated. A multiplier
  *   of INT32_MIN (where VQRDMULH saturates and the C code wraps) takes the portable path.
  */
