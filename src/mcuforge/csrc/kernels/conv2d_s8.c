@@ -105,6 +105,18 @@ static void im2col_s8(const conv_geom *g, int32_t oy, int32_t ox, int8_t *col) {
             copy_s8(col, row + (size_t)x0 * g->ch, row_bytes);
             continue;
         }
+        if (g->contiguous_rows) { /* the taps inside the input are one run; zero points around it */
+            const int32_t lo = x0 < 0 ? -x0 : 0, hi = x_last < g->w ? (int32_t)g->kw : g->w - x0;
+            if (hi <= lo) {
+                fill_s8(col, g->zero_point, row_bytes);
+                continue;
+            }
+            const uint32_t before = (uint32_t)lo * g->wc, run = (uint32_t)(hi - lo) * g->wc;
+            if (before > 0) fill_s8(col, g->zero_point, before);
+            copy_s8(col + before, row + (size_t)(x0 + lo) * g->ch, run);
+            if (before + run < row_bytes) fill_s8(col + before + run, g->zero_point, row_bytes - before - run);
+            continue;
+        }
         int8_t *dst = col;
         for (uint32_t kx = 0; kx < g->kw; kx++, dst += g->wc) {
             const int32_t ix = x0 + (int32_t)kx * g->dl[1];
