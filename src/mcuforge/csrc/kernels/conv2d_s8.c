@@ -105,6 +105,18 @@ static void im2col_s8(const conv_geom *g, int32_t oy, int32_t ox, int8_t *col) {
             copy_s8(col, row + (size_t)x0 * g->ch, row_bytes);
             continue;
         }
+        if (g->contiguous_rows) { /* the taps inside the input are one run; zero points around it */
+            const int32_t lo = x0 < 0 ? -x0 : 0, hi = x_last < g->w ? (int32_t)g->kw : g->w - x0;
+            if (hi <= lo) {
+                fill_s8(col, g->zero_point, row_bytes);
+                continue;
+            }
+            const uint32_t before = (uint32_t)lo * g->wc, run = (uint32_t)(hi - lo) * g->wc;
+            if (before > 0) fill_s8(col, g->zero_point, before);
+            copy_s8(col + before, row + (size_t)(x0 + lo) * g->ch, run);
+            if (before + run < row_bytes) fill_s8(col + before + run, g->zero_point, row_bytes - before - run);
+            continue;
+        }
         int8_t *dst = col;
         for (uint32_t kx = 0; kx < g->kw; kx++, dst += g->wc) {
             const int32_t ix = x0 + (int32_t)kx * g->dl[1];
@@ -136,6 +148,23 @@ static void widen_interleaved(const int8_t *src, int16_t *cols, uint32_t c, uint
     for (uint32_t i = d4; i < depth; i++) dst[i - d4] = (int16_t)(src[i] + off);
 }
 
+/* One channel's output stage, read once for the pixels that share it. */
+typedef struct {
+    int32_t bias, mult, shift;
+} channel_rq;
+
+static inline channel_rq channel_rq_of(const mf_channel_requant *q, uint32_t oc) {
+    const uint32_t k = q->per_channel ? oc : 0;
+    channel_rq c = {q->bias ? q->bias[oc] : 0, q->mult[k], q->shift[k]};
+    return c;
+}
+
+/* mf_channel_requant_s8 with the channel's parameters read beforehand: the same bits. */
+static inline int8_t channel_rq_s8(const mf_channel_requant *q, const channel_rq *c, int32_t acc) {
+    const int32_t v = mf_requantize_inline(mf_add_wrap(acc, c->bias), c->mult, c->shift);
+    return mf_clamp_s8(mf_add_wrap(v, q->out_off), q->lo, q->hi);
+}
+
 /* Outputs of `rows` filters (weights w, row after row of `depth`) for a pair of interleaved widened
  * patches (word-aligned); out1 NULL: the second column repeats the first, its outputs unwritten. */
 static void mat_mult_2cols(const int16_t *cols, const int8_t *w, uint32_t rows, uint32_t depth,
@@ -144,13 +173,12 @@ static void mat_mult_2cols(const int16_t *cols, const int8_t *w, uint32_t rows, 
     const int16_t *tail = cols + 2u * d4; /* column 0's last values; column 1's at tail + 4 */
     uint32_t r = 0;
     for (; r + 2 <= rows; r += 2) {
-        const int8_t *wa = w + (size_t)r * depth, *wb = wa + depth;
+        const int8_t *wa = w + (size_t)r * depth + d4, *wb = wa + depth; /* ends of the rows' groups */
         const int32_t *x = (const int32_t *)(const void *)cols;
         int32_t a00 = 0, a01 = 0, a10 = 0, a11 = 0; /* a<filter><column> */
-        for (uint32_t i = d4 >> 2; i > 0; i--) {
-            const int32_t va = mf_ld32(wa), vb = mf_ld32(wb);
-            wa += 4;
-            wb += 4;
+        /* a negative index running up to 0: the loop's add sets the flags, no end pointer to hold */
+        for (int32_t i = -(int32_t)d4; i != 0; i += 4) {
+            const int32_t va = mf_ld32(wa + i), vb = mf_ld32(wb + i);
             const int32_t wa02 = mf_sxtb16(va), wa13 = mf_sxtb16_ror8(va);
             const int32_t wb02 = mf_sxtb16(vb), wb13 = mf_sxtb16_ror8(vb);
             const int32_t x0a = x[0], x0b = x[1], x1a = x[2], x1b = x[3];
@@ -171,11 +199,12 @@ static void mat_mult_2cols(const int16_t *cols, const int8_t *w, uint32_t rows, 
             a01 += tail[4 + t] * pa;
             a11 += tail[4 + t] * pb;
         }
-        out0[r] = mf_channel_requant_s8_inline(rq, oc0 + r, a00);
-        out0[r + 1] = mf_channel_requant_s8_inline(rq, oc0 + r + 1, a10);
+        const channel_rq ca = channel_rq_of(rq, oc0 + r), cb = channel_rq_of(rq, oc0 + r + 1);
+        out0[r] = channel_rq_s8(rq, &ca, a00);
+        out0[r + 1] = channel_rq_s8(rq, &cb, a10);
         if (out1 != NULL) {
-            out1[r] = mf_channel_requant_s8_inline(rq, oc0 + r, a01);
-            out1[r + 1] = mf_channel_requant_s8_inline(rq, oc0 + r + 1, a11);
+            out1[r] = channel_rq_s8(rq, &ca, a01);
+            out1[r + 1] = channel_rq_s8(rq, &cb, a11);
         }
     }
     if (r < rows) {

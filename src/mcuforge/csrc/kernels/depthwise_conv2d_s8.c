@@ -11,9 +11,10 @@
  *   loop bounds; the 3x3 window fully inside the input is unrolled;
  * - MVE (cortex-m55): eight channels at a time in int16 lanes (a vector of 16 int8 channels would
  *   need four int32 accumulators plus operands: more than the eight Q registers), products by
- *   VMULLB/VMULLT into even/odd int32 lanes; windows inside the input start from bias + offset *
- *   sum(w) (so x needs no offset) and run the 3x3 taps unrolled, border windows start from the bias
- *   and add the offset to x; a vector requantization (VQRDMULH + rounding shift, CMSIS-NN's
+ *   VMULLB/VMULLT into even/odd int32 lanes; 3x3 windows start from bias + offset * sum(w) (so x
+ *   needs no offset), taps outside the input reading the value -offset (x + offset = 0), rows
+ *   inside the input unrolled without bounds; other kernels loop over their inside taps from the
+ *   bias, adding the offset to x; a vector requantization (VQRDMULH + rounding shift, CMSIS-NN's
  *   arm_requantize_mve) and scatter stores; the channel tail (ch % 8) is predicated. A multiplier
  *   of INT32_MIN (where VQRDMULH saturates and the C code wraps) takes the portable path.
  */
@@ -276,6 +277,29 @@ static inline __attribute__((always_inline)) void dw_mve_pixel(const dw_geom *g,
     dw_mve_store_all(&a, p, g, out, halves, full, n);
 }
 
+/* One output pixel of a 3x3 window that leaves the input: taps inside read x, taps outside the
+ * value -offset (whose x + offset is 0), all from bias + offset * sum(w); row_ok / col_ok bit k:
+ * kernel row / column k is inside. */
+static inline __attribute__((always_inline)) void dw_mve_pixel3x3(const dw_geom *g, const dw_mve_params *p,
+                                                                  const int8_t *xp, int8_t *out, uint32_t row_ok,
+                                                                  uint32_t col_ok, int full, int32_t n) {
+    const mve_pred16_t p0 = vctp16q((uint32_t)n);
+    const int16x8_t pad = vdupq_n_s16((int16_t)-g->in_off);
+    const int32_t C = g->ch, dy = g->dl[0] * g->wi * C, dx = g->dl[1] * C;
+    dw_mve_acc a = {p->base[0], p->base[1], p->base[2], p->base[3]};
+    const int8_t *wp = g->w;
+    for (uint32_t ky = 0; ky < 3; ky++, xp += dy) {
+        for (uint32_t kx = 0; kx < 3; kx++, wp += C) {
+            if ((row_ok >> ky) & (col_ok >> kx) & 1u) {
+                dw_mve_tap(&a, xp + (ptrdiff_t)kx * dx, wp, 1, full, p0, p0);
+            } else {
+                dw_mve_mac(&a, pad, pad, wp, 1, full, p0, p0);
+            }
+        }
+    }
+    dw_mve_store_all(&a, p, g, out, 1, full, n);
+}
+
 /* `count` output pixels along a row, 3x3 windows inside the input: no bounds, nine taps unrolled. */
 static inline __attribute__((always_inline)) void dw_mve_row3x3(const dw_geom *g, const dw_mve_params *p,
                                                                 const int8_t *xp, int8_t *out, int32_t count,
@@ -310,13 +334,32 @@ static inline __attribute__((always_inline)) void dw_mve_group(const dw_geom *g,
             const int32_t y0 = oy * g->st[0] - g->pd[0];
             int32_t ky0, ky1;
             dw_tap_range(y0, g->dl[0], g->kh, g->h, &ky0, &ky1);
-            const int rows_inside = ky0 == 0 && ky1 == g->kh;
             int32_t ox = 0;
-            if (fast3x3 && rows_inside && ox_lo < ox_hi) {
-                for (; ox < ox_lo; ox++) dw_mve_pixel(g, &p, xb, out + ox * C, y0, ky0, ky1, ox * g->st[1] - g->pd[1], halves, full, n);
-                const int8_t *xp = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)(ox_lo * g->st[1] - g->pd[1]) * C;
-                dw_mve_row3x3(g, &p, xp, out + ox_lo * C, ox_hi - ox_lo, halves, full, n);
-                ox = ox_hi;
+            if (fast3x3 && halves == 1) {
+                /* every pixel through the 3x3 code: rows_inside rows run their inside columns unrolled */
+                uint32_t row_ok = 0;
+                for (int32_t ky = 0; ky < 3; ky++) {
+                    const int32_t iy = y0 + ky * g->dl[0];
+                    row_ok |= (uint32_t)(iy >= 0 && iy < g->h) << ky;
+                }
+                for (; ox < g->ow; ox++) {
+                    if (row_ok == 7u && ox == ox_lo && ox_lo < ox_hi) {
+                        const int8_t *xp = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)(ox_lo * g->st[1] - g->pd[1]) * C;
+                        dw_mve_row3x3(g, &p, xp, out + ox_lo * C, ox_hi - ox_lo, halves, full, n);
+                        ox = ox_hi - 1;
+                        continue;
+                    }
+                    const int32_t x0 = ox * g->st[1] - g->pd[1];
+                    uint32_t col_ok = 0;
+                    for (int32_t kx = 0; kx < 3; kx++) {
+                        const int32_t ix = x0 + kx * g->dl[1];
+                        col_ok |= (uint32_t)(ix >= 0 && ix < g->wi) << kx;
+                    }
+                    /* the window's top-left corner, possibly outside the input: only inside taps are read */
+                    const int8_t *xp = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)x0 * C;
+                    dw_mve_pixel3x3(g, &p, xp, out + ox * C, row_ok, col_ok, full, n);
+                }
+                continue;
             }
             for (; ox < g->ow; ox++) dw_mve_pixel(g, &p, xb, out + ox * C, y0, ky0, ky1, ox * g->st[1] - g->pd[1], halves, full, n);
         }
@@ -368,10 +411,85 @@ static inline __attribute__((always_inline)) void dw_dsp_tap4(int32_t *a, const 
     a[3] = __smlatt(x13, w13, a[3]);
 }
 
+/* mf_requantize with the divide by 2^e (e = -shift > 0) as the MVE path does it: x - (x < 0),
+ * saturating (QADD), then rounded half up: (x >> e) + bit e - 1 of x -- the same bits as the C
+ * remainder/threshold form, in fewer instructions. */
+static inline int32_t dw_dsp_requant(int32_t acc, int32_t mult, int32_t shift) {
+    if (shift > 0) acc = mf_wrap32((uint32_t)acc << shift);
+    const int64_t prod = (int64_t)acc * mult + (1ll << 30);
+    int32_t v = mf_wrap32((uint32_t)(uint64_t)(prod >> 31));
+    if (shift < 0) {
+        v = __qadd(v, v >> 31);
+        v = (v >> -shift) + ((v >> (-shift - 1)) & 1);
+    }
+    return v;
+}
+
 static inline int8_t dw_dsp_out(const dw_geom *g, int32_t oc, int32_t acc) {
     const mf_channel_requant *q = &g->rq;
     const uint32_t k = q->per_channel ? (uint32_t)oc : 0u;
-    return mf_clamp_s8(mf_add_wrap(mf_requantize_inline(acc, q->mult[k], q->shift[k]), q->out_off), q->lo, q->hi);
+    return mf_clamp_s8(mf_add_wrap(dw_dsp_requant(acc, q->mult[k], q->shift[k]), q->out_off), q->lo, q->hi);
+}
+
+/* dw_dsp_tap4 with the weights' halfword pairs already sign-extended. */
+static inline __attribute__((always_inline)) void dw_dsp_tap4w(int32_t *a, const int8_t *xp, int32_t w02, int32_t w13,
+                                                               int32_t off16) {
+    const int32_t xw = mf_ld32(xp);
+    const int32_t x02 = mf_sxtab16(off16, xw), x13 = mf_sxtab16_ror8(off16, xw);
+    a[0] = __smlabb(x02, w02, a[0]);
+    a[2] = __smlatt(x02, w02, a[2]);
+    a[1] = __smlabb(x13, w13, a[1]);
+    a[3] = __smlatt(x13, w13, a[3]);
+}
+
+/* 3x3 windows, channel groups of four outer, pixels inner: the group's nine weight words,
+ * sign-extended once into 18 halfword pairs, and the nine tap offsets sit in small tables (one load
+ * each, no address arithmetic per pixel). Channels [0, ch & ~3). */
+static void dw_dsp_3x3_groups(const dw_geom *g) {
+    const int32_t C = g->ch, row = g->wi * C, off16 = mf_pack_off16(g->in_off);
+    int32_t toff[9];
+    for (int32_t t = 0; t < 9; t++) toff[t] = (t / 3) * g->dl[0] * row + (t % 3) * g->dl[1] * C;
+    for (int32_t oc = 0; oc + 4 <= C; oc += 4) {
+        int32_t wv[18];
+        for (int32_t t = 0; t < 9; t++) {
+            const int32_t ww = mf_ld32(g->w + t * C + oc);
+            wv[2 * t] = mf_sxtb16(ww);
+            wv[2 * t + 1] = mf_sxtb16_ror8(ww);
+        }
+        const int32_t *bias = g->rq.bias;
+        const int32_t b0 = bias ? bias[oc] : 0, b1 = bias ? bias[oc + 1] : 0;
+        const int32_t b2 = bias ? bias[oc + 2] : 0, b3 = bias ? bias[oc + 3] : 0;
+        for (int32_t b = 0; b < g->batch; b++) {
+            const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row + oc;
+            int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + oc;
+            for (int32_t oy = 0; oy < g->oh; oy++) {
+                const int32_t y0 = oy * g->st[0] - g->pd[0];
+                int32_t ky0, ky1;
+                dw_tap_range(y0, g->dl[0], 3, g->h, &ky0, &ky1);
+                for (int32_t ox = 0; ox < g->ow; ox++, out += C) {
+                    const int32_t x0 = ox * g->st[1] - g->pd[1];
+                    int32_t kx0, kx1;
+                    dw_tap_range(x0, g->dl[1], 3, g->wi, &kx0, &kx1);
+                    const int8_t *xpix = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)x0 * C;
+                    int32_t a[4] = {b0, b1, b2, b3};
+                    if (ky0 == 0 && ky1 == 3 && kx0 == 0 && kx1 == 3) {
+                        for (int32_t t = 0; t < 9; t++) dw_dsp_tap4w(a, xpix + toff[t], wv[2 * t], wv[2 * t + 1], off16);
+                    } else {
+                        for (int32_t ky = ky0; ky < ky1; ky++) {
+                            for (int32_t kx = kx0; kx < kx1; kx++) {
+                                const int32_t t = ky * 3 + kx;
+                                dw_dsp_tap4w(a, xpix + toff[t], wv[2 * t], wv[2 * t + 1], off16);
+                            }
+                        }
+                    }
+                    out[0] = dw_dsp_out(g, oc, a[0]);
+                    out[1] = dw_dsp_out(g, oc + 1, a[1]);
+                    out[2] = dw_dsp_out(g, oc + 2, a[2]);
+                    out[3] = dw_dsp_out(g, oc + 3, a[3]);
+                }
+            }
+        }
+    }
 }
 
 static mf_status run(const mf_call *c) {
@@ -383,6 +501,12 @@ static mf_status run(const mf_call *c) {
     const int32_t dy = g.dl[0] * row, dx = g.dl[1] * C;
     const int fast3x3 = g.kh == 3 && g.kw == 3;
     const int32_t *bias = g.rq.bias;
+    int32_t oc_first = 0; /* channels before it are done */
+    if (fast3x3) {
+        dw_dsp_3x3_groups(&g);
+        oc_first = C & ~3;
+        if (oc_first == C) return MF_OK;
+    }
     for (int32_t b = 0; b < g.batch; b++) {
         const int8_t *xb = g.x + (size_t)b * (size_t)g.h * (size_t)row;
         int8_t *out = g.out + (size_t)b * (size_t)g.oh * (size_t)g.ow * (size_t)C;
@@ -396,7 +520,7 @@ static mf_status run(const mf_call *c) {
                 dw_tap_range(x0, g.dl[1], g.kw, g.wi, &kx0, &kx1);
                 const int8_t *xpix = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)x0 * C;
                 const int inside3x3 = fast3x3 && ky0 == 0 && ky1 == 3 && kx0 == 0 && kx1 == 3;
-                int32_t oc = 0;
+                int32_t oc = oc_first;
                 for (; oc + 4 <= C; oc += 4) {
                     int32_t a[4] = {0, 0, 0, 0};
                     if (bias) {

@@ -4,7 +4,7 @@
  * weight.shape[1] features, whatever its shape (the host runtime's reshape(-1, I)).
  *
  * run() is the portable statement of the math. The optimized paths give the same int32 sums:
- *   DSP: 2 output channels per loop, 4 features per step -- the input widened once per step with
+ *   DSP: 3 output channels per loop (the last 2 or 1 apart), 4 features per step -- the input widened once per step with
  *        the offset added (SXTAB16), the weights with SXTB16, two SMLADs per channel;
  *   MVE: 4 output channels per loop over 16 lanes (tail-predicated): one input load, VMLADAVA per
  *        channel, and the offset as offset * sum(weights), the sums taken by VADDVA in the same loop.
@@ -25,27 +25,64 @@ static mf_status check(const mf_call *c) {
 }
 
 #if defined(MF_USE_DSP)
-/* Outputs oc .. oc + 1 of one input row. */
-static void rows2(const int8_t *x, const int8_t *w0, uint32_t depth, int32_t in_off, const mf_channel_requant *rq,
-                  uint32_t oc, int8_t *out) {
-    const int8_t *w1 = w0 + depth;
+/* Outputs oc .. oc + n - 1 (n <= 3) of one input row; weight rows past n repeat row oc, unwritten.
+ * Three rows keep the loop's 14 values in registers. */
+static void rows3(const int8_t *x, const int8_t *p0, const int8_t *p1, const int8_t *p2, uint32_t n,
+                  uint32_t depth, int32_t in_off, const mf_channel_requant *rq, uint32_t oc, int8_t *out) {
+    const int32_t off16 = mf_pack_off16(in_off);
+    const uint32_t d4 = depth & ~3u;
+    int32_t a0 = 0, a1 = 0, a2 = 0;
+    for (uint32_t i = d4 >> 2; i > 0; i--) {
+        const int32_t xv = mf_ld32(x);
+        x += 4;
+        const int32_t x02 = mf_sxtab16(off16, xv), x13 = mf_sxtab16_ror8(off16, xv);
+        int32_t v = mf_ld32(p0);
+        p0 += 4;
+        a0 = mf_smlad(x02, mf_sxtb16(v), a0);
+        a0 = mf_smlad(x13, mf_sxtb16_ror8(v), a0);
+        v = mf_ld32(p1);
+        p1 += 4;
+        a1 = mf_smlad(x02, mf_sxtb16(v), a1);
+        a1 = mf_smlad(x13, mf_sxtb16_ror8(v), a1);
+        v = mf_ld32(p2);
+        p2 += 4;
+        a2 = mf_smlad(x02, mf_sxtb16(v), a2);
+        a2 = mf_smlad(x13, mf_sxtb16_ror8(v), a2);
+    }
+    for (uint32_t k = 0; k < depth - d4; k++) {
+        const int32_t xo = x[k] + in_off;
+        a0 += xo * p0[k];
+        a1 += xo * p1[k];
+        a2 += xo * p2[k];
+    }
+    out[0] = mf_channel_requant_s8_inline(rq, oc, a0);
+    if (n > 1) out[1] = mf_channel_requant_s8_inline(rq, oc + 1, a1);
+    if (n > 2) out[2] = mf_channel_requant_s8_inline(rq, oc + 2, a2);
+}
+
+/* Outputs oc and oc + 1 of one input row (the last two when the count is not a multiple of 3). */
+static void rows2(const int8_t *x, const int8_t *p0, const int8_t *p1, uint32_t depth, int32_t in_off,
+                  const mf_channel_requant *rq, uint32_t oc, int8_t *out) {
     const int32_t off16 = mf_pack_off16(in_off);
     const uint32_t d4 = depth & ~3u;
     int32_t a0 = 0, a1 = 0;
-    uint32_t k = 0;
-    for (; k < d4; k += 4) {
-        const int32_t xv = mf_ld32(x + k);
+    for (uint32_t i = d4 >> 2; i > 0; i--) {
+        const int32_t xv = mf_ld32(x);
+        x += 4;
         const int32_t x02 = mf_sxtab16(off16, xv), x13 = mf_sxtab16_ror8(off16, xv);
-        const int32_t v0 = mf_ld32(w0 + k), v1 = mf_ld32(w1 + k);
-        a0 = mf_smlad(x02, mf_sxtb16(v0), a0);
-        a0 = mf_smlad(x13, mf_sxtb16_ror8(v0), a0);
-        a1 = mf_smlad(x02, mf_sxtb16(v1), a1);
-        a1 = mf_smlad(x13, mf_sxtb16_ror8(v1), a1);
+        int32_t v = mf_ld32(p0);
+        p0 += 4;
+        a0 = mf_smlad(x02, mf_sxtb16(v), a0);
+        a0 = mf_smlad(x13, mf_sxtb16_ror8(v), a0);
+        v = mf_ld32(p1);
+        p1 += 4;
+        a1 = mf_smlad(x02, mf_sxtb16(v), a1);
+        a1 = mf_smlad(x13, mf_sxtb16_ror8(v), a1);
     }
-    for (; k < depth; k++) {
+    for (uint32_t k = 0; k < depth - d4; k++) {
         const int32_t xo = x[k] + in_off;
-        a0 += xo * w0[k];
-        a1 += xo * w1[k];
+        a0 += xo * p0[k];
+        a1 += xo * p1[k];
     }
     out[0] = mf_channel_requant_s8_inline(rq, oc, a0);
     out[1] = mf_channel_requant_s8_inline(rq, oc + 1, a1);
@@ -55,8 +92,13 @@ static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t de
                     const mf_channel_requant *rq, int vector_rq, int8_t *out) {
     (void)vector_rq;
     uint32_t oc = 0;
-    for (; oc + 2 <= oc_n; oc += 2) rows2(x, w + (size_t)oc * depth, depth, in_off, rq, oc, out + oc);
-    if (oc < oc_n) out[oc] = mf_channel_requant_s8_inline(rq, oc, mf_dot_s8(x, w + (size_t)oc * depth, depth, in_off));
+    for (; oc + 3 <= oc_n; oc += 3) {
+        const int8_t *p0 = w + (size_t)oc * depth;
+        rows3(x, p0, p0 + depth, p0 + 2u * depth, 3, depth, in_off, rq, oc, out + oc);
+    }
+    const int8_t *p0 = w + (size_t)oc * depth;
+    if (oc_n - oc == 2) rows2(x, p0, p0 + depth, depth, in_off, rq, oc, out + oc);
+    if (oc_n - oc == 1) out[oc] = mf_channel_requant_s8_inline(rq, oc, mf_dot_s8(x, p0, depth, in_off));
 }
 #define MF_FC_FAST 1
 
