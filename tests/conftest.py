@@ -7,6 +7,7 @@ import torch
 
 import mcuforge
 from mcuforge.ir import DTYPES
+from mcuforge.runtime import execute
 from mcuforge.zoo import MODELS
 
 
@@ -43,3 +44,20 @@ def program_inputs(graph, rng):
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+def op_outputs(graph, xs):
+    """Every tensor's value in one host run of ``graph`` on ``xs`` (inputs and each op's outputs)."""
+    values = dict(zip(graph.inputs, xs, strict=True))
+
+    class Observer:
+        def run_start(self, arena): ...
+        def op_start(self, index, op): ...
+        def run_end(self, status): ...
+
+        def op_end(self, index, op, outs):
+            for n, o in zip(op.outputs, outs, strict=True):
+                values[n] = np.array(o[0])
+
+    execute(graph, xs, Observer())
+    return values

@@ -27,7 +27,7 @@ from mcuforge.program import deserialize
 from mcuforge.runtime import execute
 from mcuforge.tosa import run_reference
 
-from conftest import calibration_set, compiled
+from conftest import calibration_set, compiled, op_outputs
 
 NPU = "ethos-u55-128"
 #: Per op kind, the most the TOSA reference model may differ from the host kernels (LSB); none: every
@@ -45,22 +45,6 @@ def program_inputs(graph: Graph, seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     return [rng.integers(-128, 128, graph.tensors[n].shape).astype(np.int8) if graph.tensors[n].dtype == "int8"
             else rng.standard_normal(graph.tensors[n].shape).astype(graph.tensors[n].dtype) for n in graph.inputs]
-
-
-def intermediates(graph: Graph, xs: list[np.ndarray]) -> dict[str, np.ndarray]:
-    values = dict(zip(graph.inputs, xs, strict=True))
-
-    class Observer:
-        def run_start(self, arena): ...
-        def op_start(self, index, op): ...
-        def run_end(self, status): ...
-
-        def op_end(self, index, op, outs):
-            for n, o in zip(op.outputs, outs, strict=True):
-                values[n] = np.array(o[0])
-
-    execute(graph, xs, Observer())
-    return values
 
 
 # -- partitions ----------------------------------------------------------------------------------------
@@ -104,7 +88,7 @@ def test_delegated_subgraphs_match_host_kernels(name):
     """Each delegated subgraph on the TOSA reference model, fed the values the all-CPU program computes:
     the same bytes as the host kernels (within TOLERANCE only where the subgraph holds such an op)."""
     cpu, prog = delegated(name)
-    values = intermediates(cpu.graph, program_inputs(cpu.graph, 1))
+    values = op_outputs(cpu.graph, program_inputs(cpu.graph, 1))
     for op in prog.graph.ops:
         if op.kind != "delegate":
             continue

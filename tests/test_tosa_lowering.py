@@ -17,7 +17,7 @@ from mcuforge.plan import plan_arena
 from mcuforge.runtime import execute
 from mcuforge.tosa import lower_ops, run_reference, unsupported_reason
 
-from conftest import compiled
+from conftest import compiled, op_outputs
 
 #: Ops whose TOSA definition gives CMSIS-NN's bytes; every other lowered kind is listed in TOLERANCE.
 EXACT = {"conv2d_s8", "depthwise_conv2d_s8", "fully_connected_s8", "add_s8", "mul_s8", "batch_matmul_s8",
@@ -154,29 +154,13 @@ def test_reference_model_run_isolated_reports_a_bad_graph():
         run_reference(b"not a flatbuffer", [], isolated=True)
 
 
-def _intermediates(graph: Graph, xs: list[np.ndarray]) -> dict[str, np.ndarray]:
-    values = dict(zip(graph.inputs, xs, strict=True))
-
-    class Observer:
-        def run_start(self, arena): ...
-        def op_start(self, index, op): ...
-        def run_end(self, status): ...
-
-        def op_end(self, index, op, outs):
-            for n, o in zip(op.outputs, outs, strict=True):
-                values[n] = np.array(o[0])
-
-    execute(graph, xs, Observer())
-    return values
-
-
 @pytest.mark.parametrize("name", ["ds_cnn", "custom_fallback"])
 def test_zoo_ops_match_host_kernels(name):
     """Every lowerable op of a zoo program, on the values a real run feeds it: the same bytes (avg pool:
     within 1 LSB)."""
     _model, _example, prog = compiled(name)
     graph = prog.graph
-    values = _intermediates(graph, _inputs(graph, 0))
+    values = op_outputs(graph, _inputs(graph, 0))
     checked = 0
     for i, op in enumerate(graph.ops):
         if unsupported_reason(graph, op):
