@@ -8,6 +8,8 @@ import numpy as np
 
 from .quant_utils import (
     BLOCK_ELEMENTS,
+    byte_pair_lookup,
+    byte_pair_table,
     check_activation_range,
     check_int8_broadcast,
     check_offsets,
@@ -61,10 +63,8 @@ def add_s8(
         return _add_direct(np.broadcast_to(a, shape).reshape(-1), np.broadcast_to(b, shape).reshape(-1),
                            *params).reshape(shape)
     # The result depends only on the byte pair (a, b): look it up in the table of all 65536 pairs, computed
-    # by the same integer pipeline. index = (a as uint8) * 256 + (b as uint8).
-    index = np.left_shift(a.view(np.uint8), 8, dtype=np.uint16)
-    index = np.bitwise_or(index, b.view(np.uint8), dtype=np.uint16)
-    return np.take(_add_table(*params), index)
+    # by the same integer pipeline.
+    return byte_pair_lookup(_add_table(*params), a, b)
 
 
 #: Outputs from which the 65536-entry table pays for itself (it is cached per parameter set anyway).
@@ -74,10 +74,7 @@ TABLE_MIN_ELEMENTS = 8192
 @functools.lru_cache(maxsize=64)
 def _add_table(*params: int) -> np.ndarray:
     """int8 (65536,): entry ``ua * 256 + ub`` is the sum of the int8 values with bytes ua and ub."""
-    values = np.arange(256, dtype=np.uint8).view(np.int8)
-    table = _add_direct(np.repeat(values, 256), np.tile(values, 256), *params)
-    table.flags.writeable = False  # shared by every call with these parameters
-    return table
+    return byte_pair_table(_add_direct, params)
 
 
 def _add_direct(

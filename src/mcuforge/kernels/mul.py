@@ -8,6 +8,8 @@ import numpy as np
 
 from .quant_utils import (
     BLOCK_ELEMENTS,
+    byte_pair_lookup,
+    byte_pair_table,
     check_activation_range,
     check_int8_broadcast,
     check_offsets,
@@ -62,9 +64,7 @@ def mul_s8(
         # same pipeline, cached per parameter set) gathered at index (a as uint8) * 256 + (b as uint8).
         table = _mul_table(int(a_offset), int(b_offset), int(output_offset), int(output_multiplier),
                            int(output_shift), int(act_min), int(act_max))
-        index = np.left_shift(a.view(np.uint8), 8, dtype=np.uint16)
-        index = np.bitwise_or(index, b.view(np.uint8), dtype=np.uint16)  # broadcasts like a * b
-        return np.take(table, index)
+        return byte_pair_lookup(table, a, b)
     a_flat = np.broadcast_to(a, shape).reshape(-1)
     b_flat = np.broadcast_to(b, shape).reshape(-1)
     return _mul_direct(a_flat, b_flat, a_offset, b_offset, output_offset, output_multiplier, output_shift, act_min,
@@ -74,10 +74,7 @@ def mul_s8(
 @functools.lru_cache(maxsize=64)
 def _mul_table(*params: int) -> np.ndarray:
     """int8 (65536,): entry ``ua * 256 + ub`` is the product of the int8 values with bytes ua and ub."""
-    values = np.arange(256, dtype=np.uint8).view(np.int8)
-    table = _mul_direct(np.repeat(values, 256), np.tile(values, 256), *params)
-    table.flags.writeable = False  # shared by every call with these parameters
-    return table
+    return byte_pair_table(_mul_direct, params)
 
 
 def _mul_direct(

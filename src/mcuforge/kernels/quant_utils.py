@@ -550,3 +550,20 @@ def check_int8_broadcast(op: str, a: Any, b: Any) -> tuple[np.ndarray, np.ndarra
     except ValueError as err:
         raise ValueError(f"{op}: shapes {a.shape} and {b.shape} do not broadcast") from err
     return a, b, shape
+
+
+def byte_pair_table(direct: Any, params: tuple[int, ...]) -> np.ndarray:
+    """int8 (65536,) table of a binary int8 op whose result depends only on the byte pair (a, b): entry
+    ``ua * 256 + ub`` is ``direct`` (the op's elementwise pipeline over flat int8 arrays, then ``params``)
+    applied to the int8 values with bytes ua and ub. Read-only: callers cache it per parameter set."""
+    values = np.arange(256, dtype=np.uint8).view(np.int8)
+    table = direct(np.repeat(values, 256), np.tile(values, 256), *params)
+    table.flags.writeable = False
+    return table
+
+
+def byte_pair_lookup(table: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``table`` gathered at (a as uint8) * 256 + (b as uint8), broadcasting like ``a op b``."""
+    index = np.left_shift(a.view(np.uint8), 8, dtype=np.uint16)
+    index = np.bitwise_or(index, b.view(np.uint8), dtype=np.uint16)
+    return np.take(table, index)
