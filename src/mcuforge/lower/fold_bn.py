@@ -45,6 +45,20 @@ def _set_new_attr(gm: fx.GraphModule, anchor: fx.Node, base: str, value: torch.T
         return gm.graph.get_attr(name)
 
 
+def _bn_constants(gm: fx.GraphModule, bn: fx.Node) -> tuple[torch.Tensor, ...] | None:
+    """(gamma, beta, mean, var, eps) of an eval-mode ``batch_norm`` whose parameters are all constants
+    (a missing gamma/beta as ones/zeros); None for training mode or any computed parameter."""
+    gamma, beta, mean, var = (_get_attr_value(gm, a) for a in bn.args[1:5])
+    training, eps = bn.args[5], bn.args[7]
+    if training or mean is None or var is None:
+        return None
+    if any(a is not None and t is None for a, t in ((bn.args[1], gamma), (bn.args[2], beta))):
+        return None  # a computed gamma/beta: not a constant affine
+    channels = mean.numel()
+    return (gamma if gamma is not None else torch.ones(channels), beta if beta is not None else torch.zeros(channels),
+            mean, var, eps)
+
+
 def fold_batch_norm(gm: fx.GraphModule) -> int:
     """Fold every ``batch_norm`` whose input is a conv/linear used only by it; returns the count."""
     folded = 0
@@ -54,19 +68,16 @@ def fold_batch_norm(gm: fx.GraphModule) -> int:
         producer = bn.args[0]
         if not isinstance(producer, fx.Node) or producer.target not in FOLDABLE or len(producer.users) != 1:
             continue
-        gamma, beta, mean, var = (_get_attr_value(gm, a) for a in bn.args[1:5])
-        training, eps = bn.args[5], bn.args[7]
+        constants = _bn_constants(gm, bn)
         weight = _get_attr_value(gm, producer.args[1])
         bias_node = producer.args[2] if len(producer.args) > 2 else None
         bias = _get_attr_value(gm, bias_node) if bias_node is not None else None
-        if training or mean is None or var is None or weight is None:
+        if constants is None or weight is None:
             continue
         if bias_node is not None and bias is None:
             continue
-        channels = weight.shape[0]
-        gamma = gamma if gamma is not None else torch.ones(channels)
-        beta = beta if beta is not None else torch.zeros(channels)
-        bias = bias if bias is not None else torch.zeros(channels)
+        gamma, beta, mean, var, eps = constants
+        bias = bias if bias is not None else torch.zeros(weight.shape[0])
         factor = gamma / torch.sqrt(var + eps)
         new_weight = weight * factor.reshape(-1, *([1] * (weight.dim() - 1)))
         new_bias = (bias - mean) * factor + beta
@@ -140,16 +151,13 @@ def batch_norm_to_depthwise(gm: fx.GraphModule) -> int:
         if bn.op != "call_function" or bn.target != aten.batch_norm.default:
             continue
         x = bn.args[0]
-        gamma, beta, mean, var = (_get_attr_value(gm, a) for a in bn.args[1:5])
-        training, eps = bn.args[5], bn.args[7]
+        constants = _bn_constants(gm, bn)
         val = x.meta.get("val") if isinstance(x, fx.Node) else None
-        if training or mean is None or var is None or val is None or val.dim() not in (2, 3, 4):
+        if constants is None or val is None or val.dim() not in (2, 3, 4):
             continue
-        if any(a is not None and t is None for a, t in ((bn.args[1], gamma), (bn.args[2], beta))):
-            continue  # a computed gamma/beta: not a constant affine
-        channels = mean.numel()
-        factor = (gamma if gamma is not None else torch.ones(channels)) / torch.sqrt(var + eps)
-        shift = (beta if beta is not None else torch.zeros(channels)) - mean * factor
+        gamma, beta, mean, var, eps = constants
+        factor = gamma / torch.sqrt(var + eps)
+        shift = beta - mean * factor
         out = _depthwise(gm, bn, x, factor.float(), shift.float())
         out.meta.setdefault("folded", []).append(bn.meta.get("nn_module_stack"))
         bn.replace_all_uses_with(out)
