@@ -64,7 +64,9 @@ def batch_matmul_s8(
         raise ValueError(f"batch_matmul_s8: {depth} terms may not sum exactly in float64")
     dtype = np.float32 if depth * 255 * 255 < 1 << 24 else np.float64
     acc = np.matmul(a.astype(dtype) + dtype(lhs_offset), b.astype(dtype) + dtype(rhs_offset))
-    if depth * 255 * 255 >= 1 << 31:  # only then can the C int32 accumulator wrap
-        acc = wrap_int32(acc.astype(np.int64))
+    bound = depth * 255 * 255  # |lhs + lhs_offset|, |rhs + rhs_offset| <= 255
+    if bound >= 1 << 31:  # only then can the C int32 accumulator wrap
+        acc, bound = wrap_int32(acc.astype(np.int64)), 1 << 31
     # A float accumulator holding exact integers is taken as they are (requantize_output truncates it).
-    return requantize_output(acc, output_multiplier, output_shift, output_offset, act_min, act_max)
+    return requantize_output(acc, output_multiplier, output_shift, output_offset, act_min, act_max,
+                             acc_bound=bound)
