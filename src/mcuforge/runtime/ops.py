@@ -7,16 +7,56 @@ executor writes them into the arena. The math itself lives in ``mcuforge.kernels
 
 from __future__ import annotations
 
+import copy
+import weakref
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
 from .. import kernels as K
 from ..ir import Op
+from ..kernels.add import prepare_add_s8
+from ..kernels.batch_matmul import prepare_batch_matmul_s8
 from ..kernels.clamp import clamp_s8
+from ..kernels.conv import prepare_conv2d_s8
+from ..kernels.depthwise_conv import prepare_depthwise_conv2d_s8
+from ..kernels.fully_connected import prepare_fully_connected_s8
+from ..kernels.lut import prepare_lut_s8
+from ..kernels.mul import prepare_mul_s8
+from ..kernels.pooling import prepare_avgpool_s8, prepare_maxpool_s8
+from ..kernels.softmax import prepare_softmax_s8
 from .fp32 import aten_fp32
 
 Kernel = Callable[[Op, list[np.ndarray], list[np.ndarray]], np.ndarray | list[np.ndarray]]
+T = TypeVar("T")
+
+#: Each op's prepared kernel (parameters checked, weights, requantizer and tables built), by op id:
+#: (the op, weakly; a copy of its attributes; its constant operands; its input shapes; the kernel).
+_PREPARED: dict[int, tuple[weakref.ref, dict, tuple, tuple, Any]] = {}
+
+
+def _same_attrs(a: dict, b: dict) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - an attribute that does not compare (an array): treat as changed
+        return False
+
+
+def prepared(op: Op, constants: list[np.ndarray | None], shapes: tuple, build: Callable[[], T]) -> T:
+    """``build()`` once per op: a program runs each op with the same attributes and constants every time.
+    It is built again when the op's attributes, a constant operand (compared by identity) or the input
+    shapes (``shapes``) change, so an edited graph never runs a stale kernel."""
+    bases = tuple(None if c is None else (c if c.base is None else c.base) for c in constants)
+    entry = _PREPARED.get(id(op))
+    if (entry is not None and entry[0]() is op and entry[3] == shapes and len(entry[2]) == len(bases)
+            and all(x is y for x, y in zip(entry[2], bases, strict=True)) and _same_attrs(entry[1], op.attrs)):
+        return entry[4]
+    kernel = build()
+    if entry is None or entry[0]() is not op:
+        weakref.finalize(op, _PREPARED.pop, id(op), None)
+    _PREPARED[id(op)] = (weakref.ref(op), copy.deepcopy(op.attrs), bases, shapes, kernel)
+    return kernel
 
 
 def fold_runs(x: np.ndarray, rank: int) -> np.ndarray:
@@ -32,43 +72,50 @@ def constant(x: np.ndarray | None) -> np.ndarray | None:
 def _conv(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     x, w, bias, mult, shift = ins
     a = op.attrs
-    oh, ow = outs[0].shape[2:4]
-    return K.conv2d_s8(fold_runs(x, 4), constant(w), constant(bias), input_offset=a["input_offset"],
-                       output_offset=a["output_offset"], multipliers=constant(mult), shifts=constant(shift),
-                       stride=tuple(a["stride"]), padding=tuple(a["padding"]), dilation=tuple(a["dilation"]),
-                       act_min=a["act_min"], act_max=a["act_max"], output_hw=(oh, ow))
+    x = fold_runs(x, 4)
+    run = prepared(op, ins[1:], x.shape[1:], lambda: prepare_conv2d_s8(
+        x.shape[1:], constant(w), constant(bias), input_offset=a["input_offset"], output_offset=a["output_offset"],
+        multipliers=constant(mult), shifts=constant(shift), stride=tuple(a["stride"]), padding=tuple(a["padding"]),
+        dilation=tuple(a["dilation"]), act_min=a["act_min"], act_max=a["act_max"],
+        output_hw=tuple(outs[0].shape[2:4])))
+    return run(x)
 
 
 def _depthwise(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     x, w, bias, mult, shift = ins
     a = op.attrs
-    oh, ow = outs[0].shape[2:4]
-    return K.depthwise_conv2d_s8(fold_runs(x, 4), constant(w), constant(bias), input_offset=a["input_offset"],
-                                 output_offset=a["output_offset"], multipliers=constant(mult), shifts=constant(shift),
-                                 stride=tuple(a["stride"]), padding=tuple(a["padding"]),
-                                 dilation=tuple(a["dilation"]), depth_multiplier=a["depth_multiplier"],
-                                 act_min=a["act_min"], act_max=a["act_max"], output_hw=(oh, ow))
+    x = fold_runs(x, 4)
+    run = prepared(op, ins[1:], x.shape[1:], lambda: prepare_depthwise_conv2d_s8(
+        x.shape[1:], constant(w), constant(bias), input_offset=a["input_offset"], output_offset=a["output_offset"],
+        multipliers=constant(mult), shifts=constant(shift), stride=tuple(a["stride"]), padding=tuple(a["padding"]),
+        dilation=tuple(a["dilation"]), depth_multiplier=a["depth_multiplier"], act_min=a["act_min"],
+        act_max=a["act_max"], output_hw=tuple(outs[0].shape[2:4])))
+    return run(x)
 
 
 def _fully_connected(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     x, w, bias, mult, shift = ins
     a = op.attrs
-    return K.fully_connected_s8(x.reshape(-1, w.shape[2]), constant(w), constant(bias), input_offset=a["input_offset"],
-                                output_offset=a["output_offset"], multipliers=constant(mult), shifts=constant(shift),
-                                act_min=a["act_min"], act_max=a["act_max"])
+    run = prepared(op, ins[1:], (), lambda: prepare_fully_connected_s8(
+        constant(w), constant(bias), input_offset=a["input_offset"], output_offset=a["output_offset"],
+        multipliers=constant(mult), shifts=constant(shift), act_min=a["act_min"], act_max=a["act_max"]))
+    return run(x.reshape(-1, w.shape[2]))
 
 
 def _add(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
-    return K.add_s8(ins[0], ins[1], **op.attrs)  # elementwise: the run axis broadcasts like any other
+    run = prepared(op, [], (), lambda: prepare_add_s8(**op.attrs))
+    return run(ins[0], ins[1])  # elementwise: the run axis broadcasts like any other
 
 
-def _pool(kernel: Callable[..., np.ndarray]) -> Kernel:
+def _pool(prepare: Callable[..., Callable[[np.ndarray], np.ndarray]]) -> Kernel:
     def run(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
         a = op.attrs
         x = fold_runs(ins[0], 4)
         # The output may be stored squeezed (a global mean): its size is the output_hw attribute.
-        return kernel(x, kernel=tuple(a["kernel"]), stride=tuple(a["stride"]), padding=tuple(a["padding"]),
-                      act_min=a["act_min"], act_max=a["act_max"], output_hw=tuple(a["output_hw"]))
+        pool = prepared(op, [], x.shape[1:], lambda: prepare(
+            x.shape[1:], kernel=tuple(a["kernel"]), stride=tuple(a["stride"]), padding=tuple(a["padding"]),
+            act_min=a["act_min"], act_max=a["act_max"], output_hw=tuple(a["output_hw"])))
+        return pool(x)
     return run
 
 
@@ -92,11 +139,13 @@ def with_rank(x: np.ndarray, rank: int) -> np.ndarray:
 
 def _mul(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     rank = outs[0].ndim - 1
-    return K.mul_s8(with_rank(ins[0], rank), with_rank(ins[1], rank), **op.attrs)
+    run = prepared(op, [], (), lambda: prepare_mul_s8(**op.attrs))
+    return run(with_rank(ins[0], rank), with_rank(ins[1], rank))
 
 
 def _softmax(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
-    return K.softmax_s8(ins[0], **op.attrs)  # rows along the last axis: the run axis is one more batch axis
+    run = prepared(op, [], (), lambda: prepare_softmax_s8(**op.attrs))
+    return run(ins[0])  # rows along the last axis: the run axis is one more batch axis
 
 
 def _pad(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
@@ -114,11 +163,11 @@ def _concat(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray
 def _batch_matmul(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     a = op.attrs
     rank = outs[0].ndim - 1
-    return K.batch_matmul_s8(with_rank(ins[0], rank), with_rank(ins[1], rank), lhs_offset=a["lhs_offset"],
-                             rhs_offset=a["rhs_offset"], output_offset=a["output_offset"],
-                             output_multiplier=a["output_multiplier"], output_shift=a["output_shift"],
-                             act_min=a["act_min"], act_max=a["act_max"], adj_x=bool(a["adj_x"]),
-                             adj_y=bool(a["adj_y"]))
+    run = prepared(op, [], (), lambda: prepare_batch_matmul_s8(
+        lhs_offset=a["lhs_offset"], rhs_offset=a["rhs_offset"], output_offset=a["output_offset"],
+        output_multiplier=a["output_multiplier"], output_shift=a["output_shift"], act_min=a["act_min"],
+        act_max=a["act_max"], adj_x=bool(a["adj_x"]), adj_y=bool(a["adj_y"])))
+    return run(with_rank(ins[0], rank), with_rank(ins[1], rank))
 
 
 def _transpose_conv(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
@@ -132,7 +181,7 @@ def _transpose_conv(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np
 
 
 def _lut(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
-    return K.lut_s8(ins[0], constant(ins[1]))
+    return prepared(op, ins[1:], (), lambda: prepare_lut_s8(constant(ins[1])))(ins[0])
 
 
 def _slice(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
@@ -160,8 +209,8 @@ KERNELS: dict[str, Kernel] = {
     "depthwise_conv2d_s8": _depthwise,
     "fully_connected_s8": _fully_connected,
     "add_s8": _add,
-    "avgpool_s8": _pool(K.avgpool_s8),
-    "maxpool_s8": _pool(K.maxpool_s8),
+    "avgpool_s8": _pool(prepare_avgpool_s8),
+    "maxpool_s8": _pool(prepare_maxpool_s8),
     "clamp_s8": _clamp,
     "mul_s8": _mul,
     "softmax_s8": _softmax,
