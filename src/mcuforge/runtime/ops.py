@@ -7,10 +7,7 @@ executor writes them into the arena. The math itself lives in ``mcuforge.kernels
 
 from __future__ import annotations
 
-import copy
-import weakref
 from collections.abc import Callable
-from typing import Any, TypeVar
 
 import numpy as np
 
@@ -27,37 +24,9 @@ from ..kernels.mul import prepare_mul_s8
 from ..kernels.pooling import prepare_avgpool_s8, prepare_maxpool_s8
 from ..kernels.softmax import prepare_softmax_s8
 from .fp32 import aten_fp32
+from .prepared import prepared
 
 Kernel = Callable[[Op, list[np.ndarray], list[np.ndarray]], np.ndarray | list[np.ndarray]]
-T = TypeVar("T")
-
-#: Each op's prepared kernel (parameters checked, weights, requantizer and tables built), by op id:
-#: (the op, weakly; a copy of its attributes; its constant operands; its input shapes; the kernel).
-_PREPARED: dict[int, tuple[weakref.ref, dict, tuple, tuple, Any]] = {}
-
-
-def _same_attrs(a: dict, b: dict) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:  # noqa: BLE001 - an attribute that does not compare (an array): treat as changed
-        return False
-
-
-def prepared(op: Op, constants: list[np.ndarray | None], shapes: tuple, build: Callable[[], T]) -> T:
-    """``build()`` once per op: a program runs each op with the same attributes and constants every time.
-    It is built again when the op's attributes, a constant operand (compared by identity) or the input
-    shapes (``shapes``) change, so an edited graph never runs a stale kernel."""
-    bases = tuple(None if c is None else (c if c.base is None else c.base) for c in constants)
-    entry = _PREPARED.get(id(op))
-    if (entry is not None and entry[0]() is op and entry[3] == shapes and len(entry[2]) == len(bases)
-            and all(x is y for x, y in zip(entry[2], bases, strict=True)) and _same_attrs(entry[1], op.attrs)):
-        return entry[4]
-    kernel = build()
-    if entry is None or entry[0]() is not op:
-        weakref.finalize(op, _PREPARED.pop, id(op), None)
-    _PREPARED[id(op)] = (weakref.ref(op), copy.deepcopy(op.attrs), bases, shapes, kernel)
-    return kernel
-
 
 def fold_runs(x: np.ndarray, rank: int) -> np.ndarray:
     """Merge the run axis into the tensor's own leading (batch) axis: ``(G, N, ...) -> (G*N, ...)``."""
