@@ -158,6 +158,14 @@ def im2col(
     return view.reshape(n * oh * ow, kh * kw * c)
 
 
+def with_ones_column(rows: np.ndarray) -> np.ndarray:
+    """float64 ``[rows | 1]``: the input rows of a matmul with ``Requantizer.scaled_weights``."""
+    out = np.empty((rows.shape[0], rows.shape[1] + 1), dtype=np.float64)
+    out[:, :-1] = rows
+    out[:, -1] = 1.0
+    return out
+
+
 def matmul_dtype(w_rows: np.ndarray) -> type:
     """float32 when every partial sum of ``x . w_row`` (int8 x, any w row of ``w_rows``) is an integer below
     2^24 in magnitude, whatever the order of summation: ``128 * sum|w| < 2^24``. Then each float32 addition

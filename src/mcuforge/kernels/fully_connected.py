@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .conv import check_float64_exact, prepare_weights
+from .conv import check_float64_exact, prepare_weights, with_ones_column
 from .quant_utils import check_int8, check_weighted_params
 
 
@@ -57,11 +57,17 @@ def prepare_fully_connected_s8(
     # int8 rows, wrapped to int32 and requantized by the cached requantizer of these parameters.
     dtype, w_mat, requant = prepare_weights(w, b, mult, shift, input_offset, output_offset, act_min, act_max)
     w_t = w_mat.T
+    # With few inputs per output, folding the requantizer's multiply and add into a float64 matmul
+    # (Requantizer.scaled_weights) saves more passes over the output than the wider matmul costs.
+    w_scaled = requant.scaled_weights(w).T if requant.float_path and depth < 2 * oc else None
 
     def run(x: np.ndarray) -> np.ndarray:
         if x.dtype != np.int8 or x.ndim not in (1, 2) or x.shape[-1] != depth:
             raise ValueError(f"x has {x.shape[-1] if x.ndim else 0} features but w_oi expects {depth}"
                              if x.dtype == np.int8 and x.ndim in (1, 2) else
                              f"x must be an int8 array of rank 1 or 2, got {x.dtype}{list(x.shape)}")
-        return requant(x.reshape(-1, depth).astype(dtype) @ w_t).reshape(x.shape[:-1] + (oc,))
+        rows = x.reshape(-1, depth)
+        if w_scaled is not None:
+            return requant(with_ones_column(rows) @ w_scaled, scaled=True).reshape(x.shape[:-1] + (oc,))
+        return requant(rows.astype(dtype) @ w_t).reshape(x.shape[:-1] + (oc,))
     return run

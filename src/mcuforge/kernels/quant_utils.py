@@ -309,9 +309,24 @@ class Requantizer:
             self._tiled[times] = tiled
         return self._tiled[times]
 
-    def __call__(self, acc: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    def scaled_weights(self, w_rows: np.ndarray) -> np.ndarray:
+        """For the float route (``float_path``) and int8 weights ``w_rows`` (C, K): the float64 (C, K + 1)
+        matrix ``[w * M | K']`` of the route's per-channel factor M and constant K'. With the input rows
+        extended by a 1, a matmul with it gives ``acc * M + K'`` itself, exactly: every product and every
+        partial sum, in any order, is an integer multiple of the same power of two whose integer is below
+        2^53 (the float route's bound on ``|acc * m| + |K|``). ``self(t, scaled=True)`` finishes it."""
+        if not self.float_path:
+            raise ValueError("scaled_weights: this requantizer has no exact float route")
+        m = np.broadcast_to(self.float_multipliers, (self.channels,))[:, np.newaxis]
+        k = np.broadcast_to(self.float_consts, (self.channels,))[:, np.newaxis]
+        scaled = np.concatenate([w_rows.astype(np.float64) * m, k], axis=1)  # 8-bit w times 31-bit M: exact
+        scaled.flags.writeable = False
+        return scaled
+
+    def __call__(self, acc: np.ndarray, out: np.ndarray | None = None, *, scaled: bool = False) -> np.ndarray:
         """Requantize ``acc`` ((L, C): integers, or floats holding exact integers below 2^53) into ``out``
-        (int8, same shape; allocated if None)."""
+        (int8, same shape; allocated if None). ``scaled``: ``acc`` is already ``acc * M + K'`` (float64,
+        from ``scaled_weights``), and is overwritten."""
         if out is None:
             out = np.empty(acc.shape, dtype=np.int8)
         if acc.size == 0:
@@ -321,22 +336,25 @@ class Requantizer:
             whole = acc.shape[0] // times * times  # rows that make whole tiled rows; the rest below
             tiled = self if self.channels == 1 else self._tile(times)
             width = times * acc.shape[1]
-            tiled(acc[:whole].reshape(-1, width), out[:whole].reshape(-1, width))
+            tiled(acc[:whole].reshape(-1, width), out[:whole].reshape(-1, width), scaled=scaled)
             if whole < acc.shape[0]:
-                self(acc[whole:], out[whole:])
+                self(acc[whole:], out[whole:], scaled=scaled)
             return out
         step = max(1, REQUANT_BLOCK_ELEMENTS // max(1, acc.shape[1]))
         blocks = [slice(i, i + step) for i in range(0, acc.shape[0], step)]
         first = acc[blocks[0]].shape
         if self.float_path:
-            buf = np.empty(first, dtype=np.float64)
+            buf = None if scaled else np.empty(first, dtype=np.float64)
             below = np.empty(first, dtype=bool) if self.tie_correction else None
             for block in blocks:
                 src = acc[block]
                 part = slice(0, src.shape[0])
-                self._float_pipeline(src, buf[part], None if below is None else below[part])
-                np.copyto(out[block], buf[part], casting="unsafe")  # integers in [act_min, act_max]
+                a = src if scaled else buf[part]
+                self._float_pipeline(src, a, None if below is None else below[part], scaled)
+                np.copyto(out[block], a, casting="unsafe")  # integers in [act_min, act_max]
             return out
+        if scaled:
+            raise ValueError("scaled accumulators need the float route")
         buf = np.empty(first, dtype=np.int64)
         neg = np.empty(first, dtype=bool) if self.tie_correction else None
         float_acc = not np.issubdtype(acc.dtype, np.integer)
@@ -354,12 +372,13 @@ class Requantizer:
             np.clip(a, self.act_min, self.act_max, out=out[block], casting="unsafe")
         return out
 
-    def _float_pipeline(self, src: np.ndarray, a: np.ndarray, below: np.ndarray | None) -> None:
+    def _float_pipeline(self, src: np.ndarray, a: np.ndarray, below: np.ndarray | None, scaled: bool) -> None:
         """float64 ``a`` = the clamped result of ``src`` (the accumulator: integers, or floats holding exact
-        integers), by the float route (``float_path``)."""
-        # dtype=float64: the product of a float32 (or integer) accumulator is formed in float64, exactly.
-        np.multiply(src, self.float_multipliers, out=a, dtype=np.float64, casting="unsafe")
-        np.add(a, self.float_consts, out=a)
+        integers; or, if ``scaled``, ``a`` itself holding ``acc * M + K'``), by the float route."""
+        if not scaled:
+            # dtype=float64: the product of a float32 (or integer) accumulator is formed in float64, exactly.
+            np.multiply(src, self.float_multipliers, out=a, dtype=np.float64, casting="unsafe")
+            np.add(a, self.float_consts, out=a)
         np.floor(a, out=a)
         if self.tie_correction:
             np.less(a, self.float_thresholds, out=below)
