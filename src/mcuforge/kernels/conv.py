@@ -94,6 +94,17 @@ def window_taps(
             yield i, j, xp[:, rows, cols, :]
 
 
+def window_view(xp: np.ndarray, kernel_hw: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],
+                output_hw: tuple[int, int]) -> np.ndarray:
+    """Every window of a ``padded_input`` as one read-only view: shape (N, OH, OW, C, KH, KW) with
+    ``[n, y, x, c, i, j] = xp[n, y*sh + i*dh, x*sw + j*dw, c]`` (a reduction over the last two axes is one
+    pass over the output, where a pass per tap streams the whole output KH*KW times)."""
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel_hw, stride, dilation, output_hw
+    s_n, s_h, s_w, s_c = xp.strides
+    return as_strided(xp, (xp.shape[0], oh, ow, xp.shape[3], kh, kw),
+                      (s_n, s_h * sh, s_w * sw, s_c, s_h * dh, s_w * dw), writeable=False)
+
+
 def batch_chunks(n: int, bytes_per_item: int, budget: int | None = None) -> Iterator[slice]:
     """Split range(n) into slices whose working set stays under ``budget`` bytes (default
     ``IM2COL_BUDGET_BYTES``), at least one item each."""

@@ -7,7 +7,15 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .conv import IntPair, batch_chunks, check_input, padded_input, prepare_weights, resolve_geometry
+from .conv import (
+    IntPair,
+    batch_chunks,
+    check_input,
+    padded_input,
+    prepare_weights,
+    resolve_geometry,
+    window_view,
+)
 from .quant_utils import check_int8, check_weighted_params
 
 #: Working set (bytes) of one batch chunk.
@@ -85,12 +93,8 @@ def prepare_depthwise_conv2d_s8(
     # bias (bias + input_offset * sum of taps), and int8 x keeps float32 exact (matmul_dtype bound).
     dtype, w_mat, requant = prepare_weights(np.ascontiguousarray(w.reshape(kh * kw, oc).T), b, mult, shift,
                                             input_offset, output_offset, act_min, act_max)
-    w_f = w_mat.T  # (taps, OC)
+    w_taps = np.ascontiguousarray(w_mat.T.reshape(kh, kw, oc))  # (KH, KW, OC)
     (sh, sw), (dh, dw) = st, dl
-    # Each tap multiplies rows of OW*OC values, contiguous in the (phase of the) padded input, by the tap's
-    # weights tiled OW times: long inner loops for numpy. With a column stride sw > 1 the padded input is
-    # split into its sw column phases first; tap j then reads phase (j*dw) % sw from column (j*dw) // sw.
-    w_rows = np.tile(w_f, (1, ow))
     item_bytes = oh * ow * oc * np.dtype(dtype).itemsize * 2 + (oh * sh + kh * dh) * (ow * sw + kw * dw) * oc * 8
     zero_point = -int(input_offset)
 
@@ -103,18 +107,9 @@ def prepare_depthwise_conv2d_s8(
         out = np.empty((n, oh, ow, oc), dtype=np.int8)
         for chunk in batch_chunks(n, item_bytes, DEPTHWISE_BUDGET_BYTES):
             xp = padded_input(xr[chunk], (kh, kw), st, pd, dl, (oh, ow), zero_point, dtype)
-            count = xp.shape[0]
-            phases = [xp] if sw == 1 else [np.ascontiguousarray(xp[:, :, p::sw, :]) for p in range(sw)]
-            acc = np.empty((count, oh, ow * oc), dtype=dtype)
-            tmp = np.empty_like(acc)
-            for tap in range(kh * kw):
-                i, j = divmod(tap, kw)
-                phase, col = divmod(j * dw, sw)[::-1]
-                src = phases[phase]
-                view = src[:, i * dh:i * dh + (oh - 1) * sh + 1:sh, col:col + ow, :].reshape(count, oh, ow * oc)
-                np.multiply(view, w_rows[tap], out=acc if tap == 0 else tmp)
-                if tap:
-                    acc += tmp
+            # Each output's taps summed in one pass (exact in any order: every partial sum is an integer
+            # within matmul_dtype's bound).
+            acc = np.einsum("nyxcij,ijc->nyxc", window_view(xp, (kh, kw), st, dl, (oh, ow)), w_taps)
             requant(acc.reshape(-1, oc), out[chunk].reshape(-1, oc))
         return out
     return run
