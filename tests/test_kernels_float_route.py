@@ -28,7 +28,7 @@ from mcuforge.kernels import softmax as softmax_mod
 from mcuforge.kernels.conv import prepare_conv2d_s8, with_ones_column
 from mcuforge.kernels.depthwise_conv import prepare_depthwise_conv2d_s8
 from mcuforge.kernels.fully_connected import prepare_fully_connected_s8
-from mcuforge.kernels.pooling import prepare_avgpool_s8
+from mcuforge.kernels.pooling import prepare_pool_s8
 from mcuforge.kernels.quant_utils import Requantizer, byte_pair_lookup, byte_pair_table
 from mcuforge.runtime import execute
 
@@ -198,8 +198,7 @@ def test_global_avgpool_one_reduction(h: int, w: int) -> None:
     x[0] = 127  # the largest sums; x[1]: ties of the rounding
     x[1, ..., 0] = np.where(np.arange(h * w).reshape(h, w) % 2, 1, 0)
     for lo, hi in ((-128, 127), (-5, 40)):
-        got = prepare_avgpool_s8((h, w, 6), kernel=(h, w), stride=(1, 1), padding=(0, 0), act_min=lo, act_max=hi,
-                                 output_hw=(1, 1))(x)
+        got = prepare_pool_s8("avg", (h, w, 6), (h, w), (1, 1), (0, 0), lo, hi, (1, 1))(x)
         assert_same(got, ref_pool(x, (h, w), (1, 1), (0, 0), (1, 1), lo, hi, "avg"))
 
 

@@ -51,38 +51,7 @@ def avgpool_s8(
     rounded half away from zero -- clamped to [act_min, act_max]. x (N, H, W, C) -> int8 (N, OH, OW, C).
     """
     x = check_int8("x_nhwc", x_nhwc, 4)
-    return prepare_avgpool_s8(x.shape[1:], kernel=kernel, stride=stride, padding=padding, act_min=act_min,
-                              act_max=act_max, output_hw=output_hw)(x)
-
-
-def prepare_avgpool_s8(
-    input_hwc: tuple[int, int, int],
-    *,
-    kernel: IntPair,
-    stride: IntPair,
-    padding: IntPair,
-    act_min: int = -128,
-    act_max: int = 127,
-    output_hw: tuple[int, int] | None = None,
-) -> Callable[[np.ndarray], np.ndarray]:
-    """``avgpool_s8`` for inputs (N, *input_hwc), with the checks and the window counts done once."""
-    shape = tuple(int(v) for v in input_hwc)
-    check_activation_range(act_min, act_max)
-    kernel_hw, st, pd, out, count = _pool_geometry(shape, kernel, stride, padding, output_hw)
-    half = count // 2
-    # A window over the whole input (a global mean): one reduction instead of a pass per tap.
-    whole = out == (1, 1) and pd == (0, 0) and kernel_hw == shape[:2]
-
-    def run(x: np.ndarray) -> np.ndarray:
-        check_input(x, shape, "avgpool_s8")
-        if whole:
-            total = x.sum(axis=(1, 2), dtype=np.int64, keepdims=True)
-        else:
-            taps = window_taps(x.astype(np.int32), kernel_hw, st, pd, (1, 1), out, fill=0)
-            total = sum(view for _, _, view in taps)
-        mean = np.sign(total) * ((np.abs(total) + half) // count)  # C truncation of (|sum| + count/2) / count
-        return np.clip(mean, act_min, act_max).astype(np.int8)
-    return run
+    return prepare_pool_s8("avg", x.shape[1:], kernel, stride, padding, act_min, act_max, output_hw)(x)
 
 
 def maxpool_s8(
@@ -99,13 +68,12 @@ def maxpool_s8(
     elements, clamped to [act_min, act_max]. x (N, H, W, C) -> int8 (N, OH, OW, C).
     """
     x = check_int8("x_nhwc", x_nhwc, 4)
-    return prepare_maxpool_s8(x.shape[1:], kernel=kernel, stride=stride, padding=padding, act_min=act_min,
-                              act_max=act_max, output_hw=output_hw)(x)
+    return prepare_pool_s8("max", x.shape[1:], kernel, stride, padding, act_min, act_max, output_hw)(x)
 
 
-def prepare_maxpool_s8(
+def prepare_pool_s8(
+    kind: str,
     input_hwc: tuple[int, int, int],
-    *,
     kernel: IntPair,
     stride: IntPair,
     padding: IntPair,
@@ -113,16 +81,33 @@ def prepare_maxpool_s8(
     act_max: int = 127,
     output_hw: tuple[int, int] | None = None,
 ) -> Callable[[np.ndarray], np.ndarray]:
-    """``maxpool_s8`` for inputs (N, *input_hwc), with the checks and the geometry done once."""
+    """``avgpool_s8`` (kind "avg") or ``maxpool_s8`` ("max") for inputs (N, *input_hwc), with the checks,
+    the geometry and the window counts done once."""
     shape = tuple(int(v) for v in input_hwc)
     check_activation_range(act_min, act_max)
-    kernel_hw, st, pd, out, _ = _pool_geometry(shape, kernel, stride, padding, output_hw)
+    kernel_hw, st, pd, out, count = _pool_geometry(shape, kernel, stride, padding, output_hw)
+    half = count // 2
+    # A window over the whole input (a global mean): one reduction instead of a pass per tap.
+    whole = out == (1, 1) and pd == (0, 0) and kernel_hw == shape[:2]
 
-    def run(x: np.ndarray) -> np.ndarray:
+    def average(x: np.ndarray) -> np.ndarray:
+        check_input(x, shape, "avgpool_s8")
+        if whole:
+            total = x.sum(axis=(1, 2), dtype=np.int64, keepdims=True)
+        else:
+            taps = window_taps(x.astype(np.int32), kernel_hw, st, pd, (1, 1), out, fill=0)
+            total = sum(view for _, _, view in taps)
+        mean = np.sign(total) * ((np.abs(total) + half) // count)  # C truncation of (|sum| + count/2) / count
+        return np.clip(mean, act_min, act_max).astype(np.int8)
+
+    def maximum(x: np.ndarray) -> np.ndarray:
         check_input(x, shape, "maxpool_s8")
         taps = window_taps(x.astype(np.int16), kernel_hw, st, pd, (1, 1), out, fill=_MAX_POOL_FILL)
         best = np.full((x.shape[0], out[0], out[1], x.shape[3]), _MAX_POOL_FILL, dtype=np.int16)
         for _, _, view in taps:
             np.maximum(best, view, out=best)
         return np.clip(best, act_min, act_max).astype(np.int8)
-    return run
+
+    if kind not in ("avg", "max"):
+        raise ValueError(f"pool kind must be 'avg' or 'max', got {kind!r}")
+    return average if kind == "avg" else maximum

@@ -21,7 +21,7 @@ from ..kernels.depthwise_conv import prepare_depthwise_conv2d_s8
 from ..kernels.fully_connected import prepare_fully_connected_s8
 from ..kernels.lut import prepare_lut_s8
 from ..kernels.mul import prepare_mul_s8
-from ..kernels.pooling import prepare_avgpool_s8, prepare_maxpool_s8
+from ..kernels.pooling import prepare_pool_s8
 from ..kernels.softmax import prepare_softmax_s8
 from .fp32 import aten_fp32
 from .prepared import prepared
@@ -76,14 +76,14 @@ def _add(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     return run(ins[0], ins[1])  # elementwise: the run axis broadcasts like any other
 
 
-def _pool(prepare: Callable[..., Callable[[np.ndarray], np.ndarray]]) -> Kernel:
+def _pool(kind: str) -> Kernel:
     def run(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
         a = op.attrs
         x = fold_runs(ins[0], 4)
         # The output may be stored squeezed (a global mean): its size is the output_hw attribute.
-        pool = prepared(op, [], x.shape[1:], lambda: prepare(
-            x.shape[1:], kernel=tuple(a["kernel"]), stride=tuple(a["stride"]), padding=tuple(a["padding"]),
-            act_min=a["act_min"], act_max=a["act_max"], output_hw=tuple(a["output_hw"])))
+        pool = prepared(op, [], x.shape[1:], lambda: prepare_pool_s8(
+            kind, x.shape[1:], tuple(a["kernel"]), tuple(a["stride"]), tuple(a["padding"]), a["act_min"],
+            a["act_max"], tuple(a["output_hw"])))
         return pool(x)
     return run
 
@@ -178,8 +178,8 @@ KERNELS: dict[str, Kernel] = {
     "depthwise_conv2d_s8": _depthwise,
     "fully_connected_s8": _fully_connected,
     "add_s8": _add,
-    "avgpool_s8": _pool(prepare_avgpool_s8),
-    "maxpool_s8": _pool(prepare_maxpool_s8),
+    "avgpool_s8": _pool("avg"),
+    "maxpool_s8": _pool("max"),
     "clamp_s8": _clamp,
     "mul_s8": _mul,
     "softmax_s8": _softmax,
