@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_kernels_fast_paths import assert_same, ref_fc, ref_output
+from test_kernels_fast_paths import assert_same, ref_depthwise, ref_fc, ref_output
 from test_kernels_pooling_add_fc import ref_add, ref_pool
 
 from mcuforge import kernels as K
 from mcuforge.ir import Graph, Op, Tensor
+from mcuforge.kernels import depthwise_conv as dw_mod
 from mcuforge.kernels import fully_connected as fc_mod
 from mcuforge.kernels import softmax as softmax_mod
 from mcuforge.kernels.conv import prepare_conv2d_s8, with_ones_column
@@ -219,6 +220,34 @@ def test_prepared_kernels_equal_plain_calls_for_any_batch() -> None:
         assert_same(run_dw(x), K.depthwise_conv2d_s8(x, wd, None, **dw))
     with pytest.raises(ValueError, match="prepared for int8 inputs"):
         run_conv(np.zeros((1, 9, 8, 4), np.int8))
+
+
+@pytest.mark.parametrize(("c", "mult_ch", "k", "stride", "pad", "dil"), [
+    (48, 1, (3, 3), (1, 1), (1, 1), (1, 1)), (60, 1, (5, 5), (2, 2), (2, 2), (1, 1)),
+    (8, 6, (3, 3), (2, 1), (1, 0), (1, 1)), (50, 1, (3, 3), (1, 1), (2, 2), (2, 2)),
+    (3, 1, (3, 3), (1, 2), (1, 1), (1, 1)), (130, 1, (1, 1), (1, 1), (0, 0), (1, 1)),
+])
+def test_depthwise_einsum_and_tap_paths_against_reference(c, mult_ch, k, stride, pad, dil, monkeypatch) -> None:
+    """Both ways of summing the taps (one einsum over every window, or a pass per tap), each forced on the same
+    data, against the reference loops; weights at +-127 so the sums reach their bounds."""
+    rng = np.random.default_rng(c * 7 + k[0])
+    oc = c * mult_ch
+    x = rng.integers(-128, 128, size=(3, 9, 11, c), dtype=np.int8)
+    w = rng.choice(np.array([-128, -127, 127, 3, 0], np.int8), size=(1, *k, oc))
+    bias = rng.integers(-(1 << 16), 1 << 16, size=oc).astype(np.int32)
+    mult = rng.integers(1 << 30, INT32_MAX, size=oc, endpoint=True)
+    shift = rng.integers(-14, -6, size=oc)
+    oh, ow = ((9 + 2 * pad[0] - dil[0] * (k[0] - 1) - 1) // stride[0] + 1,
+              (11 + 2 * pad[1] - dil[1] * (k[1] - 1) - 1) // stride[1] + 1)
+    for in_off, out_off, lo in ((128, -128, -128), (-127, 5, 5), (0, 0, -128)):
+        expected = ref_depthwise(x, w, bias, in_off, out_off, mult, shift, stride, pad, dil, mult_ch, lo, 127,
+                                 (oh, ow))
+        for threshold in (1, 10**6):  # einsum for every layer, then for none
+            monkeypatch.setattr(dw_mod, "EINSUM_MIN_CHANNELS", threshold)
+            got = K.depthwise_conv2d_s8(x, w, bias, input_offset=in_off, output_offset=out_off, multipliers=mult,
+                                        shifts=shift, stride=stride, padding=pad, dilation=dil,
+                                        depth_multiplier=mult_ch, act_min=lo, act_max=127)
+            assert_same(got, expected)
 
 
 def _fc_graph(weight: np.ndarray) -> Graph:
