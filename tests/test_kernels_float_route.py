@@ -16,6 +16,8 @@ loops of cmsis_reference_ops.py / test_kernels_pooling_add_fc.py, which share no
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from test_kernels_fast_paths import assert_same, ref_depthwise, ref_fc, ref_output
@@ -288,3 +290,25 @@ def test_runtime_plans_and_prepared_ops_follow_graph_edits() -> None:
     graph.tensors["y"].offset, graph.tensors["x"].offset = 0, 4  # re-planned
     assert np.array_equal(execute(graph, [x], runs=5)[0], fresh(graph))
     assert np.array_equal(execute(graph, [x[0]])[0], fresh(graph)[0])  # one run, its own plan
+
+
+def test_runtime_plan_is_not_shared_by_concurrent_runs() -> None:
+    """Runs of one graph from several threads at once: each gets its own arena (the kept plan is locked by
+    the run using it), so every result is that run's own."""
+    rng = np.random.default_rng(5)
+    graph = _fc_graph(rng.integers(-128, 128, size=(3, 4), dtype=np.int8))
+    inputs = [rng.integers(-128, 128, size=(64, 1, 4), dtype=np.int8) for _ in range(8)]
+    expected = [execute(graph, [x], runs=64)[0] for x in inputs]
+    results: dict[int, list[np.ndarray]] = {}
+
+    def work(i: int) -> None:
+        results[i] = [execute(graph, [inputs[(i + k) % 8]], runs=64)[0] for k in range(40)]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, outs in results.items():
+        for k, out in enumerate(outs):
+            assert np.array_equal(out, expected[(i + k) % 8])

@@ -16,6 +16,7 @@ Adapter convention (``ops.KERNELS``): every input array carries a leading run ax
 from __future__ import annotations
 
 import math
+import threading
 import weakref
 from collections.abc import Sequence
 from typing import Protocol
@@ -79,7 +80,8 @@ class _Plan:
         self.held = (list(graph.ops), [(t, t.data) for t in graph.tensors.values()])
         self.steps = [(op, [self.arena.view(n) if n else None for n in op.inputs],
                        [self.arena.view(n) for n in op.outputs]) for op in graph.ops]
-        self.busy = False
+        self.lock = threading.Lock()  # held by the run using the arena (another thread, or a re-entrant run,
+        # gets a fresh plan instead)
 
 
 def _fingerprint(graph: Graph) -> tuple:
@@ -95,7 +97,8 @@ _PLAN_RUNS_KEPT = 4  # run counts kept per graph (a data set has one batch size,
 
 
 def _plan(graph: Graph, runs: int) -> _Plan | None:
-    """The kept plan of ``graph`` for ``runs`` runs (built on first use), or None if it is in use."""
+    """The kept plan of ``graph`` for ``runs`` runs (built on first use), locked for the caller; None if
+    it is in use."""
     plans = _PLANS.get(id(graph))
     if plans is None:
         plans = _PLANS[id(graph)] = {}
@@ -105,7 +108,7 @@ def _plan(graph: Graph, runs: int) -> _Plan | None:
         if len(plans) >= _PLAN_RUNS_KEPT:
             plans.clear()
         plan = plans[runs] = _Plan(graph, runs)
-    return None if plan.busy else plan
+    return plan if plan.lock.acquire(blocking=False) else None
 
 
 def execute(graph: Graph, inputs: Sequence[np.ndarray], observer: ExecutionObserver | None = None,
@@ -121,12 +124,11 @@ def execute(graph: Graph, inputs: Sequence[np.ndarray], observer: ExecutionObser
     single = runs is None
     plan = _plan(graph, 1 if single else runs) if observer is None else None
     if plan is None:  # traced (the observer sees a fresh arena) or already running: a fresh plan
-        plan = _Plan(graph, 1 if single else runs)
-    plan.busy = True
+        return _run(graph, _Plan(graph, 1 if single else runs), inputs, observer, single)
     try:
         return _run(graph, plan, inputs, observer, single)
     finally:
-        plan.busy = False
+        plan.lock.release()
 
 
 def _run(graph: Graph, plan: _Plan, inputs: Sequence[np.ndarray], observer: ExecutionObserver | None,
