@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -45,6 +47,28 @@ def add_s8(
     together (CMSIS itself only takes equal shapes). Parameters come from ``add_quant_params``.
     """
     a, b, shape = check_int8_broadcast("add_s8", a, b)
+    return prepare_add_s8(a_offset=a_offset, a_multiplier=a_multiplier, a_shift=a_shift, b_offset=b_offset,
+                          b_multiplier=b_multiplier, b_shift=b_shift, left_shift=left_shift,
+                          output_offset=output_offset, output_multiplier=output_multiplier,
+                          output_shift=output_shift, act_min=act_min, act_max=act_max)(a, b)
+
+
+def prepare_add_s8(
+    *,
+    a_offset: int,
+    a_multiplier: int,
+    a_shift: int,
+    b_offset: int,
+    b_multiplier: int,
+    b_shift: int,
+    left_shift: int,
+    output_offset: int,
+    output_multiplier: int,
+    output_shift: int,
+    act_min: int = -128,
+    act_max: int = 127,
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """``add_s8`` with its parameters checked once; returns ``(a, b) -> add_s8(a, b, ...)``."""
     if not isinstance(left_shift, int | np.integer) or not 0 <= left_shift <= 30:
         raise ValueError(f"left_shift must be an int in [0, 30], got {left_shift!r}")
     check_offsets({"a_offset": a_offset, "b_offset": b_offset}, output_offset)
@@ -59,12 +83,16 @@ def add_s8(
     params = (int(a_offset), int(a_multiplier), int(a_shift), int(b_offset), int(b_multiplier), int(b_shift),
               int(left_shift), int(output_offset), int(output_multiplier), int(output_shift), int(act_min),
               int(act_max))
-    if int(np.prod(shape)) < TABLE_MIN_ELEMENTS:
-        return _add_direct(np.broadcast_to(a, shape).reshape(-1), np.broadcast_to(b, shape).reshape(-1),
-                           *params).reshape(shape)
-    # The result depends only on the byte pair (a, b): look it up in the table of all 65536 pairs, computed
-    # by the same integer pipeline.
-    return byte_pair_lookup(_add_table(*params), a, b)
+
+    def run(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a, b, shape = check_int8_broadcast("add_s8", a, b)
+        if math.prod(shape) < TABLE_MIN_ELEMENTS:
+            return _add_direct(np.broadcast_to(a, shape).reshape(-1), np.broadcast_to(b, shape).reshape(-1),
+                               *params).reshape(shape)
+        # The result depends only on the byte pair (a, b): look it up in the table of all 65536 pairs,
+        # computed by the same integer pipeline.
+        return byte_pair_lookup(_add_table(*params), a, b)
+    return run
 
 
 #: Outputs from which the 65536-entry table pays for itself (it is cached per parameter set anyway).

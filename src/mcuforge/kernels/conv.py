@@ -10,7 +10,7 @@ therefore only ever given for the top/left; the bottom/right extent follows from
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -94,6 +94,17 @@ def window_taps(
             yield i, j, xp[:, rows, cols, :]
 
 
+def window_view(xp: np.ndarray, kernel_hw: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],
+                output_hw: tuple[int, int]) -> np.ndarray:
+    """Every window of a ``padded_input`` as one read-only view: shape (N, OH, OW, C, KH, KW) with
+    ``[n, y, x, c, i, j] = xp[n, y*sh + i*dh, x*sw + j*dw, c]`` (a reduction over the last two axes is one
+    pass over the output, where a pass per tap streams the whole output KH*KW times)."""
+    (kh, kw), (sh, sw), (dh, dw), (oh, ow) = kernel_hw, stride, dilation, output_hw
+    s_n, s_h, s_w, s_c = xp.strides
+    return as_strided(xp, (xp.shape[0], oh, ow, xp.shape[3], kh, kw),
+                      (s_n, s_h * sh, s_w * sw, s_c, s_h * dh, s_w * dw), writeable=False)
+
+
 def batch_chunks(n: int, bytes_per_item: int, budget: int | None = None) -> Iterator[slice]:
     """Split range(n) into slices whose working set stays under ``budget`` bytes (default
     ``IM2COL_BUDGET_BYTES``), at least one item each."""
@@ -156,6 +167,14 @@ def im2col(
     view = as_strided(xp, (n, oh, ow, kh, kw, c), (s_n, s_h * sh, s_w * sw, s_h * dh, s_w * dw, s_c),
                       writeable=False)
     return view.reshape(n * oh * ow, kh * kw * c)
+
+
+def with_ones_column(rows: np.ndarray) -> np.ndarray:
+    """float64 ``[rows | 1]``: the input rows of a matmul with ``Requantizer.scaled_weights``."""
+    out = np.empty((rows.shape[0], rows.shape[1] + 1), dtype=np.float64)
+    out[:, :-1] = rows
+    out[:, -1] = 1.0
+    return out
 
 
 def matmul_dtype(w_rows: np.ndarray) -> type:
@@ -234,11 +253,41 @@ def conv2d_s8(
 
     The dot products run as a float32 (or float64, see ``matmul_dtype``) BLAS matmul on im2col patches of the
     zero-point padded input, exact; the accumulator is then wrapped to int32 as on the target and requantized
-    by ``Requantizer``.
+    by ``Requantizer``. ``prepare_conv2d_s8`` does everything but the input-dependent part once.
     """
     x = check_int8("x_nhwc", x_nhwc, 4)
+    return prepare_conv2d_s8(x.shape[1:], w_ohwi, bias, input_offset=input_offset, output_offset=output_offset,
+                             multipliers=multipliers, shifts=shifts, stride=stride, padding=padding,
+                             dilation=dilation, act_min=act_min, act_max=act_max, output_hw=output_hw)(x)
+
+
+def check_input(x: np.ndarray, input_shape: tuple[int, ...], kernel: str) -> None:
+    """A prepared kernel's input: int8 with the shape it was prepared for (after the batch axis)."""
+    if x.dtype != np.int8 or x.shape[1:] != input_shape:
+        raise ValueError(f"{kernel}: prepared for int8 inputs (N, {', '.join(map(str, input_shape))}), "
+                         f"got {x.dtype}{list(x.shape)}")
+
+
+def prepare_conv2d_s8(
+    input_hwc: tuple[int, int, int],
+    w_ohwi: np.ndarray,
+    bias: np.ndarray | None,
+    *,
+    input_offset: int,
+    output_offset: int,
+    multipliers: ArrayLike,
+    shifts: ArrayLike,
+    stride: IntPair = (1, 1),
+    padding: IntPair = (0, 0),
+    dilation: IntPair = (1, 1),
+    act_min: int = -128,
+    act_max: int = 127,
+    output_hw: tuple[int, int] | None = None,
+) -> Callable[[np.ndarray], np.ndarray]:
+    """``conv2d_s8`` for inputs of shape (N, *input_hwc), any N: the parameters checked, the geometry
+    resolved and the weights and requantizer prepared once; returns ``x -> conv2d_s8(x, ...)``."""
+    h, wd, c = (int(v) for v in input_hwc)
     w = check_int8("w_ohwi", w_ohwi, 4)
-    n, h, wd, c = x.shape
     oc, kh, kw, wc = w.shape
     if wc < 1 or c % wc or oc % (c // wc):
         raise ValueError(f"w_ohwi has {wc} input channels per filter: x_nhwc's {c} channels (groups = {c} / {wc}) "
@@ -254,28 +303,39 @@ def conv2d_s8(
         parts = []
         for g in range(groups):
             f = slice(g * ocg, (g + 1) * ocg)
-            parts.append(conv2d_s8(
-                np.ascontiguousarray(x[..., g * wc:(g + 1) * wc]), w[f], b[f].astype(np.int32),
-                input_offset=input_offset, output_offset=output_offset, multipliers=mult[f], shifts=shift[f],
-                stride=st, padding=pd, dilation=dl, act_min=act_min, act_max=act_max, output_hw=(oh, ow)))
-        return np.concatenate(parts, axis=3)
+            parts.append(prepare_conv2d_s8(
+                (h, wd, wc), w[f], b[f].astype(np.int32), input_offset=input_offset, output_offset=output_offset,
+                multipliers=mult[f], shifts=shift[f], stride=st, padding=pd, dilation=dl, act_min=act_min,
+                act_max=act_max, output_hw=(oh, ow)))
+
+        def run_groups(x: np.ndarray) -> np.ndarray:
+            check_input(x, (h, wd, c), "conv2d_s8")
+            return np.concatenate([part(np.ascontiguousarray(x[..., g * wc:(g + 1) * wc]))
+                                   for g, part in enumerate(parts)], axis=3)
+        return run_groups
     depth = kh * kw * c
     check_float64_exact(depth, input_offset)
 
     # Padding with the zero point makes skipped taps contribute 0 (see prepare_weights).
     dtype, w_mat, requant = prepare_weights(w.reshape(oc, depth), b, mult, shift, input_offset, output_offset,
                                             act_min, act_max)
+    w_t = w_mat.T
     zero_point = -int(input_offset)
     pointwise = (kh, kw) == (1, 1) and st == (1, 1) and pd == (0, 0) and (oh, ow) == (h, wd)
-    out = np.empty((n, oh, ow, oc), dtype=np.int8)
-    rows_per_item = oh * ow
-    for chunk in batch_chunks(n, rows_per_item * (depth + oc) * np.dtype(dtype).itemsize, CONV_BUDGET_BYTES):
-        xs = x[chunk]
-        if pointwise:  # the input is already the patch matrix
-            patches = xs.reshape(-1, c).astype(dtype)
-        else:
-            xp = padded_input(xs, (kh, kw), st, pd, dl, (oh, ow), zero_point, dtype)
-            patches = im2col(xp, (kh, kw), st, dl, (oh, ow))
-        acc = patches @ w_mat.T  # (rows, O): exact integers, already in the NHWC output order
-        requant(acc, out[chunk].reshape(-1, oc))
-    return out
+    item_bytes = oh * ow * (depth + oc) * np.dtype(dtype).itemsize
+
+    def run(x: np.ndarray) -> np.ndarray:
+        check_input(x, (h, wd, c), "conv2d_s8")
+        n = x.shape[0]
+        out = np.empty((n, oh, ow, oc), dtype=np.int8)
+        for chunk in batch_chunks(n, item_bytes, CONV_BUDGET_BYTES):
+            xs = x[chunk]
+            if pointwise:  # the input is already the patch matrix
+                patches = xs.reshape(-1, c).astype(dtype)
+            else:
+                xp = padded_input(xs, (kh, kw), st, pd, dl, (oh, ow), zero_point, dtype)
+                patches = im2col(xp, (kh, kw), st, dl, (oh, ow))
+            acc = patches @ w_t  # (rows, O): exact integers, already in the NHWC output order
+            requant(acc, out[chunk].reshape(-1, oc))
+        return out
+    return run

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .conv import check_float64_exact, prepare_weights
+from .conv import check_float64_exact, prepare_weights, with_ones_column
 from .quant_utils import check_int8, check_weighted_params
 
 
@@ -29,15 +31,43 @@ def fully_connected_s8(
     shape (O,)); w is (O, I); bias (O,) int32 or None. The dot products are an exact float32/float64 matmul.
     """
     x = check_int8("x", x, (1, 2))
+    return prepare_fully_connected_s8(w_oi, bias, input_offset=input_offset, output_offset=output_offset,
+                                      multipliers=multipliers, shifts=shifts, act_min=act_min, act_max=act_max)(x)
+
+
+def prepare_fully_connected_s8(
+    w_oi: np.ndarray,
+    bias: np.ndarray | None,
+    *,
+    input_offset: int,
+    output_offset: int,
+    multipliers: ArrayLike,
+    shifts: ArrayLike,
+    act_min: int = -128,
+    act_max: int = 127,
+) -> Callable[[np.ndarray], np.ndarray]:
+    """``fully_connected_s8`` with its parameters checked and its weights and requantizer prepared once;
+    returns ``x -> fully_connected_s8(x, w_oi, bias, ...)``."""
     w = check_int8("w_oi", w_oi, 2)
     oc, depth = w.shape
-    if x.shape[-1] != depth:
-        raise ValueError(f"x has {x.shape[-1]} features but w_oi expects {depth}")
     b, mult, shift = check_weighted_params(bias, oc, multipliers, shifts, act_min, act_max, input_offset, output_offset)
     check_float64_exact(depth, input_offset)
 
     # As conv2d_s8: acc = (bias + input_offset * sum(w)) + x . w, an exact float32 (or float64) matmul of the
     # int8 rows, wrapped to int32 and requantized by the cached requantizer of these parameters.
     dtype, w_mat, requant = prepare_weights(w, b, mult, shift, input_offset, output_offset, act_min, act_max)
-    acc = x.reshape(-1, depth).astype(dtype) @ w_mat.T
-    return requant(acc).reshape(x.shape[:-1] + (oc,))
+    w_t = w_mat.T
+    # With few inputs per output, folding the requantizer's multiply and add into a float64 matmul
+    # (Requantizer.scaled_weights) saves more passes over the output than the wider matmul costs.
+    w_scaled = requant.scaled_weights(w).T if requant.float_path and depth < 2 * oc else None
+
+    def run(x: np.ndarray) -> np.ndarray:
+        if x.dtype != np.int8 or x.ndim not in (1, 2) or x.shape[-1] != depth:
+            raise ValueError(f"x has {x.shape[-1] if x.ndim else 0} features but w_oi expects {depth}"
+                             if x.dtype == np.int8 and x.ndim in (1, 2) else
+                             f"x must be an int8 array of rank 1 or 2, got {x.dtype}{list(x.shape)}")
+        rows = x.reshape(-1, depth)
+        if w_scaled is not None:
+            return requant(with_ones_column(rows) @ w_scaled, scaled=True).reshape(x.shape[:-1] + (oc,))
+        return requant(rows.astype(dtype) @ w_t).reshape(x.shape[:-1] + (oc,))
+    return run

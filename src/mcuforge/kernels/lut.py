@@ -50,12 +50,23 @@ def make_lut_s8(
 def lut_s8(x: np.ndarray, table: np.ndarray) -> np.ndarray:
     """``out = table[x + 128]`` elementwise: int8 x of any shape, table int8 of shape (256,)."""
     x = check_int8("x", x, None)
+    return prepare_lut_s8(table)(x)
+
+
+def prepare_lut_s8(table: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """``lut_s8`` with its table checked and reordered once; returns ``x -> lut_s8(x, table)``."""
     table = check_int8("table", table, 1)
     if table.shape != (TABLE_SIZE,):
         raise ValueError(f"lut_s8: table must have shape ({TABLE_SIZE},), got {table.shape}")
     # Entry q + 128 of the table is for the byte (q as uint8) = (q + 128) ^ 0x80: reorder the 256 entries
     # by byte once, then gather with the input bytes themselves (np.take: no index arithmetic pass).
-    return np.take(table[_BYTE_ORDER], x.view(np.uint8))
+    by_byte = table[_BYTE_ORDER]
+
+    def run(x: np.ndarray) -> np.ndarray:
+        if x.dtype != np.int8:
+            raise ValueError(f"x must be a numpy int8 array, got {x.dtype}")
+        return np.take(by_byte, x.view(np.uint8))
+    return run
 
 
 #: ``table[_BYTE_ORDER][u]`` is the entry of the int8 value whose byte is u.

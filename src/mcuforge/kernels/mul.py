@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -55,20 +57,37 @@ def mul_s8(
     +zero_point for the output.
     """
     a, b, shape = check_int8_broadcast("mul_s8", a, b)
+    return prepare_mul_s8(a_offset=a_offset, b_offset=b_offset, output_offset=output_offset,
+                          output_multiplier=output_multiplier, output_shift=output_shift, act_min=act_min,
+                          act_max=act_max)(a, b)
+
+
+def prepare_mul_s8(
+    *,
+    a_offset: int,
+    b_offset: int,
+    output_offset: int,
+    output_multiplier: int,
+    output_shift: int,
+    act_min: int = -128,
+    act_max: int = 127,
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """``mul_s8`` with its parameters checked once; returns ``(a, b) -> mul_s8(a, b, ...)``."""
     check_offsets({"a_offset": a_offset, "b_offset": b_offset}, output_offset)
     check_activation_range(act_min, act_max)
     check_requant_params(output_multiplier, output_shift, 1)
+    params = (int(a_offset), int(b_offset), int(output_offset), int(output_multiplier), int(output_shift),
+              int(act_min), int(act_max))
 
-    if int(np.prod(shape)) >= TABLE_THRESHOLD:
-        # The result only depends on the byte pair (a, b): the table of all 65536 pairs (computed by the
-        # same pipeline, cached per parameter set) gathered at index (a as uint8) * 256 + (b as uint8).
-        table = _mul_table(int(a_offset), int(b_offset), int(output_offset), int(output_multiplier),
-                           int(output_shift), int(act_min), int(act_max))
-        return byte_pair_lookup(table, a, b)
-    a_flat = np.broadcast_to(a, shape).reshape(-1)
-    b_flat = np.broadcast_to(b, shape).reshape(-1)
-    return _mul_direct(a_flat, b_flat, a_offset, b_offset, output_offset, output_multiplier, output_shift, act_min,
-                       act_max).reshape(shape)  # fmt: skip
+    def run(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a, b, shape = check_int8_broadcast("mul_s8", a, b)
+        if math.prod(shape) >= TABLE_THRESHOLD:
+            # The result only depends on the byte pair (a, b): the table of all 65536 pairs (computed by the
+            # same pipeline, cached per parameter set) gathered at index (a as uint8) * 256 + (b as uint8).
+            return byte_pair_lookup(_mul_table(*params), a, b)
+        return _mul_direct(np.broadcast_to(a, shape).reshape(-1), np.broadcast_to(b, shape).reshape(-1),
+                           *params).reshape(shape)
+    return run
 
 
 @functools.lru_cache(maxsize=64)
@@ -93,5 +112,6 @@ def _mul_direct(
     for start in range(0, out.size, BLOCK_ELEMENTS):  # cache-sized blocks of the int64 pipeline
         block = slice(start, start + BLOCK_ELEMENTS)
         product = (a_flat[block].astype(np.int64) + a_offset) * (b_flat[block].astype(np.int64) + b_offset)
-        out[block] = requantize_output(product, output_multiplier, output_shift, output_offset, act_min, act_max)
+        out[block] = requantize_output(product, output_multiplier, output_shift, output_offset, act_min, act_max,
+                                       acc_bound=255 * 255)  # |a + a_offset|, |b + b_offset| <= 255
     return out

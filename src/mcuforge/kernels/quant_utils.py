@@ -106,12 +106,15 @@ def requantize_output(
     output_offset: int,
     act_min: int,
     act_max: int,
+    *,
+    acc_bound: int | None = None,
 ) -> np.ndarray:
     """The common CMSIS-NN epilogue: ``clamp(requantize(acc) + output_offset, act_min, act_max)`` -> int8.
 
     The offset is added in int32 (wrapping, as the C code does) before the clamp. ``multiplier``/``shift``
     are scalars or per-channel arrays along the last axis of ``acc``. Large inputs run the fused pipeline of
-    ``Requantizer`` (the same results as ``requantize`` followed by the offset and the clamp).
+    ``Requantizer`` (the same results as ``requantize`` followed by the offset and the clamp); ``acc_bound``,
+    a bound on ``|acc|`` the caller guarantees, lets it take its shortcuts (see ``Requantizer``).
     """
     acc = np.asarray(acc_int32)
     m = np.asarray(multiplier)
@@ -125,15 +128,18 @@ def requantize_output(
     if np.any((m < INT32_MIN) | (m > INT32_MAX)):
         raise ValueError("requantize: multiplier must fit in int32")
     rows = acc.reshape(-1, channels)
-    if not np.issubdtype(rows.dtype, np.integer):
-        rows = np.asarray(rows, dtype=np.int64)  # as wrap_int32 does: a float accumulator is truncated
+    if not np.issubdtype(rows.dtype, np.integer) and acc_bound is None:
+        # as wrap_int32 does: a float accumulator is truncated (with a bound, the caller's float accumulator
+        # holds exact integers, which the requantizer takes as they are)
+        rows = np.asarray(rows, dtype=np.int64)
     m64, s64 = m.astype(np.int64).reshape(-1), s.astype(np.int64).reshape(-1)
-    key = (m64.tobytes(), s64.tobytes(), int(output_offset), int(act_min), int(act_max))
+    bound = None if acc_bound is None else int(acc_bound)
+    key = (m64.tobytes(), s64.tobytes(), int(output_offset), int(act_min), int(act_max), bound)
     req = _REQUANTIZERS.get(key)
     if req is None:
         if len(_REQUANTIZERS) >= 256:
             _REQUANTIZERS.clear()  # a program has far fewer parameter sets; this only bounds the memory
-        req = _REQUANTIZERS[key] = Requantizer(m64, s64, output_offset, act_min, act_max)
+        req = _REQUANTIZERS[key] = Requantizer(m64, s64, output_offset, act_min, act_max, acc_bound=bound)
     return req(rows).reshape(acc.shape)
 
 
@@ -181,6 +187,11 @@ class Requantizer:
       both clamp to the same value, so it is dropped, and the two shifts merge: ``(acc * m + K) >> (31+e)``.
     - When ``|acc * m| < 2^53`` the product of a float accumulator (exact integers) and m is exact in
       float64, so converting the accumulator and multiplying is one pass.
+    - When moreover ``|acc * m| + |K| < 2^53`` (``float_path``) every step runs in float64, which numpy
+      does several times faster than int64 shifts: ``acc * m + K`` is then an exact float64 sum of exact
+      terms, scaling by a power of two is exact, and ``floor`` is the arithmetic shift. So
+      ``floor(acc * (m * 2^-(31+e)) + K * 2^-(31+e))`` is ``(acc * m + K) >> (31+e)``, bit for bit, and
+      with the tie correction ``u = floor(acc * m * 2^-31 + K * 2^-31)``, ``floor((u - [u < c]) * 2^-e)``.
 
     Each folding is only done where the bounds (``acc_bound``: per-channel bound on |acc|, None = any int)
     prove that no int32 wrap of the C code can occur (acc + bias, the left shift, + offset) and that the
@@ -188,7 +199,8 @@ class Requantizer:
     Per-channel parameters run along the last axis of acc (L, C); short rows are tiled (see ``_tile``).
     """
 
-    _ARRAYS = ("bias", "multipliers", "shifts", "consts", "left", "right", "thresholds", "total_shift")
+    _ARRAYS = ("bias", "multipliers", "shifts", "consts", "left", "right", "thresholds", "total_shift",
+               "float_multipliers", "float_consts", "float_thresholds", "float_post")
 
     def __init__(self, multipliers: ArrayLike, shifts: ArrayLike, output_offset: int, act_min: int,
                  act_max: int, *, bias: ArrayLike | None = None, acc_bound: ArrayLike | None = None) -> None:
@@ -254,6 +266,12 @@ class Requantizer:
                 return int(values[0])  # a scalar operand keeps numpy's fastest loops
             return values
 
+        def fcolumn(values: np.ndarray) -> np.ndarray | np.float64:
+            values = np.broadcast_to(np.asarray(values, dtype=np.float64), (channels,))
+            if np.all(values == values[0]):
+                return np.float64(values[0])  # a float64 scalar: never a (weak) Python float
+            return np.ascontiguousarray(values)
+
         self.channels = channels
         self.bias = None if self.fold_bias or bias is None else column(b)
         self.multipliers = column(m)
@@ -263,6 +281,18 @@ class Requantizer:
         self.right = column(right) if np.any(right) else None
         self.thresholds = column(thresholds)
         self.total_shift = column(right + 31)
+        # The float64 route: exact while every integer of the folded pipeline is below 2^53 (see the notes).
+        self.float_path = (self.fold_bias and self.fold_offset and not self.plain
+                           and bool(np.all((acc_b * m_abs + np.abs(k.astype(np.float64))) * safe < 2.0**53)))
+        self.float_multipliers = self.float_consts = self.float_thresholds = self.float_post = None
+        if self.float_path:
+            # Scalings by powers of two of exact integers (|m| < 2^31, |K| < 2^53): exact float64 values.
+            first = -31 - (0 if self.tie_correction else right)
+            self.float_multipliers = fcolumn(np.ldexp(m.astype(np.float64), first))
+            self.float_consts = fcolumn(np.ldexp(k.astype(np.float64), first))
+            if self.tie_correction:
+                self.float_thresholds = fcolumn(thresholds.astype(np.float64))
+                self.float_post = fcolumn(np.ldexp(1.0, -right))
         self._tiled: dict[int, Requantizer] = {}
 
     def _tile(self, times: int) -> Requantizer:
@@ -279,9 +309,24 @@ class Requantizer:
             self._tiled[times] = tiled
         return self._tiled[times]
 
-    def __call__(self, acc: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    def scaled_weights(self, w_rows: np.ndarray) -> np.ndarray:
+        """For the float route (``float_path``) and int8 weights ``w_rows`` (C, K): the float64 (C, K + 1)
+        matrix ``[w * M | K']`` of the route's per-channel factor M and constant K'. With the input rows
+        extended by a 1, a matmul with it gives ``acc * M + K'`` itself, exactly: every product and every
+        partial sum, in any order, is an integer multiple of the same power of two whose integer is below
+        2^53 (the float route's bound on ``|acc * m| + |K|``). ``self(t, scaled=True)`` finishes it."""
+        if not self.float_path:
+            raise ValueError("scaled_weights: this requantizer has no exact float route")
+        m = np.broadcast_to(self.float_multipliers, (self.channels,))[:, np.newaxis]
+        k = np.broadcast_to(self.float_consts, (self.channels,))[:, np.newaxis]
+        scaled = np.concatenate([w_rows.astype(np.float64) * m, k], axis=1)  # 8-bit w times 31-bit M: exact
+        scaled.flags.writeable = False
+        return scaled
+
+    def __call__(self, acc: np.ndarray, out: np.ndarray | None = None, *, scaled: bool = False) -> np.ndarray:
         """Requantize ``acc`` ((L, C): integers, or floats holding exact integers below 2^53) into ``out``
-        (int8, same shape; allocated if None)."""
+        (int8, same shape; allocated if None). ``scaled``: ``acc`` is already ``acc * M + K'`` (float64,
+        from ``scaled_weights``), and is overwritten."""
         if out is None:
             out = np.empty(acc.shape, dtype=np.int8)
         if acc.size == 0:
@@ -291,13 +336,25 @@ class Requantizer:
             whole = acc.shape[0] // times * times  # rows that make whole tiled rows; the rest below
             tiled = self if self.channels == 1 else self._tile(times)
             width = times * acc.shape[1]
-            tiled(acc[:whole].reshape(-1, width), out[:whole].reshape(-1, width))
+            tiled(acc[:whole].reshape(-1, width), out[:whole].reshape(-1, width), scaled=scaled)
             if whole < acc.shape[0]:
-                self(acc[whole:], out[whole:])
+                self(acc[whole:], out[whole:], scaled=scaled)
             return out
         step = max(1, REQUANT_BLOCK_ELEMENTS // max(1, acc.shape[1]))
         blocks = [slice(i, i + step) for i in range(0, acc.shape[0], step)]
         first = acc[blocks[0]].shape
+        if self.float_path:
+            buf = None if scaled else np.empty(first, dtype=np.float64)
+            below = np.empty(first, dtype=bool) if self.tie_correction else None
+            for block in blocks:
+                src = acc[block]
+                part = slice(0, src.shape[0])
+                a = src if scaled else buf[part]
+                self._float_pipeline(src, a, None if below is None else below[part], scaled)
+                np.copyto(out[block], a, casting="unsafe")  # integers in [act_min, act_max]
+            return out
+        if scaled:
+            raise ValueError("scaled accumulators need the float route")
         buf = np.empty(first, dtype=np.int64)
         neg = np.empty(first, dtype=bool) if self.tie_correction else None
         float_acc = not np.issubdtype(acc.dtype, np.integer)
@@ -314,6 +371,21 @@ class Requantizer:
                 self._pipeline(a, None if neg is None else neg[part], multiplied=False)
             np.clip(a, self.act_min, self.act_max, out=out[block], casting="unsafe")
         return out
+
+    def _float_pipeline(self, src: np.ndarray, a: np.ndarray, below: np.ndarray | None, scaled: bool) -> None:
+        """float64 ``a`` = the clamped result of ``src`` (the accumulator: integers, or floats holding exact
+        integers; or, if ``scaled``, ``a`` itself holding ``acc * M + K'``), by the float route."""
+        if not scaled:
+            # dtype=float64: the product of a float32 (or integer) accumulator is formed in float64, exactly.
+            np.multiply(src, self.float_multipliers, out=a, dtype=np.float64, casting="unsafe")
+            np.add(a, self.float_consts, out=a)
+        np.floor(a, out=a)
+        if self.tie_correction:
+            np.less(a, self.float_thresholds, out=below)
+            np.subtract(a, below, out=a)
+            np.multiply(a, self.float_post, out=a)
+            np.floor(a, out=a)
+        np.clip(a, self.act_min, self.act_max, out=a)
 
     def _pipeline(self, a: np.ndarray, below: np.ndarray | None, multiplied: bool) -> None:
         """In place on int64 ``a`` (the accumulator, or its product by m if ``multiplied``): everything up to
@@ -553,17 +625,26 @@ def check_int8_broadcast(op: str, a: Any, b: Any) -> tuple[np.ndarray, np.ndarra
 
 
 def byte_pair_table(direct: Any, params: tuple[int, ...]) -> np.ndarray:
-    """int8 (65536,) table of a binary int8 op whose result depends only on the byte pair (a, b): entry
-    ``ua * 256 + ub`` is ``direct`` (the op's elementwise pipeline over flat int8 arrays, then ``params``)
-    applied to the int8 values with bytes ua and ub. Read-only: callers cache it per parameter set."""
+    """int8 (2, 256, 256) tables of a binary int8 op whose result depends only on the byte pair (a, b):
+    ``[0, ua, ub]`` (and ``[1, ub, ua]``) is ``direct`` (the op's elementwise pipeline over flat int8 arrays,
+    then ``params``) applied to the int8 values with bytes ua and ub. Read-only: callers cache it per
+    parameter set and read it with ``byte_pair_lookup``."""
     values = np.arange(256, dtype=np.uint8).view(np.int8)
-    table = direct(np.repeat(values, 256), np.tile(values, 256), *params)
+    pairs = direct(np.repeat(values, 256), np.tile(values, 256), *params).reshape(256, 256)
+    table = np.stack([pairs, pairs.T])
     table.flags.writeable = False
     return table
 
 
 def byte_pair_lookup(table: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``table`` gathered at (a as uint8) * 256 + (b as uint8), broadcasting like ``a op b``."""
-    index = np.left_shift(a.view(np.uint8), 8, dtype=np.uint16)
-    index = np.bitwise_or(index, b.view(np.uint8), dtype=np.uint16)
-    return np.take(table, index)
+    """The entries of a ``byte_pair_table`` for the pairs of ``a`` and ``b``, broadcasting like ``a op b``."""
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    if b.size == 1:  # one operand fixed (a constant scalar): its column of the table is a 256-entry LUT
+        return np.take(table[1, b.reshape(-1).view(np.uint8)[0]], a.view(np.uint8)).reshape(shape)
+    if a.size == 1:
+        return np.take(table[0, a.reshape(-1).view(np.uint8)[0]], b.view(np.uint8)).reshape(shape)
+    # The smaller operand's bytes give the high byte of the index, so the larger one is read once (by the OR).
+    big, small, order = (b, a, 0) if a.size <= b.size else (a, b, 1)
+    index = np.bitwise_or(np.left_shift(small.view(np.uint8), 8, dtype=np.uint16), big.view(np.uint8),
+                          dtype=np.uint16)
+    return np.take(table[order].reshape(-1), index)

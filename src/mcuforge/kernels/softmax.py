@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -149,56 +150,103 @@ def softmax_s8(x: np.ndarray, *, multiplier: int, shift: int, diff_min: int) -> 
     x = check_int8("x", x, None)
     if x.ndim == 0:
         raise ValueError("softmax_s8: x must have at least one axis")
-    row_size = x.shape[-1]
-    if not 1 <= row_size <= MAX_ROW_SIZE:
-        raise ValueError(f"softmax_s8: row size must be in [1, {MAX_ROW_SIZE}], got {row_size}")
+    return prepare_softmax_s8(multiplier=multiplier, shift=shift, diff_min=diff_min)(x)
+
+
+def prepare_softmax_s8(*, multiplier: int, shift: int, diff_min: int) -> Callable[[np.ndarray], np.ndarray]:
+    """``softmax_s8`` with its parameters checked and its tables built once; returns ``x -> softmax_s8(x, ...)``."""
     if not isinstance(shift, int | np.integer) or not 0 <= shift <= 31:
         raise ValueError(f"softmax_s8: shift must be an int in [0, 31], got {shift!r}")
     if not isinstance(multiplier, int | np.integer) or not 0 <= multiplier <= INT32_MAX:
         raise ValueError(f"softmax_s8: multiplier must be an int in [0, 2^31 - 1], got {multiplier!r}")
     if not isinstance(diff_min, int | np.integer) or diff_min > 0:
         raise ValueError(f"softmax_s8: diff_min must be an int <= 0, got {diff_min!r}")
-
     exp_table, sum_terms, exp_nonnegative = _tables(int(multiplier), int(shift), int(diff_min))
-    rows = x.reshape(-1, row_size)
-    out = np.empty(rows.shape, dtype=np.int8)
-    step = max(1, (1 << 16) // row_size)  # rows per block: keeps the int64 temporaries in cache
-    for start in range(0, rows.shape[0], step):
-        index = rows[start : start + step].astype(np.intp)
-        index -= index.max(axis=1, keepdims=True)
-        index += 255  # diff + 255, in [0, 255]
-        total = np.take(sum_terms, index).sum(axis=1, keepdims=True)  # in [2^19, 2^31): no wrap
-        headroom = _leading_zeros_32(total)
-        scale = one_over_one_plus_x_for_x_in_0_1(_i32((total << headroom) - (1 << 31)))
-        exponent = ACCUM_BITS - headroom + 23
-        e = np.take(exp_table, index)
-        if exp_nonnegative and scale.min() >= 0:
-            # Both factors are >= 0 (exp_table always is): doubling_high_mult is (a*b + 2^30) >> 31 (the
-            # product is below 2^62: no wrap, no saturation) and the division rounds half up, i.e.
-            # (y + 2^(n-1)) >> n -- the same integers in a few in-place passes.
-            n = np.minimum(exponent, 31)
-            e *= scale
-            e += (1 << 30) + (((1 << n) >> 1) << 31)  # the rounding of both steps at once (exact: see above)
-            e >>= n + 31
-            if np.any(exponent > 31):
-                e[np.broadcast_to(exponent > 31, e.shape)] = 0
-            probability = e
-        else:
-            scaled = doubling_high_mult(scale, e)
-            probability = np.where(exponent > 31, 0, _divide_by_pow2(scaled, np.minimum(exponent, 31)))
+
+    def run(x: np.ndarray) -> np.ndarray:
+        if x.dtype != np.int8 or x.ndim == 0:
+            raise ValueError(f"softmax_s8: x must be an int8 array with at least one axis, got "
+                             f"{x.dtype}{list(x.shape)}")
+        row_size = x.shape[-1]
+        if not 1 <= row_size <= MAX_ROW_SIZE:
+            raise ValueError(f"softmax_s8: row size must be in [1, {MAX_ROW_SIZE}], got {row_size}")
+        rows = x.reshape(-1, row_size)
+        out = np.empty(rows.shape, dtype=np.int8)
+        ones = np.ones(row_size)
+        step = max(1, (1 << 16) // row_size)  # rows per block: keeps the int64 temporaries in cache
+        for start in range(0, rows.shape[0], step):
+            block = rows[start : start + step]
+            _softmax_block(block, out[start : start + step], exp_table, sum_terms, exp_nonnegative, ones)
+        return out.reshape(x.shape)
+    return run
+
+
+def _softmax_block(block: np.ndarray, out: np.ndarray, exp_table: np.ndarray, sum_terms: np.ndarray,
+                   exp_nonnegative: bool, ones: np.ndarray) -> None:
+    """``softmax_s8`` of the rows ``block`` (R, row_size) into ``out`` (int8, same shape)."""
+    # diff + 255 in [0, 255] is (x - max + 255) mod 256: one uint8 pass on the bytes (wrapping is exact)
+    row_max = np.ascontiguousarray(block.T).max(axis=0)  # the reduction runs along contiguous rows
+    index = block.view(np.uint8) + (255 - row_max.view(np.uint8))[:, np.newaxis]
+    # The sum of at most 4095 terms below 2^20 is an exact float64 matrix-vector product.
+    total = (np.take(sum_terms, index) @ ones).astype(np.int64)
+    scale, exponent = _row_scales(total)
+    scale, exponent = scale[:, np.newaxis], exponent[:, np.newaxis]
+    e = np.take(exp_table, index)
+    if exp_nonnegative:
+        # Both factors are >= 0 (scale is in [2^30, 2^31)): doubling_high_mult is (a*b + 2^30) >> 31 (the
+        # product is below 2^62: no wrap, no saturation) and the division rounds half up, i.e.
+        # (y + 2^(n-1)) >> n -- the same integers in a few in-place passes.
+        n = np.minimum(exponent, 31)
+        e *= scale
+        e += (1 << 30) + (((1 << n) >> 1) << 31)  # the rounding of both steps at once (exact: see above)
+        e >>= n + 31
+        if np.any(exponent > 31):
+            e[np.broadcast_to(exponent > 31, e.shape)] = 0
+        # e is in [0, 256]: the clamp to 255 and a byte flip give the int8 value e - 128
+        np.minimum(e, 255, out=e)
+        np.bitwise_xor(e, 0x80, out=out.view(np.uint8), casting="unsafe")
+    else:
+        scaled = doubling_high_mult(scale, e)
+        probability = np.where(exponent > 31, 0, _divide_by_pow2(scaled, np.minimum(exponent, 31)))
         probability -= 128
-        np.clip(probability, -128, 127, out=out[start : start + step], casting="unsafe")
-    return out.reshape(x.shape)
+        np.clip(probability, -128, 127, out=out, casting="unsafe")
+
+
+def _row_scales(total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, from the int64 sum of exps (in [2^19, 2^31)): ``scale =
+    one_over_one_plus_x_for_x_in_0_1((sum << clz(sum)) - 2^31)`` and the divide exponent ``35 - clz(sum)``,
+    the same integers as those functions, in fewer numpy passes (rows are short: each pass costs its call).
+
+    - ``frexp`` of the sum (exact in float64) gives ``sum = f * 2^k`` with f in [0.5, 1): ``clz = 32 - k``,
+      and the half denominator of the reciprocal, ``((sum << clz) - 2^31 + 2^31 - 1 + 1) / 2``, is
+      ``d = f * 2^31``, an integer in [2^30, 2^31);
+    - every ``doubling_high_mult`` is ``(a*b + 2^30) >> 31`` when not both factors are INT32_MIN: for
+      ``a*b < 0`` the C text's ``trunc((a*b + 1 - 2^30) / 2^31)`` is ``-floor((|a*b| + 2^30 - 1) / 2^31)
+      = -ceil((|a*b| - 2^30) / 2^31) = floor((a*b + 2^30) / 2^31)``, and for ``a*b >= 0`` it is that floor
+      by definition. Here d >= 2^30 and, over every d in [2^30, 2^31) (checked exhaustively, and on
+      a sample in tests/test_kernels_fast_paths.py), each iterate x is in [505290270, 2^30], so no product
+      saturates, ``mult_by_power_of_two(correction, 2)`` (= x_next - x) never saturates and no int32 sum
+      wraps; only the final doubling of x = 2^30 saturates, to INT32_MAX.
+    """
+    frac, k = np.frexp(total.astype(np.float64))
+    d = (frac * 2.0**31).astype(np.int64)
+    x = 1515870810 + ((d * -1010580540 + (1 << 30)) >> 31)  # in [505290270, 1010580540]
+    for _ in range(3):
+        residual = (1 << 29) - ((d * x + (1 << 30)) >> 31)
+        correction = (x * residual + (1 << 30)) >> 31
+        x = x + correction * 4  # mult_by_power_of_two(correction, 2): no saturation (see above)
+    scale = np.minimum(x * 2, INT32_MAX)  # mult_by_power_of_two(x, 1), x > 0
+    return scale, k.astype(np.int64) + 3
 
 
 @functools.lru_cache(maxsize=64)
 def _tables(multiplier: int, shift: int, diff_min: int) -> tuple[np.ndarray, np.ndarray, bool]:
-    """The exps of diff = -255..0 and their terms of the sum, both 0 where diff < diff_min: such an
-    entry adds nothing to its row's sum and outputs -128 (a 0 exp gives probability 0); and whether
-    every exp is >= 0 (the condition of the fast path)."""
+    """The exps of diff = -255..0 (int64) and their terms of the sum (float64: exact, below 2^20), both 0
+    where diff < diff_min: such an entry adds nothing to its row's sum and outputs -128 (a 0 exp gives
+    probability 0); and whether every exp is >= 0 (the condition of the fast path)."""
     exp_table = softmax_exp_table(multiplier, shift)
     exp_table[: max(0, min(256, diff_min + 255))] = 0
-    sum_terms = _divide_by_pow2(exp_table, ACCUM_BITS)
+    sum_terms = _divide_by_pow2(exp_table, ACCUM_BITS).astype(np.float64)
     for table in (exp_table, sum_terms):
         table.flags.writeable = False
     return exp_table, sum_terms, bool(exp_table.min() >= 0)

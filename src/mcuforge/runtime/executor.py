@@ -16,6 +16,8 @@ Adapter convention (``ops.KERNELS``): every input array carries a leading run ax
 from __future__ import annotations
 
 import math
+import threading
+import weakref
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -65,6 +67,50 @@ class Arena:
         return view
 
 
+class _Plan:
+    """An arena and every op's input and output views, kept between runs of one graph (evaluating a
+    data set runs the same graph many times: building the views was a large share of a small
+    graph's time). ``fingerprint`` is what the views were built from; a plan whose graph has changed
+    since (a tensor or op replaced, re-planned, given new data or new operands) is rebuilt."""
+
+    def __init__(self, graph: Graph, runs: int) -> None:
+        self.arena = Arena(graph, runs)
+        self.fingerprint = _fingerprint(graph)
+        # The objects whose ids the fingerprint holds, kept alive so that no id can be reused.
+        self.held = (list(graph.ops), [(t, t.data) for t in graph.tensors.values()])
+        self.steps = [(op, [self.arena.view(n) if n else None for n in op.inputs],
+                       [self.arena.view(n) for n in op.outputs]) for op in graph.ops]
+        self.lock = threading.Lock()  # held by the run using the arena (another thread, or a re-entrant run,
+        # gets a fresh plan instead)
+
+
+def _fingerprint(graph: Graph) -> tuple:
+    """Everything a plan's views depend on, as ids and plain values (one tuple comparison checks it)."""
+    return (graph.arena_bytes,
+            tuple((id(op), tuple(op.inputs), tuple(op.outputs)) for op in graph.ops),
+            tuple((id(t), id(t.data), t.offset, tuple(t.shape), t.dtype) for t in graph.tensors.values()))
+
+
+#: Plans by graph (id, dropped when the graph is collected) and number of runs.
+_PLANS: dict[int, dict[int, _Plan]] = {}
+_PLAN_RUNS_KEPT = 4  # run counts kept per graph (a data set has one batch size, and a last batch)
+
+
+def _plan(graph: Graph, runs: int) -> _Plan | None:
+    """The kept plan of ``graph`` for ``runs`` runs (built on first use), locked for the caller; None if
+    it is in use."""
+    plans = _PLANS.get(id(graph))
+    if plans is None:
+        plans = _PLANS[id(graph)] = {}
+        weakref.finalize(graph, _PLANS.pop, id(graph), None)
+    plan = plans.get(runs)
+    if plan is None or plan.fingerprint != _fingerprint(graph):
+        if len(plans) >= _PLAN_RUNS_KEPT:
+            plans.clear()
+        plan = plans[runs] = _Plan(graph, runs)
+    return plan if plan.lock.acquire(blocking=False) else None
+
+
 def execute(graph: Graph, inputs: Sequence[np.ndarray], observer: ExecutionObserver | None = None,
             *, runs: int | None = None) -> list[np.ndarray]:
     """Run ``graph`` on inputs already in the program's dtype and layout; returns copies of the
@@ -76,7 +122,18 @@ def execute(graph: Graph, inputs: Sequence[np.ndarray], observer: ExecutionObser
     if len(inputs) != len(graph.inputs):
         raise ValueError(f"program takes {len(graph.inputs)} inputs, got {len(inputs)}")
     single = runs is None
-    arena = Arena(graph, 1 if single else runs)
+    plan = _plan(graph, 1 if single else runs) if observer is None else None
+    if plan is None:  # traced (the observer sees a fresh arena) or already running: a fresh plan
+        return _run(graph, _Plan(graph, 1 if single else runs), inputs, observer, single)
+    try:
+        return _run(graph, plan, inputs, observer, single)
+    finally:
+        plan.lock.release()
+
+
+def _run(graph: Graph, plan: _Plan, inputs: Sequence[np.ndarray], observer: ExecutionObserver | None,
+         single: bool) -> list[np.ndarray]:
+    arena = plan.arena
     for name, value in zip(graph.inputs, inputs, strict=True):
         dst = arena.view(name)
         value = np.asarray(value)
@@ -87,11 +144,9 @@ def execute(graph: Graph, inputs: Sequence[np.ndarray], observer: ExecutionObser
         dst[...] = value.reshape(dst.shape)
     if observer is not None:
         observer.run_start(arena)
-    for index, op in enumerate(graph.ops):
+    for index, (op, ins, outs) in enumerate(plan.steps):  # ins: None for an absent optional input
         if observer is not None:
             observer.op_start(index, op)
-        ins = [arena.view(n) if n else None for n in op.inputs]  # '' = absent optional input
-        outs = [arena.view(n) for n in op.outputs]
         try:
             result = KERNELS[op.kind](op, ins, outs)
             results = result if isinstance(result, list) else [result]

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..ir import Op, TensorRef
+from .prepared import prepared
 
 
 @functools.cache
@@ -41,6 +42,39 @@ def _call(op: Op, tensors: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
     kwargs = {k: _decode(v, tensors) for k, v in op.attrs["kwargs"].items()}
     result = fn(*args, **kwargs)
     return tuple(result) if isinstance(result, (list, tuple)) else (result,)
+
+
+def _caller(op: Op) -> Any:
+    """``tensors -> _call(op, tensors)`` with the target resolved and the arguments decoded once: only the
+    tensor slots are filled per call (decoding the recorded arguments was most of a small op's time)."""
+    fn = resolve_aten(op.attrs["target"])
+    slots: list[tuple[list | dict, Any, int]] = []
+
+    def template(value: Any) -> Any:
+        if isinstance(value, list):
+            out = [template(v) for v in value]
+            for i, v in enumerate(value):
+                if isinstance(v, TensorRef):
+                    slots.append((out, i, v.index))
+            return out
+        return _decode(value, []) if not isinstance(value, TensorRef) else None
+
+    args = template(list(op.attrs["args"]))
+    kwargs = {k: template(v) for k, v in op.attrs["kwargs"].items()}
+    for k, v in op.attrs["kwargs"].items():
+        if isinstance(v, TensorRef):
+            slots.append((kwargs, k, v.index))
+
+    def call(tensors: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        for container, key, index in slots:
+            container[key] = tensors[index]
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            for container, key, _ in slots:
+                container[key] = None  # the template holds no tensor between calls
+        return tuple(result) if isinstance(result, (list, tuple)) else (result,)
+    return call
 
 
 #: aten ops that treat every index of their first argument's leading axis on its own, whatever
@@ -80,21 +114,22 @@ def _foldable(op: Op, batched: list[bool], tensors: list[torch.Tensor]) -> bool:
 
 def aten_fp32(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> list[np.ndarray]:
     runs = outs[0].shape[0]
+    call = prepared(op, [], (), lambda: _caller(op))  # depends on the attributes only
     tensors = [torch.from_numpy(np.ascontiguousarray(x)) for x in ins]
     with torch.no_grad():
         if runs == 1:
-            results = _call(op, [t[0] for t in tensors])
+            results = call([t[0] for t in tensors])
             return [r.detach().numpy()[np.newaxis] for r in results]
         batched = [t.shape[0] == runs for t in tensors]  # constants carry a run axis of 1
         if _foldable(op, batched, tensors):
             folded = [t.reshape(-1, *t.shape[2:]) if b else t[0] for t, b in zip(tensors, batched, strict=True)]
-            return [r.detach().numpy() for r in _call(op, folded)]  # the executor restores the run axis
+            return [r.detach().numpy() for r in call(folded)]  # the executor restores the run axis
         args = [t if b else t[0] for t, b in zip(tensors, batched, strict=True)]
         try:
             results = torch.vmap(lambda *ts: _call(op, list(ts)),
                                  in_dims=tuple(0 if b else None for b in batched))(*args)
         except Exception:  # noqa: BLE001 - no batching rule for this op: one call per run
-            per_run = [_call(op, [t[g] if b else t for t, b in zip(args, batched, strict=True)])
+            per_run = [call([t[g] if b else t for t, b in zip(args, batched, strict=True)])
                        for g in range(runs)]
             results = tuple(torch.stack(rs) for rs in zip(*per_run, strict=True))
     return [r.detach().numpy() for r in results]

@@ -13,11 +13,20 @@ import numpy as np
 
 from .. import kernels as K
 from ..ir import Op
+from ..kernels.add import prepare_add_s8
+from ..kernels.batch_matmul import prepare_batch_matmul_s8
 from ..kernels.clamp import clamp_s8
+from ..kernels.conv import prepare_conv2d_s8
+from ..kernels.depthwise_conv import prepare_depthwise_conv2d_s8
+from ..kernels.fully_connected import prepare_fully_connected_s8
+from ..kernels.lut import prepare_lut_s8
+from ..kernels.mul import prepare_mul_s8
+from ..kernels.pooling import prepare_pool_s8
+from ..kernels.softmax import prepare_softmax_s8
 from .fp32 import aten_fp32
+from .prepared import prepared
 
 Kernel = Callable[[Op, list[np.ndarray], list[np.ndarray]], np.ndarray | list[np.ndarray]]
-
 
 def fold_runs(x: np.ndarray, rank: int) -> np.ndarray:
     """Merge the run axis into the tensor's own leading (batch) axis: ``(G, N, ...) -> (G*N, ...)``."""
@@ -32,43 +41,50 @@ def constant(x: np.ndarray | None) -> np.ndarray | None:
 def _conv(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     x, w, bias, mult, shift = ins
     a = op.attrs
-    oh, ow = outs[0].shape[2:4]
-    return K.conv2d_s8(fold_runs(x, 4), constant(w), constant(bias), input_offset=a["input_offset"],
-                       output_offset=a["output_offset"], multipliers=constant(mult), shifts=constant(shift),
-                       stride=tuple(a["stride"]), padding=tuple(a["padding"]), dilation=tuple(a["dilation"]),
-                       act_min=a["act_min"], act_max=a["act_max"], output_hw=(oh, ow))
+    x = fold_runs(x, 4)
+    run = prepared(op, ins[1:], x.shape[1:], lambda: prepare_conv2d_s8(
+        x.shape[1:], constant(w), constant(bias), input_offset=a["input_offset"], output_offset=a["output_offset"],
+        multipliers=constant(mult), shifts=constant(shift), stride=tuple(a["stride"]), padding=tuple(a["padding"]),
+        dilation=tuple(a["dilation"]), act_min=a["act_min"], act_max=a["act_max"],
+        output_hw=tuple(outs[0].shape[2:4])))
+    return run(x)
 
 
 def _depthwise(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     x, w, bias, mult, shift = ins
     a = op.attrs
-    oh, ow = outs[0].shape[2:4]
-    return K.depthwise_conv2d_s8(fold_runs(x, 4), constant(w), constant(bias), input_offset=a["input_offset"],
-                                 output_offset=a["output_offset"], multipliers=constant(mult), shifts=constant(shift),
-                                 stride=tuple(a["stride"]), padding=tuple(a["padding"]),
-                                 dilation=tuple(a["dilation"]), depth_multiplier=a["depth_multiplier"],
-                                 act_min=a["act_min"], act_max=a["act_max"], output_hw=(oh, ow))
+    x = fold_runs(x, 4)
+    run = prepared(op, ins[1:], x.shape[1:], lambda: prepare_depthwise_conv2d_s8(
+        x.shape[1:], constant(w), constant(bias), input_offset=a["input_offset"], output_offset=a["output_offset"],
+        multipliers=constant(mult), shifts=constant(shift), stride=tuple(a["stride"]), padding=tuple(a["padding"]),
+        dilation=tuple(a["dilation"]), depth_multiplier=a["depth_multiplier"], act_min=a["act_min"],
+        act_max=a["act_max"], output_hw=tuple(outs[0].shape[2:4])))
+    return run(x)
 
 
 def _fully_connected(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     x, w, bias, mult, shift = ins
     a = op.attrs
-    return K.fully_connected_s8(x.reshape(-1, w.shape[2]), constant(w), constant(bias), input_offset=a["input_offset"],
-                                output_offset=a["output_offset"], multipliers=constant(mult), shifts=constant(shift),
-                                act_min=a["act_min"], act_max=a["act_max"])
+    run = prepared(op, ins[1:], (), lambda: prepare_fully_connected_s8(
+        constant(w), constant(bias), input_offset=a["input_offset"], output_offset=a["output_offset"],
+        multipliers=constant(mult), shifts=constant(shift), act_min=a["act_min"], act_max=a["act_max"]))
+    return run(x.reshape(-1, w.shape[2]))
 
 
 def _add(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
-    return K.add_s8(ins[0], ins[1], **op.attrs)  # elementwise: the run axis broadcasts like any other
+    run = prepared(op, [], (), lambda: prepare_add_s8(**op.attrs))
+    return run(ins[0], ins[1])  # elementwise: the run axis broadcasts like any other
 
 
-def _pool(kernel: Callable[..., np.ndarray]) -> Kernel:
+def _pool(kind: str) -> Kernel:
     def run(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
         a = op.attrs
         x = fold_runs(ins[0], 4)
         # The output may be stored squeezed (a global mean): its size is the output_hw attribute.
-        return kernel(x, kernel=tuple(a["kernel"]), stride=tuple(a["stride"]), padding=tuple(a["padding"]),
-                      act_min=a["act_min"], act_max=a["act_max"], output_hw=tuple(a["output_hw"]))
+        pool = prepared(op, [], x.shape[1:], lambda: prepare_pool_s8(
+            kind, x.shape[1:], tuple(a["kernel"]), tuple(a["stride"]), tuple(a["padding"]), a["act_min"],
+            a["act_max"], tuple(a["output_hw"])))
+        return pool(x)
     return run
 
 
@@ -92,11 +108,13 @@ def with_rank(x: np.ndarray, rank: int) -> np.ndarray:
 
 def _mul(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     rank = outs[0].ndim - 1
-    return K.mul_s8(with_rank(ins[0], rank), with_rank(ins[1], rank), **op.attrs)
+    run = prepared(op, [], (), lambda: prepare_mul_s8(**op.attrs))
+    return run(with_rank(ins[0], rank), with_rank(ins[1], rank))
 
 
 def _softmax(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
-    return K.softmax_s8(ins[0], **op.attrs)  # rows along the last axis: the run axis is one more batch axis
+    run = prepared(op, [], (), lambda: prepare_softmax_s8(**op.attrs))
+    return run(ins[0])  # rows along the last axis: the run axis is one more batch axis
 
 
 def _pad(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
@@ -114,11 +132,11 @@ def _concat(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray
 def _batch_matmul(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     a = op.attrs
     rank = outs[0].ndim - 1
-    return K.batch_matmul_s8(with_rank(ins[0], rank), with_rank(ins[1], rank), lhs_offset=a["lhs_offset"],
-                             rhs_offset=a["rhs_offset"], output_offset=a["output_offset"],
-                             output_multiplier=a["output_multiplier"], output_shift=a["output_shift"],
-                             act_min=a["act_min"], act_max=a["act_max"], adj_x=bool(a["adj_x"]),
-                             adj_y=bool(a["adj_y"]))
+    run = prepared(op, [], (), lambda: prepare_batch_matmul_s8(
+        lhs_offset=a["lhs_offset"], rhs_offset=a["rhs_offset"], output_offset=a["output_offset"],
+        output_multiplier=a["output_multiplier"], output_shift=a["output_shift"], act_min=a["act_min"],
+        act_max=a["act_max"], adj_x=bool(a["adj_x"]), adj_y=bool(a["adj_y"])))
+    return run(with_rank(ins[0], rank), with_rank(ins[1], rank))
 
 
 def _transpose_conv(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
@@ -132,7 +150,7 @@ def _transpose_conv(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np
 
 
 def _lut(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
-    return K.lut_s8(ins[0], constant(ins[1]))
+    return prepared(op, ins[1:], (), lambda: prepare_lut_s8(constant(ins[1])))(ins[0])
 
 
 def _slice(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
@@ -160,8 +178,8 @@ KERNELS: dict[str, Kernel] = {
     "depthwise_conv2d_s8": _depthwise,
     "fully_connected_s8": _fully_connected,
     "add_s8": _add,
-    "avgpool_s8": _pool(K.avgpool_s8),
-    "maxpool_s8": _pool(K.maxpool_s8),
+    "avgpool_s8": _pool("avg"),
+    "maxpool_s8": _pool("max"),
     "clamp_s8": _clamp,
     "mul_s8": _mul,
     "softmax_s8": _softmax,
