@@ -74,6 +74,16 @@ def _read_outputs(folder: Path, graph: Any) -> list[np.ndarray]:
     return outputs
 
 
+def write_run_files(folder: Path, program_bytes: bytes, inputs: Sequence[np.ndarray], trace: bool | str = False,
+                    via: str = "semihosting", graph: Any = None) -> None:
+    """The files the firmware reads from QEMU's working directory (csrc/firmware/firmware.h)."""
+    graph = graph if graph is not None else deserialize(bytes(program_bytes))
+    (folder / "run.cfg").write_bytes(struct.pack("<II", TRACE_MODES[trace_mode(trace)], TRACE_SINKS[via]))
+    (folder / "program.mfp").write_bytes(bytes(program_bytes))
+    for i, data in enumerate(input_bytes(graph, inputs)):
+        (folder / f"input{i}.bin").write_bytes(data)
+
+
 def qemu_command(target: str, elf: Path, serial_port: int | None = None) -> list[str]:
     """The QEMU command line that runs ``elf`` on the board of ``target``, counting instructions;
     with ``serial_port`` its UART0 is served on that local TCP port (QEMU waits for the client)."""
@@ -145,10 +155,7 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
     recorded = None
     with tempfile.TemporaryDirectory(prefix="mcuforge-qemu-") as tmp:
         folder = Path(tmp)
-        (folder / "run.cfg").write_bytes(struct.pack("<II", TRACE_MODES[mode], TRACE_SINKS[via]))
-        (folder / "program.mfp").write_bytes(bytes(program_bytes))
-        for i, data in enumerate(input_bytes(graph, inputs)):
-            (folder / f"input{i}.bin").write_bytes(data)
+        write_run_files(folder, program_bytes, inputs, mode, via, graph)
         where = f"{target} on QEMU {board.machine}"
         started = time.perf_counter()
         try:
