@@ -166,6 +166,10 @@ class Trace:
         """One line saying whether the stream was intact, for reports and the CLI."""
         if self.intact:
             return f"trace intact: {len(self.runs)} run(s), {len(self.ops)} op events, unit {self.unit}"
+        kept = f"kept {len(self.runs)} run(s), {len(self.ops)} complete op events"
+        if not self.gaps:
+            return (f"TRACE TRUNCATED at byte {self.truncation_offset} of {len(self.data)}: {self.truncation_reason}; "
+                    f"{kept}")
         parts = []
         if self.gaps:
             lost = self.records_lost
@@ -182,7 +186,6 @@ class Trace:
         if self.truncated:
             parts.append(f"TRACE TRUNCATED at byte {self.truncation_offset} of {len(self.data)}: "
                          f"{self.truncation_reason}")
-        kept = f"kept {len(self.runs)} run(s), {len(self.ops)} complete op events"
         if self.unattributed_ops:
             kept += f" ({self.unattributed_ops} more whose run is unknown)"
         return f"TRACE DAMAGED: {'; '.join(parts)}; {kept}"
