@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "mcuforge.h"
+#include "mf_host_file.h"
 #include "mf_trace_uart.h"
 
 uint64_t mf_host_now_ns(void *user);
@@ -46,26 +47,6 @@ static size_t fake_uart_write(void *uart, const uint8_t *bytes, size_t n) {
     return k;
 }
 
-static unsigned char *read_file(const char *path, size_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *buf = NULL;
-    if (n <= 0 || posix_memalign(&buf, 16, (size_t)n) != 0) {
-        fclose(f);
-        return NULL;
-    }
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *size = (size_t)n;
-    return (unsigned char *)buf;
-}
-
 int main(int argc, char **argv) {
     if (argc != 10) {
         fprintf(stderr, "usage: mf_trace_uart_check PROGRAM OUT RING_BYTES TAKE EVERY RUNS FULL DEAD_AFTER "
@@ -74,7 +55,7 @@ int main(int argc, char **argv) {
     }
     size_t size = 0;
     unsigned char *data = read_file(argv[1], &size);
-    if (!data) {
+    if (!data || size == 0) {
         fprintf(stderr, "cannot read %s\n", argv[1]);
         return 101;
     }
@@ -92,8 +73,8 @@ int main(int argc, char **argv) {
         return 102;
     }
     size_t arena_size = mf_program_arena_bytes(&prog);
-    void *arena = NULL;
-    if (posix_memalign(&arena, 16, arena_size ? arena_size : 16) != 0) return 103;
+    unsigned char *arena = alloc16(arena_size);
+    if (arena == NULL) return 103;
     /* The ring exactly as large as asked: ASan reports any byte written past it. */
     uint8_t *ring = malloc(ring_bytes ? ring_bytes : 1);
     mf_context ctx;
