@@ -169,3 +169,25 @@ def test_damage_of_every_kind_in_one_record_at_a_time():
         check(clean, data[:pos] + bytes([data[pos] ^ 0x21]) + data[pos + 1:], here, nowhere)
         check(clean, data[:pos] + data[pos + 1:], here, nowhere)
         check(clean, data[:pos] + b"\x5a" + data[pos:], nowhere, here)
+
+
+@pytest.mark.parametrize("rate", [0.0, 1e-3, 1e-2])
+def test_framing_bytes_as_they_come_is_framing_them_at_once(rate):
+    """The capture frames a live stream piece by piece: the same records and damage as reading the
+    whole stream, whatever the pieces (a sync byte, a header or a CRC split across two reads)."""
+    from mcuforge.trace.framing import Damage, FrameScanner, scan
+
+    rng = np.random.default_rng(5)
+    data = make_stream(rng, runs=2, ops=30, full=True, lossy=False)
+    noisy, _damaged, _inserted = add_noise(data, rate, rng)
+    def where(items):  # a damage's reason may quote fewer bytes when fewer had come
+        return [(i.offset, i.skipped, i.at_end) if isinstance(i, Damage) else i for i in items]
+
+    whole = where(scan(noisy))
+    for sizes in ((1,), (2, 3, 5, 7), (64, 1000)):
+        scanner, items, pos, k = FrameScanner(), [], 0, 0
+        while pos < len(noisy):
+            n = sizes[k % len(sizes)]
+            items += scanner.feed(noisy[pos:pos + n])
+            pos, k = pos + n, k + 1
+        assert where(items + scanner.finish()) == whole

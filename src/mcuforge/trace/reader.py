@@ -363,9 +363,14 @@ class _Walker:
                 return
             if b.parent is not None:
                 self._close(b.parent, None, None)
+            if index == b.lo:  # the runs read before it lie in [lo, index]: this one run
+                merged = _RunBuilder(index, None, index)
+                merged.absorb(b)
+                self._close(merged, time, status)
+                return
             self.trace.unattributed_ops += sum(len(c.ops) for c in b.chain)  # somewhere in [lo, index]
             b.chain = []
-            if index >= b.lo:
+            if index > b.lo:
                 b.index = index
                 self._close(b, time, status)
             else:
