@@ -139,18 +139,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     from . import api
 
     prog = api.load(args.program)
+    backend = {"host": "python", "c": "c", "qemu": "qemu"}[args.on]
+    board = _board_options(args, backend)
     if args.inputs:
         inputs = load_arrays(args.inputs)
     else:
         print("warning: no --inputs given: running on random normal inputs", file=sys.stderr)
         inputs = _random_inputs(prog)
-    backend = {"host": "python", "c": "c", "qemu": "qemu"}[args.on]
     trace_mode = ("full" if args.full else True) if args.trace else False
     if args.full and not args.trace:
         raise CliError("--full needs --trace FILE")
     if backend == "qemu" and not trace_mode:
         trace_mode = True  # on a board the per-op instruction counts are the point of the run
-    board = _board_options(args, backend)
     measured: dict[str, Any] = {}
     outputs = prog.run(*inputs, backend=backend, target=args.target, trace=trace_mode, measured=measured,
                        board=board)
