@@ -150,6 +150,19 @@ def test_run_via_uart_end_to_end(tmp_path, capsys, ds_cnn_m4):
     assert all(np.array_equal(a[k], b[k]) for k in a.files)
 
 
+@pytest.mark.parametrize(("target", "program_target"), [("cortex-m3", "cortex-m3"), ("cortex-m7", "cortex-m4"),
+                                                      ("cortex-m33", "cortex-m4")])
+def test_every_board_sends_its_trace_on_uart0(target, program_target):
+    """UART0's address on each board (the secure alias on the M33 and M55 boards, which boot secure)."""
+    _, _, prog = compiled("ds_cnn", program_target)  # the programs test_firmware runs on these boards
+    inputs = program_inputs(prog.graph, np.random.default_rng(4))
+    outputs, recorded, facts = run_on_qemu(prog.to_bytes(), inputs, target, trace=True, via="uart")
+    trace = Trace.from_bytes(recorded)
+    assert trace.intact and len(trace.ops) == len(prog.graph.ops) and facts["trace_bytes"] == len(recorded)
+    assert all(np.array_equal(a, b) for a, b in zip(outputs, run_on_qemu(prog.to_bytes(), inputs, target)[0],
+                                                    strict=True))
+
+
 def test_capture_says_when_no_trace_arrives(tmp_path, capsys):
     port = free_port()
     import socket
