@@ -17,8 +17,9 @@ and target (cortex-m3: portable C kernels; cortex-m4: DSP paths; cortex-m55: MVE
   of live tensors at any op, ``mcuforge.plan.arena_lower_bound``) and TFLite Micro's published
   arena; runtime code (text + rodata of the runtime objects, tracing compiled out), constants and
   program file beside ExecuTorch's .pte;
-- per op kind, the instructions of its ops from a traced run (the trace's per-op counts; each
-  includes the few instructions of its trace records), so a kernel regression shows.
+- per op kind, the instructions of its ops from a traced run (the trace's per-op counts: the
+  kernel and one timer read; the op's trace records are written after it), so a kernel regression
+  shows.
 """
 
 from __future__ import annotations
@@ -168,7 +169,7 @@ def main(argv: list[str]) -> None:
          "the cortex-m55 program file (flash)."),
         ("Instructions per op kind", kernel_table(results),
          "From one traced run per model and target: the sum over the ops of a kind of their per-op "
-         "instruction counts (each includes its trace records, a few dozen instructions)."),
+         "instruction counts (the kernel and one timer read; the trace records are written between ops)."),
     ]
     text = "\n\n".join(f"## {title}\n\n{note}\n\n```\n{body}\n```" for title, body, note in sections)
     DOCS.write_text(f"# Benchmarks: MLPerf Tiny on the QEMU boards\n\nRegenerate with `python benchmarks/firmware.py` "

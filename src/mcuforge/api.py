@@ -226,7 +226,8 @@ class Program:
         return [o[0] for o in outputs]
 
     def run(self, *inputs: Any, backend: str = "python", target: str | None = None,
-            trace: bool | str = False, measured: dict[str, Any] | None = None) -> Any:
+            trace: bool | str = False, measured: dict[str, Any] | None = None,
+            board: dict[str, Any] | None = None) -> Any:
         """Run the program: float (NCHW) inputs in, float outputs out, one per model output.
 
         Inputs may carry any batch along the first dimension (a multiple of the compiled batch):
@@ -234,11 +235,13 @@ class Program:
         (the C runtime built for the host) or "qemu" (firmware on the emulated board of
         ``target``, by default the program's). ``trace=True`` also returns the trace (per-op
         times); ``trace="full"`` adds every op's output. ``measured``: a dict that a "qemu" run
-        fills with the board's figures (instructions, stack high-water bytes, ...).
+        fills with the board's figures (instructions, stack high-water bytes, ...). ``board``: options
+        of a "qemu" run (:func:`mcuforge.firmware.run_on_qemu`): ``via="uart"`` sends the trace over
+        the board's UART, ``timer`` chooses the trace's clock.
         """
         prepared, runs, single = self._program_inputs(inputs)
         outputs, recorded = run_backend(self, prepared, runs, backend=backend, target=target, trace=trace,
-                                        measured=measured)
+                                        measured=measured, board=board)
         results = self._user_outputs(outputs, single)
         return (results, recorded) if trace else results
 

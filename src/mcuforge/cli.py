@@ -1,4 +1,4 @@
-"""The ``mcuforge`` command: compile, info, run, demo."""
+"""The ``mcuforge`` command: compile, info, run, inspect, capture, export-c, size, demo."""
 
 from __future__ import annotations
 
@@ -139,19 +139,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     from . import api
 
     prog = api.load(args.program)
+    backend = {"host": "python", "c": "c", "qemu": "qemu"}[args.on]
+    board = _board_options(args, backend)
     if args.inputs:
         inputs = load_arrays(args.inputs)
     else:
         print("warning: no --inputs given: running on random normal inputs", file=sys.stderr)
         inputs = _random_inputs(prog)
-    backend = {"host": "python", "c": "c", "qemu": "qemu"}[args.on]
     trace_mode = ("full" if args.full else True) if args.trace else False
     if args.full and not args.trace:
         raise CliError("--full needs --trace FILE")
     if backend == "qemu" and not trace_mode:
         trace_mode = True  # on a board the per-op instruction counts are the point of the run
     measured: dict[str, Any] = {}
-    outputs = prog.run(*inputs, backend=backend, target=args.target, trace=trace_mode, measured=measured)
+    outputs = prog.run(*inputs, backend=backend, target=args.target, trace=trace_mode, measured=measured,
+                       board=board)
     if trace_mode:
         outputs, trace = outputs
         if args.trace:
@@ -161,7 +163,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             from .firmware import describe_run
             from .inspect import Inspector
 
-            print(f"per-op {trace.unit} (QEMU -icount shift=0, counted with SysTick):")
+            clock = {"icount": "QEMU -icount shift=0, counted with SysTick", "systick": "SysTick",
+                     "dwt": "DWT CYCCNT, which QEMU leaves at 0"}[args.timer]
+            via = f", trace over UART0 ({measured['trace_dropped']} records dropped)" if args.via == "uart" else ""
+            print(f"per-op {trace.unit} ({clock}{via}):")
             print_inspection(Inspector(prog, trace), depth=1)
             print(describe_run(measured))
     np.set_printoptions(precision=4, suppress=True, linewidth=110, threshold=200)
@@ -174,20 +179,37 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _board_options(args: argparse.Namespace, backend: str) -> dict[str, Any] | None:
+    """run's --via and --timer, which only a board has."""
+    if backend != "qemu":
+        if args.via != "semihosting" or args.timer != "icount":
+            raise CliError("--via and --timer are options of --on qemu")
+        return None
+    return {"via": args.via, "timer": args.timer, "progress": args.via == "uart"}
+
+
 def print_inspection(insp: Any, depth: int | None) -> Any:
     """The Inspector's op table and its totals per module and per op kind; returns the DataFrame."""
     import pandas as pd
 
-    if insp.truncated:
+    from .inspect.gaps import gap_lines
+
+    if not insp.trace.intact:
         print(f"warning: {insp.trace.status_line}", file=sys.stderr)
     df = insp.to_dataframe()
-    table = df[["run", "op_index", "kind", "backend", "module", "duration"]].rename(
-        columns={"op_index": "op", "duration": f"time ({insp.unit})"})
+    shown = ["run", "op_index", "kind", "backend", "module", "duration"]
+    shown += ["ms"] if "ms" in df else []
+    shown += ["run_gaps"] if insp.trace.gaps else []  # a run that lost records says so on every row
+    table = df[shown].rename(columns={"op_index": "op", "duration": f"time ({insp.unit})",
+                                      "run_gaps": "gaps in run"})
     with pd.option_context("display.max_rows", None, "display.width", 160):
         print(table.to_string(index=False))
         for by in ("module", "kind"):
             print(f"\ntotals per {by} ({insp.unit}):")
             print(insp.totals(by, depth if by == "module" else None).to_string(float_format=lambda v: f"{v:,.3g}"))
+    if insp.trace.gaps:
+        print("\ngaps:")
+        print("\n".join(gap_lines(insp.trace)))
     print(f"\n{insp.trace.status_line}")
     return df
 
@@ -195,12 +217,27 @@ def print_inspection(insp: Any, depth: int | None) -> Any:
 def cmd_inspect(args: argparse.Namespace) -> int:
     from .inspect import Inspector
 
-    insp = Inspector.load(args.program, args.trace)
+    insp = Inspector.load(args.program, args.trace, clock_hz=args.clock_hz)
     df = print_inspection(insp, args.depth)
     for path, write in ((args.html, insp.to_html), (args.chrome, insp.to_chrome_trace), (args.csv, df.to_csv)):
         if path:
             write(path)
             print(f"wrote {path}")
+    return 0
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    from .trace import Trace
+    from .trace.uart import capture
+
+    got = capture(args.port, baudrate=args.baud, timeout=args.timeout, max_seconds=args.max_seconds,
+                  progress=not args.quiet, open_timeout=args.open_timeout)
+    print(f"received {got.summary()}")
+    if not got.data:
+        raise CliError(f"no trace stream arrived on {args.port} (no valid STREAM_START in "
+                       f"{got.skipped_before:,} bytes)")
+    Path(args.output).write_bytes(got.data)
+    print(f"wrote {args.output}: {Trace.from_bytes(got.data).status_line}")
     return 0
 
 
@@ -326,6 +363,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="write the outputs to this .npz")
     p.add_argument("--trace", metavar="FILE", help="also write the trace stream (per-op times) to FILE")
     p.add_argument("--full", action="store_true", help="with --trace: also record every op's output")
+    p.add_argument("--via", choices=("semihosting", "uart"), default="semihosting",
+                   help="--on qemu: how the trace leaves the board: a semihosting file, or its UART0 (captured "
+                        "over QEMU's serial TCP port, as `mcuforge capture` reads a real board's)")
+    p.add_argument("--timer", choices=("icount", "systick", "dwt"), default="icount",
+                   help="--on qemu: the trace's clock, built into the firmware: instructions (icount), cycles "
+                        "from SysTick, or DWT CYCCNT cycles (which QEMU does not count)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("inspect", help="a trace of a program: op table, totals per module and kind, reports")
@@ -335,7 +378,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chrome", metavar="FILE", help="write a Chrome trace JSON (Perfetto)")
     p.add_argument("--csv", metavar="FILE", help="write the op table (one row per op per run)")
     p.add_argument("--depth", type=int, help="module totals by path prefix of this many parts")
+    p.add_argument("--clock-hz", type=float, help="the core's clock: a cycle trace's times also in milliseconds")
     p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("capture", help="read a trace from a serial port (a board's UART) into a trace file")
+    p.add_argument("port", help="a serial device (/dev/ttyACM0, COM3) or a pyserial URL; socket://HOST:PORT "
+                                "reaches QEMU's -serial tcp:HOST:PORT,server=on")
+    p.add_argument("-o", "--output", required=True, help="trace file to write (for `mcuforge inspect`)")
+    p.add_argument("--baud", type=int, default=115200, help="baud rate of a serial device (default 115200)")
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="stop when no byte came for this many seconds (default 10); it also stops at STREAM_END")
+    p.add_argument("--max-seconds", type=float, help="stop after this many seconds in all")
+    p.add_argument("--open-timeout", type=float, default=0.0,
+                   help="retry opening the port for this many seconds (a QEMU or board still starting)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_capture)
 
     p = sub.add_parser("export-c", help="write a C project: runtime sources, the program in flash, Makefile, CMake")
     p.add_argument("program")
@@ -370,9 +427,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .lower import LoweringError
     from .program import ProgramFormatError
     from .runtime import OpExecutionError
+    from .trace.uart import SerialCaptureError
 
     user_errors = (CliError, ProgramFormatError, CaptureError, LoweringError, OpExecutionError, CRuntimeError,
-                   CRuntimeBuildError, FirmwareBuildError, FirmwareRunError, ToolchainMissing, ValueError, OSError)
+                   CRuntimeBuildError, FirmwareBuildError, FirmwareRunError, ToolchainMissing, SerialCaptureError,
+                   ValueError, OSError)
     args = build_parser().parse_args(argv)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.showwarning = _show_warning

@@ -119,7 +119,8 @@ def build(kind: str = "shared", *, trace: bool = True, sanitize: bool = False,
     """Compile csrc/ for the host and return the cached artifact.
 
     ``kind="shared"``: the ctypes library (runtime + host helpers); ``kind="driver"``: the
-    ``mf_run`` command-line driver. ``trace`` compiles tracing in (``-DMF_TRACE=1``);
+    ``mf_run`` command-line driver; ``kind="uart_check"``: the UART trace sink (board support) with a
+    slow fake UART, ``mf_trace_uart_check``. ``trace`` compiles tracing in (``-DMF_TRACE=1``);
     ``sanitize`` builds with AddressSanitizer and UBSan. Raises RuntimeError with the compiler's
     output if the build fails (warnings are errors).
     """
@@ -132,8 +133,13 @@ def build(kind: str = "shared", *, trace: bool = True, sanitize: bool = False,
     elif kind == "driver":
         sources = [*runtime_sources(), CSRC / "host" / "mf_run.c"]
         suffix = ""
+    elif kind == "uart_check":
+        sources = [*runtime_sources(), CSRC / "board" / "trace_uart.c", CSRC / "host" / "mf_host.c",
+                   CSRC / "host" / "mf_trace_uart_check.c"]
+        flags.append(f"-I{CSRC / 'board'}")
+        suffix = ""
     else:
-        raise ValueError(f"unknown build kind {kind!r}: 'shared' or 'driver'")
+        raise ValueError(f"unknown build kind {kind!r}: 'shared', 'driver' or 'uart_check'")
     target = cache_dir() / f"mcuforge-{kind}-{_key([kind, *flags])}{suffix}"
     if target.exists():
         return target

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 /* Files in QEMU's working directory (semihosting paths are relative to it). */
-#define FW_FILE_CONFIG "run.cfg"      /* in: u32 trace mode (FW_TRACE_*) */
+#define FW_FILE_CONFIG "run.cfg"      /* in: u32 trace mode (FW_TRACE_*), u32 trace sink (FW_SINK_*) */
 #define FW_FILE_PROGRAM "program.mfp" /* in: the program file */
 #define FW_FILE_INPUT_PREFIX "input"   /* in: input<i>.bin, graph input i, program dtype and layout */
 #define FW_FILE_OUTPUT_PREFIX "output" /* out: output<i>.bin, graph output i */
@@ -17,6 +17,9 @@
 #define FW_STACK_FILL 0xC5C5C5C5u
 
 enum { FW_TRACE_OFF = 0, FW_TRACE_EVENTS = 1, FW_TRACE_FULL = 2 };
+/* Where the trace goes: trace.bin over semihosting, or UART0 (BOARD_UART, the board's CMSDK UART). */
+enum { FW_SINK_FILE = 0, FW_SINK_UART = 1 };
+#define FW_UART_RING_BYTES 4096u
 
 /* QEMU exit statuses (SYS_EXIT_EXTENDED). */
 enum { FW_EXIT_OK = 0, FW_EXIT_FAILED = 1, FW_EXIT_FAULT = 3 };
@@ -45,7 +48,7 @@ typedef struct {
     uint32_t stack_size;               /* the stack reserved by the linker script */
     uint32_t arena_bytes, program_bytes, output_count, trace_bytes;
     uint32_t clock_hz;
-    uint32_t reserved;
+    uint32_t trace_dropped;            /* trace records the UART sink had no room for */
     char status_name[32];
     char message[56];
 } fw_result;

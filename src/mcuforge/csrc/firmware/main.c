@@ -2,14 +2,21 @@
  * host files over semihosting (firmware.h), so that one build per board runs every model.
  *
  *   run.cfg, program.mfp, input<i>.bin  ->  mf_program_load, mf_init, mf_set_input, mf_invoke
- *   ->  output<i>.bin, trace.bin, result.bin (status, instructions, stack high-water mark)
+ *   ->  output<i>.bin, trace.bin (or the trace on UART0), result.bin (status, instructions, stack)
+ *
+ * Instructions are counted with SysTick under QEMU -icount (board/mf_timer.h); the trace's clock is
+ * the MF_TIMER source the firmware was built with.
  */
 #include <string.h>
 
+#include "cmsdk_uart.h"
 #include "firmware.h"
-#include "icount.h"
 #include "mcuforge.h"
+#include "mf_timer.h"
+#include "mf_trace_uart.h"
 #include "semihost.h"
+
+#define icount_now mf_icount_now
 
 
 extern uint32_t _sstack, _estack, _sheap, _eheap;
@@ -98,9 +105,8 @@ static void trace_write(void *user, const uint8_t *bytes, size_t n) {
     }
 }
 
-static uint64_t trace_now(void *user) {
-    (void)user;
-    return icount_now();
+static int start_trace(mf_trace_sink *sink, const mf_context *ctx) {
+    return mf_timer_start() == 0 && mf_trace_begin(sink, ctx) == MF_OK;
 }
 #endif
 
@@ -138,6 +144,8 @@ static int run(void) {
     if (config == NULL || size < 4) return fail(FW_STAGE_FILES, -1, "cannot read " FW_FILE_CONFIG);
     uint32_t trace_mode = (uint32_t)config[0] | (uint32_t)config[1] << 8 | (uint32_t)config[2] << 16 |
                           (uint32_t)config[3] << 24;
+    uint32_t trace_sink = size >= 8 ? config[4] : FW_SINK_FILE;
+    (void)trace_sink; /* a build without MF_TRACE has no sink */
     if (trace_mode != FW_TRACE_OFF && !MF_TRACE)
         return fail(FW_STAGE_TRACE, -1, "trace asked of a firmware built without MF_TRACE");
 
@@ -172,20 +180,30 @@ static int run(void) {
 #if MF_TRACE
     static trace_file tfile;
     static mf_trace_sink tsink;
-    if (trace_mode != FW_TRACE_OFF) {
+    static mf_trace_uart tuart;
+    const uint8_t full = trace_mode == FW_TRACE_FULL;
+    if (trace_mode != FW_TRACE_OFF && trace_sink == FW_SINK_UART) {
+        /* The trace on UART0 as it is written; a ring buffer for the bursts between ops. */
+        uint8_t *ring = heap_take(FW_UART_RING_BYTES);
+        if (ring == NULL) return fail(FW_STAGE_TRACE, -1, "no room for the UART ring buffer");
+        mf_cmsdk_uart_init(BOARD_UART, 16u);
+        mf_trace_uart_init(&tuart, mf_cmsdk_uart_write, (void *)BOARD_UART, ring, FW_UART_RING_BYTES,
+                           mf_timer_now, mf_timer_unit(), full);
+        sink = &tuart.sink;
+    } else if (trace_mode != FW_TRACE_OFF) {
         tfile.capacity = 64u * 1024u;
         tfile.buf = heap_take(tfile.capacity);
         tfile.fd = sh_open(FW_FILE_TRACE, "wb");
         if (tfile.buf == NULL || tfile.fd < 0) return fail(FW_STAGE_TRACE, -1, "cannot open the trace");
         tsink.write = trace_write;
-        tsink.now = trace_now;
+        tsink.now = mf_timer_now;
         tsink.user = &tfile;
-        tsink.time_unit = 2; /* instructions */
-        tsink.full = trace_mode == FW_TRACE_FULL;
-        st = mf_trace_begin(&tsink, &ctx);
-        if (st != MF_OK) return fail(FW_STAGE_TRACE, st, "mf_trace_begin failed");
+        tsink.time_unit = mf_timer_unit();
+        tsink.full = full;
         sink = &tsink;
     }
+    if (sink != NULL && !start_trace(sink, &ctx))
+        return fail(FW_STAGE_TRACE, -1, "the trace's timer or mf_trace_begin failed");
 #endif
 
     uint32_t sp_before = stack_pointer();
@@ -201,11 +219,19 @@ static int run(void) {
     if (sink != NULL) {
         /* The trace is closed even after a failed invoke: its RUN_END carries the status. */
         mf_status end = mf_trace_end(sink);
-        trace_flush(&tfile);
-        sh_close(tfile.fd);
-        result.trace_bytes = tfile.total;
+        int failed;
+        if (sink == &tuart.sink) {
+            failed = mf_trace_uart_flush(&tuart) != 0;
+            result.trace_bytes = tuart.bytes_sent;
+            result.trace_dropped = tuart.sink.dropped_records;
+        } else {
+            trace_flush(&tfile);
+            sh_close(tfile.fd);
+            result.trace_bytes = tfile.total;
+            failed = tfile.failed;
+        }
         if (st == MF_OK && end != MF_OK) return fail(FW_STAGE_TRACE, end, "mf_trace_end failed");
-        if (st == MF_OK && tfile.failed) return fail(FW_STAGE_TRACE, -1, "writing the trace failed");
+        if (st == MF_OK && failed) return fail(FW_STAGE_TRACE, -1, "writing the trace failed");
     }
 #endif
     if (st != MF_OK) return fail(FW_STAGE_INVOKE, st, "mf_invoke failed");
@@ -232,7 +258,7 @@ int main(void) {
     result.clock_hz = BOARD_HZ;
     result.stack_size = (uint32_t)((uintptr_t)&_estack - (uintptr_t)&_sstack);
 
-    icount_start();
+    mf_systick_start();
     result.calibration_instructions = calibration_run();
     result.calibration_expected = CALIBRATION_LOOPS * 10u;
 
