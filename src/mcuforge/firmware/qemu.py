@@ -77,7 +77,8 @@ def qemu_command(target: str, elf: Path) -> list[str]:
 
 
 def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str, trace: bool | str = False,
-                *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> tuple[list[np.ndarray], bytes | None, dict[str, Any]]:
+                *, timeout: float = DEFAULT_TIMEOUT_SECONDS,
+                build_flags: Sequence[str] = ()) -> tuple[list[np.ndarray], bytes | None, dict[str, Any]]:
     """Run a program once on the emulated board of ``target``.
 
     ``inputs`` and the returned outputs are as :func:`mcuforge.runtime.execute` takes and returns
@@ -85,11 +86,12 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
     or "full" (also every op's output). Returns ``(outputs, trace stream or None, facts)``; facts
     hold ``instructions`` (the whole mf_invoke), ``stack_bytes`` (high-water mark of the firmware's
     stack), ``invoke_stack_bytes``, ``arena_bytes``, the board and the count resolution.
+    ``build_flags``: more compiler flags of the firmware (``build``), e.g. ``("-DMF_PORTABLE=1",)``.
     """
     board = get_board(target)
     mode = trace_mode(trace)
     graph = deserialize(bytes(program_bytes))
-    elf = build(target, trace=mode != "off")
+    elf = build(target, trace=mode != "off", flags=build_flags)
     command = qemu_command(target, elf)
     with tempfile.TemporaryDirectory(prefix="mcuforge-qemu-") as tmp:
         folder = Path(tmp)

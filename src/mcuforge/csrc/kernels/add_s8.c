@@ -61,7 +61,7 @@ static mf_status run_portable(const mf_call *c) {
     return MF_OK;
 }
 
-#if defined(MF_USE_MVE) || defined(__arm__)
+#if defined(MF_USE_MVE) || defined(MF_ARM_LOOPS)
 typedef struct {
     int32_t a_off, a_mult, a_shift, b_off, b_mult, b_shift, ls, out_off, out_mult, out_shift, lo, hi;
 } add_params;
@@ -98,7 +98,7 @@ static int add_fast_ok(const add_params *p) {
     return p->a_mult != INT32_MIN && p->b_mult != INT32_MIN && p->out_mult != INT32_MIN;
 }
 
-#elif defined(__arm__)
+#elif defined(MF_ARM_LOOPS)
 
 static void add_same_shape(const add_params *p, const int8_t *a, const int8_t *b, int8_t *out, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) {
@@ -119,7 +119,7 @@ static int add_fast_ok(const add_params *p) {
 #endif
 
 static mf_status run(const mf_call *c) {
-#if defined(MF_USE_MVE) || defined(__arm__)
+#if defined(MF_USE_MVE) || defined(MF_ARM_LOOPS)
     mf_tensor a, b, o;
     if (mf_call_binary_s8(c, &a, &b, &o) && a.numel == o.numel && b.numel == o.numel) {
         add_params p;
