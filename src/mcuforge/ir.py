@@ -125,7 +125,8 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     (cortex-m0plus) none. depthwise_conv2d_s8 on the scalar path (``out_shape`` NHWC and the op's
     ``attrs`` needed), with rows along the longer output axis: the kh * kw taps, a ring of the rows the
     window spans and a row of zeros, each (ow - 1) * stride + (kw - 1) * dilation + 1 words of packed
-    pixel pairs, and a row of ow (rounded up to even) sums; none beyond 128 taps or a 16-row span."""
+    pixel pairs, and a row of ow (rounded up to even) sums; none beyond 128 taps or a 16-row span.
+    add_s8 on the scalar path: its inputs' two tables of 256 int32 (an add of equal shapes uses them)."""
     path = get_target(target).kernel_path
     if kind == "conv2d_s8":
         _, kh, kw, ic = weight_shape
@@ -133,6 +134,8 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
         if path == "scalar":
             return 12 * depth
         return 5 * ((depth + 3) // 4 * 4) if path in ("dsp", "mve") else 0
+    if kind == "add_s8" and path == "scalar":
+        return 2048
     if kind == "depthwise_conv2d_s8" and path == "scalar":
         _, kh, kw, _ = weight_shape
         stride, dilation = (attrs or {}).get("stride", [1, 1]), (attrs or {}).get("dilation", [1, 1])

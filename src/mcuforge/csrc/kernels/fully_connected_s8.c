@@ -178,16 +178,20 @@ static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t de
 
 #elif defined(MF_USE_SCALAR_FAST)
 /* Scalar cores (cortex-m3): four output channels per loop, one input load and its offset shared by four
- * LDRSB + MLA (mf_sc_dot4), then each output through mf_sc_out. */
+ * LDRSB + MLA (mf_sc_dot4), then the four outputs through mf_sc_store_channels. */
 static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t in_off,
                     const mf_channel_requant *rq, int variant, int8_t *out) {
-    for (uint32_t oc = 0; oc < oc_n; oc += 4) {
-        const uint32_t n = oc_n - oc < 4u ? oc_n - oc : 4u;
-        const int8_t *p = w + (size_t)oc * depth; /* rows past n repeat row oc; their outputs are not written */
-        const int8_t *rows[4] = {p, p + (n > 1 ? depth : 0), p + (n > 2 ? 2 * depth : 0), p + (n > 3 ? 3 * depth : 0)};
-        int32_t sums[4];
-        mf_sc_dot4(x, rows, depth, in_off, sums);
-        for (uint32_t i = 0; i < n; i++) out[oc + i] = mf_sc_out(rq, oc + i, variant, sums[i]);
+    int32_t sums[4];
+    uint32_t oc = 0;
+    for (const int8_t *p = w; oc + 4 <= oc_n; oc += 4, p += 4 * depth) {
+        mf_sc_dot4(x, p, p + depth, p + 2 * depth, p + 3 * depth, depth, in_off, sums);
+        mf_sc_store_channels(rq, variant, sums, 4, oc, out + oc);
+    }
+    if (oc < oc_n) { /* rows past the last repeat it; their outputs are not written */
+        const uint32_t n = oc_n - oc;
+        const int8_t *p = w + (size_t)oc * depth, *last = p + (size_t)(n - 1) * depth;
+        mf_sc_dot4(x, p, n > 1 ? p + depth : last, n > 2 ? p + 2 * depth : last, last, depth, in_off, sums);
+        mf_sc_store_channels(rq, variant, sums, n, oc, out + oc);
     }
 }
 #define MF_FC_FAST 1

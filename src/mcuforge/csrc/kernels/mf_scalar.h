@@ -140,15 +140,25 @@ static __attribute__((noinline, unused)) void mf_sc_store(const mf_channel_requa
     }
 }
 
-/* One output (channel oc, sum acc): mf_sc_store for a single value, without the call. */
-static inline int8_t mf_sc_out(const mf_channel_requant *q, uint32_t oc, int variant, int32_t acc) {
-    const mf_sc_channel c = mf_sc_channel_of(q, oc, variant);
-    const int32_t x = mf_add_wrap(acc, c.bias);
+/* out[i] = channel oc0 + i's output of sums[i], i < n (consecutive channels: a fully connected row). */
+static __attribute__((noinline, unused)) void mf_sc_store_channels(const mf_channel_requant *q, int variant,
+                                                                   const int32_t *sums, uint32_t n, uint32_t oc0,
+                                                                   int8_t *out) {
+    const int32_t *end = sums + n;
+    const int32_t lo = q->lo, hi = q->hi;
     if (variant == MF_SC_GENERIC) {
-        return mf_clamp_s8(mf_add_wrap(mf_requantize_inline(x, c.mult, c.shift), q->out_off), q->lo, q->hi);
+        for (uint32_t oc = oc0; sums != end; sums++, oc++) *out++ = mf_channel_requant_s8_inline(q, oc, *sums);
+        return;
     }
-    const int32_t v = mf_sc_requant_fast(x, c.mult, c.k_high, c.right_m1);
-    return variant == MF_SC_FAST_SAT ? (int8_t)mf_sc_sat8(v) : mf_clamp_s8(v, q->lo, q->hi);
+    const int32_t *bias = q->bias ? q->bias + oc0 : NULL, step = q->per_channel ? 1 : 0;
+    const int32_t *mult = q->mult + (step ? oc0 : 0), *shift = q->shift + (step ? oc0 : 0);
+    const int32_t k_one = 1 + 2 * q->out_off;
+    for (; sums != end; sums++, mult += step, shift += step) {
+        const int32_t e_m1 = -1 - *shift; /* e - 1, e = -shift in [2, 23] */
+        const int32_t x = bias ? mf_add_wrap(*sums, *bias++) : *sums;
+        const int32_t v = mf_sc_requant_fast(x, *mult, k_one * (1 << (e_m1 - 1)), e_m1);
+        *out++ = variant == MF_SC_FAST_SAT ? (int8_t)mf_sc_sat8(v) : mf_clamp_s8(v, lo, hi);
+    }
 }
 
 /* The six sums of three packed pair columns (interleaved: cols[3 * k + q], q < 3) against one weight row
@@ -282,11 +292,10 @@ static inline void mf_sc_dw3_row(const int32_t *r0, const int32_t *r1, const int
 #endif
 }
 
-/* sums[i] = sum((x[k] + off) * rows[i][k]), k < n, i < 4: one LDRSB of x and its offset, then four LDRSB
+/* sums[i] = sum((x[k] + off) * p_i[k]), k < n, i < 4: one LDRSB of x and its offset, then four LDRSB
  * + MLA per k (assembly on Thumb-2, two k per loop). */
-static inline void mf_sc_dot4(const int8_t *x, const int8_t *const rows[4], uint32_t n, int32_t off,
-                              int32_t sums[4]) {
-    const int8_t *p0 = rows[0], *p1 = rows[1], *p2 = rows[2], *p3 = rows[3];
+static inline void mf_sc_dot4(const int8_t *x, const int8_t *p0, const int8_t *p1, const int8_t *p2,
+                              const int8_t *p3, uint32_t n, int32_t off, int32_t sums[4]) {
     int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
 #if defined(__arm__) && defined(__thumb2__)
     uint32_t pairs = n >> 1;
