@@ -538,6 +538,22 @@ static inline __attribute__((always_inline)) void sc_conv_group(sc_conv *v, uint
         const uint32_t n_pix = v->pixels - p0 < 2u * SC_PAIRS ? v->pixels - p0 : 2u * SC_PAIRS;
         sc_pack_block(v, p0, n_pix, cols);
         int8_t *out0 = out_image + (size_t)p0 * v->oc_n;
+        if (variant == MF_SC_FAST_SAT && n_pix == 2u * SC_PAIRS) { /* the common case: outputs from assembly */
+            mf_sc_out6 prm;
+            for (uint32_t i = 0; i < 6; i++) prm.out[i] = out0 + (size_t)i * v->oc_n;
+            for (uint32_t f = 0; f < v->opg; f++) {
+                const mf_sc_channel ch = mf_sc_channel_of(&v->rq, grp * v->opg + f, variant);
+                prm.mult = ch.mult, prm.k_high = ch.k_high, prm.right_m1 = ch.right_m1, prm.bias = ch.bias;
+                if (v->depth <= MF_SC_CHUNK) {
+                    mf_sc_dot3_store6(cols, wg + (size_t)f * v->depth, v->depth, &prm, f);
+                } else {
+                    int32_t sums[2 * SC_PAIRS];
+                    sc_filter(cols, wg + (size_t)f * v->depth, v->depth, sums);
+                    mf_sc_store6(sums, &prm, f);
+                }
+            }
+            continue;
+        }
         for (uint32_t f = 0; f < v->opg; f++) {
             int32_t sums[2 * SC_PAIRS];
             sc_filter(cols, wg + (size_t)f * v->depth, v->depth, sums);

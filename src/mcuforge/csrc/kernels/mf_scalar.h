@@ -30,6 +30,12 @@
 
 #if defined(MF_USE_SCALAR_FAST)
 
+/* The inline assembly below: Thumb-2 with optimization (at -O0 GCC keeps r7 as the frame pointer, and
+ * the kernels' loops need every other register); elsewhere the same arithmetic in C. */
+#if defined(__arm__) && defined(__thumb2__) && defined(__OPTIMIZE__)
+#define MF_SC_ASM 1
+#endif
+
 /* Most taps one pair accumulator takes before it is split (see above). */
 #define MF_SC_CHUNK 128u
 /* The accumulator's start: the low sum's bias, which keeps bits 0..22 non-negative. */
@@ -85,7 +91,7 @@ static inline __attribute__((always_inline)) mf_sc_channel mf_sc_channel_of(cons
  * exactly when U's high word is below k_high, the - 2^31 then lowers the high word by 1 - (bit 31 of
  * the low word), and the quotient is the high word shifted right by e - 1. */
 static inline int32_t mf_sc_requant_fast(int32_t x, int32_t mult, int32_t k_high, int32_t right_m1) {
-#if defined(__arm__) && defined(__thumb2__)
+#if defined(MF_SC_ASM)
     int32_t lo, hi;
     __asm__("mov %[lo], #0x40000000\n\t"
             "mov %[hi], %[kh]\n\t"
@@ -108,7 +114,7 @@ static inline int32_t mf_sc_requant_fast(int32_t x, int32_t mult, int32_t k_high
 
 /* Saturate to int8 (SSAT #8 on Arm). */
 static inline int32_t mf_sc_sat8(int32_t v) {
-#if defined(__arm__) && defined(__thumb2__)
+#if defined(MF_SC_ASM)
     __asm__("ssat %0, #8, %1" : "=r"(v) : "r"(v));
     return v;
 #else
@@ -165,7 +171,7 @@ static __attribute__((noinline, unused)) void mf_sc_store_channels(const mf_chan
  * w, 0 < n <= MF_SC_CHUNK taps: sums[2q] = sum(w[k] * a_q[k]), sums[2q + 1] = sum(w[k] * b_q[k]). Per
  * tap one LDRSB, one LDM of the 3 words and 3 SMLALs. Thumb-2 cores get it in assembly (GCC neither
  * forms the LDM nor keeps the six accumulator registers apart); the host the same sums in C. */
-#if defined(__arm__) && defined(__thumb2__)
+#if defined(MF_SC_ASM)
 #define MF_SC_STEP                                                                                                     \
     "ldrsb r11, [%[w]], #1\n\t"                                                                                       \
     "ldmia %[x]!, {r8, r10, r12}\n\t"                                                                                 \
@@ -174,50 +180,72 @@ static __attribute__((noinline, unused)) void mf_sc_store_channels(const mf_chan
     "smlal r4, r5, r12, r11\n\t"
 #endif
 
+#if defined(MF_SC_ASM)
+/* The loop and the decode of mf_sc_dot3: the six sums left in r0 .. r5. */
+#define MF_SC_DOT3_ASM                                                                                                 \
+    "mov r0, #0x400000\n\t" /* MF_SC_ROUND */                                                                         \
+    "movs r1, #0\n\t"                                                                                                 \
+    "mov r2, r0\n\t"                                                                                                  \
+    "movs r3, #0\n\t"                                                                                                 \
+    "mov r4, r0\n\t"                                                                                                  \
+    "movs r5, #0\n\t"                                                                                                 \
+    "tst %[n], #1\n\t"                                                                                                \
+    "beq 1f\n\t" MF_SC_STEP                                                                                           \
+    "1:\n\t"                                                                                                          \
+    "tst %[n], #2\n\t"                                                                                                \
+    "beq 2f\n\t" MF_SC_STEP MF_SC_STEP                                                                                \
+    "2:\n\t"                                                                                                          \
+    "tst %[n], #4\n\t"                                                                                                \
+    "beq 5f\n\t" MF_SC_STEP MF_SC_STEP MF_SC_STEP MF_SC_STEP                                                          \
+    "5:\n\t"                                                                                                          \
+    "lsrs %[n], %[n], #3\n\t"                                                                                         \
+    "beq 4f\n\t"                                                                                                      \
+    "3:\n\t" MF_SC_STEP MF_SC_STEP MF_SC_STEP MF_SC_STEP MF_SC_STEP MF_SC_STEP MF_SC_STEP MF_SC_STEP                  \
+    "subs %[n], %[n], #1\n\t"                                                                                         \
+    "bne 3b\n\t"                                                                                                      \
+    "4:\n\t" /* pair q: bits 0..22 of the low word hold sum(w * a) + 2^22, bits 23..63 sum(w * b) */                 \
+    "ubfx r11, r0, #0, #23\n\t"                                                                                       \
+    "lsrs r0, r0, #23\n\t"                                                                                            \
+    "orr r1, r0, r1, lsl #9\n\t"                                                                                      \
+    "sub r0, r11, #0x400000\n\t"                                                                                      \
+    "ubfx r11, r2, #0, #23\n\t"                                                                                       \
+    "lsrs r2, r2, #23\n\t"                                                                                            \
+    "orr r3, r2, r3, lsl #9\n\t"                                                                                      \
+    "sub r2, r11, #0x400000\n\t"                                                                                      \
+    "ubfx r11, r4, #0, #23\n\t"                                                                                       \
+    "lsrs r4, r4, #23\n\t"                                                                                            \
+    "orr r5, r4, r5, lsl #9\n\t"                                                                                      \
+    "sub r4, r11, #0x400000\n\t"
+
+/* One output of mf_sc_store6 (sum in register r): mf_sc_requant_fast, SSAT, the store. */
+#define MF_SC_OUT6(r, i)                                                                                               \
+    "mov r6, #0x40000000\n\t"                                                                                         \
+    "mov r8, r11\n\t"                                                                                                 \
+    "smlal r6, r8, " r ", r10\n\t"                                                                                    \
+    "cmp r8, r11\n\t"                                                                                                 \
+    "itt lt\n\t"                                                                                                      \
+    "sublt r8, r8, #1\n\t"                                                                                            \
+    "addlt r8, r8, r6, lsr #31\n\t"                                                                                   \
+    "asr r6, r8, r12\n\t"                                                                                             \
+    "ssat r6, #8, r6\n\t"                                                                                             \
+    "ldr r8, [%[p], #16 + 4 * " #i "]\n\t"                                                                            \
+    "strb r6, [r8, %[f]]\n\t"
+#endif
+
 static inline __attribute__((always_inline)) void mf_sc_dot3(const int32_t *cols, const int8_t *w, uint32_t n,
                                                             int32_t sums[6]) {
-#if defined(__arm__) && defined(__thumb2__)
+#if defined(MF_SC_ASM)
     register int32_t s0 __asm__("r0");
     register int32_t s1 __asm__("r1");
     register int32_t s2 __asm__("r2");
     register int32_t s3 __asm__("r3");
     register int32_t s4 __asm__("r4");
     register int32_t s5 __asm__("r5");
-    __asm__ volatile(
-        "mov r0, #0x400000\n\t" /* MF_SC_ROUND */
-        "movs r1, #0\n\t"
-        "mov r2, r0\n\t"
-        "movs r3, #0\n\t"
-        "mov r4, r0\n\t"
-        "movs r5, #0\n\t"
-        "tst %[n], #1\n\t"
-        "beq 1f\n\t" MF_SC_STEP
-        "1:\n\t"
-        "tst %[n], #2\n\t"
-        "beq 2f\n\t" MF_SC_STEP MF_SC_STEP
-        "2:\n\t"
-        "lsrs %[n], %[n], #2\n\t"
-        "beq 4f\n\t"
-        "3:\n\t" MF_SC_STEP MF_SC_STEP MF_SC_STEP MF_SC_STEP
-        "subs %[n], %[n], #1\n\t"
-        "bne 3b\n\t"
-        "4:\n\t"
-        /* pair q: bits 0..22 of the low word hold sum(w * a) + 2^22, bits 23..63 sum(w * b) */
-        "ubfx r11, r0, #0, #23\n\t"
-        "lsrs r0, r0, #23\n\t"
-        "orr r1, r0, r1, lsl #9\n\t"
-        "sub r0, r11, #0x400000\n\t"
-        "ubfx r11, r2, #0, #23\n\t"
-        "lsrs r2, r2, #23\n\t"
-        "orr r3, r2, r3, lsl #9\n\t"
-        "sub r2, r11, #0x400000\n\t"
-        "ubfx r11, r4, #0, #23\n\t"
-        "lsrs r4, r4, #23\n\t"
-        "orr r5, r4, r5, lsl #9\n\t"
-        "sub r4, r11, #0x400000\n\t"
-        : "=r"(s0), "=r"(s1), "=r"(s2), "=r"(s3), "=r"(s4), "=r"(s5), [x] "+r"(cols), [w] "+r"(w), [n] "+r"(n)
-        :
-        : "r8", "r10", "r11", "r12", "cc", "memory");
+    __asm__ volatile(MF_SC_DOT3_ASM
+                     : "=r"(s0), "=r"(s1), "=r"(s2), "=r"(s3), "=r"(s4), "=r"(s5), [x] "+r"(cols), [w] "+r"(w),
+                       [n] "+r"(n)
+                     :
+                     : "r8", "r10", "r11", "r12", "cc", "memory");
     sums[0] = s0;
     sums[1] = s1;
     sums[2] = s2;
@@ -237,11 +265,79 @@ static inline __attribute__((always_inline)) void mf_sc_dot3(const int32_t *cols
 #endif
 }
 
+/* The output stage MF_SC_FAST_SAT of one channel for six outputs out[i][f]: the channel's constants
+ * (mult, k_high, right_m1 as mf_sc_requant_fast takes them; bias), then the six output rows. */
+typedef struct {
+    int32_t mult, k_high, right_m1, bias;
+    int8_t *out[6];
+} mf_sc_out6;
+
+#if defined(MF_SC_ASM)
+#define MF_SC_STORE6_ASM                                                                                               \
+    "ldm %[p], {r10, r11, r12}\n\t" /* mult, k_high, right_m1 */                                                       \
+    "ldr r8, [%[p], #12]\n\t"       /* bias */                                                                         \
+    "add r0, r0, r8\n\t"                                                                                              \
+    "add r1, r1, r8\n\t"                                                                                              \
+    "add r2, r2, r8\n\t"                                                                                              \
+    "add r3, r3, r8\n\t"                                                                                              \
+    "add r4, r4, r8\n\t"                                                                                              \
+    "add r5, r5, r8\n\t" MF_SC_OUT6("r0", 0) MF_SC_OUT6("r1", 1) MF_SC_OUT6("r2", 2) MF_SC_OUT6("r3", 3)            \
+        MF_SC_OUT6("r4", 4) MF_SC_OUT6("r5", 5)
+#endif
+
+/* The six sums through the MF_SC_FAST_SAT output stage of prm into out[i][f]. */
+static inline __attribute__((always_inline)) void mf_sc_store6(const int32_t sums[6], const mf_sc_out6 *prm,
+                                                              uint32_t f) {
+#if defined(MF_SC_ASM)
+    register int32_t s0 __asm__("r0") = sums[0];
+    register int32_t s1 __asm__("r1") = sums[1];
+    register int32_t s2 __asm__("r2") = sums[2];
+    register int32_t s3 __asm__("r3") = sums[3];
+    register int32_t s4 __asm__("r4") = sums[4];
+    register int32_t s5 __asm__("r5") = sums[5];
+    __asm__ volatile(MF_SC_STORE6_ASM
+                     : "+r"(s0), "+r"(s1), "+r"(s2), "+r"(s3), "+r"(s4), "+r"(s5)
+                     : [p] "r"(prm), [f] "r"(f)
+                     : "r6", "r8", "r10", "r11", "r12", "cc", "memory");
+#else
+    for (uint32_t i = 0; i < 6; i++) {
+        const int32_t v = mf_sc_requant_fast(mf_add_wrap(sums[i], prm->bias), prm->mult, prm->k_high, prm->right_m1);
+        prm->out[i][f] = (int8_t)mf_sc_sat8(v);
+    }
+#endif
+}
+
+/* mf_sc_dot3, then the six sums through the MF_SC_FAST_SAT output stage of prm into out[i][f]. */
+static inline __attribute__((always_inline)) void mf_sc_dot3_store6(const int32_t *cols, const int8_t *w,
+                                                                   uint32_t n, const mf_sc_out6 *prm, uint32_t f) {
+#if defined(MF_SC_ASM)
+    register int32_t s0 __asm__("r0");
+    register int32_t s1 __asm__("r1");
+    register int32_t s2 __asm__("r2");
+    register int32_t s3 __asm__("r3");
+    register int32_t s4 __asm__("r4");
+    register int32_t s5 __asm__("r5");
+    __asm__ volatile(MF_SC_DOT3_ASM
+                     : "=r"(s0), "=r"(s1), "=r"(s2), "=r"(s3), "=r"(s4), "=r"(s5), [x] "+r"(cols), [w] "+r"(w),
+                       [n] "+r"(n)
+                     :
+                     : "r8", "r10", "r11", "r12", "cc", "memory");
+    __asm__ volatile(MF_SC_STORE6_ASM
+                     : "+r"(s0), "+r"(s1), "+r"(s2), "+r"(s3), "+r"(s4), "+r"(s5)
+                     : [p] "r"(prm), [f] "r"(f)
+                     : "r6", "r8", "r10", "r11", "r12", "cc", "memory");
+#else
+    int32_t sums[6];
+    mf_sc_dot3(cols, w, n, sums);
+    mf_sc_store6(sums, prm, f);
+#endif
+}
+
 /* A row of output pairs of a 3x3 depthwise window over packed pair rows (mf_scalar.h's pairs): pair i
  * (output columns 2i, 2i + 1) is sum over ky < 3, kx < 3 of w[3 ky + kx] * r_ky[2 s i + kx], decoded
  * into sums[2i] and sums[2i + 1], i < n (n > 0); s is the stride, 1 or 2. On Thumb-2 one LDM of the
  * three taps of each row, three weight loads and three SMLALs per row. */
-#if defined(__arm__) && defined(__thumb2__)
+#if defined(MF_SC_ASM)
 #define MF_SC_DW3_ROW(r, w0)                                                                                           \
     "ldm " r ", {r4, r5, r6}\n\t"                                                                                     \
     "ldr r8, [%[w], #" #w0 "]\n\t"                                                                                    \
@@ -268,7 +364,7 @@ static inline __attribute__((always_inline)) void mf_sc_dot3(const int32_t *cols
 
 static inline void mf_sc_dw3_row(const int32_t *r0, const int32_t *r1, const int32_t *r2, const int32_t *w,
                                  uint32_t s, uint32_t n, int32_t *sums) {
-#if defined(__arm__) && defined(__thumb2__)
+#if defined(MF_SC_ASM)
     if (s == 1) {
         __asm__ volatile(MF_SC_DW3_LOOP(8)
                          : [r0] "+r"(r0), [r1] "+r"(r1), [r2] "+r"(r2), [s] "+r"(sums), [n] "+r"(n)
@@ -297,7 +393,7 @@ static inline void mf_sc_dw3_row(const int32_t *r0, const int32_t *r1, const int
 static inline void mf_sc_dot4(const int8_t *x, const int8_t *p0, const int8_t *p1, const int8_t *p2,
                               const int8_t *p3, uint32_t n, int32_t off, int32_t sums[4]) {
     int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-#if defined(__arm__) && defined(__thumb2__)
+#if defined(MF_SC_ASM)
     uint32_t pairs = n >> 1;
     if (pairs > 0) {
         int32_t xv, wv;
