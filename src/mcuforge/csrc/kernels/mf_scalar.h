@@ -441,5 +441,66 @@ static inline void mf_sc_dot4(const int8_t *x, const int8_t *p0, const int8_t *p
     sums[3] = a3;
 }
 
+/* One output pixel of a 3x3 depthwise window for four channels (pixel-major; the depthwise kernel's
+ * small images): tab holds the four accumulators' start (bias + offset * sum(w), so taps need no
+ * offset), the 9 x 4 weights (tap-major), then each channel's mf_sc_requant_fast constants (mult,
+ * k_high, right_m1); the taps are the words at xp + toff[t] (four channel bytes each; taps outside the
+ * input point at the zero point, whose x + offset is 0). Output stage MF_SC_FAST_SAT into out[0..3].
+ * Thumb-2: per tap one offset load, one word load, one LDM of the weights, four SXTB + MLA. */
+#define MF_SC_DW4_WORDS 56 /* tab's words: 4 + 36 + 12, then (assembly) the output address */
+
+#if defined(MF_SC_ASM)
+#define MF_SC_DW4_TAP(t)                                                                                               \
+    "ldr r8, [%[toff], #4 * " #t "]\n\t"                                                                              \
+    "ldr r8, [%[xp], r8]\n\t"                                                                                         \
+    "ldm r12!, {r4, r5, r6, r10}\n\t"                                                                                 \
+    "sxtb r11, r8\n\t"                                                                                                \
+    "mla r0, r11, r4, r0\n\t"                                                                                         \
+    "sxtb r11, r8, ror #8\n\t"                                                                                        \
+    "mla r1, r11, r5, r1\n\t"                                                                                         \
+    "sxtb r11, r8, ror #16\n\t"                                                                                       \
+    "mla r2, r11, r6, r2\n\t"                                                                                         \
+    "asr r11, r8, #24\n\t"                                                                                            \
+    "mla r3, r11, r10, r3\n\t"
+#define MF_SC_DW4_OUT(r, i)                                                                                            \
+    "ldm r12!, {r4, r5, r6}\n\t"                                                                                      \
+    "mov r8, #0x40000000\n\t"                                                                                         \
+    "mov r10, r5\n\t"                                                                                                 \
+    "smlal r8, r10, " r ", r4\n\t"                                                                                    \
+    "cmp r10, r5\n\t"                                                                                                 \
+    "itt lt\n\t"                                                                                                      \
+    "sublt r10, r10, #1\n\t"                                                                                          \
+    "addlt r10, r10, r8, lsr #31\n\t"                                                                                 \
+    "asr r8, r10, r6\n\t"                                                                                             \
+    "ssat r8, #8, r8\n\t"                                                                                             \
+    "ldr r10, [%[tab], #4 * 52]\n\t"                                                                                  \
+    "strb r8, [r10, #" #i "]\n\t"
+#endif
+
+static inline void mf_sc_dw4_sat(int32_t *tab, const int32_t *toff, const int8_t *xp, int8_t *out) {
+#if defined(MF_SC_ASM)
+    tab[52] = mf_wrap32((uint32_t)(uintptr_t)out);
+    __asm__ volatile("ldm %[tab], {r0, r1, r2, r3}\n\t"
+                     "add r12, %[tab], #16\n\t" MF_SC_DW4_TAP(0) MF_SC_DW4_TAP(1) MF_SC_DW4_TAP(2) MF_SC_DW4_TAP(3)
+                         MF_SC_DW4_TAP(4) MF_SC_DW4_TAP(5) MF_SC_DW4_TAP(6) MF_SC_DW4_TAP(7) MF_SC_DW4_TAP(8)
+                             MF_SC_DW4_OUT("r0", 0) MF_SC_DW4_OUT("r1", 1) MF_SC_DW4_OUT("r2", 2)
+                                 MF_SC_DW4_OUT("r3", 3)
+                     :
+                     : [tab] "r"(tab), [toff] "r"(toff), [xp] "r"(xp)
+                     : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r10", "r11", "r12", "cc", "memory");
+#else
+    uint32_t acc[4];
+    for (uint32_t i = 0; i < 4; i++) acc[i] = (uint32_t)tab[i];
+    for (uint32_t t = 0; t < 9; t++) {
+        const int8_t *x = xp + toff[t];
+        for (uint32_t i = 0; i < 4; i++) acc[i] += (uint32_t)x[i] * (uint32_t)tab[4 + 4 * t + i]; /* wraps */
+    }
+    for (uint32_t i = 0; i < 4; i++) {
+        const int32_t *c = tab + 40 + 3 * i;
+        out[i] = (int8_t)mf_sc_sat8(mf_sc_requant_fast(mf_wrap32(acc[i]), c[0], c[1], c[2]));
+    }
+#endif
+}
+
 #endif /* MF_USE_SCALAR_FAST */
 #endif /* MF_SCALAR_H */
