@@ -40,6 +40,25 @@ static mf_status check(const mf_call *c) {
     return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, w.shape[0], A_ACT_MIN);
 }
 
+#if defined(MF_USE_DSP) || defined(MF_USE_MVE) || defined(MF_USE_SCALAR_FAST)
+/* Every index of the geometry fits an int32 (limits far beyond any Cortex-M memory: the portable path
+ * takes whatever is left); the optimized paths' arithmetic relies on it. */
+static int geometry_fits(const mf_call *c) {
+    mf_tensor x, w, o;
+    mf_call_input(c, 0, &x);
+    mf_call_input(c, 1, &w);
+    mf_call_output(c, 0, &o);
+    int32_t st[2], pd[2], dl[2];
+    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
+    const uint32_t lim = 1u << 14;
+    for (int a = 0; a < 2; a++) {
+        if ((uint32_t)st[a] >= lim || (uint32_t)pd[a] >= lim || (uint32_t)dl[a] >= lim) return 0;
+        if (x.shape[1 + a] >= lim || o.shape[1 + a] >= lim || w.shape[1 + a] >= lim) return 0;
+    }
+    return 1;
+}
+#endif
+
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
 #define MF_CONV_FAST 1
 
@@ -302,22 +321,11 @@ static void mat_mult_4cols(const int8_t *const cols[4], uint32_t n_cols, const i
 }
 #endif
 
-/* The op declares the fast path's scratch, and every index of its geometry fits an int32 (limits far
- * beyond any Cortex-M memory: the portable path takes whatever is left). */
+/* The op declares the fast path's scratch, and every index of its geometry fits an int32 (geometry_fits). */
 static int fast_path_fits(const mf_call *c) {
-    mf_tensor x, w, o;
-    mf_call_input(c, 0, &x);
+    mf_tensor w;
     mf_call_input(c, 1, &w);
-    mf_call_output(c, 0, &o);
-    if (c->scratch_bytes < fast_scratch_bytes(w.shape[1] * w.shape[2] * w.shape[3])) return 0;
-    int32_t st[2], pd[2], dl[2];
-    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
-    const uint32_t lim = 1u << 14;
-    for (int a = 0; a < 2; a++) {
-        if ((uint32_t)st[a] >= lim || (uint32_t)pd[a] >= lim || (uint32_t)dl[a] >= lim) return 0;
-        if (x.shape[1 + a] >= lim || o.shape[1 + a] >= lim || w.shape[1 + a] >= lim) return 0;
-    }
-    return 1;
+    return c->scratch_bytes >= fast_scratch_bytes(w.shape[1] * w.shape[2] * w.shape[3]) && geometry_fits(c);
 }
 
 static mf_status run_fast(const mf_call *c) {
@@ -486,19 +494,9 @@ static inline __attribute__((always_inline)) void sc_filter(const int32_t *cols,
 }
 
 static int scalar_fits(const mf_call *c) {
-    mf_tensor x, w, o;
-    mf_call_input(c, 0, &x);
+    mf_tensor w;
     mf_call_input(c, 1, &w);
-    mf_call_output(c, 0, &o);
-    if (c->scratch_bytes < scalar_scratch_bytes(w.shape[1] * w.shape[2] * w.shape[3])) return 0;
-    int32_t st[2], pd[2], dl[2];
-    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
-    const uint32_t lim = 1u << 14; /* every position of the geometry fits an int32 */
-    for (int a = 0; a < 2; a++) {
-        if ((uint32_t)st[a] >= lim || (uint32_t)pd[a] >= lim || (uint32_t)dl[a] >= lim) return 0;
-        if (x.shape[1 + a] >= lim || o.shape[1 + a] >= lim || w.shape[1 + a] >= lim) return 0;
-    }
-    return 1;
+    return c->scratch_bytes >= scalar_scratch_bytes(w.shape[1] * w.shape[2] * w.shape[3]) && geometry_fits(c);
 }
 
 typedef struct {

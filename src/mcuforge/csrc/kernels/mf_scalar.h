@@ -232,20 +232,26 @@ static __attribute__((noinline, unused)) void mf_sc_store_channels(const mf_chan
     "strb r6, [r8, %[f]]\n\t"
 #endif
 
+#if defined(MF_SC_ASM)
+/* The six sums of MF_SC_DOT3_ASM in the register variables s0 .. s5 (r0 .. r5). */
+#define MF_SC_DOT3_STMT(cols, w, n)                                                                                    \
+    register int32_t s0 __asm__("r0");                                                                                \
+    register int32_t s1 __asm__("r1");                                                                                \
+    register int32_t s2 __asm__("r2");                                                                                \
+    register int32_t s3 __asm__("r3");                                                                                \
+    register int32_t s4 __asm__("r4");                                                                                \
+    register int32_t s5 __asm__("r5");                                                                                \
+    __asm__ volatile(MF_SC_DOT3_ASM                                                                                    \
+                     : "=r"(s0), "=r"(s1), "=r"(s2), "=r"(s3), "=r"(s4), "=r"(s5), [x] "+r"(cols), [w] "+r"(w),        \
+                       [n] "+r"(n)                                                                                     \
+                     :                                                                                                 \
+                     : "r8", "r10", "r11", "r12", "cc", "memory")
+#endif
+
 static inline __attribute__((always_inline)) void mf_sc_dot3(const int32_t *cols, const int8_t *w, uint32_t n,
                                                             int32_t sums[6]) {
 #if defined(MF_SC_ASM)
-    register int32_t s0 __asm__("r0");
-    register int32_t s1 __asm__("r1");
-    register int32_t s2 __asm__("r2");
-    register int32_t s3 __asm__("r3");
-    register int32_t s4 __asm__("r4");
-    register int32_t s5 __asm__("r5");
-    __asm__ volatile(MF_SC_DOT3_ASM
-                     : "=r"(s0), "=r"(s1), "=r"(s2), "=r"(s3), "=r"(s4), "=r"(s5), [x] "+r"(cols), [w] "+r"(w),
-                       [n] "+r"(n)
-                     :
-                     : "r8", "r10", "r11", "r12", "cc", "memory");
+    MF_SC_DOT3_STMT(cols, w, n);
     sums[0] = s0;
     sums[1] = s1;
     sums[2] = s2;
@@ -273,16 +279,20 @@ typedef struct {
 } mf_sc_out6;
 
 #if defined(MF_SC_ASM)
-#define MF_SC_STORE6_ASM                                                                                               \
-    "ldm %[p], {r10, r11, r12}\n\t" /* mult, k_high, right_m1 */                                                       \
-    "ldr r8, [%[p], #12]\n\t"       /* bias */                                                                         \
-    "add r0, r0, r8\n\t"                                                                                              \
-    "add r1, r1, r8\n\t"                                                                                              \
-    "add r2, r2, r8\n\t"                                                                                              \
-    "add r3, r3, r8\n\t"                                                                                              \
-    "add r4, r4, r8\n\t"                                                                                              \
-    "add r5, r5, r8\n\t" MF_SC_OUT6("r0", 0) MF_SC_OUT6("r1", 1) MF_SC_OUT6("r2", 2) MF_SC_OUT6("r3", 3)            \
-        MF_SC_OUT6("r4", 4) MF_SC_OUT6("r5", 5)
+/* The six sums in s0 .. s5 (r0 .. r5) through the output stage of prm into out[i][f]. */
+#define MF_SC_STORE6_STMT(prm, f)                                                                                      \
+    __asm__ volatile("ldm %[p], {r10, r11, r12}\n\t" /* mult, k_high, right_m1 */                                      \
+                     "ldr r8, [%[p], #12]\n\t"       /* bias */                                                        \
+                     "add r0, r0, r8\n\t"                                                                             \
+                     "add r1, r1, r8\n\t"                                                                             \
+                     "add r2, r2, r8\n\t"                                                                             \
+                     "add r3, r3, r8\n\t"                                                                             \
+                     "add r4, r4, r8\n\t"                                                                             \
+                     "add r5, r5, r8\n\t" MF_SC_OUT6("r0", 0) MF_SC_OUT6("r1", 1) MF_SC_OUT6("r2", 2)                 \
+                         MF_SC_OUT6("r3", 3) MF_SC_OUT6("r4", 4) MF_SC_OUT6("r5", 5)                                   \
+                     : "+r"(s0), "+r"(s1), "+r"(s2), "+r"(s3), "+r"(s4), "+r"(s5)                                      \
+                     : [p] "r"(prm), [f] "r"(f)                                                                        \
+                     : "r6", "r8", "r10", "r11", "r12", "cc", "memory")
 #endif
 
 /* The six sums through the MF_SC_FAST_SAT output stage of prm into out[i][f]. */
@@ -295,10 +305,7 @@ static inline __attribute__((always_inline)) void mf_sc_store6(const int32_t sum
     register int32_t s3 __asm__("r3") = sums[3];
     register int32_t s4 __asm__("r4") = sums[4];
     register int32_t s5 __asm__("r5") = sums[5];
-    __asm__ volatile(MF_SC_STORE6_ASM
-                     : "+r"(s0), "+r"(s1), "+r"(s2), "+r"(s3), "+r"(s4), "+r"(s5)
-                     : [p] "r"(prm), [f] "r"(f)
-                     : "r6", "r8", "r10", "r11", "r12", "cc", "memory");
+    MF_SC_STORE6_STMT(prm, f);
 #else
     for (uint32_t i = 0; i < 6; i++) {
         const int32_t v = mf_sc_requant_fast(mf_add_wrap(sums[i], prm->bias), prm->mult, prm->k_high, prm->right_m1);
@@ -311,21 +318,8 @@ static inline __attribute__((always_inline)) void mf_sc_store6(const int32_t sum
 static inline __attribute__((always_inline)) void mf_sc_dot3_store6(const int32_t *cols, const int8_t *w,
                                                                    uint32_t n, const mf_sc_out6 *prm, uint32_t f) {
 #if defined(MF_SC_ASM)
-    register int32_t s0 __asm__("r0");
-    register int32_t s1 __asm__("r1");
-    register int32_t s2 __asm__("r2");
-    register int32_t s3 __asm__("r3");
-    register int32_t s4 __asm__("r4");
-    register int32_t s5 __asm__("r5");
-    __asm__ volatile(MF_SC_DOT3_ASM
-                     : "=r"(s0), "=r"(s1), "=r"(s2), "=r"(s3), "=r"(s4), "=r"(s5), [x] "+r"(cols), [w] "+r"(w),
-                       [n] "+r"(n)
-                     :
-                     : "r8", "r10", "r11", "r12", "cc", "memory");
-    __asm__ volatile(MF_SC_STORE6_ASM
-                     : "+r"(s0), "+r"(s1), "+r"(s2), "+r"(s3), "+r"(s4), "+r"(s5)
-                     : [p] "r"(prm), [f] "r"(f)
-                     : "r6", "r8", "r10", "r11", "r12", "cc", "memory");
+    MF_SC_DOT3_STMT(cols, w, n);
+    MF_SC_STORE6_STMT(prm, f);
 #else
     int32_t sums[6];
     mf_sc_dot3(cols, w, n, sums);
@@ -390,6 +384,19 @@ static inline void mf_sc_dw3_row(const int32_t *r0, const int32_t *r1, const int
 
 /* sums[i] = sum((x[k] + off) * p_i[k]), k < n, i < 4: one LDRSB of x and its offset, then four LDRSB
  * + MLA per k (assembly on Thumb-2, two k per loop). */
+#if defined(MF_SC_ASM)
+#define MF_SC_DOT4_STEP                                                                                                \
+    "ldrsb %[xv], [%[x]], #1\n\t"                                                                                     \
+    "ldrsb %[wv], [%[p0]], #1\n\t"                                                                                    \
+    "add %[xv], %[xv], %[off]\n\t"                                                                                    \
+    "mla %[a0], %[xv], %[wv], %[a0]\n\t"                                                                              \
+    "ldrsb %[wv], [%[p1]], #1\n\t"                                                                                    \
+    "mla %[a1], %[xv], %[wv], %[a1]\n\t"                                                                              \
+    "ldrsb %[wv], [%[p2]], #1\n\t"                                                                                    \
+    "mla %[a2], %[xv], %[wv], %[a2]\n\t"                                                                              \
+    "ldrsb %[wv], [%[p3]], #1\n\t"                                                                                    \
+    "mla %[a3], %[xv], %[wv], %[a3]\n\t"
+#endif
 static inline void mf_sc_dot4(const int8_t *x, const int8_t *p0, const int8_t *p1, const int8_t *p2,
                               const int8_t *p3, uint32_t n, int32_t off, int32_t sums[4]) {
     int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
@@ -397,27 +404,7 @@ static inline void mf_sc_dot4(const int8_t *x, const int8_t *p0, const int8_t *p
     uint32_t pairs = n >> 1;
     if (pairs > 0) {
         int32_t xv, wv;
-        __asm__ volatile("1:\n\t"
-                         "ldrsb %[xv], [%[x]], #1\n\t"
-                         "ldrsb %[wv], [%[p0]], #1\n\t"
-                         "add %[xv], %[xv], %[off]\n\t"
-                         "mla %[a0], %[xv], %[wv], %[a0]\n\t"
-                         "ldrsb %[wv], [%[p1]], #1\n\t"
-                         "mla %[a1], %[xv], %[wv], %[a1]\n\t"
-                         "ldrsb %[wv], [%[p2]], #1\n\t"
-                         "mla %[a2], %[xv], %[wv], %[a2]\n\t"
-                         "ldrsb %[wv], [%[p3]], #1\n\t"
-                         "mla %[a3], %[xv], %[wv], %[a3]\n\t"
-                         "ldrsb %[xv], [%[x]], #1\n\t"
-                         "ldrsb %[wv], [%[p0]], #1\n\t"
-                         "add %[xv], %[xv], %[off]\n\t"
-                         "mla %[a0], %[xv], %[wv], %[a0]\n\t"
-                         "ldrsb %[wv], [%[p1]], #1\n\t"
-                         "mla %[a1], %[xv], %[wv], %[a1]\n\t"
-                         "ldrsb %[wv], [%[p2]], #1\n\t"
-                         "mla %[a2], %[xv], %[wv], %[a2]\n\t"
-                         "ldrsb %[wv], [%[p3]], #1\n\t"
-                         "mla %[a3], %[xv], %[wv], %[a3]\n\t"
+        __asm__ volatile("1:\n\t" MF_SC_DOT4_STEP MF_SC_DOT4_STEP
                          "subs %[n], %[n], #1\n\t"
                          "bne 1b\n\t"
                          : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x] "+r"(x), [p0] "+r"(p0),
