@@ -43,19 +43,24 @@ static mf_status check(const mf_call *c) {
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE) || defined(MF_USE_SCALAR_FAST)
 /* Every index of the geometry fits an int32 (limits far beyond any Cortex-M memory: the portable path
  * takes whatever is left); the optimized paths' arithmetic relies on it. */
-static int geometry_fits(const mf_call *c) {
-    mf_tensor x, w, o;
-    mf_call_input(c, 0, &x);
-    mf_call_input(c, 1, &w);
-    mf_call_output(c, 0, &o);
+static int geometry_fits(const mf_call *c, const mf_tensor *x, const mf_tensor *w, const mf_tensor *o) {
     int32_t st[2], pd[2], dl[2];
     mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
     const uint32_t lim = 1u << 14;
     for (int a = 0; a < 2; a++) {
         if ((uint32_t)st[a] >= lim || (uint32_t)pd[a] >= lim || (uint32_t)dl[a] >= lim) return 0;
-        if (x.shape[1 + a] >= lim || o.shape[1 + a] >= lim || w.shape[1 + a] >= lim) return 0;
+        if (x->shape[1 + a] >= lim || o->shape[1 + a] >= lim || w->shape[1 + a] >= lim) return 0;
     }
     return 1;
+}
+
+/* The op's scratch holds `bytes` (the path's need for the patch size) and geometry_fits. */
+static int path_fits(const mf_call *c, uint32_t (*bytes)(uint32_t depth)) {
+    mf_tensor x, w, o;
+    mf_call_input(c, 0, &x);
+    mf_call_input(c, 1, &w);
+    mf_call_output(c, 0, &o);
+    return c->scratch_bytes >= bytes(w.shape[1] * w.shape[2] * w.shape[3]) && geometry_fits(c, &x, &w, &o);
 }
 #endif
 
@@ -321,12 +326,8 @@ static void mat_mult_4cols(const int8_t *const cols[4], uint32_t n_cols, const i
 }
 #endif
 
-/* The op declares the fast path's scratch, and every index of its geometry fits an int32 (geometry_fits). */
-static int fast_path_fits(const mf_call *c) {
-    mf_tensor w;
-    mf_call_input(c, 1, &w);
-    return c->scratch_bytes >= fast_scratch_bytes(w.shape[1] * w.shape[2] * w.shape[3]) && geometry_fits(c);
-}
+/* The op declares the fast path's scratch, and every index of its geometry fits an int32. */
+static int fast_path_fits(const mf_call *c) { return path_fits(c, fast_scratch_bytes); }
 
 static mf_status run_fast(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
@@ -493,11 +494,7 @@ static inline __attribute__((always_inline)) void sc_filter(const int32_t *cols,
     }
 }
 
-static int scalar_fits(const mf_call *c) {
-    mf_tensor w;
-    mf_call_input(c, 1, &w);
-    return c->scratch_bytes >= scalar_scratch_bytes(w.shape[1] * w.shape[2] * w.shape[3]) && geometry_fits(c);
-}
+static int scalar_fits(const mf_call *c) { return path_fits(c, scalar_scratch_bytes); }
 
 typedef struct {
     sc_geom g;
