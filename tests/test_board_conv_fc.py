@@ -1,7 +1,8 @@
 """The optimized convolution, fully connected and dot product paths on the boards, against the host kernels.
 
-cortex-m4 runs the DSP paths, cortex-m55 the MVE paths (csrc/kernels/conv2d_s8.c, fully_connected_s8.c,
-dot_s8.c); the host Python kernels equal the portable C path bit for bit (tests/test_c_kernels.py).
+cortex-m3 runs the scalar paths (mf_scalar.h), cortex-m4 the DSP paths, cortex-m55 the MVE paths
+(csrc/kernels/conv2d_s8.c, fully_connected_s8.c, dot_s8.c); the host Python kernels equal the portable C
+path bit for bit (tests/test_c_kernels.py), and the scalar paths' C form runs on the host too.
 Random shapes hit every path and tail: conv2d_s8 through im2col (patch sizes around the 4- and 16-lane
 widths, padding, strides, dilation, groups, odd filter and pixel counts, batches), the 1x1 path (strided,
 grouped, and 1x1 with padding, which takes im2col), the few-input-channel first layers (one run per kernel
@@ -19,10 +20,9 @@ import pytest
 from board_sweep import BoardSweep
 from test_c_kernels import act, act_range, const, int8, requant_params
 
-from mcuforge.ir import kernel_scratch_bytes
 from mcuforge.kernels import conv_output_hw
 
-BOARDS = ("cortex-m4", "cortex-m55")
+BOARDS = ("cortex-m3", "cortex-m4", "cortex-m55")
 
 
 def weighted_consts(rng, weight: np.ndarray, oc: int, bias_bits: int = 16) -> tuple[list, list[str]]:
@@ -58,9 +58,7 @@ def conv_case(rng, sweep: BoardSweep, case: str, wc: int, kernel: tuple[int, int
              "dilation": dl, "act_min": o["act_min"], "act_max": o["act_max"]}
     x = act("x", (batch, h, w, wc * groups))
     sweep.add(case, "conv2d_s8", attrs, [(x, int8(rng, x.shape))], [act("y", (batch, oh, ow, oc))], consts,
-              op_inputs=names)
-    if scratch:
-        sweep.ops[-1].scratch_bytes = kernel_scratch_bytes("conv2d_s8", (oc, *kernel, wc))
+              op_inputs=names, scratch=scratch)
 
 
 def conv_sweep(seed: int) -> BoardSweep:
@@ -89,8 +87,11 @@ def conv_sweep(seed: int) -> BoardSweep:
     conv_case(rng, sweep, "first_rgb_s1", 3, (3, 3), stride=[1, 1], pad=[1, 1], dil=[1, 1], hw=(8, 8),
               oc_per_group=16)
     conv_case(rng, sweep, "first_c2_7x7", 2, (7, 7), stride=[2, 2], pad=[3, 3], dil=[1, 1], hw=(11, 9))
-    # larger filter counts and patches (several matrix blocks)
+    # larger filter counts and patches (several matrix blocks; on the scalar path patches of more than 128
+    # taps split into chunks)
     conv_case(rng, sweep, "deep_3x3", 32, (3, 3), oc_per_group=19, hw=(6, 5))
+    for wc in (127, 128, 129, 256, 257):
+        conv_case(rng, sweep, f"deep_pw_c{wc}", wc, (1, 1), pad=[0, 0], stride=[1, 1], dil=[1, 1], hw=(3, 3))
     # no scratch: the portable path, its dot product the optimized mf_dot_s8
     for wc in (3, 17, 20):
         conv_case(rng, sweep, f"no_scratch_c{wc}", wc, (3, 3), scratch=False)
@@ -144,3 +145,11 @@ def test_fully_connected_and_dot_fast_paths_on_board(target):
     sweep = tconv_sweep(seed=23, sweep=fc_sweep(seed=22, sweep=BoardSweep()))
     assert len(sweep) > 150
     sweep.assert_same_on_board(target)
+
+
+def test_scalar_paths_on_host_c(tmp_path):
+    """The cortex-m3 programs of both sweeps on the host C runtime built with the optimized scalar paths
+    (their C form; the board runs their assembly), also under ASan and UBSan."""
+    conv_sweep(seed=21).assert_same_on_host_c("cortex-m3", sanitize_dir=tmp_path)
+    tconv_sweep(seed=23, sweep=fc_sweep(seed=22, sweep=BoardSweep())).assert_same_on_host_c(
+        "cortex-m3", sanitize_dir=tmp_path)

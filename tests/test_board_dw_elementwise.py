@@ -1,12 +1,14 @@
 """The optimized depthwise convolution, add and mul paths on the boards, against the host kernels.
 
-cortex-m4 runs the DSP paths, cortex-m55 the MVE paths (csrc/kernels/depthwise_conv2d_s8.c,
-add_s8.c, mul_s8.c); the host Python kernels equal the portable C path bit for bit
-(tests/test_c_kernels.py). Random shapes hit every path and tail: channel counts around the
-vector widths (4, 8, 16), the unrolled 3x3 window and other kernels, strides, padding, dilation,
-depth multiplier > 1 (the portable fallback), per-tensor and per-channel requantization with the
-whole legal parameter range, and for add/mul equal shapes (the fast path, lengths around 4 and
-16) and broadcasting. All cases of a kind run in one program: one QEMU boot per board.
+cortex-m3 runs the scalar paths (mf_scalar.h), cortex-m4 the DSP paths, cortex-m55 the MVE paths
+(csrc/kernels/depthwise_conv2d_s8.c, add_s8.c, mul_s8.c); the host Python kernels equal the portable C
+path bit for bit (tests/test_c_kernels.py), and the scalar paths' C form runs on the host too. Random
+shapes hit every path and tail: channel counts around the vector widths (4, 8, 16), the unrolled 3x3
+window and other kernels, strides, padding, dilation, depth multiplier > 1 (the portable fallback on
+DSP/MVE), rows along either axis and the scalar path's limits, per-tensor and per-channel
+requantization with the whole legal parameter range, and for add/mul equal shapes (the fast path,
+lengths around 4 and 16) and broadcasting. All cases of a kind run in one program: one QEMU boot per
+board.
 """
 
 from __future__ import annotations
@@ -18,17 +20,18 @@ from test_c_kernels import act, act_range, const, int8, requant_params
 
 from mcuforge.kernels import add_quant_params, conv_output_hw
 
-BOARDS = ("cortex-m4", "cortex-m55")
+BOARDS = ("cortex-m3", "cortex-m4", "cortex-m55")
 CHANNELS = (1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 40, 64)
 
 
-def depthwise_case(rng, sweep: BoardSweep, case: str, channels: int, kernel: tuple[int, int], dm: int = 1) -> None:
+def depthwise_case(rng, sweep: BoardSweep, case: str, channels: int, kernel: tuple[int, int], dm: int = 1,
+                   hw: tuple[int, int] | None = None, dil: list[int] | None = None) -> None:
     for _ in range(100):
         n = 1 if rng.random() < 0.8 else 2
-        h, w = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+        h, w = hw or (int(rng.integers(1, 9)), int(rng.integers(1, 9)))
         stride = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
         pad = [int(rng.integers(0, 3)), int(rng.integers(0, 3))]
-        dil = [1, 1] if rng.random() < 0.7 else [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
+        dil = dil or ([1, 1] if rng.random() < 0.7 else [int(rng.integers(1, 3)), int(rng.integers(1, 3))])
         oh, ow = conv_output_hw((h, w), kernel, stride, pad, dil)
         if oh >= 1 and ow >= 1:
             break
@@ -56,6 +59,15 @@ def depthwise_sweep(seed: int) -> BoardSweep:
     for i in range(12):
         c, dm = int(rng.integers(1, 20)), int(rng.integers(2, 4))
         depthwise_case(rng, sweep, f"dw_c{c}_m{dm}_{i}", c, (3, 3), dm)
+    # the scalar path's limits and views: long rows either way (DS-CNN's tall 25 x 5), more than 128 taps
+    # and a 17-row window (both portable), wide and tall dilated 3x3
+    for i, hw in enumerate(((25, 5), (5, 25), (12, 3), (2, 17))):
+        depthwise_case(rng, sweep, f"dw_long_{i}", 5 + i, (3, 3), hw=hw)
+    depthwise_case(rng, sweep, "dw_taps_132", 3, (12, 11), hw=(12, 12))
+    depthwise_case(rng, sweep, "dw_span_17", 3, (9, 1), hw=(18, 4), dil=[2, 1])
+    depthwise_case(rng, sweep, "dw_span_17_tall", 3, (1, 9), hw=(4, 18), dil=[1, 2])
+    depthwise_case(rng, sweep, "dw_dil_3x3", 6, (3, 3), hw=(9, 7), dil=[2, 1])
+    depthwise_case(rng, sweep, "dw_dil_3x3_tall", 6, (3, 3), hw=(7, 9), dil=[1, 2])
     return sweep
 
 
@@ -112,6 +124,14 @@ def test_depthwise_fast_paths_on_board(target):
     sweep = depthwise_sweep(seed=11)
     assert len(sweep) > 100
     sweep.assert_same_on_board(target)
+
+
+def test_scalar_paths_on_host_c(tmp_path):
+    """The cortex-m3 programs of the sweeps on the host C runtime built with the optimized scalar paths
+    (their C form; the board runs their assembly), also under ASan and UBSan."""
+    depthwise_sweep(seed=11).assert_same_on_host_c("cortex-m3", sanitize_dir=tmp_path)
+    for kind in ("add_s8", "mul_s8"):
+        elementwise_sweep(kind, seed=12 + (kind == "mul_s8")).assert_same_on_host_c("cortex-m3", sanitize_dir=tmp_path)
 
 
 @pytest.mark.parametrize("target", BOARDS)

@@ -178,9 +178,11 @@ WRITE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint8
 
 
 @cache
-def load_library(trace: bool = True) -> ctypes.CDLL:
-    """The host build of the C runtime (built on first use), with argument types declared."""
-    lib = ctypes.CDLL(str(build("shared", trace=trace)))
+def load_library(trace: bool = True, extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL:
+    """The host build of the C runtime (built on first use), with argument types declared.
+    ``extra_flags``: more compiler flags, e.g. ``("-DMF_SCALAR_FAST=1",)`` for the optimized scalar
+    kernel paths (csrc/kernels/mf_scalar.h) that the plain host build leaves out."""
+    lib = ctypes.CDLL(str(build("shared", trace=trace, extra_flags=extra_flags)))
     vp, u32, i32, sz = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int32, ctypes.c_size_t
     signatures = {
         "mf_program_load": (ctypes.c_int, [vp, vp, sz]),

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .targets import get_target
+
 DTYPES: dict[str, np.dtype] = {
     "int8": np.dtype(np.int8),
     "int16": np.dtype(np.int16),
@@ -112,14 +114,43 @@ class Graph:
         return sum(t.nbytes for t in self.tensors.values() if t.is_constant)
 
 
-def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int]) -> int:
-    """Scratch bytes an op of ``kind`` asks of the runtime (``Op.scratch_bytes``), exactly what the
-    C kernels' optimized paths use: conv2d_s8's im2col holds 4 int8 patches (MVE), or 2 int16 patches and
-    an int8 one (DSP), of kh * kw * filter channels each rounded up to a multiple of 4 (word-aligned
-    columns); a program without it runs the portable path."""
+def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, out_shape: Sequence[int] = (),
+                         attrs: dict[str, Any] | None = None) -> int:
+    """Scratch bytes an op of ``kind`` asks of the runtime (``Op.scratch_bytes``) on ``target``, exactly
+    what the C kernels' optimized paths use; a program without it runs the portable path.
+
+    conv2d_s8's im2col, per patch of kh * kw * filter channels (its depth): DSP and MVE hold 4 int8
+    patches, or 2 int16 patches and an int8 one, each rounded up to a multiple of 4 (word-aligned
+    columns); the scalar path (cortex-m3) 3 columns of int32 pixel pairs; the portable path
+    (cortex-m0plus) none. depthwise_conv2d_s8 on the scalar path (``out_shape`` NHWC and the op's
+    ``attrs`` needed), with rows along the longer output axis: the kh * kw taps, a ring of the rows the
+    window spans and a row of zeros, each (ow - 1) * stride + (kw - 1) * dilation + 1 words of packed
+    pixel pairs, and a row of ow (rounded up to even) sums, then for 3x3 windows (depth multiplier 1)
+    that are strided or under 16 x 16 outputs 384 bytes of the pixel-major path's tables; none beyond
+    128 taps or a 16-row span.
+    add_s8 on the scalar path: its inputs' two tables of 256 int32 (an add of equal shapes uses them)."""
+    path = get_target(target).kernel_path
     if kind == "conv2d_s8":
         _, kh, kw, ic = weight_shape
-        return 5 * ((kh * kw * ic + 3) // 4 * 4)
+        depth = kh * kw * ic
+        if path == "scalar":
+            return 12 * depth
+        return 5 * ((depth + 3) // 4 * 4) if path in ("dsp", "mve") else 0
+    if kind == "add_s8" and path == "scalar":
+        return 2048
+    if kind == "depthwise_conv2d_s8" and path == "scalar":
+        _, kh, kw, _ = weight_shape
+        stride, dilation = (attrs or {}).get("stride", [1, 1]), (attrs or {}).get("dilation", [1, 1])
+        oh, ow = out_shape[1], out_shape[2]
+        small = max(stride) > 1 or (oh < 16 and ow < 16)  # where the pixel-major path runs (3x3)
+        pixel_major = 4 * 96 if small and (kh, kw) == (3, 3) and (attrs or {}).get("depth_multiplier", 1) == 1 else 0
+        if oh > ow:  # the kernel's view: rows along the longer output axis
+            kh, kw, stride, dilation, ow = kw, kh, stride[::-1], dilation[::-1], oh
+        taps, span = kh * kw, (kh - 1) * dilation[0] + 1
+        if taps > 128 or span > 16:
+            return 0
+        row = (ow - 1) * stride[1] + (kw - 1) * dilation[1] + 1
+        return 4 * (taps + (span + 1) * row + (ow + 1) // 2 * 2) + pixel_major
     return 0
 
 

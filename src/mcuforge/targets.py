@@ -19,6 +19,14 @@ class Target:
         return self.isa in ("dsp", "mve")
 
     @property
+    def kernel_path(self) -> str:
+        """The C kernels this core's build runs: "mve", "dsp", "scalar" (the optimized scalar paths of
+        Thumb-2 cores without DSP: csrc/kernels/mf_scalar.h) or "portable" (ARMv6-M)."""
+        if self.isa != "scalar":
+            return self.isa
+        return "portable" if "-mcpu=cortex-m0plus" in self.gcc_flags else "scalar"
+
+    @property
     def has_mve(self) -> bool:
         return self.isa == "mve"
 

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
@@ -98,17 +99,17 @@ def icount_scale(board: Board) -> tuple[int, int]:
     return ratio.numerator, shift
 
 
-def _compile_flags(board: Board, trace: bool, timer: str = "icount") -> list[str]:
+def _compile_flags(board: Board, trace: bool, timer: str = "icount", extra: Sequence[str] = ()) -> list[str]:
     mul, shift = icount_scale(board)
     return [*target_flags(board.target), f"-DBOARD_HZ={board.clock_hz}u", f"-DICOUNT_MUL={mul}u",
             f"-DICOUNT_SHIFT={shift}", f"-DBOARD_UART={board.uart:#x}u", timer_define(timer),
-            f"-DMF_TRACE={int(trace)}", f"-I{INCLUDE}", f"-I{FIRMWARE_SRC}", f"-I{BOARD_SRC}"]
+            f"-DMF_TRACE={int(trace)}", f"-I{INCLUDE}", f"-I{FIRMWARE_SRC}", f"-I{BOARD_SRC}", *extra]
 
 
-def _build_key(board: Board, trace: bool, timer: str) -> str:
+def _build_key(board: Board, trace: bool, timer: str, extra: Sequence[str] = ()) -> str:
     digest = hashlib.sha256()
     for part in (repr(board), str(trace), toolchain.version("arm-none-eabi-gcc"),
-                 *_compile_flags(board, trace, timer), *LINK_FLAGS, _linker_script(board)):
+                 *_compile_flags(board, trace, timer, extra), *LINK_FLAGS, _linker_script(board)):
         digest.update(part.encode() + b"\0")
     for path in [*runtime_sources(), *firmware_sources(), *_headers()]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -135,17 +136,18 @@ def compile_objects(sources: list[Path], flags: list[str], out_dir: Path) -> lis
     return objects
 
 
-def build(target: str, trace: bool = False, timer: str = "icount") -> Path:
+def build(target: str, trace: bool = False, timer: str = "icount", flags: Sequence[str] = ()) -> Path:
     """The test firmware ELF for the QEMU board of ``target``, with tracing compiled in or out and
     the trace's ``timer``: "icount" (instructions; the only one QEMU makes meaningful), "systick"
-    (cycles of the processor clock) or "dwt" (DWT CYCCNT, which QEMU does not count: it reads 0).
+    (cycles of the processor clock) or "dwt" (DWT CYCCNT, which QEMU does not count: it reads 0);
+    ``flags``: more compiler flags, e.g. ``("-DMF_PORTABLE=1",)`` (every optimized kernel path off).
 
     Built once and cached; the folder holding the ELF also keeps the runtime objects
     (``runtime/*.o``) for the size report.
     """
     board = get_board(target)
     toolchain.require("arm-none-eabi-gcc")
-    key = _build_key(board, trace, timer)
+    key = _build_key(board, trace, timer, flags)
     variant = f"{'trace' if trace else 'notrace'}{'' if timer == 'icount' else '-' + timer}"
     final = cache_root() / "firmware" / f"{target}-{variant}-{key}"
     elf = final / "firmware.elf"
@@ -156,11 +158,11 @@ def build(target: str, trace: bool = False, timer: str = "icount") -> Path:
     # see a half-written cache entry.
     work = Path(tempfile.mkdtemp(prefix=f".{target}-", dir=final.parent))
     try:
-        flags = _compile_flags(board, trace, timer)
+        cflags = _compile_flags(board, trace, timer, flags)
         (work / "runtime").mkdir()
         (work / "firmware").mkdir()
-        runtime_objects = compile_objects(runtime_sources(), flags, work / "runtime")
-        firmware_objects = compile_objects(firmware_sources(), flags, work / "firmware")
+        runtime_objects = compile_objects(runtime_sources(), cflags, work / "runtime")
+        firmware_objects = compile_objects(firmware_sources(), cflags, work / "firmware")
         script = work / "link.ld"
         script.write_text(_linker_script(board))
         gcc = toolchain.require("arm-none-eabi-gcc")

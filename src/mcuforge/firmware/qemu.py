@@ -130,7 +130,8 @@ def _run_with_uart_capture(command: list[str], folder: Path, port: int, timeout:
 
 def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str, trace: bool | str = False,
                 *, timeout: float = DEFAULT_TIMEOUT_SECONDS, via: str = "semihosting", timer: str = "icount",
-                progress: bool = False) -> tuple[list[np.ndarray], bytes | None, dict[str, Any]]:
+                progress: bool = False,
+                build_flags: Sequence[str] = ()) -> tuple[list[np.ndarray], bytes | None, dict[str, Any]]:
     """Run a program once on the emulated board of ``target``.
 
     ``inputs`` and the returned outputs are as :func:`mcuforge.runtime.execute` takes and returns
@@ -141,14 +142,15 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
     at 0). Returns ``(outputs, trace stream or None, facts)``; facts hold ``instructions`` (the whole
     mf_invoke), ``stack_bytes`` (high-water mark of the firmware's stack), ``invoke_stack_bytes``,
     ``arena_bytes``, ``trace_dropped`` (records the UART sink had no room for), the board and the
-    count resolution.
+    count resolution. ``build_flags``: more compiler flags of the firmware (``build``), e.g.
+    ``("-DMF_PORTABLE=1",)``.
     """
     board = get_board(target)
     mode = trace_mode(trace)
     if via not in TRACE_SINKS:
         raise ValueError(f"via must be one of {', '.join(TRACE_SINKS)}, not {via!r}")
     graph = deserialize(bytes(program_bytes))
-    elf = build(target, trace=mode != "off", timer=timer)
+    elf = build(target, trace=mode != "off", timer=timer, flags=build_flags)
     uart = via == "uart" and mode != "off"
     port = free_port() if uart else None
     command = qemu_command(target, elf, port)

@@ -5,11 +5,12 @@
  * run_portable is the statement of the math (any broadcast, every core). Two inputs of the output's
  * element count (ResNet's residual adds) take a fast path with the same bytes: on MVE cores four
  * lanes at a time (CMSIS-NN's arm_elementwise_add_s8 MVE arithmetic: VQRDMULH + rounding shift),
- * the tail predicated; on the other Cortex-M cores one scalar loop with the requantization
+ * the tail predicated; on the scalar cores (cortex-m3, mf_scalar.h) tables of each input's 256 scaled
+ * values in the op's scratch; on the other Cortex-M cores one scalar loop with the requantization
  * inlined and the broadcast walker gone. A multiplier of INT32_MIN takes the portable path on MVE.
  */
 #include "broadcast.h"
-#include "mf_simd.h"
+#include "mf_scalar.h"
 
 enum {
     A_A_OFF, A_A_MULT, A_A_SHIFT, A_B_OFF, A_B_MULT, A_B_SHIFT, A_LEFT_SHIFT, A_OUT_OFF, A_OUT_MULT,
@@ -61,7 +62,7 @@ static mf_status run_portable(const mf_call *c) {
     return MF_OK;
 }
 
-#if defined(MF_USE_MVE) || defined(__arm__)
+#if defined(MF_USE_MVE) || defined(MF_ARM_LOOPS) || defined(MF_USE_SCALAR_FAST)
 typedef struct {
     int32_t a_off, a_mult, a_shift, b_off, b_mult, b_shift, ls, out_off, out_mult, out_shift, lo, hi;
 } add_params;
@@ -98,7 +99,7 @@ static int add_fast_ok(const add_params *p) {
     return p->a_mult != INT32_MIN && p->b_mult != INT32_MIN && p->out_mult != INT32_MIN;
 }
 
-#elif defined(__arm__)
+#elif defined(MF_ARM_LOOPS)
 
 static void add_same_shape(const add_params *p, const int8_t *a, const int8_t *b, int8_t *out, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) {
@@ -118,8 +119,50 @@ static int add_fast_ok(const add_params *p) {
 
 #endif
 
+#if defined(MF_USE_SCALAR_FAST)
+/* Scalar cores (cortex-m3), equal element counts: each input's scaled value depends on its byte alone, so
+ * the op's scratch holds both inputs' 256 values (int32, by the byte read as unsigned), computed once
+ * per run as run_portable computes them; per element two table loads, an add and the output stage
+ * (mf_sc_requant_fast where it applies). */
+#define ADD_SC_SCRATCH 2048u
+
+static void add_scalar(const add_params *p, const int8_t *a, const int8_t *b, int8_t *out, uint32_t n,
+                       int32_t *tables) {
+    int32_t *ta = tables, *tb = tables + 256;
+    for (int32_t v = -128; v < 128; v++) {
+        ta[v & 0xFF] = scale_input(v, p->a_off, p->ls, p->a_mult, p->a_shift);
+        tb[v & 0xFF] = scale_input(v, p->b_off, p->ls, p->b_mult, p->b_shift);
+    }
+    const uint8_t *au = (const uint8_t *)a, *bu = (const uint8_t *)b, *end = au + n;
+    const int32_t mult = p->out_mult, shift = p->out_shift, lo = p->lo, hi = p->hi;
+    if (mult != INT32_MIN && shift <= -2 && shift >= -23) {
+        const int32_t k_high = (1 + 2 * p->out_off) * (1 << (-shift - 2)), right_m1 = -shift - 1;
+        for (; au != end; out++) {
+            const int32_t v = mf_sc_requant_fast(mf_add_wrap(ta[*au++], tb[*bu++]), mult, k_high, right_m1);
+            *out = mf_clamp_s8(v, lo, hi);
+        }
+        return;
+    }
+    for (; au != end; out++) {
+        const int32_t v = mf_requantize_inline(mf_add_wrap(ta[*au++], tb[*bu++]), mult, shift);
+        *out = mf_clamp_s8(mf_add_wrap(v, p->out_off), lo, hi);
+    }
+}
+#endif
+
 static mf_status run(const mf_call *c) {
-#if defined(MF_USE_MVE) || defined(__arm__)
+#if defined(MF_USE_SCALAR_FAST)
+    mf_tensor sa, sb, so;
+    if (c->scratch_bytes >= ADD_SC_SCRATCH && mf_call_binary_s8(c, &sa, &sb, &so) && sa.numel == so.numel &&
+        sb.numel == so.numel) {
+        add_params p;
+        add_params_read(c, &p);
+        add_scalar(&p, (const int8_t *)sa.data, (const int8_t *)sb.data, (int8_t *)so.data, so.numel,
+                   (int32_t *)(void *)c->scratch);
+        return MF_OK;
+    }
+#endif
+#if defined(MF_USE_MVE) || defined(MF_ARM_LOOPS)
     mf_tensor a, b, o;
     if (mf_call_binary_s8(c, &a, &b, &o) && a.numel == o.numel && b.numel == o.numel) {
         add_params p;

@@ -20,7 +20,7 @@
  * The scratch buffer is conv2d_s8_scratch_bytes (4 x the patch size, mcuforge/lower); a program with
  * less runs the portable path.
  */
-#include "mf_simd.h"
+#include "mf_scalar.h"
 
 /* attributes */
 enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_ACT_MIN, A_ACT_MAX };
@@ -39,6 +39,30 @@ static mf_status check(const mf_call *c) {
     if (!mf_attr_conv_window(c, A_STRIDE, st, pd, dl)) return MF_ERR_SHAPE;
     return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, w.shape[0], A_ACT_MIN);
 }
+
+#if defined(MF_USE_DSP) || defined(MF_USE_MVE) || defined(MF_USE_SCALAR_FAST)
+/* Every index of the geometry fits an int32 (limits far beyond any Cortex-M memory: the portable path
+ * takes whatever is left); the optimized paths' arithmetic relies on it. */
+static int geometry_fits(const mf_call *c, const mf_tensor *x, const mf_tensor *w, const mf_tensor *o) {
+    int32_t st[2], pd[2], dl[2];
+    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
+    const uint32_t lim = 1u << 14;
+    for (int a = 0; a < 2; a++) {
+        if ((uint32_t)st[a] >= lim || (uint32_t)pd[a] >= lim || (uint32_t)dl[a] >= lim) return 0;
+        if (x->shape[1 + a] >= lim || o->shape[1 + a] >= lim || w->shape[1 + a] >= lim) return 0;
+    }
+    return 1;
+}
+
+/* The op's scratch holds `bytes` (the path's need for the patch size) and geometry_fits. */
+static int path_fits(const mf_call *c, uint32_t (*bytes)(uint32_t depth)) {
+    mf_tensor x, w, o;
+    mf_call_input(c, 0, &x);
+    mf_call_input(c, 1, &w);
+    mf_call_output(c, 0, &o);
+    return c->scratch_bytes >= bytes(w.shape[1] * w.shape[2] * w.shape[3]) && geometry_fits(c, &x, &w, &o);
+}
+#endif
 
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
 #define MF_CONV_FAST 1
@@ -302,23 +326,8 @@ static void mat_mult_4cols(const int8_t *const cols[4], uint32_t n_cols, const i
 }
 #endif
 
-/* The op declares the fast path's scratch, and every index of its geometry fits an int32 (limits far
- * beyond any Cortex-M memory: the portable path takes whatever is left). */
-static int fast_path_fits(const mf_call *c) {
-    mf_tensor x, w, o;
-    mf_call_input(c, 0, &x);
-    mf_call_input(c, 1, &w);
-    mf_call_output(c, 0, &o);
-    if (c->scratch_bytes < fast_scratch_bytes(w.shape[1] * w.shape[2] * w.shape[3])) return 0;
-    int32_t st[2], pd[2], dl[2];
-    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
-    const uint32_t lim = 1u << 14;
-    for (int a = 0; a < 2; a++) {
-        if ((uint32_t)st[a] >= lim || (uint32_t)pd[a] >= lim || (uint32_t)dl[a] >= lim) return 0;
-        if (x.shape[1 + a] >= lim || o.shape[1 + a] >= lim || w.shape[1 + a] >= lim) return 0;
-    }
-    return 1;
-}
+/* The op declares the fast path's scratch, and every index of its geometry fits an int32. */
+static int fast_path_fits(const mf_call *c) { return path_fits(c, fast_scratch_bytes); }
 
 static mf_status run_fast(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
@@ -400,10 +409,203 @@ static mf_status run_fast(const mf_call *c) {
 }
 #endif /* MF_USE_DSP || MF_USE_MVE */
 
+#if defined(MF_USE_SCALAR_FAST)
+/* Scalar cores (cortex-m3): output pixels in blocks of 2 x SC_PAIRS. Each pair's patches are packed
+ * into one int32 column of the scratch (mf_scalar.h: (a + off) + (b + off) * 2^23, taps outside the
+ * input 0, the zero point's value plus the offset), the SC_PAIRS columns interleaved, so that one
+ * weight load (LDRSB) and one load of SC_PAIRS words (LDM) feed SC_PAIRS SMLALs: 6 MACs. The sums
+ * leave the 64-bit accumulators every MF_SC_CHUNK taps. */
+#define SC_PAIRS 3u
+
+static uint32_t scalar_scratch_bytes(uint32_t depth) { return 4u * SC_PAIRS * depth; }
+
+typedef struct {
+    const int8_t *x;         /* input image n, channel of the group's first input */
+    int32_t h, w, off;       /* input height, width; input offset */
+    uint32_t ch, wc, kh, kw; /* input channels, filter channels, kernel */
+    int32_t st[2], pd[2], dl[2];
+} sc_geom;
+
+/* Writes (high 0) or adds (high 1, times 2^23) one kernel row of one pixel's patch, x + offset, into
+ * every SC_PAIRS-th word of dst: input row iy (any), window start x0; taps outside the input are 0
+ * (written, or not added). The taps inside [kx0, kx1); adjacent ones (dilation 1, one group) one run. */
+static inline __attribute__((always_inline)) void sc_patch_row(const sc_geom *g, int32_t iy, int32_t x0,
+                                                              int32_t *dst, int high) {
+    const uint32_t kw = g->kw, wc = g->wc, ch = g->ch, row_words = kw * wc;
+    const int32_t dl = g->dl[1], w = g->w, scale = high ? 1 << 23 : 1, off = g->off * scale;
+    uint32_t kx0 = 0, kx1 = kw;
+    if (iy < 0 || iy >= g->h) {
+        kx1 = 0;
+    } else {
+        while (kx0 < kw && x0 + (int32_t)kx0 * dl < 0) kx0++;
+        while (kx1 > kx0 && x0 + ((int32_t)kx1 - 1) * dl >= w) kx1--;
+    }
+    if (!high) {
+        for (uint32_t i = 0; i < kx0 * wc; i++) dst[i * SC_PAIRS] = 0;
+        for (uint32_t i = kx1 * wc; i < row_words; i++) dst[i * SC_PAIRS] = 0;
+    }
+    if (kx1 == kx0) return;
+    const int8_t *src = g->x + ((size_t)iy * (size_t)w + (size_t)(x0 + (int32_t)kx0 * dl)) * ch;
+    const int run = dl == 1 && wc == ch;
+    const uint32_t n = run ? (kx1 - kx0) * wc : wc;
+    dst += SC_PAIRS * kx0 * wc;
+    for (uint32_t kx = kx0; kx < kx1; kx += run ? kw : 1u, src += (size_t)dl * ch) {
+        for (uint32_t i = 0; i < n; i++, dst += SC_PAIRS) {
+            const int32_t v = src[i] * scale + off;
+            *dst = high ? *dst + v : v;
+        }
+    }
+}
+
+/* dst[SC_PAIRS * i] = (a[i] + offset) + (b[i] + offset) * 2^23, i < n: two adjacent runs of input. */
+static inline void sc_pack_run(const int8_t *a, const int8_t *b, uint32_t n, int32_t pair_off, int32_t *dst) {
+    for (; n > 0; n--, dst += SC_PAIRS) *dst = mf_sc_pair(*a++, *b++) + pair_off;
+}
+
+/* The packed patches of output pixels (ya, xa) and (yb, xb) into every SC_PAIRS-th word of col. A kernel
+ * row inside the input for both, taps adjacent (dilation 1, one group), is two runs of bytes. */
+static void sc_pack_pair(const sc_geom *g, int32_t ya, int32_t xa, int32_t yb, int32_t xb, int32_t *col) {
+    const int32_t ay = ya * g->st[0] - g->pd[0], ax = xa * g->st[1] - g->pd[1];
+    const int32_t by = yb * g->st[0] - g->pd[0], bx = xb * g->st[1] - g->pd[1];
+    const uint32_t kh = g->kh, row_words = g->kw * g->wc;
+    const int32_t h = g->h, w = g->w, dy = g->dl[0], span = (int32_t)g->kw - 1, pair_off = mf_sc_pair(g->off, g->off);
+    const size_t row_bytes = (size_t)w * g->ch;
+    const int runs = g->dl[1] == 1 && g->wc == g->ch && ax >= 0 && ax + span < w && bx >= 0 && bx + span < w;
+    for (uint32_t ky = 0; ky < kh; ky++, col += SC_PAIRS * row_words) {
+        const int32_t iya = ay + (int32_t)ky * dy, iyb = by + (int32_t)ky * dy;
+        if (runs && iya >= 0 && iya < h && iyb >= 0 && iyb < h) {
+            sc_pack_run(g->x + (size_t)iya * row_bytes + (size_t)ax * g->ch,
+                        g->x + (size_t)iyb * row_bytes + (size_t)bx * g->ch, row_words, pair_off, col);
+        } else {
+            sc_patch_row(g, iya, ax, col, 0);
+            sc_patch_row(g, iyb, bx, col, 1);
+        }
+    }
+}
+
+/* The SC_PAIRS x 2 sums of one filter (w: depth int8) over the packed columns, MF_SC_CHUNK taps at a time. */
+static inline __attribute__((always_inline)) void sc_filter(const int32_t *cols, const int8_t *w, uint32_t depth,
+                                                           int32_t sums[2 * SC_PAIRS]) {
+    mf_sc_dot3(cols, w, depth < MF_SC_CHUNK ? depth : MF_SC_CHUNK, sums);
+    for (uint32_t k0 = MF_SC_CHUNK; k0 < depth; k0 += MF_SC_CHUNK) {
+        int32_t part[2 * SC_PAIRS];
+        mf_sc_dot3(cols + SC_PAIRS * k0, w + k0, depth - k0 < MF_SC_CHUNK ? depth - k0 : MF_SC_CHUNK, part);
+        for (uint32_t i = 0; i < 2 * SC_PAIRS; i++) sums[i] += part[i];
+    }
+}
+
+static int scalar_fits(const mf_call *c) { return path_fits(c, scalar_scratch_bytes); }
+
+typedef struct {
+    sc_geom g;
+    const int8_t *w;
+    int8_t *out;
+    mf_channel_requant rq;
+    uint32_t oc_n, groups, opg, depth, ow, pixels, batch;
+    int pointwise;
+} sc_conv;
+
+/* Packs the pairs of output pixels p0 .. p0 + n_pix - 1 (pixels past the last repeat it, unwritten). */
+static void sc_pack_block(const sc_conv *v, uint32_t p0, uint32_t n_pix, int32_t *cols) {
+    const sc_geom *g = &v->g;
+    const int32_t pair_off = mf_sc_pair(g->off, g->off);
+    for (uint32_t q = 0; q < SC_PAIRS; q++) {
+        const uint32_t pa = p0 + (2 * q < n_pix ? 2 * q : n_pix - 1);
+        const uint32_t pb = p0 + (2 * q + 1 < n_pix ? 2 * q + 1 : n_pix - 1);
+        const int32_t ya = (int32_t)(pa / v->ow), xa = (int32_t)(pa % v->ow);
+        const int32_t yb = (int32_t)(pb / v->ow), xb = (int32_t)(pb % v->ow);
+        if (v->pointwise) {
+            sc_pack_run(g->x + ((size_t)(ya * g->st[0]) * (size_t)g->w + (size_t)(xa * g->st[1])) * g->ch,
+                        g->x + ((size_t)(yb * g->st[0]) * (size_t)g->w + (size_t)(xb * g->st[1])) * g->ch, v->depth,
+                        pair_off, cols + q);
+        } else {
+            sc_pack_pair(g, ya, xa, yb, xb, cols + q);
+        }
+    }
+}
+
+/* Every block of output pixels of image n, group grp, with the output stage `variant`. */
+static inline __attribute__((always_inline)) void sc_conv_group(sc_conv *v, uint32_t n, uint32_t grp,
+                                                               int32_t *cols, int variant) {
+    const int8_t *wg = v->w + (size_t)grp * v->opg * v->depth;
+    int8_t *out_image = v->out + (size_t)n * v->pixels * v->oc_n + grp * v->opg;
+    for (uint32_t p0 = 0; p0 < v->pixels; p0 += 2u * SC_PAIRS) {
+        const uint32_t n_pix = v->pixels - p0 < 2u * SC_PAIRS ? v->pixels - p0 : 2u * SC_PAIRS;
+        sc_pack_block(v, p0, n_pix, cols);
+        int8_t *out0 = out_image + (size_t)p0 * v->oc_n;
+        if (variant == MF_SC_FAST_SAT && n_pix == 2u * SC_PAIRS) { /* the common case: outputs from assembly */
+            mf_sc_out6 prm;
+            for (uint32_t i = 0; i < 6; i++) prm.out[i] = out0 + (size_t)i * v->oc_n;
+            for (uint32_t f = 0; f < v->opg; f++) {
+                const mf_sc_channel ch = mf_sc_channel_of(&v->rq, grp * v->opg + f, variant);
+                prm.mult = ch.mult, prm.k_high = ch.k_high, prm.right_m1 = ch.right_m1, prm.bias = ch.bias;
+                if (v->depth <= MF_SC_CHUNK) {
+                    mf_sc_dot3_store6(cols, wg + (size_t)f * v->depth, v->depth, &prm, f);
+                } else {
+                    int32_t sums[2 * SC_PAIRS];
+                    sc_filter(cols, wg + (size_t)f * v->depth, v->depth, sums);
+                    mf_sc_store6(sums, &prm, f);
+                }
+            }
+            continue;
+        }
+        for (uint32_t f = 0; f < v->opg; f++) {
+            int32_t sums[2 * SC_PAIRS];
+            sc_filter(cols, wg + (size_t)f * v->depth, v->depth, sums);
+            const mf_sc_channel ch = mf_sc_channel_of(&v->rq, grp * v->opg + f, variant);
+            mf_sc_store(&v->rq, &ch, variant, sums, n_pix, out0 + f, v->oc_n);
+        }
+    }
+}
+
+static mf_status run_scalar(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    sc_conv v;
+    sc_geom *g = &v.g;
+    mf_attr_conv_window(c, A_STRIDE, g->st, g->pd, g->dl);
+    mf_channel_requant_init(&v.rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    g->off = mf_attr_int(c, A_IN_OFF);
+    g->h = (int32_t)x.shape[1];
+    g->w = (int32_t)x.shape[2];
+    g->ch = x.shape[3];
+    g->wc = w.shape[3];
+    g->kh = w.shape[1];
+    g->kw = w.shape[2];
+    v.w = (const int8_t *)w.data;
+    v.out = (int8_t *)o.data;
+    v.oc_n = w.shape[0];
+    v.groups = g->ch / g->wc;
+    v.opg = v.oc_n / v.groups;
+    v.depth = g->kh * g->kw * g->wc;
+    v.ow = o.shape[2];
+    v.pixels = o.shape[1] * v.ow;
+    v.pointwise = g->kh == 1 && g->kw == 1 && g->pd[0] == 0 && g->pd[1] == 0;
+    const int variant = mf_sc_variant(&v.rq, v.oc_n);
+    int32_t *cols = (int32_t *)(void *)c->scratch;
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        for (uint32_t grp = 0; grp < v.groups; grp++) {
+            g->x = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g->ch + (size_t)grp * g->wc;
+            if (variant == MF_SC_FAST_SAT) {
+                sc_conv_group(&v, n, grp, cols, MF_SC_FAST_SAT);
+            } else if (variant == MF_SC_FAST) {
+                sc_conv_group(&v, n, grp, cols, MF_SC_FAST);
+            } else {
+                sc_conv_group(&v, n, grp, cols, MF_SC_GENERIC);
+            }
+        }
+    }
+    return MF_OK;
+}
+#endif /* MF_USE_SCALAR_FAST */
+
 static mf_status run(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
 #if defined(MF_CONV_FAST)
     if (fast_path_fits(c)) return run_fast(c);
+#endif
+#if defined(MF_USE_SCALAR_FAST)
+    if (scalar_fits(c)) return run_scalar(c);
 #endif
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
     const int32_t in_off = mf_attr_int(c, A_IN_OFF);

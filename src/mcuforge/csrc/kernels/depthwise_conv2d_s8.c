@@ -18,7 +18,7 @@
  *   arm_requantize_mve) and scatter stores; the channel tail (ch % 8) is predicated. A multiplier
  *   of INT32_MIN (where VQRDMULH saturates and the C code wraps) takes the portable path.
  */
-#include "mf_simd.h"
+#include "mf_scalar.h"
 
 enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_MULT, A_ACT_MIN, A_ACT_MAX };
 
@@ -86,7 +86,7 @@ static mf_status run_portable(const mf_call *c) {
     return MF_OK;
 }
 
-#if defined(MF_USE_DSP) || defined(MF_USE_MVE)
+#if defined(MF_USE_DSP) || defined(MF_USE_MVE) || defined(MF_USE_SCALAR_FAST)
 /* The geometry of a depth-multiplier-1 depthwise convolution, read once per run. */
 typedef struct {
     const int8_t *x, *w;
@@ -567,6 +567,207 @@ static mf_status run(const mf_call *c) {
                 }
             }
         }
+    }
+    return MF_OK;
+}
+
+#elif defined(MF_USE_SCALAR_FAST)
+
+/* Scalar cores (cortex-m3): one output channel at a time, along the longer output axis (a "row" below is
+ * an image column when the output is taller than wide: all strides are the view's). Each input row the
+ * window reaches is packed once into a ring of rows in the scratch: word j = V(j) + V(j + stride) * 2^23,
+ * V(j) = x + offset at padded position j (0 in the padding), so one SMLAL by a weight computes a tap of
+ * two adjacent outputs (mf_scalar.h); rows outside the input read a row of zeros. An output row's pair
+ * sums go to a row of sums, then through the output stage (mf_sc_store). 3x3 windows with strides 1
+ * and 2 along the row (any dilation across) take mf_sc_dw3_row. Requires at most MF_SC_CHUNK taps (the
+ * pair sums' bound), a window spanning at most DW_SC_MAX_SPAN rows, and the scratch below
+ * (mcuforge.ir.kernel_scratch_bytes computes the same). */
+#define DW_SC_MAX_SPAN 16
+
+typedef struct {
+    const int8_t *x; /* image, channel 0 */
+    int8_t *out;     /* image's output, channel 0 */
+    int32_t h, w, oh, ow, kh, kw, st[2], pd[2], dl[2]; /* the view: rows x columns */
+    size_t x_row, x_col, out_row, out_col;           /* bytes between rows / columns */
+    int32_t t_row, t_col;                            /* weight taps (in weight rows) between ky / kx */
+    uint32_t dm, oc_n, taps, span, wq, pairs, fast3x3;
+    int32_t in_off;
+} dw_sc_view;
+
+/* The view of g: transposed when the output is taller than wide (fewer, longer rows). */
+static void dw_sc_view_of(const dw_geom *g, uint32_t dm, dw_sc_view *v) {
+    const int t = g->oh > g->ow; /* 0: rows are image rows, 1: image columns */
+    const uint32_t C = (uint32_t)g->ch;
+    v->dm = dm;
+    v->oc_n = C * dm;
+    v->h = t ? g->wi : g->h, v->w = t ? g->h : g->wi;
+    v->oh = t ? g->ow : g->oh, v->ow = t ? g->oh : g->ow;
+    v->kh = t ? g->kw : g->kh, v->kw = t ? g->kh : g->kw;
+    for (int a = 0; a < 2; a++) {
+        v->st[a] = g->st[a ^ t], v->pd[a] = g->pd[a ^ t], v->dl[a] = g->dl[a ^ t];
+    }
+    const size_t x_row = (size_t)g->wi * C, out_row = (size_t)g->ow * v->oc_n;
+    v->x_row = t ? C : x_row, v->x_col = t ? x_row : C;
+    v->out_row = t ? v->oc_n : out_row, v->out_col = t ? out_row : v->oc_n;
+    v->t_row = t ? 1 : g->kw, v->t_col = t ? g->kw : 1;
+    v->taps = (uint32_t)(g->kh * g->kw);
+    v->span = (uint32_t)((v->kh - 1) * v->dl[0] + 1);
+    v->wq = (uint32_t)((v->ow - 1) * v->st[1] + (v->kw - 1) * v->dl[1] + 1);
+    v->pairs = (uint32_t)(v->ow + 1) / 2;
+    v->fast3x3 = v->kh == 3 && v->kw == 3 && v->dl[1] == 1 && (v->st[1] == 1 || v->st[1] == 2);
+    v->in_off = g->in_off;
+}
+
+/* The scratch (words): the channel's taps, the ring of span packed rows, a row of zeros, the sums. */
+static uint32_t dw_sc_scratch_bytes(const dw_sc_view *v) {
+    return 4u * (v->taps + (v->span + 1) * v->wq + 2 * v->pairs);
+}
+
+/* V(j) for padded position j of a row (x at its position 0). */
+static inline int32_t dw_sc_v(const dw_sc_view *v, const int8_t *x, int32_t j) {
+    const int32_t i = j - v->pd[1];
+    return i >= 0 && i < v->w ? x[(size_t)i * v->x_col] + v->in_off : 0;
+}
+
+/* The packed row P[j] = V(j) + V(j + s) * 2^23, j < wq, of input row x (position 0). */
+static void dw_sc_row(const dw_sc_view *v, const int8_t *x, int32_t *P) {
+    const int32_t s = v->st[1], wq = (int32_t)v->wq, pair_off = mf_sc_pair(v->in_off, v->in_off);
+    const size_t step = v->x_col;
+    int32_t j_lo = v->pd[1], j_hi = v->pd[1] + v->w - s; /* both positions inside the input */
+    if (j_hi > wq) j_hi = wq;
+    if (j_lo > j_hi) j_lo = j_hi = wq;
+    int32_t j = 0;
+    for (; j < j_lo; j++) P[j] = mf_sc_pair(dw_sc_v(v, x, j), dw_sc_v(v, x, j + s));
+    const int8_t *a = x + (size_t)(j - v->pd[1]) * step, *b = a + (size_t)s * step;
+    for (; j < j_hi; j++, a += step, b += step) P[j] = mf_sc_pair(*a, *b) + pair_off;
+    for (; j < wq; j++) P[j] = mf_sc_pair(dw_sc_v(v, x, j), dw_sc_v(v, x, j + s));
+}
+
+/* The pair sums of one output row, any window: rows[ky] the packed rows, wt the taps (view order). */
+static void dw_sc_row_sums(const dw_sc_view *v, int32_t *const *rows, const int32_t *wt, int32_t *sums) {
+    const int32_t kw = v->kw, dx = v->dl[1], step = 2 * v->st[1];
+    for (uint32_t i = 0; i < v->pairs; i++, sums += 2) {
+        int64_t a = MF_SC_ROUND;
+        for (int32_t ky = 0; ky < v->kh; ky++) {
+            const int32_t *p = rows[ky] + (int32_t)i * step, *w = wt + ky * kw;
+            for (int32_t kx = 0; kx < kw; kx++, p += dx) a += (int64_t)w[kx] * *p;
+        }
+        sums[0] = mf_sc_low(a);
+        sums[1] = mf_sc_high(a);
+    }
+}
+
+/* Output channel oc of one image, with the output stage `variant`. */
+static void dw_sc_channel(const dw_sc_view *v, const dw_geom *g, uint32_t oc, int32_t *scratch, int variant) {
+    int32_t *wt = scratch, *ring = wt + v->taps, *zero = ring + v->span * v->wq, *sums = zero + v->wq;
+    for (int32_t ky = 0, t = 0; ky < v->kh; ky++) {
+        for (int32_t kx = 0; kx < v->kw; kx++) wt[t++] = g->w[(size_t)(ky * v->t_row + kx * v->t_col) * v->oc_n + oc];
+    }
+    const mf_sc_channel ch = mf_sc_channel_of(&g->rq, oc, variant);
+    int32_t tag[DW_SC_MAX_SPAN];
+    for (uint32_t i = 0; i < v->span; i++) tag[i] = -1;
+    const int8_t *xc = v->x + oc / v->dm;
+    int8_t *out = v->out + oc;
+    int32_t *rows[DW_SC_MAX_SPAN];
+    for (int32_t oy = 0; oy < v->oh; oy++, out += v->out_row) {
+        const int32_t y0 = oy * v->st[0] - v->pd[0];
+        for (int32_t ky = 0; ky < v->kh; ky++) {
+            const int32_t iy = y0 + ky * v->dl[0];
+            if (iy < 0 || iy >= v->h) {
+                rows[ky] = zero;
+                continue;
+            }
+            const uint32_t slot = (uint32_t)iy % v->span;
+            rows[ky] = ring + slot * v->wq;
+            if (tag[slot] != iy) {
+                dw_sc_row(v, xc + (size_t)iy * v->x_row, rows[ky]);
+                tag[slot] = iy;
+            }
+        }
+        if (v->fast3x3) {
+            mf_sc_dw3_row(rows[0], rows[1], rows[2], wt, (uint32_t)v->st[1], v->pairs, sums);
+        } else {
+            dw_sc_row_sums(v, rows, wt, sums);
+        }
+        mf_sc_store(&g->rq, &ch, variant, sums, (uint32_t)v->ow, out, (uint32_t)v->out_col);
+    }
+}
+
+/* The pixel-major path (3x3, depth multiplier 1, the output stage MF_SC_FAST_SAT): four channels at a
+ * time, each output pixel's nine words of four channel bytes through mf_sc_dw4_sat; the window's start
+ * folded into the accumulators (bias + offset * sum(w)), a pixel whose window leaves the input reading
+ * its taps from a patch where the outside ones hold the zero point. No per-row or per-channel packing:
+ * the path for small images, where the row path's overheads dominate. Its scratch (words) follows the
+ * row path's: the group table, the taps' offsets inside the image and in the patch, the patch. */
+#define DW_PX_WORDS 96u
+
+static void dw_px_groups(const dw_geom *g, int32_t *px) {
+    const int32_t C = g->ch, row = g->wi * C, off = g->in_off;
+    int32_t *tab = px, *toff = px + MF_SC_DW4_WORDS, *toff_patch = toff + 9, *patch = toff_patch + 9;
+    const int8_t zp = (int8_t)-off;
+    const int32_t pad = mf_wrap32((uint32_t)(uint8_t)zp * 0x01010101u);
+    for (int32_t t = 0; t < 9; t++) {
+        toff[t] = (t / 3) * g->dl[0] * row + (t % 3) * g->dl[1] * C;
+        toff_patch[t] = 4 * t;
+    }
+    const mf_channel_requant *q = &g->rq;
+    for (int32_t c0 = 0; c0 + 4 <= C; c0 += 4) {
+        for (int32_t i = 0; i < 4; i++) {
+            int32_t sum = 0;
+            for (int32_t t = 0; t < 9; t++) sum += tab[4 + 4 * t + i] = g->w[t * C + c0 + i];
+            tab[i] = mf_add_wrap(q->bias ? q->bias[c0 + i] : 0, off * sum);
+            const mf_sc_channel ch = mf_sc_channel_of(q, (uint32_t)(c0 + i), MF_SC_FAST_SAT);
+            tab[40 + 3 * i] = ch.mult, tab[41 + 3 * i] = ch.k_high, tab[42 + 3 * i] = ch.right_m1;
+        }
+        for (int32_t b = 0; b < g->batch; b++) {
+            const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row + c0;
+            int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + c0;
+            for (int32_t oy = 0; oy < g->oh; oy++) {
+                const int32_t y0 = oy * g->st[0] - g->pd[0];
+                const int rows_in = y0 >= 0 && y0 + 2 * g->dl[0] < g->h;
+                for (int32_t ox = 0; ox < g->ow; ox++, out += C) {
+                    const int32_t x0 = ox * g->st[1] - g->pd[1];
+                    if (rows_in && x0 >= 0 && x0 + 2 * g->dl[1] < g->wi) {
+                        mf_sc_dw4_sat(tab, toff, xb + (ptrdiff_t)y0 * row + (ptrdiff_t)x0 * C, out);
+                        continue;
+                    }
+                    for (int32_t t = 0; t < 9; t++) {
+                        const int32_t iy = y0 + (t / 3) * g->dl[0], ix = x0 + (t % 3) * g->dl[1];
+                        patch[t] = iy >= 0 && iy < g->h && ix >= 0 && ix < g->wi
+                                       ? mf_ld32(xb + (ptrdiff_t)iy * row + (ptrdiff_t)ix * C) : pad;
+                    }
+                    mf_sc_dw4_sat(tab, toff_patch, (const int8_t *)patch, out);
+                }
+            }
+        }
+    }
+}
+
+static mf_status run(const mf_call *c) {
+    dw_geom g;
+    dw_geom_read(c, &g);
+    dw_sc_view v;
+    dw_sc_view_of(&g, (uint32_t)mf_attr_int(c, A_MULT), &v);
+    if (!dw_geom_fits(&g) || v.taps > MF_SC_CHUNK || v.span > DW_SC_MAX_SPAN ||
+        c->scratch_bytes < dw_sc_scratch_bytes(&v)) {
+        return run_portable(c);
+    }
+    const int variant = mf_sc_variant(&g.rq, v.oc_n);
+    int32_t *scratch = (int32_t *)(void *)c->scratch;
+    uint32_t oc0 = 0; /* channels before it are done */
+    /* pixel-major where the row path's overheads dominate (measured on the MLPerf Tiny layers): strided
+     * windows and images whose longer output side is under 16 */
+    const int small = g.st[0] > 1 || g.st[1] > 1 || (g.oh < 16 && g.ow < 16);
+    if (small && v.dm == 1 && g.kh == 3 && g.kw == 3 && variant == MF_SC_FAST_SAT && g.ch >= 4 &&
+        c->scratch_bytes >= dw_sc_scratch_bytes(&v) + 4u * DW_PX_WORDS) {
+        dw_px_groups(&g, scratch + dw_sc_scratch_bytes(&v) / 4u);
+        oc0 = (uint32_t)g.ch & ~3u;
+    }
+    for (uint32_t i = 0; i < v.wq; i++) scratch[v.taps + v.span * v.wq + i] = 0; /* the row of zeros */
+    for (int32_t b = 0; b < g.batch; b++) {
+        v.x = g.x + (size_t)b * (size_t)g.h * (size_t)g.wi * (size_t)g.ch;
+        v.out = g.out + (size_t)b * (size_t)g.oh * (size_t)g.ow * v.oc_n;
+        for (uint32_t oc = oc0; oc < v.oc_n; oc++) dw_sc_channel(&v, &g, oc, scratch, variant);
     }
     return MF_OK;
 }

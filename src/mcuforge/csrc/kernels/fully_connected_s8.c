@@ -9,7 +9,7 @@
  *   MVE: 4 output channels per loop over 16 lanes (tail-predicated): one input load, VMLADAVA per
  *        channel, and the offset as offset * sum(weights), the sums taken by VADDVA in the same loop.
  */
-#include "mf_simd.h"
+#include "mf_scalar.h"
 
 enum { A_IN_OFF, A_OUT_OFF, A_ACT_MIN, A_ACT_MAX };
 
@@ -175,6 +175,26 @@ static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t de
     }
 }
 #define MF_FC_FAST 1
+
+#elif defined(MF_USE_SCALAR_FAST)
+/* Scalar cores (cortex-m3): four output channels per loop, one input load and its offset shared by four
+ * LDRSB + MLA (mf_sc_dot4), then the four outputs through mf_sc_store_channels. */
+static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t in_off,
+                    const mf_channel_requant *rq, int variant, int8_t *out) {
+    int32_t sums[4];
+    uint32_t oc = 0;
+    for (const int8_t *p = w; oc + 4 <= oc_n; oc += 4, p += 4 * depth) {
+        mf_sc_dot4(x, p, p + depth, p + 2 * depth, p + 3 * depth, depth, in_off, sums);
+        mf_sc_store_channels(rq, variant, sums, 4, oc, out + oc);
+    }
+    if (oc < oc_n) { /* rows past the last repeat it; their outputs are not written */
+        const uint32_t n = oc_n - oc;
+        const int8_t *p = w + (size_t)oc * depth, *last = p + (size_t)(n - 1) * depth;
+        mf_sc_dot4(x, p, n > 1 ? p + depth : last, n > 2 ? p + 2 * depth : last, last, depth, in_off, sums);
+        mf_sc_store_channels(rq, variant, sums, n, oc, out + oc);
+    }
+}
+#define MF_FC_FAST 1
 #endif
 
 static mf_status run(const mf_call *c) {
@@ -189,6 +209,8 @@ static mf_status run(const mf_call *c) {
 #if defined(MF_FC_FAST)
 #if defined(MF_USE_MVE)
     const int vector_rq = mf_requant_vector_ok(&rq, oc_n);
+#elif defined(MF_USE_SCALAR_FAST)
+    const int vector_rq = mf_sc_variant(&rq, oc_n); /* the scalar output stage's variant */
 #else
     const int vector_rq = 0;
 #endif

@@ -4,18 +4,28 @@
  *
  *   MF_USE_MVE   the core has integer MVE (cortex-m55, m85)
  *   MF_USE_DSP   the core has the DSP extension but no MVE (cortex-m4, m7, m33)
+ * Cores with neither have mf_scalar.h's paths (cortex-m3).
  */
 #ifndef MF_SIMD_H
 #define MF_SIMD_H
 
 #include "mf_kernel_util.h"
 
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#if defined(MF_PORTABLE) && MF_PORTABLE
+/* -DMF_PORTABLE=1: every optimized path off, the portable C kernels only (benchmarks/firmware.py
+ * measures them so); MF_ARM_LOOPS (below) and mf_scalar.h's paths are off too. */
+#elif defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 #define MF_USE_MVE 1
 #include <arm_mve.h>
 #elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
 #define MF_USE_DSP 1
 #include <arm_acle.h>
+#endif
+
+/* Any Cortex-M build but MF_PORTABLE: the plain C loops that drop the portable path's generality
+ * (add_s8, mul_s8 on equal shapes). */
+#if defined(__arm__) && !(defined(MF_PORTABLE) && MF_PORTABLE)
+#define MF_ARM_LOOPS 1
 #endif
 
 /* int32 from the low 32 bits (two's complement), without an implementation-defined cast. */

@@ -215,5 +215,5 @@ def emit_weighted_op(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.
     op = b.add_op(kind, [x, w_name, bias_name, mult, shift], [out],
                   {"input_offset": -qin.zero_point, "output_offset": qout.zero_point, **attrs,
                    "act_min": act_min, "act_max": act_max}, nodes=nodes)
-    op.scratch_bytes = kernel_scratch_bytes(kind, weight.shape)
+    op.scratch_bytes = kernel_scratch_bytes(kind, weight.shape, b.target, out_shape, attrs)
     return out
