@@ -114,12 +114,12 @@ class Graph:
 
 def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int]) -> int:
     """Scratch bytes an op of ``kind`` asks of the runtime (``Op.scratch_bytes``), exactly what the
-    C kernels' optimized paths use: conv2d_s8's im2col holds 4 int8 patches (MVE), or 2 int16 patches and
-    an int8 one (DSP), of kh * kw * filter channels each rounded up to a multiple of 4 (word-aligned
-    columns); a program without it runs the portable path."""
+    C kernels' optimized paths use: conv2d_s8's im2col holds an int8 patch and 4 interleaved ones in
+    16-byte chunks (MVE), or 2 int16 patches and an int8 one (DSP), of kh * kw * filter channels each:
+    5 patches rounded up to a multiple of 16 serve both; a program with less runs the portable path."""
     if kind == "conv2d_s8":
         _, kh, kw, ic = weight_shape
-        return 5 * ((kh * kw * ic + 3) // 4 * 4)
+        return 5 * ((kh * kw * ic + 15) // 16 * 16)
     return 0
 
 

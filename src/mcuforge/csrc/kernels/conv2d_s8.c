@@ -43,11 +43,15 @@ static mf_status check(const mf_call *c) {
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
 #define MF_CONV_FAST 1
 
+/* The fast path's scratch: an int8 patch and 4 interleaved ones, each in 16-byte chunks (MVE); 2 int16
+ * patches interleaved and an int8 one (DSP). */
+#if defined(MF_USE_MVE)
+static uint32_t fast_scratch_bytes(uint32_t depth) { return 5u * ((depth + 15u) & ~15u); }
+#else
 /* Patch size rounded up to a multiple of 4: the DSP columns' stride, which keeps them word-aligned. */
 static uint32_t depth4(uint32_t depth) { return (depth + 3u) & ~3u; }
-
-/* The fast path's scratch: 4 int8 patches (MVE); 2 int16 patches interleaved and an int8 one (DSP). */
 static uint32_t fast_scratch_bytes(uint32_t depth) { return 5u * depth4(depth); }
+#endif
 
 /* dst[0 .. n) = src[0 .. n) */
 static inline void copy_s8(int8_t *dst, const int8_t *src, uint32_t n) {
@@ -233,71 +237,70 @@ static void mat_mult_2cols(const int16_t *cols, const int8_t *w, uint32_t rows, 
 #else /* MVE */
 #define NCOLS 4u
 
-/* sums[i] = sum(cols[i][k] * w[k]) for the four columns, sums[4] = sum(w[k]), k < depth: full
- * blocks of 16 lanes unpredicated, then one predicated tail. */
-static inline void dot4(const int8_t *w, const int8_t *p0, const int8_t *p1, const int8_t *p2, const int8_t *p3,
-                        uint32_t depth, int32_t sums[5]) {
-    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, ws = 0;
-    for (uint32_t i = depth >> 4; i > 0; i--) {
-        const int8x16_t wv = vldrbq_s8(w);
-        w += 16;
-        ws = vaddvaq_s8(ws, wv);
-        a0 = vmladavaq_s8(a0, vldrbq_s8(p0), wv);
-        p0 += 16;
-        a1 = vmladavaq_s8(a1, vldrbq_s8(p1), wv);
-        p1 += 16;
-        a2 = vmladavaq_s8(a2, vldrbq_s8(p2), wv);
-        p2 += 16;
-        a3 = vmladavaq_s8(a3, vldrbq_s8(p3), wv);
-        p3 += 16;
-    }
-    if (depth & 15u) {
-        const mve_pred16_t p = vctp8q(depth & 15u);
-        const int8x16_t wv = vldrbq_z_s8(w, p);
-        ws = vaddvaq_s8(ws, wv);
-        a0 = vmladavaq_s8(a0, vldrbq_z_s8(p0, p), wv);
-        a1 = vmladavaq_s8(a1, vldrbq_z_s8(p1, p), wv);
-        a2 = vmladavaq_s8(a2, vldrbq_z_s8(p2, p), wv);
-        a3 = vmladavaq_s8(a3, vldrbq_z_s8(p3, p), wv);
-    }
-    sums[0] = a0;
-    sums[1] = a1;
-    sums[2] = a2;
-    sums[3] = a3;
-    sums[4] = ws;
+/* Column i (0..3) of the interleaved block: chunk j (16 bytes) of the patch at cols + 64 j + 16 i, so
+ * that one pointer with immediate offsets reads the four columns. Bytes past depth in the last chunk
+ * are left as they are: the multiply loop's last iteration does not read them. */
+static inline void interleave_col(int8_t *cols, uint32_t i, const int8_t *src, uint32_t depth) {
+    int8_t *dst = cols + 16u * i;
+    uint32_t left = depth;
+    for (; left >= 16; left -= 16, src += 16, dst += 64) vstrbq_s8(dst, vldrbq_s8(src));
+    if (left) vstrbq_s8(dst, vldrbq_z_s8(src, vctp8q(left)));
 }
 
-/* Outputs of `rows` filters for four int8 columns (patches); cols[i] for i >= n_cols repeat a
- * column and are not written. sum((x + off) * w) = sum(x * w) + off * sum(w). The four outputs of
- * a filter share its requantization: one vector requantize, one scatter store (the outputs of
- * consecutive pixels lie pixel_offsets apart). */
-static void mat_mult_4cols(const int8_t *const cols[4], uint32_t n_cols, const int8_t *w, uint32_t rows,
-                           uint32_t depth, int32_t in_off, const mf_channel_requant *rq, int vector_rq,
-                           uint32_t oc0, int8_t *out, const uint32x4_t pixel_offsets) {
+/* a_i = start + sum(w[k] * col_i[k]) over k < depth for the four interleaved columns, and (with_sum)
+ * *wsum = sum(w[k]): one tail-predicated loop of 16 lanes (WLSTP/LETP), one pointer for the columns. */
+#define MVE_DOT_COLS4(with_sum, w, cols, depth, a0, a1, a2, a3, wsum)                                   \
+    __asm__ volatile("   wlstp.8      lr, %[n], 1f\n"                                                  \
+                     "2: vldrb.8      q0, [%[w]], #16\n"                                               \
+                     "   vldrb.8      q1, [%[c]], #64\n"                                               \
+                     "   vmladava.s8  %[r0], q0, q1\n"                                                 \
+                     "   vldrb.8      q2, [%[c], #-48]\n"                                              \
+                     "   vmladava.s8  %[r1], q0, q2\n"                                                 \
+                     "   vldrb.8      q1, [%[c], #-32]\n"                                              \
+                     "   vmladava.s8  %[r2], q0, q1\n"                                                 \
+                     "   vldrb.8      q2, [%[c], #-16]\n"                                              \
+                     "   vmladava.s8  %[r3], q0, q2\n"                                                 \
+                     with_sum                                                                          \
+                     "   letp         lr, 2b\n"                                                        \
+                     "1:\n"                                                                            \
+                     : [r0] "+Te"(a0), [r1] "+Te"(a1), [r2] "+Te"(a2), [r3] "+Te"(a3), [rs] "+Te"(wsum), \
+                       [w] "+r"(w), [c] "+r"(cols)                                                     \
+                     : [n] "r"(depth)                                                                  \
+                     : "q0", "q1", "q2", "lr", "memory")
+
+/* Outputs of `rows` filters (weights w, row after row) for a block of four interleaved columns (the
+ * patches of four pixels; columns past n_cols hold stale bytes and are not stored).
+ * sum((x + off) * w) = sum(x * w) + off * sum(w): with an offset the loop also sums the weights
+ * (VADDVA); an offset of 0 (the lowering folds it into the bias where no tap is ever padding) needs
+ * only the products. The four outputs of a filter share its requantization: one vector
+ * requantize, one scatter store (the outputs of consecutive pixels lie oc_n bytes apart). */
+static void mat_mult_4cols(const int8_t *cols, uint32_t n_cols, const int8_t *w, uint32_t rows, uint32_t depth,
+                           int32_t in_off, const mf_channel_requant *rq, uint32_t oc0, int8_t *out,
+                           uint32x4_t pixel_offsets) {
     const mve_pred16_t store = vctp32q(n_cols);
+    const int32x4_t lo = vdupq_n_s32(rq->lo), hi = vdupq_n_s32(rq->hi);
+    const uint32_t step = rq->per_channel ? 1u : 0u;
+    const int32_t *mult = rq->mult + oc0 * step, *shift = rq->shift + oc0 * step;
+    static const int32_t zero = 0;
+    const int32_t *bias = rq->bias ? rq->bias + oc0 : &zero;
+    const uint32_t bstep = rq->bias ? 1u : 0u;
+    const uint32_t skip = depth - ((depth + 15u) & ~15u); /* the loop leaves w 16 * ceil(depth / 16) on */
     for (uint32_t r = 0; r < rows; r++) {
-        int32_t sums[5];
-        dot4(w + (size_t)r * depth, cols[0], cols[1], cols[2], cols[3], depth, sums);
-        const int32_t corr = sums[4] * in_off; /* |sum(w)| <= 2^23, |in_off| <= 128: no overflow */
-        const uint32_t oc = oc0 + r;
-        if (vector_rq) {
-            int32x4_t acc = vdupq_n_s32(0);
-            acc = vsetq_lane_s32(sums[0], acc, 0);
-            acc = vsetq_lane_s32(sums[1], acc, 1);
-            acc = vsetq_lane_s32(sums[2], acc, 2);
-            acc = vsetq_lane_s32(sums[3], acc, 3);
-            acc = vaddq_s32(acc, vdupq_n_s32(rq->bias ? mf_add_wrap(corr, rq->bias[oc]) : corr));
-            const uint32_t k = rq->per_channel ? oc : 0;
-            int32x4_t v = mf_requantize_x4(acc, vdupq_n_s32(rq->mult[k]), vdupq_n_s32(rq->shift[k]));
-            v = vaddq_s32(v, vdupq_n_s32(rq->out_off));
-            v = vminq_s32(vmaxq_s32(v, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));
-            vstrbq_scatter_offset_p_s32(out + r, pixel_offsets, v, store);
+        const int8_t *c = cols;
+        int32_t k = bias[r * bstep], a0, a1, a2, a3, ws = 0;
+        if (in_off != 0) {
+            a0 = a1 = a2 = a3 = 0;
+            MVE_DOT_COLS4("   vaddva.s8    %[rs], q0\n", w, c, depth, a0, a1, a2, a3, ws);
+            /* |sum(w)| <= 2^23, |in_off| <= 128: no overflow; the bias wraps as the C path's does */
+            k = mf_add_wrap(k, ws * in_off);
+            a0 = mf_add_wrap(a0, k), a1 = mf_add_wrap(a1, k), a2 = mf_add_wrap(a2, k), a3 = mf_add_wrap(a3, k);
         } else {
-            for (uint32_t i = 0; i < n_cols; i++) {
-                out[vgetq_lane_u32(pixel_offsets, 0) + i * (vgetq_lane_u32(pixel_offsets, 1)) + r] =
-                    mf_channel_requant_s8_inline(rq, oc, mf_add_wrap(sums[i], corr));
-            }
+            a0 = a1 = a2 = a3 = k;
+            MVE_DOT_COLS4("", w, c, depth, a0, a1, a2, a3, ws);
         }
+        w += skip;
+        mf_mve_store_channel4(mf_mve_lanes4(a0, a1, a2, a3), 0, mult[r * step], shift[r * step], rq->out_off, lo,
+                              hi, out + r, pixel_offsets, store);
     }
 }
 #endif
@@ -317,6 +320,13 @@ static int fast_path_fits(const mf_call *c) {
         if ((uint32_t)st[a] >= lim || (uint32_t)pd[a] >= lim || (uint32_t)dl[a] >= lim) return 0;
         if (x.shape[1 + a] >= lim || o.shape[1 + a] >= lim || w.shape[1 + a] >= lim) return 0;
     }
+#if defined(MF_USE_MVE)
+    mf_tensor b, m, s;
+    mf_channel_requant rq;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    if (!mf_requant_vector_ok(&rq, w.shape[0])) return 0; /* a multiplier of INT32_MIN: the portable path */
+#endif
     return 1;
 }
 
@@ -346,8 +356,8 @@ static mf_status run_fast(const mf_call *c) {
 #if defined(MF_USE_DSP)
     const int32_t off16 = mf_pack_off16(in_off);
 #else
-    const int vector_rq = mf_requant_vector_ok(&rq, oc_n);
     const uint32x4_t pixel_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), oc_n);
+    const uint32_t depth16 = (depth + 15u) >> 4; /* 16-byte chunks of a patch */
 #endif
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
@@ -374,23 +384,19 @@ static mf_status run_fast(const mf_call *c) {
                 int8_t *out0 = out_image + (size_t)p0 * oc_n + grp * opg;
                 mat_mult_2cols(cols, wg, opg, depth, &rq, grp * opg, out0, n_cols > 1 ? out0 + oc_n : NULL);
 #else
-                const int8_t *cols[4];
-                for (uint32_t i = 0; i < NCOLS; i++) {
-                    if (i >= n_cols) {
-                        cols[i] = cols[0];
-                        continue;
-                    }
+                int8_t *cols = scratch + 16u * depth16; /* after the im2col staging patch */
+                for (uint32_t i = 0; i < n_cols; i++) {
                     const uint32_t p = p0 + i;
                     const int32_t oy = (int32_t)(p / ow), ox = (int32_t)(p % ow);
+                    const int8_t *patch = scratch;
                     if (pointwise) {
-                        cols[i] = g.x + ((size_t)(oy * g.st[0]) * (size_t)g.w + (size_t)(ox * g.st[1])) * g.ch;
+                        patch = g.x + ((size_t)(oy * g.st[0]) * (size_t)g.w + (size_t)(ox * g.st[1])) * g.ch;
                     } else {
-                        int8_t *col = scratch + (size_t)i * depth;
-                        im2col_s8(&g, oy, ox, col);
-                        cols[i] = col;
+                        im2col_s8(&g, oy, ox, scratch);
                     }
+                    interleave_col(cols, i, patch, depth);
                 }
-                mat_mult_4cols(cols, n_cols, wg, opg, depth, in_off, &rq, vector_rq, grp * opg,
+                mat_mult_4cols(cols, n_cols, wg, opg, depth, in_off, &rq, grp * opg,
                                out_image + (size_t)p0 * oc_n + grp * opg, pixel_offsets);
 #endif
             }
