@@ -43,46 +43,78 @@ static mf_status check(const mf_call *c) {
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
 #define MF_CONV_FAST 1
 
-/* The fast path's scratch: an int8 patch and 4 interleaved ones, each in 16-byte chunks (MVE); 2 int16
- * patches interleaved and an int8 one (DSP). */
+/* The fast path's scratch: 4 int8 patches interleaved by 16-byte chunks (MVE); 2 int16 patches
+ * interleaved and an int8 one (DSP). */
 #if defined(MF_USE_MVE)
-static uint32_t fast_scratch_bytes(uint32_t depth) { return 5u * ((depth + 15u) & ~15u); }
+static uint32_t fast_scratch_bytes(uint32_t depth) { return 4u * ((depth + 15u) & ~15u); }
 #else
 /* Patch size rounded up to a multiple of 4: the DSP columns' stride, which keeps them word-aligned. */
 static uint32_t depth4(uint32_t depth) { return (depth + 3u) & ~3u; }
 static uint32_t fast_scratch_bytes(uint32_t depth) { return 5u * depth4(depth); }
 #endif
 
-/* dst[0 .. n) = src[0 .. n) */
-static inline void copy_s8(int8_t *dst, const int8_t *src, uint32_t n) {
 #if defined(MF_USE_MVE)
-    for (int32_t left = (int32_t)n; left > 0; left -= 16) {
-        const mve_pred16_t p = vctp8q((uint32_t)left);
+/* Patch bytes [k, k + n) (n > 0) of column i of a block of four, the columns interleaved by 16-byte
+ * chunks -- chunk j of column i at col + 64 j + 16 i, so that one pointer with immediate offsets reads
+ * the four -- from src: a predicated copy up to the next chunk, then one tail-predicated loop
+ * (WLSTP/LETP) of a chunk per iteration. */
+static inline void patch_copy(int8_t *col, uint32_t i, uint32_t k, const int8_t *src, uint32_t n) {
+    int8_t *dst = col + ((k >> 4) << 6) + (i << 4) + (k & 15u);
+    if (k & 15u) {
+        const uint32_t room = 16u - (k & 15u), m = n < room ? n : room;
+        const mve_pred16_t p = vctp8q(m);
         vstrbq_p_s8(dst, vldrbq_z_s8(src, p), p);
-        src += 16;
-        dst += 16;
+        if (m == n) return;
+        n -= m, src += m, dst += m + 48u;
     }
-#else
-    uint32_t i = 0;
-    for (; i + 4 <= n; i += 4) mf_st32(dst + i, mf_ld32(src + i));
-    for (; i < n; i++) dst[i] = src[i];
-#endif
+    __asm__ volatile("   wlstp.8  lr, %[n], 1f\n"
+                     "2: vldrb.8  q0, [%[s]], #16\n"
+                     "   vstrb.8  q0, [%[d]], #64\n"
+                     "   letp     lr, 2b\n"
+                     "1:\n"
+                     : [s] "+r"(src), [d] "+r"(dst)
+                     : [n] "r"(n)
+                     : "q0", "lr", "memory");
 }
 
-static inline void fill_s8(int8_t *dst, int8_t v, uint32_t n) {
-#if defined(MF_USE_MVE)
+/* Patch bytes [k, k + n) of column i = v (the same layout). */
+static inline void patch_fill(int8_t *col, uint32_t i, uint32_t k, int8_t v, uint32_t n) {
     const int8x16_t vv = vdupq_n_s8(v);
-    for (int32_t left = (int32_t)n; left > 0; left -= 16) {
-        vstrbq_p_s8(dst, vv, vctp8q((uint32_t)left));
-        dst += 16;
+    int8_t *dst = col + ((k >> 4) << 6) + (i << 4) + (k & 15u);
+    if (k & 15u) {
+        const uint32_t room = 16u - (k & 15u), m = n < room ? n : room;
+        vstrbq_p_s8(dst, vv, vctp8q(m));
+        if (m == n) return;
+        n -= m, dst += m + 48u;
     }
-#else
-    const int32_t word = mf_wrap32((uint32_t)(uint8_t)v * 0x01010101u);
-    uint32_t i = 0;
-    for (; i + 4 <= n; i += 4) mf_st32(dst + i, word);
-    for (; i < n; i++) dst[i] = v;
-#endif
+    __asm__ volatile("   wlstp.8  lr, %[n], 1f\n"
+                     "2: vstrb.8  %q[v], [%[d]], #64\n"
+                     "   letp     lr, 2b\n"
+                     "1:\n"
+                     : [d] "+r"(dst)
+                     : [n] "r"(n), [v] "w"(vv)
+                     : "lr", "memory");
 }
+#else
+/* Patch bytes [k, k + n) of the contiguous patch col (i unused) from src. */
+static inline void patch_copy(int8_t *col, uint32_t i, uint32_t k, const int8_t *src, uint32_t n) {
+    int8_t *dst = col + k;
+    (void)i;
+    uint32_t j = 0;
+    for (; j + 4 <= n; j += 4) mf_st32(dst + j, mf_ld32(src + j));
+    for (; j < n; j++) dst[j] = src[j];
+}
+
+/* Patch bytes [k, k + n) = v. */
+static inline void patch_fill(int8_t *col, uint32_t i, uint32_t k, int8_t v, uint32_t n) {
+    int8_t *dst = col + k;
+    (void)i;
+    const int32_t word = mf_wrap32((uint32_t)(uint8_t)v * 0x01010101u);
+    uint32_t j = 0;
+    for (; j + 4 <= n; j += 4) mf_st32(dst + j, word);
+    for (; j < n; j++) dst[j] = v;
+}
+#endif
 
 typedef struct {
     const int8_t *x;           /* input image n, channel of the group's first input */
@@ -93,41 +125,42 @@ typedef struct {
     int contiguous_rows;       /* dilation 1 along x and one group: a kernel row is one run of bytes */
 } conv_geom;
 
-/* The patch of output pixel (oy, ox) as int8, in the weights' (ky, kx, c) order. */
-static void im2col_s8(const conv_geom *g, int32_t oy, int32_t ox, int8_t *col) {
+/* The patch of output pixel (oy, ox) as int8, in the weights' (ky, kx, c) order, into column i of
+ * col (patch_copy / patch_fill: the DSP path's contiguous patch, the MVE path's interleaved block). */
+static void im2col_s8(const conv_geom *g, int32_t oy, int32_t ox, int8_t *col, uint32_t i) {
     const int32_t y0 = oy * g->st[0] - g->pd[0], x0 = ox * g->st[1] - g->pd[1];
     const uint32_t row_bytes = g->kw * g->wc;
     const int32_t x_last = x0 + ((int32_t)g->kw - 1) * g->dl[1];
-    for (uint32_t ky = 0; ky < g->kh; ky++, col += row_bytes) {
+    uint32_t k = 0;
+    for (uint32_t ky = 0; ky < g->kh; ky++, k += row_bytes) {
         const int32_t iy = y0 + (int32_t)ky * g->dl[0];
         if (iy < 0 || iy >= g->h) {
-            fill_s8(col, g->zero_point, row_bytes);
+            patch_fill(col, i, k, g->zero_point, row_bytes);
             continue;
         }
         const int8_t *row = g->x + (size_t)iy * (size_t)g->w * g->ch;
         if (g->contiguous_rows && x0 >= 0 && x_last < g->w) {
-            copy_s8(col, row + (size_t)x0 * g->ch, row_bytes);
+            patch_copy(col, i, k, row + (size_t)x0 * g->ch, row_bytes);
             continue;
         }
         if (g->contiguous_rows) { /* the taps inside the input are one run; zero points around it */
             const int32_t lo = x0 < 0 ? -x0 : 0, hi = x_last < g->w ? (int32_t)g->kw : g->w - x0;
             if (hi <= lo) {
-                fill_s8(col, g->zero_point, row_bytes);
+                patch_fill(col, i, k, g->zero_point, row_bytes);
                 continue;
             }
             const uint32_t before = (uint32_t)lo * g->wc, run = (uint32_t)(hi - lo) * g->wc;
-            if (before > 0) fill_s8(col, g->zero_point, before);
-            copy_s8(col + before, row + (size_t)(x0 + lo) * g->ch, run);
-            if (before + run < row_bytes) fill_s8(col + before + run, g->zero_point, row_bytes - before - run);
+            if (before > 0) patch_fill(col, i, k, g->zero_point, before);
+            patch_copy(col, i, k + before, row + (size_t)(x0 + lo) * g->ch, run);
+            if (before + run < row_bytes) patch_fill(col, i, k + before + run, g->zero_point, row_bytes - before - run);
             continue;
         }
-        int8_t *dst = col;
-        for (uint32_t kx = 0; kx < g->kw; kx++, dst += g->wc) {
+        for (uint32_t kx = 0; kx < g->kw; kx++) {
             const int32_t ix = x0 + (int32_t)kx * g->dl[1];
             if (ix < 0 || ix >= g->w) {
-                fill_s8(dst, g->zero_point, g->wc);
+                patch_fill(col, i, k + kx * g->wc, g->zero_point, g->wc);
             } else {
-                copy_s8(dst, row + (size_t)ix * g->ch, g->wc);
+                patch_copy(col, i, k + kx * g->wc, row + (size_t)ix * g->ch, g->wc);
             }
         }
     }
@@ -237,71 +270,133 @@ static void mat_mult_2cols(const int16_t *cols, const int8_t *w, uint32_t rows, 
 #else /* MVE */
 #define NCOLS 4u
 
-/* Column i (0..3) of the interleaved block: chunk j (16 bytes) of the patch at cols + 64 j + 16 i, so
- * that one pointer with immediate offsets reads the four columns. Bytes past depth in the last chunk
- * are left as they are: the multiply loop's last iteration does not read them. */
-static inline void interleave_col(int8_t *cols, uint32_t i, const int8_t *src, uint32_t depth) {
-    int8_t *dst = cols + 16u * i;
-    uint32_t left = depth;
-    for (; left >= 16; left -= 16, src += 16, dst += 64) vstrbq_s8(dst, vldrbq_s8(src));
-    if (left) vstrbq_s8(dst, vldrbq_z_s8(src, vctp8q(left)));
+/* What the rows loop below reads from memory each filter (its registers are all taken). */
+typedef struct {
+    const int32_t *bias, *mult, *shift; /* offsets 0, 4, 8: the next filter's (per channel) */
+    int32_t in_off;                     /* 12 */
+    int32_t mult0, shift0;              /* 16, 20: per-tensor requantization */
+    int32_t skip;                       /* 24: depth - 16 * ceil(depth / 16), w's step after a row's loop */
+    const int8_t *cols, *wend;          /* 28, 32: the block's columns; the end of the group's weights */
+} mve_rows_state;
+
+/* Pieces of the rows loop's text, one per variant (bias or not, offset or not, per channel or per
+ * tensor). a0..a3: the four pixels' accumulators; ws: the weights' sum; cp: the column pointer. */
+#define MVE_K_BIAS "   ldr          %[cp], [%[st]]\n   ldr          %[a0], [%[cp]], #4\n   str          %[cp], [%[st]]\n" \
+                   "   mov          %[a1], %[a0]\n   mov          %[a2], %[a0]\n   mov          %[a3], %[a0]\n"
+#define MVE_K_ZERO "   movs         %[a0], #0\n   movs         %[a1], #0\n   movs         %[a2], #0\n   movs         %[a3], #0\n"
+#define MVE_K_SUM MVE_K_ZERO "   movs         %[ws], #0\n"
+#define MVE_WSUM "   vaddva.s8    %[ws], q0\n"
+/* after the loop, with an offset: q3 += bias + in_off * sum(w) (|sum(w)| <= 2^23, |in_off| <= 128) */
+#define MVE_ADD_SUM_BIAS "   ldr          %[cp], [%[st]]\n   ldr          %[a0], [%[cp]], #4\n   str          %[cp], [%[st]]\n" \
+                         "   ldr          %[a1], [%[st], #12]\n   mla          %[a0], %[ws], %[a1], %[a0]\n" \
+                         "   vadd.i32     q3, q3, %[a0]\n"
+#define MVE_ADD_SUM "   ldr          %[a1], [%[st], #12]\n   mul          %[a0], %[ws], %[a1]\n   vadd.i32     q3, q3, %[a0]\n"
+#define MVE_PARAMS_CHANNEL "   ldrd         %[a0], %[a1], [%[st], #4]\n   ldr          %[a2], [%[a0]], #4\n" \
+                           "   ldr          %[a3], [%[a1]], #4\n   strd         %[a0], %[a1], [%[st], #4]\n"
+#define MVE_PARAMS_TENSOR "   ldrd         %[a2], %[a3], [%[st], #16]\n"
+
+/* For every filter (weights w .. wend, row after row of depth bytes, the pointer moved on by skip
+ * after each row's loop): the four interleaved columns' dot products (one tail-predicated loop of 16
+ * lanes, WLSTP/LETP), then the output stage on the four pixels as one vector: mf_requantize_x4_n
+ * (mult a2, shift a3: left shift, VQRDMULH, rounding right shift), + output offset, clamp, a byte
+ * scatter store of the lanes in P0 to out + offsets, out + 1 for the next filter. */
+#define MVE_ROWS_ASM(K, WSUM, ADD, PARAMS)                                                              \
+    __asm__ volatile("   vmsr         p0, %[cp]\n"                                                     \
+                     "3:\n" K                                                                          \
+                     "   ldr          %[cp], [%[st], #28]\n"                                          \
+                     "   wlstp.8      lr, %[n], 1f\n"                                                  \
+                     "2: vldrb.8      q0, [%[w]], #16\n"                                               \
+                     "   vldrb.8      q1, [%[cp]], #64\n"                                              \
+                     "   vmladava.s8  %[a0], q0, q1\n"                                                 \
+                     "   vldrb.8      q2, [%[cp], #-48]\n"                                             \
+                     "   vmladava.s8  %[a1], q0, q2\n"                                                 \
+                     "   vldrb.8      q1, [%[cp], #-32]\n"                                             \
+                     "   vmladava.s8  %[a2], q0, q1\n"                                                 \
+                     "   vldrb.8      q2, [%[cp], #-16]\n"                                             \
+                     "   vmladava.s8  %[a3], q0, q2\n" WSUM                                            \
+                     "   letp         lr, 2b\n"                                                        \
+                     "1: ldr          %[cp], [%[st], #24]\n"                                          \
+                     "   add          %[w], %[w], %[cp]\n"                                             \
+                     "   vmov         q3[2], q3[0], %[a0], %[a2]\n"                                    \
+                     "   vmov         q3[3], q3[1], %[a1], %[a3]\n" ADD PARAMS                         \
+                     "   cmp          %[a3], #0\n"                                                     \
+                     "   ble          4f\n"                                                            \
+                     "   vshl.s32     q3, %[a3]\n"                                                     \
+                     "4: vqrdmulh.s32 q3, q3, %[a2]\n"                                                 \
+                     "   bge          5f\n"                                                            \
+                     "   vshr.s32     q0, q3, #31\n"                                                   \
+                     "   vqadd.s32    q3, q3, q0\n"                                                    \
+                     "   vrshl.s32    q3, %[a3]\n"                                                     \
+                     "5: vadd.i32     q3, q3, %q[ooff]\n"                                              \
+                     "   vmax.s32     q3, q3, %q[lo]\n"                                                \
+                     "   vmin.s32     q3, q3, %q[hi]\n"                                                \
+                     "   vpst\n"                                                                       \
+                     "   vstrbt.32    q3, [%[out], %q[offs]]\n"                                        \
+                     "   adds         %[out], %[out], #1\n"                                            \
+                     "   ldr          %[a0], [%[st], #32]\n"                                          \
+                     "   cmp          %[w], %[a0]\n"                                                   \
+                     "   bne          3b\n"                                                            \
+                     : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [ws] "=&Te"(ws),  \
+                       [cp] "+&r"(cp), [w] "+&r"(w), [out] "+&r"(out)                                  \
+                     : [n] "r"(depth), [st] "r"(stp),                                                   \
+                       [lo] "w"(lo), [hi] "w"(hi), [offs] "w"(pixel_offsets), [ooff] "w"(ooff)         \
+                     : "q0", "q1", "q2", "q3", "lr", "memory", "cc")
+
+/* The rows loop's per-run constants (mat_mult_4cols). */
+typedef struct {
+    int32x4_t lo, hi, ooff; /* activation range, output offset */
+    uint32x4_t offs;        /* lane i's byte offset among the four pixels' outputs, in the VMOVs' lane order */
+    mve_rows_state st;      /* st.bias/mult/shift: the group's first filter's, reset per block */
+    const int32_t *bias0, *mult0, *shift0;
+    uint32_t depth, rows, oc_n;
+    int variant;            /* bit 0: bias, bit 1: an input offset, bit 2: per channel */
+} mve_mm;
+
+static void mve_mm_init(mve_mm *m, const mf_channel_requant *rq, int32_t in_off, uint32_t depth, uint32_t rows,
+                        uint32_t oc_n) {
+    m->lo = vdupq_n_s32(rq->lo), m->hi = vdupq_n_s32(rq->hi), m->ooff = vdupq_n_s32(rq->out_off);
+    m->offs = vreinterpretq_u32_s32(mf_mve_lanes4(0, (int32_t)oc_n, (int32_t)(2u * oc_n), (int32_t)(3u * oc_n)));
+    m->st.in_off = in_off, m->st.mult0 = rq->mult[0], m->st.shift0 = rq->shift[0];
+    m->st.skip = (int32_t)depth - (int32_t)((depth + 15u) & ~15u); /* the loop moves w on 16 * ceil(depth / 16) */
+    m->depth = depth, m->rows = rows, m->oc_n = oc_n;
+    m->variant = (rq->bias != NULL) | (in_off != 0) << 1 | (rq->per_channel != 0) << 2;
 }
 
-/* a_i = start + sum(w[k] * col_i[k]) over k < depth for the four interleaved columns, and (with_sum)
- * *wsum = sum(w[k]): one tail-predicated loop of 16 lanes (WLSTP/LETP), one pointer for the columns. */
-#define MVE_DOT_COLS4(with_sum, w, cols, depth, a0, a1, a2, a3, wsum)                                   \
-    __asm__ volatile("   wlstp.8      lr, %[n], 1f\n"                                                  \
-                     "2: vldrb.8      q0, [%[w]], #16\n"                                               \
-                     "   vldrb.8      q1, [%[c]], #64\n"                                               \
-                     "   vmladava.s8  %[r0], q0, q1\n"                                                 \
-                     "   vldrb.8      q2, [%[c], #-48]\n"                                              \
-                     "   vmladava.s8  %[r1], q0, q2\n"                                                 \
-                     "   vldrb.8      q1, [%[c], #-32]\n"                                              \
-                     "   vmladava.s8  %[r2], q0, q1\n"                                                 \
-                     "   vldrb.8      q2, [%[c], #-16]\n"                                              \
-                     "   vmladava.s8  %[r3], q0, q2\n"                                                 \
-                     with_sum                                                                          \
-                     "   letp         lr, 2b\n"                                                        \
-                     "1:\n"                                                                            \
-                     : [r0] "+Te"(a0), [r1] "+Te"(a1), [r2] "+Te"(a2), [r3] "+Te"(a3), [rs] "+Te"(wsum), \
-                       [w] "+r"(w), [c] "+r"(cols)                                                     \
-                     : [n] "r"(depth)                                                                  \
-                     : "q0", "q1", "q2", "lr", "memory")
+/* The group's filters from oc0 (their bias and requantization from oc0 on). */
+static inline void mve_mm_group(mve_mm *m, const mf_channel_requant *rq, uint32_t oc0) {
+    m->bias0 = rq->bias ? rq->bias + oc0 : NULL;
+    m->mult0 = rq->per_channel ? rq->mult + oc0 : rq->mult;
+    m->shift0 = rq->per_channel ? rq->shift + oc0 : rq->shift;
+}
 
-/* Outputs of `rows` filters (weights w, row after row) for a block of four interleaved columns (the
- * patches of four pixels; columns past n_cols hold stale bytes and are not stored).
+/* Outputs of the group's filters (weights w, row after row) for a block of four interleaved columns
+ * (the patches of four pixels; columns past n_cols hold stale bytes and are not stored).
  * sum((x + off) * w) = sum(x * w) + off * sum(w): with an offset the loop also sums the weights
  * (VADDVA); an offset of 0 (the lowering folds it into the bias where no tap is ever padding) needs
  * only the products. The four outputs of a filter share its requantization: one vector
  * requantize, one scatter store (the outputs of consecutive pixels lie oc_n bytes apart). */
-static void mat_mult_4cols(const int8_t *cols, uint32_t n_cols, const int8_t *w, uint32_t rows, uint32_t depth,
-                           int32_t in_off, const mf_channel_requant *rq, uint32_t oc0, int8_t *out,
-                           uint32x4_t pixel_offsets) {
-    const mve_pred16_t store = vctp32q(n_cols);
-    const int32x4_t lo = vdupq_n_s32(rq->lo), hi = vdupq_n_s32(rq->hi);
-    const uint32_t step = rq->per_channel ? 1u : 0u;
-    const int32_t *mult = rq->mult + oc0 * step, *shift = rq->shift + oc0 * step;
-    static const int32_t zero = 0;
-    const int32_t *bias = rq->bias ? rq->bias + oc0 : &zero;
-    const uint32_t bstep = rq->bias ? 1u : 0u;
-    const uint32_t skip = depth - ((depth + 15u) & ~15u); /* the loop leaves w 16 * ceil(depth / 16) on */
-    for (uint32_t r = 0; r < rows; r++) {
-        const int8_t *c = cols;
-        int32_t k = bias[r * bstep], a0, a1, a2, a3, ws = 0;
-        if (in_off != 0) {
-            a0 = a1 = a2 = a3 = 0;
-            MVE_DOT_COLS4("   vaddva.s8    %[rs], q0\n", w, c, depth, a0, a1, a2, a3, ws);
-            /* |sum(w)| <= 2^23, |in_off| <= 128: no overflow; the bias wraps as the C path's does */
-            k = mf_add_wrap(k, ws * in_off);
-            a0 = mf_add_wrap(a0, k), a1 = mf_add_wrap(a1, k), a2 = mf_add_wrap(a2, k), a3 = mf_add_wrap(a3, k);
-        } else {
-            a0 = a1 = a2 = a3 = k;
-            MVE_DOT_COLS4("", w, c, depth, a0, a1, a2, a3, ws);
-        }
-        w += skip;
-        mf_mve_store_channel4(mf_mve_lanes4(a0, a1, a2, a3), 0, mult[r * step], shift[r * step], rq->out_off, lo,
-                              hi, out + r, pixel_offsets, store);
+static __attribute__((noinline)) void mat_mult_4cols(mve_mm *m, const int8_t *cols, uint32_t n_cols, const int8_t *w, int8_t *out) {
+    if (m->rows == 0) return;
+    const int32x4_t lo = m->lo, hi = m->hi, ooff = m->ooff;
+    const uint32x4_t pixel_offsets = m->offs;
+    const uint32_t depth = m->depth;
+    mve_rows_state *stp = &m->st;
+    stp->bias = m->bias0, stp->mult = m->mult0, stp->shift = m->shift0;
+    stp->cols = cols, stp->wend = w + (size_t)m->rows * depth;
+    /* the store predicate (the lanes whose offsets belong to the n_cols pixels), then the column pointer */
+    uint32_t cp = vcmphiq_u32(vdupq_n_u32(n_cols * m->oc_n), pixel_offsets);
+    int32_t a0, a1, a2, a3, ws;
+    switch (m->variant) {
+    case 5: MVE_ROWS_ASM(MVE_K_BIAS, "", "", MVE_PARAMS_CHANNEL); break;
+    case 4: MVE_ROWS_ASM(MVE_K_ZERO, "", "", MVE_PARAMS_CHANNEL); break;
+    case 7: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM_BIAS, MVE_PARAMS_CHANNEL); break;
+    case 6: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM, MVE_PARAMS_CHANNEL); break;
+    case 1: MVE_ROWS_ASM(MVE_K_BIAS, "", "", MVE_PARAMS_TENSOR); break;
+    case 0: MVE_ROWS_ASM(MVE_K_ZERO, "", "", MVE_PARAMS_TENSOR); break;
+    case 3: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM_BIAS, MVE_PARAMS_TENSOR); break;
+    default: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM, MVE_PARAMS_TENSOR); break;
     }
+    (void)a0, (void)a1, (void)a2, (void)a3, (void)ws;
 }
 #endif
 
@@ -330,6 +425,71 @@ static int fast_path_fits(const mf_call *c) {
     return 1;
 }
 
+#if defined(MF_USE_MVE)
+/* rows x row_bytes (a multiple of 16) from src (rows `stride` bytes apart) into column i of the
+ * interleaved block from patch byte 0: each row one tail-predicated loop of a chunk per iteration. */
+static inline void patch_rows16(int8_t *col, uint32_t i, const int8_t *src, uint32_t rows, uint32_t row_bytes,
+                                uint32_t stride) {
+    int8_t *dst = col + (i << 4);
+    const int8_t *s;
+    __asm__ volatile("3: mov      %[s], %[src]\n"
+                     "   wlstp.8  lr, %[n], 1f\n"
+                     "2: vldrb.8  q0, [%[s]], #16\n"
+                     "   vstrb.8  q0, [%[d]], #64\n"
+                     "   letp     lr, 2b\n"
+                     "1: add      %[src], %[src], %[stride]\n"
+                     "   subs     %[rows], %[rows], #1\n"
+                     "   bne      3b\n"
+                     : [s] "=&r"(s), [src] "+r"(src), [d] "+r"(dst), [rows] "+r"(rows)
+                     : [n] "r"(row_bytes), [stride] "r"(stride)
+                     : "q0", "lr", "memory", "cc");
+}
+
+/* The MVE blocks: four pixels' patches into the interleaved columns (a window inside the input with
+ * rows of whole chunks: patch_rows16; a 1x1 inside the input: the pixel itself; else im2col_s8), then
+ * every filter of the group by mat_mult_4cols. The geometry is copied into locals: the copy loops'
+ * asm clobbers memory, which would reload every field of g after each. */
+static void run_blocks(const conv_geom *g, mve_mm *m, const int8_t *wg, uint32_t oh, uint32_t ow, int8_t *out,
+                       int8_t *cols) {
+    const uint32_t ch = g->ch, row_bytes = g->kw * g->wc, in_row = (uint32_t)g->w * ch, pixels = oh * ow;
+    const uint32_t kh = g->kh, depth = m->depth, oc_n = m->oc_n;
+    const int32_t st0 = g->st[0], st1 = g->st[1], pd0 = g->pd[0], pd1 = g->pd[1];
+    const uint32_t row_step = in_row * (uint32_t)g->dl[0], px_step = (uint32_t)st1 * ch;
+    const int8_t *x = g->x;
+    /* 0: im2col_s8; 1: whole-chunk rows; 2: one pixel (1x1) */
+    const int fast = g->contiguous_rows && (row_bytes & 15u) == 0 ? 1 : (g->kh == 1 && g->kw == 1 ? 2 : 0);
+    /* output columns whose windows lie inside the input's width; rows likewise */
+    const int32_t ox_lo = (pd1 + st1 - 1) / st1, oy_lo = (pd0 + st0 - 1) / st0;
+    const int32_t span_x = g->w - 1 - ((int32_t)g->kw - 1) * g->dl[1] + pd1;
+    const int32_t span_y = g->h - 1 - ((int32_t)g->kh - 1) * g->dl[0] + pd0;
+    const int32_t ox_hi = span_x < 0 ? 0 : span_x / st1 + 1, oy_hi = span_y < 0 ? 0 : span_y / st0 + 1;
+    int32_t oy = 0, ox = 0;
+    int row_inside = fast && oy_lo <= 0 && 0 < oy_hi;
+    const int8_t *at = x + (ptrdiff_t)(-pd0) * (ptrdiff_t)in_row + (ptrdiff_t)(-pd1) * (ptrdiff_t)ch; /* window (0, 0) */
+    for (uint32_t p0 = 0; p0 < pixels; p0 += NCOLS) {
+        const uint32_t n_cols = pixels - p0 < NCOLS ? pixels - p0 : NCOLS;
+        for (uint32_t i = 0; i < n_cols; i++) {
+            if (row_inside && ox >= ox_lo && ox < ox_hi) {
+                if (fast == 1) {
+                    patch_rows16(cols, i, at, kh, row_bytes, row_step);
+                } else {
+                    patch_copy(cols, i, 0, at, depth);
+                }
+            } else {
+                im2col_s8(g, oy, ox, cols, i);
+            }
+            at += px_step;
+            if (++ox == (int32_t)ow) {
+                ox = 0, oy++;
+                row_inside = fast && oy_lo <= oy && oy < oy_hi;
+                at = x + (ptrdiff_t)(oy * st0 - pd0) * (ptrdiff_t)in_row + (ptrdiff_t)(-pd1) * (ptrdiff_t)ch;
+            }
+        }
+        mat_mult_4cols(m, cols, n_cols, wg, out + (size_t)p0 * oc_n);
+    }
+}
+#endif
+
 static mf_status run_fast(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
@@ -348,16 +508,16 @@ static mf_status run_fast(const mf_call *c) {
     g.contiguous_rows = g.dl[1] == 1 && g.wc == g.ch;
     const uint32_t oc_n = w.shape[0], groups = g.ch / g.wc, opg = oc_n / groups;
     const uint32_t depth = g.kh * g.kw * g.wc, ow = o.shape[2], pixels = o.shape[1] * ow;
+    const int8_t *wd = (const int8_t *)w.data;
+    int8_t *scratch = (int8_t *)c->scratch;
+#if defined(MF_USE_MVE)
+    mve_mm mm;
+    mve_mm_init(&mm, &rq, in_off, depth, opg, oc_n);
+#else
     /* 1x1, no padding: the patch is the input pixel */
     const int pointwise = g.kh == 1 && g.kw == 1 && g.pd[0] == 0 && g.pd[1] == 0 &&
                           ((int32_t)o.shape[1] - 1) * g.st[0] < g.h && ((int32_t)ow - 1) * g.st[1] < g.w;
-    const int8_t *wd = (const int8_t *)w.data;
-    int8_t *scratch = (int8_t *)c->scratch;
-#if defined(MF_USE_DSP)
     const int32_t off16 = mf_pack_off16(in_off);
-#else
-    const uint32x4_t pixel_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), oc_n);
-    const uint32_t depth16 = (depth + 15u) >> 4; /* 16-byte chunks of a patch */
 #endif
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
@@ -365,9 +525,12 @@ static mf_status run_fast(const mf_call *c) {
         for (uint32_t grp = 0; grp < groups; grp++) {
             g.x = image + (size_t)grp * g.wc;
             const int8_t *wg = wd + (size_t)grp * opg * depth;
+#if defined(MF_USE_MVE)
+            mve_mm_group(&mm, &rq, grp * opg);
+            run_blocks(&g, &mm, wg, o.shape[1], ow, out_image + grp * opg, scratch);
+#else
             for (uint32_t p0 = 0; p0 < pixels; p0 += NCOLS) {
                 const uint32_t n_cols = pixels - p0 < NCOLS ? pixels - p0 : NCOLS;
-#if defined(MF_USE_DSP)
                 int16_t *cols = (int16_t *)(void *)scratch;
                 int8_t *staging = scratch + 4u * depth4(depth);
                 for (uint32_t i = 0; i < 2; i++) {
@@ -377,29 +540,14 @@ static mf_status run_fast(const mf_call *c) {
                     if (pointwise) {
                         patch = g.x + ((size_t)(oy * g.st[0]) * (size_t)g.w + (size_t)(ox * g.st[1])) * g.ch;
                     } else {
-                        im2col_s8(&g, oy, ox, staging);
+                        im2col_s8(&g, oy, ox, staging, 0);
                     }
                     widen_interleaved(patch, cols, i, depth, off16, in_off);
                 }
                 int8_t *out0 = out_image + (size_t)p0 * oc_n + grp * opg;
                 mat_mult_2cols(cols, wg, opg, depth, &rq, grp * opg, out0, n_cols > 1 ? out0 + oc_n : NULL);
-#else
-                int8_t *cols = scratch + 16u * depth16; /* after the im2col staging patch */
-                for (uint32_t i = 0; i < n_cols; i++) {
-                    const uint32_t p = p0 + i;
-                    const int32_t oy = (int32_t)(p / ow), ox = (int32_t)(p % ow);
-                    const int8_t *patch = scratch;
-                    if (pointwise) {
-                        patch = g.x + ((size_t)(oy * g.st[0]) * (size_t)g.w + (size_t)(ox * g.st[1])) * g.ch;
-                    } else {
-                        im2col_s8(&g, oy, ox, scratch);
-                    }
-                    interleave_col(cols, i, patch, depth);
-                }
-                mat_mult_4cols(cols, n_cols, wg, opg, depth, in_off, &rq, grp * opg,
-                               out_image + (size_t)p0 * oc_n + grp * opg, pixel_offsets);
-#endif
             }
+#endif
         }
     }
     return MF_OK;

@@ -110,54 +110,15 @@ static inline int32x4_t mf_requantize_x4_n(int32x4_t val, int32_t mult, int32_t 
     return vrshlq_n_s32(vqaddq_s32(high, vshrq_n_s32(high, 31)), shift);
 }
 
-/* A vector of four int32 lanes from four core registers: two VMOVs of two lanes each. */
+/* Four int32 lanes from four core registers by two VMOVs of two lanes each ("vmov q[2], q[0], a0, a2";
+ * "vmov q[3], q[1], a1, a3"). Which of each pair lands in the lower lane is left open on purpose (the
+ * Arm syntax and QEMU's reading of it differ): callers build a vector of store offsets with this same
+ * helper and derive predicates from those offsets, so each value goes where its offset says whatever
+ * the lane order. */
 static inline int32x4_t mf_mve_lanes4(int32_t a0, int32_t a1, int32_t a2, int32_t a3) {
     int32x4_t v;
     __asm__("vmov %q0[2], %q0[0], %1, %3\n\tvmov %q0[3], %q0[1], %2, %4" : "=&w"(v) : "r"(a0), "r"(a1), "r"(a2), "r"(a3));
     return v;
-}
-
-/* Four dot products that share one operand, in one tail-predicated loop over 16 int8 lanes
- * (WLSTP/LETP: the last iteration's lanes past n are inactive, no separate tail):
- * *a_i += sum(s[k] * p_i[k]), *ssum += sum(s[k]) for k < n. VMLADAVA accumulates into even
- * registers (the "Te" constraint); the loads alternate with the multiplies. */
-static inline __attribute__((always_inline)) void mf_mve_dot_shared4(const int8_t *s, const int8_t *p0,
-                                                                     const int8_t *p1, const int8_t *p2,
-                                                                     const int8_t *p3, uint32_t n, int32_t *a0,
-                                                                     int32_t *a1, int32_t *a2, int32_t *a3,
-                                                                     int32_t *ssum) {
-    int32_t r0 = *a0, r1 = *a1, r2 = *a2, r3 = *a3, rs = *ssum;
-    __asm__ volatile(
-        "   wlstp.8      lr, %[n], 1f\n"
-        "2: vldrb.8      q0, [%[s]], #16\n"
-        "   vldrb.8      q1, [%[p0]], #16\n"
-        "   vaddva.s8    %[rs], q0\n"
-        "   vmladava.s8  %[r0], q0, q1\n"
-        "   vldrb.8      q2, [%[p1]], #16\n"
-        "   vmladava.s8  %[r1], q0, q2\n"
-        "   vldrb.8      q1, [%[p2]], #16\n"
-        "   vmladava.s8  %[r2], q0, q1\n"
-        "   vldrb.8      q2, [%[p3]], #16\n"
-        "   vmladava.s8  %[r3], q0, q2\n"
-        "   letp         lr, 2b\n"
-        "1:\n"
-        : [r0] "+Te"(r0), [r1] "+Te"(r1), [r2] "+Te"(r2), [r3] "+Te"(r3), [rs] "+Te"(rs), [s] "+r"(s),
-          [p0] "+r"(p0), [p1] "+r"(p1), [p2] "+r"(p2), [p3] "+r"(p3)
-        : [n] "r"(n)
-        : "q0", "q1", "q2", "lr", "memory");
-    *a0 = r0, *a1 = r1, *a2 = r2, *a3 = r3, *ssum = rs;
-}
-
-/* The output stage of four accumulators that share one channel's parameters (per-tensor or one
- * output channel): + k (bias and offset term), mf_requantize_x4_n, + output offset, clamp to
- * [lo, hi], stored as bytes at out + offsets[i] for the lanes in p. */
-static inline __attribute__((always_inline)) void mf_mve_store_channel4(int32x4_t acc, int32_t k, int32_t mult,
-                                                                        int32_t shift, int32_t out_off,
-                                                                        int32x4_t lo, int32x4_t hi, int8_t *out,
-                                                                        uint32x4_t offsets, mve_pred16_t p) {
-    int32x4_t v = mf_requantize_x4_n(vaddq_n_s32(acc, k), mult, shift);
-    v = vminq_s32(vmaxq_s32(vaddq_n_s32(v, out_off), lo), hi);
-    vstrbq_scatter_offset_p_s32(out, offsets, v, p);
 }
 
 /* 1 when no multiplier is INT32_MIN: mf_requantize_x4 then equals mf_requantize. */
