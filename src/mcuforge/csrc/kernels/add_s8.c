@@ -98,6 +98,55 @@ static int add_fast_ok(const add_params *p) {
     return p->a_mult != INT32_MIN && p->b_mult != INT32_MIN && p->out_mult != INT32_MIN;
 }
 
+/* add_same_shape when the input shifts are <= 0 and the output shift < 0 -- the usual TFLite
+ * parameters: the input of the larger scale has the multiplier 2^30 and shift 0 -- as one
+ * tail-predicated asm loop of four lanes (WLSTP/LETP): (x + off) << ls as x * 2^ls + (off << ls)
+ * (VMLAS, wrapping as the C shift does), each requantization VQRDMULH then, for a shift < 0, the
+ * rounding fix-up + VRSHL (ADD_RND), the sum's likewise, + output offset, clamp, four bytes stored.
+ * The seven scalars come in by one LDM into r4-r6, r8-r11 (more operands than GCC can allocate beside
+ * the vectors): r4 a_off << ls, r5 b_off << ls, r6 a_shift, r8 b_shift, r9 out_mult, r10 out_shift,
+ * r11 out_off. */
+#define ADD_RND(Q, R) "   vshr.s32     q2, " Q ", #31\n   vqadd.s32    " Q ", " Q ", q2\n   vrshl.s32    " Q ", " R "\n"
+#define ADD_ASM(A_RND, B_RND)                                                                         \
+    __asm__ volatile("   ldm          %[k], {r4, r5, r6, r8, r9, r10, r11}\n"                      \
+                     "   wlstp.32     lr, %[n], 1f\n"                                              \
+                     "2: vldrb.s32    q0, [%[a]], #4\n"                                            \
+                     "   vldrb.s32    q1, [%[b]], #4\n"                                            \
+                     "   vmlas.s32    q0, %q[pow], r4\n"                                           \
+                     "   vmlas.s32    q1, %q[pow], r5\n"                                           \
+                     "   vqrdmulh.s32 q0, q0, %q[ma]\n"                                            \
+                     "   vqrdmulh.s32 q1, q1, %q[mb]\n" A_RND B_RND                                \
+                     "   vadd.i32     q0, q0, q1\n"                                                \
+                     "   vqrdmulh.s32 q0, q0, r9\n" ADD_RND("q0", "r10")                           \
+                     "   vadd.i32     q0, q0, r11\n"                                               \
+                     "   vmax.s32     q0, q0, %q[lo]\n"                                            \
+                     "   vmin.s32     q0, q0, %q[hi]\n"                                            \
+                     "   vstrb.32     q0, [%[o]], #4\n"                                            \
+                     "   letp         lr, 2b\n"                                                    \
+                     "1:\n"                                                                        \
+                     : [a] "+l"(a), [b] "+l"(b), [o] "+l"(out)                                      \
+                     : [n] "r"(n), [k] "r"(k), [pow] "w"(pow), [lo] "w"(lo), [hi] "w"(hi), [ma] "w"(ma), [mb] "w"(mb) \
+                     : "q0", "q1", "q2", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "lr", "memory")
+
+static int add_asm_ok(const add_params *p) { return p->a_shift <= 0 && p->b_shift <= 0 && p->out_shift < 0; }
+
+static __attribute__((noinline)) void add_asm(const add_params *p, const int8_t *a, const int8_t *b, int8_t *out,
+                                              uint32_t n) {
+    const int32x4_t pow = vdupq_n_s32(mf_wrap32(1u << p->ls)), lo = vdupq_n_s32(p->lo), hi = vdupq_n_s32(p->hi);
+    const int32x4_t ma = vdupq_n_s32(p->a_mult), mb = vdupq_n_s32(p->b_mult);
+    const int32_t k[7] = {mf_wrap32((uint32_t)p->a_off << p->ls), mf_wrap32((uint32_t)p->b_off << p->ls), p->a_shift,
+                          p->b_shift, p->out_mult, p->out_shift, p->out_off};
+    if (p->a_shift < 0 && p->b_shift < 0) {
+        ADD_ASM(ADD_RND("q0", "r6"), ADD_RND("q1", "r8"));
+    } else if (p->a_shift < 0) {
+        ADD_ASM(ADD_RND("q0", "r6"), "");
+    } else if (p->b_shift < 0) {
+        ADD_ASM("", ADD_RND("q1", "r8"));
+    } else {
+        ADD_ASM("", "");
+    }
+}
+
 #elif defined(__arm__)
 
 static void add_same_shape(const add_params *p, const int8_t *a, const int8_t *b, int8_t *out, uint32_t n) {
@@ -125,6 +174,12 @@ static mf_status run(const mf_call *c) {
         add_params p;
         add_params_read(c, &p);
         if (add_fast_ok(&p)) {
+#if defined(MF_USE_MVE)
+            if (add_asm_ok(&p)) {
+                add_asm(&p, (const int8_t *)a.data, (const int8_t *)b.data, (int8_t *)o.data, o.numel);
+                return MF_OK;
+            }
+#endif
             add_same_shape(&p, (const int8_t *)a.data, (const int8_t *)b.data, (int8_t *)o.data, o.numel);
             return MF_OK;
         }
