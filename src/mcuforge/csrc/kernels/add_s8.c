@@ -124,7 +124,7 @@ static int add_fast_ok(const add_params *p) {
                      "   vstrb.32     q0, [%[o]], #4\n"                                            \
                      "   letp         lr, 2b\n"                                                    \
                      "1:\n"                                                                        \
-                     : [a] "+l"(a), [b] "+l"(b), [o] "+l"(out)                                      \
+                     : [a] "+&l"(a), [b] "+&l"(b), [o] "+&l"(out)                                      \
                      : [n] "r"(n), [k] "r"(k), [pow] "w"(pow), [lo] "w"(lo), [hi] "w"(hi), [ma] "w"(ma), [mb] "w"(mb) \
                      : "q0", "q1", "q2", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "lr", "memory")
 

@@ -43,10 +43,10 @@ static mf_status check(const mf_call *c) {
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
 #define MF_CONV_FAST 1
 
-/* The fast path's scratch: 4 int8 patches interleaved by 16-byte chunks (MVE); 2 int16 patches
- * interleaved and an int8 one (DSP). */
+/* The fast path's scratch: 4 int8 patches interleaved by 16-byte chunks and a staging patch (MVE); 2
+ * int16 patches interleaved and an int8 one (DSP). */
 #if defined(MF_USE_MVE)
-static uint32_t fast_scratch_bytes(uint32_t depth) { return 4u * ((depth + 15u) & ~15u); }
+static uint32_t fast_scratch_bytes(uint32_t depth) { return 5u * ((depth + 15u) & ~15u); }
 #else
 /* Patch size rounded up to a multiple of 4: the DSP columns' stride, which keeps them word-aligned. */
 static uint32_t depth4(uint32_t depth) { return (depth + 3u) & ~3u; }
@@ -72,7 +72,7 @@ static inline void patch_copy(int8_t *col, uint32_t i, uint32_t k, const int8_t 
                      "   vstrb.8  q0, [%[d]], #64\n"
                      "   letp     lr, 2b\n"
                      "1:\n"
-                     : [s] "+r"(src), [d] "+r"(dst)
+                     : [s] "+&r"(src), [d] "+&r"(dst)
                      : [n] "r"(n)
                      : "q0", "lr", "memory");
 }
@@ -91,7 +91,7 @@ static inline void patch_fill(int8_t *col, uint32_t i, uint32_t k, int8_t v, uin
                      "2: vstrb.8  %q[v], [%[d]], #64\n"
                      "   letp     lr, 2b\n"
                      "1:\n"
-                     : [d] "+r"(dst)
+                     : [d] "+&r"(dst)
                      : [n] "r"(n), [v] "w"(vv)
                      : "lr", "memory");
 }
@@ -440,8 +440,36 @@ static inline void patch_rows16(int8_t *col, uint32_t i, const int8_t *src, uint
                      "1: add      %[src], %[src], %[stride]\n"
                      "   subs     %[rows], %[rows], #1\n"
                      "   bne      3b\n"
-                     : [s] "=&r"(s), [src] "+r"(src), [d] "+r"(dst), [rows] "+r"(rows)
+                     : [s] "=&r"(s), [src] "+&r"(src), [d] "+&r"(dst), [rows] "+&r"(rows)
                      : [n] "r"(row_bytes), [stride] "r"(stride)
+                     : "q0", "lr", "memory", "cc");
+}
+
+/* rows x row_bytes (< 16) from src (rows `stride` bytes apart) into column i of the interleaved block
+ * (depth = rows * row_bytes bytes, so the staging pointer ends depth bytes on): each row one
+ * predicated 16-byte copy into the contiguous staging
+ * patch (a row's bytes past row_bytes are left alone), then the patch one chunk at a time into the
+ * column. The few-channel first layers. */
+static inline void patch_rows_staged(int8_t *col, uint32_t i, int8_t *staging, const int8_t *src, uint32_t rows,
+                                     uint32_t row_bytes, uint32_t stride, uint32_t depth) {
+    int8_t *dst = col + (i << 4), *stg = staging;
+    const int8_t *s;
+    __asm__ volatile("   vctp.8       %[rb]\n"
+                     "3: vpstt\n"
+                     "   vldrbt.8     q0, [%[src]]\n"
+                     "   vstrbt.8     q0, [%[stg]]\n"
+                     "   add          %[src], %[src], %[stride]\n"
+                     "   add          %[stg], %[stg], %[rb]\n"
+                     "   subs         %[rows], %[rows], #1\n"
+                     "   bne          3b\n"
+                     "   sub          %[s], %[stg], %[n]\n" /* the staging patch: depth bytes back */
+                     "   wlstp.8      lr, %[n], 1f\n"
+                     "2: vldrb.8      q0, [%[s]], #16\n"
+                     "   vstrb.8      q0, [%[d]], #64\n"
+                     "   letp         lr, 2b\n"
+                     "1:\n"
+                     : [s] "=&r"(s), [src] "+&r"(src), [stg] "+&r"(stg), [d] "+&r"(dst), [rows] "+&r"(rows)
+                     : [rb] "r"(row_bytes), [stride] "r"(stride), [n] "r"(depth)
                      : "q0", "lr", "memory", "cc");
 }
 
@@ -456,8 +484,13 @@ static void run_blocks(const conv_geom *g, mve_mm *m, const int8_t *wg, uint32_t
     const int32_t st0 = g->st[0], st1 = g->st[1], pd0 = g->pd[0], pd1 = g->pd[1];
     const uint32_t row_step = in_row * (uint32_t)g->dl[0], px_step = (uint32_t)st1 * ch;
     const int8_t *x = g->x;
-    /* 0: im2col_s8; 1: whole-chunk rows; 2: one pixel (1x1) */
-    const int fast = g->contiguous_rows && (row_bytes & 15u) == 0 ? 1 : (g->kh == 1 && g->kw == 1 ? 2 : 0);
+    /* windows inside the input -- 1: whole-chunk rows; 2: one pixel (1x1); 3: short rows, staged;
+     * 0: im2col_s8 everywhere */
+    int fast = 0;
+    if (g->kh == 1 && g->kw == 1) fast = 2;
+    else if (g->contiguous_rows && (row_bytes & 15u) == 0) fast = 1;
+    else if (g->contiguous_rows && row_bytes < 16) fast = 3;
+    int8_t *staging = cols + 4u * ((depth + 15u) & ~15u);
     /* output columns whose windows lie inside the input's width; rows likewise */
     const int32_t ox_lo = (pd1 + st1 - 1) / st1, oy_lo = (pd0 + st0 - 1) / st0;
     const int32_t span_x = g->w - 1 - ((int32_t)g->kw - 1) * g->dl[1] + pd1;
@@ -472,6 +505,8 @@ static void run_blocks(const conv_geom *g, mve_mm *m, const int8_t *wg, uint32_t
             if (row_inside && ox >= ox_lo && ox < ox_hi) {
                 if (fast == 1) {
                     patch_rows16(cols, i, at, kh, row_bytes, row_step);
+                } else if (fast == 3) {
+                    patch_rows_staged(cols, i, staging, at, kh, row_bytes, row_step, depth);
                 } else {
                     patch_copy(cols, i, 0, at, depth);
                 }

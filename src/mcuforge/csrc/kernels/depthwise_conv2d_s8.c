@@ -309,7 +309,7 @@ static void dw_group_init(const dw_geom *g, int32_t c0, dw_group *G) {
                      "   add          %[out], %[out], %[r]\n"                                      \
                      "   subs         %[rows], %[rows], #1\n"                                      \
                      "   bne          4b\n"                                                        \
-                     : [xp] "+l"(xp), [out] "+l"(out), [rows] "+r"(rows), [count] "=&r"(count),        \
+                     : [xp] "+&l"(xp), [out] "+&l"(out), [rows] "+&r"(rows), [count] "=&r"(count),        \
                        [r] "=&l"(r), [rr] "=&l"(rr)                                                  \
                      : [G] "r"(G), [dx] "r"(dx), [dy] "r"(dy), [step] "r"(step)                       \
                      : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc")
@@ -358,7 +358,7 @@ static __attribute__((noinline)) void dw_block3x3(const dw_group *G, const int8_
                      "   add          %[xp], %[xp], %[r]\n"                                        \
                      "   subs         %[count], %[count], #1\n"                                    \
                      "   bne          3b\n"                                                        \
-                     : [xp] "+l"(xp), [out] "+l"(out), [count] "+r"(count), [r] "=&l"(r)                 \
+                     : [xp] "+&l"(xp), [out] "+&l"(out), [count] "+&r"(count), [r] "=&l"(r)                 \
                      : [G] "r"(G), [dx] "r"(dx), [dy] "r"(dy), [rm] "r"(rm), [cm] "r"(cm), [off] "r"(off) \
                      : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc")
 

@@ -167,8 +167,8 @@ static __attribute__((noinline)) void rows4_asm(const int8_t *x, const int8_t *w
                      "   vmladava.s8  %[a3], q0, q2\n"
                      "   letp         lr, 2b\n"
                      "1:\n"
-                     : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3), [x] "+r"(x), [w0] "+r"(w0),
-                       [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3)
+                     : [a0] "+&Te"(a0), [a1] "+&Te"(a1), [a2] "+&Te"(a2), [a3] "+&Te"(a3), [x] "+&r"(x), [w0] "+&r"(w0),
+                       [w1] "+&r"(w1), [w2] "+&r"(w2), [w3] "+&r"(w3)
                      : [n] "r"(depth)
                      : "q0", "q1", "q2", "lr", "memory");
     a[0] = a0, a[1] = a1, a[2] = a2, a[3] = a3;
