@@ -276,7 +276,7 @@ typedef struct {
     int32_t in_off;                     /* 12 */
     int32_t mult0, shift0;              /* 16, 20: per-tensor requantization */
     int32_t skip;                       /* 24: depth - 16 * ceil(depth / 16), w's step after a row's loop */
-    const int8_t *cols, *wend;          /* 28, 32: the block's columns; the end of the group's weights */
+    const int8_t *cols;                 /* 28: the block's columns */
 } mve_rows_state;
 
 /* Pieces of the rows loop's text, one per variant (bias or not, offset or not, per channel or per
@@ -295,12 +295,30 @@ typedef struct {
                            "   ldr          %[a3], [%[a1]], #4\n   strd         %[a0], %[a1], [%[st], #4]\n"
 #define MVE_PARAMS_TENSOR "   ldrd         %[a2], %[a3], [%[st], #16]\n"
 
-/* For every filter (weights w .. wend, row after row of depth bytes, the pointer moved on by skip
- * after each row's loop): the four interleaved columns' dot products (one tail-predicated loop of 16
- * lanes, WLSTP/LETP), then the output stage on the four pixels as one vector: mf_requantize_x4_n
- * (mult a2, shift a3: left shift, VQRDMULH, rounding right shift), + output offset, clamp, a byte
- * scatter store of the lanes in P0 to out + offsets, out + 1 for the next filter. */
-#define MVE_ROWS_ASM(K, WSUM, ADD, PARAMS)                                                              \
+/* The requantization of q3 by mult a2 and shift a3: general (mf_requantize_x4_n) or, when every shift
+ * of the op is negative, without the left shift and the tests. */
+#define MVE_REQ_GENERAL                                                                               \
+    "   cmp          %[a3], #0\n"                                                                  \
+    "   ble          4f\n"                                                                         \
+    "   vshl.s32     q3, %[a3]\n"                                                                  \
+    "4: vqrdmulh.s32 q3, q3, %[a2]\n"                                                              \
+    "   bge          5f\n"                                                                         \
+    "   vshr.s32     q0, q3, #31\n"                                                                \
+    "   vqadd.s32    q3, q3, q0\n"                                                                 \
+    "   vrshl.s32    q3, %[a3]\n"                                                                  \
+    "5:\n"
+#define MVE_REQ_NEGATIVE                                                                              \
+    "   vqrdmulh.s32 q3, q3, %[a2]\n"                                                              \
+    "   vshr.s32     q0, q3, #31\n"                                                                \
+    "   vqadd.s32    q3, q3, q0\n"                                                                 \
+    "   vrshl.s32    q3, %[a3]\n"
+
+/* For each of `rows` filters (weights from w, row after row of depth bytes, the pointer moved on by
+ * st->skip after each row's loop): the four interleaved columns' dot products (one tail-predicated
+ * loop of 16 lanes, WLSTP/LETP), then the output stage on the four pixels as one vector (REQ), +
+ * output offset, clamp, a byte scatter store of the lanes in P0 to out + offsets, out + 1 for the
+ * next filter. */
+#define MVE_ROWS_ASM(K, WSUM, ADD, PARAMS, REQ)                                                       \
     __asm__ volatile("   vmsr         p0, %[cp]\n"                                                     \
                      "3:\n" K                                                                          \
                      "   ldr          %[cp], [%[st], #28]\n"                                          \
@@ -318,26 +336,17 @@ typedef struct {
                      "1: ldr          %[cp], [%[st], #24]\n"                                          \
                      "   add          %[w], %[w], %[cp]\n"                                             \
                      "   vmov         q3[2], q3[0], %[a0], %[a2]\n"                                    \
-                     "   vmov         q3[3], q3[1], %[a1], %[a3]\n" ADD PARAMS                         \
-                     "   cmp          %[a3], #0\n"                                                     \
-                     "   ble          4f\n"                                                            \
-                     "   vshl.s32     q3, %[a3]\n"                                                     \
-                     "4: vqrdmulh.s32 q3, q3, %[a2]\n"                                                 \
-                     "   bge          5f\n"                                                            \
-                     "   vshr.s32     q0, q3, #31\n"                                                   \
-                     "   vqadd.s32    q3, q3, q0\n"                                                    \
-                     "   vrshl.s32    q3, %[a3]\n"                                                     \
-                     "5: vadd.i32     q3, q3, %q[ooff]\n"                                              \
+                     "   vmov         q3[3], q3[1], %[a1], %[a3]\n" ADD PARAMS REQ                     \
+                     "   vadd.i32     q3, q3, %q[ooff]\n"                                              \
                      "   vmax.s32     q3, q3, %q[lo]\n"                                                \
                      "   vmin.s32     q3, q3, %q[hi]\n"                                                \
                      "   vpst\n"                                                                       \
                      "   vstrbt.32    q3, [%[out], %q[offs]]\n"                                        \
                      "   adds         %[out], %[out], #1\n"                                            \
-                     "   ldr          %[a0], [%[st], #32]\n"                                          \
-                     "   cmp          %[w], %[a0]\n"                                                   \
+                     "   subs         %[rows], %[rows], #1\n"                                          \
                      "   bne          3b\n"                                                            \
                      : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [ws] "=&Te"(ws),  \
-                       [cp] "+&r"(cp), [w] "+&r"(w), [out] "+&r"(out)                                  \
+                       [cp] "+&r"(cp), [w] "+&r"(w), [out] "+&r"(out), [rows] "+&r"(rows)                \
                      : [n] "r"(depth), [st] "r"(stp),                                                   \
                        [lo] "w"(lo), [hi] "w"(hi), [offs] "w"(pixel_offsets), [ooff] "w"(ooff)         \
                      : "q0", "q1", "q2", "q3", "lr", "memory", "cc")
@@ -349,7 +358,7 @@ typedef struct {
     mve_rows_state st;      /* st.bias/mult/shift: the group's first filter's, reset per block */
     const int32_t *bias0, *mult0, *shift0;
     uint32_t depth, rows, oc_n;
-    int variant;            /* bit 0: bias, bit 1: an input offset, bit 2: per channel */
+    int variant;            /* bit 0: bias, bit 1: an input offset, bit 2: per channel, bit 3: every shift < 0 */
 } mve_mm;
 
 static void mve_mm_init(mve_mm *m, const mf_channel_requant *rq, int32_t in_off, uint32_t depth, uint32_t rows,
@@ -359,7 +368,9 @@ static void mve_mm_init(mve_mm *m, const mf_channel_requant *rq, int32_t in_off,
     m->st.in_off = in_off, m->st.mult0 = rq->mult[0], m->st.shift0 = rq->shift[0];
     m->st.skip = (int32_t)depth - (int32_t)((depth + 15u) & ~15u); /* the loop moves w on 16 * ceil(depth / 16) */
     m->depth = depth, m->rows = rows, m->oc_n = oc_n;
-    m->variant = (rq->bias != NULL) | (in_off != 0) << 1 | (rq->per_channel != 0) << 2;
+    int negative = rq->per_channel != 0; /* per channel, every shift negative: the shorter requantization */
+    for (uint32_t i = 0; negative && i < oc_n; i++) negative = rq->shift[i] < 0;
+    m->variant = (rq->bias != NULL) | (in_off != 0) << 1 | (rq->per_channel != 0) << 2 | negative << 3;
 }
 
 /* The group's filters from oc0 (their bias and requantization from oc0 on). */
@@ -382,20 +393,29 @@ static __attribute__((noinline)) void mat_mult_4cols(mve_mm *m, const int8_t *co
     const uint32_t depth = m->depth;
     mve_rows_state *stp = &m->st;
     stp->bias = m->bias0, stp->mult = m->mult0, stp->shift = m->shift0;
-    stp->cols = cols, stp->wend = w + (size_t)m->rows * depth;
+    stp->cols = cols;
     /* the store predicate (the lanes whose offsets belong to the n_cols pixels), then the column pointer */
     uint32_t cp = vcmphiq_u32(vdupq_n_u32(n_cols * m->oc_n), pixel_offsets);
+    uint32_t rows = m->rows;
     int32_t a0, a1, a2, a3, ws;
+#if defined(__OPTIMIZE__) /* an unoptimized build has too few registers for the asm: fast_path_fits says no */
     switch (m->variant) {
-    case 5: MVE_ROWS_ASM(MVE_K_BIAS, "", "", MVE_PARAMS_CHANNEL); break;
-    case 4: MVE_ROWS_ASM(MVE_K_ZERO, "", "", MVE_PARAMS_CHANNEL); break;
-    case 7: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM_BIAS, MVE_PARAMS_CHANNEL); break;
-    case 6: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM, MVE_PARAMS_CHANNEL); break;
-    case 1: MVE_ROWS_ASM(MVE_K_BIAS, "", "", MVE_PARAMS_TENSOR); break;
-    case 0: MVE_ROWS_ASM(MVE_K_ZERO, "", "", MVE_PARAMS_TENSOR); break;
-    case 3: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM_BIAS, MVE_PARAMS_TENSOR); break;
-    default: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM, MVE_PARAMS_TENSOR); break;
+    case 13: MVE_ROWS_ASM(MVE_K_BIAS, "", "", MVE_PARAMS_CHANNEL, MVE_REQ_NEGATIVE); break;
+    case 12: MVE_ROWS_ASM(MVE_K_ZERO, "", "", MVE_PARAMS_CHANNEL, MVE_REQ_NEGATIVE); break;
+    case 15: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM_BIAS, MVE_PARAMS_CHANNEL, MVE_REQ_NEGATIVE); break;
+    case 14: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM, MVE_PARAMS_CHANNEL, MVE_REQ_NEGATIVE); break;
+    case 5: MVE_ROWS_ASM(MVE_K_BIAS, "", "", MVE_PARAMS_CHANNEL, MVE_REQ_GENERAL); break;
+    case 4: MVE_ROWS_ASM(MVE_K_ZERO, "", "", MVE_PARAMS_CHANNEL, MVE_REQ_GENERAL); break;
+    case 7: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM_BIAS, MVE_PARAMS_CHANNEL, MVE_REQ_GENERAL); break;
+    case 6: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM, MVE_PARAMS_CHANNEL, MVE_REQ_GENERAL); break;
+    case 1: MVE_ROWS_ASM(MVE_K_BIAS, "", "", MVE_PARAMS_TENSOR, MVE_REQ_GENERAL); break;
+    case 0: MVE_ROWS_ASM(MVE_K_ZERO, "", "", MVE_PARAMS_TENSOR, MVE_REQ_GENERAL); break;
+    case 3: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM_BIAS, MVE_PARAMS_TENSOR, MVE_REQ_GENERAL); break;
+    default: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM, MVE_PARAMS_TENSOR, MVE_REQ_GENERAL); break;
     }
+#else
+    (void)cp, (void)rows, (void)w, (void)out, (void)lo, (void)hi, (void)ooff, (void)depth;
+#endif
     (void)a0, (void)a1, (void)a2, (void)a3, (void)ws;
 }
 #endif
@@ -416,6 +436,9 @@ static int fast_path_fits(const mf_call *c) {
         if (x.shape[1 + a] >= lim || o.shape[1 + a] >= lim || w.shape[1 + a] >= lim) return 0;
     }
 #if defined(MF_USE_MVE)
+#if !defined(__OPTIMIZE__)
+    return 0; /* the MVE rows loop is asm that needs an optimized build's registers */
+#endif
     mf_tensor b, m, s;
     mf_channel_requant rq;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
