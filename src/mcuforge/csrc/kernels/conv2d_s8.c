@@ -496,6 +496,26 @@ static inline void patch_rows_staged(int8_t *col, uint32_t i, int8_t *staging, c
                      : "q0", "lr", "memory", "cc");
 }
 
+/* The patches of n (1..4) consecutive pixels of a 1x1 convolution without stride or padding whose
+ * output rows are as wide as the input's: pixel i's patch is the depth bytes at src + i * step. */
+static inline void patch_pixels(int8_t *col, const int8_t *src, uint32_t n, uint32_t depth, uint32_t step) {
+    const int8_t *s;
+    int8_t *d;
+    __asm__ volatile("3: mov          %[s], %[src]\n"
+                     "   mov          %[d], %[col]\n"
+                     "   wlstp.8      lr, %[depth], 1f\n"
+                     "2: vldrb.8      q0, [%[s]], #16\n"
+                     "   vstrb.8      q0, [%[d]], #64\n"
+                     "   letp         lr, 2b\n"
+                     "1: add          %[src], %[src], %[step]\n"
+                     "   add          %[col], %[col], #16\n"
+                     "   subs         %[n], %[n], #1\n"
+                     "   bne          3b\n"
+                     : [s] "=&r"(s), [d] "=&r"(d), [src] "+&r"(src), [col] "+&r"(col), [n] "+&r"(n)
+                     : [depth] "r"(depth), [step] "r"(step)
+                     : "q0", "lr", "memory", "cc");
+}
+
 /* The MVE blocks: four pixels' patches into the interleaved columns (a window inside the input with
  * rows of whole chunks: patch_rows16; a 1x1 inside the input: the pixel itself; else im2col_s8), then
  * every filter of the group by mat_mult_4cols. The geometry is copied into locals: the copy loops'
@@ -519,6 +539,16 @@ static void run_blocks(const conv_geom *g, mve_mm *m, const int8_t *wg, uint32_t
     const int32_t span_x = g->w - 1 - ((int32_t)g->kw - 1) * g->dl[1] + pd1;
     const int32_t span_y = g->h - 1 - ((int32_t)g->kh - 1) * g->dl[0] + pd0;
     const int32_t ox_hi = span_x < 0 ? 0 : span_x / st1 + 1, oy_hi = span_y < 0 ? 0 : span_y / st0 + 1;
+    if (g->kh == 1 && g->kw == 1 && pd0 == 0 && pd1 == 0 && st0 == 1 && st1 == 1 && ow == (uint32_t)g->w &&
+        oh <= (uint32_t)g->h) {
+        /* every pixel's patch is the input pixel of the same index: one copy loop per block */
+        for (uint32_t p0 = 0; p0 < pixels; p0 += NCOLS) {
+            const uint32_t n_cols = pixels - p0 < NCOLS ? pixels - p0 : NCOLS;
+            patch_pixels(cols, x + (size_t)p0 * ch, n_cols, depth, ch);
+            mat_mult_4cols(m, cols, n_cols, wg, out + (size_t)p0 * oc_n);
+        }
+        return;
+    }
     int32_t oy = 0, ox = 0;
     int row_inside = fast && oy_lo <= 0 && 0 < oy_hi;
     const int8_t *at = x + (ptrdiff_t)(-pd0) * (ptrdiff_t)in_row + (ptrdiff_t)(-pd1) * (ptrdiff_t)ch; /* window (0, 0) */
