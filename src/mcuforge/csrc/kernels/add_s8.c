@@ -165,6 +165,34 @@ static int add_fast_ok(const add_params *p) {
     return 1;
 }
 
+#if defined(MF_USE_DSP)
+/* The DSP cores' loop for left_shift <= 20 and every shift <= 0 (TFLite's parameters). Then every
+ * requantized value fits comfortably (|(x + off) << ls| < 2^28, each scaled input < 2^28, their sum
+ * < 2^29), so the doubling high multiply (v * m + 2^30) >> 31 is SMMULR(2 v, m) = (2 v m + 2^31) >> 32
+ * exactly, with the doubling folded into the shift, and the rounding divide by 2^n (n > 0) is
+ * (v - (v < 0) + 2^(n - 1)) >> n, which cannot overflow: the same bits as mf_requantize. */
+static inline int32_t add_dsp_scaled(int32_t x2, int32_t mult, int32_t n) {
+    int32_t v;
+    __asm__("smmulr %0, %1, %2" : "=r"(v) : "r"(x2), "r"(mult));
+    if (n > 0) v = (v + (v >> 31) + (1 << (n - 1))) >> n;
+    return v;
+}
+
+static int add_dsp_ok(const add_params *p) {
+    return p->ls <= 20 && p->a_shift <= 0 && p->b_shift <= 0 && p->out_shift <= 0;
+}
+
+static void add_dsp(const add_params *p, const int8_t *a, const int8_t *b, int8_t *out, uint32_t n) {
+    const int32_t ls1 = p->ls + 1, na = -p->a_shift, nb = -p->b_shift, no = -p->out_shift;
+    for (uint32_t i = 0; i < n; i++) {
+        const int32_t sa = add_dsp_scaled(mf_wrap32((uint32_t)(a[i] + p->a_off) << ls1), p->a_mult, na);
+        const int32_t sb = add_dsp_scaled(mf_wrap32((uint32_t)(b[i] + p->b_off) << ls1), p->b_mult, nb);
+        const int32_t v = add_dsp_scaled(mf_wrap32((uint32_t)(sa + sb) << 1), p->out_mult, no) + p->out_off;
+        out[i] = mf_clamp_s8(v, p->lo, p->hi);
+    }
+}
+#endif
+
 #endif
 
 static mf_status run(const mf_call *c) {
@@ -177,6 +205,11 @@ static mf_status run(const mf_call *c) {
 #if defined(MF_USE_MVE)
             if (add_asm_ok(&p)) {
                 add_asm(&p, (const int8_t *)a.data, (const int8_t *)b.data, (int8_t *)o.data, o.numel);
+                return MF_OK;
+            }
+#elif defined(MF_USE_DSP)
+            if (add_dsp_ok(&p)) {
+                add_dsp(&p, (const int8_t *)a.data, (const int8_t *)b.data, (int8_t *)o.data, o.numel);
                 return MF_OK;
             }
 #endif
