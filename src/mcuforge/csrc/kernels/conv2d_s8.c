@@ -205,7 +205,7 @@ static inline int8_t channel_rq_s8(const mf_channel_requant *q, const channel_rq
 /* Outputs of `rows` filters (weights w, row after row of `depth`) for a pair of interleaved widened
  * patches (word-aligned); out1 NULL: the second column repeats the first, its outputs unwritten. */
 static void mat_mult_2cols(const int16_t *cols, const int8_t *w, uint32_t rows, uint32_t depth,
-                           const mf_channel_requant *rq, uint32_t oc0, int8_t *out0, int8_t *out1) {
+                           const mf_channel_requant *rq, int small, uint32_t oc0, int8_t *out0, int8_t *out1) {
     const uint32_t d4 = depth & ~3u;
     const int16_t *tail = cols + 2u * d4; /* column 0's last values; column 1's at tail + 4 */
     uint32_t r = 0;
@@ -235,6 +235,16 @@ static void mat_mult_2cols(const int16_t *cols, const int8_t *w, uint32_t rows, 
             a10 += tail[t] * pb;
             a01 += tail[4 + t] * pa;
             a11 += tail[4 + t] * pb;
+        }
+        if (small) { /* mf_dsp_small_ok: the short requantization */
+            const mf_dsp_channel ca = mf_dsp_channel_of(rq, oc0 + r), cb = mf_dsp_channel_of(rq, oc0 + r + 1);
+            out0[r] = mf_dsp_out_s8(rq, &ca, a00);
+            out0[r + 1] = mf_dsp_out_s8(rq, &cb, a10);
+            if (out1 != NULL) {
+                out1[r] = mf_dsp_out_s8(rq, &ca, a01);
+                out1[r + 1] = mf_dsp_out_s8(rq, &cb, a11);
+            }
+            continue;
         }
         const channel_rq ca = channel_rq_of(rq, oc0 + r), cb = channel_rq_of(rq, oc0 + r + 1);
         out0[r] = channel_rq_s8(rq, &ca, a00);
@@ -606,6 +616,7 @@ static mf_status run_fast(const mf_call *c) {
     const int pointwise = g.kh == 1 && g.kw == 1 && g.pd[0] == 0 && g.pd[1] == 0 &&
                           ((int32_t)o.shape[1] - 1) * g.st[0] < g.h && ((int32_t)ow - 1) * g.st[1] < g.w;
     const int32_t off16 = mf_pack_off16(in_off);
+    const int small = mf_dsp_small_ok(&rq, oc_n, depth);
 #endif
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
@@ -633,7 +644,7 @@ static mf_status run_fast(const mf_call *c) {
                     widen_interleaved(patch, cols, i, depth, off16, in_off);
                 }
                 int8_t *out0 = out_image + (size_t)p0 * oc_n + grp * opg;
-                mat_mult_2cols(cols, wg, opg, depth, &rq, grp * opg, out0, n_cols > 1 ? out0 + oc_n : NULL);
+                mat_mult_2cols(cols, wg, opg, depth, &rq, small, grp * opg, out0, n_cols > 1 ? out0 + oc_n : NULL);
             }
 #endif
         }
