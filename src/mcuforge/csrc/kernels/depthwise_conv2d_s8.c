@@ -537,13 +537,33 @@ static inline __attribute__((always_inline)) void dw_dsp_tap4w(int32_t *a, const
     a[3] = __smlatt(x13, w13, a[3]);
 }
 
+/* The four outputs of channels oc .. oc + 3: the short requantization when it serves the op (small),
+ * dw_dsp_out otherwise. */
+static inline void dw_dsp_out4(const dw_geom *g, const mf_dsp_channel ch4[4], int small, int32_t oc, const int32_t a[4],
+                               int8_t *out) {
+    if (small) {
+        for (int i = 0; i < 4; i++) out[i] = mf_dsp_out_s8(&g->rq, &ch4[i], a[i]);
+    } else {
+        for (int i = 0; i < 4; i++) out[i] = dw_dsp_out(g, oc + i, mf_add_wrap(a[i], ch4[i].bias));
+    }
+}
+
 /* 3x3 windows, channel groups of four outer, pixels inner: the group's nine weight words,
- * sign-extended once into 18 halfword pairs, and the nine tap offsets sit in small tables (one load
- * each, no address arithmetic per pixel). Channels [0, ch & ~3). */
+ * sign-extended once into 18 halfword pairs, and its channels' output parameters, read once. A row's
+ * windows inside the input run without bounds (three row pointers, the taps dx apart); the others
+ * take their inside taps from the tap ranges. Channels [0, ch & ~3). */
 static void dw_dsp_3x3_groups(const dw_geom *g) {
     const int32_t C = g->ch, row = g->wi * C, off16 = mf_pack_off16(g->in_off);
+    const int32_t dy = g->dl[0] * row, dx = g->dl[1] * C, step = g->st[1] * C;
+    const int small = mf_dsp_small_ok(&g->rq, (uint32_t)C, 9);
+    /* output columns [ox_lo, ox_hi) whose windows lie inside the input's width */
+    const int32_t ox_lo = (g->pd[1] + g->st[1] - 1) / g->st[1];
+    const int32_t span_x = g->wi - 1 - 2 * g->dl[1] + g->pd[1];
+    int32_t ox_hi = span_x < 0 ? 0 : span_x / g->st[1] + 1;
+    if (ox_hi > g->ow) ox_hi = g->ow;
+    if (ox_hi < ox_lo) ox_hi = ox_lo;
     int32_t toff[9];
-    for (int32_t t = 0; t < 9; t++) toff[t] = (t / 3) * g->dl[0] * row + (t % 3) * g->dl[1] * C;
+    for (int32_t t = 0; t < 9; t++) toff[t] = (t / 3) * dy + (t % 3) * dx;
     for (int32_t oc = 0; oc + 4 <= C; oc += 4) {
         int32_t wv[18];
         for (int32_t t = 0; t < 9; t++) {
@@ -551,9 +571,8 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
             wv[2 * t] = mf_sxtb16(ww);
             wv[2 * t + 1] = mf_sxtb16_ror8(ww);
         }
-        const int32_t *bias = g->rq.bias;
-        const int32_t b0 = bias ? bias[oc] : 0, b1 = bias ? bias[oc + 1] : 0;
-        const int32_t b2 = bias ? bias[oc + 2] : 0, b3 = bias ? bias[oc + 3] : 0;
+        mf_dsp_channel ch4[4];
+        for (int i = 0; i < 4; i++) ch4[i] = mf_dsp_channel_of(&g->rq, (uint32_t)(oc + i));
         for (int32_t b = 0; b < g->batch; b++) {
             const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row + oc;
             int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + oc;
@@ -561,26 +580,40 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
                 const int32_t y0 = oy * g->st[0] - g->pd[0];
                 int32_t ky0, ky1;
                 dw_tap_range(y0, g->dl[0], 3, g->h, &ky0, &ky1);
+                const int row_in = ky0 == 0 && ky1 == 3;
                 for (int32_t ox = 0; ox < g->ow; ox++, out += C) {
                     const int32_t x0 = ox * g->st[1] - g->pd[1];
+                    int32_t a[4] = {0, 0, 0, 0};
+                    if (row_in && ox >= ox_lo && ox < ox_hi) {
+                        /* inside: the windows up to ox_hi without bounds */
+                        const int8_t *r0 = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)x0 * C;
+                        for (; ox < ox_hi; ox++, out += C, r0 += step) {
+                            const int8_t *r1 = r0 + dy, *r2 = r1 + dy;
+                            int32_t p[4] = {0, 0, 0, 0};
+                            dw_dsp_tap4w(p, r0, wv[0], wv[1], off16);
+                            dw_dsp_tap4w(p, r0 + dx, wv[2], wv[3], off16);
+                            dw_dsp_tap4w(p, r0 + 2 * dx, wv[4], wv[5], off16);
+                            dw_dsp_tap4w(p, r1, wv[6], wv[7], off16);
+                            dw_dsp_tap4w(p, r1 + dx, wv[8], wv[9], off16);
+                            dw_dsp_tap4w(p, r1 + 2 * dx, wv[10], wv[11], off16);
+                            dw_dsp_tap4w(p, r2, wv[12], wv[13], off16);
+                            dw_dsp_tap4w(p, r2 + dx, wv[14], wv[15], off16);
+                            dw_dsp_tap4w(p, r2 + 2 * dx, wv[16], wv[17], off16);
+                            dw_dsp_out4(g, ch4, small, oc, p, out);
+                        }
+                        ox--, out -= C;
+                        continue;
+                    }
                     int32_t kx0, kx1;
                     dw_tap_range(x0, g->dl[1], 3, g->wi, &kx0, &kx1);
                     const int8_t *xpix = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)x0 * C;
-                    int32_t a[4] = {b0, b1, b2, b3};
-                    if (ky0 == 0 && ky1 == 3 && kx0 == 0 && kx1 == 3) {
-                        for (int32_t t = 0; t < 9; t++) dw_dsp_tap4w(a, xpix + toff[t], wv[2 * t], wv[2 * t + 1], off16);
-                    } else {
-                        for (int32_t ky = ky0; ky < ky1; ky++) {
-                            for (int32_t kx = kx0; kx < kx1; kx++) {
-                                const int32_t t = ky * 3 + kx;
-                                dw_dsp_tap4w(a, xpix + toff[t], wv[2 * t], wv[2 * t + 1], off16);
-                            }
+                    for (int32_t ky = ky0; ky < ky1; ky++) {
+                        for (int32_t kx = kx0; kx < kx1; kx++) {
+                            const int32_t t = ky * 3 + kx;
+                            dw_dsp_tap4w(a, xpix + toff[t], wv[2 * t], wv[2 * t + 1], off16);
                         }
                     }
-                    out[0] = dw_dsp_out(g, oc, a[0]);
-                    out[1] = dw_dsp_out(g, oc + 1, a[1]);
-                    out[2] = dw_dsp_out(g, oc + 2, a[2]);
-                    out[3] = dw_dsp_out(g, oc + 3, a[3]);
+                    dw_dsp_out4(g, ch4, small, oc, a, out);
                 }
             }
         }
