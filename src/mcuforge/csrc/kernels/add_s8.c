@@ -4,9 +4,11 @@
  *
  * run_portable is the statement of the math (any broadcast, every core). Two inputs of the output's
  * element count (ResNet's residual adds) take a fast path with the same bytes: on MVE cores four
- * lanes at a time (CMSIS-NN's arm_elementwise_add_s8 MVE arithmetic: VQRDMULH + rounding shift),
- * the tail predicated; on the other Cortex-M cores one scalar loop with the requantization
- * inlined and the broadcast walker gone. A multiplier of INT32_MIN takes the portable path on MVE.
+ * lanes at a time (CMSIS-NN's arm_elementwise_add_s8 MVE arithmetic: VQRDMULH + rounding shift) --
+ * TFLite's parameters (input shifts <= 0, output shift < 0) as one tail-predicated asm loop, other
+ * parameters in C with the tail predicated; on DSP cores TFLite's parameters by SMMULR (add_dsp);
+ * on the other Cortex-M cores one scalar loop with the requantization inlined and the broadcast
+ * walker gone. A multiplier of INT32_MIN takes the portable path on MVE.
  */
 #include "broadcast.h"
 #include "mf_simd.h"

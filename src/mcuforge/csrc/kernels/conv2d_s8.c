@@ -11,14 +11,23 @@
  * hold the input zero point, whose (x + input offset) is 0, so the sums equal the skipped taps' --
  * and a block of columns is multiplied by every filter of its group:
  *   DSP: columns widened to int16 with the offset added (lanes of each group of 4 in the order
- *        0, 2, 1, 3 to match SXTB16 on the weights), 2 filters x 2 pixels per SMLAD loop;
- *   MVE: int8 columns, 1 filter x 4 pixels per VMLADAVA loop over 16 lanes (tail-predicated); the
- *        offset enters once per filter as offset * sum(weights), summed by VADDVA in the same loop.
- * A 1x1 convolution without padding needs no im2col: its patch is the input pixel itself (MVE
- * reads it in place; DSP widens it). A patch row whose taps are adjacent (dilation 1, one group)
- * and inside the input is copied as one run: the few-input-channel first layers.
- * The scratch buffer is conv2d_s8_scratch_bytes (4 x the patch size, mcuforge/lower); a program with
- * less runs the portable path.
+ *        0, 2, 1, 3 to match SXTB16 on the weights), 2 filters x 2 pixels per SMLAD loop; the output
+ *        stage is SMMULR-based (mf_dsp_requantize_small) when no accumulator can reach 2^30;
+ *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
+ *        them), and for every filter one asm block (MVE_ROWS_ASM): a tail-predicated WLSTP/LETP
+ *        loop of VMLADAVA over 16 lanes, then the four pixels requantized as one vector (VQRDMULH +
+ *        rounding shift, shorter when every shift is negative), clamped and scatter-stored. With an
+ *        input offset the loop also sums the weights (VADDVA: offset * sum(w)); the lowering folds
+ *        the offset into the bias of every convolution without padding, so the usual 1x1 layers
+ *        skip it. The patches: a 1x1 without stride or padding copies four consecutive pixels in
+ *        one loop; windows inside the input with rows of whole chunks copy each row by one loop,
+ *        shorter rows (few-channel first layers) are staged by predicated row copies; the other
+ *        windows go through im2col_s8 (zero points outside). An -O0 build, which leaves the asm too
+ *        few registers, and a multiplier of INT32_MIN take the portable path.
+ * The DSP path reads a 1x1 convolution without padding in place (widening it). A patch row whose
+ * taps are adjacent (dilation 1, one group) and inside the input is copied as one run.
+ * The scratch buffer is mcuforge.ir.kernel_scratch_bytes (5 patches rounded up to 16 bytes, set by the
+ * lowering); a program with less runs the portable path.
  */
 #include "mf_simd.h"
 

@@ -8,15 +8,19 @@
  *   the optimized paths' fallback (depth multiplier > 1);
  * - DSP (cortex-m4/m7/m33): four channels per word, SXTAB16 adds the input offset to two byte
  *   lanes at once, SMLABB/SMLATT accumulate per channel; taps outside the input are skipped by
- *   loop bounds; the 3x3 window fully inside the input is unrolled;
- * - MVE (cortex-m55): eight channels at a time in int16 lanes (a vector of 16 int8 channels would
- *   need four int32 accumulators plus operands: more than the eight Q registers), products by
- *   VMULLB/VMULLT into even/odd int32 lanes; 3x3 windows start from bias + offset * sum(w) (so x
- *   needs no offset), taps outside the input reading the value -offset (x + offset = 0), rows
- *   inside the input unrolled without bounds; other kernels loop over their inside taps from the
- *   bias, adding the offset to x; a vector requantization (VQRDMULH + rounding shift, CMSIS-NN's
- *   arm_requantize_mve) and scatter stores; the channel tail (ch % 8) is predicated. A multiplier
- *   of INT32_MIN (where VQRDMULH saturates and the C code wraps) takes the portable path.
+ *   loop bounds; 3x3 windows inside the input run along a row without bounds; the output stage is
+ *   SMMULR-based (mf_dsp_requantize_small) when no accumulator can reach 2^30;
+ * - MVE (cortex-m55): groups of eight channels outer, products by VMULLB/VMULLT of int16 lanes
+ *   into even/odd int32 accumulators (a vector of 16 int8 channels would need four accumulators
+ *   plus operands: more than the eight Q registers). 3x3 kernels: the windows inside the input as
+ *   one asm block (DW_BLOCK3X3_ASM: from bias + offset * sum(w), so x needs no offset, nine taps
+ *   unrolled), the others as asm runs of windows sharing their row/column masks (DW_EDGE3X3_ASM:
+ *   from the bias, x + offset, taps outside skipped); other kernels and the last partial group
+ *   through dw_pixel. The output stage: a vector requantization (VQRDMULH + rounding shift,
+ *   CMSIS-NN's arm_requantize_mve, shorter when every shift is negative), saturating narrowing into
+ *   channel order, clamp, one store of eight bytes. A multiplier of INT32_MIN (where VQRDMULH
+ *   saturates and the C code wraps) takes the portable path; an -O0 build runs every pixel
+ *   through dw_pixel (the asm needs an optimized build's registers).
  */
 #include "mf_simd.h"
 
