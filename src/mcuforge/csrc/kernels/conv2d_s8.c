@@ -194,20 +194,12 @@ static void widen_interleaved(const int8_t *src, int16_t *cols, uint32_t c, uint
     for (uint32_t i = d4; i < depth; i++) dst[i - d4] = (int16_t)(src[i] + off);
 }
 
-/* One channel's output stage, read once for the pixels that share it. */
-typedef struct {
-    int32_t bias, mult, shift;
-} channel_rq;
-
-static inline channel_rq channel_rq_of(const mf_channel_requant *q, uint32_t oc) {
-    const uint32_t k = q->per_channel ? oc : 0;
-    channel_rq c = {q->bias ? q->bias[oc] : 0, q->mult[k], q->shift[k]};
-    return c;
-}
-
-/* mf_channel_requant_s8 with the channel's parameters read beforehand: the same bits. */
-static inline int8_t channel_rq_s8(const mf_channel_requant *q, const channel_rq *c, int32_t acc) {
-    const int32_t v = mf_requantize_inline(mf_add_wrap(acc, c->bias), c->mult, c->shift);
+/* One channel's output stage (its parameters read once for the pixels that share them): the short
+ * requantization when it serves the op (small: mf_dsp_small_ok), else mf_channel_requant_s8's; the
+ * same bits either way. */
+static inline int8_t channel_out_s8(const mf_channel_requant *q, const mf_dsp_channel *c, int small, int32_t acc) {
+    if (small) return mf_dsp_out_s8(q, c, acc);
+    const int32_t v = mf_requantize_inline(mf_add_wrap(acc, c->bias), c->mult, -c->n);
     return mf_clamp_s8(mf_add_wrap(v, q->out_off), q->lo, q->hi);
 }
 
@@ -245,22 +237,12 @@ static void mat_mult_2cols(const int16_t *cols, const int8_t *w, uint32_t rows, 
             a01 += tail[4 + t] * pa;
             a11 += tail[4 + t] * pb;
         }
-        if (small) { /* mf_dsp_small_ok: the short requantization */
-            const mf_dsp_channel ca = mf_dsp_channel_of(rq, oc0 + r), cb = mf_dsp_channel_of(rq, oc0 + r + 1);
-            out0[r] = mf_dsp_out_s8(rq, &ca, a00);
-            out0[r + 1] = mf_dsp_out_s8(rq, &cb, a10);
-            if (out1 != NULL) {
-                out1[r] = mf_dsp_out_s8(rq, &ca, a01);
-                out1[r + 1] = mf_dsp_out_s8(rq, &cb, a11);
-            }
-            continue;
-        }
-        const channel_rq ca = channel_rq_of(rq, oc0 + r), cb = channel_rq_of(rq, oc0 + r + 1);
-        out0[r] = channel_rq_s8(rq, &ca, a00);
-        out0[r + 1] = channel_rq_s8(rq, &cb, a10);
+        const mf_dsp_channel ca = mf_dsp_channel_of(rq, oc0 + r), cb = mf_dsp_channel_of(rq, oc0 + r + 1);
+        out0[r] = channel_out_s8(rq, &ca, small, a00);
+        out0[r + 1] = channel_out_s8(rq, &cb, small, a10);
         if (out1 != NULL) {
-            out1[r] = channel_rq_s8(rq, &ca, a01);
-            out1[r + 1] = channel_rq_s8(rq, &cb, a11);
+            out1[r] = channel_out_s8(rq, &ca, small, a01);
+            out1[r + 1] = channel_out_s8(rq, &cb, small, a11);
         }
     }
     if (r < rows) {
