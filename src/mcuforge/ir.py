@@ -119,9 +119,9 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     """Scratch bytes an op of ``kind`` asks of the runtime (``Op.scratch_bytes``) on ``target``, exactly
     what the C kernels' optimized paths use; a program without it runs the portable path.
 
-    conv2d_s8's im2col, per patch of kh * kw * filter channels (its depth): DSP and MVE hold 4 int8
-    patches, or 2 int16 patches and an int8 one, each rounded up to a multiple of 4 (word-aligned
-    columns); the scalar path (cortex-m3) 3 columns of int32 pixel pairs; the portable path
+    conv2d_s8's im2col, per patch of kh * kw * filter channels (its depth): MVE holds an int8 patch and
+    4 interleaved ones in 16-byte chunks, DSP 2 int16 patches and an int8 one: 5 patches rounded up to a
+    multiple of 16 serve both; the scalar path (cortex-m3) 3 columns of int32 pixel pairs; the portable path
     (cortex-m0plus) none. depthwise_conv2d_s8 on the scalar path (``out_shape`` NHWC and the op's
     ``attrs`` needed), with rows along the longer output axis: the kh * kw taps, a ring of the rows the
     window spans and a row of zeros, each (ow - 1) * stride + (kw - 1) * dilation + 1 words of packed
@@ -135,7 +135,7 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
         depth = kh * kw * ic
         if path == "scalar":
             return 12 * depth
-        return 5 * ((depth + 3) // 4 * 4) if path in ("dsp", "mve") else 0
+        return 5 * ((depth + 15) // 16 * 16) if path in ("dsp", "mve") else 0
     if kind == "add_s8" and path == "scalar":
         return 2048
     if kind == "depthwise_conv2d_s8" and path == "scalar":

@@ -4,8 +4,12 @@
  * away from zero. A window entirely in padding is rejected at load time (CMSIS: argument error).
  * The output size is an attribute, as CMSIS-NN takes it (output_x, output_y): torch's ceil_mode
  * and the default floor rule are both a choice of it; every window must hit the input.
+ *
+ * MVE (cortex-m55): an average over a window of at most 255 inputs (so that the int16 sums cannot
+ * overflow: 255 * 128 < 2^15) sums eight channels per VLDRB.S16 + VADD, then divides each channel's
+ * sum in scalar code exactly as below; other windows and maxpool take the portable loop.
  */
-#include "mf_kernel_util.h"
+#include "mf_simd.h"
 
 enum { A_KERNEL, A_STRIDE, A_PAD, A_ACT_MIN, A_ACT_MAX, A_OUT_HW };
 
@@ -54,6 +58,28 @@ static void clip_window(int64_t start, int32_t k, uint32_t size, uint32_t *lo, u
     *hi = (uint32_t)b;
 }
 
+#if defined(MF_USE_MVE)
+/* The averages of window [y_lo, y_hi) x [x_lo, x_hi) (count <= 255 inputs) of image xd, all channels. */
+static void avg_window_mve(const int8_t *xd, uint32_t w, uint32_t ch, uint32_t y_lo, uint32_t y_hi, uint32_t x_lo,
+                           uint32_t x_hi, int32_t count, int32_t lo, int32_t hi, int8_t *out) {
+    for (uint32_t c0 = 0; c0 < ch; c0 += 8) {
+        const mve_pred16_t p = vctp16q(ch - c0);
+        int16x8_t acc = vdupq_n_s16(0);
+        for (uint32_t iy = y_lo; iy < y_hi; iy++) {
+            const int8_t *xp = xd + ((size_t)iy * w + x_lo) * ch + c0;
+            for (uint32_t ix = x_lo; ix < x_hi; ix++, xp += ch) acc = vaddq_s16(acc, vldrbq_z_s16(xp, p));
+        }
+        int16_t sums[8];
+        vst1q_s16(sums, acc);
+        const uint32_t n = ch - c0 < 8 ? ch - c0 : 8;
+        for (uint32_t i = 0; i < n; i++) {
+            const int32_t a = sums[i];
+            out[c0 + i] = mf_clamp_s8(a > 0 ? (a + count / 2) / count : (a - count / 2) / count, lo, hi);
+        }
+    }
+}
+#endif
+
 static mf_status run(const mf_call *c, int is_max) {
     mf_tensor x, o;
     pool_params p;
@@ -72,6 +98,13 @@ static mf_status run(const mf_call *c, int is_max) {
                 uint32_t x_lo, x_hi;
                 clip_window((int64_t)ox * p.st[1] - p.pd[1], p.k[1], w, &x_lo, &x_hi);
                 const int32_t count = (int32_t)((y_hi - y_lo) * (x_hi - x_lo));
+#if defined(MF_USE_MVE)
+                if (!is_max && count <= 255) {
+                    avg_window_mve(xd + (size_t)n * h * w * ch, w, ch, y_lo, y_hi, x_lo, x_hi, count, p.lo, p.hi, out);
+                    out += ch;
+                    continue;
+                }
+#endif
                 for (uint32_t cc = 0; cc < ch; cc++) {
                     int32_t acc = is_max ? -129 : 0;
                     for (uint32_t iy = y_lo; iy < y_hi; iy++) {
