@@ -123,6 +123,19 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int]) -> int:
     return 0
 
 
+def scratch_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
+    """Why ``op.scratch_bytes`` does not fit its kernel, or None: an op's scratch is none (0, the portable
+    path) or at least what :func:`kernel_scratch_bytes` plans; the writer, the Python reader and the C
+    loader all refuse a smaller one (a plan and a kernel that disagree)."""
+    if op.kind != "conv2d_s8" or not op.scratch_bytes or len(op.inputs) < 2 or op.inputs[1] not in tensors:
+        return None
+    weight = tensors[op.inputs[1]].shape
+    need = kernel_scratch_bytes(op.kind, weight) if len(weight) == 4 else 0
+    if op.scratch_bytes < need:
+        return f"scratch_bytes {op.scratch_bytes} is less than the {need} bytes its kernel needs (0: no scratch)"
+    return None
+
+
 def input_bytes(graph: Graph, inputs: Sequence[np.ndarray]) -> list[bytes]:
     """The graph inputs' bytes as the runtimes read them (program dtype and layout, little-endian),
     after checking each input's dtype and shape; a ValueError names the input that does not fit."""

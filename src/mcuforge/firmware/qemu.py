@@ -33,7 +33,7 @@ RESULT_FORMAT = "<2I i I 2i 2Q 10I 32s 56s"
 RESULT_FIELDS = ("magic", "version", "status", "stage", "error_op", "error_tensor", "invoke_instructions",
                  "calibration_instructions", "calibration_expected", "stack_bytes", "invoke_stack_bytes",
                  "stack_size", "arena_bytes", "program_bytes", "output_count", "trace_bytes", "clock_hz",
-                 "reserved", "status_name", "message")
+                 "trace_dropped_bytes", "status_name", "message")
 RESULT_MAGIC = 0x5352464D
 STAGES = ("none", "reading host files", "mf_program_load", "mf_init", "mf_set_input", "mf_invoke",
           "writing outputs", "tracing", "memory")
@@ -90,39 +90,10 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
     mode = trace_mode(trace)
     graph = deserialize(bytes(program_bytes))
     elf = build(target, trace=mode != "off")
-    command = qemu_command(target, elf)
     with tempfile.TemporaryDirectory(prefix="mcuforge-qemu-") as tmp:
         folder = Path(tmp)
-        (folder / "run.cfg").write_bytes(struct.pack("<I", TRACE_MODES[mode]))
-        (folder / "program.mfp").write_bytes(bytes(program_bytes))
-        for i, data in enumerate(input_bytes(graph, inputs)):
-            (folder / f"input{i}.bin").write_bytes(data)
-        where = f"{target} on QEMU {board.machine}"
-        started = time.perf_counter()
-        try:
-            done = subprocess.run(command, cwd=folder, stdin=subprocess.DEVNULL, capture_output=True,
-                                  timeout=timeout, check=False)
-        except subprocess.TimeoutExpired as exc:
-            tail = _tail((exc.stderr or b"").decode(errors="replace") + (exc.stdout or b"").decode(errors="replace"))
-            raise FirmwareRunError(f"{where}: no result after {timeout:.0f} s (hung or too slow); "
-                                   f"QEMU output:\n{tail}") from None
-        seconds = time.perf_counter() - started
-        console = _tail(done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace"))
-        console = f"; QEMU output:\n{console}" if console else " (QEMU printed nothing)"
-        result_file = folder / "result.bin"
-        if not result_file.is_file():
-            why = "the CPU faulted" if done.returncode == EXIT_FAULT else f"QEMU exited with {done.returncode}"
-            raise FirmwareRunError(f"{where}: the firmware stopped without a result ({why}){console}")
-        result = _parse_result(result_file.read_bytes())
-        if result["magic"] != RESULT_MAGIC:
-            raise FirmwareRunError(f"{where}: result.bin is not a firmware result")
-        if result["status"] != 0 or done.returncode != 0:
-            stage = STAGES[result["stage"]] if result["stage"] < len(STAGES) else str(result["stage"])
-            op = f", op {result['error_op']}" if result["error_op"] >= 0 else ""
-            tensor = f", tensor {result['error_tensor']}" if result["error_tensor"] >= 0 else ""
-            raise FirmwareRunError(f"{where}: {stage} failed with {result['status_name']} "
-                                   f"({result['status']}){op}{tensor}: {result['message']} "
-                                   f"(QEMU exit {done.returncode}){console}")
+        result, seconds = boot(folder, target, bytes(program_bytes), input_bytes(graph, inputs), mode,
+                               timeout=timeout)
         outputs = _read_outputs(folder, graph)
         recorded = (folder / "trace.bin").read_bytes() if mode != "off" else None
     facts = {
@@ -137,6 +108,52 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
         "qemu_seconds": seconds,
     }
     return outputs, recorded, facts
+
+
+def boot(folder: Path, target: str, program_bytes: bytes, inputs: Sequence[bytes], mode: str = "off", *,
+         timeout: float = DEFAULT_TIMEOUT_SECONDS, arena_shortfall: int = 0,
+         trace_buffer_bytes: int = 0) -> tuple[dict[str, Any], float]:
+    """Boot the firmware once in ``folder`` on these exact bytes (no checks on the host side: the
+    board's runtime is the one that must refuse what is wrong). ``arena_shortfall``: give mf_init that
+    many bytes less than the program needs; ``trace_buffer_bytes``: the firmware's trace buffer
+    (0: its default). Returns (result.bin's fields, QEMU seconds); FirmwareRunError if the firmware
+    failed, naming the stage, the mf_status and the op."""
+    board = get_board(target)
+    command = qemu_command(target, build(target, trace=mode != "off"))
+    config = struct.pack("<3I", TRACE_MODES[mode], arena_shortfall, trace_buffer_bytes)
+    (folder / "run.cfg").write_bytes(config)
+    (folder / "program.mfp").write_bytes(program_bytes)
+    for i, data in enumerate(inputs):
+        (folder / f"input{i}.bin").write_bytes(data)
+    where = f"{target} on QEMU {board.machine}"
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(command, cwd=folder, stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        tail = _tail((exc.stderr or b"").decode(errors="replace") + (exc.stdout or b"").decode(errors="replace"))
+        raise FirmwareRunError(f"{where}: no result after {timeout:.0f} s (hung or too slow); "
+                               f"QEMU output:\n{tail}") from None
+    seconds = time.perf_counter() - started
+    console = _tail(done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace"))
+    console = f"; QEMU output:\n{console}" if console else " (QEMU printed nothing)"
+    result_file = folder / "result.bin"
+    if not result_file.is_file():
+        why = "the CPU faulted" if done.returncode == EXIT_FAULT else f"QEMU exited with {done.returncode}"
+        raise FirmwareRunError(f"{where}: the firmware stopped without a result ({why}){console}")
+    result = _parse_result(result_file.read_bytes())
+    if result["magic"] != RESULT_MAGIC:
+        raise FirmwareRunError(f"{where}: result.bin is not a firmware result")
+    if result["status"] != 0 or done.returncode != 0:
+        stage = STAGES[result["stage"]] if result["stage"] < len(STAGES) else str(result["stage"])
+        op = f", op {result['error_op']}" if result["error_op"] >= 0 else ""
+        tensor = f", tensor {result['error_tensor']}" if result["error_tensor"] >= 0 else ""
+        dropped = result["trace_dropped_bytes"]
+        lost = f"; {dropped:,} of {result['trace_bytes']:,} trace bytes dropped" if dropped else ""
+        raise FirmwareRunError(f"{where}: {stage} failed with {result['status_name']} "
+                               f"({result['status']}){op}{tensor}: {result['message']}{lost} "
+                               f"(QEMU exit {done.returncode}){console}")
+    return result, seconds
 
 
 def check_board_target(program_target: str, board_target: str) -> None:

@@ -14,7 +14,7 @@ import zlib
 
 import numpy as np
 
-from mcuforge.ir import DTYPES, OP_KIND_BY_ID, OP_KINDS, Graph, Op, QParams, Tensor
+from mcuforge.ir import DTYPES, OP_KIND_BY_ID, OP_KINDS, Graph, Op, QParams, Tensor, scratch_problem
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.layout import Header, ProgramFormatError
@@ -39,6 +39,7 @@ def deserialize(data: bytes | bytearray | memoryview) -> Graph:
     reader = _OpReader(header, index, tensors, decoder)
     ops = [reader.read(buf, i) for i in range(header.op_count)]
     _check_delegates(ops, {t.name: t for t in tensors})
+    _check_scratch(ops, {t.name: t for t in tensors})
     return Graph(
         tensors={t.name: t for t in tensors},
         ops=ops,
@@ -54,6 +55,13 @@ def _check_delegates(ops: list[Op], tensors: dict[str, Tensor]) -> None:
         problem = delegate_problem(op, tensors) if op.kind == "delegate" else None
         if problem is None and op.kind != "delegate" and op.backend == "npu":
             problem = "backend 'npu' on an op that is not a delegate"
+        if problem:
+            raise ProgramFormatError(f"op {i} ({op.kind}): {problem}")
+
+
+def _check_scratch(ops: list[Op], tensors: dict[str, Tensor]) -> None:
+    for i, op in enumerate(ops):
+        problem = scratch_problem(op, tensors)
         if problem:
             raise ProgramFormatError(f"op {i} ({op.kind}): {problem}")
 

@@ -17,13 +17,20 @@
  * A 1x1 convolution without padding needs no im2col: its patch is the input pixel itself (MVE
  * reads it in place; DSP widens it). A patch row whose taps are adjacent (dilation 1, one group)
  * and inside the input is copied as one run: the few-input-channel first layers.
- * The scratch buffer is conv2d_s8_scratch_bytes (4 x the patch size, mcuforge/lower); a program with
- * less runs the portable path.
+ * The scratch buffer is fast_scratch_bytes (5 x the patch size rounded up to 4, as
+ * mcuforge.ir.kernel_scratch_bytes plans it); a program without scratch (0) runs the portable path, one
+ * with a nonzero scratch smaller than that is refused at load (MF_ERR_SHAPE).
  */
 #include "mf_simd.h"
 
 /* attributes */
 enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_ACT_MIN, A_ACT_MAX };
+
+/* Patch size rounded up to a multiple of 4: the DSP columns' stride, which keeps them word-aligned. */
+static uint32_t depth4(uint32_t depth) { return (depth + 3u) & ~3u; }
+
+/* The fast path's scratch: 4 int8 patches (MVE); 2 int16 patches interleaved and an int8 one (DSP). */
+static uint32_t fast_scratch_bytes(uint32_t depth) { return 5u * depth4(depth); }
 
 static mf_status check(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
@@ -37,17 +44,16 @@ static mf_status check(const mf_call *c) {
     if ((uint64_t)w.shape[1] * w.shape[2] * w.shape[3] > MF_MAX_DOT_DEPTH) return MF_ERR_SHAPE;
     int32_t st[2], pd[2], dl[2];
     if (!mf_attr_conv_window(c, A_STRIDE, st, pd, dl)) return MF_ERR_SHAPE;
+    /* Scratch as planned (mcuforge.ir.kernel_scratch_bytes) or none (the portable path): anything in
+     * between is a program whose plan and kernel disagree, refused on every build alike. */
+    if (c->scratch_bytes != 0 && c->scratch_bytes < fast_scratch_bytes(w.shape[1] * w.shape[2] * w.shape[3])) {
+        return MF_ERR_SHAPE;
+    }
     return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, w.shape[0], A_ACT_MIN);
 }
 
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
 #define MF_CONV_FAST 1
-
-/* Patch size rounded up to a multiple of 4: the DSP columns' stride, which keeps them word-aligned. */
-static uint32_t depth4(uint32_t depth) { return (depth + 3u) & ~3u; }
-
-/* The fast path's scratch: 4 int8 patches (MVE); 2 int16 patches interleaved and an int8 one (DSP). */
-static uint32_t fast_scratch_bytes(uint32_t depth) { return 5u * depth4(depth); }
 
 /* dst[0 .. n) = src[0 .. n) */
 static inline void copy_s8(int8_t *dst, const int8_t *src, uint32_t n) {
