@@ -26,8 +26,8 @@ CSRC = Path(__file__).resolve().parent.parent / "csrc"
 FIRMWARE_SRC = CSRC / "firmware"
 INCLUDE = CSRC / "include"
 # Folders of csrc that are not the portable runtime: the firmware, the export-c templates, and
-# host-only code (the Python binding, host test programs).
-NOT_RUNTIME = {"firmware", "export", "host", "python", "binding", "tests", "test"}
+# host-only code (the Python binding, host test programs, the fuzzer harness).
+NOT_RUNTIME = {"firmware", "export", "host", "fuzz", "python", "binding", "tests", "test"}
 
 WARNINGS = ("-Wall", "-Wextra", "-Werror")
 COMMON_FLAGS = ("-mthumb", "-O3", *PORTABLE_C_FLAGS, *WARNINGS, "-ffunction-sections", "-fdata-sections")

@@ -152,9 +152,11 @@ static int run(void) {
 
     uint8_t *config = read_file(FW_FILE_CONFIG, &size);
     if (config == NULL || size < 4) return fail(FW_STAGE_FILES, -1, "cannot read " FW_FILE_CONFIG);
-    const uint32_t size_of_config = size;
     uint32_t trace_mode = config_word(config, size, 0);
     uint32_t arena_shortfall = config_word(config, size, 1);
+    uint32_t trace_buffer_bytes = config_word(config, size, 2);
+    if (trace_buffer_bytes == 0) trace_buffer_bytes = FW_TRACE_BUFFER_BYTES;
+    (void)trace_buffer_bytes; /* only a build with MF_TRACE has a trace buffer */
     if (trace_mode != FW_TRACE_OFF && !MF_TRACE)
         return fail(FW_STAGE_TRACE, -1, "trace asked of a firmware built without MF_TRACE");
 
@@ -198,8 +200,7 @@ static int run(void) {
     static trace_file tfile;
     static mf_trace_sink tsink;
     if (trace_mode != FW_TRACE_OFF) {
-        tfile.capacity = config_word(config, size_of_config, 2) ? config_word(config, size_of_config, 2)
-                                                                : FW_TRACE_BUFFER_BYTES;
+        tfile.capacity = trace_buffer_bytes;
         tfile.buf = heap_take(tfile.capacity);
         tfile.fd = sh_open(FW_FILE_TRACE, "wb");
         if (tfile.buf == NULL || tfile.fd < 0) return fail(FW_STAGE_TRACE, -1, "cannot open the trace");
