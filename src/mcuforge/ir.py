@@ -123,6 +123,28 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int]) -> int:
     return 0
 
 
+def arena_overlap_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
+    """Why ``op``'s outputs would share arena bytes with its activation inputs or with each other, or
+    None. Kernels read their inputs while they write their outputs (the planner never overlaps them),
+    so every reader refuses a program that does: the one exception is the planner's own, a
+    ``reshape`` whose output lies exactly on its input (the runtimes then copy nothing)."""
+    def span(name: str) -> tuple[int, int] | None:
+        t = tensors.get(name)
+        return None if t is None or t.is_constant or t.nbytes == 0 else (t.offset, t.offset + t.nbytes)
+
+    outputs = [(name, span(name)) for name in op.outputs]
+    inputs = [(name, span(name)) for name in op.inputs if name]
+    for j, (out, o) in enumerate(outputs):
+        for other, s in inputs + outputs[:j]:
+            if o is None or s is None or not (o[0] < s[1] and s[0] < o[1]):
+                continue
+            if op.kind == "reshape" and o == s and other in op.inputs:
+                continue
+            return (f"output {out!r} (arena bytes [{o[0]}, {o[1]})) overlaps {other!r} "
+                    f"([{s[0]}, {s[1]})): the kernel would overwrite what it reads")
+    return None
+
+
 def scratch_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
     """Why ``op.scratch_bytes`` does not fit its kernel, or None: an op's scratch is none (0, the portable
     path) or at least what :func:`kernel_scratch_bytes` plans; the writer, the Python reader and the C

@@ -14,7 +14,7 @@ import zlib
 
 import numpy as np
 
-from mcuforge.ir import DTYPES, OP_KIND_BY_ID, OP_KINDS, Graph, Op, QParams, Tensor, scratch_problem
+from mcuforge.ir import DTYPES, OP_KIND_BY_ID, OP_KINDS, Graph, Op, QParams, Tensor, arena_overlap_problem, scratch_problem
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.layout import Header, ProgramFormatError
@@ -39,7 +39,7 @@ def deserialize(data: bytes | bytearray | memoryview) -> Graph:
     reader = _OpReader(header, index, tensors, decoder)
     ops = [reader.read(buf, i) for i in range(header.op_count)]
     _check_delegates(ops, {t.name: t for t in tensors})
-    _check_scratch(ops, {t.name: t for t in tensors})
+    _check_arena_use(ops, {t.name: t for t in tensors})
     return Graph(
         tensors={t.name: t for t in tensors},
         ops=ops,
@@ -59,9 +59,10 @@ def _check_delegates(ops: list[Op], tensors: dict[str, Tensor]) -> None:
             raise ProgramFormatError(f"op {i} ({op.kind}): {problem}")
 
 
-def _check_scratch(ops: list[Op], tensors: dict[str, Tensor]) -> None:
+def _check_arena_use(ops: list[Op], tensors: dict[str, Tensor]) -> None:
+    """Each op's scratch fits its kernel and its outputs do not overlap what it reads."""
     for i, op in enumerate(ops):
-        problem = scratch_problem(op, tensors)
+        problem = arena_overlap_problem(op, tensors) or scratch_problem(op, tensors)
         if problem:
             raise ProgramFormatError(f"op {i} ({op.kind}): {problem}")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from mcuforge.ir import DTYPES, OP_KINDS, Graph, Op, Tensor, scratch_problem
+from mcuforge.ir import DTYPES, OP_KINDS, Graph, Op, Tensor, arena_overlap_problem, scratch_problem
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.values import StringTable, ValueEncoder, float_to_word, word_to_float
@@ -185,7 +185,7 @@ def _op_record(
     problem = delegate_problem(op, graph.tensors) if op.kind == "delegate" else None
     if problem is None and op.kind != "delegate" and op.backend == "npu":
         problem = "backend 'npu' on an op that is not a delegate"
-    problem = problem or scratch_problem(op, graph.tensors)
+    problem = problem or arena_overlap_problem(op, graph.tensors) or scratch_problem(op, graph.tensors)
     if problem:
         raise ValueError(f"{where}: {problem}")
     return L.OP.pack(
