@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_c_validation import patch
 
 from mcuforge import cruntime
 from mcuforge.firmware import FirmwareRunError
@@ -23,7 +24,6 @@ from mcuforge.plan import plan_arena
 from mcuforge.program import ProgramFormatError, deserialize, serialize
 from mcuforge.runtime import execute
 from mcuforge.trace import Trace
-from test_c_validation import patch
 
 BOARD = "cortex-m4"
 

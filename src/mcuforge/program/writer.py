@@ -119,6 +119,9 @@ def _tensor_record(
                 f"{where}: arena offset {offset} + {nbytes} bytes is outside the arena of "
                 f"{arena_bytes} bytes (run the planner before serializing)"
             )
+        if offset % DTYPES[t.dtype].itemsize:
+            raise ValueError(f"{where}: arena offset {offset} is not a multiple of its item size "
+                             f"{DTYPES[t.dtype].itemsize} (kernels read activations through typed pointers)")
     name_offset, name_length = strings.add(name)
     dims = list(shape) + [0] * (L.MAX_RANK - len(shape))
     return L.TENSOR.pack(
