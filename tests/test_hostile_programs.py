@@ -48,10 +48,9 @@ def layout() -> dict:
     data = sample_program()
     h = read_header(data)
     names = list(deserialize(data).tensors)
-    graph = deserialize(data)
     op_attrs = [struct.unpack_from("<I", data, h.ops_offset + i * h.op_record_size + 20)[0]
                 for i in range(h.op_count)]
-    return {"h": h, "names": names, "graph": graph, "op_attrs": op_attrs}
+    return {"h": h, "names": names, "op_attrs": op_attrs}
 
 
 def tensor_at(name: str, field: int = 0) -> int:
