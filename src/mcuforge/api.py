@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from .backends import run_backend
-from .capture import as_input_tuple, capture
+from .capture import as_input_tuple, capture, check_compilable
 from .fit import check_fit
 from .ir import Graph, Op
 from .kernels import dequantize_per_tensor, quantize_per_tensor
@@ -305,6 +305,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
                       "in the CLI).", stacklevel=2)
         calibration = _random_calibration(example)
     captured = capture(model, example)
+    check_compilable(captured)  # data-dependent shapes, complex or float64 values: one line, before quantizing
     decompose(captured)  # fused ops (scaled_dot_product_attention) -> ops with int8 kernels
     prepare_float_graph(captured)  # identities out; BatchNorm folded, or else a depthwise conv
     converted = quantize(captured, calibration, len(example), progress=progress, observers=observers)

@@ -64,8 +64,8 @@ def capture(model: nn.Module, example_inputs: Sequence[torch.Tensor]) -> torch.f
 
     The model's own training/eval mode is left as it was (see :func:`eval_mode`).
     ``check_guards=False`` keeps torch.export from inserting a ``_guards_fn`` call_module that
-    the PT2E passes and our lowering do not expect. What cannot be compiled is a CaptureError of one
-    line naming the module, the op or line of code and the fix (:mod:`mcuforge.diagnose`).
+    the PT2E passes and our lowering do not expect. A model that cannot be captured is a CaptureError
+    of one line naming the module, the line of code and the fix (:mod:`mcuforge.diagnose`).
     """
     args = as_input_tuple(example_inputs)
     problem = check_model(model, args)
@@ -78,11 +78,15 @@ def capture(model: nn.Module, example_inputs: Sequence[torch.Tensor]) -> torch.f
                 exported = torch.export.export(exportable, args)
         except Exception as exc:  # noqa: BLE001 - torch raises many types here
             raise CaptureError(explain_export_failure(exc, exportable, args)) from exc
-    gm = exported.module(check_guards=False)
+    return exported.module(check_guards=False)
+
+
+def check_compilable(gm: torch.fx.GraphModule) -> None:
+    """CaptureError (one line) if the captured graph holds what no program can: a tensor whose size depends
+    on the data, complex or float64 values (:func:`mcuforge.diagnose.check_captured`)."""
     problem = check_captured(gm)
     if problem:
         raise CaptureError(problem)
-    return gm
 
 
 @contextmanager
