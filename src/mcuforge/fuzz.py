@@ -49,8 +49,8 @@ def fuzz_root() -> Path:
 
 
 def _seed_models() -> list[tuple[str, object, tuple, str]]:
-    """(name, model, example inputs, target): two small models whose programs hold every op kind,
-    one of them partly delegated to an Ethos-U NPU."""
+    """(name, model, example inputs, target): small models whose programs hold every op kind (one of them
+    partly delegated to an Ethos-U NPU) and most of the C runtime's fp32 fallback kernels."""
     import torch
     import torch.nn.functional as F  # noqa: N812 - torch's own convention
     from torch import nn
@@ -83,10 +83,27 @@ def _seed_models() -> list[tuple[str, object, tuple, str]]:
             y = self.conv(x).permute(0, 2, 3, 1)
             return self.norm(y).mean(dim=(1, 2)), torch.amax(y, 1)
 
+    class Fp32Kernels(nn.Module):
+        """Ops without an int8 kernel, so that the seeds reach the C runtime's fp32 fallback kernels."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Embedding(10, 8)
+            self.group = nn.GroupNorm(2, 4)
+
+        def forward(self, x, idx):
+            a = torch.rsqrt(torch.sqrt(torch.exp(x) + 1)) + torch.log(x.abs() + 1) / (x.abs() + 1)
+            b = torch.where(x > 0, torch.erf(x), F.elu(x)).pow(3).clamp_min(-2).floor()
+            c = F.interpolate(self.group(a), scale_factor=2, mode="bilinear") + F.interpolate(b, scale_factor=2)
+            v = c.var(dim=(2, 3)) + c.std(dim=1).sum(dim=(1, 2)).unsqueeze(1)
+            w = torch.maximum(v, torch.minimum(v, x.mean(dim=(2, 3)))).reciprocal()
+            return w, self.embed(idx).round(), c.argmax(dim=1)
+
     torch.manual_seed(0)
     x = (torch.randn(1, 3, 8, 8),)
     return [("every_int8_kernel", EveryInt8Kernel(), x, "cortex-m55"),
-            ("fp32_and_npu", Fp32AndNpu(), x, "cortex-m55+ethos-u55-128")]
+            ("fp32_and_npu", Fp32AndNpu(), x, "cortex-m55+ethos-u55-128"),
+            ("fp32_kernels", Fp32Kernels(), (torch.randn(1, 4, 4, 4), torch.tensor([[1, 7, 3]])), "cortex-m4")]
 
 
 @cache
@@ -103,12 +120,13 @@ def seed_programs() -> dict[str, bytes]:
     programs = {}
     for name, model, example, target in _seed_models():
         gen = torch.Generator().manual_seed(1)
-        calibration = [tuple(torch.randn(t.shape, generator=gen) for t in example) for _ in range(8)]
+        calibration = [tuple(torch.randn(t.shape, generator=gen) if t.is_floating_point() else t for t in example)
+                       for _ in range(8)]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             graph = api.compile(model, example, calibration=calibration, target=target, progress=False).graph
         programs[f"{name}-{target}"] = serialize(graph)
-        for other in ([] if "+" in target else [t for t in TARGETS if t != target]):
+        for other in ([t for t in TARGETS if t != target] if name == "every_int8_kernel" else []):
             graph.target = other
             programs[f"{name}-{other}"] = serialize(graph)
     return programs
@@ -134,12 +152,11 @@ def seed_traces() -> dict[str, bytes]:
 
     traces = {}
     for name, data in seed_programs().items():
-        if not name.endswith("cortex-m55") and not name.endswith("ethos-u55-128"):
-            continue
+        if name.startswith("every_int8_kernel") and not name.endswith("cortex-m55"):
+            continue  # the same program for another target: the same trace
         graph = deserialize(data)
         rng = np.random.default_rng(0)
-        values = [rng.integers(-128, 128, graph.tensors[n].shape).astype(graph.tensors[n].dtype)
-                  for n in graph.inputs]
+        values = [_seed_input(rng, graph.tensors[n]) for n in graph.inputs]
         for full in (False, True):
             recorder = HostTraceRecorder(graph, data, full=full)
             execute(graph, values, recorder)
@@ -148,6 +165,17 @@ def seed_traces() -> dict[str, bytes]:
                 _out, stream = cruntime.run_program(data, values, trace="full" if full else True)
                 traces[f"{name}-c-{'full' if full else 'events'}"] = stream
     return traces
+
+
+def _seed_input(rng, tensor):
+    """An input for a seed run: int8 codes over their whole range, floats from a normal, indices 0."""
+    import numpy as np
+
+    if tensor.dtype == "int8":
+        return rng.integers(-128, 128, tensor.shape).astype(np.int8)
+    if tensor.dtype == "float32":
+        return rng.standard_normal(tensor.shape).astype(np.float32)
+    return np.zeros(tensor.shape, tensor.dtype)
 
 
 def write_seeds(directory: Path, harness: str) -> list[Path]:
@@ -280,7 +308,7 @@ def campaign(harness: str, runs: int | None = None, seconds: int | None = None, 
            "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
     before = set(artifacts.iterdir())
     start = time.monotonic()
-    with tempfile.TemporaryFile("w+") if log is None else open(log, "w") as out:  # noqa: SIM115
+    with tempfile.TemporaryFile("w+") if log is None else open(log, "w+") as out:  # noqa: SIM115
         code = subprocess.run(harness_command(harness, corpus, args), stdout=out, stderr=subprocess.STDOUT,
                               env=env, check=False).returncode
         out.seek(0)
