@@ -74,3 +74,15 @@ def test_python_harness_checks_on_random_damage():
     for _ in range(3000):
         fuzz.program_one_input(mutate(rng, rng.choice(programs)))
         fuzz.trace_one_input(mutate(rng, rng.choice(traces)))
+
+
+def test_c_harness_replays_the_regression_inputs():
+    """Each input the fuzzer found (tests/fuzz_regressions/c-*) through the sanitized harness once: no report."""
+    import subprocess
+    from pathlib import Path
+
+    files = sorted((Path(__file__).parent / "fuzz_regressions").glob("c-*"))
+    assert files
+    done = subprocess.run([str(fuzz.build_fuzzer()), *map(str, files)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and "ERROR" not in done.stderr, done.stderr[-3000:]
+    assert f"Executed {files[0]}" in done.stderr
