@@ -154,6 +154,42 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     return 0
 
 
+def arena_overlap_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
+    """Why ``op``'s outputs would share arena bytes with its activation inputs or with each other, or
+    None. Kernels read their inputs while they write their outputs (the planner never overlaps them),
+    so every reader refuses a program that does: the one exception is the planner's own, a
+    ``reshape`` whose output lies exactly on its input (the runtimes then copy nothing)."""
+    def span(name: str) -> tuple[int, int] | None:
+        t = tensors.get(name)
+        return None if t is None or t.is_constant or t.nbytes == 0 else (t.offset, t.offset + t.nbytes)
+
+    outputs = [(name, span(name)) for name in op.outputs]
+    inputs = [(name, span(name)) for name in op.inputs if name]
+    for j, (out, o) in enumerate(outputs):
+        for other, s in inputs + outputs[:j]:
+            if o is None or s is None or not (o[0] < s[1] and s[0] < o[1]):
+                continue
+            if op.kind == "reshape" and o == s and other in op.inputs:
+                continue
+            return (f"output {out!r} (arena bytes [{o[0]}, {o[1]})) overlaps {other!r} "
+                    f"([{s[0]}, {s[1]})): the kernel would overwrite what it reads")
+    return None
+
+
+def scratch_problem(op: Op, tensors: dict[str, Tensor], target: str) -> str | None:
+    """Why ``op.scratch_bytes`` does not fit its kernel, or None: a conv2d_s8's scratch is none (0, the
+    portable path) or at least what :func:`kernel_scratch_bytes` plans for the program's ``target``; the
+    writer, the Python reader and the C loader all refuse a smaller one (a plan and a kernel that
+    disagree)."""
+    if op.kind != "conv2d_s8" or not op.scratch_bytes or len(op.inputs) < 2 or op.inputs[1] not in tensors:
+        return None
+    weight = tensors[op.inputs[1]].shape
+    need = kernel_scratch_bytes(op.kind, weight, target) if len(weight) == 4 else 0
+    if op.scratch_bytes < need:
+        return f"scratch_bytes {op.scratch_bytes} is less than the {need} bytes its kernel needs (0: no scratch)"
+    return None
+
+
 def input_bytes(graph: Graph, inputs: Sequence[np.ndarray]) -> list[bytes]:
     """The graph inputs' bytes as the runtimes read them (program dtype and layout, little-endian),
     after checking each input's dtype and shape; a ValueError names the input that does not fit."""

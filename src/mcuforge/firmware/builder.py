@@ -29,8 +29,9 @@ FIRMWARE_SRC = CSRC / "firmware"
 BOARD_SRC = CSRC / "board"
 INCLUDE = CSRC / "include"
 # Folders of csrc that are not the portable runtime: the firmware, board support (UART trace sink,
-# timers), the export-c templates, and host-only code (the Python binding, host test programs).
-NOT_RUNTIME = {"firmware", "board", "export", "host", "python", "binding", "tests", "test"}
+# timers), the export-c templates, and host-only code (the Python binding, host test programs, the
+# fuzzer harness).
+NOT_RUNTIME = {"firmware", "board", "export", "host", "fuzz", "python", "binding", "tests", "test"}
 # The trace's timing source (csrc/board/mf_timer.h): instructions under QEMU, or what a real core has.
 TIMERS = ("icount", "systick", "dwt")
 

@@ -34,11 +34,11 @@ TRACE_SINKS = {"semihosting": 0, "uart": 1}  # FW_SINK_* in csrc/firmware/firmwa
 DEFAULT_TIMEOUT_SECONDS = 300.0
 
 # fw_result in csrc/firmware/firmware.h
-RESULT_FORMAT = "<2I i I 2i 2Q 10I 32s 56s"
+RESULT_FORMAT = "<2I i I 2i 2Q 11I 32s 52s"
 RESULT_FIELDS = ("magic", "version", "status", "stage", "error_op", "error_tensor", "invoke_instructions",
                  "calibration_instructions", "calibration_expected", "stack_bytes", "invoke_stack_bytes",
                  "stack_size", "arena_bytes", "program_bytes", "output_count", "trace_bytes", "clock_hz",
-                 "trace_dropped", "status_name", "message")
+                 "trace_dropped", "trace_dropped_bytes", "status_name", "message")
 RESULT_MAGIC = 0x5352464D
 STAGES = ("none", "reading host files", "mf_program_load", "mf_init", "mf_set_input", "mf_invoke",
           "writing outputs", "tracing", "memory")
@@ -78,9 +78,15 @@ def write_run_files(folder: Path, program_bytes: bytes, inputs: Sequence[np.ndar
                     via: str = "semihosting", graph: Any = None) -> None:
     """The files the firmware reads from QEMU's working directory (csrc/firmware/firmware.h)."""
     graph = graph if graph is not None else deserialize(bytes(program_bytes))
-    (folder / "run.cfg").write_bytes(struct.pack("<II", TRACE_MODES[trace_mode(trace)], TRACE_SINKS[via]))
-    (folder / "program.mfp").write_bytes(bytes(program_bytes))
-    for i, data in enumerate(input_bytes(graph, inputs)):
+    _write_run_files(folder, bytes(program_bytes), input_bytes(graph, inputs), trace_mode(trace), via)
+
+
+def _write_run_files(folder: Path, program_bytes: bytes, inputs: Sequence[bytes], mode: str, via: str,
+                     arena_shortfall: int = 0, trace_buffer_bytes: int = 0) -> None:
+    config = struct.pack("<4I", TRACE_MODES[mode], TRACE_SINKS[via], arena_shortfall, trace_buffer_bytes)
+    (folder / "run.cfg").write_bytes(config)
+    (folder / "program.mfp").write_bytes(program_bytes)
+    for i, data in enumerate(inputs):
         (folder / f"input{i}.bin").write_bytes(data)
 
 
@@ -147,49 +153,14 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
     """
     board = get_board(target)
     mode = trace_mode(trace)
-    if via not in TRACE_SINKS:
-        raise ValueError(f"via must be one of {', '.join(TRACE_SINKS)}, not {via!r}")
     graph = deserialize(bytes(program_bytes))
-    elf = build(target, trace=mode != "off", timer=timer, flags=build_flags)
-    uart = via == "uart" and mode != "off"
-    port = free_port() if uart else None
-    command = qemu_command(target, elf, port)
-    recorded = None
     with tempfile.TemporaryDirectory(prefix="mcuforge-qemu-") as tmp:
         folder = Path(tmp)
-        write_run_files(folder, program_bytes, inputs, mode, via, graph)
-        where = f"{target} on QEMU {board.machine}"
-        started = time.perf_counter()
-        try:
-            if uart:
-                done, recorded = _run_with_uart_capture(command, folder, port, timeout, progress)
-            else:
-                done = subprocess.run(command, cwd=folder, stdin=subprocess.DEVNULL, capture_output=True,
-                                      timeout=timeout, check=False)
-        except subprocess.TimeoutExpired as exc:
-            tail = _tail((exc.stderr or b"").decode(errors="replace") + (exc.stdout or b"").decode(errors="replace"))
-            raise FirmwareRunError(f"{where}: no result after {timeout:.0f} s (hung or too slow); "
-                                   f"QEMU output:\n{tail}") from None
-        seconds = time.perf_counter() - started
-        console = _tail(done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace"))
-        console = f"; QEMU output:\n{console}" if console else " (QEMU printed nothing)"
-        result_file = folder / "result.bin"
-        if not result_file.is_file():
-            why = "the CPU faulted" if done.returncode == EXIT_FAULT else f"QEMU exited with {done.returncode}"
-            raise FirmwareRunError(f"{where}: the firmware stopped without a result ({why}){console}")
-        result = _parse_result(result_file.read_bytes())
-        if result["magic"] != RESULT_MAGIC:
-            raise FirmwareRunError(f"{where}: result.bin is not a firmware result")
-        if result["status"] != 0 or done.returncode != 0:
-            stage = STAGES[result["stage"]] if result["stage"] < len(STAGES) else str(result["stage"])
-            op = f", op {result['error_op']}" if result["error_op"] >= 0 else ""
-            tensor = f", tensor {result['error_tensor']}" if result["error_tensor"] >= 0 else ""
-            raise FirmwareRunError(f"{where}: {stage} failed with {result['status_name']} "
-                                   f"({result['status']}){op}{tensor}: {result['message']} "
-                                   f"(QEMU exit {done.returncode}){console}")
+        result, seconds, recorded = boot(folder, target, bytes(program_bytes), input_bytes(graph, inputs), mode,
+                                         timeout=timeout, via=via, timer=timer, progress=progress,
+                                         build_flags=build_flags)
         outputs = _read_outputs(folder, graph)
-        if mode != "off" and not uart:
-            recorded = (folder / "trace.bin").read_bytes()
+    elf = build(target, trace=mode != "off", timer=timer, flags=build_flags)  # cached: the ELF boot ran
     facts = {
         "target": target, "board": board.machine, "firmware": str(elf),
         "instructions": result["invoke_instructions"],
@@ -199,10 +170,65 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
         "stack_bytes": result["stack_bytes"], "invoke_stack_bytes": result["invoke_stack_bytes"],
         "stack_size": result["stack_size"], "arena_bytes": result["arena_bytes"],
         "program_bytes": result["program_bytes"], "trace_bytes": result["trace_bytes"],
-        "trace_dropped": result["trace_dropped"], "trace_via": via if mode != "off" else None, "timer": timer,
+        "trace_dropped": result["trace_dropped"], "trace_dropped_bytes": result["trace_dropped_bytes"],
+        "trace_via": via if mode != "off" else None, "timer": timer,
         "qemu_seconds": seconds,
     }
     return outputs, recorded, facts
+
+
+def boot(folder: Path, target: str, program_bytes: bytes, inputs: Sequence[bytes], mode: str = "off", *,
+         timeout: float = DEFAULT_TIMEOUT_SECONDS, via: str = "semihosting", timer: str = "icount",
+         progress: bool = False, build_flags: Sequence[str] = (), arena_shortfall: int = 0,
+         trace_buffer_bytes: int = 0) -> tuple[dict[str, Any], float, bytes | None]:
+    """Boot the firmware once in ``folder`` on these exact bytes (no checks on the host side: the
+    board's runtime is the one that must refuse what is wrong). ``via``, ``timer``, ``progress``,
+    ``build_flags``: as :func:`run_on_qemu`; ``arena_shortfall``: give mf_init that many bytes less
+    than the program needs; ``trace_buffer_bytes``: the firmware's trace buffer (0: its default).
+    Returns (result.bin's fields, QEMU seconds, the trace stream or None); FirmwareRunError if the
+    firmware failed, naming the stage, the mf_status and the op."""
+    if via not in TRACE_SINKS:
+        raise ValueError(f"via must be one of {', '.join(TRACE_SINKS)}, not {via!r}")
+    board = get_board(target)
+    uart = via == "uart" and mode != "off"
+    port = free_port() if uart else None
+    command = qemu_command(target, build(target, trace=mode != "off", timer=timer, flags=build_flags), port)
+    _write_run_files(folder, program_bytes, inputs, mode, via, arena_shortfall, trace_buffer_bytes)
+    where = f"{target} on QEMU {board.machine}"
+    recorded = None
+    started = time.perf_counter()
+    try:
+        if uart:
+            done, recorded = _run_with_uart_capture(command, folder, port, timeout, progress)
+        else:
+            done = subprocess.run(command, cwd=folder, stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        tail = _tail((exc.stderr or b"").decode(errors="replace") + (exc.stdout or b"").decode(errors="replace"))
+        raise FirmwareRunError(f"{where}: no result after {timeout:.0f} s (hung or too slow); "
+                               f"QEMU output:\n{tail}") from None
+    seconds = time.perf_counter() - started
+    console = _tail(done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace"))
+    console = f"; QEMU output:\n{console}" if console else " (QEMU printed nothing)"
+    result_file = folder / "result.bin"
+    if not result_file.is_file():
+        why = "the CPU faulted" if done.returncode == EXIT_FAULT else f"QEMU exited with {done.returncode}"
+        raise FirmwareRunError(f"{where}: the firmware stopped without a result ({why}){console}")
+    result = _parse_result(result_file.read_bytes())
+    if result["magic"] != RESULT_MAGIC:
+        raise FirmwareRunError(f"{where}: result.bin is not a firmware result")
+    if result["status"] != 0 or done.returncode != 0:
+        stage = STAGES[result["stage"]] if result["stage"] < len(STAGES) else str(result["stage"])
+        op = f", op {result['error_op']}" if result["error_op"] >= 0 else ""
+        tensor = f", tensor {result['error_tensor']}" if result["error_tensor"] >= 0 else ""
+        dropped = result["trace_dropped_bytes"]
+        lost = f"; {dropped:,} of {result['trace_bytes']:,} trace bytes dropped" if dropped else ""
+        raise FirmwareRunError(f"{where}: {stage} failed with {result['status_name']} "
+                               f"({result['status']}){op}{tensor}: {result['message']}{lost} "
+                               f"(QEMU exit {done.returncode}){console}")
+    if mode != "off" and not uart:
+        recorded = (folder / "trace.bin").read_bytes()
+    return result, seconds, recorded
 
 
 def check_board_target(program_target: str, board_target: str) -> None:

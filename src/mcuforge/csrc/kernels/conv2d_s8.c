@@ -26,13 +26,22 @@
  *        few registers, and a multiplier of INT32_MIN take the portable path.
  * The DSP path reads a 1x1 convolution without padding in place (widening it). A patch row whose
  * taps are adjacent (dilation 1, one group) and inside the input is copied as one run.
- * The scratch buffer is mcuforge.ir.kernel_scratch_bytes (5 patches rounded up to 16 bytes, set by the
- * lowering); a program with less runs the portable path.
+ * The scratch buffer is mcuforge.ir.kernel_scratch_bytes (set by the lowering for the program's target:
+ * 5 patches rounded up to 16 bytes on DSP/MVE, 12 x the patch on the scalar path); a program without
+ * scratch (0) runs the portable path, one with a nonzero scratch below its target's plan is refused at
+ * load (MF_ERR_SHAPE, planned_scratch_bytes), and a path runs only with the scratch it needs.
  */
 #include "mf_scalar.h"
 
 /* attributes */
 enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_ACT_MIN, A_ACT_MAX };
+
+/* The scratch mcuforge.ir.kernel_scratch_bytes plans for the program's target: 5 patches rounded up to
+ * 16 bytes (DSP, MVE), 12 bytes a tap (cortex-m3's scalar path), none (cortex-m0plus: portable). */
+static uint32_t planned_scratch_bytes(const mf_program *p, uint32_t depth) {
+    if (p->isa_id == MF_ISA_DSP || p->isa_id == MF_ISA_MVE) return 5u * ((depth + 15u) & ~15u);
+    return p->target_id == MF_TARGET_CORTEX_M3 ? 12u * depth : 0u;
+}
 
 static mf_status check(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
@@ -46,6 +55,12 @@ static mf_status check(const mf_call *c) {
     if ((uint64_t)w.shape[1] * w.shape[2] * w.shape[3] > MF_MAX_DOT_DEPTH) return MF_ERR_SHAPE;
     int32_t st[2], pd[2], dl[2];
     if (!mf_attr_conv_window(c, A_STRIDE, st, pd, dl)) return MF_ERR_SHAPE;
+    /* Scratch as planned (mcuforge.ir.kernel_scratch_bytes) or none (the portable path): anything in
+     * between is a program whose plan and kernel disagree, refused on every build alike. */
+    const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3];
+    if (c->scratch_bytes != 0 && c->scratch_bytes < planned_scratch_bytes(c->prog, depth)) {
+        return MF_ERR_SHAPE;
+    }
     return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, w.shape[0], A_ACT_MIN);
 }
 
