@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from mcuforge import cruntime
-from mcuforge.ir import Graph, Op, Tensor, TensorRef
+from mcuforge.ir import Graph, Op, Tensor, TensorRef, kernel_scratch_bytes
 from mcuforge.plan import plan_arena
 from mcuforge.program import ProgramFormatError, deserialize, read_header, serialize
 from mcuforge.program.layout import HEADER_CRC_OFFSET, header_crc
@@ -51,7 +51,7 @@ def sample_program() -> bytes:
     ops = [
         Op("conv2d_s8", ["x", "w", "b", "m", "s"], ["c"],
            {"input_offset": 3, "output_offset": -2, "stride": [1, 1], "padding": [1, 1], "dilation": [1, 1],
-            "act_min": -128, "act_max": 127}),
+            "act_min": -128, "act_max": 127}, scratch_bytes=kernel_scratch_bytes("conv2d_s8", (4, 3, 3, 3))),
         Op("dequantize", ["c"], ["f"], {"scale": 0.05, "zero_point": -2}),
         Op("aten_fp32", ["f"], ["g"], {"target": "aten.cat.default", "args": [[TensorRef(0), TensorRef(0)], -1],
                                        "kwargs": {}}, backend="fp32"),
@@ -195,9 +195,12 @@ def targeted_damage() -> list[tuple[str, bytes, str]]:
     names = list(deserialize(data).tensors)
     x, w, f = names.index("x"), names.index("w"), names.index("f")
     conv_attrs = struct.unpack_from("<7I", data, op(0) + 4)[4]
+    scratch = struct.unpack_from("<I", data, op(0) + 32)[0]
+    x_offset = struct.unpack_from("<I", data, tensor(x) + 44)[0]
     gelu_target = data.index(b"aten.gelu.default")
     return [
-        ("version 2.0", patch(data, 4, "<H", 2), "MF_ERR_VERSION"),
+        ("version 3.0", patch(data, 4, "<H", 3), "MF_ERR_VERSION"),
+        ("version 1.0", patch(data, 4, "<H", 1), "MF_ERR_VERSION"),
         ("magic", patch(data, 0, "<4s", b"MCUX"), "MF_ERR_MAGIC"),
         ("unknown target", patch(data, 20, "<H", 99), "MF_ERR_FORMAT"),
         ("isa of another target", patch(data, 22, "<H", 1), "MF_ERR_FORMAT"),
@@ -224,6 +227,10 @@ def targeted_damage() -> list[tuple[str, bytes, str]]:
         ("unknown op kind", patch(data, op(0), "<H", 999), "MF_ERR_UNSUPPORTED_OP"),
         ("unknown aten op", patch(data, gelu_target, "<17s", b"aten.gelu.defaulx"), "MF_ERR_UNSUPPORTED_OP"),
         ("stride 0", patch(data, h.attrs_offset + 4 * (conv_attrs + 5), "<i", 0), "MF_ERR_SHAPE"),
+        ("misaligned scratch", patch(data, op(0) + 32, "<I", scratch + 8), "MF_ERR_FORMAT"),
+        ("scratch past the arena", patch(data, op(0) + 32, "<I", h.arena_bytes - 16), "MF_ERR_BOUNDS"),
+        ("scratch over the op's input", patch(data, op(0) + 32, "<I", x_offset), "MF_ERR_FORMAT"),
+        ("scratch offset without scratch", patch(data, op(1) + 32, "<I", 16), "MF_ERR_FORMAT"),
         ("trailing bytes", fix_crcs(bytearray(data + b"\0" * 4)), "MF_ERR_FORMAT"),
     ]
 

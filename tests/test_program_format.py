@@ -66,7 +66,7 @@ def make_graph(target: str = "cortex-m4") -> Graph:
     tensors_by_name, arena = _planned(tensors)
     ops = [
         Op("conv2d_s8", ["x", "conv.weight", "conv.bias", "conv.mult", "conv.shift"], ["y"], conv_attrs(),
-           scratch_bytes=96, reason="ignored", debug={"module": "conv"}),
+           scratch_bytes=96, scratch_offset=-(-arena // 16) * 16, reason="ignored", debug={"module": "conv"}),
         Op("dequantize", ["y"], ["y_f"], {"scale": 0.1, "zero_point": -5}, backend="fp32"),
         Op("aten_fp32", ["y_f"], ["gelu"], {
             "target": "aten.gelu.default", "args": [TensorRef(0)], "kwargs": {"approximate": "tanh"},
@@ -84,7 +84,7 @@ def make_graph(target: str = "cortex-m4") -> Graph:
         Op("transpose", ["r"], ["rt"], {"perm": [5, 4, 3, 2, 1, 0]}),
     ]
     return Graph(tensors_by_name, ops, inputs=["x", "v"], outputs=["out", "y", "rt"], target=target,
-                 arena_bytes=arena + 16)
+                 arena_bytes=ops[0].scratch_offset + 96 + 16)
 
 
 def tiny_graph() -> Graph:
@@ -138,8 +138,8 @@ def assert_same_graph(got: Graph, want: Graph) -> None:
             assert g.data is None and g.offset == w.offset, name
     assert len(got.ops) == len(want.ops)
     for g, w in zip(got.ops, want.ops, strict=True):
-        assert (g.kind, g.inputs, g.outputs, g.backend, g.scratch_bytes) == (
-            w.kind, w.inputs, w.outputs, w.backend, w.scratch_bytes)
+        assert (g.kind, g.inputs, g.outputs, g.backend, g.scratch_bytes, g.scratch_offset) == (
+            w.kind, w.inputs, w.outputs, w.backend, w.scratch_bytes, w.scratch_offset)
         specs = OP_KINDS[w.kind]["attrs"]
         assert list(g.attrs) == [name for name, _ in specs]
         assert g.attrs == {name: expected_attr(w.attrs[name], t) for name, t in specs}
@@ -236,9 +236,11 @@ def test_target_and_isa_mismatch_rejected() -> None:
 
 def test_future_major_version_rejected_minor_accepted() -> None:
     data = serialize(make_graph())
-    with pytest.raises(ProgramFormatError, match=r"program format 2\.0, this reader supports 1\.x"):
-        deserialize(patch_header(data, 4, "<HH", 2, 0))
-    assert_same_graph(deserialize(patch_header(data, 4, "<HH", 1, 7)), make_graph())
+    with pytest.raises(ProgramFormatError, match=r"program format 3\.0, this reader supports 2\.x"):
+        deserialize(patch_header(data, 4, "<HH", 3, 0))
+    with pytest.raises(ProgramFormatError, match=r"program format 1\.0, this reader supports 2\.x"):
+        deserialize(patch_header(data, 4, "<HH", 1, 0))
+    assert_same_graph(deserialize(patch_header(data, 4, "<HH", 2, 7)), make_graph())
 
 
 def test_empty_graph_round_trips() -> None:
@@ -299,6 +301,10 @@ def _broken(change: str) -> Graph:
         g.ops[2].attrs["args"] = deep
     elif change == "target":
         g.target = "cortex-a53"
+    elif change == "unplanned scratch":
+        g.ops[0].scratch_offset = -1
+    elif change == "scratch over an input":
+        g.ops[0].scratch_offset = 0
     return g
 
 
@@ -323,6 +329,8 @@ WRITER_REJECTS = {
     "backend": r"op 0 \(conv2d_s8\): backend 'gpu' is not one of",
     "too deep": r"op 2 \(aten_fp32\), attr 'args'(\[0\]){8}: lists/dicts nested deeper than 8 levels",
     "target": r"unknown target 'cortex-a53'",
+    "unplanned scratch": r"op 0 \(conv2d_s8\): scratch buffer at arena offset -1 \+ 96 bytes is not .*run the planner",
+    "scratch over an input": r"op 0 \(conv2d_s8\): scratch buffer \[0, 96\) overlaps tensor 'x' \[0, 48\)",
 }
 
 
@@ -560,6 +568,7 @@ def _field_position(h: Any, where: str, record: int, field: int) -> int:
     ("op", 0, 4, "<I", 10**6, "inputs: index-pool entries .* outside"),
     ("op", 0, 20, "<I", 10**6, "attrs words .* outside"),
     ("op", 0, 24, "<I", 0, "value missing"),
+    ("op", 0, 32, "<I", 16, r"op 0 \(dequantize.*scratch offset 16 without scratch bytes"),
     ("index", 0, 0, "<i", 99, "op 0 .* input 0: tensor index 99, the file has 4 tensors"),
     ("index", 0, 0, "<i", -1, "tensor index -1"),
     ("index", 1, 0, "<i", 1, "output 'w' is a constant"),
@@ -584,4 +593,19 @@ def test_structural_errors_name_the_problem(
     bad = bytearray(data)
     struct.pack_into(fmt, bad, _field_position(read_header(data), where, record, field), value)
     with pytest.raises(ProgramFormatError, match=message):
+        deserialize(with_crcs_fixed(bad))
+
+
+@pytest.mark.parametrize(("offset", "message"), [
+    (8, "scratch buffer at arena offset 8 .* not a 16-byte aligned range"),
+    (1 << 20, r"scratch buffer at arena offset 1048576 \+ 96 bytes is not a 16-byte aligned range of the "
+              r"640-byte arena$"),
+    (0, r"scratch buffer \[0, 96\) overlaps tensor 'x'"),
+])
+def test_bad_scratch_offset_rejected(offset: int, message: str) -> None:
+    data = serialize(make_graph())
+    h = read_header(data)
+    bad = bytearray(data)
+    struct.pack_into("<I", bad, h.ops_offset + 32, offset)  # op 0: the conv, 96 scratch bytes
+    with pytest.raises(ProgramFormatError, match=r"op 0 \(conv2d_s8, byte \d+\): " + message):
         deserialize(with_crcs_fixed(bad))

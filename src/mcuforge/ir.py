@@ -86,6 +86,7 @@ class Op:
     reason: str = ""
     debug: dict[str, Any] = field(default_factory=dict)
     scratch_bytes: int = 0
+    scratch_offset: int = -1  # arena offset of the scratch buffer, set by the planner (scratch_bytes > 0)
 
 
 @dataclass
@@ -102,10 +103,9 @@ class Graph:
 
     @property
     def ram_bytes(self) -> int:
-        """The RAM the runtime needs: the planned activations, then (16-byte aligned) the largest
-        op scratch buffer -- what the C runtime's ``mf_program_arena_bytes`` returns."""
-        scratch = max((op.scratch_bytes for op in self.ops), default=0)
-        return self.arena_bytes if scratch == 0 else (self.arena_bytes + 15) // 16 * 16 + scratch
+        """The RAM the runtime needs: the planned arena, activations and op scratch buffers alike --
+        what the C runtime's ``mf_program_arena_bytes`` returns."""
+        return self.arena_bytes
 
     @property
     def constant_bytes(self) -> int:

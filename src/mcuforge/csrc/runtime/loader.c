@@ -28,7 +28,7 @@ static mf_status check_header(mf_program *p, const uint8_t *d, size_t len) {
     size_t n = len < 4 ? len : 4;
     if (memcmp(d, magic, n) != 0) return MF_ERR_MAGIC;
     if (len < 8) return MF_ERR_TRUNCATED;
-    if (mf_rd_u16(d + 4) != 1) return MF_ERR_VERSION;
+    if (mf_rd_u16(d + 4) != MF_FORMAT_MAJOR) return MF_ERR_VERSION;
     if (len < MF_HEADER_SIZE) return MF_ERR_TRUNCATED;
     uint32_t header_size = mf_rd_u32(d + 8);
     if (header_size < MF_HEADER_SIZE || header_size % 4) return MF_ERR_FORMAT;
@@ -291,6 +291,25 @@ static mf_status check_attrs(const mf_program *p, const mf_call *c, const char *
 }
 
 /* ---- 10: ops ---- */
+/* The op's scratch buffer: 16-byte aligned inside the arena, no byte shared with the op's
+ * activations (the kernel reads and writes them meanwhile); offset 0 without scratch. Runs after
+ * the input and output indices are checked. */
+static mf_status check_scratch(const mf_program *p, const mf_call *c) {
+    if (c->scratch_bytes == 0) return c->scratch_offset == 0 ? MF_OK : MF_ERR_FORMAT;
+    const uint64_t lo = c->scratch_offset, hi = lo + c->scratch_bytes;
+    if (lo % 16u) return MF_ERR_FORMAT;
+    if (hi > p->arena_bytes) return MF_ERR_BOUNDS;
+    for (uint32_t j = 0; j < c->n_in + c->n_out; j++) {
+        const int32_t idx = mf_index_entry(p, j < c->n_in ? c->in_start + j : c->out_start + (j - c->n_in));
+        if (idx < 0) continue;
+        mf_tensor t;
+        mf_tensor_read(p, (uint32_t)idx, &t);
+        if (t.flags & MF_TENSOR_FLAG_CONSTANT || t.nbytes == 0) continue;
+        if (lo < (uint64_t)t.offset + t.nbytes && t.offset < hi) return MF_ERR_FORMAT;
+    }
+    return MF_OK;
+}
+
 static mf_status check_op(const mf_program *p, uint32_t i) {
     mf_call c;
     mf_call_read(p, i, NULL, &c);
@@ -315,7 +334,8 @@ static mf_status check_op(const mf_program *p, uint32_t i) {
     if (c.attrs_start > p->attr_word_count || c.attr_words > p->attr_word_count - c.attrs_start) {
         return MF_ERR_BOUNDS;
     }
-    return check_attrs(p, &c, k->attr_types);
+    mf_status s = check_attrs(p, &c, k->attr_types);
+    return s != MF_OK ? s : check_scratch(p, &c);
 }
 
 /* ---- 12: graph inputs and outputs ---- */
@@ -343,8 +363,6 @@ static mf_status check_kernels(mf_program *p) {
         if (c.scratch_bytes > scratch) scratch = c.scratch_bytes;
     }
     p->scratch_bytes = scratch;
-    uint64_t total = ((uint64_t)p->arena_bytes + 15u) / 16u * 16u + scratch;
-    if (total > 0xFFFFFFF0ull) return MF_ERR_BOUNDS;
     return MF_OK;
 }
 
@@ -378,6 +396,5 @@ mf_status mf_program_load(mf_program *p, const uint8_t *data, size_t size) {
 
 uint32_t mf_program_arena_bytes(const mf_program *p) {
     if (p == NULL || p->data == NULL) return 0;
-    if (p->scratch_bytes == 0) return p->arena_bytes;
-    return (p->arena_bytes + 15u) / 16u * 16u + p->scratch_bytes;
+    return p->arena_bytes;
 }

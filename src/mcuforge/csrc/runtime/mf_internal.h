@@ -33,9 +33,10 @@ static inline float mf_rd_f32(const uint8_t *p) {
 uint32_t mf_crc32_update(uint32_t crc, const uint8_t *data, size_t n); /* crc starts at 0 */
 
 /* ---- format constants ---- */
+#define MF_FORMAT_MAJOR 2u
 #define MF_HEADER_SIZE 128u
 #define MF_TENSOR_RECORD_SIZE 52u
-#define MF_OP_RECORD_SIZE 32u
+#define MF_OP_RECORD_SIZE 36u
 #define MF_TENSOR_FLAG_CONSTANT 1u
 #define MF_TENSOR_FLAG_QPARAMS 2u
 #define MF_MAX_VALUE_DEPTH 8u
@@ -73,9 +74,9 @@ typedef struct {
     uint32_t op_index;
     uint16_t kind;
     uint8_t backend;
-    uint32_t in_start, n_in, out_start, n_out, attrs_start, attr_words, scratch_bytes;
+    uint32_t in_start, n_in, out_start, n_out, attrs_start, attr_words, scratch_bytes, scratch_offset;
     uint8_t *arena;   /* NULL at load time: kernels' check functions see shapes only */
-    uint8_t *scratch; /* scratch_bytes bytes (after the activations) */
+    uint8_t *scratch; /* scratch_bytes bytes at arena + scratch_offset (NULL without scratch) */
 } mf_call;
 
 void mf_call_read(const mf_program *p, uint32_t op_index, uint8_t *arena, mf_call *c);
