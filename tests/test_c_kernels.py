@@ -77,7 +77,7 @@ def requant_params(rng, channels: int) -> tuple[np.ndarray, np.ndarray]:
         mult = rng.integers(-(1 << 31), 1 << 31, size=n, dtype=np.int64)
         mult[rng.random(n) < 0.2] = -(1 << 31)
         shift = rng.integers(-31, 31, size=n)
-    return mult.astype(np.int32), shift.astype(np.int32)
+    return mult.astype(np.int32), shift.astype(np.int8)  # the program's dtypes (format 2.0: int8 shifts)
 
 
 def act_range(rng) -> tuple[int, int]:

@@ -20,7 +20,7 @@ import pytest
 from mcuforge import cruntime
 from mcuforge.ir import Graph, Op, Tensor, TensorRef, kernel_scratch_bytes
 from mcuforge.plan import plan_arena
-from mcuforge.program import ProgramFormatError, deserialize, read_header, serialize
+from mcuforge.program import ProgramFormatError, deserialize, read_header, serialize, writer
 from mcuforge.program.layout import HEADER_CRC_OFFSET, header_crc
 from mcuforge.runtime import execute
 from mcuforge.trace import HostTraceRecorder, Trace
@@ -40,7 +40,7 @@ def sample_program() -> bytes:
         "w": Tensor("w", (4, 3, 3, 3), "int8", data=rng.integers(-128, 128, (4, 3, 3, 3), dtype=np.int8)),
         "b": Tensor("b", (4,), "int32", data=rng.integers(-999, 999, 4).astype(np.int32)),
         "m": Tensor("m", (4,), "int32", data=np.full(4, 1 << 30, np.int32)),
-        "s": Tensor("s", (4,), "int32", data=np.full(4, -7, np.int32)),
+        "s": Tensor("s", (4,), "int8", data=np.full(4, -7, np.int8)),
         "c": Tensor("c", (1, 5, 5, 4), "int8"),
         "f": Tensor("f", (1, 5, 5, 4), "float32"),
         "g": Tensor("g", (1, 5, 5, 8), "float32"),
@@ -210,7 +210,8 @@ def targeted_damage() -> list[tuple[str, bytes, str]]:
         ("misaligned constants", patch(data, 80, "<I", h.constants_offset + 4), "MF_ERR_FORMAT"),
         ("graph input index out of range", patch(data, 88, "<I", 0xFFFFFFF0), "MF_ERR_BOUNDS"),
         ("activation past the arena", patch(data, tensor(x) + 44, "<I", h.arena_bytes), "MF_ERR_BOUNDS"),
-        ("constant past its section", patch(data, tensor(w) + 44, "<I", h.constants_size), "MF_ERR_BOUNDS"),
+        ("constant past its section", patch(data, tensor(w) + 44, "<I", -(-h.constants_size // 16) * 16),
+         "MF_ERR_BOUNDS"),
         ("name offset out of range", patch(data, tensor(x), "<I", 0xFFFFFFFF), "MF_ERR_BOUNDS"),
         ("rank 7", patch(data, tensor(x) + 9, "<B", 7), "MF_ERR_FORMAT"),
         ("shape product overflows", patch(data, tensor(f) + 12, "<I", 0xFFFFFFFF), "MF_ERR_FORMAT"),
@@ -295,3 +296,15 @@ def test_sanitizers_valid_program_and_damaged_files(tmp_path):
         code, err, _out = run_driver(tmp_path, d, sample_input())
         assert "Sanitizer" not in err and "runtime error" not in err, f"file {i}:\n{err}"
         assert 0 <= code <= 12, f"file {i}: exit {code}\n{err}"
+
+
+def test_int32_shifts_are_rejected_by_both_readers(monkeypatch):
+    """Format 2.0 stores requantization shifts as int8; a file with int32 shifts (1.0's form, written
+    here with the writer's check switched off) is an error for both readers, not a misread."""
+    monkeypatch.setattr(writer, "shifts_problem", lambda op, tensors: None)
+    g = deserialize(sample_program())
+    g.tensors["s"].dtype, g.tensors["s"].data = "int32", g.tensors["s"].data.astype(np.int32)
+    data = serialize(g)
+    with pytest.raises(ProgramFormatError, match=r"op 0 \(conv2d_s8, byte \d+\): shifts 's' must be an int8 constant"):
+        deserialize(data)
+    assert c_status(data) == "MF_ERR_SHAPE"

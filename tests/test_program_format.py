@@ -47,7 +47,7 @@ def make_graph(target: str = "cortex-m4") -> Graph:
                data=rng.integers(-128, 128, (2, 3, 3, 3), dtype=np.int8)),
         Tensor("conv.bias", (2,), "int32", data=np.array([1234, -77], np.int32)),
         Tensor("conv.mult", (2,), "int32", data=np.array([1 << 30, 1518500250], np.int32)),
-        Tensor("conv.shift", (2,), "int32", data=np.array([-7, -8], np.int32)),
+        Tensor("conv.shift", (2,), "int8", data=np.array([-7, -8], np.int8)),
         Tensor("y", (1, 4, 4, 2), "int8", QParams(0.1, -5), layout="nhwc"),
         Tensor("y_f", (1, 4, 4, 2), "float32", layout="nhwc"),
         Tensor("gelu", (1, 4, 4, 2), "float32", layout="nhwc"),
@@ -56,7 +56,7 @@ def make_graph(target: str = "cortex-m4") -> Graph:
         Tensor("v", (1, 8), "int8", QParams(0.5, 0)),
         Tensor("fc.weight", (3, 8), "int8", data=rng.integers(-128, 128, (3, 8), dtype=np.int8)),
         Tensor("fc.mult", (3,), "int32", data=np.array([1 << 30] * 3, np.int32)),
-        Tensor("fc.shift", (), "int32", data=np.array(-3, np.int32)),  # rank 0
+        Tensor("fc.shift", (), "int8", data=np.array(-3, np.int8)),  # rank 0
         Tensor("fc.out", (1, 3), "int8", QParams(0.25, 1)),
         Tensor("r", (1, 1, 2, 1, 1, 3), "int8", QParams(0.25, 1)),  # rank 6
         Tensor("rt", (3, 1, 1, 2, 1, 1), "int8", QParams(0.25, 1)),
@@ -301,6 +301,11 @@ def _broken(change: str) -> Graph:
         g.ops[2].attrs["args"] = deep
     elif change == "target":
         g.target = "cortex-a53"
+    elif change == "int32 shifts":
+        g.tensors["conv.shift"].dtype = "int32"
+        g.tensors["conv.shift"].data = g.tensors["conv.shift"].data.astype(np.int32)
+    elif change == "shift out of range":
+        g.tensors["conv.shift"].data = np.array([-7, 31], np.int8)
     elif change == "unplanned scratch":
         g.ops[0].scratch_offset = -1
     elif change == "scratch over an input":
@@ -329,6 +334,8 @@ WRITER_REJECTS = {
     "backend": r"op 0 \(conv2d_s8\): backend 'gpu' is not one of",
     "too deep": r"op 2 \(aten_fp32\), attr 'args'(\[0\]){8}: lists/dicts nested deeper than 8 levels",
     "target": r"unknown target 'cortex-a53'",
+    "int32 shifts": r"op 0 \(conv2d_s8\): shifts 'conv.shift' must be an int8 constant, got a constant of int32",
+    "shift out of range": r"op 0 \(conv2d_s8\): shifts 'conv.shift' hold values outside \[-31, 30\]",
     "unplanned scratch": r"op 0 \(conv2d_s8\): scratch buffer at arena offset -1 \+ 96 bytes is not .*run the planner",
     "scratch over an input": r"op 0 \(conv2d_s8\): scratch buffer \[0, 96\) overlaps tensor 'x' \[0, 48\)",
 }

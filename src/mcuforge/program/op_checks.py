@@ -3,7 +3,12 @@ graph the writer accepts always loads): each returns why the op cannot be stored
 
 from __future__ import annotations
 
+import numpy as np
+
+from mcuforge.ir import OP_KINDS, Op, Tensor
 from mcuforge.program.layout import CONSTANT_ALIGN
+
+SHIFT_RANGE = (-31, 30)  # a requantization shift (left-positive), what arm_nn_requantize takes
 
 
 def scratch_problem(offset: int, nbytes: int, arena_bytes: int,
@@ -18,4 +23,22 @@ def scratch_problem(offset: int, nbytes: int, arena_bytes: int,
         if t_nbytes and offset < t_offset + t_nbytes and t_offset < offset + nbytes:
             return (f"scratch buffer [{offset}, {offset + nbytes}) overlaps tensor {name!r} "
                     f"[{t_offset}, {t_offset + t_nbytes})")
+    return None
+
+
+def shifts_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
+    """Why the requantization shifts of ``op`` (its ``shifts`` input, if its kind has one) cannot be
+    stored, or None: an int8 constant (format 2.0; 1.0 stored int32), each value in [-31, 30]."""
+    spec = OP_KINDS[op.kind]["inputs"]
+    if "shifts" not in spec or spec.index("shifts") >= len(op.inputs):
+        return None
+    name = op.inputs[spec.index("shifts")]
+    t = tensors[name]
+    if not t.is_constant or t.dtype != "int8":
+        what = "a constant" if t.is_constant else "an activation"
+        return f"shifts {name!r} must be an int8 constant, got {what} of {t.dtype}"
+    lo, hi = SHIFT_RANGE
+    values = np.asarray(t.data)
+    if values.size and (values.min() < lo or values.max() > hi):
+        return f"shifts {name!r} hold values outside [{lo}, {hi}]"
     return None
