@@ -19,6 +19,7 @@ import pytest
 
 from mcuforge import cruntime
 from mcuforge.ir import Graph, Op, Tensor, TensorRef, kernel_scratch_bytes
+from mcuforge.lower.fallback import aten_fp32_attrs
 from mcuforge.plan import plan_arena
 from mcuforge.program import ProgramFormatError, deserialize, read_header, serialize, writer
 from mcuforge.program.layout import HEADER_CRC_OFFSET, header_crc
@@ -53,10 +54,10 @@ def sample_program() -> bytes:
            {"input_offset": 3, "output_offset": -2, "stride": [1, 1], "padding": [1, 1], "dilation": [1, 1],
             "act_min": -128, "act_max": 127}, scratch_bytes=kernel_scratch_bytes("conv2d_s8", (4, 3, 3, 3))),
         Op("dequantize", ["c"], ["f"], {"scale": 0.05, "zero_point": -2}),
-        Op("aten_fp32", ["f"], ["g"], {"target": "aten.cat.default", "args": [[TensorRef(0), TensorRef(0)], -1],
-                                       "kwargs": {}}, backend="fp32"),
-        Op("aten_fp32", ["g"], ["h"], {"target": "aten.gelu.default", "args": [TensorRef(0)],
-                                       "kwargs": {"approximate": "tanh"}}, backend="fp32"),
+        Op("aten_fp32", ["f"], ["g"], aten_fp32_attrs("aten.cat.default", [[TensorRef(0), TensorRef(0)], -1], {}),
+           backend="fp32"),
+        Op("aten_fp32", ["g"], ["h"], aten_fp32_attrs("aten.gelu.default", [TensorRef(0)], {"approximate": "tanh"}),
+           backend="fp32"),
         Op("quantize", ["h"], ["q"], {"scale": 0.04, "zero_point": -20}),
         Op("reshape", ["q"], ["y"], {}),
     ]

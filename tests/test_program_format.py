@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mcuforge.cruntime import aten_table_index
 from mcuforge.ir import DTYPES, OP_KINDS, Graph, Op, QParams, Tensor, TensorRef
+from mcuforge.lower.fallback import aten_fp32_attrs
 from mcuforge.program import FORMAT_VERSION, MAGIC, ProgramFormatError, deserialize, read_header, serialize
 from mcuforge.program import layout as L
 from mcuforge.targets import ISA_IDS, TARGETS
@@ -68,14 +70,14 @@ def make_graph(target: str = "cortex-m4") -> Graph:
         Op("conv2d_s8", ["x", "conv.weight", "conv.bias", "conv.mult", "conv.shift"], ["y"], conv_attrs(),
            scratch_bytes=96, scratch_offset=-(-arena // 16) * 16, reason="ignored", debug={"module": "conv"}),
         Op("dequantize", ["y"], ["y_f"], {"scale": 0.1, "zero_point": -5}, backend="fp32"),
-        Op("aten_fp32", ["y_f"], ["gelu"], {
-            "target": "aten.gelu.default", "args": [TensorRef(0)], "kwargs": {"approximate": "tanh"},
-        }, backend="fp32"),
+        Op("aten_fp32", ["y_f"], ["gelu"],
+           aten_fp32_attrs("aten.gelu.default", [TensorRef(0)], {"approximate": "tanh"}), backend="fp32"),
         Op("aten_fp32", ["gelu", "y_f"], ["mix"], {
             "target": "aten.custom.default",
             "args": [TensorRef(0), [1, 1], 0.5, None, "tanh", [TensorRef(1), [2, [3.25, False]]],
                      -(2**63), sys.maxsize, [], [0.25, -1.5], "ünïcode"],
             "kwargs": {"alpha": 2.0, "dims": [0, -1], "flag": True, "nested": {"k": [None]}},
+            "table_index": -1,  # not an op of the C runtime's fp32 table
         }, backend="fp32"),
         Op("quantize", ["mix"], ["out"], {"scale": 0.0123, "zero_point": 7}, backend="fp32"),
         Op("fully_connected_s8", ["v", "fc.weight", "", "fc.mult", "fc.shift"], ["fc.out"],
@@ -100,6 +102,7 @@ def tiny_graph() -> Graph:
         Op("aten_fp32", ["a_f", "w"], ["b"], {
             "target": "aten.leaky_relu.default", "args": [TensorRef(0), [1, -2], 0.25, None, "s"],
             "kwargs": {"k": [TensorRef(1), True, 1 << 40]},
+            "table_index": aten_table_index("aten.leaky_relu.default"),
         }, backend="fp32"),
     ]
     return Graph(tensors, ops, inputs=["a"], outputs=["b"], target="cortex-m33", arena_bytes=arena)
@@ -508,7 +511,8 @@ def test_attr_words_helper_is_faithful() -> None:
     """Hand-made words that are valid read back as meant (nesting at the depth limit included)."""
     data = serialize(tiny_graph())
     kwargs = [T(L.TAG_DICT, 1), 6, *STR_A, T(L.TAG_INT64, 1), 0, 1]
-    words = STR_A + nested_lists(L.MAX_VALUE_DEPTH, [T(L.TAG_TENSOR, 1), 1]) + kwargs
+    no_index = [T(L.TAG_INT, 1), 0xFFFFFFFF]  # table_index -1: "a" is no op of the fp32 table
+    words = STR_A + nested_lists(L.MAX_VALUE_DEPTH, [T(L.TAG_TENSOR, 1), 1]) + kwargs + no_index
     attrs = deserialize(with_attr_words(data, 1, words)).ops[1].attrs
     args: Any = attrs["args"]
     for _ in range(L.MAX_VALUE_DEPTH - 1):
@@ -518,7 +522,7 @@ def test_attr_words_helper_is_faithful() -> None:
 
 
 @pytest.mark.parametrize(("words", "message"), [
-    (STR_A + [T(L.TAG_NONE, 0)] * 3, "1 attrs words left over"),
+    (STR_A + [T(L.TAG_NONE, 0)] * 2 + [T(L.TAG_INT, 1), 0xFFFFFFFF, 0], "1 attrs words left over"),
     ([T(L.TAG_INT, 1), 5], "declared 'str' needs tag STR"),
     ([T(L.TAG_STR, 1), 10_000, 3], "string .* is outside the"),
     (STR_A + [T(99, 0)], "unknown value tag 99"),
@@ -538,7 +542,7 @@ def test_attr_words_helper_is_faithful() -> None:
     (STR_A + [T(L.TAG_NONE, 0)], "value missing"),
 ])
 def test_bad_attribute_values(words: list[int], message: str) -> None:
-    """Hand-made attribute encodings for tiny_graph's aten op (op 1: target, args, kwargs)."""
+    """Hand-made attribute encodings for tiny_graph's aten op (op 1: target, args, kwargs, table_index)."""
     with pytest.raises(ProgramFormatError, match=message):
         deserialize(with_attr_words(serialize(tiny_graph()), 1, words))
 

@@ -237,9 +237,11 @@ OP_KINDS: dict[str, dict[str, Any]] = {
     # Precision boundaries of the fp32 fallback.
     "quantize": {"id": 30, "inputs": ["x"], "attrs": [("scale", "float"), ("zero_point", "int")]},
     "dequantize": {"id": 31, "inputs": ["x"], "attrs": [("scale", "float"), ("zero_point", "int")]},
-    # fp32 fallback: an aten op with its arguments (TensorRef for tensor arguments).
+    # fp32 fallback: an aten op with its arguments (TensorRef for tensor arguments) and its position in the
+    # C runtime's fp32 table (mcuforge.cruntime.aten_table_index; -1 for an op the table does not have).
     "aten_fp32": {
-        "id": 40, "inputs": ["*"], "attrs": [("target", "str"), ("args", "any"), ("kwargs", "any")],
+        "id": 40, "inputs": ["*"],
+        "attrs": [("target", "str"), ("args", "any"), ("kwargs", "any"), ("table_index", "int")],
     },
     # A subgraph compiled for an NPU (Ethos-U, by Vela): input_count activations, then the constant blobs
     # command stream, weights and (optional) TOSA flatbuffer; see mcuforge.program.delegate and docs/format.md.

@@ -42,3 +42,19 @@ def shifts_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
     if values.size and (values.min() < lo or values.max() > hi):
         return f"shifts {name!r} hold values outside [{lo}, {hi}]"
     return None
+
+
+def aten_index_problem(op: Op) -> str | None:
+    """Why an ``aten_fp32`` op's ``table_index`` (its position in the C runtime's fp32 table, by which
+    the runtime dispatches it) cannot be stored, or None: it is the position of its ``target`` in
+    the table, or -1 for an aten op the table does not have (which no C runtime then runs)."""
+    if op.kind != "aten_fp32":
+        return None
+    from mcuforge.cruntime import aten_table_index
+
+    want, got = aten_table_index(op.attrs["target"]), op.attrs["table_index"]
+    if got == want:
+        return None
+    where = f"position {want} of" if want >= 0 else "-1: it is not in"
+    return (f"table_index {got} for {op.attrs['target']!r}, which is at {where} the C runtime's fp32 table "
+            f"(csrc/kernels/fp32/aten_list.h)")

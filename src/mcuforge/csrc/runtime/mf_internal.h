@@ -148,6 +148,10 @@ typedef struct {
     mf_status (*run)(const mf_call *c, mf_value args, mf_value kwargs);
 } mf_aten_op;
 
+/* The fp32 op at `index` of kernels/fp32/aten_list.h (aten name order); NULL outside the table or
+ * for an entry an exported project left out. */
+const mf_aten_op *mf_aten_at(int32_t index);
+/* By name (tools and tests; the runtime dispatches by index). */
 const mf_aten_op *mf_aten_find(const char *target, uint32_t length);
 
 /* ---- shared kernel helpers ---- */
