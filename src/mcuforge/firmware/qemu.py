@@ -77,19 +77,24 @@ def qemu_command(target: str, elf: Path) -> list[str]:
 
 
 def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str, trace: bool | str = False,
-                *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> tuple[list[np.ndarray], bytes | None, dict[str, Any]]:
+                *, timeout: float = DEFAULT_TIMEOUT_SECONDS,
+                trace_compiled_in: bool | None = None) -> tuple[list[np.ndarray], bytes | None, dict[str, Any]]:
     """Run a program once on the emulated board of ``target``.
 
     ``inputs`` and the returned outputs are as :func:`mcuforge.runtime.execute` takes and returns
     them (program dtype, NHWC layout). ``trace``: False, True/"events" (per-op instruction counts)
-    or "full" (also every op's output). Returns ``(outputs, trace stream or None, facts)``; facts
-    hold ``instructions`` (the whole mf_invoke), ``stack_bytes`` (high-water mark of the firmware's
-    stack), ``invoke_stack_bytes``, ``arena_bytes``, the board and the count resolution.
+    or "full" (also every op's output). ``trace_compiled_in``: a firmware built with ``MF_TRACE=1``
+    (by default exactly when tracing; True with ``trace=False`` runs the traced build untraced).
+    Returns ``(outputs, trace stream or None, facts)``; facts hold ``instructions`` (the whole
+    mf_invoke), ``stack_bytes`` (high-water mark of the firmware's stack), ``invoke_stack_bytes``,
+    ``arena_bytes``, the board and the count resolution.
     """
     board = get_board(target)
     mode = trace_mode(trace)
     graph = deserialize(bytes(program_bytes))
-    elf = build(target, trace=mode != "off")
+    if trace_compiled_in is False and mode != "off":
+        raise ValueError("a trace needs a firmware with tracing compiled in")
+    elf = build(target, trace=mode != "off" if trace_compiled_in is None else trace_compiled_in)
     command = qemu_command(target, elf)
     with tempfile.TemporaryDirectory(prefix="mcuforge-qemu-") as tmp:
         folder = Path(tmp)

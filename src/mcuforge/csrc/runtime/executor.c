@@ -48,42 +48,63 @@ static mf_status run_op(mf_context *ctx, uint32_t i) {
     return k ? k->run(&c) : MF_ERR_UNSUPPORTED_OP;
 }
 
-mf_status mf_invoke(mf_context *ctx, mf_trace_sink *trace) {
-    if (ctx == NULL) return MF_ERR_ARG;
-    if (!ctx->ready) return ctx->error = MF_ERR_STATE;
+/* The two op loops are functions of their own (not inlined into mf_invoke), so that the untraced one
+ * compiles to the same instructions whether tracing is compiled in or not (tests/test_trace_cost.py). */
+#if defined(__GNUC__)
+#define MF_NOINLINE __attribute__((noinline))
+#else
+#define MF_NOINLINE
+#endif
+
+/* Every op in order: an untraced mf_invoke. */
+MF_NOINLINE static mf_status run_ops(mf_context *ctx) {
+    const mf_program *p = ctx->program;
+    for (uint32_t i = 0; i < p->op_count; i++) {
+        const mf_status s = run_op(ctx, i);
+        if (s != MF_OK) {
+            ctx->error_op = (int32_t)i;
+            return s;
+        }
+    }
+    return MF_OK;
+}
+
+#if MF_TRACE
+/* Every op in order, each between its trace records. */
+MF_NOINLINE static mf_status run_ops_traced(mf_context *ctx, mf_trace_sink *trace) {
     const mf_program *p = ctx->program;
     mf_status s = MF_OK;
-    ctx->error_op = -1;
-#if MF_TRACE
-    if (trace != NULL) {
-        if (trace->write == NULL || trace->now == NULL) return ctx->error = MF_ERR_ARG;
-        uint32_t run = trace->run_index;
-        mf_trace_run_start(trace, run);
-        for (uint32_t i = 0; i < p->op_count && s == MF_OK; i++) {
-            mf_trace_op_start(trace, i);
-            s = run_op(ctx, i);
-            if (s != MF_OK) {
-                ctx->error_op = (int32_t)i;
-                break;
-            }
-            const uint64_t end = trace->now(trace->user);
-            mf_trace_op_tensors(trace, ctx, i);
-            mf_trace_op_end_at(trace, i, end);
-        }
-        mf_trace_run_end(trace, run, s);
-        return ctx->error = s;
-    }
-#else
-    (void)trace;
-#endif
+    uint32_t run = trace->run_index;
+    mf_trace_run_start(trace, run);
     for (uint32_t i = 0; i < p->op_count; i++) {
+        mf_trace_op_start(trace, i);
         s = run_op(ctx, i);
         if (s != MF_OK) {
             ctx->error_op = (int32_t)i;
             break;
         }
+        const uint64_t end = trace->now(trace->user);
+        mf_trace_op_tensors(trace, ctx, i);
+        mf_trace_op_end_at(trace, i, end);
     }
-    return ctx->error = s;
+    mf_trace_run_end(trace, run, s);
+    return s;
+}
+#endif
+
+mf_status mf_invoke(mf_context *ctx, mf_trace_sink *trace) {
+    if (ctx == NULL) return MF_ERR_ARG;
+    if (!ctx->ready) return ctx->error = MF_ERR_STATE;
+    ctx->error_op = -1;
+#if MF_TRACE
+    if (trace != NULL) {
+        if (trace->write == NULL || trace->now == NULL) return ctx->error = MF_ERR_ARG;
+        return ctx->error = run_ops_traced(ctx, trace);
+    }
+#else
+    (void)trace; /* compiled out: the sink is not even looked at */
+#endif
+    return ctx->error = run_ops(ctx);
 }
 
 const void *mf_output(const mf_context *ctx, uint32_t i, size_t *nbytes) {
