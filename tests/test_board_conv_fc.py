@@ -7,9 +7,9 @@ widths, padding, strides, dilation, groups, odd filter and pixel counts, batches
 grouped, and 1x1 with padding, which takes im2col), the few-input-channel first layers (one run per kernel
 row), a conv without scratch (the portable path on the board, its dot product the DSP/MVE mf_dot_s8);
 fully_connected_s8 with depths and output counts around the lane widths and several rows; transposed
-convolution (mf_dot_s8 again); per-tensor and per-channel requantization over the whole legal range
-(INT32_MIN multipliers take the scalar requantization). All cases of a kind run in one program: one QEMU
-boot per board.
+convolution (its fast paths: tests/test_board_matmul_tconv.py); per-tensor and per-channel requantization
+over the whole legal range (INT32_MIN multipliers take the scalar requantization). All cases of a kind
+run in one program: one QEMU boot per board.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def fc_sweep(seed: int, sweep: BoardSweep) -> BoardSweep:
 
 
 def tconv_sweep(seed: int, sweep: BoardSweep) -> BoardSweep:
-    """Transposed convolutions: their taps are mf_dot_s8 calls (DSP and MVE paths, every tail)."""
+    """Transposed convolutions (their DSP/MVE paths: tests/test_board_matmul_tconv.py sweeps every tail)."""
     rng = np.random.default_rng(seed)
     for ch in (1, 3, 4, 5, 15, 16, 17, 33):
         h, w = int(rng.integers(1, 6)), int(rng.integers(1, 6))
