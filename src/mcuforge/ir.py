@@ -1,7 +1,8 @@
 """The backend IR: tensors with shape, dtype and quantization, ops with CMSIS-NN parameters.
 
 Precision is data here: a tensor's ``dtype`` and ``qparams`` say how it is stored, an op's
-``kind`` says which kernel computes it. Lowering builds a :class:`Graph`, the planner fills in
+``kind`` says which kernel computes it and its ``precision`` ("a8w8", "a8w4", "a8", "fp32", ... see
+:data:`PRECISIONS`) what that kernel's arithmetic is. Lowering builds a :class:`Graph`, the planner fills in
 arena offsets, the program writer serializes it and the runtimes execute it.
 
 Layout: a 4-D activation that torch sees as NCHW is stored NHWC; its ``shape`` is then the
@@ -11,7 +12,7 @@ torch's own dimension order).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +28,17 @@ DTYPES: dict[str, np.dtype] = {
     "bool": np.dtype(np.bool_),
 }
 
+# Weights packed two per byte in CMSIS-NN's s4 layout (mcuforge.kernels.int4): constants only, whose ``data``
+# is the packed int8 bytes, shape (ceil(numel / 2),), while the tensor's ``shape`` is the logical one.
+INT4 = "int4"
+
 LAYOUTS = ("plain", "nhwc")
+
+# What an op computes in: activation bits, then weight bits for ops with weights. "a8w8": int8 activations
+# and int8 weights; "a8w4": int8 activations, int4 weights; "a8": int8 activations, no weights (add, pooling,
+# data movement of int8 values); "a16" / "a16w8": int16 activations (by kinds still to come); "fp32": a
+# float32 computation (fp32 fallback ops, the quantize/dequantize at their boundaries, moving fp32 values).
+PRECISIONS = ("fp32", "a8", "a8w8", "a8w4", "a16", "a16w8")
 
 
 @dataclass(frozen=True)
@@ -65,7 +76,14 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
-        return self.numel * DTYPES[self.dtype].itemsize
+        return dtype_nbytes(self.dtype, self.numel)
+
+
+def dtype_nbytes(dtype: str, numel: int) -> int:
+    """Bytes of ``numel`` elements of ``dtype`` (int4: two per byte, an odd count rounded up)."""
+    if dtype == INT4:
+        return (int(numel) + 1) // 2
+    return int(numel) * DTYPES[dtype].itemsize
 
 
 @dataclass
@@ -74,8 +92,10 @@ class Op:
 
     ``kind`` names the kernel (see :data:`OP_KINDS`); ``attrs`` holds its scalar parameters in
     CMSIS-NN's conventions; ``backend`` says where it runs ("int8" kernel or "fp32" fallback);
-    ``reason`` says why an op is not int8. ``debug`` carries what the Inspector needs (module
-    path, source line, original aten ops); it is written to the debug record, not the program.
+    ``precision`` what it computes in (:data:`PRECISIONS`; "" until set: :func:`op_precision` then
+    derives it from the kind and the input dtypes); ``reason`` says why an op is not int8. ``debug``
+    carries what the Inspector needs (module path, source line, original aten ops); it is written to
+    the debug record, not the program.
     """
 
     kind: str
@@ -86,6 +106,7 @@ class Op:
     reason: str = ""
     debug: dict[str, Any] = field(default_factory=dict)
     scratch_bytes: int = 0
+    precision: str = ""
 
 
 @dataclass
@@ -116,10 +137,14 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int]) -> int:
     """Scratch bytes an op of ``kind`` asks of the runtime (``Op.scratch_bytes``), exactly what the
     C kernels' optimized paths use: conv2d_s8's im2col holds 4 int8 patches (MVE), or 2 int16 patches and
     an int8 one (DSP), of kh * kw * filter channels each rounded up to a multiple of 4 (word-aligned
-    columns); a program without it runs the portable path."""
+    columns); conv2d_s4's the same patches with the patch size rounded up to 8 (the DSP path widens a word of
+    8 packed weights at a time). A program without it runs the portable path."""
     if kind == "conv2d_s8":
         _, kh, kw, ic = weight_shape
         return 5 * ((kh * kw * ic + 3) // 4 * 4)
+    if kind == "conv2d_s4":
+        _, kh, kw, ic = weight_shape
+        return 5 * ((kh * kw * ic + 7) // 8 * 8)
     return 0
 
 
@@ -229,6 +254,38 @@ OP_KINDS: dict[str, dict[str, Any]] = {
     },
     # Table activation: out = table[x + 128], table int8[256].
     "lut_s8": {"id": 14, "inputs": ["x", "table"], "attrs": []},
+    # int4 weights (dtype "int4", CMSIS-NN's s4 packing) with int8 activations, the arithmetic of the s8
+    # kinds above: arm_convolve_s4 (any groups, as conv2d_s8), arm_depthwise_conv_s4, arm_fully_connected_s4
+    # (per-tensor; length-O multipliers and shifts requantize per channel as the per-channel s8 kernel does).
+    "conv2d_s4": {
+        "id": 15,
+        "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
+        "attrs": [
+            ("input_offset", "int"), ("output_offset", "int"), ("stride", "ints"),
+            ("padding", "ints"), ("dilation", "ints"), ("act_min", "int"), ("act_max", "int"),
+        ],
+    },
+    "depthwise_conv2d_s4": {
+        "id": 16,
+        "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
+        "attrs": [
+            ("input_offset", "int"), ("output_offset", "int"), ("stride", "ints"),
+            ("padding", "ints"), ("dilation", "ints"), ("depth_multiplier", "int"),
+            ("act_min", "int"), ("act_max", "int"),
+        ],
+    },
+    "fully_connected_s4": {
+        "id": 17,
+        "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
+        "attrs": [("input_offset", "int"), ("output_offset", "int"), ("act_min", "int"), ("act_max", "int")],
+    },
+    # arm_fully_connected_per_channel_s8: multipliers and shifts of length O (fully_connected_s8 is the
+    # per-tensor arm_fully_connected_s8; it still reads length-O ones, as format 1.0 files hold them).
+    "fully_connected_per_channel_s8": {
+        "id": 18,
+        "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
+        "attrs": [("input_offset", "int"), ("output_offset", "int"), ("act_min", "int"), ("act_max", "int")],
+    },
     # Data movement, any element type.
     "reshape": {"id": 20, "inputs": ["x"], "attrs": []},
     "transpose": {"id": 21, "inputs": ["x"], "attrs": [("perm", "ints")]},
@@ -253,3 +310,31 @@ OP_KINDS: dict[str, dict[str, Any]] = {
 }
 
 OP_KIND_BY_ID = {spec["id"]: name for name, spec in OP_KINDS.items()}
+
+# The precisions an op of each kind may record in the program (the readers check it); kinds not listed
+# here are int8 kernels without weights: "a8". Data movement takes the precision of the values it moves.
+KIND_PRECISIONS: dict[str, tuple[str, ...]] = {
+    "conv2d_s8": ("a8w8",), "depthwise_conv2d_s8": ("a8w8",), "fully_connected_s8": ("a8w8",),
+    "transpose_conv2d_s8": ("a8w8",), "fully_connected_per_channel_s8": ("a8w8",),
+    "conv2d_s4": ("a8w4",), "depthwise_conv2d_s4": ("a8w4",), "fully_connected_s4": ("a8w4",),
+    "reshape": ("a8", "a16", "fp32"), "transpose": ("a8", "a16", "fp32"), "slice": ("a8", "a16", "fp32"),
+    "quantize": ("fp32",), "dequantize": ("fp32",), "aten_fp32": ("fp32",),
+    "delegate": ("a8w8",),  # an int8 TOSA subgraph on the NPU
+}
+
+
+def kind_precisions(kind: str) -> tuple[str, ...]:
+    """The precisions an op of ``kind`` may carry (the first is the kernel's own)."""
+    return KIND_PRECISIONS.get(kind, ("a8",))
+
+
+def op_precision(op: Op, tensors: Mapping[str, Tensor]) -> str:
+    """``op.precision``, or when unset (an op built by hand, a format 1.0 file) what its kind and the dtype of
+    its first input say: the kernel's own precision; for data movement, that of the values it moves."""
+    if op.precision:
+        return op.precision
+    allowed = kind_precisions(op.kind)
+    if len(allowed) == 1:
+        return allowed[0]
+    dtype = tensors[op.inputs[0]].dtype if op.inputs and op.inputs[0] in tensors else "float32"
+    return {"int8": "a8", "int16": "a16"}.get(dtype, "fp32")

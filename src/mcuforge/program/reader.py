@@ -14,7 +14,8 @@ import zlib
 
 import numpy as np
 
-from mcuforge.ir import DTYPES, OP_KIND_BY_ID, OP_KINDS, Graph, Op, QParams, Tensor
+from mcuforge.ir import DTYPES, INT4, OP_KIND_BY_ID, OP_KINDS, Graph, Op, QParams, Tensor, dtype_nbytes, kind_precisions
+from mcuforge.kernels.int4 import packing_problem
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.layout import Header, ProgramFormatError
@@ -199,10 +200,12 @@ def _read_tensor(buf: bytes, h: Header, strings: _Strings, i: int) -> Tensor:
     if flags & ~L.TENSOR_FLAGS_KNOWN:
         raise ProgramFormatError(f"{where}: unknown flag bits 0x{flags:02x}")
     shape = _shape(dims, rank, where)
-    needed = math.prod(shape) * DTYPES[dtype].itemsize
+    needed = dtype_nbytes(dtype, math.prod(shape))
     if needed != nbytes:
         raise ProgramFormatError(f"{where}: nbytes {nbytes}, but shape {shape} of {dtype} is {needed} bytes")
     qparams = _qparams(flags, scale, zero_point, where)
+    if dtype == INT4 and not flags & L.TENSOR_FLAG_CONSTANT:
+        raise ProgramFormatError(f"{where}: an int4 activation (int4 is for packed constant weights only)")
     if flags & L.TENSOR_FLAG_CONSTANT:
         data = _constant_data(buf, h, offset, shape, dtype, where)
         return Tensor(name, shape, dtype, qparams, data=data, layout=layout)
@@ -238,7 +241,7 @@ def _qparams(flags: int, scale: float, zero_point: int, where: str) -> QParams |
 def _constant_data(
     buf: bytes, h: Header, offset: int, shape: tuple[int, ...], dtype: str, where: str
 ) -> np.ndarray:
-    nbytes = math.prod(shape) * DTYPES[dtype].itemsize
+    nbytes = dtype_nbytes(dtype, math.prod(shape))
     if offset % L.CONSTANT_ALIGN:
         raise ProgramFormatError(f"{where}: constant offset {offset} is not {L.CONSTANT_ALIGN}-byte aligned")
     if offset + nbytes > h.constants_size:
@@ -246,6 +249,12 @@ def _constant_data(
             f"{where}: constant [{offset}, {offset + nbytes}) is outside the "
             f"{h.constants_size}-byte constants section (file byte {h.constants_offset})"
         )
+    if dtype == INT4:  # the packed bytes as they are; the pad nibble of an odd count must be 0
+        packed = np.frombuffer(buf, np.int8, count=nbytes, offset=h.constants_offset + offset).copy()
+        problem = packing_problem(packed, math.prod(shape))
+        if problem:
+            raise ProgramFormatError(f"{where}: {problem}")
+        return packed
     if nbytes == 0:
         return np.zeros(shape, DTYPES[dtype])
     raw = np.frombuffer(
@@ -277,7 +286,7 @@ class _OpReader:
 
     def read(self, buf: bytes, i: int) -> Op:
         pos = self.h.ops_offset + i * self.h.op_record_size
-        kind_id, backend_code, _reserved, in_start, in_count, *rest = L.OP.unpack_from(buf, pos)
+        kind_id, backend_code, precision_code, in_start, in_count, *rest = L.OP.unpack_from(buf, pos)
         out_start, out_count, attrs_start, attr_words, scratch = rest
         kind = OP_KIND_BY_ID.get(kind_id)
         if kind is None:
@@ -286,6 +295,12 @@ class _OpReader:
         backend = L.BACKEND_BY_CODE.get(backend_code)
         if backend is None:
             raise ProgramFormatError(f"{where}: unknown backend code {backend_code}")
+        precision = ""  # not recorded (format 1.0): mcuforge.ir.op_precision derives it
+        if precision_code != L.PRECISION_NOT_RECORDED:
+            precision = L.PRECISION_BY_CODE.get(precision_code, "")
+            if precision not in kind_precisions(kind):
+                raise ProgramFormatError(f"{where}: precision code {precision_code} ({precision or 'unknown'}) is "
+                                         f"not one of the kind's {list(kind_precisions(kind))}")
         spec = OP_KINDS[kind]
         problem = L.input_count_problem(in_count, spec["inputs"])
         if problem:
@@ -302,7 +317,7 @@ class _OpReader:
                 f"{self.h.attr_word_count}-word attrs pool"
             )
         attrs = self.decoder.decode_attrs(attrs_start, attr_words, spec["attrs"], in_count, where)
-        return Op(kind, inputs, outputs, attrs, backend=backend, scratch_bytes=scratch)
+        return Op(kind, inputs, outputs, attrs, backend=backend, scratch_bytes=scratch, precision=precision)
 
     def graph_io(self, role: str, start: int, count: int) -> list[str]:
         names = []

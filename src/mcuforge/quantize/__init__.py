@@ -11,8 +11,9 @@ from tqdm.auto import tqdm
 
 from ..capture import as_input_tuple
 from .quantizer import CortexMQuantizer, ObserverConfig
+from .schemes import SCHEMES, Scheme, get_scheme
 
-__all__ = ["CortexMQuantizer", "ObserverConfig", "calibration_batches", "quantize"]
+__all__ = ["SCHEMES", "CortexMQuantizer", "ObserverConfig", "Scheme", "calibration_batches", "get_scheme", "quantize"]
 
 
 def calibration_batches(calibration: Iterable, num_inputs: int) -> Iterable[tuple[torch.Tensor, ...]]:
@@ -32,10 +33,11 @@ def quantize(
     *,
     progress: bool = True,
     observers: ObserverConfig | None = None,
+    scheme: Scheme | None = None,
 ) -> fx.GraphModule:
     """prepare_pt2e -> run every calibration item -> convert_pt2e; returns the reference
     quantized model (float ops between quantize/dequantize nodes, int8 weights folded)."""
-    prepared = prepare_pt2e(captured, CortexMQuantizer(observers))
+    prepared = prepare_pt2e(captured, CortexMQuantizer(observers, scheme))
     total = len(calibration) if hasattr(calibration, "__len__") else None
     seen = 0
     with torch.no_grad():
