@@ -323,6 +323,10 @@ KIND_PRECISIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+# The kinds whose weights (input 1) are int4: the only place an int4 tensor may appear.
+INT4_WEIGHT_KINDS = ("conv2d_s4", "depthwise_conv2d_s4", "fully_connected_s4")
+
+
 def kind_precisions(kind: str) -> tuple[str, ...]:
     """The precisions an op of ``kind`` may carry (the first is the kernel's own)."""
     return KIND_PRECISIONS.get(kind, ("a8",))

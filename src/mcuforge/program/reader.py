@@ -14,7 +14,19 @@ import zlib
 
 import numpy as np
 
-from mcuforge.ir import DTYPES, INT4, OP_KIND_BY_ID, OP_KINDS, Graph, Op, QParams, Tensor, dtype_nbytes, kind_precisions
+from mcuforge.ir import (
+    DTYPES,
+    INT4,
+    INT4_WEIGHT_KINDS,
+    OP_KIND_BY_ID,
+    OP_KINDS,
+    Graph,
+    Op,
+    QParams,
+    Tensor,
+    dtype_nbytes,
+    kind_precisions,
+)
 from mcuforge.kernels.int4 import packing_problem
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
@@ -40,11 +52,14 @@ def deserialize(data: bytes | bytearray | memoryview) -> Graph:
     reader = _OpReader(header, index, tensors, decoder)
     ops = [reader.read(buf, i) for i in range(header.op_count)]
     _check_delegates(ops, {t.name: t for t in tensors})
+    graph_inputs = reader.graph_io("input", header.inputs_start, header.input_count)
+    graph_outputs = reader.graph_io("output", header.outputs_start, header.output_count)
+    _check_int4_uses(ops, {t.name: t for t in tensors}, graph_inputs + graph_outputs)
     return Graph(
         tensors={t.name: t for t in tensors},
         ops=ops,
-        inputs=reader.graph_io("input", header.inputs_start, header.input_count),
-        outputs=reader.graph_io("output", header.outputs_start, header.output_count),
+        inputs=graph_inputs,
+        outputs=graph_outputs,
         target=TARGET_BY_ID[header.target_id].name,
         arena_bytes=header.arena_bytes,
     )
@@ -57,6 +72,18 @@ def _check_delegates(ops: list[Op], tensors: dict[str, Tensor]) -> None:
             problem = "backend 'npu' on an op that is not a delegate"
         if problem:
             raise ProgramFormatError(f"op {i} ({op.kind}): {problem}")
+
+
+def _check_int4_uses(ops: list[Op], tensors: dict[str, Tensor], graph_io: list[str]) -> None:
+    """int4 tensors are the packed weights of the s4 kinds (their input 1) and nothing else."""
+    for i, op in enumerate(ops):
+        for pos, name in enumerate(op.inputs):
+            if name and tensors[name].dtype == INT4 and not (pos == 1 and op.kind in INT4_WEIGHT_KINDS):
+                raise ProgramFormatError(f"op {i} ({op.kind}): input {pos} {name!r} is int4, which only the "
+                                         f"weights (input 1) of {', '.join(INT4_WEIGHT_KINDS)} may be")
+    for name in graph_io:
+        if tensors[name].dtype == INT4:
+            raise ProgramFormatError(f"graph input/output {name!r} is int4 (packed weights)")
 
 
 def read_header(data: bytes | bytearray | memoryview) -> Header:

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import fx
 
-from ...ir import INT4, QParams, kernel_scratch_bytes
+from ...ir import INT4, INT4_WEIGHT_KINDS, QParams, kernel_scratch_bytes
 from ...kernels.int4 import pack_int4
 from ...kernels.quant_utils import quantize_multipliers, quantize_per_tensor
 from ...quantize.quantizer import fused_activation
@@ -202,10 +202,6 @@ def requant_params(input_scale: float, weight_scales: np.ndarray, output_scale: 
         raise NotInt8(f"requantization scale out of range: {exc}") from None
 
 
-# Weighted kinds whose weights are not int8.
-KIND_WEIGHT_DTYPE = {"conv2d_s4": INT4, "depthwise_conv2d_s4": INT4, "fully_connected_s4": INT4}
-
-
 def per_tensor_if_uniform(params):
     """(multipliers, shifts) as one pair when every channel has the same (the per-tensor kernels' form:
     the same bits, O - 1 fewer pairs in flash); unchanged otherwise."""
@@ -238,7 +234,7 @@ def emit_weighted_op(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.
     nodes = fuse(b, node, act)
     x = convert_input(nodes)
     base = q.name
-    if KIND_WEIGHT_DTYPE.get(kind) == INT4:  # packed two per byte, CMSIS-NN's s4 layout
+    if kind in INT4_WEIGHT_KINDS:  # packed two per byte, CMSIS-NN's s4 layout
         w_name = b.add_tensor(f"{base}_weight", weight.shape, INT4, data=pack_int4(weight))
     else:
         w_name = b.constant(f"{base}_weight", weight)

@@ -1,0 +1,236 @@
+/*
+ * conv2d_s4: int8 2-D convolution with int4 weights, bit-exact with CMSIS-NN arm_convolve_s4 (and
+ * mcuforge.kernels.conv2d_s4). NHWC input, OHWI weights packed two per byte as one run of nibbles
+ * (mf_s4.h: with an odd patch size every other filter starts in a high nibble), per-channel
+ * requantization, taps outside the input skipped; groups as conv2d_s8 takes them.
+ *
+ * run() is the portable statement of the math (mf_dot_s4 per kernel tap). With the op's scratch
+ * (mcuforge.ir.kernel_scratch_bytes), the DSP and MVE paths compute the same int32 sums as a matrix
+ * multiply: each output pixel's patch is copied (im2col) into the scratch -- taps outside the input hold
+ * the input zero point, whose (x + input offset) is 0 -- and a block of patches meets each filter:
+ *   DSP: 2 patches widened to int16 with the offset added (mf_s4_widen), a word of eight weights decoded
+ *        once for both (mf_s4_mac8);
+ *   MVE: 4 int8 patches, sixteen weights decoded to int8 lanes once for the four VMLADAVAs, the offset
+ *        entering once per filter as offset * sum(weights) (VADDVA).
+ */
+#include "mf_s4.h"
+
+enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_ACT_MIN, A_ACT_MAX };
+
+static mf_status check(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    if (c->n_in != 5 || c->n_out != 1) return MF_ERR_SHAPE;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    if (!mf_is(&x, MF_INT8, 4) || !mf_is_s4_weight(&w, 4) || !mf_is(&o, MF_INT8, 4)) return MF_ERR_SHAPE;
+    if (w.shape[3] == 0 || x.shape[3] % w.shape[3] != 0 || w.shape[0] % (x.shape[3] / w.shape[3]) != 0) {
+        return MF_ERR_SHAPE; /* input channels = groups x filter channels, filters split evenly */
+    }
+    if (o.shape[0] != x.shape[0] || o.shape[3] != w.shape[0]) return MF_ERR_SHAPE;
+    if ((uint64_t)w.shape[1] * w.shape[2] * w.shape[3] > MF_MAX_DOT_DEPTH) return MF_ERR_SHAPE;
+    int32_t st[2], pd[2], dl[2];
+    if (!mf_attr_conv_window(c, A_STRIDE, st, pd, dl)) return MF_ERR_SHAPE;
+    return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, w.shape[0], A_ACT_MIN);
+}
+
+static mf_status run_portable(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    const int32_t in_off = mf_attr_int(c, A_IN_OFF);
+    int32_t st[2], pd[2], dl[2];
+    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
+    mf_channel_requant rq;
+    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    const int8_t *xd = (const int8_t *)x.data, *wd = (const int8_t *)w.data;
+    const int32_t h = (int32_t)x.shape[1], wi = (int32_t)x.shape[2];
+    const uint32_t ch = x.shape[3], wc = w.shape[3], oc_n = w.shape[0], kh = w.shape[1], kw = w.shape[2];
+    const uint32_t oc_per_group = oc_n / (ch / wc);
+    int8_t *out = (int8_t *)o.data;
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        for (uint32_t oy = 0; oy < o.shape[1]; oy++) {
+            for (uint32_t ox = 0; ox < o.shape[2]; ox++) {
+                const int64_t y0 = (int64_t)oy * st[0] - pd[0], x0 = (int64_t)ox * st[1] - pd[1];
+                for (uint32_t oc = 0; oc < oc_n; oc++) {
+                    int32_t acc = 0;
+                    for (uint32_t ky = 0; ky < kh; ky++) {
+                        const int64_t iy = y0 + (int64_t)ky * dl[0];
+                        if (iy < 0 || iy >= h) continue;
+                        for (uint32_t kx = 0; kx < kw; kx++) {
+                            const int64_t ix = x0 + (int64_t)kx * dl[1];
+                            if (ix < 0 || ix >= wi) continue;
+                            const int8_t *xp = xd + (((size_t)n * (size_t)h + (size_t)iy) * (size_t)wi + (size_t)ix) * ch +
+                                               (size_t)(oc / oc_per_group) * wc;
+                            acc += mf_dot_s4(xp, wd, ((oc * kh + ky) * kw + kx) * wc, wc, in_off);
+                        }
+                    }
+                    *out++ = mf_channel_requant_s8(&rq, oc, acc);
+                }
+            }
+        }
+    }
+    return MF_OK;
+}
+
+#if defined(MF_USE_DSP) || defined(MF_USE_MVE)
+
+typedef struct {
+    const int8_t *x;         /* input image n, first channel of the group */
+    int32_t h, w;            /* input height, width */
+    uint32_t ch, wc, kh, kw; /* input channels, filter channels, kernel */
+    int32_t st[2], pd[2], dl[2];
+    int8_t zero_point;       /* -input offset: a tap outside the input */
+} conv_geom;
+
+/* The patch of output pixel (oy, ox), in the weights' (ky, kx, c) order. */
+static void patch_s8(const conv_geom *g, uint32_t p, uint32_t ow, int8_t *col) {
+    const int32_t y0 = (int32_t)(p / ow) * g->st[0] - g->pd[0], x0 = (int32_t)(p % ow) * g->st[1] - g->pd[1];
+    for (uint32_t ky = 0; ky < g->kh; ky++) {
+        const int32_t iy = y0 + (int32_t)ky * g->dl[0];
+        for (uint32_t kx = 0; kx < g->kw; kx++, col += g->wc) {
+            const int32_t ix = x0 + (int32_t)kx * g->dl[1];
+            if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w) {
+                memset(col, (uint8_t)g->zero_point, g->wc);
+            } else {
+                memcpy(col, g->x + ((size_t)iy * (size_t)g->w + (size_t)ix) * g->ch, g->wc);
+            }
+        }
+    }
+}
+
+#if defined(MF_USE_DSP)
+#define NCOLS 2u
+
+/* Filters [oc0, oc0 + rows) on two widened patches (stride d8: depth rounded up to 8); col1 NULL: one. */
+static void mat_mult_2cols(const int16_t *col0, const int16_t *col1, const int32_t sums[2], const int8_t *w,
+                           uint32_t oc0, uint32_t rows, uint32_t depth, const mf_channel_requant *rq, int8_t *out0,
+                           int8_t *out1) {
+    const uint32_t d8 = depth & ~7u;
+    for (uint32_t r = 0; r < rows; r++) {
+        const uint32_t oc = oc0 + r, start = oc * depth;
+        const uint8_t *p = (const uint8_t *)w + (start >> 1);
+        int32_t a0 = 0, a1 = 0;
+        for (uint32_t g = 0; g < d8; g += 8, p += 4) {
+            const uint32_t word = mf_s4_word(p, start & 1u);
+            a0 = mf_s4_mac8(word, col0 + g, a0);
+            if (col1 != NULL) a1 = mf_s4_mac8(word, col1 + g, a1);
+        }
+        a0 = mf_add_wrap(a0, -8 * sums[0]);
+        a1 = mf_add_wrap(a1, -8 * sums[1]);
+        for (uint32_t k = d8; k < depth; k++) {
+            const int32_t wk = mf_s4_at(w, start + k);
+            a0 += col0[k] * wk;
+            if (col1 != NULL) a1 += col1[k] * wk;
+        }
+        out0[r] = mf_channel_requant_s8_inline(rq, oc, a0);
+        if (col1 != NULL) out1[r] = mf_channel_requant_s8_inline(rq, oc, a1);
+    }
+}
+
+#else /* MVE */
+#define NCOLS 4u
+
+/* Filters [oc0, oc0 + rows) on n_cols (<= 4) int8 patches; out[i]: pixel i's outputs. */
+static void mat_mult_4cols(const int8_t *const cols[4], uint32_t n_cols, const int8_t *w, uint32_t oc0, uint32_t rows,
+                           uint32_t depth, int32_t in_off, const mf_channel_requant *rq, int8_t *const out[4]) {
+    for (uint32_t r = 0; r < rows; r++) {
+        const uint32_t oc = oc0 + r, start = oc * depth;
+        const uint8_t *p = (const uint8_t *)w + (start >> 1);
+        int32_t a[4] = {0, 0, 0, 0}, ws = 0;
+        uint32_t k = 0;
+        for (uint32_t left = depth; left > 0; left = left > 16u ? left - 16u : 0u, k += 16, p += 8) {
+            const mve_pred16_t pred = vctp8q(left);
+            const int8x16_t wv = mf_s4_decode16(p, start & 1u, left);
+            ws = vaddvaq_s8(ws, wv);
+            a[0] = vmladavaq_s8(a[0], vldrbq_z_s8(cols[0] + k, pred), wv);
+            a[1] = vmladavaq_s8(a[1], vldrbq_z_s8(cols[1] + k, pred), wv);
+            a[2] = vmladavaq_s8(a[2], vldrbq_z_s8(cols[2] + k, pred), wv);
+            a[3] = vmladavaq_s8(a[3], vldrbq_z_s8(cols[3] + k, pred), wv);
+        }
+        const int32_t corr = ws * in_off; /* |sum(w)| <= 2^19, |in_off| <= 128 */
+        for (uint32_t i = 0; i < n_cols; i++) out[i][r] = mf_channel_requant_s8_inline(rq, oc, mf_add_wrap(a[i], corr));
+    }
+}
+#endif
+
+static uint32_t depth8(uint32_t depth) { return (depth + 7u) & ~7u; }
+
+static mf_status run_fast(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    const int32_t in_off = mf_attr_int(c, A_IN_OFF);
+    conv_geom g;
+    mf_attr_conv_window(c, A_STRIDE, g.st, g.pd, g.dl);
+    mf_channel_requant rq;
+    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    g.h = (int32_t)x.shape[1];
+    g.w = (int32_t)x.shape[2];
+    g.ch = x.shape[3];
+    g.wc = w.shape[3];
+    g.kh = w.shape[1];
+    g.kw = w.shape[2];
+    g.zero_point = (int8_t)(-in_off);
+    const uint32_t oc_n = w.shape[0], groups = g.ch / g.wc, opg = oc_n / groups;
+    const uint32_t depth = g.kh * g.kw * g.wc, ow = o.shape[2], pixels = o.shape[1] * ow;
+    const int8_t *wd = (const int8_t *)w.data;
+    int8_t *scratch = (int8_t *)c->scratch;
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
+        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
+        for (uint32_t grp = 0; grp < groups; grp++) {
+            g.x = image + (size_t)grp * g.wc;
+            for (uint32_t p0 = 0; p0 < pixels; p0 += NCOLS) {
+                const uint32_t n_cols = pixels - p0 < NCOLS ? pixels - p0 : NCOLS;
+                int8_t *out0 = out_image + (size_t)p0 * oc_n + grp * opg;
+#if defined(MF_USE_DSP)
+                int16_t *cols = (int16_t *)(void *)scratch;
+                int8_t *staging = scratch + 4u * depth8(depth);
+                int32_t sums[2] = {0, 0};
+                for (uint32_t i = 0; i < n_cols; i++) {
+                    patch_s8(&g, p0 + i, ow, staging);
+                    sums[i] = mf_s4_widen(staging, depth, in_off, cols + (size_t)i * depth8(depth));
+                }
+                mat_mult_2cols(cols, n_cols > 1 ? cols + depth8(depth) : NULL, sums, wd, grp * opg, opg, depth, &rq,
+                               out0, out0 + oc_n);
+#else
+                const int8_t *cols[4];
+                int8_t *outs[4];
+                for (uint32_t i = 0; i < NCOLS; i++) {
+                    int8_t *col = scratch + (size_t)(i < n_cols ? i : 0) * depth;
+                    if (i < n_cols) patch_s8(&g, p0 + i, ow, col);
+                    cols[i] = col; /* past n_cols: repeats patch 0, outputs not written */
+                    outs[i] = out0 + (size_t)i * oc_n;
+                }
+                mat_mult_4cols(cols, n_cols, wd, grp * opg, opg, depth, in_off, &rq, outs);
+#endif
+            }
+        }
+    }
+    return MF_OK;
+}
+
+/* The op declares the fast path's scratch (kernel_scratch_bytes) and every index of its geometry fits an
+ * int32 (limits far beyond any Cortex-M memory: the portable path takes whatever is left). */
+static int fast_path_fits(const mf_call *c) {
+    mf_tensor x, w, o;
+    mf_call_input(c, 0, &x);
+    mf_call_input(c, 1, &w);
+    mf_call_output(c, 0, &o);
+    if (c->scratch_bytes < 5u * depth8(w.shape[1] * w.shape[2] * w.shape[3])) return 0;
+    int32_t st[2], pd[2], dl[2];
+    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
+    const uint32_t lim = 1u << 14;
+    for (int a = 0; a < 2; a++) {
+        if ((uint32_t)st[a] >= lim || (uint32_t)pd[a] >= lim || (uint32_t)dl[a] >= lim) return 0;
+        if (x.shape[1 + a] >= lim || o.shape[1 + a] >= lim || w.shape[1 + a] >= lim) return 0;
+    }
+    return 1;
+}
+#endif /* MF_USE_DSP || MF_USE_MVE */
+
+static mf_status run(const mf_call *c) {
+#if defined(MF_USE_DSP) || defined(MF_USE_MVE)
+    if (fast_path_fits(c)) return run_fast(c);
+#endif
+    return run_portable(c);
+}
+
+const mf_kernel mf_kernel_conv2d_s4 = {15, "conv2d_s4", 4, 5, 1u << 2, "iiIIIii", check, run};
