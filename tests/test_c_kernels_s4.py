@@ -94,7 +94,7 @@ def fc_case(rng, kind: str, depth: int, oc: int, rows: int) -> dict:
     x = act("x", (rows, depth))
     return {"kind": kind, "attrs": offsets(rng), "inputs": [(x, int8(rng, x.shape))],
             "outputs": [act("y", (rows, oc))], "constants": consts, "op_inputs": names,
-            "scratch": 2 * ((depth + 7) // 8 * 8) if kind == "fully_connected_s4" else 0}
+            "scratch": kernel_scratch_bytes(kind, (oc, depth))}
 
 
 def sweep_cases(seed: int) -> list[tuple[str, dict]]:
@@ -111,7 +111,8 @@ def sweep_cases(seed: int) -> list[tuple[str, dict]]:
     cases.append(("dw_k1x5", conv_case(rng, "depthwise_conv2d_s4", 5, (1, 5))))
     for depth in (1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 67):
         for oc in (1, 3, 5):
-            cases.append((f"fc4_d{depth}_o{oc}", fc_case(rng, "fully_connected_s4", depth, oc, int(rng.integers(1, 4)))))
+            rows = int(rng.integers(1, 4))
+            cases.append((f"fc4_d{depth}_o{oc}", fc_case(rng, "fully_connected_s4", depth, oc, rows)))
     cases.append(("fc4_no_scratch", {**fc_case(rng, "fully_connected_s4", 37, 4, 2), "scratch": 0}))
     for depth in (5, 16, 33):
         cases.append((f"fcpc_d{depth}", fc_case(rng, "fully_connected_per_channel_s8", depth, 6, 2)))
