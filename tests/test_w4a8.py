@@ -15,6 +15,7 @@ from torch import nn
 import mcuforge
 from mcuforge import cli, cruntime, firmware
 from mcuforge.program import deserialize
+from mcuforge.quantize.weight_observers import PER_CHANNEL_MIN_GAIN_DB, per_channel_gain_db
 from mcuforge.runtime import execute
 from mcuforge.zoo import MODELS
 
@@ -71,15 +72,38 @@ def test_w4a8_kinds_and_precisions(odd_w4a8):
     assert [op.precision for op in loaded.ops] == [op.precision for op in prog.ops]
 
 
-def test_int8_precisions_and_per_channel_linear():
+def test_int8_precisions():
     prog = compiled("ds_cnn")[2]
     assert {op.precision for op in prog.ops if op.kind in ("conv2d_s8", "depthwise_conv2d_s8")} == {"a8w8"}
     assert {op.precision for op in prog.ops if op.kind in ("avgpool_s8", "reshape")} == {"a8"}
-    fc = [op for op in prog.graph.ops if op.kind.startswith("fully_connected")]
-    assert [op.kind for op in fc] == ["fully_connected_per_channel_s8"]
-    assert prog.graph.tensors[fc[0].inputs[3]].shape == (12,)  # one multiplier per output channel
     fallback = compiled("custom_fallback")[2]
     assert {op.precision for op in fallback.ops if op.backend == "fp32"} == {"fp32"}
+
+
+def test_linear_layers_per_channel_where_it_raises_accuracy():
+    """fully_connected_per_channel_s8 exactly for the layers whose weights' rounding error drops by at least
+    1 dB with a scale per row; fully_connected_s8 (one multiplier and shift) for the others."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 12), nn.ReLU(), nn.Linear(12, 10), nn.ReLU(), nn.Linear(10, 4)).eval()
+    with torch.no_grad():
+        model[2].weight.mul_(torch.logspace(-2, 0, 10)[:, None])  # rows of very different ranges
+        model[4].weight.copy_(torch.sign(torch.randn(4, 10)) * 0.3)  # rows of one range
+    gains = [per_channel_gain_db(m.weight, 8) for m in model if isinstance(m, nn.Linear)]
+    assert gains[1] > 5 and gains[2] == 0
+    for quantization, bits in (("int8", 8), ("w4a8", 4)):
+        prog = compile_quiet(model, (torch.randn(1, 16),), quantization)
+        per_channel = [per_channel_gain_db(m.weight, bits) >= PER_CHANNEL_MIN_GAIN_DB for m in model
+                       if isinstance(m, nn.Linear)]
+        fc = [op for op in prog.graph.ops if op.kind.startswith("fully_connected")]
+        if quantization == "int8":
+            assert [op.kind for op in fc] == ["fully_connected_per_channel_s8" if p else "fully_connected_s8"
+                                              for p in per_channel]
+        for op, p in zip(fc, per_channel, strict=True):
+            channels = prog.graph.tensors[op.inputs[1]].shape[0]
+            assert prog.graph.tensors[op.inputs[3]].shape == ((channels,) if p else (1,))
+    # the zoo's FC autoencoder holds both (its random rows are mostly of one range)
+    assert {op.kind for op in compiled("fc_autoencoder")[2].ops} == {"fully_connected_per_channel_s8",
+                                                                     "fully_connected_s8"}
 
 
 def test_quantization_argument_is_checked():
@@ -90,12 +114,11 @@ def test_quantization_argument_is_checked():
         mcuforge.compile(model, example, quantization="int4")
 
 
-def test_per_tensor_linear_scheme_lowers_to_fully_connected_s8():
+def test_linear_scheme_forces_per_tensor_or_per_channel():
     model, example = MODELS["fc_autoencoder"]()
-    per_tensor = mcuforge.quantize.Scheme("int8-per-tensor-linear", linear_per_channel=False)
-    prog = compile_quiet(model, example, per_tensor)
-    assert {op.kind for op in prog.ops} == {"fully_connected_s8"}
-    assert all(prog.graph.tensors[op.inputs[3]].shape == (1,) for op in prog.graph.ops)
+    for per_channel, kind in ((False, "fully_connected_s8"), (True, "fully_connected_per_channel_s8")):
+        prog = compile_quiet(model, example, mcuforge.quantize.Scheme("int8", linear_per_channel=per_channel))
+        assert {op.kind for op in prog.ops} == {kind}
 
 
 @pytest.mark.parametrize("target", BOARDS)

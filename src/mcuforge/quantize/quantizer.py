@@ -50,7 +50,7 @@ from .patterns import (
     WEIGHTED_OPS,
 )
 from .schemes import SCHEMES, Scheme
-from .weight_observers import PerChannelMSEObserver
+from .weight_observers import PER_CHANNEL_MIN_GAIN_DB, MSEObserver, PerChannelMSEObserver, per_channel_gain_db
 
 ANNOTATION_KEY = "quantization_annotation"
 
@@ -80,7 +80,7 @@ def weight_qspec(config: ObserverConfig = ObserverConfig(), ch_axis: int = 0, bi
     qmax = (1 << (bits - 1)) - 1
     if not per_channel:
         return QuantizationSpec(dtype=torch.int8, quant_min=-qmax, quant_max=qmax, qscheme=torch.per_tensor_symmetric,
-                                observer_or_fake_quant_ctr=MinMaxObserver)
+                                observer_or_fake_quant_ctr=MSEObserver if bits == 4 else MinMaxObserver)
     return QuantizationSpec(
         dtype=torch.int8, quant_min=-qmax, quant_max=qmax, qscheme=torch.per_channel_symmetric, ch_axis=ch_axis,
         observer_or_fake_quant_ctr=config.weight_int4 if bits == 4 else config.weight,
@@ -214,12 +214,22 @@ class CortexMQuantizer(Quantizer):
         transposed = node.target in TRANSPOSE_CONV_OPS
         # No s4 transposed convolution in CMSIS-NN: it keeps int8 weights under every scheme.
         bits = 8 if transposed else self.scheme.weight_bits
-        per_channel = self.scheme.linear_per_channel or node.target not in LINEAR_OPS
+        per_channel = node.target not in LINEAR_OPS or self._linear_per_channel(weight, bits)
         inputs = {x: self._input_qspec(x),
                   weight: weight_qspec(self.observers, 1 if transposed else 0, bits, per_channel)}
         if isinstance(bias, fx.Node):
             inputs[bias] = bias_qspec(x, weight, node, per_channel)
         self._annotate_with_activation(node, inputs)
+
+    def _linear_per_channel(self, weight: fx.Node, bits: int) -> bool:
+        """The scheme's choice, or by default: per channel where that lowers the weights' rounding error by
+        at least PER_CHANNEL_MIN_GAIN_DB (rows of different ranges), one scale for the tensor otherwise."""
+        if self.scheme.linear_per_channel is not None:
+            return self.scheme.linear_per_channel
+        value = weight.graph.owning_module
+        for part in str(weight.target).split("."):
+            value = getattr(value, part)
+        return per_channel_gain_db(value, bits) >= PER_CHANNEL_MIN_GAIN_DB
 
     def _annotate_add(self, node: fx.Node) -> None:
         a, b = node.args[0], node.args[1]

@@ -17,14 +17,16 @@ class Scheme:
     ``activation_bits``: int8 activations everywhere (8). ``weight_bits``: the weights of convolutions
     (depthwise and grouped included) and linear layers, symmetric per output channel -- 8 ([-127, 127]) or 4
     ([-7, 7], packed two per byte in CMSIS-NN's s4 layout). Transposed convolutions keep int8 weights (CMSIS-NN
-    has no s4 transposed convolution). ``linear_per_channel``: linear weights per output channel (the
-    default, run by ``fully_connected_per_channel_s8``) or one scale per tensor (``fully_connected_s8``).
+    has no s4 transposed convolution). ``linear_per_channel``: linear weights per output channel (True, run by
+    ``fully_connected_per_channel_s8``), one scale per tensor (False: ``fully_connected_s8``), or by default
+    (None) per layer: per channel where that lowers the weights' rounding error by at least 1 dB
+    (``weight_observers.PER_CHANNEL_MIN_GAIN_DB``), else one scale (8 bytes of flash less per output).
     """
 
     name: str
     activation_bits: int = 8
     weight_bits: int = 8
-    linear_per_channel: bool = True
+    linear_per_channel: bool | None = None
 
 
 SCHEMES: dict[str, Scheme] = {
