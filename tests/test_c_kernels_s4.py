@@ -58,12 +58,13 @@ def offsets(rng) -> dict:
             "act_min": lo, "act_max": hi}
 
 
-def conv_case(rng, kind: str, wc: int, kernel: tuple[int, int], groups: int = 1, scratch: bool = True) -> dict:
+def conv_case(rng, kind: str, wc: int, kernel: tuple[int, int], groups: int = 1, scratch: bool = True,
+              dm: int | None = None, pad: list[int] | None = None) -> dict:
     """One conv2d_s4 / depthwise_conv2d_s4 case as the arguments of BoardSweep.add."""
     for _ in range(100):
         h, w = int(rng.integers(1, 9)), int(rng.integers(1, 9))
         st = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
-        pd = [int(rng.integers(0, 3)), int(rng.integers(0, 3))]
+        pd = pad if pad is not None else [int(rng.integers(0, 3)), int(rng.integers(0, 3))]
         dl = [1, 1] if rng.random() < 0.7 else [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
         oh, ow = conv_output_hw((h, w), kernel, st, pd, dl)
         if oh >= 1 and ow >= 1:
@@ -71,7 +72,7 @@ def conv_case(rng, kind: str, wc: int, kernel: tuple[int, int], groups: int = 1,
     n = int(rng.integers(1, 3))
     attrs = {**offsets(rng), "stride": st, "padding": pd, "dilation": dl}
     if kind == "depthwise_conv2d_s4":
-        dm = int(rng.integers(1, 4))
+        dm = dm or int(rng.integers(1, 4))
         oc, in_c, shape = wc * dm, wc, (1, *kernel, wc * dm)
         attrs["depth_multiplier"] = dm
     else:
@@ -103,12 +104,20 @@ def sweep_cases(seed: int) -> list[tuple[str, dict]]:
     for wc in (1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 33):
         for kernel in ((3, 3), (1, 1), (2, 3)):
             cases.append((f"conv_c{wc}_k{kernel[0]}x{kernel[1]}", conv_case(rng, "conv2d_s4", wc, kernel)))
+    for wc in (1, 5, 8, 31, 32, 33, 64):  # 1x1 without padding: the input read in place
+        cases.append((f"pw_c{wc}", conv_case(rng, "conv2d_s4", wc, (1, 1), pad=[0, 0])))
+    cases.append(("pw_groups2", conv_case(rng, "conv2d_s4", 6, (1, 1), groups=2, pad=[0, 0])))
     cases.append(("conv_groups3", conv_case(rng, "conv2d_s4", 3, (3, 3), groups=3)))
     cases.append(("conv_groups2_c5", conv_case(rng, "conv2d_s4", 5, (1, 3), groups=2)))
     cases.append(("conv_no_scratch", conv_case(rng, "conv2d_s4", 7, (3, 3), scratch=False)))
-    for c in (1, 3, 4, 8, 9, 16, 17):
+    for c in (1, 3, 4, 8, 9, 16, 17):  # any depth multiplier: the portable path beyond 1
         cases.append((f"dw_c{c}", conv_case(rng, "depthwise_conv2d_s4", c, (3, 3))))
-    cases.append(("dw_k1x5", conv_case(rng, "depthwise_conv2d_s4", 5, (1, 5))))
+    for c in (1, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24, 64):  # multiplier 1: the DSP / MVE paths
+        cases.append((f"dw1_c{c}", conv_case(rng, "depthwise_conv2d_s4", c, (3, 3), dm=1)))
+    cases.append(("dw1_k1x5", conv_case(rng, "depthwise_conv2d_s4", 5, (1, 5), dm=1)))
+    cases.append(("dw1_k4x4", conv_case(rng, "depthwise_conv2d_s4", 6, (4, 4), dm=1)))  # 16 taps: int16 sums
+    cases.append(("dw1_k5x5_portable", conv_case(rng, "depthwise_conv2d_s4", 6, (5, 5), dm=1)))  # 25 taps
+    cases.append(("dw1_no_scratch", conv_case(rng, "depthwise_conv2d_s4", 9, (3, 3), dm=1, scratch=False)))
     for depth in (1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 67):
         for oc in (1, 3, 5):
             rows = int(rng.integers(1, 4))

@@ -138,8 +138,8 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int]) -> int:
     C kernels' optimized paths use: conv2d_s8's im2col holds 4 int8 patches (MVE), or 2 int16 patches and
     an int8 one (DSP), of kh * kw * filter channels each rounded up to a multiple of 4 (word-aligned
     columns); conv2d_s4's the same patches with the patch size rounded up to 8 (the DSP path widens a word of
-    8 packed weights at a time); fully_connected_s4's one input row widened to int16 (DSP). A program without
-    it runs the portable path."""
+    8 packed weights at a time); fully_connected_s4's one input row widened to int16 (DSP);
+    depthwise_conv2d_s4's weights unpacked to int8 (DSP, MVE). A program without it runs the portable path."""
     if kind == "conv2d_s8":
         _, kh, kw, ic = weight_shape
         return 5 * ((kh * kw * ic + 3) // 4 * 4)
@@ -148,6 +148,8 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int]) -> int:
         return 5 * ((kh * kw * ic + 7) // 8 * 8)
     if kind == "fully_connected_s4":
         return 2 * ((weight_shape[1] + 7) // 8 * 8)
+    if kind == "depthwise_conv2d_s4":
+        return (int(np.prod(weight_shape)) + 3) // 4 * 4
     return 0
 
 

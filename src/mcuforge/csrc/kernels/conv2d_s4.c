@@ -7,11 +7,13 @@
  * run() is the portable statement of the math (mf_dot_s4 per kernel tap). With the op's scratch
  * (mcuforge.ir.kernel_scratch_bytes), the DSP and MVE paths compute the same int32 sums as a matrix
  * multiply: each output pixel's patch is copied (im2col) into the scratch -- taps outside the input hold
- * the input zero point, whose (x + input offset) is 0 -- and a block of patches meets each filter:
+ * the input zero point, whose (x + input offset) is 0; a 1x1 convolution without padding reads the input
+ * pixel in place -- and a block of patches meets each filter:
  *   DSP: 2 patches widened to int16 with the offset added (mf_s4_widen), a word of eight weights decoded
  *        once for both (mf_s4_mac8);
- *   MVE: 4 int8 patches, sixteen weights decoded to int8 lanes once for the four VMLADAVAs, the offset
- *        entering once per filter as offset * sum(weights) (VADDVA).
+ *   MVE: 4 int8 patches; 32 weights decoded once (low and high nibbles of 16 bytes) for the four patches,
+ *        each deinterleaved by VLD2 into its even and odd taps (VMLADAVA), the offset entering once per
+ *        filter as offset * sum(weights) (VADDVA); the depth % 32 tail 16 weights at a time, predicated.
  */
 #include "mf_s4.h"
 
@@ -96,6 +98,12 @@ static void patch_s8(const conv_geom *g, uint32_t p, uint32_t ow, int8_t *col) {
     }
 }
 
+/* The patch of output pixel p of a 1x1 convolution without padding: the input pixel's channels. */
+static inline const int8_t *in_place(const conv_geom *g, uint32_t p, uint32_t ow) {
+    const size_t iy = (size_t)(p / ow) * (size_t)g->st[0], ix = (size_t)(p % ow) * (size_t)g->st[1];
+    return g->x + (iy * (size_t)g->w + ix) * g->ch;
+}
+
 #if defined(MF_USE_DSP)
 #define NCOLS 2u
 
@@ -128,25 +136,46 @@ static void mat_mult_2cols(const int16_t *col0, const int16_t *col1, const int32
 #else /* MVE */
 #define NCOLS 4u
 
-/* Filters [oc0, oc0 + rows) on n_cols (<= 4) int8 patches; out[i]: pixel i's outputs. */
+/* Filters [oc0, oc0 + rows) on n_cols (<= 4) int8 patches; pixel i's outputs at out + pixel_offsets[i]. The
+ * four outputs of a filter share its requantization: one vector requantize, one scatter store (or the scalar
+ * requantization when a multiplier is INT32_MIN, see mf_requantize_x4). */
 static void mat_mult_4cols(const int8_t *const cols[4], uint32_t n_cols, const int8_t *w, uint32_t oc0, uint32_t rows,
-                           uint32_t depth, int32_t in_off, const mf_channel_requant *rq, int8_t *const out[4]) {
+                           uint32_t depth, int32_t in_off, const mf_channel_requant *rq, int vector_rq, int8_t *out,
+                           const uint32x4_t pixel_offsets) {
+    const mve_pred16_t store = vctp32q(n_cols);
     for (uint32_t r = 0; r < rows; r++) {
         const uint32_t oc = oc0 + r, start = oc * depth;
         const uint8_t *p = (const uint8_t *)w + (start >> 1);
         int32_t a[4] = {0, 0, 0, 0}, ws = 0;
-        uint32_t k = 0;
-        for (uint32_t left = depth; left > 0; left = left > 16u ? left - 16u : 0u, k += 16, p += 8) {
-            const mve_pred16_t pred = vctp8q(left);
-            const int8x16_t wv = mf_s4_decode16(p, start & 1u, left);
+        const uint32_t d32 = depth & ~31u;
+        for (uint32_t k = 0; k < d32; k += 32) { /* 32 weights decoded once, each patch deinterleaved by VLD2 */
+            int8x16_t ev, od;
+            mf_s4_split32(p + k / 2, start & 1u, &ev, &od);
+            ws = vaddvaq_s8(vaddvaq_s8(ws, ev), od);
+            for (uint32_t i = 0; i < 4; i++) {
+                const int8x16x2_t xv = vld2q_s8(cols[i] + k);
+                a[i] = vmladavaq_s8(vmladavaq_s8(a[i], xv.val[0], ev), xv.val[1], od);
+            }
+        }
+        for (uint32_t k = d32; k < depth; k += 16) { /* the tail, 16 at a time, predicated */
+            const mve_pred16_t pred = vctp8q(depth - k);
+            const int8x16_t wv = mf_s4_decode16(p + k / 2, start & 1u, depth - k);
             ws = vaddvaq_s8(ws, wv);
-            a[0] = vmladavaq_s8(a[0], vldrbq_z_s8(cols[0] + k, pred), wv);
-            a[1] = vmladavaq_s8(a[1], vldrbq_z_s8(cols[1] + k, pred), wv);
-            a[2] = vmladavaq_s8(a[2], vldrbq_z_s8(cols[2] + k, pred), wv);
-            a[3] = vmladavaq_s8(a[3], vldrbq_z_s8(cols[3] + k, pred), wv);
+            for (uint32_t i = 0; i < 4; i++) a[i] = vmladavaq_s8(a[i], vldrbq_z_s8(cols[i] + k, pred), wv);
         }
         const int32_t corr = ws * in_off; /* |sum(w)| <= 2^19, |in_off| <= 128 */
-        for (uint32_t i = 0; i < n_cols; i++) out[i][r] = mf_channel_requant_s8_inline(rq, oc, mf_add_wrap(a[i], corr));
+        if (vector_rq) {
+            const uint32_t k = rq->per_channel ? oc : 0;
+            int32x4_t acc = vaddq_n_s32(vld1q_s32(a), rq->bias ? mf_add_wrap(corr, rq->bias[oc]) : corr);
+            acc = vaddq_n_s32(mf_requantize_x4(acc, vdupq_n_s32(rq->mult[k]), vdupq_n_s32(rq->shift[k])), rq->out_off);
+            acc = vminq_s32(vmaxq_s32(acc, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));
+            vstrbq_scatter_offset_p_s32(out + r, pixel_offsets, acc, store);
+        } else {
+            for (uint32_t i = 0; i < n_cols; i++) {
+                out[vgetq_lane_u32(pixel_offsets, 1) * i + r] = mf_channel_requant_s8_inline(rq, oc,
+                                                                                             mf_add_wrap(a[i], corr));
+            }
+        }
     }
 }
 #endif
@@ -172,6 +201,13 @@ static mf_status run_fast(const mf_call *c) {
     const uint32_t depth = g.kh * g.kw * g.wc, ow = o.shape[2], pixels = o.shape[1] * ow;
     const int8_t *wd = (const int8_t *)w.data;
     int8_t *scratch = (int8_t *)c->scratch;
+    /* 1x1, no padding: the patch is the input pixel itself, read in place */
+    const int pointwise = g.kh == 1 && g.kw == 1 && g.pd[0] == 0 && g.pd[1] == 0 &&
+                          ((int32_t)o.shape[1] - 1) * g.st[0] < g.h && ((int32_t)ow - 1) * g.st[1] < g.w;
+#if defined(MF_USE_MVE)
+    const int vector_rq = mf_requant_vector_ok(&rq, oc_n);
+    const uint32x4_t pixel_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), oc_n);
+#endif
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
         int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
@@ -185,21 +221,30 @@ static mf_status run_fast(const mf_call *c) {
                 int8_t *staging = scratch + 4u * depth8(depth);
                 int32_t sums[2] = {0, 0};
                 for (uint32_t i = 0; i < n_cols; i++) {
-                    patch_s8(&g, p0 + i, ow, staging);
-                    sums[i] = mf_s4_widen(staging, depth, in_off, cols + (size_t)i * depth8(depth));
+                    const int8_t *patch = staging;
+                    if (pointwise) {
+                        patch = in_place(&g, p0 + i, ow);
+                    } else {
+                        patch_s8(&g, p0 + i, ow, staging);
+                    }
+                    sums[i] = mf_s4_widen(patch, depth, in_off, cols + (size_t)i * depth8(depth));
                 }
                 mat_mult_2cols(cols, n_cols > 1 ? cols + depth8(depth) : NULL, sums, wd, grp * opg, opg, depth, &rq,
                                out0, out0 + oc_n);
 #else
                 const int8_t *cols[4];
-                int8_t *outs[4];
                 for (uint32_t i = 0; i < NCOLS; i++) {
-                    int8_t *col = scratch + (size_t)(i < n_cols ? i : 0) * depth;
-                    if (i < n_cols) patch_s8(&g, p0 + i, ow, col);
-                    cols[i] = col; /* past n_cols: repeats patch 0, outputs not written */
-                    outs[i] = out0 + (size_t)i * oc_n;
+                    if (i >= n_cols) {
+                        cols[i] = cols[0]; /* repeats patch 0, its outputs not written */
+                    } else if (pointwise) {
+                        cols[i] = in_place(&g, p0 + i, ow);
+                    } else {
+                        int8_t *col = scratch + (size_t)i * depth;
+                        patch_s8(&g, p0 + i, ow, col);
+                        cols[i] = col;
+                    }
                 }
-                mat_mult_4cols(cols, n_cols, wd, grp * opg, opg, depth, in_off, &rq, outs);
+                mat_mult_4cols(cols, n_cols, wd, grp * opg, opg, depth, in_off, &rq, vector_rq, out0, pixel_offsets);
 #endif
             }
         }

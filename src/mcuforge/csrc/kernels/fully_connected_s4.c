@@ -9,7 +9,9 @@
  *   DSP: each input row widened once into the op's scratch (int16 with the offset added, in the decode
  *        order of mf_s4_mac8), then a word of eight weights per step into SMLADs; without the scratch
  *        (an older program) mf_dot_s4 per output;
- *   MVE: mf_dot_s4 per output, sixteen weights decoded to int8 lanes per VMLADAVA.
+ *   MVE: four outputs at a time: 32 activations per VLD2 (even and odd lanes) against the low and high
+ *        nibbles of 16 weight bytes of each row (VMLADAVA), the offset as offset * sum(weights) (VADDVA);
+ *        the depth % 32 tail 16 weights at a time, predicated.
  */
 #include "mf_s4.h"
 
@@ -43,6 +45,52 @@ static void run_row_widened(const int16_t *cols, int32_t sum, const int8_t *w, u
 }
 #endif
 
+#if defined(MF_USE_MVE)
+/* Outputs oc .. oc + n - 1 (n <= 4) of one input row: 32 activations per VLD2 shared by the four rows (rows
+ * past n repeat row oc, their outputs unwritten), then the tail 16 at a time, predicated. */
+static void rows4(const int8_t *x, const int8_t *w, uint32_t oc, uint32_t n, uint32_t depth, int32_t in_off,
+                  const mf_channel_requant *rq, int vector_rq, int8_t *out) {
+    const uint8_t *p[4];
+    uint32_t odd[4];
+    int32_t a[4] = {0, 0, 0, 0}, ws[4] = {0, 0, 0, 0};
+    for (uint32_t i = 0; i < 4; i++) {
+        const uint32_t start = (oc + (i < n ? i : 0)) * depth;
+        p[i] = (const uint8_t *)w + (start >> 1);
+        odd[i] = start & 1u;
+    }
+    const uint32_t d32 = depth & ~31u;
+    for (uint32_t k = 0; k < d32; k += 32) {
+        const int8x16x2_t xv = vld2q_s8(x + k);
+        for (uint32_t i = 0; i < 4; i++) {
+            int8x16_t ev, od;
+            mf_s4_split32(p[i] + k / 2, odd[i], &ev, &od);
+            a[i] = vmladavaq_s8(vmladavaq_s8(a[i], xv.val[0], ev), xv.val[1], od);
+            ws[i] = vaddvaq_s8(vaddvaq_s8(ws[i], ev), od);
+        }
+    }
+    for (uint32_t k = d32; k < depth; k += 16) {
+        const int8x16_t xv = vldrbq_z_s8(x + k, vctp8q(depth - k));
+        for (uint32_t i = 0; i < 4; i++) {
+            const int8x16_t wv = mf_s4_decode16(p[i] + k / 2, odd[i], depth - k);
+            a[i] = vmladavaq_s8(a[i], xv, wv);
+            ws[i] = vaddvaq_s8(ws[i], wv);
+        }
+    }
+    if (vector_rq) { /* the four outputs requantized at once, as fully_connected_s8's MVE path */
+        const mve_pred16_t p4 = vctp32q(n);
+        int32x4_t acc = vmlaq_n_s32(vld1q_s32(a), vld1q_s32(ws), in_off); /* |ws| <= 2^19 */
+        if (rq->bias) acc = vaddq_s32(acc, vldrwq_z_s32(rq->bias + oc, p4));
+        const int32x4_t mult = rq->per_channel ? vldrwq_z_s32(rq->mult + oc, p4) : vdupq_n_s32(rq->mult[0]);
+        const int32x4_t shift = rq->per_channel ? vldrwq_z_s32(rq->shift + oc, p4) : vdupq_n_s32(rq->shift[0]);
+        int32x4_t v = vaddq_n_s32(mf_requantize_x4(acc, mult, shift), rq->out_off);
+        v = vminq_s32(vmaxq_s32(v, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));
+        vstrbq_p_s32(out, v, p4);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) out[i] = mf_channel_requant_s8_inline(rq, oc + i, mf_add_wrap(a[i], ws[i] * in_off));
+}
+#endif
+
 static mf_status run(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
@@ -61,6 +109,15 @@ static mf_status run(const mf_call *c) {
         }
         return MF_OK;
     }
+#elif defined(MF_USE_MVE)
+    const int vector_rq = mf_requant_vector_ok(&rq, oc_n);
+    for (uint32_t r = 0; r < rows; r++) {
+        for (uint32_t oc = 0; oc < oc_n; oc += 4) {
+            const uint32_t n = oc_n - oc < 4u ? oc_n - oc : 4u;
+            rows4(xd + (size_t)r * depth, wd, oc, n, depth, in_off, &rq, vector_rq, out + (size_t)r * oc_n + oc);
+        }
+    }
+    return MF_OK;
 #endif
     for (uint32_t r = 0; r < rows; r++) {
         for (uint32_t oc = 0; oc < oc_n; oc++) {

@@ -105,4 +105,20 @@ static inline int8x16_t mf_s4_decode16(const uint8_t *p, uint32_t odd, uint32_t 
 }
 #endif
 
+#if defined(MF_USE_MVE)
+/* 32 weights from packed int4 at byte p (16 bytes; 17 when `odd`, the run starting in p's high nibble):
+ * *even = weights 0, 2, ..., 30 and *odd_w = weights 1, 3, ..., 31 as int8 lanes -- the halves VLD2 gives of
+ * 32 activations. */
+static inline void mf_s4_split32(const uint8_t *p, uint32_t odd, int8x16_t *even, int8x16_t *odd_w) {
+    const int8x16_t v = vldrbq_s8((const int8_t *)p);
+    if (!odd) {
+        *even = vshrq_n_s8(vshlq_n_s8(v, 4), 4); /* low nibbles */
+        *odd_w = vshrq_n_s8(v, 4);               /* high nibbles */
+    } else {
+        *even = vshrq_n_s8(v, 4); /* high nibbles of p .. p + 15 */
+        *odd_w = vshrq_n_s8(vshlq_n_s8(vldrbq_s8((const int8_t *)p + 1), 4), 4); /* low of p + 1 .. p + 16 */
+    }
+}
+#endif
+
 #endif /* MF_S4_H */
