@@ -22,13 +22,12 @@ def nibble(packed, k: int) -> int:
     return c_int8(byte << 4) >> 4 if k % 2 == 0 else c_int8(byte) >> 4
 
 
-def ref_conv_s4(x, packed, filter_shape, bias, in_off, out_off, mults, shifts, stride, pad, dil, out_hw, lo, hi):
-    """arm_convolve_s4 (x NHWC nested ints, filter (O, KH, KW, C / groups) packed): taps outside skipped."""
-    n_, h, w, c = len(x), len(x[0]), len(x[0][0]), len(x[0][0][0])
-    oc_n, kh, kw, wc = filter_shape
-    opg = oc_n // (c // wc)
+def _windows(x, oc_n, kernel, stride, pad, dil, out_hw, bias, out_off, mults, shifts, lo, hi, tap):
+    """The loops every CMSIS-NN convolution shares: per output (n, oy, ox, oc) the bias plus ``tap(n, iy, ix,
+    oc, ky, kx)`` over the taps inside the input (int32, wrapping), then the epilogue."""
+    h, w = len(x[0]), len(x[0][0])
     out = []
-    for n in range(n_):
+    for n in range(len(x)):
         rows = []
         for oy in range(out_hw[0]):
             cols = []
@@ -36,51 +35,42 @@ def ref_conv_s4(x, packed, filter_shape, bias, in_off, out_off, mults, shifts, s
                 pix = []
                 for oc in range(oc_n):
                     acc = 0 if bias is None else int(bias[oc])
-                    c0 = (oc // opg) * wc
-                    for ky in range(kh):
+                    for ky in range(kernel[0]):
                         iy = oy * stride[0] - pad[0] + ky * dil[0]
-                        for kx in range(kw):
+                        for kx in range(kernel[1]):
                             ix = ox * stride[1] - pad[1] + kx * dil[1]
-                            if not (0 <= iy < h and 0 <= ix < w):
-                                continue
-                            for ci in range(wc):
-                                k = ((oc * kh + ky) * kw + kx) * wc + ci
-                                acc = c_wrap32(acc + (int(x[n][iy][ix][c0 + ci]) + in_off) * nibble(packed, k))
-                    m = len(mults) > 1
-                    pix.append(c_output(acc, int(mults[oc if m else 0]), int(shifts[oc if m else 0]), out_off, lo, hi))
+                            if 0 <= iy < h and 0 <= ix < w:
+                                acc = c_wrap32(acc + tap(n, iy, ix, oc, ky, kx))
+                    k = oc if len(mults) > 1 else 0
+                    pix.append(c_output(acc, int(mults[k]), int(shifts[k]), out_off, lo, hi))
                 cols.append(pix)
             rows.append(cols)
         out.append(rows)
     return out
+
+
+def ref_conv_s4(x, packed, filter_shape, bias, in_off, out_off, mults, shifts, stride, pad, dil, out_hw, lo, hi):
+    """arm_convolve_s4 (x NHWC nested ints, filter (O, KH, KW, C / groups) packed): taps outside skipped."""
+    oc_n, kh, kw, wc = filter_shape
+    opg = oc_n // (len(x[0][0][0]) // wc)
+
+    def tap(n, iy, ix, oc, ky, kx):
+        c0 = (oc // opg) * wc
+        return sum((int(x[n][iy][ix][c0 + ci]) + in_off) * nibble(packed, ((oc * kh + ky) * kw + kx) * wc + ci)
+                   for ci in range(wc))
+
+    return _windows(x, oc_n, (kh, kw), stride, pad, dil, out_hw, bias, out_off, mults, shifts, lo, hi, tap)
 
 
 def ref_depthwise_s4(x, packed, filter_shape, bias, in_off, out_off, mults, shifts, stride, pad, dil, dm, out_hw,
                      lo, hi):
     """arm_depthwise_conv_s4: output channel oc = ic * dm + m, weights (1, KH, KW, C * dm) packed."""
-    n_, h, w = len(x), len(x[0]), len(x[0][0])
     _one, kh, kw, oc_n = filter_shape
-    out = []
-    for n in range(n_):
-        rows = []
-        for oy in range(out_hw[0]):
-            cols = []
-            for ox in range(out_hw[1]):
-                pix = []
-                for oc in range(oc_n):
-                    acc = 0 if bias is None else int(bias[oc])
-                    for ky in range(kh):
-                        iy = oy * stride[0] - pad[0] + ky * dil[0]
-                        for kx in range(kw):
-                            ix = ox * stride[1] - pad[1] + kx * dil[1]
-                            if 0 <= iy < h and 0 <= ix < w:
-                                wv = nibble(packed, (ky * kw + kx) * oc_n + oc)
-                                acc = c_wrap32(acc + (int(x[n][iy][ix][oc // dm]) + in_off) * wv)
-                    m = len(mults) > 1
-                    pix.append(c_output(acc, int(mults[oc if m else 0]), int(shifts[oc if m else 0]), out_off, lo, hi))
-                cols.append(pix)
-            rows.append(cols)
-        out.append(rows)
-    return out
+
+    def tap(n, iy, ix, oc, ky, kx):
+        return (int(x[n][iy][ix][oc // dm]) + in_off) * nibble(packed, (ky * kw + kx) * oc_n + oc)
+
+    return _windows(x, oc_n, (kh, kw), stride, pad, dil, out_hw, bias, out_off, mults, shifts, lo, hi, tap)
 
 
 def ref_fully_connected(rows, weight_at, oc_n, depth, bias, in_off, out_off, mults, shifts, lo, hi):

@@ -259,38 +259,6 @@ OP_KINDS: dict[str, dict[str, Any]] = {
     },
     # Table activation: out = table[x + 128], table int8[256].
     "lut_s8": {"id": 14, "inputs": ["x", "table"], "attrs": []},
-    # int4 weights (dtype "int4", CMSIS-NN's s4 packing) with int8 activations, the arithmetic of the s8
-    # kinds above: arm_convolve_s4 (any groups, as conv2d_s8), arm_depthwise_conv_s4, arm_fully_connected_s4
-    # (per-tensor; length-O multipliers and shifts requantize per channel as the per-channel s8 kernel does).
-    "conv2d_s4": {
-        "id": 15,
-        "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
-        "attrs": [
-            ("input_offset", "int"), ("output_offset", "int"), ("stride", "ints"),
-            ("padding", "ints"), ("dilation", "ints"), ("act_min", "int"), ("act_max", "int"),
-        ],
-    },
-    "depthwise_conv2d_s4": {
-        "id": 16,
-        "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
-        "attrs": [
-            ("input_offset", "int"), ("output_offset", "int"), ("stride", "ints"),
-            ("padding", "ints"), ("dilation", "ints"), ("depth_multiplier", "int"),
-            ("act_min", "int"), ("act_max", "int"),
-        ],
-    },
-    "fully_connected_s4": {
-        "id": 17,
-        "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
-        "attrs": [("input_offset", "int"), ("output_offset", "int"), ("act_min", "int"), ("act_max", "int")],
-    },
-    # arm_fully_connected_per_channel_s8: multipliers and shifts of length O (fully_connected_s8 is the
-    # per-tensor arm_fully_connected_s8; it still reads length-O ones, as format 1.0 files hold them).
-    "fully_connected_per_channel_s8": {
-        "id": 18,
-        "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
-        "attrs": [("input_offset", "int"), ("output_offset", "int"), ("act_min", "int"), ("act_max", "int")],
-    },
     # Data movement, any element type.
     "reshape": {"id": 20, "inputs": ["x"], "attrs": []},
     "transpose": {"id": 21, "inputs": ["x"], "attrs": [("perm", "ints")]},
@@ -313,6 +281,17 @@ OP_KINDS: dict[str, dict[str, Any]] = {
         ],
     },
 }
+
+# int4 weights (dtype "int4", CMSIS-NN's s4 packing) with int8 activations: the inputs, attributes and
+# arithmetic of the s8 kinds -- arm_convolve_s4 (any groups, as conv2d_s8), arm_depthwise_conv_s4,
+# arm_fully_connected_s4 (per-tensor; length-O multipliers and shifts requantize per channel as the
+# per-channel s8 kernel does). fully_connected_per_channel_s8 is arm_fully_connected_per_channel_s8:
+# multipliers and shifts of length O (fully_connected_s8 is the per-tensor arm_fully_connected_s8; it
+# still reads length-O ones, as format 1.0 files hold them).
+for _kind, _like, _id in (("conv2d_s4", "conv2d_s8", 15), ("depthwise_conv2d_s4", "depthwise_conv2d_s8", 16),
+                          ("fully_connected_s4", "fully_connected_s8", 17),
+                          ("fully_connected_per_channel_s8", "fully_connected_s8", 18)):
+    OP_KINDS[_kind] = {**OP_KINDS[_like], "id": _id}
 
 OP_KIND_BY_ID = {spec["id"]: name for name, spec in OP_KINDS.items()}
 

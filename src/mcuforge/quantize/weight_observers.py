@@ -36,47 +36,46 @@ def clipped_scales(rows: torch.Tensor, minmax: torch.Tensor, quant_min: int, qua
     return best
 
 
-class PerChannelMSEObserver(PerChannelMinMaxObserver):
-    """Symmetric per-channel weight scales minimising sum((w - dequant(quant(w)))^2) per channel.
+class _ClippedScales:
+    """The MSE search on top of a min/max observer: weights are constants, so the observer keeps the last
+    tensor it saw and searches on it (without one: the min/max scales). ``_rows`` gives the weight as the
+    float64 rows that share a scale."""
 
-    Weights are constants: the observer keeps the last tensor it saw and searches on it. Without one it
-    gives the min/max scales.
-    """
+    qscheme_searched: torch.qscheme
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self._weight = x.detach().clone()
         self._cached = None
-        return super().forward(x)
+        return super().forward(x)  # type: ignore[misc]
 
     def calculate_qparams(self) -> tuple[torch.Tensor, torch.Tensor]:
-        scale, zero_point = super().calculate_qparams()
+        scale, zero_point = super().calculate_qparams()  # type: ignore[misc]
         weight = getattr(self, "_weight", None)
-        if weight is None or self.qscheme != torch.per_channel_symmetric:
+        if weight is None or self.qscheme != self.qscheme_searched:
             return scale, zero_point
         if getattr(self, "_cached", None) is None:
-            rows = weight.transpose(0, self.ch_axis).reshape(weight.shape[self.ch_axis], -1).double()
-            self._cached = clipped_scales(rows, scale.double(), self.quant_min, self.quant_max, float(self.eps))
+            best = clipped_scales(self._rows(weight), scale.double().reshape(-1), self.quant_min, self.quant_max,
+                                  float(self.eps))
+            self._cached = best.reshape(scale.shape)
         return self._cached.to(scale.dtype), zero_point
 
 
-class MSEObserver(MinMaxObserver):
+class PerChannelMSEObserver(_ClippedScales, PerChannelMinMaxObserver):
+    """Symmetric per-channel weight scales minimising sum((w - dequant(quant(w)))^2) per channel."""
+
+    qscheme_searched = torch.per_channel_symmetric
+
+    def _rows(self, weight: torch.Tensor) -> torch.Tensor:
+        return weight.transpose(0, self.ch_axis).reshape(weight.shape[self.ch_axis], -1).double()
+
+
+class MSEObserver(_ClippedScales, MinMaxObserver):
     """One symmetric scale for the whole weight tensor, minimising its squared rounding error."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self._weight = x.detach().clone()
-        self._cached = None
-        return super().forward(x)
+    qscheme_searched = torch.per_tensor_symmetric
 
-    def calculate_qparams(self) -> tuple[torch.Tensor, torch.Tensor]:
-        scale, zero_point = super().calculate_qparams()
-        weight = getattr(self, "_weight", None)
-        if weight is None or self.qscheme != torch.per_tensor_symmetric:
-            return scale, zero_point
-        if getattr(self, "_cached", None) is None:
-            rows = weight.reshape(1, -1).double()
-            self._cached = clipped_scales(rows, scale.double().reshape(1), self.quant_min, self.quant_max,
-                                          float(self.eps)).reshape(scale.shape)
-        return self._cached.to(scale.dtype), zero_point
+    def _rows(self, weight: torch.Tensor) -> torch.Tensor:
+        return weight.reshape(1, -1).double()
 
 
 def per_channel_gain_db(weight: torch.Tensor, bits: int) -> float:

@@ -19,29 +19,12 @@
 
 enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_ACT_MIN, A_ACT_MAX };
 
-static mf_status check(const mf_call *c) {
-    mf_tensor x, w, b, m, s, o;
-    if (c->n_in != 5 || c->n_out != 1) return MF_ERR_SHAPE;
-    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
-    if (!mf_is(&x, MF_INT8, 4) || !mf_is_s4_weight(&w, 4) || !mf_is(&o, MF_INT8, 4)) return MF_ERR_SHAPE;
-    if (w.shape[3] == 0 || x.shape[3] % w.shape[3] != 0 || w.shape[0] % (x.shape[3] / w.shape[3]) != 0) {
-        return MF_ERR_SHAPE; /* input channels = groups x filter channels, filters split evenly */
-    }
-    if (o.shape[0] != x.shape[0] || o.shape[3] != w.shape[0]) return MF_ERR_SHAPE;
-    if ((uint64_t)w.shape[1] * w.shape[2] * w.shape[3] > MF_MAX_DOT_DEPTH) return MF_ERR_SHAPE;
-    int32_t st[2], pd[2], dl[2];
-    if (!mf_attr_conv_window(c, A_STRIDE, st, pd, dl)) return MF_ERR_SHAPE;
-    return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, w.shape[0], A_ACT_MIN);
-}
+static mf_status check(const mf_call *c) { return mf_check_conv2d(c, MF_INT4); }
 
 static mf_status run_portable(const mf_call *c) {
-    mf_tensor x, w, b, m, s, o;
-    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
-    const int32_t in_off = mf_attr_int(c, A_IN_OFF);
-    int32_t st[2], pd[2], dl[2];
-    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
-    mf_channel_requant rq;
-    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    mf_weighted_run k;
+    mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
+    const mf_tensor x = k.x, w = k.w, o = k.o;
     const int8_t *xd = (const int8_t *)x.data, *wd = (const int8_t *)w.data;
     const int32_t h = (int32_t)x.shape[1], wi = (int32_t)x.shape[2];
     const uint32_t ch = x.shape[3], wc = w.shape[3], oc_n = w.shape[0], kh = w.shape[1], kw = w.shape[2];
@@ -50,21 +33,21 @@ static mf_status run_portable(const mf_call *c) {
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         for (uint32_t oy = 0; oy < o.shape[1]; oy++) {
             for (uint32_t ox = 0; ox < o.shape[2]; ox++) {
-                const int64_t y0 = (int64_t)oy * st[0] - pd[0], x0 = (int64_t)ox * st[1] - pd[1];
+                const int64_t y0 = (int64_t)oy * k.st[0] - k.pd[0], x0 = (int64_t)ox * k.st[1] - k.pd[1];
                 for (uint32_t oc = 0; oc < oc_n; oc++) {
                     int32_t acc = 0;
                     for (uint32_t ky = 0; ky < kh; ky++) {
-                        const int64_t iy = y0 + (int64_t)ky * dl[0];
+                        const int64_t iy = y0 + (int64_t)ky * k.dl[0];
                         if (iy < 0 || iy >= h) continue;
                         for (uint32_t kx = 0; kx < kw; kx++) {
-                            const int64_t ix = x0 + (int64_t)kx * dl[1];
+                            const int64_t ix = x0 + (int64_t)kx * k.dl[1];
                             if (ix < 0 || ix >= wi) continue;
                             const int8_t *xp = xd + (((size_t)n * (size_t)h + (size_t)iy) * (size_t)wi + (size_t)ix) * ch +
                                                (size_t)(oc / oc_per_group) * wc;
-                            acc += mf_dot_s4(xp, wd, ((oc * kh + ky) * kw + kx) * wc, wc, in_off);
+                            acc += mf_dot_s4(xp, wd, ((oc * kh + ky) * kw + kx) * wc, wc, k.in_off);
                         }
                     }
-                    *out++ = mf_channel_requant_s8(&rq, oc, acc);
+                    *out++ = mf_channel_requant_s8(&k.rq, oc, acc);
                 }
             }
         }
@@ -183,20 +166,17 @@ static void mat_mult_4cols(const int8_t *const cols[4], uint32_t n_cols, const i
 static uint32_t depth8(uint32_t depth) { return (depth + 7u) & ~7u; }
 
 static mf_status run_fast(const mf_call *c) {
-    mf_tensor x, w, b, m, s, o;
-    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
-    const int32_t in_off = mf_attr_int(c, A_IN_OFF);
-    conv_geom g;
-    mf_attr_conv_window(c, A_STRIDE, g.st, g.pd, g.dl);
-    mf_channel_requant rq;
-    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    mf_weighted_run k;
+    mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
+    const mf_tensor x = k.x, w = k.w, o = k.o;
+    conv_geom g = {.st = {k.st[0], k.st[1]}, .pd = {k.pd[0], k.pd[1]}, .dl = {k.dl[0], k.dl[1]}};
     g.h = (int32_t)x.shape[1];
     g.w = (int32_t)x.shape[2];
     g.ch = x.shape[3];
     g.wc = w.shape[3];
     g.kh = w.shape[1];
     g.kw = w.shape[2];
-    g.zero_point = (int8_t)(-in_off);
+    g.zero_point = (int8_t)(-k.in_off);
     const uint32_t oc_n = w.shape[0], groups = g.ch / g.wc, opg = oc_n / groups;
     const uint32_t depth = g.kh * g.kw * g.wc, ow = o.shape[2], pixels = o.shape[1] * ow;
     const int8_t *wd = (const int8_t *)w.data;
@@ -205,7 +185,7 @@ static mf_status run_fast(const mf_call *c) {
     const int pointwise = g.kh == 1 && g.kw == 1 && g.pd[0] == 0 && g.pd[1] == 0 &&
                           ((int32_t)o.shape[1] - 1) * g.st[0] < g.h && ((int32_t)ow - 1) * g.st[1] < g.w;
 #if defined(MF_USE_MVE)
-    const int vector_rq = mf_requant_vector_ok(&rq, oc_n);
+    const int vector_rq = mf_requant_vector_ok(&k.rq, oc_n);
     const uint32x4_t pixel_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), oc_n);
 #endif
     for (uint32_t n = 0; n < x.shape[0]; n++) {
@@ -227,9 +207,9 @@ static mf_status run_fast(const mf_call *c) {
                     } else {
                         patch_s8(&g, p0 + i, ow, staging);
                     }
-                    sums[i] = mf_s4_widen(patch, depth, in_off, cols + (size_t)i * depth8(depth));
+                    sums[i] = mf_s4_widen(patch, depth, k.in_off, cols + (size_t)i * depth8(depth));
                 }
-                mat_mult_2cols(cols, n_cols > 1 ? cols + depth8(depth) : NULL, sums, wd, grp * opg, opg, depth, &rq,
+                mat_mult_2cols(cols, n_cols > 1 ? cols + depth8(depth) : NULL, sums, wd, grp * opg, opg, depth, &k.rq,
                                out0, out0 + oc_n);
 #else
                 const int8_t *cols[4];
@@ -244,7 +224,7 @@ static mf_status run_fast(const mf_call *c) {
                         cols[i] = col;
                     }
                 }
-                mat_mult_4cols(cols, n_cols, wd, grp * opg, opg, depth, in_off, &rq, vector_rq, out0, pixel_offsets);
+                mat_mult_4cols(cols, n_cols, wd, grp * opg, opg, depth, k.in_off, &k.rq, vector_rq, out0, pixel_offsets);
 #endif
             }
         }
@@ -252,22 +232,12 @@ static mf_status run_fast(const mf_call *c) {
     return MF_OK;
 }
 
-/* The op declares the fast path's scratch (kernel_scratch_bytes) and every index of its geometry fits an
- * int32 (limits far beyond any Cortex-M memory: the portable path takes whatever is left). */
+/* The op declares the fast path's scratch (kernel_scratch_bytes) and its geometry fits the int32 index
+ * arithmetic (the portable path takes whatever is left). */
 static int fast_path_fits(const mf_call *c) {
-    mf_tensor x, w, o;
-    mf_call_input(c, 0, &x);
+    mf_tensor w;
     mf_call_input(c, 1, &w);
-    mf_call_output(c, 0, &o);
-    if (c->scratch_bytes < 5u * depth8(w.shape[1] * w.shape[2] * w.shape[3])) return 0;
-    int32_t st[2], pd[2], dl[2];
-    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
-    const uint32_t lim = 1u << 14;
-    for (int a = 0; a < 2; a++) {
-        if ((uint32_t)st[a] >= lim || (uint32_t)pd[a] >= lim || (uint32_t)dl[a] >= lim) return 0;
-        if (x.shape[1 + a] >= lim || o.shape[1 + a] >= lim || w.shape[1 + a] >= lim) return 0;
-    }
-    return 1;
+    return c->scratch_bytes >= 5u * depth8(w.shape[1] * w.shape[2] * w.shape[3]) && mf_s4_window_fits(c, A_STRIDE);
 }
 #endif /* MF_USE_DSP || MF_USE_MVE */
 

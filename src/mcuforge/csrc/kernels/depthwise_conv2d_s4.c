@@ -19,52 +19,36 @@
 
 enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_MULT, A_ACT_MIN, A_ACT_MAX };
 
-static mf_status check(const mf_call *c) {
-    mf_tensor x, w, b, m, s, o;
-    if (c->n_in != 5 || c->n_out != 1) return MF_ERR_SHAPE;
-    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
-    if (!mf_is(&x, MF_INT8, 4) || !mf_is_s4_weight(&w, 4) || !mf_is(&o, MF_INT8, 4)) return MF_ERR_SHAPE;
-    int32_t dm = mf_value_int(mf_attr(c, A_MULT));
-    if (dm < 1 || w.shape[0] != 1 || (uint64_t)x.shape[3] * (uint32_t)dm != w.shape[3]) return MF_ERR_SHAPE;
-    if (o.shape[0] != x.shape[0] || o.shape[3] != w.shape[3]) return MF_ERR_SHAPE;
-    if ((uint64_t)w.shape[1] * w.shape[2] > MF_MAX_DOT_DEPTH) return MF_ERR_SHAPE;
-    int32_t st[2], pd[2], dl[2];
-    if (!mf_attr_conv_window(c, A_STRIDE, st, pd, dl)) return MF_ERR_SHAPE;
-    return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, w.shape[3], A_ACT_MIN);
-}
+static mf_status check(const mf_call *c) { return mf_check_depthwise_conv2d(c, MF_INT4); }
 
 static mf_status run_portable(const mf_call *c) {
-    mf_tensor x, w, b, m, s, o;
-    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
-    const int32_t in_off = mf_attr_int(c, A_IN_OFF);
+    mf_weighted_run k;
+    mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
+    const mf_tensor x = k.x, w = k.w, o = k.o;
     const uint32_t dm = (uint32_t)mf_attr_int(c, A_MULT);
-    int32_t st[2], pd[2], dl[2];
-    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
-    mf_channel_requant rq;
-    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
     const int8_t *xd = (const int8_t *)x.data, *wd = (const int8_t *)w.data;
     const int64_t h = x.shape[1], wi = x.shape[2];
     const uint32_t ch = x.shape[3], oc_n = w.shape[3], kh = w.shape[1], kw = w.shape[2];
     int8_t *out = (int8_t *)o.data;
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         for (uint32_t oy = 0; oy < o.shape[1]; oy++) {
-            const int64_t y0 = (int64_t)oy * st[0] - pd[0];
+            const int64_t y0 = (int64_t)oy * k.st[0] - k.pd[0];
             for (uint32_t ox = 0; ox < o.shape[2]; ox++) {
-                const int64_t x0 = (int64_t)ox * st[1] - pd[1];
+                const int64_t x0 = (int64_t)ox * k.st[1] - k.pd[1];
                 for (uint32_t oc = 0; oc < oc_n; oc++) {
                     const uint32_t ic = oc / dm;
                     int32_t acc = 0;
                     for (uint32_t ky = 0; ky < kh; ky++) {
-                        const int64_t iy = y0 + (int64_t)ky * dl[0];
+                        const int64_t iy = y0 + (int64_t)ky * k.dl[0];
                         if (iy < 0 || iy >= h) continue;
                         for (uint32_t kx = 0; kx < kw; kx++) {
-                            const int64_t ix = x0 + (int64_t)kx * dl[1];
+                            const int64_t ix = x0 + (int64_t)kx * k.dl[1];
                             if (ix < 0 || ix >= wi) continue;
                             const size_t xi = (((size_t)n * (size_t)h + (size_t)iy) * (size_t)wi + (size_t)ix) * ch + ic;
-                            acc += ((int32_t)xd[xi] + in_off) * mf_s4_at(wd, (ky * kw + kx) * oc_n + oc);
+                            acc += ((int32_t)xd[xi] + k.in_off) * mf_s4_at(wd, (ky * kw + kx) * oc_n + oc);
                         }
                     }
-                    *out++ = mf_channel_requant_s8(&rq, oc, acc);
+                    *out++ = mf_channel_requant_s8(&k.rq, oc, acc);
                 }
             }
         }
@@ -76,22 +60,13 @@ static mf_status run_portable(const mf_call *c) {
 /* Largest kernel of the fast paths: the MVE path's int16 sums stay exact up to 16 taps. */
 #define DW_MAX_TAPS 16u
 
-/* Depth multiplier 1, the scratch for the unpacked weights, and every index of the geometry within an
- * int32 (limits far beyond any Cortex-M memory). */
+/* Depth multiplier 1, the scratch for the unpacked weights, at most DW_MAX_TAPS taps, and a geometry within
+ * the int32 index arithmetic. */
 static int fast_path_fits(const mf_call *c) {
-    mf_tensor x, w, o;
-    mf_call_input(c, 0, &x);
+    mf_tensor w;
     mf_call_input(c, 1, &w);
-    mf_call_output(c, 0, &o);
-    int32_t st[2], pd[2], dl[2];
-    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
-    if (mf_attr_int(c, A_MULT) != 1 || c->scratch_bytes < w.numel || w.shape[1] * w.shape[2] > DW_MAX_TAPS) return 0;
-    const uint32_t lim = 1u << 14;
-    for (int a = 0; a < 2; a++) {
-        if ((uint32_t)st[a] >= lim || (uint32_t)pd[a] >= lim || (uint32_t)dl[a] >= lim) return 0;
-        if (x.shape[1 + a] >= lim || o.shape[1 + a] >= lim) return 0;
-    }
-    return x.shape[3] < lim;
+    return mf_attr_int(c, A_MULT) == 1 && c->scratch_bytes >= w.numel && w.shape[1] * w.shape[2] <= DW_MAX_TAPS &&
+           mf_s4_window_fits(c, A_STRIDE);
 }
 
 /* The taps k in [*k0, *k1) (0 <= k < n) whose position start + k * dil lies in [0, size). */
@@ -201,35 +176,31 @@ static void pixel(const int8_t *xb, const int8_t *wdec, uint32_t ch, int32_t wi,
 #endif
 
 static mf_status run_fast(const mf_call *c) {
-    mf_tensor x, w, b, m, s, o;
-    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
-    const int32_t in_off = mf_attr_int(c, A_IN_OFF);
-    int32_t st[2], pd[2], dl[2];
-    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
-    mf_channel_requant rq;
-    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    mf_weighted_run k;
+    mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
+    const mf_tensor x = k.x, w = k.w, o = k.o;
     int8_t *wdec = (int8_t *)c->scratch; /* the weights unpacked, (taps, ch) */
-    for (uint32_t k = 0; k < w.numel; k++) wdec[k] = (int8_t)mf_s4_at((const int8_t *)w.data, k);
+    for (uint32_t i = 0; i < w.numel; i++) wdec[i] = (int8_t)mf_s4_at((const int8_t *)w.data, i);
     const int32_t h = (int32_t)x.shape[1], wi = (int32_t)x.shape[2], kh = (int32_t)w.shape[1], kw = (int32_t)w.shape[2];
     const uint32_t ch = x.shape[3];
 #if defined(MF_USE_MVE)
-    const int vector_rq = mf_requant_vector_ok(&rq, ch);
+    const int vector_rq = mf_requant_vector_ok(&k.rq, ch);
 #endif
     int8_t *out = (int8_t *)o.data;
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         const int8_t *xb = (const int8_t *)x.data + (size_t)n * (size_t)h * (size_t)wi * ch;
         for (uint32_t oy = 0; oy < o.shape[1]; oy++) {
-            const int32_t y0 = (int32_t)oy * st[0] - pd[0];
+            const int32_t y0 = (int32_t)oy * k.st[0] - k.pd[0];
             int32_t ky0, ky1;
-            tap_range(y0, dl[0], kh, h, &ky0, &ky1);
+            tap_range(y0, k.dl[0], kh, h, &ky0, &ky1);
             for (uint32_t ox = 0; ox < o.shape[2]; ox++, out += ch) {
-                const int32_t x0 = (int32_t)ox * st[1] - pd[1];
+                const int32_t x0 = (int32_t)ox * k.st[1] - k.pd[1];
                 int32_t kx0, kx1;
-                tap_range(x0, dl[1], kw, wi, &kx0, &kx1);
+                tap_range(x0, k.dl[1], kw, wi, &kx0, &kx1);
 #if defined(MF_USE_MVE)
-                pixel(xb, wdec, ch, wi, y0, x0, dl, kw, ky0, ky1, kx0, kx1, in_off, &rq, vector_rq, out);
+                pixel(xb, wdec, ch, wi, y0, x0, k.dl, kw, ky0, ky1, kx0, kx1, k.in_off, &k.rq, vector_rq, out);
 #else
-                pixel(xb, wdec, ch, wi, y0, x0, dl, kw, ky0, ky1, kx0, kx1, in_off, &rq, out);
+                pixel(xb, wdec, ch, wi, y0, x0, k.dl, kw, ky0, ky1, kx0, kx1, k.in_off, &k.rq, out);
 #endif
             }
         }

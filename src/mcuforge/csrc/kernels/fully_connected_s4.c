@@ -17,16 +17,7 @@
 
 enum { A_IN_OFF, A_OUT_OFF, A_ACT_MIN, A_ACT_MAX };
 
-static mf_status check(const mf_call *c) {
-    mf_tensor x, w, b, m, s, o;
-    if (c->n_in != 5 || c->n_out != 1) return MF_ERR_SHAPE;
-    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
-    if (!mf_is(&x, MF_INT8, -1) || !mf_is_s4_weight(&w, 2) || !mf_is(&o, MF_INT8, -1)) return MF_ERR_SHAPE;
-    const uint32_t depth = w.shape[1], oc = w.shape[0];
-    if (depth == 0 || x.numel % depth || depth > MF_MAX_DOT_DEPTH) return MF_ERR_SHAPE;
-    if ((uint64_t)(x.numel / depth) * oc != o.numel) return MF_ERR_SHAPE;
-    return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, oc, A_ACT_MIN);
-}
+static mf_status check(const mf_call *c) { return mf_check_fully_connected(c, MF_INT4); }
 
 #if defined(MF_USE_DSP)
 /* Outputs of one input row widened into cols (sum: mf_s4_widen's); weights w from nibble 0. */
@@ -92,11 +83,9 @@ static void rows4(const int8_t *x, const int8_t *w, uint32_t oc, uint32_t n, uin
 #endif
 
 static mf_status run(const mf_call *c) {
-    mf_tensor x, w, b, m, s, o;
-    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
-    const int32_t in_off = mf_attr_int(c, A_IN_OFF);
-    mf_channel_requant rq;
-    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    mf_weighted_run k;
+    mf_weighted_run_init(&k, c, A_ACT_MIN, -1);
+    const mf_tensor x = k.x, w = k.w, o = k.o;
     const uint32_t depth = w.shape[1], oc_n = w.shape[0], rows = x.numel / depth;
     const int8_t *xd = (const int8_t *)x.data, *wd = (const int8_t *)w.data;
     int8_t *out = (int8_t *)o.data;
@@ -104,25 +93,25 @@ static mf_status run(const mf_call *c) {
     if (c->scratch_bytes >= 2u * depth) {
         int16_t *cols = (int16_t *)(void *)c->scratch;
         for (uint32_t r = 0; r < rows; r++) {
-            const int32_t sum = mf_s4_widen(xd + (size_t)r * depth, depth, in_off, cols);
-            run_row_widened(cols, sum, wd, oc_n, depth, &rq, out + (size_t)r * oc_n);
+            const int32_t sum = mf_s4_widen(xd + (size_t)r * depth, depth, k.in_off, cols);
+            run_row_widened(cols, sum, wd, oc_n, depth, &k.rq, out + (size_t)r * oc_n);
         }
         return MF_OK;
     }
 #elif defined(MF_USE_MVE)
-    const int vector_rq = mf_requant_vector_ok(&rq, oc_n);
+    const int vector_rq = mf_requant_vector_ok(&k.rq, oc_n);
     for (uint32_t r = 0; r < rows; r++) {
         for (uint32_t oc = 0; oc < oc_n; oc += 4) {
             const uint32_t n = oc_n - oc < 4u ? oc_n - oc : 4u;
-            rows4(xd + (size_t)r * depth, wd, oc, n, depth, in_off, &rq, vector_rq, out + (size_t)r * oc_n + oc);
+            rows4(xd + (size_t)r * depth, wd, oc, n, depth, k.in_off, &k.rq, vector_rq, out + (size_t)r * oc_n + oc);
         }
     }
     return MF_OK;
 #endif
     for (uint32_t r = 0; r < rows; r++) {
         for (uint32_t oc = 0; oc < oc_n; oc++) {
-            const int32_t acc = mf_dot_s4(xd + (size_t)r * depth, wd, oc * depth, depth, in_off);
-            *out++ = mf_channel_requant_s8(&rq, oc, acc);
+            const int32_t acc = mf_dot_s4(xd + (size_t)r * depth, wd, oc * depth, depth, k.in_off);
+            *out++ = mf_channel_requant_s8(&k.rq, oc, acc);
         }
     }
     return MF_OK;

@@ -15,16 +15,7 @@
 
 enum { A_IN_OFF, A_OUT_OFF, A_ACT_MIN, A_ACT_MAX };
 
-static mf_status check(const mf_call *c) {
-    mf_tensor x, w, b, m, s, o;
-    if (c->n_in != 5 || c->n_out != 1) return MF_ERR_SHAPE;
-    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
-    if (!mf_is(&x, MF_INT8, -1) || !mf_is(&w, MF_INT8, 2) || !mf_is(&o, MF_INT8, -1)) return MF_ERR_SHAPE;
-    const uint32_t depth = w.shape[1], oc = w.shape[0];
-    if (depth == 0 || x.numel % depth || depth > MF_MAX_DOT_DEPTH) return MF_ERR_SHAPE;
-    if ((uint64_t)(x.numel / depth) * oc != o.numel) return MF_ERR_SHAPE;
-    return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, oc, A_ACT_MIN);
-}
+static mf_status check(const mf_call *c) { return mf_check_fully_connected(c, MF_INT8); }
 
 #if defined(MF_USE_DSP)
 /* Outputs oc .. oc + n - 1 (n <= 3) of one input row; weight rows past n repeat row oc, unwritten.

@@ -22,11 +22,24 @@ static inline int32_t mf_s4_at(const int8_t *packed, uint32_t k) {
  * int32: no overflow within MF_MAX_DOT_DEPTH). */
 int32_t mf_dot_s4(const int8_t *x, const int8_t *w, uint32_t start, uint32_t n, int32_t x_offset);
 
-/* The load-time checks every s4 kind shares: input 1 is int4 of `rank` dims (the loader checked its
- * packing). */
-static inline int mf_is_s4_weight(const mf_tensor *w, int rank) { return mf_is(w, MF_INT4, rank); }
-
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
+/* The fast paths' index arithmetic is int32: every window parameter (attributes a_window on) and every
+ * spatial size of input, weights and output below 2^14 (far beyond any Cortex-M memory). */
+static inline int mf_s4_window_fits(const mf_call *c, uint32_t a_window) {
+    mf_tensor x, w, o;
+    mf_call_input(c, 0, &x);
+    mf_call_input(c, 1, &w);
+    mf_call_output(c, 0, &o);
+    int32_t st[2], pd[2], dl[2];
+    mf_attr_conv_window(c, a_window, st, pd, dl);
+    const uint32_t lim = 1u << 14;
+    for (int a = 0; a < 2; a++) {
+        if ((uint32_t)st[a] >= lim || (uint32_t)pd[a] >= lim || (uint32_t)dl[a] >= lim) return 0;
+        if (x.shape[1 + a] >= lim || o.shape[1 + a] >= lim || w.shape[1 + a] >= lim) return 0;
+    }
+    return x.shape[3] < lim;
+}
+
 /* Eight weights from packed int4 data at nibble `start` + 8 * g, as one word of eight nibbles in
  * element order (nibble 0 the first weight): a plain load when the run starts in a low nibble, else
  * realigned by one nibble. Reads only the bytes holding those eight weights. */
