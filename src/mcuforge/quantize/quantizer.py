@@ -1,7 +1,8 @@
-"""mcuforge's Cortex-M quantizer for PT2E: int8 activations, int8 per-channel weights, int32 bias.
+"""mcuforge's Cortex-M quantizer for PT2E: int8 activations, int8 (or int4) per-channel weights, int32 bias.
 
 Activations are per-tensor affine int8 observed with histograms; weights are symmetric int8
-([-127, 127]) per output channel observed with min/max; biases are int32 with scale
+([-127, 127]) per output channel observed with min/max -- or, under the "w4a8" scheme
+(``schemes.py``), int4 ([-7, 7]) for convolutions and linear layers; biases are int32 with scale
 input_scale * weight_scale[c] — the TFLite int8 spec that CMSIS-NN implements.
 
 Annotation fuses conv/linear/add/mul with a following ReLU/ReLU6/hardtanh/clamp (only the
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import fx
+from torchao.quantization.pt2e import MinMaxObserver
 from torchao.quantization.pt2e.quantizer import (
     DerivedQuantizationSpec,
     FixedQParamsQuantizationSpec,
@@ -34,6 +36,7 @@ from .patterns import (
     ADD_OPS,
     CAT_OPS,
     FUSABLE_ACTIVATIONS,
+    LINEAR_OPS,
     LUT_ACTIVATIONS,
     MATMUL_OPS,
     MUL_OPS,
@@ -47,6 +50,8 @@ from .patterns import (
     TRANSPOSE_CONV_OPS,
     WEIGHTED_OPS,
 )
+from .schemes import SCHEMES, Scheme
+from .weight_observers import PER_CHANNEL_MIN_GAIN_DB, MSEObserver, PerChannelMSEObserver, per_channel_gain_db
 
 ANNOTATION_KEY = "quantization_annotation"
 
@@ -54,10 +59,13 @@ ANNOTATION_KEY = "quantization_annotation"
 @dataclass(frozen=True)
 class ObserverConfig:
     """Which observers calibrate activations and weights (the defaults are mcuforge's choice: torchao's
-    histogram and per-channel min/max observers, computed faster with the same qparams, see observers)."""
+    histogram and per-channel min/max observers, computed faster with the same qparams, see observers);
+    ``weight_int4`` observes the int4 weights of the "w4a8" scheme (per-channel clipping by least squared
+    error)."""
 
     activation: type = HistogramObserver
     weight: type = PerChannelMinMaxObserver
+    weight_int4: type = PerChannelMSEObserver
 
 
 def activation_qspec(config: ObserverConfig = ObserverConfig()) -> QuantizationSpec:
@@ -67,11 +75,18 @@ def activation_qspec(config: ObserverConfig = ObserverConfig()) -> QuantizationS
     )
 
 
-def weight_qspec(config: ObserverConfig = ObserverConfig(), ch_axis: int = 0) -> QuantizationSpec:
-    """Per output channel; ``ch_axis`` is the weight's output-channel axis (1 for transposed conv)."""
+def weight_qspec(config: ObserverConfig = ObserverConfig(), ch_axis: int = 0, bits: int = 8,
+                 per_channel: bool = True) -> QuantizationSpec:
+    """Symmetric, per output channel (``ch_axis``: the weight's output-channel axis, 1 for transposed conv) or
+    per tensor; ``bits`` 8: [-127, 127], 4: [-7, 7] (stored in int8 by PT2E; packed two per byte by the
+    lowering). The narrow symmetric range, as the int8 one, keeps the largest weight of each channel exact."""
+    qmax = (1 << (bits - 1)) - 1
+    if not per_channel:
+        return QuantizationSpec(dtype=torch.int8, quant_min=-qmax, quant_max=qmax, qscheme=torch.per_tensor_symmetric,
+                                observer_or_fake_quant_ctr=MSEObserver if bits == 4 else MinMaxObserver)
     return QuantizationSpec(
-        dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric, ch_axis=ch_axis,
-        observer_or_fake_quant_ctr=config.weight,
+        dtype=torch.int8, quant_min=-qmax, quant_max=qmax, qscheme=torch.per_channel_symmetric, ch_axis=ch_axis,
+        observer_or_fake_quant_ctr=config.weight_int4 if bits == 4 else config.weight,
     )
 
 
@@ -90,11 +105,11 @@ def _derive_bias_qparams(observers: list) -> tuple[torch.Tensor, torch.Tensor]:
     return scale, torch.zeros_like(scale, dtype=torch.int32)
 
 
-def bias_qspec(x: fx.Node, weight: fx.Node, op: fx.Node) -> DerivedQuantizationSpec:
+def bias_qspec(x: fx.Node, weight: fx.Node, op: fx.Node, per_channel: bool = True) -> DerivedQuantizationSpec:
     return DerivedQuantizationSpec(
         derived_from=[(x, op), (weight, op)], derive_qparams_fn=_derive_bias_qparams,
-        dtype=torch.int32, quant_min=-(2**31), quant_max=2**31 - 1, qscheme=torch.per_channel_symmetric,
-        ch_axis=0,
+        dtype=torch.int32, quant_min=-(2**31), quant_max=2**31 - 1,
+        qscheme=torch.per_channel_symmetric if per_channel else torch.per_tensor_symmetric, ch_axis=0,
     )
 
 
@@ -140,11 +155,13 @@ def _annotate(node: fx.Node, inputs: dict, output: object | None) -> None:
 
 
 class CortexMQuantizer(Quantizer):
-    """PT2E quantizer for mcuforge's Cortex-M int8 kernels (CMSIS-NN arithmetic)."""
+    """PT2E quantizer for mcuforge's Cortex-M kernels (CMSIS-NN arithmetic); ``scheme`` sets the weight width
+    (``mcuforge.quantize.schemes``: "int8" by default, "w4a8" for int4 weights)."""
 
-    def __init__(self, observers: ObserverConfig | None = None) -> None:
+    def __init__(self, observers: ObserverConfig | None = None, scheme: Scheme | None = None) -> None:
         super().__init__()
         self.observers = observers or ObserverConfig()
+        self.scheme = scheme or SCHEMES["int8"]
 
     def annotate(self, model: fx.GraphModule) -> fx.GraphModule:
         for node in model.graph.nodes:
@@ -197,11 +214,25 @@ class CortexMQuantizer(Quantizer):
         bias = node.args[2] if len(node.args) > 2 else None
         if not isinstance(x, fx.Node) or not isinstance(weight, fx.Node) or weight.op != "get_attr":
             return  # dynamic weights: left in fp32
-        ch_axis = 1 if node.target in TRANSPOSE_CONV_OPS else 0
-        inputs = {x: self._input_qspec(x), weight: weight_qspec(self.observers, ch_axis)}
+        transposed = node.target in TRANSPOSE_CONV_OPS
+        # No s4 transposed convolution in CMSIS-NN: it keeps int8 weights under every scheme.
+        bits = 8 if transposed else self.scheme.weight_bits
+        per_channel = node.target not in LINEAR_OPS or self._linear_per_channel(weight, bits)
+        inputs = {x: self._input_qspec(x),
+                  weight: weight_qspec(self.observers, 1 if transposed else 0, bits, per_channel)}
         if isinstance(bias, fx.Node):
-            inputs[bias] = bias_qspec(x, weight, node)
+            inputs[bias] = bias_qspec(x, weight, node, per_channel)
         self._annotate_with_activation(node, inputs)
+
+    def _linear_per_channel(self, weight: fx.Node, bits: int) -> bool:
+        """The scheme's choice, or by default: per channel where that lowers the weights' rounding error by
+        at least PER_CHANNEL_MIN_GAIN_DB (rows of different ranges), one scale for the tensor otherwise."""
+        if self.scheme.linear_per_channel is not None:
+            return self.scheme.linear_per_channel
+        value = weight.graph.owning_module
+        for part in str(weight.target).split("."):
+            value = getattr(value, part)
+        return per_channel_gain_db(value, bits) >= PER_CHANNEL_MIN_GAIN_DB
 
     def _annotate_add(self, node: fx.Node) -> None:
         a, b = node.args[0], node.args[1]
