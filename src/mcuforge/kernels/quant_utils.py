@@ -163,6 +163,13 @@ def _requantize_output_unfused(
     return out.reshape(acc.shape)
 
 
+#: The clip ufunc itself: ``np.clip`` adds a Python-level wrapper that costs as much as a pass on small arrays.
+try:
+    _clip = np._core.umath.clip
+except AttributeError:  # numpy 1.x
+    _clip = np.core.umath.clip
+
+
 def _wrap_int32_inplace(a: np.ndarray) -> None:
     """``a = wrap_int32(a)`` for an int64 array, without temporaries."""
     np.add(a, 1 << 31, out=a)
@@ -191,7 +198,9 @@ class Requantizer:
       does several times faster than int64 shifts: ``acc * m + K`` is then an exact float64 sum of exact
       terms, scaling by a power of two is exact, and ``floor`` is the arithmetic shift. So
       ``floor(acc * (m * 2^-(31+e)) + K * 2^-(31+e))`` is ``(acc * m + K) >> (31+e)``, bit for bit, and
-      with the tie correction ``u = floor(acc * m * 2^-31 + K * 2^-31)``, ``floor((u - [u < c]) * 2^-e)``.
+      with the tie correction ``u = floor(acc * m * 2^-31 + K * 2^-31)``, ``(u - [u < c]) >> e``. That tail
+      runs on int32 (|u| < 2^53 / 2^31 = 2^22: the conversion is exact), whose passes are cheaper than
+      float64 ones; a threshold beyond +-2^23 compares like one at +-2^23.
 
     Each folding is only done where the bounds (``acc_bound``: per-channel bound on |acc|, None = any int)
     prove that no int32 wrap of the C code can occur (acc + bias, the left shift, + offset) and that the
@@ -200,7 +209,7 @@ class Requantizer:
     """
 
     _ARRAYS = ("bias", "multipliers", "shifts", "consts", "left", "right", "thresholds", "total_shift",
-               "float_multipliers", "float_consts", "float_thresholds", "float_post")
+               "float_multipliers", "float_consts", "int_thresholds", "int_right")
 
     def __init__(self, multipliers: ArrayLike, shifts: ArrayLike, output_offset: int, act_min: int,
                  act_max: int, *, bias: ArrayLike | None = None, acc_bound: ArrayLike | None = None) -> None:
@@ -266,6 +275,12 @@ class Requantizer:
                 return int(values[0])  # a scalar operand keeps numpy's fastest loops
             return values
 
+        def icolumn(values: np.ndarray) -> np.ndarray | np.int32:
+            values = np.broadcast_to(np.asarray(values, dtype=np.int32), (channels,))
+            if np.all(values == values[0]):
+                return np.int32(values[0])  # an int32 scalar: the int32 loops, never a (weak) Python int
+            return np.ascontiguousarray(values)
+
         def fcolumn(values: np.ndarray) -> np.ndarray | np.float64:
             values = np.broadcast_to(np.asarray(values, dtype=np.float64), (channels,))
             if np.all(values == values[0]):
@@ -284,15 +299,18 @@ class Requantizer:
         # The float64 route: exact while every integer of the folded pipeline is below 2^53 (see the notes).
         self.float_path = (self.fold_bias and self.fold_offset and not self.plain
                            and bool(np.all((acc_b * m_abs + np.abs(k.astype(np.float64))) * safe < 2.0**53)))
-        self.float_multipliers = self.float_consts = self.float_thresholds = self.float_post = None
+        self.float_multipliers = self.float_consts = self.int_thresholds = self.int_right = None
         if self.float_path:
             # Scalings by powers of two of exact integers (|m| < 2^31, |K| < 2^53): exact float64 values.
             first = -31 - (0 if self.tie_correction else right)
             self.float_multipliers = fcolumn(np.ldexp(m.astype(np.float64), first))
             self.float_consts = fcolumn(np.ldexp(k.astype(np.float64), first))
             if self.tie_correction:
-                self.float_thresholds = fcolumn(thresholds.astype(np.float64))
-                self.float_post = fcolumn(np.ldexp(1.0, -right))
+                # |u| < 2^22 (see the notes): a threshold clipped to +-2^23 gives the same comparisons
+                self.int_thresholds = icolumn(np.clip(thresholds, -(1 << 23), 1 << 23))
+                self.int_right = icolumn(right)
+        self.clip_bounds = (np.int32(self.act_min), np.int32(self.act_max))
+        self.float_clip_bounds = (np.float64(self.act_min), np.float64(self.act_max))
         self._tiled: dict[int, Requantizer] = {}
 
     def _tile(self, times: int) -> Requantizer:
@@ -345,13 +363,13 @@ class Requantizer:
         first = acc[blocks[0]].shape
         if self.float_path:
             buf = None if scaled else np.empty(first, dtype=np.float64)
-            below = np.empty(first, dtype=bool) if self.tie_correction else None
+            tail = (np.empty(first, dtype=np.int32), np.empty(first, dtype=bool)) if self.tie_correction else None
             for block in blocks:
                 src = acc[block]
                 part = slice(0, src.shape[0])
                 a = src if scaled else buf[part]
-                self._float_pipeline(src, a, None if below is None else below[part], scaled)
-                np.copyto(out[block], a, casting="unsafe")  # integers in [act_min, act_max]
+                self._float_pipeline(src, a, out[block], None if tail is None else (tail[0][part], tail[1][part]),
+                                     scaled)
             return out
         if scaled:
             raise ValueError("scaled accumulators need the float route")
@@ -372,20 +390,27 @@ class Requantizer:
             np.clip(a, self.act_min, self.act_max, out=out[block], casting="unsafe")
         return out
 
-    def _float_pipeline(self, src: np.ndarray, a: np.ndarray, below: np.ndarray | None, scaled: bool) -> None:
-        """float64 ``a`` = the clamped result of ``src`` (the accumulator: integers, or floats holding exact
-        integers; or, if ``scaled``, ``a`` itself holding ``acc * M + K'``), by the float route."""
+    def _float_pipeline(self, src: np.ndarray, a: np.ndarray, out: np.ndarray,
+                        tail: tuple[np.ndarray, np.ndarray] | None, scaled: bool) -> None:
+        """int8 ``out`` = the clamped result of ``src`` (the accumulator: integers, or floats holding exact
+        integers; or, if ``scaled``, ``a`` itself holding ``acc * M + K'``), by the float route through the
+        float64 buffer ``a`` (and, with the tie correction, the int32 and bool buffers ``tail``)."""
         if not scaled:
             # dtype=float64: the product of a float32 (or integer) accumulator is formed in float64, exactly.
             np.multiply(src, self.float_multipliers, out=a, dtype=np.float64, casting="unsafe")
             np.add(a, self.float_consts, out=a)
         np.floor(a, out=a)
-        if self.tie_correction:
-            np.less(a, self.float_thresholds, out=below)
-            np.subtract(a, below, out=a)
-            np.multiply(a, self.float_post, out=a)
-            np.floor(a, out=a)
-        np.clip(a, self.act_min, self.act_max, out=a)
+        if tail is None:
+            _clip(a, *self.float_clip_bounds, out=a)
+            np.copyto(out, a, casting="unsafe")  # integers in [act_min, act_max]
+            return
+        u, below = tail
+        np.copyto(u, a, casting="unsafe")  # |u| < 2^22: exact
+        np.less(u, self.int_thresholds, out=below)
+        np.subtract(u, below, out=u)
+        np.right_shift(u, self.int_right, out=u)
+        _clip(u, *self.clip_bounds, out=u)
+        np.copyto(out, u, casting="unsafe")  # integers in [act_min, act_max]
 
     def _pipeline(self, a: np.ndarray, below: np.ndarray | None, multiplied: bool) -> None:
         """In place on int64 ``a`` (the accumulator, or its product by m if ``multiplied``): everything up to
