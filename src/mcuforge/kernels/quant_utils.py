@@ -310,6 +310,8 @@ class Requantizer:
                 self.int_thresholds = icolumn(np.clip(thresholds, -(1 << 23), 1 << 23))
                 self.int_right = icolumn(right)
         self.clip_bounds = (np.int32(self.act_min), np.int32(self.act_max))
+        # Every parameter a scalar: the passes need no per-channel layout (no tiling, any shape).
+        self.uniform = not any(isinstance(getattr(self, name), np.ndarray) for name in self._ARRAYS)
         self.float_clip_bounds = (np.float64(self.act_min), np.float64(self.act_max))
         self._tiled: dict[int, Requantizer] = {}
 
@@ -348,6 +350,13 @@ class Requantizer:
         if out is None:
             out = np.empty(acc.shape, dtype=np.int8)
         if acc.size == 0:
+            return out
+        if self.uniform and self.float_path and acc.size <= REQUANT_BLOCK_ELEMENTS:
+            # Per-tensor parameters: every pass runs over the whole array at once, whatever its shape.
+            a = acc if scaled else np.empty(acc.shape, dtype=np.float64)
+            tail = (np.empty(acc.shape, dtype=np.int32), np.empty(acc.shape, dtype=bool)) if self.tie_correction \
+                else None
+            self._float_pipeline(acc, a, out, tail, scaled)
             return out
         times = -(-TILE_WIDTH // acc.shape[1])
         if times > 1 and acc.shape[0] >= times and acc.flags.c_contiguous and out.flags.c_contiguous:
@@ -396,8 +405,13 @@ class Requantizer:
         integers; or, if ``scaled``, ``a`` itself holding ``acc * M + K'``), by the float route through the
         float64 buffer ``a`` (and, with the tie correction, the int32 and bool buffers ``tail``)."""
         if not scaled:
-            # dtype=float64: the product of a float32 (or integer) accumulator is formed in float64, exactly.
-            np.multiply(src, self.float_multipliers, out=a, dtype=np.float64, casting="unsafe")
+            # The product of a float32 (or integer) accumulator is formed in float64, exactly; converting
+            # first (exact: integers below 2^53) is faster than numpy's mixed-type multiply.
+            if src.dtype == np.float64:
+                np.multiply(src, self.float_multipliers, out=a)
+            else:
+                np.copyto(a, src, casting="unsafe")
+                np.multiply(a, self.float_multipliers, out=a)
             np.add(a, self.float_consts, out=a)
         np.floor(a, out=a)
         if tail is None:
