@@ -312,6 +312,7 @@ class Requantizer:
         self.clip_bounds = (np.int32(self.act_min), np.int32(self.act_max))
         # Every parameter a scalar: the passes need no per-channel layout (no tiling, any shape).
         self.uniform = not any(isinstance(getattr(self, name), np.ndarray) for name in self._ARRAYS)
+        self.uniform_tail = not any(isinstance(v, np.ndarray) for v in (self.int_thresholds, self.int_right))
         self.float_clip_bounds = (np.float64(self.act_min), np.float64(self.act_max))
         self._tiled: dict[int, Requantizer] = {}
 
@@ -351,8 +352,9 @@ class Requantizer:
             out = np.empty(acc.shape, dtype=np.int8)
         if acc.size == 0:
             return out
-        if self.uniform and self.float_path and acc.size <= REQUANT_BLOCK_ELEMENTS:
-            # Per-tensor parameters: every pass runs over the whole array at once, whatever its shape.
+        if (self.uniform or (scaled and self.uniform_tail)) and self.float_path and acc.size <= REQUANT_BLOCK_ELEMENTS:
+            # Per-tensor parameters (or, for a scaled accumulator, a per-tensor tail): every pass runs over
+            # the whole array at once, whatever its shape.
             a = acc if scaled else np.empty(acc.shape, dtype=np.float64)
             tail = (np.empty(acc.shape, dtype=np.int32), np.empty(acc.shape, dtype=bool)) if self.tie_correction \
                 else None
