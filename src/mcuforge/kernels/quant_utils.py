@@ -677,15 +677,57 @@ def byte_pair_table(direct: Any, params: tuple[int, ...]) -> np.ndarray:
     return table
 
 
-def byte_pair_lookup(table: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The entries of a ``byte_pair_table`` for the pairs of ``a`` and ``b``, broadcasting like ``a op b``."""
+def byte_pair_lookup(table: np.ndarray, a: np.ndarray, b: np.ndarray,
+                     maps: dict[tuple[int, int], ByteMap] | None = None) -> np.ndarray:
+    """The entries of a ``byte_pair_table`` for the pairs of ``a`` and ``b``, broadcasting like ``a op b``.
+    ``maps``: where to keep the ``ByteMap`` of a scalar operand's column (the caller's, one per table)."""
     shape = np.broadcast_shapes(a.shape, b.shape)
-    if b.size == 1:  # one operand fixed (a constant scalar): its column of the table is a 256-entry LUT
-        return np.take(table[1, b.reshape(-1).view(np.uint8)[0]], a.view(np.uint8)).reshape(shape)
-    if a.size == 1:
-        return np.take(table[0, a.reshape(-1).view(np.uint8)[0]], b.view(np.uint8)).reshape(shape)
+    for order, scalar, other in ((1, b, a), (0, a, b)):
+        if scalar.size == 1:  # one operand fixed (a constant scalar): its column of the table is a 256-entry LUT
+            key = (order, int(scalar.reshape(-1).view(np.uint8)[0]))
+            column = table[key]
+            if maps is None:
+                return np.take(column, other.view(np.uint8)).reshape(shape)
+            byte_map = maps.get(key)
+            if byte_map is None:
+                byte_map = maps[key] = ByteMap(column)
+            return byte_map(other).reshape(shape)
     # The smaller operand's bytes give the high byte of the index, so the larger one is read once (by the OR).
     big, small, order = (b, a, 0) if a.size <= b.size else (a, b, 1)
     index = np.bitwise_or(np.left_shift(small.view(np.uint8), 8, dtype=np.uint16), big.view(np.uint8),
                           dtype=np.uint16)
     return np.take(table[order].reshape(-1), index)
+
+
+#: From this many values a ``ByteMap`` gathers two bytes at a time (its pair table costs 65536 entries once).
+PAIR_MIN_ELEMENTS = 4096
+
+
+class ByteMap:
+    """An int8 -> int8 map given by its 256 entries indexed by the input byte (``by_byte[u]`` is the image of
+    the int8 value whose byte is u), applied by gathering. On larger inputs it gathers two bytes at a time:
+    the uint16 table of all 65536 byte pairs (built on first use) maps a pair's uint16 to the uint16 of its
+    two images, so an input seen as uint16 takes half as many gathers. The table's low byte comes from the
+    index's low byte and its high byte from the high byte, so it holds whatever the byte order."""
+
+    def __init__(self, by_byte: np.ndarray) -> None:
+        if by_byte.shape != (256,):
+            raise ValueError(f"ByteMap: need 256 entries, got shape {by_byte.shape}")
+        self.by_byte = np.ascontiguousarray(by_byte).view(np.int8)
+        self._pairs: np.ndarray | None = None
+
+    def pairs(self) -> np.ndarray:
+        """The uint16 (65536,) table of byte pairs."""
+        if self._pairs is None:
+            images = self.by_byte.view(np.uint8).astype(np.uint16)
+            index = np.arange(1 << 16)
+            pairs = images[index & 0xFF] | (images[index >> 8] << 8)
+            pairs.flags.writeable = False
+            self._pairs = pairs
+        return self._pairs
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """The image of int8 ``x`` (any shape): a new int8 array of its shape."""
+        if x.size >= PAIR_MIN_ELEMENTS and x.size % 2 == 0 and x.flags.c_contiguous:
+            return np.take(self.pairs(), x.reshape(-1).view(np.uint16)).view(np.int8).reshape(x.shape)
+        return np.take(self.by_byte, x.view(np.uint8))
