@@ -7,6 +7,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
+from . import jit
 from .conv import check_float64_exact, prepare_weights, with_ones_column
 from .quant_utils import check_int8, check_weighted_params
 
@@ -60,7 +61,9 @@ def prepare_fully_connected_s8(
     w_t = np.ascontiguousarray(w_mat.T)
     # With few inputs per output, folding the requantizer's multiply and add into a float64 matmul
     # (Requantizer.scaled_weights) saves more passes over the output than the wider matmul costs.
-    w_scaled = np.ascontiguousarray(requant.scaled_weights(w).T) if requant.float_path and depth < 2 * oc else None
+    # (With the compiled requantizer, jit, the plain matmul and its one pass are faster.)
+    w_scaled = (np.ascontiguousarray(requant.scaled_weights(w).T)
+                if requant.float_path and depth < 2 * oc and not jit.ENABLED else None)
 
     def run(x: np.ndarray) -> np.ndarray:
         if x.dtype != np.int8 or x.ndim not in (1, 2) or x.shape[-1] != depth:

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
+from . import jit
+
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
 #: Range of the shift argument of ``arm_nn_requantize`` (positive = left shift).
@@ -288,6 +290,9 @@ class Requantizer:
             return np.ascontiguousarray(values)
 
         self.channels = channels
+        # The compiled loop's parameters (jit.requantize_rows): the C arithmetic itself, per channel.
+        self._jit_params = tuple(np.ascontiguousarray(v, dtype=np.int64) for v in (b, m, left, right))
+        self._jit_wide: dict[int, tuple[np.ndarray, ...]] = {}
         self.bias = None if self.fold_bias or bias is None else column(b)
         self.multipliers = column(m)
         self.shifts = column(s)
@@ -352,6 +357,8 @@ class Requantizer:
             out = np.empty(acc.shape, dtype=np.int8)
         if acc.size == 0:
             return out
+        if jit.ENABLED and not scaled and acc.ndim == 2:
+            return self._jit(acc, out)
         if (self.uniform or (scaled and self.uniform_tail)) and self.float_path and acc.size <= REQUANT_BLOCK_ELEMENTS:
             # Per-tensor parameters (or, for a scaled accumulator, a per-tensor tail): every pass runs over
             # the whole array at once, whatever its shape.
@@ -399,6 +406,20 @@ class Requantizer:
                 np.copyto(a, src, casting="unsafe")  # exact: integers, or integral floats below 2^53
                 self._pipeline(a, None if neg is None else neg[part], multiplied=False)
             np.clip(a, self.act_min, self.act_max, out=out[block], casting="unsafe")
+        return out
+
+    def _jit(self, acc: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``self(acc, out)`` by the compiled loop: one pass of the C arithmetic."""
+        width = acc.shape[1]
+        params = self._jit_params
+        if self.channels != width:  # per-tensor parameters on rows of any width
+            params = self._jit_wide.get(width)
+            if params is None:
+                params = self._jit_wide[width] = tuple(np.repeat(v, width) for v in self._jit_params)
+        dst = out if out.flags.c_contiguous else np.empty(out.shape, np.int8)
+        jit.requantize_rows(np.ascontiguousarray(acc), *params, self.offset, self.act_min, self.act_max, dst)
+        if dst is not out:
+            out[...] = dst
         return out
 
     def _float_pipeline(self, src: np.ndarray, a: np.ndarray, out: np.ndarray,
@@ -549,6 +570,11 @@ def quantize_per_tensor(
     """
     x = np.asarray(x_float, dtype=np.float32)
     inv_scale = np.float32(1.0 / float(scale))
+    if jit.ENABLED and np.dtype(dtype) == np.int8 and -128 <= qmin <= qmax <= 127:
+        out = np.empty(x.shape, np.int8)
+        jit.quantize(np.ascontiguousarray(x).reshape(-1), inv_scale, np.float32(zero_point), np.float32(qmin),
+                     np.float32(qmax), out.reshape(-1))
+        return out
     q = np.multiply(x, inv_scale)  # the same fp32 operations as before, in place (no temporaries)
     np.rint(q, out=q)  # = np.round: half to even
     np.add(q, np.float32(zero_point), out=q)
@@ -558,7 +584,13 @@ def quantize_per_tensor(
 
 def dequantize_per_tensor(q: ArrayLike, scale: float, zero_point: int) -> np.ndarray:
     """torch ``quantized_decomposed.dequantize_per_tensor``: ``(fp32(q) - zero_point) * fp32(scale)``."""
-    qf = np.asarray(q).astype(np.float32)
+    q = np.asarray(q)
+    if jit.ENABLED and q.dtype == np.int8:
+        out = np.empty(q.shape, np.float32)
+        jit.dequantize(np.ascontiguousarray(q).reshape(-1), np.float32(zero_point), np.float32(float(scale)),
+                       out.reshape(-1))
+        return out
+    qf = q.astype(np.float32)
     return (qf - np.float32(zero_point)) * np.float32(float(scale))
 
 
@@ -692,6 +724,11 @@ def byte_pair_lookup(table: np.ndarray, a: np.ndarray, b: np.ndarray,
             if byte_map is None:
                 byte_map = maps[key] = ByteMap(column)
             return byte_map(other).reshape(shape)
+    if jit.ENABLED and a.shape == b.shape:
+        out = np.empty(shape, np.int8)
+        jit.gather_pairs(table[0].reshape(-1), np.ascontiguousarray(a).reshape(-1).view(np.uint8),
+                         np.ascontiguousarray(b).reshape(-1).view(np.uint8), out.reshape(-1))
+        return out
     # The smaller operand's bytes give the high byte of the index, so the larger one is read once (by the OR).
     big, small, order = (b, a, 0) if a.size <= b.size else (a, b, 1)
     index = np.bitwise_or(np.left_shift(small.view(np.uint8), 8, dtype=np.uint16), big.view(np.uint8),
@@ -728,6 +765,10 @@ class ByteMap:
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """The image of int8 ``x`` (any shape): a new int8 array of its shape."""
+        if jit.ENABLED:
+            out = np.empty(x.shape, np.int8)
+            jit.gather(self.by_byte, np.ascontiguousarray(x).reshape(-1).view(np.uint8), out.reshape(-1))
+            return out
         if x.size >= PAIR_MIN_ELEMENTS and x.size % 2 == 0 and x.flags.c_contiguous:
             return np.take(self.pairs(), x.reshape(-1).view(np.uint16)).view(np.int8).reshape(x.shape)
         return np.take(self.by_byte, x.view(np.uint8))

@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from . import jit
 from .quant_utils import INT32_MAX, INT32_MIN, check_int8, divide_by_power_of_two, quantize_multiplier, wrap_int32
 
 #: Integer bits of the scaled input difference (TFLite's kScaledDiffIntegerBits).
@@ -162,6 +163,7 @@ def prepare_softmax_s8(*, multiplier: int, shift: int, diff_min: int) -> Callabl
     if not isinstance(diff_min, int | np.integer) or diff_min > 0:
         raise ValueError(f"softmax_s8: diff_min must be an int <= 0, got {diff_min!r}")
     exp_table, sum_terms, exp_nonnegative = _tables(int(multiplier), int(shift), int(diff_min))
+    sum_terms_int = sum_terms.astype(np.int64)  # exact integers below 2^20, for the compiled loop
 
     def run(x: np.ndarray) -> np.ndarray:
         if x.dtype != np.int8 or x.ndim == 0:
@@ -172,6 +174,9 @@ def prepare_softmax_s8(*, multiplier: int, shift: int, diff_min: int) -> Callabl
             raise ValueError(f"softmax_s8: row size must be in [1, {MAX_ROW_SIZE}], got {row_size}")
         rows = x.reshape(-1, row_size)
         out = np.empty(rows.shape, dtype=np.int8)
+        if jit.ENABLED and exp_nonnegative:
+            jit.softmax_rows(np.ascontiguousarray(rows), exp_table, sum_terms_int, out)
+            return out.reshape(x.shape)
         ones = np.ones(row_size, np.float32 if row_size <= 32 else np.float64)  # see _softmax_block
         step = max(1, (1 << 16) // row_size)  # rows per block: keeps the int64 temporaries in cache
         for start in range(0, rows.shape[0], step):
