@@ -29,18 +29,23 @@ def _numba() -> Any:
     return numba
 
 
-def _compiled(fn: Any) -> Any:
-    """``fn`` compiled by numba on first call (no GIL held, no bounds checks: every index is in range by
-    construction)."""
-    compiled = None
+class _Loop:
+    """A loop compiled by numba on first call (no GIL held, no bounds checks: every index is in range by
+    construction). ``callees``: the loops it calls, compiled first and put in place of their Python text
+    (numba compiles a call only to a compiled function)."""
 
-    @functools.wraps(fn)
-    def call(*args: Any) -> Any:
-        nonlocal compiled
-        if compiled is None:
-            compiled = _numba().njit(nogil=True, cache=True, boundscheck=False)(fn)
-        return compiled(*args)
-    return call
+    def __init__(self, fn: Any, *callees: _Loop) -> None:
+        self.fn, self.callees, self._compiled = fn, callees, None
+
+    def compiled(self) -> Any:
+        if self._compiled is None:
+            for callee in self.callees:
+                globals()[callee.fn.__name__] = callee.compiled()
+            self._compiled = _numba().njit(nogil=True, cache=True, boundscheck=False)(self.fn)
+        return self._compiled
+
+    def __call__(self, *args: Any) -> Any:
+        return self.compiled()(*args)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -70,20 +75,12 @@ def _requantize_rows(acc, bias, mult, left, right, offset, act_min, act_max, out
             out[i, c] = min(max(r, act_min), act_max)
 
 
-def _softmax_rows(x, exp_table, sum_terms, out):  # noqa: ANN001, ANN202
-    """``softmax_s8`` of the rows of ``x`` (R, S) into ``out``, for exps >= 0 (``softmax._tables``): per
-    row the sum of the terms of ``diff = x - max``, the reciprocal of ``softmax._row_scales`` (the same
-    integer steps), then ``min((e * scale + 2^30 + 2^(n-1) * 2^31) >> (n + 31), 255) - 128``, 0 where the
-    exponent exceeds 31 (see ``softmax._softmax_block``)."""
-    rows, size = x.shape
-    for i in range(rows):
-        top = x[i, 0]
-        for j in range(1, size):
-            top = max(top, x[i, j])
-        total = np.int64(0)
-        for j in range(size):
-            total += sum_terms[x[i, j] - top + 255]
-        bits = np.int64(0)  # bit length of total, in [20, 31]
+def _row_scales(totals, scales, exponents):  # noqa: ANN001, ANN202
+    """Per row, from the sum of exps (in [2^19, 2^31)): the reciprocal ``scale`` and the divide exponent, the
+    integer steps of ``softmax._row_scales`` (which says why they are those of the C text)."""
+    for i in range(totals.size):
+        total = totals[i]
+        bits = np.int64(0)  # bit length of total
         while (total >> bits) != 0:
             bits += 1
         d = total << (31 - bits)  # the half denominator, in [2^30, 2^31)
@@ -91,15 +88,38 @@ def _softmax_rows(x, exp_table, sum_terms, out):  # noqa: ANN001, ANN202
         for _ in range(3):
             residual = 536870912 - ((d * r + 1073741824) >> 31)
             r = r + 4 * ((r * residual + 1073741824) >> 31)
-        scale = min(r * 2, 2147483647)
-        exponent = bits + 3
+        scales[i] = min(r * 2, 2147483647)
+        exponents[i] = bits + 3
+
+
+def _softmax_rows(x, exp_table, sum_terms, out):  # noqa: ANN001, ANN202
+    """``softmax_s8`` of the rows of ``x`` (R, S) into ``out``, for exps >= 0 (``softmax._tables``): per
+    row the sum of the terms of ``diff = x - max``, the reciprocal (``_row_scales``), then
+    ``min((e * scale + 2^30 + 2^(n-1) * 2^31) >> (n + 31), 255) - 128``, 0 where the exponent exceeds 31
+    (see ``softmax._softmax_block``)."""
+    rows, size = x.shape
+    tops = np.empty(rows, np.int64)
+    totals = np.empty(rows, np.int64)
+    for i in range(rows):
+        top = np.int64(x[i, 0])
+        for j in range(1, size):
+            top = max(top, np.int64(x[i, j]))
+        total = np.int64(0)
+        for j in range(size):
+            total += sum_terms[np.int64(x[i, j]) - top + 255]
+        tops[i], totals[i] = top, total
+    scales = np.empty(rows, np.int64)
+    exponents = np.empty(rows, np.int64)
+    _row_scales(totals, scales, exponents)
+    for i in range(rows):
+        exponent, scale, top = exponents[i], scales[i], tops[i]
         n = min(exponent, 31)
         rounding = 1073741824 + (((np.int64(1) << n) >> 1) << 31)
         for j in range(size):
             if exponent > 31:
                 p = np.int64(0)
             else:
-                p = min((exp_table[x[i, j] - top + 255] * scale + rounding) >> (n + 31), 255)
+                p = min((exp_table[np.int64(x[i, j]) - top + 255] * scale + rounding) >> (n + 31), 255)
             out[i, j] = p - 128
 
 
@@ -128,9 +148,10 @@ def _gather_pairs(table, high, low, out):  # noqa: ANN001, ANN202
         out[i] = table[(np.int64(high[i]) << 8) | low[i]]
 
 
-requantize_rows = _compiled(_requantize_rows)
-softmax_rows = _compiled(_softmax_rows)
-quantize = _compiled(_quantize)
-dequantize = _compiled(_dequantize)
-gather = _compiled(_gather)
-gather_pairs = _compiled(_gather_pairs)
+requantize_rows = _Loop(_requantize_rows)
+row_scales = _Loop(_row_scales)
+softmax_rows = _Loop(_softmax_rows, row_scales)
+quantize = _Loop(_quantize)
+dequantize = _Loop(_dequantize)
+gather = _Loop(_gather)
+gather_pairs = _Loop(_gather_pairs)
