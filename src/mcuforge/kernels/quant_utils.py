@@ -413,6 +413,8 @@ class Requantizer:
         width = acc.shape[1]
         params = self._jit_params
         if self.channels != width:  # per-tensor parameters on rows of any width
+            if self.channels != 1:
+                raise ValueError(f"requantizer of {self.channels} channels given rows of {width}")
             params = self._jit_wide.get(width)
             if params is None:
                 params = self._jit_wide[width] = tuple(np.repeat(v, width) for v in self._jit_params)
