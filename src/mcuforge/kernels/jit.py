@@ -41,7 +41,10 @@ class _Loop:
         if self._compiled is None:
             for callee in self.callees:
                 globals()[callee.fn.__name__] = callee.compiled()
-            self._compiled = _numba().njit(nogil=True, cache=True, boundscheck=False)(self.fn)
+            try:
+                self._compiled = _numba().njit(nogil=True, cache=True, boundscheck=False)(self.fn)
+            except RuntimeError:  # no writable place for numba's cache: compile in memory only
+                self._compiled = _numba().njit(nogil=True, boundscheck=False)(self.fn)
         return self._compiled
 
     def __call__(self, *args: Any) -> Any:
