@@ -16,6 +16,8 @@ by fused kernels in another issue).
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
+import os
 import time
 import warnings
 from collections.abc import Callable
@@ -25,6 +27,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 import mcuforge
+from mcuforge.kernels import jit
 from mcuforge.report import table
 from mcuforge.zoo import MODELS
 
@@ -94,6 +97,7 @@ def main() -> None:
     args = parser.parse_args()
 
     torch.set_num_threads(1)
+    load = os.getloadavg()[0]  # the machine may be shared: the results file says how busy it was
     rows = []
     with threadpool_limits(1):  # numpy's BLAS on one thread too: the comparison is one core against one
         for name in args.models:
@@ -101,9 +105,11 @@ def main() -> None:
     headers = ["model", "int8 host inf/s", f"fp32 eager inf/s (batch {args.batch})", "fp32 eager inf/s (batch 1)",
                "int8 / fp32 batched", f">= {TARGET}"]
     text = table(headers, rows)
+    loops = f"numba {importlib.metadata.version('numba')}" if jit.ENABLED else "numpy routes only (no numba)"
     note = (f", one thread, {args.samples} samples in batches of {args.batch}, best of {args.repeat} "
-            f"({args.clock} clock), "
-            f"numpy {np.__version__}; target int8 / fp32 batched >= {TARGET} except {', '.join(EXEMPT)}")
+            f"({args.clock} clock), numpy {np.__version__}, host kernels' loops: {loops}; load average "
+            f"{load:.1f} on {os.cpu_count()} cores at the start; "
+            f"target int8 / fp32 batched >= {TARGET} except {', '.join(EXEMPT)}")
     if args.no_publish:
         print(text)
     else:

@@ -46,6 +46,37 @@ def rng():
     return np.random.default_rng(0)
 
 
+def pytest_generate_tests(metafunc):
+    """Every test of tests/test_kernels_*.py runs twice: with the kernels' compiled loops (mcuforge.kernels.jit)
+    and with the numpy routes alone (``_kernel_route``), so both stay checked against the references."""
+    if metafunc.module.__name__.startswith("test_kernels_"):
+        metafunc.fixturenames.append("kernel_route")
+        metafunc.parametrize("kernel_route", ["jit", "numpy"])
+
+
+@pytest.fixture(autouse=True)
+def _kernel_route(request, monkeypatch):
+    """The route of a test parametrized by ``pytest_generate_tests`` (others run as configured)."""
+    callspec = getattr(request.node, "callspec", None)
+    route = callspec.params.get("kernel_route") if callspec is not None else None
+    if route is None:
+        return
+    import sys
+
+    from mcuforge.kernels import jit
+
+    # Each route starts from empty kernel caches (tests count the tables they build).
+    for name, module in list(sys.modules.items()):
+        if name.startswith("mcuforge.kernels."):
+            for value in list(vars(module).values()):
+                if callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", None) == name:
+                    value.cache_clear()
+    if route == "numpy":
+        monkeypatch.setattr(jit, "ENABLED", False)
+    elif not jit.ENABLED:
+        pytest.skip("the compiled loops are off (numba missing or MCUFORGE_JIT=0)")
+
+
 def op_outputs(graph, xs):
     """Every tensor's value in one host run of ``graph`` on ``xs`` (inputs and each op's outputs)."""
     values = dict(zip(graph.inputs, xs, strict=True))

@@ -27,6 +27,7 @@ from mcuforge import kernels as K
 from mcuforge.ir import Graph, Op, Tensor
 from mcuforge.kernels import depthwise_conv as dw_mod
 from mcuforge.kernels import fully_connected as fc_mod
+from mcuforge.kernels import jit
 from mcuforge.kernels import softmax as softmax_mod
 from mcuforge.kernels.conv import prepare_conv2d_s8, with_ones_column
 from mcuforge.kernels.depthwise_conv import prepare_depthwise_conv2d_s8
@@ -115,6 +116,7 @@ def test_fully_connected_folded_matmul_against_reference(seed: int, monkeypatch)
     out_off = int(rng.integers(-128, 128))
     lo = out_off if seed % 2 else -128
     calls = []
+    monkeypatch.setattr(jit, "ENABLED", False)  # the numpy route (with the compiled loops the plain matmul runs)
     monkeypatch.setattr(fc_mod, "with_ones_column", lambda rows: calls.append(1) or with_ones_column(rows))
     run = prepare_fully_connected_s8(w, bias, input_offset=in_off, output_offset=out_off, multipliers=mult,
                                      shifts=shift, act_min=lo, act_max=127)

@@ -84,6 +84,8 @@ def prepare_add_s8(
               int(left_shift), int(output_offset), int(output_multiplier), int(output_shift), int(act_min),
               int(act_max))
 
+    maps: dict = {}  # a scalar operand's 256-entry maps (byte_pair_lookup)
+
     def run(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a, b, shape = check_int8_broadcast("add_s8", a, b)
         if math.prod(shape) < TABLE_MIN_ELEMENTS:
@@ -91,7 +93,7 @@ def prepare_add_s8(
                                *params).reshape(shape)
         # The result depends only on the byte pair (a, b): look it up in the table of all 65536 pairs,
         # computed by the same integer pipeline.
-        return byte_pair_lookup(_add_table(*params), a, b)
+        return byte_pair_lookup(_add_table(*params), a, b, maps)
     return run
 
 

@@ -7,11 +7,11 @@ from collections.abc import Callable
 import numpy as np
 
 from .quant_utils import (
+    Requantizer,
     check_activation_range,
     check_int8,
     check_offsets,
     check_requant_params,
-    requantize_output,
     wrap_int32,
 )
 
@@ -64,6 +64,8 @@ def prepare_batch_matmul_s8(
     check_offsets({"lhs_offset": lhs_offset, "rhs_offset": rhs_offset}, output_offset)
     check_activation_range(act_min, act_max)
     check_requant_params(output_multiplier, output_shift, 1)
+    #: The requantizer by inner dimension (its accumulator bound), built on first use.
+    requantizers: dict[int, Requantizer] = {}
 
     def run(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         if lhs.dtype != np.int8 or rhs.dtype != np.int8:
@@ -77,21 +79,26 @@ def prepare_batch_matmul_s8(
                 f"batch_matmul_s8: inner dimensions differ: lhs {lhs.shape} (adj_x={adj_x}), "
                 f"rhs {rhs.shape} (adj_y={adj_y})"
             )
-        try:
-            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        except ValueError as err:
-            raise ValueError(f"batch_matmul_s8: batch dims of {lhs.shape} and {rhs.shape} do not broadcast") from err
+        if a.shape[:-2] != b.shape[:-2]:
+            try:
+                np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+            except ValueError as err:
+                raise ValueError(f"batch_matmul_s8: batch dims of {lhs.shape} and {rhs.shape} do not broadcast") \
+                    from err
         depth = a.shape[-1]
         # Each product is at most 255 * 255 in magnitude, so every partial sum of ``depth`` of them is an exact
         # integer in float32 while depth * 255^2 < 2^24 (attention's short rows), in float64 below 2^53.
         if depth * 255 * 255 >= 1 << 53:
             raise ValueError(f"batch_matmul_s8: {depth} terms may not sum exactly in float64")
         dtype = np.float32 if depth * 255 * 255 < 1 << 24 else np.float64
-        acc = np.matmul(a.astype(dtype) + dtype(lhs_offset), b.astype(dtype) + dtype(rhs_offset))
+        acc = np.matmul(np.add(a, dtype(lhs_offset), dtype=dtype), np.add(b, dtype(rhs_offset), dtype=dtype))
         bound = depth * 255 * 255  # |lhs + lhs_offset|, |rhs + rhs_offset| <= 255
         if bound >= 1 << 31:  # only then can the C int32 accumulator wrap
             acc, bound = wrap_int32(acc.astype(np.int64)), 1 << 31
-        # A float accumulator holding exact integers is taken as they are (requantize_output truncates it).
-        return requantize_output(acc, output_multiplier, output_shift, output_offset, act_min, act_max,
-                                 acc_bound=bound)
+        requant = requantizers.get(bound)
+        if requant is None:
+            requant = requantizers[bound] = Requantizer(output_multiplier, output_shift, output_offset, act_min,
+                                                        act_max, acc_bound=bound)
+        # A float accumulator holding exact integers is taken as it is (below 2^53: see above).
+        return requant(acc.reshape(-1, acc.shape[-1]) if acc.ndim > 2 else acc).reshape(acc.shape)
     return run

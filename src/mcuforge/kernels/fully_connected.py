@@ -8,6 +8,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
+from . import jit
 from .conv import check_float64_exact, prepare_weights, unpacked_filter, with_ones_column
 from .quant_utils import check_int8, check_weighted_params
 
@@ -57,10 +58,13 @@ def prepare_fully_connected_s8(
     # As conv2d_s8: acc = (bias + input_offset * sum(w)) + x . w, an exact float32 (or float64) matmul of the
     # int8 rows, wrapped to int32 and requantized by the cached requantizer of these parameters.
     dtype, w_mat, requant = prepare_weights(w, b, mult, shift, input_offset, output_offset, act_min, act_max)
-    w_t = w_mat.T
+    # (K, O) operands stored C-contiguous: BLAS multiplies small matrices faster in that layout.
+    w_t = np.ascontiguousarray(w_mat.T)
     # With few inputs per output, folding the requantizer's multiply and add into a float64 matmul
     # (Requantizer.scaled_weights) saves more passes over the output than the wider matmul costs.
-    w_scaled = requant.scaled_weights(w).T if requant.float_path and depth < 2 * oc else None
+    # (With the compiled requantizer, jit, the plain matmul and its one pass are faster.)
+    w_scaled = (np.ascontiguousarray(requant.scaled_weights(w).T)
+                if requant.float_path and depth < 2 * oc and not jit.ENABLED else None)
 
     def run(x: np.ndarray) -> np.ndarray:
         if x.dtype != np.int8 or x.ndim not in (1, 2) or x.shape[-1] != depth:

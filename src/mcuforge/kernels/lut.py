@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .quant_utils import check_int8, dequantize_per_tensor, quantize_per_tensor
+from .quant_utils import ByteMap, check_int8, dequantize_per_tensor, quantize_per_tensor
 
 if TYPE_CHECKING:  # torch is only needed to build tables, not to run them: import it lazily
     import torch
@@ -59,13 +59,13 @@ def prepare_lut_s8(table: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     if table.shape != (TABLE_SIZE,):
         raise ValueError(f"lut_s8: table must have shape ({TABLE_SIZE},), got {table.shape}")
     # Entry q + 128 of the table is for the byte (q as uint8) = (q + 128) ^ 0x80: reorder the 256 entries
-    # by byte once, then gather with the input bytes themselves (np.take: no index arithmetic pass).
-    by_byte = table[_BYTE_ORDER]
+    # by byte once, then gather with the input bytes themselves (no index arithmetic pass; see ByteMap).
+    by_byte = ByteMap(table[_BYTE_ORDER])
 
     def run(x: np.ndarray) -> np.ndarray:
         if x.dtype != np.int8:
             raise ValueError(f"x must be a numpy int8 array, got {x.dtype}")
-        return np.take(by_byte, x.view(np.uint8))
+        return by_byte(x)
     return run
 
 

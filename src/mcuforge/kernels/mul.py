@@ -79,12 +79,14 @@ def prepare_mul_s8(
     params = (int(a_offset), int(b_offset), int(output_offset), int(output_multiplier), int(output_shift),
               int(act_min), int(act_max))
 
+    maps: dict = {}  # a scalar operand's 256-entry maps (byte_pair_lookup)
+
     def run(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a, b, shape = check_int8_broadcast("mul_s8", a, b)
         if math.prod(shape) >= TABLE_THRESHOLD:
             # The result only depends on the byte pair (a, b): the table of all 65536 pairs (computed by the
             # same pipeline, cached per parameter set) gathered at index (a as uint8) * 256 + (b as uint8).
-            return byte_pair_lookup(_mul_table(*params), a, b)
+            return byte_pair_lookup(_mul_table(*params), a, b, maps)
         return _mul_direct(np.broadcast_to(a, shape).reshape(-1), np.broadcast_to(b, shape).reshape(-1),
                            *params).reshape(shape)
     return run

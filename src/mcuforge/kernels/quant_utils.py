@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
+from . import jit
+
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
 #: Range of the shift argument of ``arm_nn_requantize`` (positive = left shift).
@@ -163,6 +165,13 @@ def _requantize_output_unfused(
     return out.reshape(acc.shape)
 
 
+#: The clip ufunc itself: ``np.clip`` adds a Python-level wrapper that costs as much as a pass on small arrays.
+try:
+    _clip = np._core.umath.clip
+except AttributeError:  # numpy 1.x
+    _clip = np.core.umath.clip
+
+
 def _wrap_int32_inplace(a: np.ndarray) -> None:
     """``a = wrap_int32(a)`` for an int64 array, without temporaries."""
     np.add(a, 1 << 31, out=a)
@@ -191,7 +200,9 @@ class Requantizer:
       does several times faster than int64 shifts: ``acc * m + K`` is then an exact float64 sum of exact
       terms, scaling by a power of two is exact, and ``floor`` is the arithmetic shift. So
       ``floor(acc * (m * 2^-(31+e)) + K * 2^-(31+e))`` is ``(acc * m + K) >> (31+e)``, bit for bit, and
-      with the tie correction ``u = floor(acc * m * 2^-31 + K * 2^-31)``, ``floor((u - [u < c]) * 2^-e)``.
+      with the tie correction ``u = floor(acc * m * 2^-31 + K * 2^-31)``, ``(u - [u < c]) >> e``. That tail
+      runs on int32 (|u| < 2^53 / 2^31 = 2^22: the conversion is exact), whose passes are cheaper than
+      float64 ones; a threshold beyond +-2^23 compares like one at +-2^23.
 
     Each folding is only done where the bounds (``acc_bound``: per-channel bound on |acc|, None = any int)
     prove that no int32 wrap of the C code can occur (acc + bias, the left shift, + offset) and that the
@@ -200,7 +211,7 @@ class Requantizer:
     """
 
     _ARRAYS = ("bias", "multipliers", "shifts", "consts", "left", "right", "thresholds", "total_shift",
-               "float_multipliers", "float_consts", "float_thresholds", "float_post")
+               "float_multipliers", "float_consts", "int_thresholds", "int_right")
 
     def __init__(self, multipliers: ArrayLike, shifts: ArrayLike, output_offset: int, act_min: int,
                  act_max: int, *, bias: ArrayLike | None = None, acc_bound: ArrayLike | None = None) -> None:
@@ -266,6 +277,12 @@ class Requantizer:
                 return int(values[0])  # a scalar operand keeps numpy's fastest loops
             return values
 
+        def icolumn(values: np.ndarray) -> np.ndarray | np.int32:
+            values = np.broadcast_to(np.asarray(values, dtype=np.int32), (channels,))
+            if np.all(values == values[0]):
+                return np.int32(values[0])  # an int32 scalar: the int32 loops, never a (weak) Python int
+            return np.ascontiguousarray(values)
+
         def fcolumn(values: np.ndarray) -> np.ndarray | np.float64:
             values = np.broadcast_to(np.asarray(values, dtype=np.float64), (channels,))
             if np.all(values == values[0]):
@@ -273,6 +290,9 @@ class Requantizer:
             return np.ascontiguousarray(values)
 
         self.channels = channels
+        # The compiled loop's parameters (jit.requantize_rows): the C arithmetic itself, per channel.
+        self._jit_params = tuple(np.ascontiguousarray(v, dtype=np.int64) for v in (b, m, left, right))
+        self._jit_wide: dict[int, tuple[np.ndarray, ...]] = {}
         self.bias = None if self.fold_bias or bias is None else column(b)
         self.multipliers = column(m)
         self.shifts = column(s)
@@ -284,15 +304,21 @@ class Requantizer:
         # The float64 route: exact while every integer of the folded pipeline is below 2^53 (see the notes).
         self.float_path = (self.fold_bias and self.fold_offset and not self.plain
                            and bool(np.all((acc_b * m_abs + np.abs(k.astype(np.float64))) * safe < 2.0**53)))
-        self.float_multipliers = self.float_consts = self.float_thresholds = self.float_post = None
+        self.float_multipliers = self.float_consts = self.int_thresholds = self.int_right = None
         if self.float_path:
             # Scalings by powers of two of exact integers (|m| < 2^31, |K| < 2^53): exact float64 values.
             first = -31 - (0 if self.tie_correction else right)
             self.float_multipliers = fcolumn(np.ldexp(m.astype(np.float64), first))
             self.float_consts = fcolumn(np.ldexp(k.astype(np.float64), first))
             if self.tie_correction:
-                self.float_thresholds = fcolumn(thresholds.astype(np.float64))
-                self.float_post = fcolumn(np.ldexp(1.0, -right))
+                # |u| < 2^22 (see the notes): a threshold clipped to +-2^23 gives the same comparisons
+                self.int_thresholds = icolumn(np.clip(thresholds, -(1 << 23), 1 << 23))
+                self.int_right = icolumn(right)
+        self.clip_bounds = (np.int32(self.act_min), np.int32(self.act_max))
+        # Every parameter a scalar: the passes need no per-channel layout (no tiling, any shape).
+        self.uniform = not any(isinstance(getattr(self, name), np.ndarray) for name in self._ARRAYS)
+        self.uniform_tail = not any(isinstance(v, np.ndarray) for v in (self.int_thresholds, self.int_right))
+        self.float_clip_bounds = (np.float64(self.act_min), np.float64(self.act_max))
         self._tiled: dict[int, Requantizer] = {}
 
     def _tile(self, times: int) -> Requantizer:
@@ -331,6 +357,16 @@ class Requantizer:
             out = np.empty(acc.shape, dtype=np.int8)
         if acc.size == 0:
             return out
+        if jit.ENABLED and not scaled and acc.ndim == 2:
+            return self._jit(acc, out)
+        if (self.uniform or (scaled and self.uniform_tail)) and self.float_path and acc.size <= REQUANT_BLOCK_ELEMENTS:
+            # Per-tensor parameters (or, for a scaled accumulator, a per-tensor tail): every pass runs over
+            # the whole array at once, whatever its shape.
+            a = acc if scaled else np.empty(acc.shape, dtype=np.float64)
+            tail = (np.empty(acc.shape, dtype=np.int32), np.empty(acc.shape, dtype=bool)) if self.tie_correction \
+                else None
+            self._float_pipeline(acc, a, out, tail, scaled)
+            return out
         times = -(-TILE_WIDTH // acc.shape[1])
         if times > 1 and acc.shape[0] >= times and acc.flags.c_contiguous and out.flags.c_contiguous:
             whole = acc.shape[0] // times * times  # rows that make whole tiled rows; the rest below
@@ -345,13 +381,13 @@ class Requantizer:
         first = acc[blocks[0]].shape
         if self.float_path:
             buf = None if scaled else np.empty(first, dtype=np.float64)
-            below = np.empty(first, dtype=bool) if self.tie_correction else None
+            tail = (np.empty(first, dtype=np.int32), np.empty(first, dtype=bool)) if self.tie_correction else None
             for block in blocks:
                 src = acc[block]
                 part = slice(0, src.shape[0])
                 a = src if scaled else buf[part]
-                self._float_pipeline(src, a, None if below is None else below[part], scaled)
-                np.copyto(out[block], a, casting="unsafe")  # integers in [act_min, act_max]
+                self._float_pipeline(src, a, out[block], None if tail is None else (tail[0][part], tail[1][part]),
+                                     scaled)
             return out
         if scaled:
             raise ValueError("scaled accumulators need the float route")
@@ -372,20 +408,48 @@ class Requantizer:
             np.clip(a, self.act_min, self.act_max, out=out[block], casting="unsafe")
         return out
 
-    def _float_pipeline(self, src: np.ndarray, a: np.ndarray, below: np.ndarray | None, scaled: bool) -> None:
-        """float64 ``a`` = the clamped result of ``src`` (the accumulator: integers, or floats holding exact
-        integers; or, if ``scaled``, ``a`` itself holding ``acc * M + K'``), by the float route."""
+    def _jit(self, acc: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``self(acc, out)`` by the compiled loop: one pass of the C arithmetic."""
+        width = acc.shape[1]
+        params = self._jit_params
+        if self.channels != width:  # per-tensor parameters on rows of any width
+            if self.channels != 1:
+                raise ValueError(f"requantizer of {self.channels} channels given rows of {width}")
+            params = self._jit_wide.get(width)
+            if params is None:
+                params = self._jit_wide[width] = tuple(np.repeat(v, width) for v in self._jit_params)
+        dst = out if out.flags.c_contiguous else np.empty(out.shape, np.int8)
+        jit.requantize_rows(np.ascontiguousarray(acc), *params, self.offset, self.act_min, self.act_max, dst)
+        if dst is not out:
+            out[...] = dst
+        return out
+
+    def _float_pipeline(self, src: np.ndarray, a: np.ndarray, out: np.ndarray,
+                        tail: tuple[np.ndarray, np.ndarray] | None, scaled: bool) -> None:
+        """int8 ``out`` = the clamped result of ``src`` (the accumulator: integers, or floats holding exact
+        integers; or, if ``scaled``, ``a`` itself holding ``acc * M + K'``), by the float route through the
+        float64 buffer ``a`` (and, with the tie correction, the int32 and bool buffers ``tail``)."""
         if not scaled:
-            # dtype=float64: the product of a float32 (or integer) accumulator is formed in float64, exactly.
-            np.multiply(src, self.float_multipliers, out=a, dtype=np.float64, casting="unsafe")
+            # The product of a float32 (or integer) accumulator is formed in float64, exactly; converting
+            # first (exact: integers below 2^53) is faster than numpy's mixed-type multiply.
+            if src.dtype == np.float64:
+                np.multiply(src, self.float_multipliers, out=a)
+            else:
+                np.copyto(a, src, casting="unsafe")
+                np.multiply(a, self.float_multipliers, out=a)
             np.add(a, self.float_consts, out=a)
         np.floor(a, out=a)
-        if self.tie_correction:
-            np.less(a, self.float_thresholds, out=below)
-            np.subtract(a, below, out=a)
-            np.multiply(a, self.float_post, out=a)
-            np.floor(a, out=a)
-        np.clip(a, self.act_min, self.act_max, out=a)
+        if tail is None:
+            _clip(a, *self.float_clip_bounds, out=a)
+            np.copyto(out, a, casting="unsafe")  # integers in [act_min, act_max]
+            return
+        u, below = tail
+        np.copyto(u, a, casting="unsafe")  # |u| < 2^22: exact
+        np.less(u, self.int_thresholds, out=below)
+        np.subtract(u, below, out=u)
+        np.right_shift(u, self.int_right, out=u)
+        _clip(u, *self.clip_bounds, out=u)
+        np.copyto(out, u, casting="unsafe")  # integers in [act_min, act_max]
 
     def _pipeline(self, a: np.ndarray, below: np.ndarray | None, multiplied: bool) -> None:
         """In place on int64 ``a`` (the accumulator, or its product by m if ``multiplied``): everything up to
@@ -508,6 +572,11 @@ def quantize_per_tensor(
     """
     x = np.asarray(x_float, dtype=np.float32)
     inv_scale = np.float32(1.0 / float(scale))
+    if jit.ENABLED and np.dtype(dtype) == np.int8 and -128 <= qmin <= qmax <= 127:
+        out = np.empty(x.shape, np.int8)
+        jit.quantize(np.ascontiguousarray(x).reshape(-1), inv_scale, np.float32(zero_point), np.float32(qmin),
+                     np.float32(qmax), out.reshape(-1))
+        return out
     q = np.multiply(x, inv_scale)  # the same fp32 operations as before, in place (no temporaries)
     np.rint(q, out=q)  # = np.round: half to even
     np.add(q, np.float32(zero_point), out=q)
@@ -517,7 +586,13 @@ def quantize_per_tensor(
 
 def dequantize_per_tensor(q: ArrayLike, scale: float, zero_point: int) -> np.ndarray:
     """torch ``quantized_decomposed.dequantize_per_tensor``: ``(fp32(q) - zero_point) * fp32(scale)``."""
-    qf = np.asarray(q).astype(np.float32)
+    q = np.asarray(q)
+    if jit.ENABLED and q.dtype == np.int8:
+        out = np.empty(q.shape, np.float32)
+        jit.dequantize(np.ascontiguousarray(q).reshape(-1), np.float32(zero_point), np.float32(float(scale)),
+                       out.reshape(-1))
+        return out
+    qf = q.astype(np.float32)
     return (qf - np.float32(zero_point)) * np.float32(float(scale))
 
 
@@ -636,15 +711,66 @@ def byte_pair_table(direct: Any, params: tuple[int, ...]) -> np.ndarray:
     return table
 
 
-def byte_pair_lookup(table: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The entries of a ``byte_pair_table`` for the pairs of ``a`` and ``b``, broadcasting like ``a op b``."""
+def byte_pair_lookup(table: np.ndarray, a: np.ndarray, b: np.ndarray,
+                     maps: dict[tuple[int, int], ByteMap] | None = None) -> np.ndarray:
+    """The entries of a ``byte_pair_table`` for the pairs of ``a`` and ``b``, broadcasting like ``a op b``.
+    ``maps``: where to keep the ``ByteMap`` of a scalar operand's column (the caller's, one per table)."""
     shape = np.broadcast_shapes(a.shape, b.shape)
-    if b.size == 1:  # one operand fixed (a constant scalar): its column of the table is a 256-entry LUT
-        return np.take(table[1, b.reshape(-1).view(np.uint8)[0]], a.view(np.uint8)).reshape(shape)
-    if a.size == 1:
-        return np.take(table[0, a.reshape(-1).view(np.uint8)[0]], b.view(np.uint8)).reshape(shape)
+    for order, scalar, other in ((1, b, a), (0, a, b)):
+        if scalar.size == 1:  # one operand fixed (a constant scalar): its column of the table is a 256-entry LUT
+            key = (order, int(scalar.reshape(-1).view(np.uint8)[0]))
+            column = table[key]
+            if maps is None:
+                return np.take(column, other.view(np.uint8)).reshape(shape)
+            byte_map = maps.get(key)
+            if byte_map is None:
+                byte_map = maps[key] = ByteMap(column)
+            return byte_map(other).reshape(shape)
+    if jit.ENABLED and a.shape == b.shape:
+        out = np.empty(shape, np.int8)
+        jit.gather_pairs(table[0].reshape(-1), np.ascontiguousarray(a).reshape(-1).view(np.uint8),
+                         np.ascontiguousarray(b).reshape(-1).view(np.uint8), out.reshape(-1))
+        return out
     # The smaller operand's bytes give the high byte of the index, so the larger one is read once (by the OR).
     big, small, order = (b, a, 0) if a.size <= b.size else (a, b, 1)
     index = np.bitwise_or(np.left_shift(small.view(np.uint8), 8, dtype=np.uint16), big.view(np.uint8),
                           dtype=np.uint16)
     return np.take(table[order].reshape(-1), index)
+
+
+#: From this many values a ``ByteMap`` gathers two bytes at a time (its pair table costs 65536 entries once).
+PAIR_MIN_ELEMENTS = 4096
+
+
+class ByteMap:
+    """An int8 -> int8 map given by its 256 entries indexed by the input byte (``by_byte[u]`` is the image of
+    the int8 value whose byte is u), applied by gathering. On larger inputs it gathers two bytes at a time:
+    the uint16 table of all 65536 byte pairs (built on first use) maps a pair's uint16 to the uint16 of its
+    two images, so an input seen as uint16 takes half as many gathers. The table's low byte comes from the
+    index's low byte and its high byte from the high byte, so it holds whatever the byte order."""
+
+    def __init__(self, by_byte: np.ndarray) -> None:
+        if by_byte.shape != (256,):
+            raise ValueError(f"ByteMap: need 256 entries, got shape {by_byte.shape}")
+        self.by_byte = np.ascontiguousarray(by_byte).view(np.int8)
+        self._pairs: np.ndarray | None = None
+
+    def pairs(self) -> np.ndarray:
+        """The uint16 (65536,) table of byte pairs."""
+        if self._pairs is None:
+            images = self.by_byte.view(np.uint8).astype(np.uint16)
+            index = np.arange(1 << 16)
+            pairs = images[index & 0xFF] | (images[index >> 8] << 8)
+            pairs.flags.writeable = False
+            self._pairs = pairs
+        return self._pairs
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """The image of int8 ``x`` (any shape): a new int8 array of its shape."""
+        if jit.ENABLED:
+            out = np.empty(x.shape, np.int8)
+            jit.gather(self.by_byte, np.ascontiguousarray(x).reshape(-1).view(np.uint8), out.reshape(-1))
+            return out
+        if x.size >= PAIR_MIN_ELEMENTS and x.size % 2 == 0 and x.flags.c_contiguous:
+            return np.take(self.pairs(), x.reshape(-1).view(np.uint16)).view(np.int8).reshape(x.shape)
+        return np.take(self.by_byte, x.view(np.uint8))

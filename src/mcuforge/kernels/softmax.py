@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from . import jit
 from .quant_utils import INT32_MAX, INT32_MIN, check_int8, divide_by_power_of_two, quantize_multiplier, wrap_int32
 
 #: Integer bits of the scaled input difference (TFLite's kScaledDiffIntegerBits).
@@ -162,6 +163,7 @@ def prepare_softmax_s8(*, multiplier: int, shift: int, diff_min: int) -> Callabl
     if not isinstance(diff_min, int | np.integer) or diff_min > 0:
         raise ValueError(f"softmax_s8: diff_min must be an int <= 0, got {diff_min!r}")
     exp_table, sum_terms, exp_nonnegative = _tables(int(multiplier), int(shift), int(diff_min))
+    sum_terms_int = sum_terms.astype(np.int64)  # exact integers below 2^20, for the compiled loop
 
     def run(x: np.ndarray) -> np.ndarray:
         if x.dtype != np.int8 or x.ndim == 0:
@@ -172,7 +174,10 @@ def prepare_softmax_s8(*, multiplier: int, shift: int, diff_min: int) -> Callabl
             raise ValueError(f"softmax_s8: row size must be in [1, {MAX_ROW_SIZE}], got {row_size}")
         rows = x.reshape(-1, row_size)
         out = np.empty(rows.shape, dtype=np.int8)
-        ones = np.ones(row_size)
+        if jit.ENABLED and exp_nonnegative:
+            jit.softmax_rows(np.ascontiguousarray(rows), exp_table, sum_terms_int, out)
+            return out.reshape(x.shape)
+        ones = np.ones(row_size, np.float32 if row_size <= 32 else np.float64)  # see _softmax_block
         step = max(1, (1 << 16) // row_size)  # rows per block: keeps the int64 temporaries in cache
         for start in range(0, rows.shape[0], step):
             block = rows[start : start + step]
@@ -187,8 +192,10 @@ def _softmax_block(block: np.ndarray, out: np.ndarray, exp_table: np.ndarray, su
     # diff + 255 in [0, 255] is (x - max + 255) mod 256: one uint8 pass on the bytes (wrapping is exact)
     row_max = np.ascontiguousarray(block.T).max(axis=0)  # the reduction runs along contiguous rows
     index = block.view(np.uint8) + (255 - row_max.view(np.uint8))[:, np.newaxis]
-    # The sum of at most 4095 terms below 2^20 is an exact float64 matrix-vector product.
-    total = (np.take(sum_terms, index) @ ones).astype(np.int64)
+    index = index.astype(np.intp)  # both gathers below take it as it is (numpy converts uint8 each time)
+    # The sum of at most 4095 terms below 2^20 is an exact float64 (float32 for rows of at most 32 terms, all
+    # partial sums below 2^24) matrix-vector product.
+    total = np.take(sum_terms if ones.dtype == np.float64 else sum_terms.astype(np.float32), index) @ ones
     scale, exponent = _row_scales(total)
     scale, exponent = scale[:, np.newaxis], exponent[:, np.newaxis]
     e = np.take(exp_table, index)
@@ -200,7 +207,7 @@ def _softmax_block(block: np.ndarray, out: np.ndarray, exp_table: np.ndarray, su
         e *= scale
         e += (1 << 30) + (((1 << n) >> 1) << 31)  # the rounding of both steps at once (exact: see above)
         e >>= n + 31
-        if np.any(exponent > 31):
+        if exponent.max() > 31:
             e[np.broadcast_to(exponent > 31, e.shape)] = 0
         # e is in [0, 256]: the clamp to 255 and a byte flip give the int8 value e - 128
         np.minimum(e, 255, out=e)
@@ -213,7 +220,7 @@ def _softmax_block(block: np.ndarray, out: np.ndarray, exp_table: np.ndarray, su
 
 
 def _row_scales(total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, from the int64 sum of exps (in [2^19, 2^31)): ``scale =
+    """Per row, from the sum of exps (integers in [2^19, 2^31), of any numeric dtype): ``scale =
     one_over_one_plus_x_for_x_in_0_1((sum << clz(sum)) - 2^31)`` and the divide exponent ``35 - clz(sum)``,
     the same integers as those functions, in fewer numpy passes (rows are short: each pass costs its call).
 
@@ -227,16 +234,30 @@ def _row_scales(total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
       a sample in tests/test_kernels_fast_paths.py), each iterate x is in [505290270, 2^30], so no product
       saturates, ``mult_by_power_of_two(correction, 2)`` (= x_next - x) never saturates and no int32 sum
       wraps; only the final doubling of x = 2^30 saturates, to INT32_MAX.
+    - The residual ``2^29 - floor((d*x + 2^30) / 2^31)`` is ``floor((2^60 + 2^30 - 1 - d*x) / 2^31)``
+      (``-floor(a / n) = floor((n - 1 - a) / n)``), one pass fewer; |d*x| < 2^62 keeps it in int64.
     """
-    frac, k = np.frexp(total.astype(np.float64))
-    d = (frac * 2.0**31).astype(np.int64)
-    x = 1515870810 + ((d * -1010580540 + (1 << 30)) >> 31)  # in [505290270, 1010580540]
+    frac, k = np.frexp(np.asarray(total, dtype=np.float64))
+    d = np.multiply(frac, 2.0**31).astype(np.int64)
+    x = d * -1010580540
+    x += 1 << 30
+    x >>= 31
+    x += 1515870810  # in [505290270, 1010580540]
+    t = np.empty_like(x)
     for _ in range(3):
-        residual = (1 << 29) - ((d * x + (1 << 30)) >> 31)
-        correction = (x * residual + (1 << 30)) >> 31
-        x = x + correction * 4  # mult_by_power_of_two(correction, 2): no saturation (see above)
-    scale = np.minimum(x * 2, INT32_MAX)  # mult_by_power_of_two(x, 1), x > 0
-    return scale, k.astype(np.int64) + 3
+        np.multiply(d, x, out=t)
+        np.subtract((1 << 60) + (1 << 30) - 1, t, out=t)
+        t >>= 31  # the residual
+        t *= x
+        t += 1 << 30
+        t >>= 31  # the correction
+        t <<= 2  # mult_by_power_of_two(correction, 2): no saturation (see above)
+        x += t
+    x <<= 1
+    np.minimum(x, INT32_MAX, out=x)  # mult_by_power_of_two(x, 1), x > 0
+    k = k.astype(np.int64)
+    k += 3
+    return x, k
 
 
 @functools.lru_cache(maxsize=64)

@@ -7,14 +7,16 @@ vmap cannot batch run once per run.
 
 from __future__ import annotations
 
+import copy
 import functools
+import weakref
 from typing import Any
 
 import numpy as np
 import torch
 
 from ..ir import Op, TensorRef
-from .prepared import prepared
+from .prepared import prepared, same_attrs
 
 
 @functools.cache
@@ -114,6 +116,10 @@ def _foldable(op: Op, batched: list[bool], tensors: list[torch.Tensor]) -> bool:
 
 def aten_fp32(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> list[np.ndarray]:
     runs = outs[0].shape[0]
+    bound = _bound(op, ins, runs)
+    if bound is not None:
+        with torch.no_grad():
+            return [r.detach().numpy() for r in bound()]
     call = prepared(op, [], (), lambda: _caller(op))  # depends on the attributes only
     tensors = [torch.from_numpy(np.ascontiguousarray(x)) for x in ins]
     with torch.no_grad():
@@ -133,3 +139,48 @@ def aten_fp32(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> list[np.
                        for g in range(runs)]
             results = tuple(torch.stack(rs) for rs in zip(*per_run, strict=True))
     return [r.detach().numpy() for r in results]
+
+
+#: Per op: (the op, weakly; a copy of its attributes; the input arrays; the bound call or None).
+_BOUND: dict[int, tuple[weakref.ref, dict, tuple, Any]] = {}
+
+
+def _bound(op: Op, ins: list[np.ndarray], runs: int) -> Any:
+    """For a single run or a foldable op (``_foldable``) on contiguous arrays: a call with no arguments that
+    runs the op on ``ins`` as they hold at call time. The torch tensors share the arrays' memory (the
+    executor's arena views and the constants, kept between runs), so building the call once per op and
+    input arrays leaves only the aten op itself per run (converting and checking every argument again cost
+    more than a small op). Built again when the op's attributes or its input arrays (by identity) change;
+    None where the general path runs."""
+    entry = _BOUND.get(id(op))
+    if (entry is not None and entry[0]() is op and len(entry[2]) == len(ins)
+            and all(a is b for a, b in zip(entry[2], ins, strict=True)) and same_attrs(entry[1], op.attrs)):
+        return entry[3]
+    call = None
+    if all(x.flags.c_contiguous for x in ins):
+        tensors = [torch.from_numpy(x) for x in ins]
+        if runs == 1:
+            folded = [t[0] for t in tensors]
+        else:
+            batched = [t.shape[0] == runs for t in tensors]
+            folded = ([t.reshape(-1, *t.shape[2:]) if b else t[0] for t, b in zip(tensors, batched, strict=True)]
+                      if _foldable(op, batched, tensors) else None)
+        if folded is not None:
+            call = _filled(op, folded, single=runs == 1)
+    if entry is None or entry[0]() is not op:
+        weakref.finalize(op, _BOUND.pop, id(op), None)
+    _BOUND[id(op)] = (weakref.ref(op), copy.deepcopy(op.attrs), tuple(ins), call)
+    return call
+
+
+def _filled(op: Op, tensors: list[torch.Tensor], single: bool) -> Any:
+    """``() -> _call(op, tensors)`` with the arguments decoded once (and, for one run, the run axis put back)."""
+    fn = resolve_aten(op.attrs["target"])
+    args = _decode(op.attrs["args"], tensors)
+    kwargs = {k: _decode(v, tensors) for k, v in op.attrs["kwargs"].items()}
+
+    def call() -> tuple[torch.Tensor, ...]:
+        result = fn(*args, **kwargs)
+        results = tuple(result) if isinstance(result, (list, tuple)) else (result,)
+        return tuple(r[None] for r in results) if single else results
+    return call

@@ -19,7 +19,7 @@ T = TypeVar("T")
 _PREPARED: dict[int, tuple[weakref.ref, dict, tuple, tuple, tuple, Any]] = {}
 
 
-def _same_attrs(a: dict, b: dict) -> bool:
+def same_attrs(a: dict, b: dict) -> bool:
     try:
         return bool(a == b)
     except Exception:  # noqa: BLE001 - an attribute that does not compare (an array): treat as changed
@@ -34,7 +34,7 @@ def prepared(op: Op, constants: list[np.ndarray | None], shapes: tuple, build: C
     ids = tuple(map(id, bases))
     entry = _PREPARED.get(id(op))
     if (entry is not None and entry[0]() is op and entry[2] == ids and entry[4] == shapes
-            and _same_attrs(entry[1], op.attrs)):
+            and same_attrs(entry[1], op.attrs)):
         return entry[5]
     kernel = build()
     if entry is None or entry[0]() is not op:
