@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from mcuforge import firmware
+from mcuforge import cruntime, firmware
 from mcuforge.ir import Graph, Op, Tensor
 from mcuforge.plan import plan_arena
 from mcuforge.program import deserialize, serialize
@@ -70,15 +70,25 @@ class BoardSweep:
         got, _trace, facts = firmware.run_on_qemu(program, self.values, target)
         return expected, got, facts
 
+    def assert_same_on_host_c(self) -> None:
+        """Every case's output bytes from the C runtime built for the host equal the host kernels'."""
+        program = self.program("cortex-m55")  # a host build runs any target's program, portable paths
+        expected = execute(deserialize(program), self.values)
+        got, _ = cruntime.run_program(program, self.values)
+        self._assert_same("host C", expected, got)
+
     def assert_same_on_board(self, target: str) -> dict:
         """Every case's output bytes on the board of ``target`` equal the host kernels'; the
         assertion lists every case that differs. Returns the board's facts."""
         expected, got, facts = self.run(target)
+        self._assert_same(target, expected, got)
+        return facts
+
+    def _assert_same(self, where: str, expected: list[np.ndarray], got: list[np.ndarray]) -> None:
         bad = []
         for case, e, g in zip(self.case_of_output, expected, got, strict=True):
             if e.dtype != g.dtype or e.shape != g.shape or e.tobytes() != g.tobytes():
                 diff = int(np.count_nonzero(e.reshape(-1) != g.reshape(-1))) if e.shape == g.shape else -1
                 bad.append(f"{case} ({diff} of {e.size} values differ)")
-        assert not bad, f"{target}: {len(bad)} of {len(self.outputs)} outputs differ from the host: " + \
+        assert not bad, f"{where}: {len(bad)} of {len(self.outputs)} outputs differ from the host: " + \
             "; ".join(bad[:20])
-        return facts

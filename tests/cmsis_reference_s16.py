@@ -201,7 +201,7 @@ def ref_softmax_s16_row(row, mult, shift, exp_lut, one_by_one_lut):
     total = 0
     for v in row:
         scaled = c_requantize(v - row_max, mult, shift)
-        sym = clamp(scaled + INT16_MAX, INT16_MIN, INT16_MAX)
+        sym = clamp(c_wrap32(scaled + INT16_MAX), INT16_MIN, INT16_MAX)  # int32 local
         e = ref_table_lookup(sym, exp_lut)
         cached.append(e)
         total = c_wrap32(total + e)

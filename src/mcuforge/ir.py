@@ -252,4 +252,41 @@ OP_KINDS: dict[str, dict[str, Any]] = {
     },
 }
 
+# int16 activations (A16W8: symmetric int16, zero point 0, so no offsets), CMSIS-NN's s16 kernels. The weighted
+# kinds take int8 weights, an optional int64 bias and int32 multipliers/shifts (shifts in [-31, 7], the range
+# of arm_nn_requantize_s64); fully_connected_s16 reads length-1 (arm_fully_connected_s16) or length-O ones.
+_S16_ACT = [("act_min", "int"), ("act_max", "int")]
+_S16_WINDOW = [("stride", "ints"), ("padding", "ints"), ("dilation", "ints")]
+_S16_POOL = [("kernel", "ints"), ("stride", "ints"), ("padding", "ints"), *_S16_ACT, ("output_hw", "ints")]
+OP_KINDS.update({
+    "conv2d_s16": {"id": 60, "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
+                   "attrs": [*_S16_WINDOW, *_S16_ACT]},
+    "depthwise_conv2d_s16": {"id": 61, "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
+                             "attrs": [*_S16_WINDOW, ("depth_multiplier", "int"), *_S16_ACT]},
+    "fully_connected_s16": {"id": 62, "inputs": ["x", "weight", "bias?", "multipliers", "shifts"], "attrs": _S16_ACT},
+    # arm_elementwise_add_s16 (TFLite int16 ADD parameters, left_shift 15); a and b broadcast like numpy.
+    "add_s16": {"id": 63, "inputs": ["a", "b"], "attrs": [
+        ("a_multiplier", "int"), ("a_shift", "int"), ("b_multiplier", "int"), ("b_shift", "int"),
+        ("left_shift", "int"), ("output_multiplier", "int"), ("output_shift", "int"), *_S16_ACT]},
+    "mul_s16": {"id": 64, "inputs": ["a", "b"],
+                "attrs": [("output_multiplier", "int"), ("output_shift", "int"), *_S16_ACT]},
+    "avgpool_s16": {"id": 65, "inputs": ["x"], "attrs": _S16_POOL},
+    "maxpool_s16": {"id": 66, "inputs": ["x"], "attrs": _S16_POOL},
+    # arm_softmax_s16 over the last stored axis with its two int16[513] tables; output scale 1/32768.
+    "softmax_s16": {"id": 67, "inputs": ["x", "exp_lut", "one_by_one_lut"],
+                    "attrs": [("multiplier", "int"), ("shift", "int")]},
+    "batch_matmul_s16": {"id": 68, "inputs": ["lhs", "rhs"], "attrs": [
+        ("output_multiplier", "int"), ("output_shift", "int"), *_S16_ACT, ("adj_x", "int"), ("adj_y", "int")]},
+    # Interpolated int16[513] table (mcuforge.kernels.lut_s16).
+    "lut_s16": {"id": 69, "inputs": ["x", "table"], "attrs": []},
+    # arm_nn_activation_s16: function 0 sigmoid, 1 tanh; Q3.12 input shifted left by left_shift, Q0.15 output.
+    "activation_s16": {"id": 70, "inputs": ["x"], "attrs": [("function", "int"), ("left_shift", "int")]},
+    "clamp_s16": {"id": 71, "inputs": ["x"], "attrs": _S16_ACT},
+    # Where int8 and int16 values meet: requantizing casts (arm_nn_requantize arithmetic).
+    "convert_s8_s16": {"id": 72, "inputs": ["x"],
+                       "attrs": [("input_offset", "int"), ("multiplier", "int"), ("shift", "int")]},
+    "convert_s16_s8": {"id": 73, "inputs": ["x"],
+                       "attrs": [("output_offset", "int"), ("multiplier", "int"), ("shift", "int")]},
+})
+
 OP_KIND_BY_ID = {spec["id"]: name for name, spec in OP_KINDS.items()}

@@ -16,7 +16,7 @@ from .quant_s16 import (
     gen_lut_s16,
     table_lookup_s16,
 )
-from .quant_utils import quantize_multiplier, requantize
+from .quant_utils import quantize_multiplier, requantize, wrap_int32
 
 #: Output quantization of the s16 softmax (TFLite's int16 SOFTMAX requires it).
 SOFTMAX_S16_OUTPUT_SCALE = 1.0 / 32768.0
@@ -81,7 +81,7 @@ def prepare_softmax_s16(*, multiplier: int, shift: int, exp_lut: np.ndarray,
             raise ValueError(f"softmax_s16: rows must have 1..{SOFTMAX_S16_MAX_ROW} elements, got shape {x.shape}")
         rows = x.reshape(-1, x.shape[-1]).astype(np.int64)
         diff = rows - rows.max(axis=1, keepdims=True)
-        scaled = requantize(diff, multiplier, shift).astype(np.int64) + INT16_MAX
+        scaled = wrap_int32(requantize(diff, multiplier, shift).astype(np.int64) + INT16_MAX)  # int32, as CMSIS
         e = table_lookup_s16(np.clip(scaled, INT16_MIN, INT16_MAX).astype(np.int16), exp_lut).astype(np.int64)
         total = e.sum(axis=1)  # in [2, 2^31): checked tables, row <= 65536
         headroom = 32 - np.array([int(v).bit_length() for v in total], dtype=np.int64)

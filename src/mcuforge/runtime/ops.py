@@ -24,6 +24,7 @@ from ..kernels.mul import prepare_mul_s8
 from ..kernels.pooling import prepare_pool_s8
 from ..kernels.softmax import prepare_softmax_s8
 from .fp32 import aten_fp32
+from .ops_s16 import S16_KERNELS
 from .prepared import prepared
 
 Kernel = Callable[[Op, list[np.ndarray], list[np.ndarray]], np.ndarray | list[np.ndarray]]
@@ -195,4 +196,5 @@ KERNELS: dict[str, Kernel] = {
     "dequantize": _dequantize,
     "aten_fp32": aten_fp32,
     "delegate": _delegate,
+    **S16_KERNELS,
 }
