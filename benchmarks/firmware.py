@@ -4,21 +4,24 @@ CMSIS-NN, TFLite Micro and ExecuTorch.
     python benchmarks/firmware.py         # writes docs/benchmarks.md and benchmarks/results/firmware.md
 
 One command regenerates both files. Per model (ds_cnn, mobilenet_v1_025, resnet8, fc_autoencoder)
-and target (cortex-m3: portable C kernels; cortex-m4: DSP paths; cortex-m55: MVE paths):
+and configuration (cortex-m3 portable: the cortex-m3 firmware built with -DMF_PORTABLE=1, every
+optimized kernel path off, the portable C kernels; cortex-m3: the scalar paths; cortex-m4: DSP paths;
+cortex-m55: MVE paths):
 
 - instructions of one whole mf_invoke (runtime included) under QEMU ``-icount shift=0``, counted by
   SysTick: exact to one SysTick period (40 instructions; 31.25 on the M55) and identical run to run,
   so one run suffices; instructions, not cycles (QEMU models no pipeline, an MVE instruction counts
   once whatever its beats);
-- per MAC, the speedup over the portable kernels (the cortex-m3 count of the same model), and the
+- per MAC, the speedup over the portable kernels (the cortex-m3 portable count of the same program), and the
   ratio to CMSIS-NN's kernels on exactly these layers on the same boards (issue 10: v7.0.0+,
   arm-none-eabi-gcc 12.2 -O3, kernel calls only);
 - arena (the RAM mf_init asks: activations + op scratch) against the lower bound (the largest sum
   of live tensors at any op, ``mcuforge.plan.arena_lower_bound``) and TFLite Micro's published
   arena; runtime code (text + rodata of the runtime objects, tracing compiled out), constants and
   program file beside ExecuTorch's .pte;
-- per op kind, the instructions of its ops from a traced run (the trace's per-op counts; each
-  includes the few instructions of its trace records), so a kernel regression shows.
+- per op kind, the instructions of its ops from a traced run (the trace's per-op counts: the
+  kernel and one timer read; the op's trace records are written after it), so a kernel regression
+  shows.
 """
 
 from __future__ import annotations
@@ -46,7 +49,10 @@ from results_file import publish
 
 MODELS_MLPERF_TINY = ("ds_cnn", "mobilenet_v1_025", "resnet8", "fc_autoencoder")
 TARGETS = ("cortex-m3", "cortex-m4", "cortex-m55")
-PORTABLE = "cortex-m3"
+PORTABLE = "cortex-m3 portable"
+# (label, target, firmware build flags): the portable C kernels measured on cortex-m3, then each target's
+# optimized paths
+CONFIGS = ((PORTABLE, "cortex-m3", ("-DMF_PORTABLE=1",)), *((t, t, ()) for t in TARGETS))
 
 # CMSIS-NN kernels on the layers of each model, same boards, instructions per inference (issue 10)
 CMSIS_NN = {
@@ -81,12 +87,13 @@ def random_inputs(prog: mcuforge.Program) -> list[np.ndarray]:
     return out
 
 
-def measure(name: str, target: str) -> dict:
-    """One untraced run (whole-inference instructions) and one traced run (per-op instructions)."""
+def measure(name: str, target: str, flags: tuple[str, ...] = ()) -> dict:
+    """One untraced run (whole-inference instructions) and one traced run (per-op instructions), the
+    firmware built with ``flags``."""
     prog = compile_for(name, target)
     program, inputs = prog.to_bytes(), random_inputs(prog)
-    _outs, _trace, facts = firmware.run_on_qemu(program, inputs, target)
-    _outs, recorded, _ = firmware.run_on_qemu(program, inputs, target, trace=True)
+    _outs, _trace, facts = firmware.run_on_qemu(program, inputs, target, build_flags=flags)
+    _outs, recorded, _ = firmware.run_on_qemu(program, inputs, target, trace=True, build_flags=flags)
     per_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # ops, MACs, instructions
     for ev in Trace.from_bytes(recorded).ops:
         op = prog.ops[ev.op_index]
@@ -107,14 +114,14 @@ def millions(n: float) -> str:
 def instruction_table(results: dict) -> str:
     rows = []
     for name in MODELS_MLPERF_TINY:
-        for target in TARGETS:
-            r = results[name, target]
+        for label, target, _ in CONFIGS:
+            r = results[name, label]
             cmsis = CMSIS_NN[name][target]
             speedup = results[name, PORTABLE]["instructions"] / r["instructions"]
-            rows.append([name, target, f"{r['macs']:,}", f"{r['instructions']:,}",
+            rows.append([name, label, f"{r['macs']:,}", f"{r['instructions']:,}",
                          f"{r['instructions'] / r['macs']:.2f}", f"{speedup:.2f}x", millions(cmsis),
                          f"{r['instructions'] / cmsis:.2f}"])
-    return table(["model", "target", "MACs", "instructions", "per MAC", "speedup vs portable", "CMSIS-NN",
+    return table(["model", "kernels", "MACs", "instructions", "per MAC", "speedup vs portable", "CMSIS-NN",
                   "ratio to CMSIS-NN"], rows)
 
 
@@ -137,38 +144,43 @@ def memory_table(results: dict, code: dict[str, int]) -> str:
 def kernel_table(results: dict) -> str:
     rows = []
     for name in MODELS_MLPERF_TINY:
-        portable = results[name, TARGETS[0]]["per_kind"]
+        portable = results[name, PORTABLE]["per_kind"]
         for kind in sorted(portable, key=lambda k: -portable[k][2]):
             ops, macs, _ = portable[kind]
             row = [name, kind, ops, f"{macs:,}"]
-            for target in TARGETS:
-                n = results[name, target]["per_kind"].get(kind, [0, 0, 0])[2]
+            for label, _, _ in CONFIGS:
+                n = results[name, label]["per_kind"].get(kind, [0, 0, 0])[2]
                 row += [f"{n:,}", f"{n / macs:.2f}" if macs else ""]
             rows.append(row)
     header = ["model", "op kind", "ops", "MACs"]
-    for target in TARGETS:
-        header += [target, "per MAC"]
+    for label, _, _ in CONFIGS:
+        header += [label, "per MAC"]
     return table(header, rows)
 
 
 def main(argv: list[str]) -> None:
     del argv
-    results = {(name, target): measure(name, target) for target in TARGETS for name in MODELS_MLPERF_TINY}
+    results = {(name, label): measure(name, target, flags) for label, target, flags in CONFIGS
+               for name in MODELS_MLPERF_TINY}
     code = {t: firmware.size_report(t).runtime_code_bytes for t in TARGETS}
     flags = " ".join(f for f in COMMON_FLAGS if f.startswith("-O"))
     context = (f"mcuforge {mcuforge.__version__}, torch {torch.__version__}, {platform.machine()}; "
                f"{version('arm-none-eabi-gcc')} {flags}; {version('qemu-system-arm')}")
     sections = [
         ("Instructions per inference", instruction_table(results),
-         "Whole mf_invoke, runtime included. Speedup: the cortex-m3 count (portable C kernels) over "
-         "this target's. CMSIS-NN: its kernels alone on the same layers and boards (issue 10)."),
+         "Whole mf_invoke, runtime included. Kernels: cortex-m3 portable is the cortex-m3 program on its "
+         "firmware built with -DMF_PORTABLE=1 (every optimized kernel path off: the portable C kernels); "
+         "the other rows run each target's optimized paths (cortex-m3: scalar, cortex-m4: DSP, cortex-m55: "
+         "MVE). Speedup: the cortex-m3 portable count over this row's. CMSIS-NN: its kernels alone on the "
+         "same layers and boards (issue 10; the cortex-m3 figure for both cortex-m3 rows)."),
         ("Memory", memory_table(results, code),
          "Arena: what mf_init asks per target (activations + the largest op scratch; one value when the "
          "targets agree). Lower bound: the largest sum of live tensors at any op. Constants and program: "
          "the cortex-m55 program file (flash)."),
         ("Instructions per op kind", kernel_table(results),
-         "From one traced run per model and target: the sum over the ops of a kind of their per-op "
-         "instruction counts (each includes its trace records, a few dozen instructions)."),
+         "From one traced run per model and row of the first table: the sum over the ops of a kind of "
+         "their per-op instruction counts (the kernel and one timer read; the trace records are written "
+         "between ops)."),
     ]
     text = "\n\n".join(f"## {title}\n\n{note}\n\n```\n{body}\n```" for title, body, note in sections)
     DOCS.write_text(f"# Benchmarks: MLPerf Tiny on the QEMU boards\n\nRegenerate with `python benchmarks/firmware.py` "

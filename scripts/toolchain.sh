@@ -2,7 +2,8 @@
 # The Arm cross toolchain and the emulator, from Debian/Ubuntu packages, installed only when
 # missing: gcc-arm-none-eabi (compiler), libnewlib-arm-none-eabi (C library, semihosting specs),
 # qemu-system-arm (the mps2/mps3 boards), cmake (the exported project's CMake build), chromium
-# (headless: the Inspector's HTML report test renders the report and checks a screenshot).
+# (headless: the Inspector's HTML report test renders the report and checks a screenshot), clang and
+# libclang-rt-14-dev (libFuzzer and the sanitizer runtimes: the fuzzing harness, docs/fuzzing.md).
 # Needs root or sudo; prints what to run otherwise.
 set -euo pipefail
 
@@ -13,6 +14,9 @@ arm-none-eabi-gcc -print-file-name=rdimon.specs 2>/dev/null | grep -q / || missi
 command -v qemu-system-arm >/dev/null 2>&1 || missing+=(qemu-system-arm)
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)  # export-c also writes a CMakeLists.txt, tested
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # Debian's package (Ubuntu's is a snap stub)
+command -v clang >/dev/null 2>&1 || missing+=(clang)
+# libFuzzer's runtime is how we know libclang-rt-14-dev (or the matching version) is there.
+clang -print-file-name=libclang_rt.fuzzer-x86_64.a 2>/dev/null | grep -q / || missing+=(libclang-rt-14-dev)
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi

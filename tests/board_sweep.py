@@ -9,20 +9,28 @@ Python kernels (``mcuforge.runtime.execute``), which the portable C path equals 
     sweep = BoardSweep()
     sweep.add("dw3x3_c17", "depthwise_conv2d_s8", inputs={"x": x_tensor_and_value}, ...)
     sweep.assert_same_on_board("cortex-m55")
+
+``assert_same_on_host_c`` runs the same program with the host C runtime built with other flags (the
+optimized scalar paths, which only cortex-m3 compiles by default), also under ASan and UBSan.
 """
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
 from mcuforge import cruntime, firmware
-from mcuforge.ir import Graph, Op, Tensor
+from mcuforge.ir import Graph, Op, Tensor, kernel_scratch_bytes
 from mcuforge.plan import plan_arena
 from mcuforge.program import deserialize, serialize
 from mcuforge.runtime import execute
+
+#: Host build flags of the optimized scalar kernel paths (cortex-m3's, csrc/kernels/mf_scalar.h).
+SCALAR_FAST = ("-DMF_SCALAR_FAST=1",)
 
 
 @dataclass
@@ -36,10 +44,11 @@ class BoardSweep:
 
     def add(self, case: str, kind: str, attrs: dict, inputs: Sequence[tuple[Tensor, np.ndarray]],
             outputs: Sequence[Tensor], constants: Sequence[Tensor] = (), op_inputs: Sequence[str] | None = None,
-            backend: str = "int8") -> None:
+            backend: str = "int8", scratch: bool = True) -> None:
         """One case: an op of ``kind`` over graph inputs (tensor, value), constants and outputs.
         ``op_inputs``: the op's input names in order ("" for an absent optional input); by default
-        the inputs, then the constants."""
+        the inputs, then the constants. ``scratch=False``: the op asks no scratch (its kernel then
+        runs the portable path)."""
         if any(op.debug.get("case") == case for op in self.ops):
             raise ValueError(f"case {case!r} added twice")
         rename = {t.name: f"{case}.{t.name}" for t in [*(t for t, _ in inputs), *constants, *outputs]}
@@ -53,13 +62,22 @@ class BoardSweep:
             self.case_of_output.append(case)
         names = op_inputs if op_inputs is not None else [t.name for t in [*(t for t, _ in inputs), *constants]]
         self.ops.append(Op(kind, [rename[n] if n else "" for n in names], [rename[t.name] for t in outputs],
-                           dict(attrs), backend=backend, debug={"case": case}))
+                           dict(attrs), backend=backend, debug={"case": case, "scratch": scratch}))
 
     def __len__(self) -> int:
         return len(self.ops)
 
     def program(self, target: str) -> bytes:
-        graph = Graph(dict(self.tensors), list(self.ops), list(self.inputs), list(self.outputs), target=target)
+        """The program of every case for ``target``: each op asks the scratch its kernel's optimized path
+        on that target uses (``kernel_scratch_bytes``), but for cases added with ``scratch=False``."""
+        ops = []
+        for op in self.ops:
+            scratch = 0
+            if op.debug["scratch"]:
+                weight = self.tensors[op.inputs[1]].shape if len(op.inputs) > 1 else ()
+                scratch = kernel_scratch_bytes(op.kind, weight, target, self.tensors[op.outputs[0]].shape, op.attrs)
+            ops.append(replace(op, scratch_bytes=scratch))
+        graph = Graph(dict(self.tensors), ops, list(self.inputs), list(self.outputs), target=target)
         plan_arena(graph)
         return serialize(graph)
 
@@ -70,20 +88,6 @@ class BoardSweep:
         got, _trace, facts = firmware.run_on_qemu(program, self.values, target)
         return expected, got, facts
 
-    def assert_same_on_host_c(self) -> None:
-        """Every case's output bytes from the C runtime built for the host equal the host kernels'."""
-        program = self.program("cortex-m55")  # a host build runs any target's program, portable paths
-        expected = execute(deserialize(program), self.values)
-        got, _ = cruntime.run_program(program, self.values)
-        self._assert_same("host C", expected, got)
-
-    def assert_same_on_board(self, target: str) -> dict:
-        """Every case's output bytes on the board of ``target`` equal the host kernels'; the
-        assertion lists every case that differs. Returns the board's facts."""
-        expected, got, facts = self.run(target)
-        self._assert_same(target, expected, got)
-        return facts
-
     def _assert_same(self, where: str, expected: list[np.ndarray], got: list[np.ndarray]) -> None:
         bad = []
         for case, e, g in zip(self.case_of_output, expected, got, strict=True):
@@ -92,3 +96,38 @@ class BoardSweep:
                 bad.append(f"{case} ({diff} of {e.size} values differ)")
         assert not bad, f"{where}: {len(bad)} of {len(self.outputs)} outputs differ from the host: " + \
             "; ".join(bad[:20])
+
+    def assert_same_on_host_c(self, target: str, flags: tuple[str, ...] = SCALAR_FAST, *,
+                              sanitize_dir: Path | None = None) -> None:
+        """The same check with the program for ``target`` on the host C runtime built with ``flags``
+        (by default the optimized scalar paths, which the plain host build leaves out): through ctypes,
+        and, given ``sanitize_dir`` (a scratch folder), also through the mf_run driver built with
+        AddressSanitizer and UBSan."""
+        program = self.program(target)
+        expected = execute(deserialize(program), self.values)
+        lib = cruntime.load_library(trace=False, extra_flags=flags)
+        got, _ = cruntime.LoadedProgram(program, lib=lib).run(self.values)
+        self._assert_same(f"host C {' '.join(flags)}", expected, got)
+        if sanitize_dir is None:
+            return
+        driver = cruntime.build("driver", trace=False, sanitize=True, extra_flags=flags)
+        (sanitize_dir / "p.bin").write_bytes(program)
+        inputs = []
+        for i, v in enumerate(self.values):
+            inputs.append(sanitize_dir / f"in{i}.bin")
+            inputs[-1].write_bytes(np.ascontiguousarray(v).tobytes())
+        command = [str(driver), str(sanitize_dir / "p.bin"), str(sanitize_dir / "out.bin"), *map(str, inputs)]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, f"mf_run under ASan/UBSan {' '.join(flags)}:\n{done.stderr[-3000:]}"
+        data, got = (sanitize_dir / "out.bin").read_bytes(), []
+        for e in expected:
+            got.append(np.frombuffer(data[:e.nbytes], e.dtype).reshape(e.shape))
+            data = data[e.nbytes:]
+        self._assert_same(f"host C under sanitizers {' '.join(flags)}", expected, got)
+
+    def assert_same_on_board(self, target: str) -> dict:
+        """Every case's output bytes on the board of ``target`` equal the host kernels'; the
+        assertion lists every case that differs. Returns the board's facts."""
+        expected, got, facts = self.run(target)
+        self._assert_same(target, expected, got)
+        return facts

@@ -1,12 +1,15 @@
 """The optimized convolution, fully connected and dot product paths on the boards, against the host kernels.
 
-cortex-m4 runs the DSP paths, cortex-m55 the MVE paths (csrc/kernels/conv2d_s8.c, fully_connected_s8.c,
-dot_s8.c); the host Python kernels equal the portable C path bit for bit (tests/test_c_kernels.py).
+cortex-m3 runs the scalar paths (mf_scalar.h), cortex-m4 the DSP paths, cortex-m55 the MVE paths
+(csrc/kernels/conv2d_s8.c, fully_connected_s8.c, dot_s8.c); the host Python kernels equal the portable C
+path bit for bit (tests/test_c_kernels.py), and the scalar paths' C form runs on the host too.
 Random shapes hit every path and tail: conv2d_s8 through im2col (patch sizes around the 4- and 16-lane
 widths, padding, strides, dilation, groups, odd filter and pixel counts, batches), the 1x1 path (strided,
 grouped, and 1x1 with padding, which takes im2col), the few-input-channel first layers (one run per kernel
 row), a conv without scratch (the portable path on the board, its dot product the DSP/MVE mf_dot_s8);
-fully_connected_s8 with depths and output counts around the lane widths and several rows; transposed
+fully_connected_s8 with depths and output counts around the lane widths and several rows (input offset 0:
+the lowering folds it into the bias where no tap is padding, and the MVE loops then skip the weight sums);
+every bias / offset / requantization variant of the MVE rows loop; transposed
 convolution (mf_dot_s8 again); per-tensor and per-channel requantization over the whole legal range
 (INT32_MIN multipliers take the scalar requantization). All cases of a kind run in one program: one QEMU
 boot per board.
@@ -19,29 +22,34 @@ import pytest
 from board_sweep import BoardSweep
 from test_c_kernels import act, act_range, const, int8, requant_params
 
-from mcuforge.ir import kernel_scratch_bytes
 from mcuforge.kernels import conv_output_hw
 
-BOARDS = ("cortex-m4", "cortex-m55")
+BOARDS = ("cortex-m3", "cortex-m4", "cortex-m55")
 
 
-def weighted_consts(rng, weight: np.ndarray, oc: int, bias_bits: int = 16) -> tuple[list, list[str]]:
-    bias = rng.integers(-(1 << bias_bits), 1 << bias_bits, size=oc).astype(np.int32) if rng.random() < 0.8 else None
+def weighted_consts(rng, weight: np.ndarray, oc: int, bias_bits: int = 16, bias: bool | None = None,
+                    per_channel: bool | None = None) -> tuple[list, list[str]]:
+    """Weights, bias (``bias`` None: 80 % of the cases) and requantization (``per_channel`` None: either)."""
+    with_bias = rng.random() < 0.8 if bias is None else bias
+    bias = rng.integers(-(1 << bias_bits), 1 << bias_bits, size=oc).astype(np.int32) if with_bias else None
     mult, shift = requant_params(rng, oc)
+    if per_channel is not None and (len(mult) == oc) != per_channel:
+        mult, shift = (np.resize(mult, oc), np.resize(shift, oc)) if per_channel else (mult[:1], shift[:1])
     consts = [const("w", weight)] + ([const("b", bias)] if bias is not None else [])
     consts += [const("m", mult), const("s", shift)]
     return consts, ["x", "w", "b" if bias is not None else "", "m", "s"]
 
 
-def offsets(rng) -> dict:
+def offsets(rng, input_offset: int | None = None) -> dict:
     lo, hi = act_range(rng)
-    return {"input_offset": int(rng.integers(-127, 129)), "output_offset": int(rng.integers(-128, 128)),
-            "act_min": lo, "act_max": hi}
+    in_off = int(rng.integers(-127, 129)) if input_offset is None else input_offset
+    return {"input_offset": in_off, "output_offset": int(rng.integers(-128, 128)), "act_min": lo, "act_max": hi}
 
 
 def conv_case(rng, sweep: BoardSweep, case: str, wc: int, kernel: tuple[int, int], groups: int = 1,
               oc_per_group: int | None = None, stride=None, pad=None, dil=None, hw=None, batch: int = 1,
-              scratch: bool = True) -> None:
+              scratch: bool = True, input_offset: int | None = None, bias: bool | None = None,
+              per_channel: bool | None = None) -> None:
     for _ in range(100):
         h, w = hw or (int(rng.integers(1, 10)), int(rng.integers(1, 10)))
         st = stride or [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
@@ -52,15 +60,13 @@ def conv_case(rng, sweep: BoardSweep, case: str, wc: int, kernel: tuple[int, int
             break
     opg = oc_per_group or int(rng.integers(1, 10))
     oc = opg * groups
-    consts, names = weighted_consts(rng, int8(rng, (oc, *kernel, wc)), oc)
-    o = offsets(rng)
+    consts, names = weighted_consts(rng, int8(rng, (oc, *kernel, wc)), oc, bias=bias, per_channel=per_channel)
+    o = offsets(rng, input_offset)
     attrs = {"input_offset": o["input_offset"], "output_offset": o["output_offset"], "stride": st, "padding": pd,
              "dilation": dl, "act_min": o["act_min"], "act_max": o["act_max"]}
     x = act("x", (batch, h, w, wc * groups))
     sweep.add(case, "conv2d_s8", attrs, [(x, int8(rng, x.shape))], [act("y", (batch, oh, ow, oc))], consts,
-              op_inputs=names)
-    if scratch:
-        sweep.ops[-1].scratch_bytes = kernel_scratch_bytes("conv2d_s8", (oc, *kernel, wc))
+              op_inputs=names, scratch=scratch)
 
 
 def conv_sweep(seed: int) -> BoardSweep:
@@ -89,8 +95,23 @@ def conv_sweep(seed: int) -> BoardSweep:
     conv_case(rng, sweep, "first_rgb_s1", 3, (3, 3), stride=[1, 1], pad=[1, 1], dil=[1, 1], hw=(8, 8),
               oc_per_group=16)
     conv_case(rng, sweep, "first_c2_7x7", 2, (7, 7), stride=[2, 2], pad=[3, 3], dil=[1, 1], hw=(11, 9))
-    # larger filter counts and patches (several matrix blocks)
+    # larger filter counts and patches (several matrix blocks; on the scalar path patches of more than 128
+    # taps split into chunks)
     conv_case(rng, sweep, "deep_3x3", 32, (3, 3), oc_per_group=19, hw=(6, 5))
+    for wc in (127, 128, 129, 256, 257):
+        conv_case(rng, sweep, f"deep_pw_c{wc}", wc, (1, 1), pad=[0, 0], stride=[1, 1], dil=[1, 1], hw=(3, 3))
+    # every variant of the MVE rows loop: input offset 0 (folded into the bias by the lowering) or not,
+    # bias or none, per-channel or per-tensor requantization; 1x1 in place and im2col
+    for in_off in (0, 37):
+        for bias in (True, False):
+            for per_channel in (True, False):
+                for wc, kernel in ((16, (1, 1)), (5, (3, 3))):
+                    conv_case(rng, sweep, f"variant_o{in_off}_b{bias:d}_pc{per_channel:d}_c{wc}_{len(sweep)}", wc,
+                              kernel, pad=[0, 0], oc_per_group=int(rng.integers(1, 7)), input_offset=in_off, bias=bias,
+                              per_channel=per_channel)
+    for wc in (1, 3, 8, 17, 33, 64):  # offset 0: the lowering's 1x1 and unpadded layers
+        conv_case(rng, sweep, f"folded_pw_c{wc}_{len(sweep)}", wc, (1, 1), pad=[0, 0], input_offset=0)
+        conv_case(rng, sweep, f"folded_3x3_c{wc}_{len(sweep)}", wc, (3, 3), pad=[0, 0], input_offset=0)
     # no scratch: the portable path, its dot product the optimized mf_dot_s8
     for wc in (3, 17, 20):
         conv_case(rng, sweep, f"no_scratch_c{wc}", wc, (3, 3), scratch=False)
@@ -107,6 +128,13 @@ def fc_sweep(seed: int, sweep: BoardSweep) -> BoardSweep:
             x_shape = (rows, depth) if rng.random() < 0.5 else (rows, 1, depth)
             sweep.add(f"fc_d{depth}_o{oc}_r{rows}", "fully_connected_s8", offsets(rng),
                       [(act("x", x_shape), int8(rng, x_shape))], [act("y", (rows, oc))], consts, op_inputs=names)
+    for depth in (1, 15, 16, 17, 33, 64, 100, 640):  # offset 0 (the lowering folds it into the bias)
+        for oc in (3, 4, 8, 13):
+            rows = int(rng.integers(1, 3))
+            consts, names = weighted_consts(rng, int8(rng, (oc, depth)), oc, bias_bits=20)
+            sweep.add(f"fc_folded_d{depth}_o{oc}_r{rows}", "fully_connected_s8", offsets(rng, 0),
+                      [(act("x", (rows, depth)), int8(rng, (rows, depth)))], [act("y", (rows, oc))], consts,
+                      op_inputs=names)
     return sweep
 
 
@@ -144,3 +172,11 @@ def test_fully_connected_and_dot_fast_paths_on_board(target):
     sweep = tconv_sweep(seed=23, sweep=fc_sweep(seed=22, sweep=BoardSweep()))
     assert len(sweep) > 150
     sweep.assert_same_on_board(target)
+
+
+def test_scalar_paths_on_host_c(tmp_path):
+    """The cortex-m3 programs of both sweeps on the host C runtime built with the optimized scalar paths
+    (their C form; the board runs their assembly), also under ASan and UBSan."""
+    conv_sweep(seed=21).assert_same_on_host_c("cortex-m3", sanitize_dir=tmp_path)
+    tconv_sweep(seed=23, sweep=fc_sweep(seed=22, sweep=BoardSweep())).assert_same_on_host_c(
+        "cortex-m3", sanitize_dir=tmp_path)

@@ -1,12 +1,16 @@
-"""The optimized depthwise convolution, add and mul paths on the boards, against the host kernels.
+"""The optimized depthwise convolution, add, mul and average pool paths on the boards, against the host
+kernels.
 
-cortex-m4 runs the DSP paths, cortex-m55 the MVE paths (csrc/kernels/depthwise_conv2d_s8.c,
-add_s8.c, mul_s8.c); the host Python kernels equal the portable C path bit for bit
-(tests/test_c_kernels.py). Random shapes hit every path and tail: channel counts around the
-vector widths (4, 8, 16), the unrolled 3x3 window and other kernels, strides, padding, dilation,
-depth multiplier > 1 (the portable fallback), per-tensor and per-channel requantization with the
-whole legal parameter range, and for add/mul equal shapes (the fast path, lengths around 4 and
-16) and broadcasting. All cases of a kind run in one program: one QEMU boot per board.
+cortex-m3 runs the scalar paths (mf_scalar.h), cortex-m4 the DSP paths, cortex-m55 the MVE paths
+(csrc/kernels/depthwise_conv2d_s8.c, add_s8.c, mul_s8.c, pooling_s8.c); the host Python kernels equal
+the portable C path bit for bit (tests/test_c_kernels.py), and the scalar paths' C form runs on the host
+too. Random shapes hit every path and tail: channel counts around the vector widths (4, 8, 16), the
+unrolled 3x3 window and other kernels, strides, padding, dilation, depth multiplier > 1 (the portable
+fallback on DSP/MVE), rows along either axis and the scalar path's limits, per-tensor and per-channel
+requantization with the whole legal parameter range, and for add/mul equal shapes (the fast path,
+lengths around 4 and 16) and broadcasting, every shift pattern of the MVE add loop; average pools with
+windows below and above 255 inputs (the MVE int16 sums). All cases of a kind run in one program: one
+QEMU boot per board.
 """
 
 from __future__ import annotations
@@ -18,17 +22,19 @@ from test_c_kernels import act, act_range, const, int8, requant_params
 
 from mcuforge.kernels import add_quant_params, conv_output_hw
 
-BOARDS = ("cortex-m4", "cortex-m55")
+BOARDS = ("cortex-m3", "cortex-m4", "cortex-m55")
 CHANNELS = (1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 40, 64)
 
 
-def depthwise_case(rng, sweep: BoardSweep, case: str, channels: int, kernel: tuple[int, int], dm: int = 1) -> None:
+def depthwise_case(rng, sweep: BoardSweep, case: str, channels: int, kernel: tuple[int, int], dm: int = 1,
+                   negative_shifts: bool = False, hw: tuple[int, int] | None = None,
+                   dil: list[int] | None = None) -> None:
     for _ in range(100):
         n = 1 if rng.random() < 0.8 else 2
-        h, w = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+        h, w = hw or (int(rng.integers(1, 9)), int(rng.integers(1, 9)))
         stride = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
         pad = [int(rng.integers(0, 3)), int(rng.integers(0, 3))]
-        dil = [1, 1] if rng.random() < 0.7 else [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
+        dil = dil or ([1, 1] if rng.random() < 0.7 else [int(rng.integers(1, 3)), int(rng.integers(1, 3))])
         oh, ow = conv_output_hw((h, w), kernel, stride, pad, dil)
         if oh >= 1 and ow >= 1:
             break
@@ -36,6 +42,8 @@ def depthwise_case(rng, sweep: BoardSweep, case: str, channels: int, kernel: tup
     weight = int8(rng, (1, *kernel, oc))
     bias = rng.integers(-(1 << 16), 1 << 16, size=oc).astype(np.int32) if rng.random() < 0.8 else None
     mult, shift = requant_params(rng, oc)
+    if negative_shifts:  # the MVE loops' shorter requantization (every shift < 0)
+        shift = np.minimum(shift, -1).astype(np.int32)
     lo, hi = act_range(rng)
     attrs = {"input_offset": int(rng.integers(-127, 129)), "output_offset": int(rng.integers(-128, 128)),
              "stride": stride, "padding": pad, "dilation": dil, "depth_multiplier": dm, "act_min": lo,
@@ -56,6 +64,22 @@ def depthwise_sweep(seed: int) -> BoardSweep:
     for i in range(12):
         c, dm = int(rng.integers(1, 20)), int(rng.integers(2, 4))
         depthwise_case(rng, sweep, f"dw_c{c}_m{dm}_{i}", c, (3, 3), dm)
+    # the scalar path's limits and views: long rows either way (DS-CNN's tall 25 x 5), more than 128 taps
+    # and a 17-row window (both portable), wide and tall dilated 3x3
+    for i, hw in enumerate(((25, 5), (5, 25), (12, 3), (2, 17))):
+        depthwise_case(rng, sweep, f"dw_long_{i}", 5 + i, (3, 3), hw=hw)
+    depthwise_case(rng, sweep, "dw_taps_132", 3, (12, 11), hw=(12, 12))
+    depthwise_case(rng, sweep, "dw_span_17", 3, (9, 1), hw=(18, 4), dil=[2, 1])
+    depthwise_case(rng, sweep, "dw_span_17_tall", 3, (1, 9), hw=(4, 18), dil=[1, 2])
+    depthwise_case(rng, sweep, "dw_dil_3x3", 6, (3, 3), hw=(9, 7), dil=[2, 1])
+    depthwise_case(rng, sweep, "dw_dil_3x3_tall", 6, (3, 3), hw=(7, 9), dil=[1, 2])
+    # 3x3 on whole channel groups (the MVE asm loops): every shift negative or not, inputs from 1x1 (only
+    # edge windows) to images with an inside block, and the DS-CNN / MobileNet shapes
+    for i, c in enumerate((8, 16, 24, 64, 8, 16, 40, 64)):
+        for negative in (True, False):
+            hw = (int(rng.integers(1, 13)), int(rng.integers(1, 13))) if i < 6 else ((25, 5) if c == 64 else (12, 12))
+            depthwise_case(rng, sweep, f"dw3x3_c{c}_n{negative:d}_{len(sweep)}", c, (3, 3), negative_shifts=negative,
+                           hw=hw)
     return sweep
 
 
@@ -85,9 +109,28 @@ def add_mul_attrs(rng, kind: str) -> dict:
     return {**attrs, **params}
 
 
+def add_variants(rng, sweep: BoardSweep) -> None:
+    """add_s8's MVE asm loop on every shift pattern it takes (input shifts < 0 or 0, output shift < 0),
+    and the patterns it leaves to the C loop (a positive shift)."""
+    for a_shift, b_shift, out_shift in ((-1, 0, -19), (0, -2, -18), (-3, -1, -20), (0, 0, -17), (2, -1, -19),
+                                        (-1, 0, 1), (-31, 0, -31)):
+        for numel in (1, 5, 16, 67):
+            lo, hi = act_range(rng)
+            attrs = {"a_offset": int(rng.integers(-127, 129)), "b_offset": int(rng.integers(-127, 129)),
+                     "output_offset": int(rng.integers(-128, 128)), "act_min": lo, "act_max": hi, "left_shift": 20,
+                     "a_multiplier": int(rng.integers(1 << 30, (1 << 31) - 1)), "a_shift": a_shift,
+                     "b_multiplier": int(rng.integers(1 << 30, (1 << 31) - 1)), "b_shift": b_shift,
+                     "output_multiplier": int(rng.integers(1 << 30, (1 << 31) - 1)), "output_shift": out_shift}
+            a, b = act("a", (1, numel)), act("b", (1, numel))
+            sweep.add(f"add_shifts_{a_shift}_{b_shift}_{out_shift}_{numel}", "add_s8", attrs,
+                      [(a, int8(rng, a.shape)), (b, int8(rng, b.shape))], [act("y", (1, numel))])
+
+
 def elementwise_sweep(kind: str, seed: int) -> BoardSweep:
     rng = np.random.default_rng(seed)
     sweep = BoardSweep()
+    if kind == "add_s8":
+        add_variants(rng, sweep)
     lengths = [1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 100, 257, 1024]
     for i, numel in enumerate(lengths * 3):
         shape = (1, numel) if i % 3 else (1, 2, 1, numel)
@@ -107,11 +150,49 @@ def elementwise_sweep(kind: str, seed: int) -> BoardSweep:
     return sweep
 
 
+def avgpool_sweep(seed: int) -> BoardSweep:
+    """avgpool_s8: windows of at most 255 inputs (the MVE int16 sums) and more, channel counts around 8,
+    padding (fewer inputs in the edge windows), strides, global pools."""
+    rng = np.random.default_rng(seed)
+    sweep = BoardSweep()
+    for i in range(40):
+        c = int(rng.choice([1, 3, 7, 8, 9, 16, 17, 64]))
+        if i < 6:  # global: 25 x 5 (DS-CNN), 8 x 8, and windows past 255 inputs
+            h, w = [(25, 5), (8, 8), (16, 16), (17, 16), (3, 3), (1, 1)][i]
+            k, st, pd = [h, w], [h, w], [0, 0]
+        else:
+            h, w = int(rng.integers(1, 12)), int(rng.integers(1, 12))
+            k = [int(rng.integers(1, h + 1)), int(rng.integers(1, w + 1))]
+            st = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
+            pd = [int(rng.integers(0, (k[0] + 1) // 2)), int(rng.integers(0, (k[1] + 1) // 2))]
+        oh, ow = (h + 2 * pd[0] - k[0]) // st[0] + 1, (w + 2 * pd[1] - k[1]) // st[1] + 1
+        lo, hi = act_range(rng)
+        attrs = {"kernel": k, "stride": st, "padding": pd, "act_min": lo, "act_max": hi, "output_hw": [oh, ow]}
+        x = act("x", (1, h, w, c))
+        sweep.add(f"avgpool_{h}x{w}_k{k[0]}x{k[1]}_c{c}_{i}", "avgpool_s8", attrs, [(x, int8(rng, x.shape))],
+                  [act("y", (1, oh, ow, c))])
+    return sweep
+
+
+@pytest.mark.parametrize("target", BOARDS)
+def test_avgpool_fast_path_on_board(target):
+    sweep = avgpool_sweep(seed=14)
+    sweep.assert_same_on_board(target)
+
+
 @pytest.mark.parametrize("target", BOARDS)
 def test_depthwise_fast_paths_on_board(target):
     sweep = depthwise_sweep(seed=11)
     assert len(sweep) > 100
     sweep.assert_same_on_board(target)
+
+
+def test_scalar_paths_on_host_c(tmp_path):
+    """The cortex-m3 programs of the sweeps on the host C runtime built with the optimized scalar paths
+    (their C form; the board runs their assembly), also under ASan and UBSan."""
+    depthwise_sweep(seed=11).assert_same_on_host_c("cortex-m3", sanitize_dir=tmp_path)
+    for kind in ("add_s8", "mul_s8"):
+        elementwise_sweep(kind, seed=12 + (kind == "mul_s8")).assert_same_on_host_c("cortex-m3", sanitize_dir=tmp_path)
 
 
 @pytest.mark.parametrize("target", BOARDS)

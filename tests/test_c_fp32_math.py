@@ -205,7 +205,8 @@ def build_board_check(target: str, out: Path) -> Path:
         "-DMF_MATH_MAIN",
         "-DMF_MATH_BOARD",
     ]
-    sources = [DRIVER, MF_MATH, *(builder.FIRMWARE_SRC / n for n in ("start.c", "semihost.c", "icount.c"))]
+    sources = [DRIVER, MF_MATH, *(builder.FIRMWARE_SRC / n for n in ("start.c", "semihost.c")),
+               builder.BOARD_SRC / "timer.c"]  # SysTick_Handler, which start.c's vector table names
     gcc = builder.toolchain.require("arm-none-eabi-gcc")
     script = out / "link.ld"
     script.write_text(builder._linker_script(board))

@@ -135,12 +135,12 @@ def test_digits_model_same_bytes_on_real_images():
 
 
 def parse_records(stream: bytes) -> list[tuple[int, bytes]]:
-    """(type, payload) of every record; asserts framing and CRC of each."""
+    """(type, payload) of every record; asserts framing, sequence byte and CRC of each."""
     records, pos = [], 0
     while pos < len(stream):
         assert stream[pos:pos + 2] == b"\xa5\x5a", f"sync at {pos}"
-        rtype, reserved, length = struct.unpack_from("<BBI", stream, pos + 2)
-        assert reserved == 0
+        rtype, seq, length = struct.unpack_from("<BBI", stream, pos + 2)
+        assert seq == len(records) % 256
         end = pos + 8 + length
         (crc,) = struct.unpack_from("<I", stream, end)
         assert crc == zlib.crc32(stream[pos + 2:end]), f"record CRC at {pos}"
@@ -162,8 +162,8 @@ def test_trace_stream(mode):
     types = [r[0] for r in records]
     assert types[0] == 1 and types[-1] == 8
     version, minor, unit, flags, _res, program_crc, op_count = struct.unpack("<HHBBHII", records[0][1])
-    assert (version, minor, unit) == (1, 0, 0)
-    assert flags == (1 if mode == "full" else 0)
+    assert (version, minor, unit) == (1, 1, 0)
+    assert flags == (1 if mode == "full" else 0)  # no lossy flag: the host sink never drops
     assert program_crc == read_header(data).crc32 and op_count == len(graph.ops)
     assert struct.unpack("<I", records[-1][1])[0] == len(records) - 1
     starts = [struct.unpack("<IIQ", p) for t, p in records if t == 4]

@@ -10,8 +10,11 @@ import pytest
 from test_firmware import program_inputs
 
 from mcuforge import firmware
+from mcuforge.cli import main
 from mcuforge.export import PROGRAM_SECTION, export_c
+from mcuforge.firmware.qemu import free_port
 from mcuforge.runtime import execute
+from mcuforge.trace import Trace
 
 from conftest import compiled
 
@@ -92,3 +95,46 @@ def test_export_builds_with_cmake(tmp_path):
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
         assert done.returncode == 0, f"{' '.join(cmd)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert (build / "example.elf").is_file()
+
+
+def test_export_traces_over_the_uart(tmp_path, capsys):
+    """make TRACE=uart: the example's trace on UART0, captured over QEMU's serial port by
+    `mcuforge capture` and read by `mcuforge inspect` with the exported model.mfp."""
+    _, _, prog = compiled("ds_cnn", "cortex-m4")
+    out = export_c(prog.save(tmp_path / "ds_cnn.mfp"), tmp_path / "export")
+    assert (out / "model.mfp").read_bytes() == prog.to_bytes() and (out / "model.mfp.dbg.json").is_file()
+    readme = (out / "README.md").read_text()
+    assert "make TRACE=uart" in readme and "mcuforge capture" in readme and "trace_uart_port_write" in readme
+    make(out, "TRACE=uart", "TIMER=icount")  # instructions: what QEMU counts (its DWT CYCCNT reads 0)
+    port = free_port()
+    board = subprocess.Popen(["make", "run", "TRACE=uart", "TIMER=icount", f"PORT={port}"], cwd=out, text=True,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        trace_path = tmp_path / "uart.trace"
+        assert main(["capture", f"socket://127.0.0.1:{port}", "-o", str(trace_path), "-q", "--open-timeout", "60",
+                     "--timeout", "60"]) == 0
+        stdout = board.communicate(timeout=120)[0]
+    finally:
+        board.kill()
+        board.wait()
+    assert board.returncode == 0, stdout[-3000:]
+    assert re.search(r"^trace: \d+ bytes on the UART, 0 records dropped$", stdout, re.M)
+    zeros = [np.zeros(prog.graph.tensors[n].shape, np.dtype(prog.graph.tensors[n].dtype)) for n in prog.graph.inputs]
+    assert printed_outputs(stdout)[0] == np.ascontiguousarray(execute(prog.graph, zeros)[0]).tobytes()
+    trace = Trace.load(trace_path)
+    assert trace.intact and trace.unit == "instructions" and len(trace.ops) == len(prog.graph.ops)
+    assert all(e.duration > 0 for e in trace.ops)
+    capsys.readouterr()
+    assert main(["inspect", str(out / "model.mfp"), str(trace_path)]) == 0
+    table = capsys.readouterr().out
+    assert "stem.0" in table and "trace intact: 1 run(s)" in table
+
+
+def test_export_for_a_board_without_qemu_asks_for_its_uart_function(tmp_path):
+    """cortex-m0plus has no emulated board: its trace_uart_port.c is the one function to write."""
+    from mcuforge.export import _trace_port
+
+    _trace_port(tmp_path, "cortex-m0plus")
+    done = subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m0plus", "-mthumb", "-c", "trace_uart_port.c", "-o",
+                           "port.o"], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode != 0 and "write trace_uart_port_write for your board's UART" in done.stderr

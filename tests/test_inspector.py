@@ -139,6 +139,35 @@ def test_truncated_trace_keeps_intact_rows_and_says_so(tmp_path):
     assert chrome["otherData"]["truncated"] is True
 
 
+def test_damaged_trace_keeps_the_rest_and_marks_the_runs_with_gaps(tmp_path, capsys):
+    """A byte flipped in run 0 costs that op only: every later row is there, and the run says so."""
+    _model, _example, prog, trace = traced("ds_cnn", runs=3)
+    intact = mcuforge.Inspector(prog, trace).to_dataframe()
+    records = trace.records
+    hit = next(r for r in records if r.type == 5 and int.from_bytes(r.payload[:4], "little") == 2)  # OP_END, op 2
+    data = bytearray(trace.to_bytes())
+    data[hit.offset + 10] ^= 0x01
+    damaged = Trace.from_bytes(bytes(data))
+    insp = mcuforge.Inspector(prog, damaged)
+    df = insp.to_dataframe()
+    assert len(df) == len(intact) - 1 and not insp.truncated and df.attrs["gaps"] == 1
+    kept = intact[(intact["run"] != 0) | (intact["op_index"] != 2)].reset_index(drop=True)
+    assert df.drop(columns="run_gaps").equals(kept.drop(columns="run_gaps"))
+    assert list(df.groupby("run")["run_gaps"].first()) == [1, 0, 0] and (intact["run_gaps"] == 0).all()
+    gaps = insp.gaps()
+    assert list(gaps[["offset", "skipped", "records_lost", "run"]].iloc[0]) == [hit.offset, hit.size, 1, 0]
+    runs = insp.runs()
+    n = len(prog.graph.ops)
+    assert list(runs["gaps"]) == [1, 0, 0] and list(runs["ops"]) == [n - 1, n, n]
+    report = insp.to_html(tmp_path / "gap.html").read_text()
+    assert 'class="banner truncated"' in report and 'id="gaps"' in report and "CRC mismatch" in report
+    prog.save(tmp_path / "ds.mfp")
+    (tmp_path / "gap.trace").write_bytes(bytes(data))
+    assert main(["inspect", str(tmp_path / "ds.mfp"), str(tmp_path / "gap.trace")]) == 0
+    out = capsys.readouterr().out
+    assert "gaps in run" in out and f"run 0: byte {hit.offset}, {hit.size} bytes skipped, 1 records lost" in out
+
+
 def test_a_trace_of_another_program_is_refused(tmp_path):
     _model, _example, prog, trace = traced("ds_cnn")
     _m, _e, other = compiled("mobilenet_v1_025")

@@ -66,7 +66,7 @@ def make_graph(target: str = "cortex-m4") -> Graph:
     tensors_by_name, arena = _planned(tensors)
     ops = [
         Op("conv2d_s8", ["x", "conv.weight", "conv.bias", "conv.mult", "conv.shift"], ["y"], conv_attrs(),
-           scratch_bytes=96, reason="ignored", debug={"module": "conv"}),
+           scratch_bytes=140, reason="ignored", debug={"module": "conv"}),
         Op("dequantize", ["y"], ["y_f"], {"scale": 0.1, "zero_point": -5}, backend="fp32"),
         Op("aten_fp32", ["y_f"], ["gelu"], {
             "target": "aten.gelu.default", "args": [TensorRef(0)], "kwargs": {"approximate": "tanh"},

@@ -60,9 +60,17 @@ def test_record_framing_matches_the_spec_byte_for_byte():
 def test_stream_start_payload_layout():
     data = TraceWriter(unit="instructions", full=True, program_crc=0x11223344, op_count=5).finish()
     payload = data[8:8 + 16]
-    assert payload == bytes([1, 0, 0, 0, 2, 1, 0, 0, 0x44, 0x33, 0x22, 0x11, 5, 0, 0, 0])
-    # STREAM_END counts the records before it (STREAM_START included)
-    assert data[-16:-4] == bytes([0xA5, 0x5A, 8, 0, 4, 0, 0, 0, 1, 0, 0, 0])
+    assert payload == bytes([1, 0, 1, 0, 2, 1, 0, 0, 0x44, 0x33, 0x22, 0x11, 5, 0, 0, 0])  # format 1.1
+    # STREAM_END (sequence byte 1: one record before it) counts the records before it
+    assert data[-16:-4] == bytes([0xA5, 0x5A, 8, 1, 4, 0, 0, 0, 1, 0, 0, 0])
+
+
+def test_every_record_carries_its_sequence_byte():
+    data = synthetic_stream(runs=40, ops=3, full=False)  # more than 256 records: the byte wraps
+    offsets = record_offsets(data)[:-1]
+    assert len(offsets) > 256
+    assert [data[o + 3] for o in offsets] == [i % 256 for i in range(len(offsets))]
+    assert [r.seq for r in Trace.from_bytes(data).records] == [i % 256 for i in range(len(offsets))]
 
 
 def test_writer_reader_round_trip(tmp_path):
@@ -70,7 +78,8 @@ def test_writer_reader_round_trip(tmp_path):
     trace = Trace.from_bytes(data)
     assert not trace.truncated
     assert (trace.version, trace.unit, trace.full, trace.program_crc, trace.op_count) == \
-        ((1, 0), "cycles", True, 0xDEADBEEF, 3)
+        ((1, 1), "cycles", True, 0xDEADBEEF, 3)
+    assert trace.intact and not trace.lossy and trace.gaps == []
     assert [r.index for r in trace.runs] == [0, 1] and all(r.status == 0 and r.complete for r in trace.runs)
     assert [(e.run, e.op_index) for e in trace.ops] == [(r, i) for r in range(2) for i in range(3)]
     assert trace.ops[1].duration == 19
@@ -85,7 +94,7 @@ def test_writer_reader_round_trip(tmp_path):
 # -- damaged streams ------------------------------------------------------------------------------------
 
 def assert_prefix(partial: Trace, intact: Trace) -> None:
-    """A partial trace keeps an exact prefix of the intact trace's results, nothing else."""
+    """A cut trace keeps an exact prefix of the intact trace's results, nothing else."""
     assert rows(partial) == rows(intact)[:len(partial.ops)]
     kept = [(d.run, d.op_index, d.output_slot, d.data) for d in partial.tensors]
     assert kept == [(d.run, d.op_index, d.output_slot, d.data) for d in intact.tensors][:len(kept)]
@@ -93,6 +102,31 @@ def assert_prefix(partial: Trace, intact: Trace) -> None:
         whole = intact.runs[run.index]
         assert run.start == whole.start and run.end in (None, whole.end)
     assert partial.allocs == intact.allocs[:len(partial.allocs)]
+
+
+def assert_subset(damaged: Trace, intact: Trace) -> None:
+    """Everything a damaged trace reports is exactly as in the intact trace: never a wrong value."""
+    assert set(rows(damaged)) <= set(rows(intact))
+    whole = {(d.run, d.op_index, d.output_slot): d for d in intact.tensors}
+    assert all(whole[(d.run, d.op_index, d.output_slot)] == d for d in damaged.tensors)
+    runs = {r.index: r for r in intact.runs}
+    for run in damaged.runs:
+        assert run.start in (None, runs[run.index].start) and run.end in (None, runs[run.index].end)
+        assert run.status == runs[run.index].status or run.end is None
+    assert set(damaged.allocs) <= set(intact.allocs)
+
+
+def resequenced(records: list[bytes]) -> bytes:
+    """Records re-encoded with sequence bytes counting from 0 (for streams spliced by hand)."""
+    out = b""
+    for i, rec in enumerate(records):
+        out += F.encode_record(rec[2], rec[8:-4], seq=i)
+    return out
+
+
+def split(data: bytes) -> list[bytes]:
+    offsets = record_offsets(data)
+    return [data[a:b] for a, b in zip(offsets, offsets[1:], strict=False)]
 
 
 def test_cut_at_every_record_boundary_and_inside_every_record():
@@ -108,7 +142,7 @@ def test_cut_at_every_record_boundary_and_inside_every_record():
                 Trace.from_bytes(data[:cut])
             continue
         partial = Trace.from_bytes(data[:cut])
-        assert partial.truncated, cut
+        assert partial.truncated and not partial.gaps, cut
         assert partial.truncation_offset <= cut and partial.truncation_reason
         assert_prefix(partial, intact)
     # the cut before STREAM_END loses no event, but is still flagged
@@ -116,34 +150,69 @@ def test_cut_at_every_record_boundary_and_inside_every_record():
     assert partial.truncated and "STREAM_END" in partial.truncation_reason and rows(partial) == rows(intact)
 
 
-def test_every_flipped_byte_gives_an_error_or_a_flagged_prefix():
+def test_every_flipped_byte_costs_only_the_record_it_hit():
+    """Resynchronization: a damaged record is skipped, reported as one gap, and every other record
+    is read (an op loses its event only when its own OP_START or OP_END was hit)."""
     data = synthetic_stream(runs=2, ops=3, full=False)
     intact = Trace.from_bytes(data)
     offsets = record_offsets(data)
-    first_record_end, last_run_end = offsets[1], offsets[-3]
+    records = intact.records
     for pos in range(len(data)):
         damaged = bytearray(data)
         damaged[pos] ^= 0x40
-        if pos < first_record_end:
+        hit = next(i for i, (a, b) in enumerate(zip(offsets, offsets[1:], strict=False)) if a <= pos < b)
+        if hit == 0:
             with pytest.raises(TraceFormatError):
                 Trace.from_bytes(bytes(damaged))
             continue
-        partial = Trace.from_bytes(bytes(damaged))
-        assert partial.truncated, pos
-        assert_prefix(partial, intact)
-        # damage before the last RUN_END loses at least the op it hit
-        assert len(partial.ops) < len(intact.ops) or pos >= last_run_end
+        trace = Trace.from_bytes(bytes(damaged))
+        assert_subset(trace, intact)
+        assert trace.records == records[:hit] + records[hit + 1:] or hit == len(records) - 1, pos
+        if hit == len(records) - 1:  # STREAM_END itself: the stream is cut there, nothing else lost
+            assert trace.truncated and not trace.gaps and rows(trace) == rows(intact)
+            continue
+        assert not trace.truncated, (pos, trace.truncation_reason)
+        (gap,) = trace.gaps
+        assert (gap.offset, gap.skipped, gap.records_lost, gap.exact) == (offsets[hit], offsets[hit + 1] - offsets[hit],
+                                                                           1, True), pos
+        lost = records[hit]
+        if lost.type in (F.OP_START, F.OP_END):
+            op_index = struct.unpack_from("<I", lost.payload)[0]
+            run = next(r.index for r in intact.runs if r.start <= struct.unpack_from("<Q", lost.payload, 8)[0]
+                       <= r.end)
+            assert set(rows(intact)) - set(rows(trace)) == {e for e in rows(intact) if e[:2] == (run, op_index)}
+        else:
+            assert rows(trace) == rows(intact)
+        assert len(trace.runs) == 2 and trace.records_lost == 1
+        if lost.type in (F.RUN_START, F.RUN_END, F.OP_START, F.OP_END):
+            assert gap.run in (0, 1) and trace.runs[gap.run].gaps == 1
 
 
-def test_wrong_crc_names_the_record():
+def test_inserted_garbage_loses_nothing():
+    data = synthetic_stream(runs=2, ops=3, full=True)
+    intact = Trace.from_bytes(data)
+    offsets = record_offsets(data)
+    garbage = bytes([0xA5, 0x5A, 0x04, 0x00, 0x10, 0, 0, 0]) + b"noise on the line"  # a false header too
+    spliced = data[:offsets[5]] + garbage + data[offsets[5]:]
+    trace = Trace.from_bytes(spliced)
+    assert rows(trace) == rows(intact) and trace.tensors == intact.tensors and not trace.truncated
+    (gap,) = trace.gaps
+    assert (gap.offset, gap.skipped, gap.records_lost, gap.exact) == (offsets[5], len(garbage), 0, True)
+    assert trace.runs[0].gaps == 1 and trace.runs[1].gaps == 0
+    assert "TRACE DAMAGED" in trace.status_line and "runs with gaps: 0" in trace.status_line
+
+
+def test_wrong_crc_names_the_record_and_reading_goes_on():
     data = bytearray(synthetic_stream(full=False))
     offsets = record_offsets(bytes(data))
-    crc_at = offsets[4] - 4  # the CRC of record 3 (an OP_START)
+    crc_at = offsets[4] - 4  # the CRC of record 3 (the OP_START of op 0)
     data[crc_at] ^= 0xFF
     trace = Trace.from_bytes(bytes(data))
-    assert trace.truncated and "CRC mismatch" in trace.truncation_reason and "OP_START" in trace.truncation_reason
-    assert trace.truncation_offset == offsets[3] and trace.ops == []
-    assert trace.runs[0].end is None  # the run is open: its end is unknown, not invented
+    intact = Trace.from_bytes(synthetic_stream(full=False))
+    (gap,) = trace.gaps
+    assert "CRC mismatch" in gap.reason and "OP_START" in gap.reason and gap.offset == offsets[3]
+    assert rows(trace) == [e for e in rows(intact) if e[:2] != (0, 0)]  # only op 0 of run 0 is lost
+    assert trace.runs[0].end == intact.runs[0].end and trace.runs[0].gaps == 1 and trace.runs[1].gaps == 0
 
 
 def test_missing_stream_end_and_wrong_record_count_are_flagged():
@@ -153,22 +222,98 @@ def test_missing_stream_end_and_wrong_record_count_are_flagged():
     no_end = Trace.from_bytes(data[:offsets[-2]])
     assert no_end.truncated and "without STREAM_END" in no_end.truncation_reason
     assert rows(no_end) == rows(intact)
-    bad_count = data[:offsets[-2]] + F.encode_record(F.STREAM_END, struct.pack("<I", 3))
+    bad_count = data[:offsets[-2]] + F.encode_record(F.STREAM_END, struct.pack("<I", 3), seq=len(offsets) - 2)
     trace = Trace.from_bytes(bad_count)
-    assert trace.truncated and "counts 3 records" in trace.truncation_reason
+    assert trace.truncated and "counts 3 records" in trace.truncation_reason and not trace.gaps
 
 
-def test_grammar_errors_stop_reading_even_with_valid_crcs():
-    start = TraceWriter(unit="ns", full=False, program_crc=1, op_count=2).finish()[:24 + 4]  # STREAM_START only
-    orphan_end = start + F.encode_record(F.RUN_START, struct.pack("<IQ", 0, 5)) + \
-        F.encode_record(F.OP_END, struct.pack("<IIQ", 0, 0, 9))
-    trace = Trace.from_bytes(orphan_end)
-    assert trace.truncated and "without its OP_START" in trace.truncation_reason and trace.ops == []
-    backwards = start + F.encode_record(F.RUN_START, struct.pack("<IQ", 0, 5)) + \
-        F.encode_record(F.OP_START, struct.pack("<IIQ", 0, 0, 9)) + \
-        F.encode_record(F.OP_END, struct.pack("<IIQ", 0, 0, 8))
-    trace = Trace.from_bytes(backwards)
-    assert trace.truncated and "earlier" in trace.truncation_reason and trace.ops == []
+def test_a_gap_counts_the_records_it_lost():
+    data = synthetic_stream(runs=2, ops=3, full=True)
+    offsets = record_offsets(data)
+    intact = Trace.from_bytes(data)
+    # records 6 .. 9 gone (op 1's OP_START, TENSOR and OP_END, op 2's OP_START), garbage in their place
+    trace = Trace.from_bytes(data[:offsets[6]] + b"\x00" * 7 + data[offsets[10]:])
+    (gap,) = trace.gaps
+    assert (gap.offset, gap.skipped, gap.records_lost, gap.exact, gap.run) == (offsets[6], 7, 4, True, 0)
+    assert rows(trace) == [e for e in rows(intact) if e[:2] not in ((0, 1), (0, 2))]
+    assert trace.records_lost == 4 and not trace.truncated  # STREAM_END's count agrees with the gap
+
+
+def test_a_lost_run_boundary_is_never_guessed():
+    """Records lost across RUN_END/RUN_START: ops after the gap are given to a run only when its
+    RUN_END (or a RUN_START after it) says which, never by guessing."""
+    data = synthetic_stream(runs=3, ops=3, full=False)
+    offsets = record_offsets(data)
+    intact = Trace.from_bytes(data)
+    # run 0's last OP_END, its RUN_END, run 1's RUN_START and op 0 (records 8 .. 11) are lost
+    trace = Trace.from_bytes(data[:offsets[8]] + b"\xff" * 5 + data[offsets[12]:])
+    assert_subset(trace, intact)
+    assert [(r.index, r.start is None, r.end is None) for r in trace.runs] == [(0, False, True), (1, True, False),
+                                                                                (2, False, False)]
+    assert rows(trace) == [e for e in rows(intact) if e[:2] not in ((0, 2), (1, 0))]
+    # the same with run 1's RUN_END lost too: its ops cannot be placed, and are not reported
+    trace = Trace.from_bytes(data[:offsets[8]] + b"\xff" * 5 + data[offsets[12]:offsets[15]] + b"\xff" * 3
+                             + data[offsets[16]:])
+    assert_subset(trace, intact)
+    assert trace.unattributed_ops == 0 or all(e[0] != 1 for e in rows(trace))
+    assert all(e[0] in (0, 1, 2) for e in rows(trace))
+
+
+def test_a_device_drop_is_a_gap_with_its_count():
+    w = TraceWriter(unit="cycles", full=False, program_crc=1, op_count=4, lossy=True)
+    w.run_start(0, 0)
+    w.op_start(0, 0, 1)
+    w.op_end(0, 0, 5)
+    w.dropped(4, 112)  # ops 1 and 2 never left the device
+    w.op_start(3, 3, 30)
+    w.op_end(3, 3, 40)
+    w.run_end(0, 41, 0)
+    trace = Trace.from_bytes(w.finish())
+    assert trace.lossy and not trace.truncated and trace.dropped_records == 4 and trace.records_lost == 0
+    (gap,) = trace.gaps
+    assert gap.device and gap.records_lost == 4 and gap.skipped == 0 and gap.run == 0
+    assert [e.op_index for e in trace.ops] == [0, 3] and trace.runs[0].complete and trace.runs[0].gaps == 1
+    assert "4 records dropped by the device" in trace.status_line
+
+
+def test_missing_records_between_intact_ones_are_a_gap():
+    data = synthetic_stream(runs=1, ops=3, full=False)
+    recs = split(data)
+    trace = Trace.from_bytes(b"".join(recs[:4] + recs[6:]))  # two whole records gone, no byte damaged
+    (gap,) = trace.gaps
+    assert gap.skipped == 0 and gap.records_lost == 2 and "sequence" in gap.reason
+
+
+def test_a_format_1_0_stream_is_read_without_sequence_bytes():
+    data = synthetic_stream(runs=2, ops=3, full=False)
+    recs = split(data)
+    v10 = [F.encode_record(F.STREAM_START, recs[0][8:10] + b"\x00\x00" + recs[0][12:-4])] + \
+        [F.encode_record(r[2], r[8:-4]) for r in recs[1:]]  # minor 0, every sequence byte 0
+    trace = Trace.from_bytes(b"".join(v10))
+    assert trace.version == (1, 0) and trace.intact and rows(trace) == rows(Trace.from_bytes(data))
+    v10[4] = v10[4][:10] + b"?" + v10[4][11:]  # op 0's OP_END of run 0 damaged
+    trace = Trace.from_bytes(b"".join(v10))
+    (gap,) = trace.gaps
+    assert gap.records_lost is None and not gap.exact and trace.records_lost is None
+    assert_subset(trace, Trace.from_bytes(data))
+    # without sequence bytes the gap's size is unknown: run 0's later ops are placed by its RUN_END
+    assert rows(trace) == [e for e in rows(Trace.from_bytes(data)) if e[:2] != (0, 0)]
+
+
+def test_grammar_errors_are_skipped_and_reported_even_with_valid_crcs():
+    w = TraceWriter(unit="ns", full=False, program_crc=1, op_count=2)
+    w.run_start(0, 5)
+    w.op_end(0, 0, 9)  # no OP_START
+    trace = Trace.from_bytes(w.finish())
+    assert trace.ops == [] and any("without its OP_START" in g.reason for g in trace.gaps)
+    w = TraceWriter(unit="ns", full=False, program_crc=1, op_count=2)
+    w.run_start(0, 5)
+    w.op_start(0, 0, 9)
+    w.op_end(0, 0, 8)  # backwards
+    w.run_end(0, 10, 0)
+    trace = Trace.from_bytes(w.finish())
+    assert trace.ops == [] and any("earlier" in g.reason for g in trace.gaps)
+    assert [r.index for r in trace.runs] == [0]
 
 
 def test_a_stream_without_a_valid_stream_start_is_an_error():
@@ -186,12 +331,12 @@ def test_a_stream_without_a_valid_stream_start_is_an_error():
 
 def test_an_unknown_record_type_is_skipped():
     data = synthetic_stream(full=False)
-    offsets = record_offsets(data)
+    recs = split(data)
     extra = F.encode_record(42, b"from a later minor version")
-    spliced = data[:offsets[3]] + extra + data[offsets[3]:offsets[-2]] + \
-        F.encode_record(F.STREAM_END, struct.pack("<I", len(offsets) - 1))
+    end = F.encode_record(F.STREAM_END, struct.pack("<I", len(recs)))
+    spliced = resequenced(recs[:3] + [extra] + recs[3:-1] + [end])
     trace = Trace.from_bytes(spliced)
-    assert not trace.truncated and rows(trace) == rows(Trace.from_bytes(data))
+    assert trace.intact and rows(trace) == rows(Trace.from_bytes(data))
 
 
 def test_an_op_left_open_by_a_failed_run_is_not_reported():
@@ -202,7 +347,7 @@ def test_an_op_left_open_by_a_failed_run_is_not_reported():
     w.op_start(1, 1, 3)
     w.run_end(0, 4, 7)  # the runtime's error code
     trace = Trace.from_bytes(w.finish())
-    assert not trace.truncated
+    assert trace.intact
     assert [e.op_index for e in trace.ops] == [0] and trace.runs[0].status == 7
 
 

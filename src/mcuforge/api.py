@@ -15,7 +15,8 @@ import torch
 from torch import nn
 
 from .backends import run_backend
-from .capture import as_input_tuple, capture
+from .capture import as_input_tuple, capture, check_compilable
+from .fit import check_fit
 from .ir import Graph, Op
 from .kernels import dequantize_per_tensor, quantize_per_tensor
 from .lower import lower_to_ir
@@ -226,7 +227,8 @@ class Program:
         return [o[0] for o in outputs]
 
     def run(self, *inputs: Any, backend: str = "python", target: str | None = None,
-            trace: bool | str = False, measured: dict[str, Any] | None = None) -> Any:
+            trace: bool | str = False, measured: dict[str, Any] | None = None,
+            board: dict[str, Any] | None = None) -> Any:
         """Run the program: float (NCHW) inputs in, float outputs out, one per model output.
 
         Inputs may carry any batch along the first dimension (a multiple of the compiled batch):
@@ -234,11 +236,13 @@ class Program:
         (the C runtime built for the host) or "qemu" (firmware on the emulated board of
         ``target``, by default the program's). ``trace=True`` also returns the trace (per-op
         times); ``trace="full"`` adds every op's output. ``measured``: a dict that a "qemu" run
-        fills with the board's figures (instructions, stack high-water bytes, ...).
+        fills with the board's figures (instructions, stack high-water bytes, ...). ``board``: options
+        of a "qemu" run (:func:`mcuforge.firmware.run_on_qemu`): ``via="uart"`` sends the trace over
+        the board's UART, ``timer`` chooses the trace's clock.
         """
         prepared, runs, single = self._program_inputs(inputs)
         outputs, recorded = run_backend(self, prepared, runs, backend=backend, target=target, trace=trace,
-                                        measured=measured)
+                                        measured=measured, board=board)
         results = self._user_outputs(outputs, single)
         return (results, recorded) if trace else results
 
@@ -275,6 +279,9 @@ def compile(  # noqa: A001 - the public name the flow reads as
     *,
     progress: bool = True,
     observers: ObserverConfig | None = None,
+    flash_bytes: int | None = None,
+    ram_bytes: int | None = None,
+    fit_check: bool = True,
 ) -> Program:
     """Capture, quantize (PT2E, calibrated on ``calibration``), lower, plan: a :class:`Program`.
 
@@ -284,6 +291,10 @@ def compile(  # noqa: A001 - the public name the flow reads as
     min/max weights by default). ``target``: a Cortex-M ("cortex-m55"), or a Cortex-M with an Ethos-U
     NPU ("cortex-m55+ethos-u55-128"): the ops the NPU can run are then delegated to it, compiled by Vela
     (``prog.delegates``; needs the ``ethos-u`` extra).
+
+    The program must fit the target's reference board (``mcuforge.targets``: its QEMU board, or a named
+    part) or the part given by ``flash_bytes`` / ``ram_bytes``: else :class:`mcuforge.fit.FitError` says by
+    how much and which constants or activations are the largest. ``fit_check=False`` skips the check.
     """
     from .ethosu.npu import split_target  # "cortex-m55+ethos-u55-128": the CPU, then the NPU to delegate to
 
@@ -297,6 +308,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
                       "in the CLI).", stacklevel=2)
         calibration = _random_calibration(example)
     captured = capture(model, example)
+    check_compilable(captured)  # data-dependent shapes, complex or float64 values: one line, before quantizing
     decompose(captured)  # fused ops (scaled_dot_product_attention) -> ops with int8 kernels
     prepare_float_graph(captured)  # identities out; BatchNorm folded, or else a depthwise conv
     converted = quantize(captured, calibration, len(example), progress=progress, observers=observers)
@@ -306,6 +318,8 @@ def compile(  # noqa: A001 - the public name the flow reads as
 
         graph, _subgraphs = partition_graph(graph, npu)
     plan_arena(graph)
+    if fit_check:
+        check_fit(graph, len(serialize(graph)), target, flash_bytes, ram_bytes)
     return Program(graph, compile_seconds=time.perf_counter() - start,
                    meta={"model": type(model).__name__, "target": target}, reference=converted)
 

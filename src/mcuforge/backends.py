@@ -45,11 +45,15 @@ def _one_run_at_a_time(run_one: Any, prog: Program, inputs: list[np.ndarray], ru
 
 def run_backend(prog: Program, inputs: list[np.ndarray], runs: int, *, backend: str = "python",
                 target: str | None = None, trace: bool | str = False,
-                measured: dict[str, Any] | None = None) -> tuple[list[np.ndarray], Any]:
+                measured: dict[str, Any] | None = None,
+                board: dict[str, Any] | None = None) -> tuple[list[np.ndarray], Any]:
     """Run ``runs`` runs of ``prog``; returns the outputs (leading run axis) and the trace
     (a :class:`mcuforge.trace.Trace`, or None when tracing is off). ``measured``, if given, is
-    filled with what a board measured on the last run (instructions, stack high-water, ...)."""
+    filled with what a board measured on the last run (instructions, stack high-water, ...);
+    ``board``: keyword options of :func:`mcuforge.firmware.run_on_qemu` (via, timer, progress)."""
     mode = trace_mode(trace)
+    if board and backend != "qemu":
+        raise ValueError("board= options are for backend='qemu'")
     if backend == "python":
         if target is not None and target != prog.target:
             raise ValueError("target= selects a board for backend='qemu'; the host runtimes run any target")
@@ -67,7 +71,8 @@ def run_backend(prog: Program, inputs: list[np.ndarray], runs: int, *, backend: 
         firmware.check_board_target(prog.target, board_target)
 
         def run_qemu(program: bytes, xs: list[np.ndarray], how: str | None) -> tuple[list[np.ndarray], bytes | None]:
-            outs, recorded, facts = firmware.run_on_qemu(program, xs, board_target, trace=how or False)
+            outs, recorded, facts = firmware.run_on_qemu(program, xs, board_target, trace=how or False,
+                                                         **(board or {}))
             if measured is not None:
                 measured.update(facts)
             return outs, recorded

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import io
+import logging
+import sys
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr
 
 import torch
 from torch import nn
 
+from .diagnose import check_captured, check_model, explain_export_failure
 from .rnn import rewrite_recurrent
 
 
 class CaptureError(RuntimeError):
-    """torch.export could not capture the model; the message names the model and the cause."""
+    """The model cannot be captured as one static graph: the message (one line) names the module, the op
+    and the cause, and the fix when there is one."""
 
 
 def as_input_tuple(example_inputs: torch.Tensor | Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
@@ -59,15 +64,46 @@ def capture(model: nn.Module, example_inputs: Sequence[torch.Tensor]) -> torch.f
 
     The model's own training/eval mode is left as it was (see :func:`eval_mode`).
     ``check_guards=False`` keeps torch.export from inserting a ``_guards_fn`` call_module that
-    the PT2E passes and our lowering do not expect.
+    the PT2E passes and our lowering do not expect. A model that cannot be captured is a CaptureError
+    of one line naming the module, the line of code and the fix (:mod:`mcuforge.diagnose`).
     """
     args = as_input_tuple(example_inputs)
+    problem = check_model(model, args)
+    if problem:
+        raise CaptureError(problem)
     with eval_mode(model):
         exportable = rewrite_recurrent(model)  # nn.LSTM/GRU/RNN -> unrolled Linear + gates (a copy)
         try:
-            exported = torch.export.export(exportable, args)
+            with quiet_torch_logs():
+                exported = torch.export.export(exportable, args)
         except Exception as exc:  # noqa: BLE001 - torch raises many types here
-            raise CaptureError(
-                f"torch.export could not capture {type(model).__name__}: {type(exc).__name__}: {exc}"
-            ) from exc
+            raise CaptureError(explain_export_failure(exc, exportable, args)) from exc
     return exported.module(check_guards=False)
+
+
+def check_compilable(gm: torch.fx.GraphModule) -> None:
+    """CaptureError (one line) if the captured graph holds what no program can: a tensor whose size depends
+    on the data, complex or float64 values (:func:`mcuforge.diagnose.check_captured`)."""
+    problem = check_captured(gm)
+    if problem:
+        raise CaptureError(problem)
+
+
+@contextmanager
+def quiet_torch_logs() -> Iterator[None]:
+    """torch.export logs and prints the partial graph and the failing meta kernel's traceback before it
+    raises: the CaptureError says what matters in one line, so those are held back while exporting
+    (what was written to stderr comes back out if the export succeeds)."""
+    loggers = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
+               if name == "torch" or name.startswith("torch.")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    held = io.StringIO()
+    try:
+        with redirect_stderr(held):
+            yield
+        sys.stderr.write(held.getvalue())
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)

@@ -1,4 +1,4 @@
-"""The ``mcuforge`` command: compile, info, run, demo."""
+"""The ``mcuforge`` command: compile, info, run, inspect, capture, export-c, size, demo."""
 
 from __future__ import annotations
 
@@ -37,6 +37,8 @@ def load_factory(spec: str) -> Callable[[], Any]:
         sys.path.insert(0, str(path.parent.resolve()))
         try:
             module_spec.loader.exec_module(module)
+        except Exception as exc:  # noqa: BLE001 - anything the user's file raises is the user's to fix
+            raise CliError(f"cannot load {path}: {_user_code_error(exc, path)}") from exc
         finally:
             sys.path.pop(0)
     else:
@@ -48,6 +50,47 @@ def load_factory(spec: str) -> Callable[[], Any]:
     if not callable(factory):
         raise CliError(f"{where} has no function {name!r}")
     return factory
+
+
+def _user_code_error(exc: BaseException, path: Path | None = None) -> str:
+    """``NameError: name 'nn' is not defined (models.py:3)``: the exception and the last line of the
+    user's code it went through (of ``path`` when given, else the last frame outside mcuforge)."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"SyntaxError: {exc.msg} ({Path(exc.filename).name}:{exc.lineno})"
+    ours = str(Path(__file__).parent)
+    mine = [f for f in frames if (path is not None and Path(f.filename).resolve() == path.resolve())
+            or (path is None and not f.filename.startswith(ours))]
+    at = f" ({Path(mine[-1].filename).name}:{mine[-1].lineno})" if mine else ""
+    message = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {message[0] if message else ''}{at}"
+
+
+def call_factory(spec: str) -> tuple[Any, tuple[Any, ...]]:
+    """(model, example inputs) from the user's factory, checked: one line says what is wrong."""
+    where = spec.rsplit(":", 1)[0]
+    factory = load_factory(spec)
+    try:
+        result = factory()
+    except Exception as exc:  # noqa: BLE001 - the user's code: report it, do not crash in it
+        path = Path(where) if Path(where).exists() else None
+        raise CliError(f"{spec}() raised {_user_code_error(exc, path)}") from exc
+    if not (isinstance(result, tuple) and len(result) == 2):
+        got = f"a tuple of {len(result)}" if isinstance(result, tuple) else f"a {type(result).__name__}"
+        raise CliError(f"{spec} must return (model, example_inputs), it returned {got}")
+    model, example = result
+    if not isinstance(model, torch.nn.Module):
+        raise CliError(f"{spec} must return (model, example_inputs): the model is a {type(model).__name__}, "
+                       "not a torch.nn.Module")
+    example = (example,) if isinstance(example, torch.Tensor) else example
+    if not isinstance(example, tuple | list) or not all(isinstance(x, torch.Tensor) for x in example):
+        kinds = type(example).__name__ if not isinstance(example, tuple | list) else \
+            ", ".join(type(x).__name__ for x in example)
+        raise CliError(f"{spec} must return (model, example_inputs): example_inputs must be a tensor or a tuple "
+                       f"of tensors, got {kinds}")
+    return model, tuple(example)
 
 
 def load_arrays(path: str) -> list[np.ndarray]:
@@ -91,13 +134,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
     from . import api
     from .report import memory_summary
 
-    result = load_factory(args.model)()
-    if not (isinstance(result, tuple) and len(result) == 2):
-        raise CliError(f"{args.model} must return (model, example_inputs)")
-    model, example = result
-    example = (example,) if isinstance(example, torch.Tensor) else tuple(example)
+    model, example = call_factory(args.model)
     calibration = calibration_from_npz(args.calibration, example) if args.calibration else None
-    prog = api.compile(model, example, calibration=calibration, target=args.target)
+    prog = api.compile(model, example, calibration=calibration, target=args.target, flash_bytes=args.flash_bytes,
+                       ram_bytes=args.ram_bytes, fit_check=not args.no_fit_check)
     out = Path(args.output or (args.model.rsplit(":", 1)[1] + ".mfp"))
     prog.save(out)
     print(f"wrote {out} ({prog.program_bytes:,} bytes) and {out}{api.DEBUG_SUFFIX} "
@@ -139,19 +179,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     from . import api
 
     prog = api.load(args.program)
+    backend = {"host": "python", "c": "c", "qemu": "qemu"}[args.on]
+    board = _board_options(args, backend)
     if args.inputs:
         inputs = load_arrays(args.inputs)
     else:
         print("warning: no --inputs given: running on random normal inputs", file=sys.stderr)
         inputs = _random_inputs(prog)
-    backend = {"host": "python", "c": "c", "qemu": "qemu"}[args.on]
     trace_mode = ("full" if args.full else True) if args.trace else False
     if args.full and not args.trace:
         raise CliError("--full needs --trace FILE")
     if backend == "qemu" and not trace_mode:
         trace_mode = True  # on a board the per-op instruction counts are the point of the run
     measured: dict[str, Any] = {}
-    outputs = prog.run(*inputs, backend=backend, target=args.target, trace=trace_mode, measured=measured)
+    outputs = prog.run(*inputs, backend=backend, target=args.target, trace=trace_mode, measured=measured,
+                       board=board)
     if trace_mode:
         outputs, trace = outputs
         if args.trace:
@@ -161,7 +203,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             from .firmware import describe_run
             from .inspect import Inspector
 
-            print(f"per-op {trace.unit} (QEMU -icount shift=0, counted with SysTick):")
+            clock = {"icount": "QEMU -icount shift=0, counted with SysTick", "systick": "SysTick",
+                     "dwt": "DWT CYCCNT, which QEMU leaves at 0"}[args.timer]
+            via = f", trace over UART0 ({measured['trace_dropped']} records dropped)" if args.via == "uart" else ""
+            print(f"per-op {trace.unit} ({clock}{via}):")
             print_inspection(Inspector(prog, trace), depth=1)
             print(describe_run(measured))
     np.set_printoptions(precision=4, suppress=True, linewidth=110, threshold=200)
@@ -174,20 +219,37 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _board_options(args: argparse.Namespace, backend: str) -> dict[str, Any] | None:
+    """run's --via and --timer, which only a board has."""
+    if backend != "qemu":
+        if args.via != "semihosting" or args.timer != "icount":
+            raise CliError("--via and --timer are options of --on qemu")
+        return None
+    return {"via": args.via, "timer": args.timer, "progress": args.via == "uart"}
+
+
 def print_inspection(insp: Any, depth: int | None) -> Any:
     """The Inspector's op table and its totals per module and per op kind; returns the DataFrame."""
     import pandas as pd
 
-    if insp.truncated:
+    from .inspect.gaps import gap_lines
+
+    if not insp.trace.intact:
         print(f"warning: {insp.trace.status_line}", file=sys.stderr)
     df = insp.to_dataframe()
-    table = df[["run", "op_index", "kind", "backend", "module", "duration"]].rename(
-        columns={"op_index": "op", "duration": f"time ({insp.unit})"})
+    shown = ["run", "op_index", "kind", "backend", "module", "duration"]
+    shown += ["ms"] if "ms" in df else []
+    shown += ["run_gaps"] if insp.trace.gaps else []  # a run that lost records says so on every row
+    table = df[shown].rename(columns={"op_index": "op", "duration": f"time ({insp.unit})",
+                                      "run_gaps": "gaps in run"})
     with pd.option_context("display.max_rows", None, "display.width", 160):
         print(table.to_string(index=False))
         for by in ("module", "kind"):
             print(f"\ntotals per {by} ({insp.unit}):")
             print(insp.totals(by, depth if by == "module" else None).to_string(float_format=lambda v: f"{v:,.3g}"))
+    if insp.trace.gaps:
+        print("\ngaps:")
+        print("\n".join(gap_lines(insp.trace)))
     print(f"\n{insp.trace.status_line}")
     return df
 
@@ -195,12 +257,27 @@ def print_inspection(insp: Any, depth: int | None) -> Any:
 def cmd_inspect(args: argparse.Namespace) -> int:
     from .inspect import Inspector
 
-    insp = Inspector.load(args.program, args.trace)
+    insp = Inspector.load(args.program, args.trace, clock_hz=args.clock_hz)
     df = print_inspection(insp, args.depth)
     for path, write in ((args.html, insp.to_html), (args.chrome, insp.to_chrome_trace), (args.csv, df.to_csv)):
         if path:
             write(path)
             print(f"wrote {path}")
+    return 0
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    from .trace import Trace
+    from .trace.uart import capture
+
+    got = capture(args.port, baudrate=args.baud, timeout=args.timeout, max_seconds=args.max_seconds,
+                  progress=not args.quiet, open_timeout=args.open_timeout)
+    print(f"received {got.summary()}")
+    if not got.data:
+        raise CliError(f"no trace stream arrived on {args.port} (no valid STREAM_START in "
+                       f"{got.skipped_before:,} bytes)")
+    Path(args.output).write_bytes(got.data)
+    print(f"wrote {args.output}: {Trace.from_bytes(got.data).status_line}")
     return 0
 
 
@@ -286,6 +363,26 @@ def _demo_on_board(prog: Any, model: Any, x: Any, html: str | None) -> None:
         raise CliError("the C runtime or the board gave different bytes from the host runtime")
 
 
+def byte_count(value: str) -> int:
+    """``262144``, ``256K``, ``1.5M``, ``2MB`` -> bytes (K and M are 1024 and 1024**2)."""
+    text = value.strip().upper().removesuffix("B").removesuffix("I")
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    try:
+        number = float(text[:-1] if scale > 1 else text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a byte count (e.g. 262144, 256K, 2M)") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive byte count")
+    return int(number * scale)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors as one line (no usage block): the CLI's errors are all one line, exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _compile_target(value: str) -> str:
     """--target of compile: a Cortex-M, or "CPU+NPU" (e.g. cortex-m55+ethos-u55-128)."""
     from .ethosu.npu import split_target
@@ -300,8 +397,8 @@ def _compile_target(value: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcuforge", description="PyTorch models to int8 Cortex-M programs.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="mcuforge", description="PyTorch models to int8 Cortex-M programs.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("compile", help="capture, quantize, lower and plan a model; write the program")
     p.add_argument("model", help="FILE.py:FACTORY or MODULE:FACTORY; FACTORY() returns (model, example_inputs)")
@@ -310,6 +407,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "cortex-m55+ethos-u55-128 (ops the NPU runs are delegated, compiled by Vela)")
     p.add_argument("--calibration", help=".npz with one array per input, samples along the first axis")
     p.add_argument("-o", "--output", help="program file to write (default: FACTORY.mfp)")
+    p.add_argument("--flash-bytes", type=byte_count, metavar="N",
+                   help="your part's flash for the program file (e.g. 1M, 512K); default: the target's reference "
+                        "board (mcuforge.targets)")
+    p.add_argument("--ram-bytes", type=byte_count, metavar="N", help="your part's RAM for the arena (e.g. 256K)")
+    p.add_argument("--no-fit-check", action="store_true", help="write the program even if it does not fit the board")
     p.set_defaults(func=cmd_compile)
 
     p = sub.add_parser("info", help="show a program's ops, where each runs and why, and its memory")
@@ -326,6 +428,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", help="write the outputs to this .npz")
     p.add_argument("--trace", metavar="FILE", help="also write the trace stream (per-op times) to FILE")
     p.add_argument("--full", action="store_true", help="with --trace: also record every op's output")
+    p.add_argument("--via", choices=("semihosting", "uart"), default="semihosting",
+                   help="--on qemu: how the trace leaves the board: a semihosting file, or its UART0 (captured "
+                        "over QEMU's serial TCP port, as `mcuforge capture` reads a real board's)")
+    p.add_argument("--timer", choices=("icount", "systick", "dwt"), default="icount",
+                   help="--on qemu: the trace's clock, built into the firmware: instructions (icount), cycles "
+                        "from SysTick, or DWT CYCCNT cycles (which QEMU does not count)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("inspect", help="a trace of a program: op table, totals per module and kind, reports")
@@ -335,7 +443,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chrome", metavar="FILE", help="write a Chrome trace JSON (Perfetto)")
     p.add_argument("--csv", metavar="FILE", help="write the op table (one row per op per run)")
     p.add_argument("--depth", type=int, help="module totals by path prefix of this many parts")
+    p.add_argument("--clock-hz", type=float, help="the core's clock: a cycle trace's times also in milliseconds")
     p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("capture", help="read a trace from a serial port (a board's UART) into a trace file")
+    p.add_argument("port", help="a serial device (/dev/ttyACM0, COM3) or a pyserial URL; socket://HOST:PORT "
+                                "reaches QEMU's -serial tcp:HOST:PORT,server=on")
+    p.add_argument("-o", "--output", required=True, help="trace file to write (for `mcuforge inspect`)")
+    p.add_argument("--baud", type=int, default=115200, help="baud rate of a serial device (default 115200)")
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="stop when no byte came for this many seconds (default 10); it also stops at STREAM_END")
+    p.add_argument("--max-seconds", type=float, help="stop after this many seconds in all")
+    p.add_argument("--open-timeout", type=float, default=0.0,
+                   help="retry opening the port for this many seconds (a QEMU or board still starting)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_capture)
 
     p = sub.add_parser("export-c", help="write a C project: runtime sources, the program in flash, Makefile, CMake")
     p.add_argument("program")
@@ -364,16 +486,24 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. A user's mistake is one line on stderr and exit 2; a bug in mcuforge is one line,
+    a line asking for a bug report with the files that reproduce it (the traceback goes to a file), exit 1."""
     from .capture import CaptureError
     from .cruntime import CRuntimeBuildError, CRuntimeError
     from .firmware import FirmwareBuildError, FirmwareRunError, ToolchainMissing
     from .lower import LoweringError
     from .program import ProgramFormatError
     from .runtime import OpExecutionError
+    from .trace import TraceFormatError
+    from .trace.uart import SerialCaptureError
 
-    user_errors = (CliError, ProgramFormatError, CaptureError, LoweringError, OpExecutionError, CRuntimeError,
-                   CRuntimeBuildError, FirmwareBuildError, FirmwareRunError, ToolchainMissing, ValueError, OSError)
-    args = build_parser().parse_args(argv)
+    user_errors = (CliError, ProgramFormatError, TraceFormatError, CaptureError, LoweringError, OpExecutionError,
+                   CRuntimeError, CRuntimeBuildError, FirmwareBuildError, FirmwareRunError, ToolchainMissing,
+                   SerialCaptureError, ValueError, OSError)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error (its one line is printed already)
+        return exc.code if isinstance(exc.code, int) else 2
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     warnings.showwarning = _show_warning
     try:
@@ -381,9 +511,54 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head` and the like
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:
+        print(f"mcuforge {args.command}: interrupted", file=sys.stderr)
+        return 130
     except user_errors as exc:
-        print(f"mcuforge {args.command}: error: {exc}", file=sys.stderr)
+        print(f"mcuforge {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except Exception as exc:  # noqa: BLE001 - a bug of ours: say so, keep the traceback for the report
+        report = _write_crash_report(exc, argv)
+        print(f"mcuforge {args.command}: internal error: {type(exc).__name__}: {_one_line(exc)}{_our_frame(exc)}",
+              file=sys.stderr)
+        files = [a for a in (argv if argv is not None else sys.argv[1:]) if Path(a.split(":")[0]).is_file()]
+        print(f"this is a bug in mcuforge, not in your input: please report it with the command line, the file(s) "
+              f"that reproduce it ({', '.join(files) or 'your model and data'}) and {report}", file=sys.stderr)
+        return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    return "; ".join(lines[:1] + ([f"... ({len(lines) - 1} more lines)"] if len(lines) > 1 else [])) or \
+        type(exc).__name__
+
+
+def _our_frame(exc: BaseException) -> str:
+    """" (at mcuforge/lower/to_ir.py:123)": the innermost frame in mcuforge's own code."""
+    import traceback
+
+    root = Path(__file__).parent
+    ours = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).is_relative_to(root)]
+    return f" (at mcuforge/{Path(ours[-1].filename).relative_to(root)}:{ours[-1].lineno})" if ours else ""
+
+
+def _write_crash_report(exc: BaseException, argv: Sequence[str] | None) -> str:
+    """The traceback and the command line in a file (its path, for the bug report)."""
+    import platform
+    import tempfile
+    import traceback
+
+    from . import __version__
+
+    text = (f"mcuforge {__version__}, Python {platform.python_version()}, torch {torch.__version__}\n"
+            f"command: mcuforge {' '.join(argv if argv is not None else sys.argv[1:])}\n\n"
+            + "".join(traceback.format_exception(exc)))
+    try:
+        with tempfile.NamedTemporaryFile("w", prefix="mcuforge-crash-", suffix=".txt", delete=False) as f:
+            f.write(text)
+        return f"the traceback in {f.name}"
+    except OSError:
+        return "the traceback (could not be written to a file)"
 
 
 if __name__ == "__main__":

@@ -34,6 +34,9 @@ WARNING_FLAGS = (*PORTABLE_C_FLAGS, "-pedantic", "-Wall", "-Wextra", "-Werror", 
 CODEGEN_FLAGS = ("-O2",)
 SANITIZE_FLAGS = ("-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
                   "-fno-sanitize-recover=undefined")
+#: The libFuzzer harness (csrc/fuzz/fuzz_program.c): clang's coverage-guided fuzzer with both sanitizers.
+FUZZ_FLAGS = ("-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=fuzzer,address,undefined",
+              "-fno-sanitize-recover=undefined")
 
 # mf_status codes (csrc/include/mcuforge.h)
 STATUS_NAMES = (
@@ -97,6 +100,15 @@ def compiler() -> str:
     return cc
 
 
+def fuzz_compiler() -> str:
+    """clang with libFuzzer's runtime (the fuzzer harness is built with it, whatever CC says)."""
+    cc = os.environ.get("MCUFORGE_FUZZ_CC") or shutil.which("clang")
+    if not cc or not shutil.which(cc):
+        raise ToolchainMissing("clang not found: the libFuzzer harness needs it "
+                               "(Debian: apt-get install clang libclang-rt-14-dev)")
+    return cc
+
+
 def cache_dir() -> Path:
     """Where host builds of the C runtime are kept (beside the firmware builds)."""
     path = cache_root() / "cruntime"
@@ -104,11 +116,10 @@ def cache_dir() -> Path:
     return path
 
 
-def _key(parts: Sequence[str]) -> str:
+def _key(parts: Sequence[str], cc: str) -> str:
     h = hashlib.sha256()
     for p in _all_inputs():
         h.update(str(p.relative_to(CSRC)).encode() + b"\0" + p.read_bytes())
-    cc = compiler()
     version = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False).stdout
     h.update("\0".join([cc, version, *parts]).encode())
     return h.hexdigest()[:20]
@@ -119,12 +130,16 @@ def build(kind: str = "shared", *, trace: bool = True, sanitize: bool = False,
     """Compile csrc/ for the host and return the cached artifact.
 
     ``kind="shared"``: the ctypes library (runtime + host helpers); ``kind="driver"``: the
-    ``mf_run`` command-line driver. ``trace`` compiles tracing in (``-DMF_TRACE=1``);
+    ``mf_run`` command-line driver; ``kind="uart_check"``: the UART trace sink (board support) with a
+    slow fake UART, ``mf_trace_uart_check``; ``kind="fuzzer"``: the libFuzzer harness (clang, always
+    with AddressSanitizer, UBSan and tracing). ``trace`` compiles tracing in (``-DMF_TRACE=1``);
     ``sanitize`` builds with AddressSanitizer and UBSan. Raises RuntimeError with the compiler's
     output if the build fails (warnings are errors).
     """
-    flags = [*WARNING_FLAGS, *(SANITIZE_FLAGS if sanitize else CODEGEN_FLAGS), f"-I{CSRC / 'include'}",
-             *(["-DMF_TRACE=1"] if trace else []), *extra_flags]
+    cc = fuzz_compiler() if kind == "fuzzer" else compiler()
+    codegen = FUZZ_FLAGS if kind == "fuzzer" else SANITIZE_FLAGS if sanitize else CODEGEN_FLAGS
+    flags = [*WARNING_FLAGS, *codegen, f"-I{CSRC / 'include'}",
+             *(["-DMF_TRACE=1"] if trace or kind == "fuzzer" else []), *extra_flags]
     if kind == "shared":
         sources = [*runtime_sources(), CSRC / "host" / "mf_host.c"]
         flags += ["-fPIC", "-shared"]
@@ -132,14 +147,23 @@ def build(kind: str = "shared", *, trace: bool = True, sanitize: bool = False,
     elif kind == "driver":
         sources = [*runtime_sources(), CSRC / "host" / "mf_run.c"]
         suffix = ""
+    elif kind == "uart_check":
+        sources = [*runtime_sources(), CSRC / "board" / "trace_uart.c", CSRC / "host" / "mf_host.c",
+                   CSRC / "host" / "mf_trace_uart_check.c"]
+        flags.append(f"-I{CSRC / 'board'}")
+        suffix = ""
+    elif kind == "fuzzer":
+        sources = [*runtime_sources(), CSRC / "fuzz" / "fuzz_program.c"]
+        flags.append(f"-I{CSRC / 'runtime'}")  # the harness fixes CRCs with the runtime's own CRC-32
+        suffix = ""
     else:
-        raise ValueError(f"unknown build kind {kind!r}: 'shared' or 'driver'")
-    target = cache_dir() / f"mcuforge-{kind}-{_key([kind, *flags])}{suffix}"
+        raise ValueError(f"unknown build kind {kind!r}: 'shared', 'driver', 'uart_check' or 'fuzzer'")
+    target = cache_dir() / f"mcuforge-{kind}-{_key([kind, *flags], cc)}{suffix}"
     if target.exists():
         return target
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         out = Path(tmp) / target.name
-        cmd = [compiler(), *flags, *map(str, sources), "-lm", "-o", str(out)]
+        cmd = [cc, *flags, *map(str, sources), "-lm", "-o", str(out)]
         result = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise CRuntimeBuildError(f"C runtime build failed:\n{' '.join(cmd)}\n{result.stderr}")
@@ -172,9 +196,11 @@ WRITE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint8
 
 
 @cache
-def load_library(trace: bool = True) -> ctypes.CDLL:
-    """The host build of the C runtime (built on first use), with argument types declared."""
-    lib = ctypes.CDLL(str(build("shared", trace=trace)))
+def load_library(trace: bool = True, extra_flags: tuple[str, ...] = ()) -> ctypes.CDLL:
+    """The host build of the C runtime (built on first use), with argument types declared.
+    ``extra_flags``: more compiler flags, e.g. ``("-DMF_SCALAR_FAST=1",)`` for the optimized scalar
+    kernel paths (csrc/kernels/mf_scalar.h) that the plain host build leaves out."""
+    lib = ctypes.CDLL(str(build("shared", trace=trace, extra_flags=extra_flags)))
     vp, u32, i32, sz = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int32, ctypes.c_size_t
     signatures = {
         "mf_program_load": (ctypes.c_int, [vp, vp, sz]),

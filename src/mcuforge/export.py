@@ -5,7 +5,9 @@ the program uses, so that the linker drops the rest), the program as a flash arr
 (``model_program.c``), a header with the arena size and the I/O tensors (``model.h``), example
 inputs (``model_inputs.c``), an example ``main.c``, a Makefile and a CMakeLists.txt; for a CPU
 with an emulated board also its start-up and linker script (``board/``), so ``make run`` runs
-the example on QEMU.
+the example on QEMU. ``make TRACE=uart`` builds the example with its trace on a UART (board
+support in ``mcuforge/board/``, the UART in ``trace_uart_port.c``: the CMSDK UART0 of the QEMU
+board, or the one function to write for another board); ``README.md`` says how to capture it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .firmware.boards import BOARDS
-from .firmware.builder import CSRC, NOT_RUNTIME
+from .firmware.builder import BOARD_SRC, CSRC, NOT_RUNTIME, icount_scale
 from .firmware.toolchain import PORTABLE_C_FLAGS
 from .ir import DTYPES, Graph, input_bytes
 from .program import deserialize, read_header
@@ -42,10 +44,11 @@ def _c_float(value: float) -> str:
 
 def _copy_runtime(out: Path) -> None:
     """The portable runtime: csrc/ without the firmware, the export templates and host-only code,
-    folders kept as they are (sources include each other by relative path)."""
+    folders kept as they are (sources include each other by relative path); and the board support
+    (UART trace sink, timers, CMSDK UART driver) in mcuforge/board/."""
     for path in sorted(CSRC.rglob("*")):
         rel = path.relative_to(CSRC)
-        if path.suffix in (".c", ".h") and not NOT_RUNTIME.intersection(rel.parts[:-1]):
+        if path.suffix in (".c", ".h") and (not NOT_RUNTIME.intersection(rel.parts[:-1]) or path.parent == BOARD_SRC):
             dest = out / "mcuforge" / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, dest)
@@ -149,10 +152,46 @@ def _fill(template: str, values: dict[str, str]) -> str:
     return template
 
 
+_PORT_CMSDK = """#include "cmsdk_uart.h"
+
+#define UART0 {uart:#x}u /* {machine}'s UART0, a CMSDK APB UART (QEMU: -serial) */
+
+void trace_uart_port_init(void) {{ mf_cmsdk_uart_init(UART0, 16u); }}
+
+size_t trace_uart_port_write(void *uart, const uint8_t *bytes, size_t n) {{
+    (void)uart;
+    return mf_cmsdk_uart_write((void *)UART0, bytes, n);
+}}
+"""
+
+_PORT_TEMPLATE = """
+#error "write trace_uart_port_write for your board's UART (see the comment above), then delete this line"
+
+void trace_uart_port_init(void) {}
+
+size_t trace_uart_port_write(void *uart, const uint8_t *bytes, size_t n) {
+    (void)uart;
+    (void)bytes;
+    (void)n;
+    return 0; /* bytes the UART took */
+}
+"""
+
+
+def _trace_port(out: Path, target: str) -> None:
+    """trace_uart_port.c: the QEMU board's CMSDK UART0, or the function to write for another board."""
+    board = BOARDS.get(target)
+    body = _PORT_TEMPLATE if board is None else _PORT_CMSDK.format(uart=board.uart, machine=board.machine)
+    (out / "trace_uart_port.c").write_text(_fill((TEMPLATES / "trace_uart_port.c.in").read_text(),
+                                                 {"TARGET": target, "PORT_BODY": body}))
+    shutil.copy2(TEMPLATES / "trace_uart_port.h", out / "trace_uart_port.h")
+
+
 def _board_files(out: Path, target: str) -> dict[str, str]:
     board = BOARDS.get(target)
     if board is None:
-        return {"BOARD": "", "MACHINE_OR_NONE": "no emulated board", "BOARD_SOURCES": "", "BOARD_LINK_FLAGS": ""}
+        return {"BOARD": "", "MACHINE_OR_NONE": "no emulated board", "BOARD_SOURCES": "", "BOARD_LINK_FLAGS": "",
+                "BOARD_DEFINES": "", "BOARD_DEFINES_CMAKE": ""}
     (out / "board").mkdir(exist_ok=True)
     shutil.copy2(TEMPLATES / "board" / "start.c", out / "board" / "start.c")
     # The M55's 512 KB ITCM is small: its program goes to the DDR ("EXTRA") instead.
@@ -163,8 +202,11 @@ def _board_files(out: Path, target: str) -> dict[str, str]:
         "RAM_BYTES": hex(board.ram_bytes), "HEAP": hex(board.heap), "HEAP_BYTES": hex(board.heap_bytes)})
     (out / "board" / "link.ld").write_text(script)
     link = "--specs=rdimon.specs -nostartfiles -T${CMAKE_CURRENT_SOURCE_DIR}/board/link.ld"
+    mul, shift = icount_scale(board)  # TIMER=icount: instructions per SysTick tick on this board
     return {"BOARD": board.machine, "MACHINE_OR_NONE": board.machine, "BOARD_SOURCES": "board/start.c",
-            "BOARD_LINK_FLAGS": link}
+            "BOARD_LINK_FLAGS": link, "BOARD_DEFINES": f"-DICOUNT_MUL={mul}u -DICOUNT_SHIFT={shift}",
+            "BOARD_DEFINES_CMAKE":
+                f"target_compile_definitions(mcuforge PUBLIC ICOUNT_MUL={mul}u ICOUNT_SHIFT={shift})"}
 
 
 def export_c(program: bytes | str | Path, out_dir: str | Path,
@@ -172,9 +214,14 @@ def export_c(program: bytes | str | Path, out_dir: str | Path,
     """Write ``program`` (the file's bytes or its path) as a C project into ``out_dir``.
 
     ``inputs`` (program dtype and layout, as :func:`mcuforge.runtime.execute` takes them) become
-    the example's inputs; zeros without them. Returns ``out_dir``.
+    the example's inputs; zeros without them. The program is also written as ``model.mfp`` (with
+    its debug record when ``program`` is a path that has one), for ``mcuforge inspect``. Returns
+    ``out_dir``.
     """
-    data = bytes(program) if isinstance(program, bytes | bytearray | memoryview) else Path(program).read_bytes()
+    from .api import DEBUG_SUFFIX
+
+    given = isinstance(program, bytes | bytearray | memoryview)
+    data = bytes(program) if given else Path(program).read_bytes()
     header = read_header(data)
     graph = deserialize(data)
     target = TARGET_BY_ID[header.target_id]
@@ -188,9 +235,18 @@ def export_c(program: bytes | str | Path, out_dir: str | Path,
     (out / "model_inputs.c").write_text(_inputs_source(graph, inputs))
     shutil.copy2(TEMPLATES / "main.c", out / "main.c")
     shutil.copy2(TEMPLATES / "arm-none-eabi.cmake", out / "arm-none-eabi.cmake")
+    _trace_port(out, target.name)
+    (out / "model.mfp").write_bytes(data)
+    debug = Path(str(program) + DEBUG_SUFFIX) if not given else None
+    if debug is not None and debug.is_file():
+        shutil.copy2(debug, out / f"model.mfp{DEBUG_SUFFIX}")
     values = {"TARGET": target.name, "CPU_FLAGS": " ".join(target.gcc_flags),
               "PORTABLE_C_FLAGS": " ".join(PORTABLE_C_FLAGS), "CPU_FLAGS_CMAKE": " ".join(target.gcc_flags),
               **_board_files(out, target.name)}
     (out / "Makefile").write_text(_fill((TEMPLATES / "Makefile.in").read_text(), values))
     (out / "CMakeLists.txt").write_text(_fill((TEMPLATES / "CMakeLists.txt.in").read_text(), values))
+    readme = {"MODEL": "The model" if given else Path(program).stem, "TARGET": target.name,
+              "PROGRAM_BYTES": f"{len(data):,}", "ARENA_BYTES": f"{arena:,}",
+              "MACHINE_OR_NONE": values["MACHINE_OR_NONE"]}
+    (out / "README.md").write_text(_fill((TEMPLATES / "README.md.in").read_text(), readme))
     return out

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .targets import get_target
+
 DTYPES: dict[str, np.dtype] = {
     "int8": np.dtype(np.int8),
     "int16": np.dtype(np.int16),
@@ -112,15 +114,80 @@ class Graph:
         return sum(t.nbytes for t in self.tensors.values() if t.is_constant)
 
 
-def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int]) -> int:
-    """Scratch bytes an op of ``kind`` asks of the runtime (``Op.scratch_bytes``), exactly what the
-    C kernels' optimized paths use: conv2d_s8's im2col holds 4 int8 patches (MVE), or 2 int16 patches and
-    an int8 one (DSP), of kh * kw * filter channels each rounded up to a multiple of 4 (word-aligned
-    columns); a program without it runs the portable path."""
+def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, out_shape: Sequence[int] = (),
+                         attrs: dict[str, Any] | None = None) -> int:
+    """Scratch bytes an op of ``kind`` asks of the runtime (``Op.scratch_bytes``) on ``target``, exactly
+    what the C kernels' optimized paths use; a program without it runs the portable path.
+
+    conv2d_s8's im2col, per patch of kh * kw * filter channels (its depth): MVE holds an int8 patch and
+    4 interleaved ones in 16-byte chunks, DSP 2 int16 patches and an int8 one: 5 patches rounded up to a
+    multiple of 16 serve both; the scalar path (cortex-m3) 3 columns of int32 pixel pairs; the portable path
+    (cortex-m0plus) none. depthwise_conv2d_s8 on the scalar path (``out_shape`` NHWC and the op's
+    ``attrs`` needed), with rows along the longer output axis: the kh * kw taps, a ring of the rows the
+    window spans and a row of zeros, each (ow - 1) * stride + (kw - 1) * dilation + 1 words of packed
+    pixel pairs, and a row of ow (rounded up to even) sums, then for 3x3 windows (depth multiplier 1)
+    that are strided or under 16 x 16 outputs 384 bytes of the pixel-major path's tables; none beyond
+    128 taps or a 16-row span.
+    add_s8 on the scalar path: its inputs' two tables of 256 int32 (an add of equal shapes uses them)."""
+    path = get_target(target).kernel_path
     if kind == "conv2d_s8":
         _, kh, kw, ic = weight_shape
-        return 5 * ((kh * kw * ic + 3) // 4 * 4)
+        depth = kh * kw * ic
+        if path == "scalar":
+            return 12 * depth
+        return 5 * ((depth + 15) // 16 * 16) if path in ("dsp", "mve") else 0
+    if kind == "add_s8" and path == "scalar":
+        return 2048
+    if kind == "depthwise_conv2d_s8" and path == "scalar":
+        _, kh, kw, _ = weight_shape
+        stride, dilation = (attrs or {}).get("stride", [1, 1]), (attrs or {}).get("dilation", [1, 1])
+        oh, ow = out_shape[1], out_shape[2]
+        small = max(stride) > 1 or (oh < 16 and ow < 16)  # where the pixel-major path runs (3x3)
+        pixel_major = 4 * 96 if small and (kh, kw) == (3, 3) and (attrs or {}).get("depth_multiplier", 1) == 1 else 0
+        if oh > ow:  # the kernel's view: rows along the longer output axis
+            kh, kw, stride, dilation, ow = kw, kh, stride[::-1], dilation[::-1], oh
+        taps, span = kh * kw, (kh - 1) * dilation[0] + 1
+        if taps > 128 or span > 16:
+            return 0
+        row = (ow - 1) * stride[1] + (kw - 1) * dilation[1] + 1
+        return 4 * (taps + (span + 1) * row + (ow + 1) // 2 * 2) + pixel_major
     return 0
+
+
+def arena_overlap_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
+    """Why ``op``'s outputs would share arena bytes with its activation inputs or with each other, or
+    None. Kernels read their inputs while they write their outputs (the planner never overlaps them),
+    so every reader refuses a program that does: the one exception is the planner's own, a
+    ``reshape`` whose output lies exactly on its input (the runtimes then copy nothing)."""
+    def span(name: str) -> tuple[int, int] | None:
+        t = tensors.get(name)
+        return None if t is None or t.is_constant or t.nbytes == 0 else (t.offset, t.offset + t.nbytes)
+
+    outputs = [(name, span(name)) for name in op.outputs]
+    inputs = [(name, span(name)) for name in op.inputs if name]
+    for j, (out, o) in enumerate(outputs):
+        for other, s in inputs + outputs[:j]:
+            if o is None or s is None or not (o[0] < s[1] and s[0] < o[1]):
+                continue
+            if op.kind == "reshape" and o == s and other in op.inputs:
+                continue
+            return (f"output {out!r} (arena bytes [{o[0]}, {o[1]})) overlaps {other!r} "
+                    f"([{s[0]}, {s[1]})): the kernel would overwrite what it reads")
+    return None
+
+
+def scratch_problem(op: Op, tensors: dict[str, Tensor], target: str) -> str | None:
+    """Why ``op.scratch_bytes`` does not fit its kernel, or None: a conv2d_s8's scratch is none (0, the
+    portable path) or at least what :func:`kernel_scratch_bytes` plans for the program's ``target``; the
+    writer, the Python reader and the C loader all refuse a smaller one (a plan and a kernel that
+    disagree)."""
+    if op.kind != "conv2d_s8" or not op.scratch_bytes or len(op.inputs) < 2 or op.inputs[1] not in tensors:
+        return None
+    weight = tensors[op.inputs[1]].shape
+    need = kernel_scratch_bytes(op.kind, weight, target) if len(weight) == 4 else 0
+    if op.scratch_bytes < need:
+        return f"scratch_bytes {op.scratch_bytes} is less than the {need} bytes its kernel needs (0: no scratch)"
+    return None
 
 
 def input_bytes(graph: Graph, inputs: Sequence[np.ndarray]) -> list[bytes]:

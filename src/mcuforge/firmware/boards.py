@@ -22,6 +22,7 @@ class Board:
     heap: int  # where the firmware reads the program, the inputs and the arena into at run time
     heap_bytes: int
     clock_hz: int  # the processor clock that SysTick counts (CLKSOURCE = 1)
+    uart: int  # UART0, a CMSDK APB UART (QEMU -serial), at the address the firmware reaches it by
 
     @property
     def instructions_per_tick(self) -> float:
@@ -39,13 +40,19 @@ STACK_BYTES = 64 * KB  # the firmware's stack: measured by its high-water mark, 
 BOARDS: dict[str, Board] = {
     b.target: b
     for b in (
-        Board("cortex-m3", "mps2-an385", 0x00000000, 4 * MB, 0x21000000, 1 * MB, 0x21100000, 15 * MB, 25_000_000),
-        Board("cortex-m4", "mps2-an386", 0x00000000, 4 * MB, 0x21000000, 1 * MB, 0x21100000, 15 * MB, 25_000_000),
-        Board("cortex-m7", "mps2-an500", 0x00000000, 4 * MB, 0x20000000, 1 * MB, 0x20100000, 3 * MB, 25_000_000),
-        # The M33 board boots secure: code and RAM at their secure aliases.
-        Board("cortex-m33", "mps2-an505", 0x10000000, 4 * MB, 0x38000000, 1 * MB, 0x38100000, 3 * MB, 20_000_000),
-        # The M55's ITCM is 512 KB: only the firmware's code goes there; models go to the DDR.
-        Board("cortex-m55", "mps3-an547", 0x00000000, 512 * KB, 0x21000000, 1 * MB, 0x60000000, 64 * MB, 32_000_000),
+        Board("cortex-m3", "mps2-an385", 0x00000000, 4 * MB, 0x21000000, 1 * MB, 0x21100000, 15 * MB, 25_000_000,
+              0x40004000),
+        Board("cortex-m4", "mps2-an386", 0x00000000, 4 * MB, 0x21000000, 1 * MB, 0x21100000, 15 * MB, 25_000_000,
+              0x40004000),
+        Board("cortex-m7", "mps2-an500", 0x00000000, 4 * MB, 0x20000000, 1 * MB, 0x20100000, 3 * MB, 25_000_000,
+              0x40004000),
+        # The M33 board boots secure: code, RAM and UART0 at their secure aliases (UART0 is 0x40200000).
+        Board("cortex-m33", "mps2-an505", 0x10000000, 4 * MB, 0x38000000, 1 * MB, 0x38100000, 3 * MB, 20_000_000,
+              0x50200000),
+        # The M55's ITCM is 512 KB: only the firmware's code goes there; models go to the DDR. It boots
+        # secure too: UART0 (0x49303000) at its secure alias.
+        Board("cortex-m55", "mps3-an547", 0x00000000, 512 * KB, 0x21000000, 1 * MB, 0x60000000, 64 * MB, 32_000_000,
+              0x59303000),
     )
 }
 

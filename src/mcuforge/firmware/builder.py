@@ -1,7 +1,8 @@
-"""Building the test firmware of one board: the C runtime + the firmware main, cached.
+"""Building the test firmware of one board: the C runtime + board support + the firmware main, cached.
 
-One firmware per (board, tracing on/off) runs every model: the program and the inputs are read
-from host files at run time (see csrc/firmware/main.c). A build is cached under
+One firmware per (board, tracing on/off, trace timer) runs every model: the program and the inputs
+are read from host files at run time (see csrc/firmware/main.c), and the trace goes to a host file
+or to UART0 as run.cfg says. A build is cached under
 ``$MCUFORGE_CACHE`` (default ``~/.cache/mcuforge``) in a folder named by a hash of the sources,
 the flags, the board and the compiler, so it happens once per machine and source change.
 """
@@ -13,6 +14,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
@@ -24,10 +26,14 @@ from .toolchain import PORTABLE_C_FLAGS
 
 CSRC = Path(__file__).resolve().parent.parent / "csrc"
 FIRMWARE_SRC = CSRC / "firmware"
+BOARD_SRC = CSRC / "board"
 INCLUDE = CSRC / "include"
-# Folders of csrc that are not the portable runtime: the firmware, the export-c templates, and
-# host-only code (the Python binding, host test programs).
-NOT_RUNTIME = {"firmware", "export", "host", "python", "binding", "tests", "test"}
+# Folders of csrc that are not the portable runtime: the firmware, board support (UART trace sink,
+# timers), the export-c templates, and host-only code (the Python binding, host test programs, the
+# fuzzer harness).
+NOT_RUNTIME = {"firmware", "board", "export", "host", "fuzz", "python", "binding", "tests", "test"}
+# The trace's timing source (csrc/board/mf_timer.h): instructions under QEMU, or what a real core has.
+TIMERS = ("icount", "systick", "dwt")
 
 WARNINGS = ("-Wall", "-Wextra", "-Werror")
 COMMON_FLAGS = ("-mthumb", "-O3", *PORTABLE_C_FLAGS, *WARNINGS, "-ffunction-sections", "-fdata-sections")
@@ -55,7 +61,15 @@ def runtime_sources() -> list[Path]:
 
 
 def firmware_sources() -> list[Path]:
-    return sorted(FIRMWARE_SRC.glob("*.c"))
+    """The test firmware's own sources and the board support it uses."""
+    return sorted(FIRMWARE_SRC.glob("*.c")) + sorted(BOARD_SRC.glob("*.c"))
+
+
+def timer_define(timer: str) -> str:
+    """The -D flag that selects a trace timer ("icount", "systick" or "dwt")."""
+    if timer not in TIMERS:
+        raise ValueError(f"unknown trace timer {timer!r}; choose one of {', '.join(TIMERS)}")
+    return f"-DMF_TIMER=MF_TIMER_{timer.upper()}"
 
 
 def target_flags(target: str) -> list[str]:
@@ -86,16 +100,17 @@ def icount_scale(board: Board) -> tuple[int, int]:
     return ratio.numerator, shift
 
 
-def _compile_flags(board: Board, trace: bool) -> list[str]:
+def _compile_flags(board: Board, trace: bool, timer: str = "icount", extra: Sequence[str] = ()) -> list[str]:
     mul, shift = icount_scale(board)
     return [*target_flags(board.target), f"-DBOARD_HZ={board.clock_hz}u", f"-DICOUNT_MUL={mul}u",
-            f"-DICOUNT_SHIFT={shift}", f"-DMF_TRACE={int(trace)}", f"-I{INCLUDE}", f"-I{FIRMWARE_SRC}"]
+            f"-DICOUNT_SHIFT={shift}", f"-DBOARD_UART={board.uart:#x}u", timer_define(timer),
+            f"-DMF_TRACE={int(trace)}", f"-I{INCLUDE}", f"-I{FIRMWARE_SRC}", f"-I{BOARD_SRC}", *extra]
 
 
-def _build_key(board: Board, trace: bool) -> str:
+def _build_key(board: Board, trace: bool, timer: str, extra: Sequence[str] = ()) -> str:
     digest = hashlib.sha256()
-    for part in (repr(board), str(trace), toolchain.version("arm-none-eabi-gcc"), *_compile_flags(board, trace),
-                 *LINK_FLAGS, _linker_script(board)):
+    for part in (repr(board), str(trace), toolchain.version("arm-none-eabi-gcc"),
+                 *_compile_flags(board, trace, timer, extra), *LINK_FLAGS, _linker_script(board)):
         digest.update(part.encode() + b"\0")
     for path in [*runtime_sources(), *firmware_sources(), *_headers()]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
@@ -122,16 +137,20 @@ def compile_objects(sources: list[Path], flags: list[str], out_dir: Path) -> lis
     return objects
 
 
-def build(target: str, trace: bool = False) -> Path:
-    """The test firmware ELF for the QEMU board of ``target``, with tracing compiled in or out.
+def build(target: str, trace: bool = False, timer: str = "icount", flags: Sequence[str] = ()) -> Path:
+    """The test firmware ELF for the QEMU board of ``target``, with tracing compiled in or out and
+    the trace's ``timer``: "icount" (instructions; the only one QEMU makes meaningful), "systick"
+    (cycles of the processor clock) or "dwt" (DWT CYCCNT, which QEMU does not count: it reads 0);
+    ``flags``: more compiler flags, e.g. ``("-DMF_PORTABLE=1",)`` (every optimized kernel path off).
 
     Built once and cached; the folder holding the ELF also keeps the runtime objects
     (``runtime/*.o``) for the size report.
     """
     board = get_board(target)
     toolchain.require("arm-none-eabi-gcc")
-    key = _build_key(board, trace)
-    final = cache_root() / "firmware" / f"{target}-{'trace' if trace else 'notrace'}-{key}"
+    key = _build_key(board, trace, timer, flags)
+    variant = f"{'trace' if trace else 'notrace'}{'' if timer == 'icount' else '-' + timer}"
+    final = cache_root() / "firmware" / f"{target}-{variant}-{key}"
     elf = final / "firmware.elf"
     if elf.is_file():
         return elf
@@ -140,11 +159,11 @@ def build(target: str, trace: bool = False) -> Path:
     # see a half-written cache entry.
     work = Path(tempfile.mkdtemp(prefix=f".{target}-", dir=final.parent))
     try:
-        flags = _compile_flags(board, trace)
+        cflags = _compile_flags(board, trace, timer, flags)
         (work / "runtime").mkdir()
         (work / "firmware").mkdir()
-        runtime_objects = compile_objects(runtime_sources(), flags, work / "runtime")
-        firmware_objects = compile_objects(firmware_sources(), flags, work / "firmware")
+        runtime_objects = compile_objects(runtime_sources(), cflags, work / "runtime")
+        firmware_objects = compile_objects(firmware_sources(), cflags, work / "firmware")
         script = work / "link.ld"
         script.write_text(_linker_script(board))
         gcc = toolchain.require("arm-none-eabi-gcc")

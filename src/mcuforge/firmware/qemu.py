@@ -2,11 +2,15 @@
 
 The firmware (csrc/firmware/main.c) reads ``run.cfg``, ``program.mfp`` and ``input<i>.bin`` from
 QEMU's working directory over semihosting, and writes ``output<i>.bin``, ``trace.bin`` and
-``result.bin`` back: binary-safe, no framing needed, one firmware build for every model.
+``result.bin`` back: binary-safe, no framing needed, one firmware build for every model. With
+``via="uart"`` the trace goes out on the board's UART0 instead, as on a board without a debugger:
+QEMU serves it on a local TCP port (``-serial tcp:...,server=on,wait=on``) and
+:func:`mcuforge.trace.uart.capture` reads it from ``socket://127.0.0.1:PORT`` while the board runs.
 """
 
 from __future__ import annotations
 
+import socket
 import struct
 import subprocess
 import tempfile
@@ -26,14 +30,15 @@ from .boards import get_board
 from .builder import build
 
 TRACE_MODES = {"off": 0, "events": 1, "full": 2}
+TRACE_SINKS = {"semihosting": 0, "uart": 1}  # FW_SINK_* in csrc/firmware/firmware.h
 DEFAULT_TIMEOUT_SECONDS = 300.0
 
 # fw_result in csrc/firmware/firmware.h
-RESULT_FORMAT = "<2I i I 2i 2Q 10I 32s 56s"
+RESULT_FORMAT = "<2I i I 2i 2Q 11I 32s 52s"
 RESULT_FIELDS = ("magic", "version", "status", "stage", "error_op", "error_tensor", "invoke_instructions",
                  "calibration_instructions", "calibration_expected", "stack_bytes", "invoke_stack_bytes",
                  "stack_size", "arena_bytes", "program_bytes", "output_count", "trace_bytes", "clock_hz",
-                 "reserved", "status_name", "message")
+                 "trace_dropped", "trace_dropped_bytes", "status_name", "message")
 RESULT_MAGIC = 0x5352464D
 STAGES = ("none", "reading host files", "mf_program_load", "mf_init", "mf_set_input", "mf_invoke",
           "writing outputs", "tracing", "memory")
@@ -69,62 +74,93 @@ def _read_outputs(folder: Path, graph: Any) -> list[np.ndarray]:
     return outputs
 
 
-def qemu_command(target: str, elf: Path) -> list[str]:
-    """The QEMU command line that runs ``elf`` on the board of ``target``, counting instructions."""
+def write_run_files(folder: Path, program_bytes: bytes, inputs: Sequence[np.ndarray], trace: bool | str = False,
+                    via: str = "semihosting", graph: Any = None) -> None:
+    """The files the firmware reads from QEMU's working directory (csrc/firmware/firmware.h)."""
+    graph = graph if graph is not None else deserialize(bytes(program_bytes))
+    _write_run_files(folder, bytes(program_bytes), input_bytes(graph, inputs), trace_mode(trace), via)
+
+
+def _write_run_files(folder: Path, program_bytes: bytes, inputs: Sequence[bytes], mode: str, via: str,
+                     arena_shortfall: int = 0, trace_buffer_bytes: int = 0) -> None:
+    config = struct.pack("<4I", TRACE_MODES[mode], TRACE_SINKS[via], arena_shortfall, trace_buffer_bytes)
+    (folder / "run.cfg").write_bytes(config)
+    (folder / "program.mfp").write_bytes(program_bytes)
+    for i, data in enumerate(inputs):
+        (folder / f"input{i}.bin").write_bytes(data)
+
+
+def qemu_command(target: str, elf: Path, serial_port: int | None = None) -> list[str]:
+    """The QEMU command line that runs ``elf`` on the board of ``target``, counting instructions;
+    with ``serial_port`` its UART0 is served on that local TCP port (QEMU waits for the client)."""
     board = get_board(target)
+    serial = ["-serial", f"tcp:127.0.0.1:{serial_port},server=on,wait=on"] if serial_port is not None else []
     return [toolchain.require("qemu-system-arm"), "-M", board.machine, "-nographic", "-monitor", "none",
-            "-semihosting-config", "enable=on,target=native", "-icount", "shift=0", "-kernel", str(elf)]
+            *serial, "-semihosting-config", "enable=on,target=native", "-icount", "shift=0", "-kernel", str(elf)]
+
+
+def free_port() -> int:
+    """A local TCP port nobody listens on now (QEMU binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run_with_uart_capture(command: list[str], folder: Path, port: int, timeout: float,
+                           progress: bool) -> tuple[subprocess.CompletedProcess, bytes]:
+    """Run QEMU and capture the trace from its UART0 meanwhile; (QEMU's result, the trace stream)."""
+    from ..trace.uart import SerialCaptureError, capture
+
+    log = folder / "qemu.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(command, cwd=folder, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            got = capture(f"socket://127.0.0.1:{port}", timeout=timeout, max_seconds=timeout, progress=progress,
+                          open_timeout=30.0, alive=lambda: proc.poll() is None)
+            returncode = proc.wait(timeout=timeout)
+        except SerialCaptureError as exc:
+            proc.kill()
+            proc.wait()
+            raise FirmwareRunError(f"QEMU's UART0 on port {port}: {exc}; QEMU output:\n"
+                                   f"{_tail(log.read_text(errors='replace'))}") from None
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise subprocess.TimeoutExpired(command, timeout, log.read_bytes()) from None
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+    return subprocess.CompletedProcess(command, returncode, log.read_bytes(), b""), got.data
 
 
 def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str, trace: bool | str = False,
-                *, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> tuple[list[np.ndarray], bytes | None, dict[str, Any]]:
+                *, timeout: float = DEFAULT_TIMEOUT_SECONDS, via: str = "semihosting", timer: str = "icount",
+                progress: bool = False,
+                build_flags: Sequence[str] = ()) -> tuple[list[np.ndarray], bytes | None, dict[str, Any]]:
     """Run a program once on the emulated board of ``target``.
 
     ``inputs`` and the returned outputs are as :func:`mcuforge.runtime.execute` takes and returns
     them (program dtype, NHWC layout). ``trace``: False, True/"events" (per-op instruction counts)
-    or "full" (also every op's output). Returns ``(outputs, trace stream or None, facts)``; facts
-    hold ``instructions`` (the whole mf_invoke), ``stack_bytes`` (high-water mark of the firmware's
-    stack), ``invoke_stack_bytes``, ``arena_bytes``, the board and the count resolution.
+    or "full" (also every op's output); ``via``: "semihosting" (a host file) or "uart" (the board's
+    UART0, captured over QEMU's serial TCP port, with a progress bar if ``progress``); ``timer``:
+    the trace's clock ("icount": instructions; "systick": cycles; "dwt": CYCCNT, which QEMU leaves
+    at 0). Returns ``(outputs, trace stream or None, facts)``; facts hold ``instructions`` (the whole
+    mf_invoke), ``stack_bytes`` (high-water mark of the firmware's stack), ``invoke_stack_bytes``,
+    ``arena_bytes``, ``trace_dropped`` (records the UART sink had no room for), the board and the
+    count resolution. ``build_flags``: more compiler flags of the firmware (``build``), e.g.
+    ``("-DMF_PORTABLE=1",)``.
     """
     board = get_board(target)
     mode = trace_mode(trace)
     graph = deserialize(bytes(program_bytes))
-    elf = build(target, trace=mode != "off")
-    command = qemu_command(target, elf)
     with tempfile.TemporaryDirectory(prefix="mcuforge-qemu-") as tmp:
         folder = Path(tmp)
-        (folder / "run.cfg").write_bytes(struct.pack("<I", TRACE_MODES[mode]))
-        (folder / "program.mfp").write_bytes(bytes(program_bytes))
-        for i, data in enumerate(input_bytes(graph, inputs)):
-            (folder / f"input{i}.bin").write_bytes(data)
-        where = f"{target} on QEMU {board.machine}"
-        started = time.perf_counter()
-        try:
-            done = subprocess.run(command, cwd=folder, stdin=subprocess.DEVNULL, capture_output=True,
-                                  timeout=timeout, check=False)
-        except subprocess.TimeoutExpired as exc:
-            tail = _tail((exc.stderr or b"").decode(errors="replace") + (exc.stdout or b"").decode(errors="replace"))
-            raise FirmwareRunError(f"{where}: no result after {timeout:.0f} s (hung or too slow); "
-                                   f"QEMU output:\n{tail}") from None
-        seconds = time.perf_counter() - started
-        console = _tail(done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace"))
-        console = f"; QEMU output:\n{console}" if console else " (QEMU printed nothing)"
-        result_file = folder / "result.bin"
-        if not result_file.is_file():
-            why = "the CPU faulted" if done.returncode == EXIT_FAULT else f"QEMU exited with {done.returncode}"
-            raise FirmwareRunError(f"{where}: the firmware stopped without a result ({why}){console}")
-        result = _parse_result(result_file.read_bytes())
-        if result["magic"] != RESULT_MAGIC:
-            raise FirmwareRunError(f"{where}: result.bin is not a firmware result")
-        if result["status"] != 0 or done.returncode != 0:
-            stage = STAGES[result["stage"]] if result["stage"] < len(STAGES) else str(result["stage"])
-            op = f", op {result['error_op']}" if result["error_op"] >= 0 else ""
-            tensor = f", tensor {result['error_tensor']}" if result["error_tensor"] >= 0 else ""
-            raise FirmwareRunError(f"{where}: {stage} failed with {result['status_name']} "
-                                   f"({result['status']}){op}{tensor}: {result['message']} "
-                                   f"(QEMU exit {done.returncode}){console}")
+        result, seconds, recorded = boot(folder, target, bytes(program_bytes), input_bytes(graph, inputs), mode,
+                                         timeout=timeout, via=via, timer=timer, progress=progress,
+                                         build_flags=build_flags)
         outputs = _read_outputs(folder, graph)
-        recorded = (folder / "trace.bin").read_bytes() if mode != "off" else None
+    elf = build(target, trace=mode != "off", timer=timer, flags=build_flags)  # cached: the ELF boot ran
     facts = {
         "target": target, "board": board.machine, "firmware": str(elf),
         "instructions": result["invoke_instructions"],
@@ -134,9 +170,65 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
         "stack_bytes": result["stack_bytes"], "invoke_stack_bytes": result["invoke_stack_bytes"],
         "stack_size": result["stack_size"], "arena_bytes": result["arena_bytes"],
         "program_bytes": result["program_bytes"], "trace_bytes": result["trace_bytes"],
+        "trace_dropped": result["trace_dropped"], "trace_dropped_bytes": result["trace_dropped_bytes"],
+        "trace_via": via if mode != "off" else None, "timer": timer,
         "qemu_seconds": seconds,
     }
     return outputs, recorded, facts
+
+
+def boot(folder: Path, target: str, program_bytes: bytes, inputs: Sequence[bytes], mode: str = "off", *,
+         timeout: float = DEFAULT_TIMEOUT_SECONDS, via: str = "semihosting", timer: str = "icount",
+         progress: bool = False, build_flags: Sequence[str] = (), arena_shortfall: int = 0,
+         trace_buffer_bytes: int = 0) -> tuple[dict[str, Any], float, bytes | None]:
+    """Boot the firmware once in ``folder`` on these exact bytes (no checks on the host side: the
+    board's runtime is the one that must refuse what is wrong). ``via``, ``timer``, ``progress``,
+    ``build_flags``: as :func:`run_on_qemu`; ``arena_shortfall``: give mf_init that many bytes less
+    than the program needs; ``trace_buffer_bytes``: the firmware's trace buffer (0: its default).
+    Returns (result.bin's fields, QEMU seconds, the trace stream or None); FirmwareRunError if the
+    firmware failed, naming the stage, the mf_status and the op."""
+    if via not in TRACE_SINKS:
+        raise ValueError(f"via must be one of {', '.join(TRACE_SINKS)}, not {via!r}")
+    board = get_board(target)
+    uart = via == "uart" and mode != "off"
+    port = free_port() if uart else None
+    command = qemu_command(target, build(target, trace=mode != "off", timer=timer, flags=build_flags), port)
+    _write_run_files(folder, program_bytes, inputs, mode, via, arena_shortfall, trace_buffer_bytes)
+    where = f"{target} on QEMU {board.machine}"
+    recorded = None
+    started = time.perf_counter()
+    try:
+        if uart:
+            done, recorded = _run_with_uart_capture(command, folder, port, timeout, progress)
+        else:
+            done = subprocess.run(command, cwd=folder, stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as exc:
+        tail = _tail((exc.stderr or b"").decode(errors="replace") + (exc.stdout or b"").decode(errors="replace"))
+        raise FirmwareRunError(f"{where}: no result after {timeout:.0f} s (hung or too slow); "
+                               f"QEMU output:\n{tail}") from None
+    seconds = time.perf_counter() - started
+    console = _tail(done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace"))
+    console = f"; QEMU output:\n{console}" if console else " (QEMU printed nothing)"
+    result_file = folder / "result.bin"
+    if not result_file.is_file():
+        why = "the CPU faulted" if done.returncode == EXIT_FAULT else f"QEMU exited with {done.returncode}"
+        raise FirmwareRunError(f"{where}: the firmware stopped without a result ({why}){console}")
+    result = _parse_result(result_file.read_bytes())
+    if result["magic"] != RESULT_MAGIC:
+        raise FirmwareRunError(f"{where}: result.bin is not a firmware result")
+    if result["status"] != 0 or done.returncode != 0:
+        stage = STAGES[result["stage"]] if result["stage"] < len(STAGES) else str(result["stage"])
+        op = f", op {result['error_op']}" if result["error_op"] >= 0 else ""
+        tensor = f", tensor {result['error_tensor']}" if result["error_tensor"] >= 0 else ""
+        dropped = result["trace_dropped_bytes"]
+        lost = f"; {dropped:,} of {result['trace_bytes']:,} trace bytes dropped" if dropped else ""
+        raise FirmwareRunError(f"{where}: {stage} failed with {result['status_name']} "
+                               f"({result['status']}){op}{tensor}: {result['message']}{lost} "
+                               f"(QEMU exit {done.returncode}){console}")
+    if mode != "off" and not uart:
+        recorded = (folder / "trace.bin").read_bytes()
+    return result, seconds, recorded
 
 
 def check_board_target(program_target: str, board_target: str) -> None:

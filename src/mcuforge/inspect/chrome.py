@@ -43,7 +43,7 @@ def chrome_trace(df: pd.DataFrame, trace: Trace) -> dict[str, Any]:
         offset += length + RUN_GAP_TICKS
     tick = "1 ns" if unit == "ns" else f"1 {unit.rstrip('s')} drawn as 1 ns"
     return {"traceEvents": events, "displayTimeUnit": "ns",
-            "otherData": {"unit": unit, "tick": tick, "truncated": trace.truncated,
+            "otherData": {"unit": unit, "tick": tick, "truncated": trace.truncated, "gaps": len(trace.gaps),
                           "truncation_reason": trace.truncation_reason, "program_crc": f"0x{trace.program_crc:08x}"}}
 
 

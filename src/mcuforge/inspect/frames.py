@@ -17,13 +17,18 @@ OP_COLUMNS = [
 def trace_attrs(trace: Trace) -> dict[str, Any]:
     """What every table carries about its trace (``df.attrs``): a partial trace says so."""
     return {"unit": trace.unit, "program_crc": trace.program_crc, "truncated": trace.truncated,
-            "truncation_reason": trace.truncation_reason, "truncation_offset": trace.truncation_offset}
+            "truncation_reason": trace.truncation_reason, "truncation_offset": trace.truncation_offset,
+            "gaps": len(trace.gaps), "records_lost": trace.records_lost, "dropped_records": trace.dropped_records}
 
 
 def op_frame(record: dict[str, Any], trace: Trace, macs: dict[int, int] | None = None) -> pd.DataFrame:
-    """One row per complete op event; ``start``/``end`` count from the run's start."""
+    """One row per complete op event; ``start``/``end`` count from the run's start (from its first
+    op read when a gap took the RUN_START)."""
     ops = record["ops"]
     run_start = {run.index: run.start for run in trace.runs}
+    for event in trace.ops:
+        if run_start.get(event.run) is None:
+            run_start[event.run] = event.start  # ops of a run come in order: the first one read
     rows = []
     for event in trace.ops:
         info = ops[event.op_index] if event.op_index < len(ops) else {}

@@ -11,7 +11,7 @@ import pandas as pd
 from torch import nn
 
 from ..trace import Trace, program_crc
-from . import chrome, frames, numeric
+from . import chrome, frames, gaps, numeric, timebase
 
 if TYPE_CHECKING:
     from ..api import Program
@@ -24,23 +24,27 @@ class TraceMismatchError(ValueError):
 class Inspector:
     """Per-op tables, totals, numeric gap, Chrome trace and HTML report of one traced program.
 
-    A trace cut short or damaged keeps what was intact: ``truncated`` is then set and every output
-    says so (``df.attrs``, the HTML banner, the CLI).
+    A trace cut short or damaged keeps what was intact: ``truncated`` is then set, its gaps are
+    listed (``gaps()``), every op row says how many gaps its run has (``run_gaps``), and every
+    output says so (``df.attrs``, the HTML banner, the CLI). ``clock_hz``: the core's clock, which
+    turns a cycle trace's counts into milliseconds (the ``ms`` column).
     """
 
-    def __init__(self, program: Program, trace: Trace) -> None:
+    def __init__(self, program: Program, trace: Trace, clock_hz: float | None = None) -> None:
         data = program.to_bytes()
         crc = program_crc(data)
         if trace.program_crc != crc:
             raise TraceMismatchError(f"the trace was recorded from program 0x{trace.program_crc:08x}, "
                                      f"not this program (0x{crc:08x})")
+        timebase.ms_per_count(trace.unit, clock_hz)  # refuses a clock for an instruction count
         self.program = program
         self.trace = trace
+        self.clock_hz = clock_hz
         self.record = program.debug_record(data)
         self.gap: pd.DataFrame | None = None  # the last numeric gap, shown by the HTML report
 
     @classmethod
-    def load(cls, program_path: str | Path, trace_path: str | Path) -> Inspector:
+    def load(cls, program_path: str | Path, trace_path: str | Path, clock_hz: float | None = None) -> Inspector:
         """The program file, its debug record (``<program>.dbg.json``) and a trace file."""
         from ..api import DEBUG_SUFFIX, load
 
@@ -52,7 +56,7 @@ class Inspector:
             if stored is not None and stored != crc:
                 raise TraceMismatchError(f"{debug_path} belongs to program 0x{stored:08x}, not {program_path} "
                                          f"(0x{crc:08x})")
-        return cls(program, Trace.load(trace_path))
+        return cls(program, Trace.load(trace_path), clock_hz)
 
     # -- state of the trace ----------------------------------------------------------------------------
     @property
@@ -77,7 +81,16 @@ class Inspector:
             macs = dict(enumerate(graph_op_macs(self.program)))
         else:
             macs = {op.index: op.macs for op in self.program.ops}
-        return frames.op_frame(self.record, self.trace, macs)
+        df = gaps.mark_runs(frames.op_frame(self.record, self.trace, macs), self.trace)
+        return timebase.add_milliseconds(df, self.trace.unit, self.clock_hz)
+
+    def gaps(self) -> pd.DataFrame:
+        """Where records were lost: one row per gap (byte offset, bytes skipped, records lost, run)."""
+        return gaps.gap_frame(self.trace)
+
+    def runs(self) -> pd.DataFrame:
+        """One row per run: times, status, gaps, ops read."""
+        return gaps.run_frame(self.trace)
 
     def totals(self, by: str = "module", depth: int | None = None) -> pd.DataFrame:
         """Time per module (path prefix of ``depth`` parts; all parts by default), per "kind" or

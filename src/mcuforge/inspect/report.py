@@ -106,7 +106,7 @@ def render_html(title: str, trace: Trace, df: pd.DataFrame, by_module: pd.DataFr
         kind=("kind", "first"), backend=("backend", "first"), module=("module", "first"),
         source=("source", "first"), output_shape=("output_shape", "first"), bytes=("bytes", "first"),
         duration=("duration", "mean"))
-    banner_class = "truncated" if trace.truncated else "intact"
+    banner_class = "intact" if trace.intact else "truncated"
     parts = [
         f"<h1>{html.escape(title)}</h1>",
         f'<div class="banner {banner_class}" id="trace-status">{html.escape(trace.status_line)}</div>',
@@ -115,6 +115,10 @@ def render_html(title: str, trace: Trace, df: pd.DataFrame, by_module: pd.DataFr
     ]
     if len(per_op):
         parts.append(_section("Time per op", _image(op_time_figure(per_op, unit), "time per op")))
+    if trace.gaps:  # where records were lost, and the runs they fall in
+        from .gaps import gap_frame
+
+        parts.append(_section("Gaps", _table(gap_frame(trace))))
     if trace.allocs:
         parts.append(_section("Arena timeline", _image(arena_figure(trace, trace.op_count), "arena timeline")))
     if gap is not None and len(gap):

@@ -14,7 +14,17 @@ import zlib
 
 import numpy as np
 
-from mcuforge.ir import DTYPES, OP_KIND_BY_ID, OP_KINDS, Graph, Op, QParams, Tensor
+from mcuforge.ir import (
+    DTYPES,
+    OP_KIND_BY_ID,
+    OP_KINDS,
+    Graph,
+    Op,
+    QParams,
+    Tensor,
+    arena_overlap_problem,
+    scratch_problem,
+)
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.layout import Header, ProgramFormatError
@@ -39,6 +49,11 @@ def deserialize(data: bytes | bytearray | memoryview) -> Graph:
     reader = _OpReader(header, index, tensors, decoder)
     ops = [reader.read(buf, i) for i in range(header.op_count)]
     _check_delegates(ops, {t.name: t for t in tensors})
+    _check_arena_use(ops, {t.name: t for t in tensors}, TARGET_BY_ID[header.target_id].name)
+    scratch = max((op.scratch_bytes for op in ops), default=0)
+    if L.align_up(header.arena_bytes, L.CONSTANT_ALIGN) + scratch > L.MAX_RAM_BYTES:
+        raise ProgramFormatError(f"arena of {header.arena_bytes} bytes (byte 24) and op scratch of {scratch} "
+                                 f"bytes exceed the {L.MAX_RAM_BYTES}-byte limit of a 32-bit address space")
     return Graph(
         tensors={t.name: t for t in tensors},
         ops=ops,
@@ -54,6 +69,14 @@ def _check_delegates(ops: list[Op], tensors: dict[str, Tensor]) -> None:
         problem = delegate_problem(op, tensors) if op.kind == "delegate" else None
         if problem is None and op.kind != "delegate" and op.backend == "npu":
             problem = "backend 'npu' on an op that is not a delegate"
+        if problem:
+            raise ProgramFormatError(f"op {i} ({op.kind}): {problem}")
+
+
+def _check_arena_use(ops: list[Op], tensors: dict[str, Tensor], target: str) -> None:
+    """Each op's scratch fits its kernel and its outputs do not overlap what it reads."""
+    for i, op in enumerate(ops):
+        problem = arena_overlap_problem(op, tensors) or scratch_problem(op, tensors, target)
         if problem:
             raise ProgramFormatError(f"op {i} ({op.kind}): {problem}")
 
@@ -210,6 +233,9 @@ def _read_tensor(buf: bytes, h: Header, strings: _Strings, i: int) -> Tensor:
         raise ProgramFormatError(
             f"{where}: arena range [{offset}, {offset + nbytes}) is outside the {h.arena_bytes}-byte arena"
         )
+    if offset % DTYPES[dtype].itemsize:
+        raise ProgramFormatError(f"{where}: arena offset {offset} is not a multiple of its item size "
+                                 f"{DTYPES[dtype].itemsize}")
     return Tensor(name, shape, dtype, qparams, layout=layout, offset=offset)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from mcuforge.ir import DTYPES, OP_KINDS, Graph, Op, Tensor
+from mcuforge.ir import DTYPES, OP_KINDS, Graph, Op, Tensor, arena_overlap_problem, scratch_problem
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.values import StringTable, ValueEncoder, float_to_word, word_to_float
@@ -119,6 +119,9 @@ def _tensor_record(
                 f"{where}: arena offset {offset} + {nbytes} bytes is outside the arena of "
                 f"{arena_bytes} bytes (run the planner before serializing)"
             )
+        if offset % DTYPES[t.dtype].itemsize:
+            raise ValueError(f"{where}: arena offset {offset} is not a multiple of its item size "
+                             f"{DTYPES[t.dtype].itemsize} (kernels read activations through typed pointers)")
     name_offset, name_length = strings.add(name)
     dims = list(shape) + [0] * (L.MAX_RANK - len(shape))
     return L.TENSOR.pack(
@@ -185,6 +188,7 @@ def _op_record(
     problem = delegate_problem(op, graph.tensors) if op.kind == "delegate" else None
     if problem is None and op.kind != "delegate" and op.backend == "npu":
         problem = "backend 'npu' on an op that is not a delegate"
+    problem = problem or arena_overlap_problem(op, graph.tensors) or scratch_problem(op, graph.tensors, graph.target)
     if problem:
         raise ValueError(f"{where}: {problem}")
     return L.OP.pack(

@@ -6,20 +6,21 @@ from . import format as F
 
 
 class TraceWriter:
-    """Appends framed records to an in-memory stream and counts them for ``STREAM_END``."""
+    """Appends framed records to an in-memory stream, numbers them (each record's sequence byte) and
+    counts them for ``STREAM_END``. ``lossy`` sets the flag of a device whose sink may drop op records."""
 
-    def __init__(self, *, unit: str, full: bool, program_crc: int, op_count: int) -> None:
+    def __init__(self, *, unit: str, full: bool, program_crc: int, op_count: int, lossy: bool = False) -> None:
         self._stream = bytearray()
         self.record_count = 0
         self.closed = False
-        flags = F.FLAG_TENSORS if full else 0
+        flags = (F.FLAG_TENSORS if full else 0) | (F.FLAG_LOSSY if lossy else 0)
         self._record(F.STREAM_START, F.PAYLOADS[F.STREAM_START].pack(
             *F.VERSION, F.TIME_UNIT_CODES[unit], flags, 0, program_crc, op_count))
 
     def _record(self, record_type: int, payload: bytes) -> None:
         if self.closed:
             raise RuntimeError("the trace stream is closed (STREAM_END written)")
-        self._stream += F.encode_record(record_type, payload)
+        self._stream += F.encode_record(record_type, payload, seq=self.record_count)
         self.record_count += 1
 
     def run_start(self, run_index: int, time: int) -> None:
@@ -40,6 +41,11 @@ class TraceWriter:
     def alloc(self, kind: str, ident: int, offset: int, size: int, first_op: int, last_op: int) -> None:
         self._record(F.ALLOC, F.PAYLOADS[F.ALLOC].pack(F.ALLOC_KIND_CODES[kind], ident, offset, size,
                                                        first_op, last_op))
+
+    def dropped(self, records: int, nbytes: int) -> None:
+        """A DROPPED record: ``records`` records (``nbytes`` bytes) were not written since the last one
+        (what a device's sink writes when it had no room for some op records)."""
+        self._record(F.DROPPED, F.PAYLOADS[F.DROPPED].pack(records, nbytes))
 
     def finish(self) -> bytes:
         """Close the stream with ``STREAM_END`` (once) and return all its bytes."""

@@ -6,7 +6,10 @@
 #include <stdint.h>
 
 /* Files in QEMU's working directory (semihosting paths are relative to it). */
-#define FW_FILE_CONFIG "run.cfg"      /* in: u32 trace mode (FW_TRACE_*) */
+/* in: u32 trace mode (FW_TRACE_*), u32 trace sink (FW_SINK_*); optionally u32 arena shortfall (give
+ * mf_init that many bytes less than the program needs: the guard test), u32 trace buffer bytes (0:
+ * FW_TRACE_BUFFER_BYTES) */
+#define FW_FILE_CONFIG "run.cfg"
 #define FW_FILE_PROGRAM "program.mfp" /* in: the program file */
 #define FW_FILE_INPUT_PREFIX "input"   /* in: input<i>.bin, graph input i, program dtype and layout */
 #define FW_FILE_OUTPUT_PREFIX "output" /* out: output<i>.bin, graph output i */
@@ -17,6 +20,10 @@
 #define FW_STACK_FILL 0xC5C5C5C5u
 
 enum { FW_TRACE_OFF = 0, FW_TRACE_EVENTS = 1, FW_TRACE_FULL = 2 };
+/* Where the trace goes: trace.bin over semihosting, or UART0 (BOARD_UART, the board's CMSDK UART). */
+enum { FW_SINK_FILE = 0, FW_SINK_UART = 1 };
+#define FW_UART_RING_BYTES 4096u
+#define FW_TRACE_BUFFER_BYTES (64u * 1024u) /* the trace's RAM buffer, written to trace.bin when full */
 
 /* QEMU exit statuses (SYS_EXIT_EXTENDED). */
 enum { FW_EXIT_OK = 0, FW_EXIT_FAILED = 1, FW_EXIT_FAULT = 3 };
@@ -45,9 +52,10 @@ typedef struct {
     uint32_t stack_size;               /* the stack reserved by the linker script */
     uint32_t arena_bytes, program_bytes, output_count, trace_bytes;
     uint32_t clock_hz;
-    uint32_t reserved;
+    uint32_t trace_dropped;            /* trace records the UART sink had no room for */
+    uint32_t trace_dropped_bytes;      /* trace bytes lost because writing trace.bin failed (never overflowed) */
     char status_name[32];
-    char message[56];
+    char message[52];
 } fw_result;
 /* C99 has no static_assert: a negative array size stops the build if the layout drifts. */
 typedef char fw_result_is_168_bytes[sizeof(fw_result) == 168 ? 1 : -1];

@@ -2,14 +2,21 @@
  * host files over semihosting (firmware.h), so that one build per board runs every model.
  *
  *   run.cfg, program.mfp, input<i>.bin  ->  mf_program_load, mf_init, mf_set_input, mf_invoke
- *   ->  output<i>.bin, trace.bin, result.bin (status, instructions, stack high-water mark)
+ *   ->  output<i>.bin, trace.bin (or the trace on UART0), result.bin (status, instructions, stack)
+ *
+ * Instructions are counted with SysTick under QEMU -icount (board/mf_timer.h); the trace's clock is
+ * the MF_TIMER source the firmware was built with.
  */
 #include <string.h>
 
+#include "cmsdk_uart.h"
 #include "firmware.h"
-#include "icount.h"
 #include "mcuforge.h"
+#include "mf_timer.h"
+#include "mf_trace_uart.h"
 #include "semihost.h"
+
+#define icount_now mf_icount_now
 
 
 extern uint32_t _sstack, _estack, _sheap, _eheap;
@@ -72,35 +79,43 @@ static int write_file(const char *name, const void *data, size_t n) {
 
 #if MF_TRACE
 /* The trace goes to a RAM buffer and reaches the host file when the buffer is full: a semihosting
- * call per record would be slow, and the time between two records must be the runtime's own. */
+ * call per record would be slow, and the time between two records must be the runtime's own.
+ * The buffer never overflows: a full buffer is written out first. If writing fails (the host file is
+ * gone or the disk full), the rest of the stream is dropped and counted, never written over the
+ * buffer, so the file holds an intact prefix (the reader flags it truncated) and result.bin says how
+ * many bytes were lost. */
 typedef struct {
     int32_t fd;
     uint8_t *buf;
-    uint32_t used, capacity, total;
+    uint32_t used, capacity, total, dropped;
     int failed;
 } trace_file;
 
 static void trace_flush(trace_file *t) {
-    if (t->used > 0 && sh_write(t->fd, t->buf, t->used) != 0) t->failed = 1;
+    if (t->used > 0 && !t->failed && sh_write(t->fd, t->buf, t->used) != 0) {
+        t->failed = 1;
+        t->dropped += t->used;
+    }
     t->used = 0;
 }
 
 static void trace_write(void *user, const uint8_t *bytes, size_t n) {
     trace_file *t = (trace_file *)user;
     t->total += (uint32_t)n;
-    while (n > 0) {
+    while (n > 0 && !t->failed) {
         if (t->used == t->capacity) trace_flush(t);
+        if (t->failed) break;
         size_t room = t->capacity - t->used, take = n < room ? n : room;
         memcpy(t->buf + t->used, bytes, take);
         t->used += (uint32_t)take;
         bytes += take;
         n -= take;
     }
+    t->dropped += (uint32_t)n; /* what is left after a failed write */
 }
 
-static uint64_t trace_now(void *user) {
-    (void)user;
-    return icount_now();
+static int start_trace(mf_trace_sink *sink, const mf_context *ctx) {
+    return mf_timer_start() == 0 && mf_trace_begin(sink, ctx) == MF_OK;
 }
 #endif
 
@@ -130,14 +145,25 @@ static uint32_t lowest_used_stack_address(void) {
     return (uint32_t)p;
 }
 
+/* Word i of run.cfg, 0 when the file is shorter (older hosts write only the trace mode). */
+static uint32_t config_word(const uint8_t *config, uint32_t size, uint32_t i) {
+    if (size < 4u * (i + 1u)) return 0;
+    const uint8_t *w = config + 4u * i;
+    return (uint32_t)w[0] | (uint32_t)w[1] << 8 | (uint32_t)w[2] << 16 | (uint32_t)w[3] << 24;
+}
+
 static int run(void) {
     char name[24];
     uint32_t size;
 
     uint8_t *config = read_file(FW_FILE_CONFIG, &size);
     if (config == NULL || size < 4) return fail(FW_STAGE_FILES, -1, "cannot read " FW_FILE_CONFIG);
-    uint32_t trace_mode = (uint32_t)config[0] | (uint32_t)config[1] << 8 | (uint32_t)config[2] << 16 |
-                          (uint32_t)config[3] << 24;
+    uint32_t trace_mode = config_word(config, size, 0);
+    uint32_t trace_sink = config_word(config, size, 1);
+    uint32_t arena_shortfall = config_word(config, size, 2);
+    uint32_t trace_buffer_bytes = config_word(config, size, 3);
+    if (trace_buffer_bytes == 0) trace_buffer_bytes = FW_TRACE_BUFFER_BYTES;
+    (void)trace_sink, (void)trace_buffer_bytes; /* only a build with MF_TRACE has a trace sink and buffer */
     if (trace_mode != FW_TRACE_OFF && !MF_TRACE)
         return fail(FW_STAGE_TRACE, -1, "trace asked of a firmware built without MF_TRACE");
 
@@ -156,8 +182,16 @@ static int run(void) {
     result.arena_bytes = arena_bytes;
     uint8_t *arena = heap_take(arena_bytes > 0 ? arena_bytes : 16u);
     if (arena == NULL) return fail(FW_STAGE_MEMORY, -1, "the arena does not fit the board's RAM");
-    st = mf_init(&ctx, &prog, arena, arena_bytes);
-    if (st != MF_OK) return fail(FW_STAGE_INIT, st, "mf_init failed");
+    /* A marked arena: a refused mf_init (too small) must not have written one byte of it. */
+    memset(arena, 0xA5, arena_bytes);
+    uint32_t given = arena_shortfall < arena_bytes ? arena_bytes - arena_shortfall : 0u;
+    st = mf_init(&ctx, &prog, arena, given);
+    if (st != MF_OK) {
+        for (uint32_t i = 0; i < arena_bytes; i++) {
+            if (arena[i] != 0xA5) return fail(FW_STAGE_INIT, st, "mf_init failed after writing the arena");
+        }
+        return fail(FW_STAGE_INIT, st, "mf_init failed (arena untouched)");
+    }
 
     uint32_t inputs = mf_program_input_count(&prog);
     for (uint32_t i = 0; i < inputs; i++) {
@@ -172,20 +206,30 @@ static int run(void) {
 #if MF_TRACE
     static trace_file tfile;
     static mf_trace_sink tsink;
-    if (trace_mode != FW_TRACE_OFF) {
-        tfile.capacity = 64u * 1024u;
+    static mf_trace_uart tuart;
+    const uint8_t full = trace_mode == FW_TRACE_FULL;
+    if (trace_mode != FW_TRACE_OFF && trace_sink == FW_SINK_UART) {
+        /* The trace on UART0 as it is written; a ring buffer for the bursts between ops. */
+        uint8_t *ring = heap_take(FW_UART_RING_BYTES);
+        if (ring == NULL) return fail(FW_STAGE_TRACE, -1, "no room for the UART ring buffer");
+        mf_cmsdk_uart_init(BOARD_UART, 16u);
+        mf_trace_uart_init(&tuart, mf_cmsdk_uart_write, (void *)BOARD_UART, ring, FW_UART_RING_BYTES,
+                           mf_timer_now, mf_timer_unit(), full);
+        sink = &tuart.sink;
+    } else if (trace_mode != FW_TRACE_OFF) {
+        tfile.capacity = trace_buffer_bytes;
         tfile.buf = heap_take(tfile.capacity);
         tfile.fd = sh_open(FW_FILE_TRACE, "wb");
         if (tfile.buf == NULL || tfile.fd < 0) return fail(FW_STAGE_TRACE, -1, "cannot open the trace");
         tsink.write = trace_write;
-        tsink.now = trace_now;
+        tsink.now = mf_timer_now;
         tsink.user = &tfile;
-        tsink.time_unit = 2; /* instructions */
-        tsink.full = trace_mode == FW_TRACE_FULL;
-        st = mf_trace_begin(&tsink, &ctx);
-        if (st != MF_OK) return fail(FW_STAGE_TRACE, st, "mf_trace_begin failed");
+        tsink.time_unit = mf_timer_unit();
+        tsink.full = full;
         sink = &tsink;
     }
+    if (sink != NULL && !start_trace(sink, &ctx))
+        return fail(FW_STAGE_TRACE, -1, "the trace's timer or mf_trace_begin failed");
 #endif
 
     uint32_t sp_before = stack_pointer();
@@ -201,11 +245,23 @@ static int run(void) {
     if (sink != NULL) {
         /* The trace is closed even after a failed invoke: its RUN_END carries the status. */
         mf_status end = mf_trace_end(sink);
-        trace_flush(&tfile);
-        sh_close(tfile.fd);
-        result.trace_bytes = tfile.total;
+        int failed;
+        if (sink == &tuart.sink) {
+            failed = mf_trace_uart_flush(&tuart) != 0;
+            result.trace_bytes = tuart.bytes_sent;
+            result.trace_dropped = tuart.sink.dropped_records;
+        } else {
+            trace_flush(&tfile);
+            sh_close(tfile.fd);
+            result.trace_bytes = tfile.total;
+            result.trace_dropped_bytes = tfile.dropped;
+            failed = tfile.failed;
+        }
         if (st == MF_OK && end != MF_OK) return fail(FW_STAGE_TRACE, end, "mf_trace_end failed");
-        if (st == MF_OK && tfile.failed) return fail(FW_STAGE_TRACE, -1, "writing the trace failed");
+        if (st == MF_OK && failed) {
+            return fail(FW_STAGE_TRACE, -1, sink == &tuart.sink ? "writing the trace to UART0 failed"
+                                                                 : "writing trace.bin failed: bytes dropped");
+        }
     }
 #endif
     if (st != MF_OK) return fail(FW_STAGE_INVOKE, st, "mf_invoke failed");
@@ -232,7 +288,7 @@ int main(void) {
     result.clock_hz = BOARD_HZ;
     result.stack_size = (uint32_t)((uintptr_t)&_estack - (uintptr_t)&_sstack);
 
-    icount_start();
+    mf_systick_start();
     result.calibration_instructions = calibration_run();
     result.calibration_expected = CALIBRATION_LOOPS * 10u;
 

@@ -34,4 +34,8 @@ void mf_host_trace_init(mf_trace_sink *t, void (*write)(void *, const uint8_t *,
     t->full = full;
     t->record_count = 0;
     t->run_index = 0;
+    t->reserve = NULL; /* never drops: writing to memory */
+    t->dropped_pending = 0;
+    t->dropped_pending_bytes = 0;
+    t->dropped_records = 0;
 }

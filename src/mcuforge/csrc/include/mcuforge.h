@@ -156,8 +156,18 @@ typedef struct {
     uint8_t time_unit; /* 0 ns, 1 cycles, 2 instructions */
     uint8_t full;      /* 1: a TENSOR record with each op output's bytes */
     /* Kept by the runtime between calls; zero them (or call mf_trace_begin) before use. */
-    uint32_t record_count;
+    uint32_t record_count; /* records written (each record's sequence byte is this, mod 256) */
     uint32_t run_index;
+    /* Optional, for a sink slower than the ops (a UART; NULL: every record is written). Asked before
+     * each record, or an op's OP_START + OP_END together, of `nbytes`: 1 to write it, 0 to drop it.
+     * With `wait` 0 (op records of an events trace) it must answer at once; with `wait` 1 (every other
+     * record) it may wait, bounded, and answers 0 only when the sink has failed. Dropped records are
+     * counted below and reported in the stream by a DROPPED record before the next one written
+     * (docs/trace.md); run and stream records are never dropped while the sink works. */
+    int (*reserve)(void *user, size_t nbytes, int wait);
+    uint32_t dropped_pending;       /* records dropped since the last DROPPED record */
+    uint32_t dropped_pending_bytes;
+    uint32_t dropped_records;       /* records dropped over the stream */
 } mf_trace_sink;
 
 /* ---------------------------------------------------------------------------------------------
@@ -230,8 +240,9 @@ const void *mf_output(const mf_context *ctx, uint32_t i, size_t *nbytes);
 
 /* Trace stream framing: mf_trace_begin writes STREAM_START and the ALLOC records (arena, then each
  * activation's offset, size and lifetime) and resets the sink's counters; each traced mf_invoke
- * adds one run; mf_trace_end writes STREAM_END. Both return MF_ERR_STATE in a build without
- * MF_TRACE (and write nothing). */
+ * adds one run (an op's records are written after it ran: its time is the kernel's, not the
+ * sink's); mf_trace_end writes STREAM_END. Both return MF_ERR_STATE in a build without MF_TRACE
+ * (and write nothing); MF_ERR_STATE too when the sink's reserve says it has failed. */
 mf_status mf_trace_begin(mf_trace_sink *trace, const mf_context *ctx);
 mf_status mf_trace_end(mf_trace_sink *trace);
 

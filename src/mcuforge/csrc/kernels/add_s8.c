@@ -4,12 +4,15 @@
  *
  * run_portable is the statement of the math (any broadcast, every core). Two inputs of the output's
  * element count (ResNet's residual adds) take a fast path with the same bytes: on MVE cores four
- * lanes at a time (CMSIS-NN's arm_elementwise_add_s8 MVE arithmetic: VQRDMULH + rounding shift),
- * the tail predicated; on the other Cortex-M cores one scalar loop with the requantization
- * inlined and the broadcast walker gone. A multiplier of INT32_MIN takes the portable path on MVE.
+ * lanes at a time (CMSIS-NN's arm_elementwise_add_s8 MVE arithmetic: VQRDMULH + rounding shift) --
+ * TFLite's parameters (input shifts <= 0, output shift < 0) as one tail-predicated asm loop, other
+ * parameters in C with the tail predicated; on DSP cores TFLite's parameters by SMMULR (add_dsp);
+ * on the scalar cores (cortex-m3, mf_scalar.h) tables of each input's 256 scaled values in the op's
+ * scratch; on the other Cortex-M cores one scalar loop with the requantization inlined and the
+ * broadcast walker gone. A multiplier of INT32_MIN takes the portable path on MVE.
  */
 #include "broadcast.h"
-#include "mf_simd.h"
+#include "mf_scalar.h"
 
 enum {
     A_A_OFF, A_A_MULT, A_A_SHIFT, A_B_OFF, A_B_MULT, A_B_SHIFT, A_LEFT_SHIFT, A_OUT_OFF, A_OUT_MULT,
@@ -61,7 +64,7 @@ static mf_status run_portable(const mf_call *c) {
     return MF_OK;
 }
 
-#if defined(MF_USE_MVE) || defined(__arm__)
+#if defined(MF_USE_MVE) || defined(MF_ARM_LOOPS) || defined(MF_USE_SCALAR_FAST)
 typedef struct {
     int32_t a_off, a_mult, a_shift, b_off, b_mult, b_shift, ls, out_off, out_mult, out_shift, lo, hi;
 } add_params;
@@ -98,7 +101,56 @@ static int add_fast_ok(const add_params *p) {
     return p->a_mult != INT32_MIN && p->b_mult != INT32_MIN && p->out_mult != INT32_MIN;
 }
 
-#elif defined(__arm__)
+/* add_same_shape when the input shifts are <= 0 and the output shift < 0 -- the usual TFLite
+ * parameters: the input of the larger scale has the multiplier 2^30 and shift 0 -- as one
+ * tail-predicated asm loop of four lanes (WLSTP/LETP): (x + off) << ls as x * 2^ls + (off << ls)
+ * (VMLAS, wrapping as the C shift does), each requantization VQRDMULH then, for a shift < 0, the
+ * rounding fix-up + VRSHL (ADD_RND), the sum's likewise, + output offset, clamp, four bytes stored.
+ * The seven scalars come in by one LDM into r4-r6, r8-r11 (more operands than GCC can allocate beside
+ * the vectors): r4 a_off << ls, r5 b_off << ls, r6 a_shift, r8 b_shift, r9 out_mult, r10 out_shift,
+ * r11 out_off. */
+#define ADD_RND(Q, R) "   vshr.s32     q2, " Q ", #31\n   vqadd.s32    " Q ", " Q ", q2\n   vrshl.s32    " Q ", " R "\n"
+#define ADD_ASM(A_RND, B_RND)                                                                         \
+    __asm__ volatile("   ldm          %[k], {r4, r5, r6, r8, r9, r10, r11}\n"                      \
+                     "   wlstp.32     lr, %[n], 1f\n"                                              \
+                     "2: vldrb.s32    q0, [%[a]], #4\n"                                            \
+                     "   vldrb.s32    q1, [%[b]], #4\n"                                            \
+                     "   vmlas.s32    q0, %q[pow], r4\n"                                           \
+                     "   vmlas.s32    q1, %q[pow], r5\n"                                           \
+                     "   vqrdmulh.s32 q0, q0, %q[ma]\n"                                            \
+                     "   vqrdmulh.s32 q1, q1, %q[mb]\n" A_RND B_RND                                \
+                     "   vadd.i32     q0, q0, q1\n"                                                \
+                     "   vqrdmulh.s32 q0, q0, r9\n" ADD_RND("q0", "r10")                           \
+                     "   vadd.i32     q0, q0, r11\n"                                               \
+                     "   vmax.s32     q0, q0, %q[lo]\n"                                            \
+                     "   vmin.s32     q0, q0, %q[hi]\n"                                            \
+                     "   vstrb.32     q0, [%[o]], #4\n"                                            \
+                     "   letp         lr, 2b\n"                                                    \
+                     "1:\n"                                                                        \
+                     : [a] "+&l"(a), [b] "+&l"(b), [o] "+&l"(out)                                      \
+                     : [n] "r"(n), [k] "r"(k), [pow] "w"(pow), [lo] "w"(lo), [hi] "w"(hi), [ma] "w"(ma), [mb] "w"(mb) \
+                     : "q0", "q1", "q2", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "lr", "memory")
+
+static int add_asm_ok(const add_params *p) { return p->a_shift <= 0 && p->b_shift <= 0 && p->out_shift < 0; }
+
+static __attribute__((noinline)) void add_asm(const add_params *p, const int8_t *a, const int8_t *b, int8_t *out,
+                                              uint32_t n) {
+    const int32x4_t pow = vdupq_n_s32(mf_wrap32(1u << p->ls)), lo = vdupq_n_s32(p->lo), hi = vdupq_n_s32(p->hi);
+    const int32x4_t ma = vdupq_n_s32(p->a_mult), mb = vdupq_n_s32(p->b_mult);
+    const int32_t k[7] = {mf_wrap32((uint32_t)p->a_off << p->ls), mf_wrap32((uint32_t)p->b_off << p->ls), p->a_shift,
+                          p->b_shift, p->out_mult, p->out_shift, p->out_off};
+    if (p->a_shift < 0 && p->b_shift < 0) {
+        ADD_ASM(ADD_RND("q0", "r6"), ADD_RND("q1", "r8"));
+    } else if (p->a_shift < 0) {
+        ADD_ASM(ADD_RND("q0", "r6"), "");
+    } else if (p->b_shift < 0) {
+        ADD_ASM("", ADD_RND("q1", "r8"));
+    } else {
+        ADD_ASM("", "");
+    }
+}
+
+#elif defined(MF_ARM_LOOPS)
 
 static void add_same_shape(const add_params *p, const int8_t *a, const int8_t *b, int8_t *out, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) {
@@ -116,15 +168,96 @@ static int add_fast_ok(const add_params *p) {
     return 1;
 }
 
+#if defined(MF_USE_DSP)
+/* The DSP cores' loop for left_shift <= 20 and every shift <= 0 (TFLite's parameters). Then every
+ * requantized value fits comfortably (|(x + off) << ls| < 2^28, each scaled input < 2^28, their sum
+ * < 2^29), so the doubling high multiply (v * m + 2^30) >> 31 is SMMULR(2 v, m) = (2 v m + 2^31) >> 32
+ * exactly, with the doubling folded into the shift, and the rounding divide by 2^n (n > 0) is
+ * (v - (v < 0) + 2^(n - 1)) >> n, which cannot overflow: the same bits as mf_requantize. */
+static inline int32_t add_dsp_scaled(int32_t x2, int32_t mult, int32_t n) {
+    int32_t v;
+    __asm__("smmulr %0, %1, %2" : "=r"(v) : "r"(x2), "r"(mult));
+    if (n > 0) v = (v + (v >> 31) + (1 << (n - 1))) >> n;
+    return v;
+}
+
+static int add_dsp_ok(const add_params *p) {
+    return p->ls <= 20 && p->a_shift <= 0 && p->b_shift <= 0 && p->out_shift <= 0;
+}
+
+static void add_dsp(const add_params *p, const int8_t *a, const int8_t *b, int8_t *out, uint32_t n) {
+    const int32_t ls1 = p->ls + 1, na = -p->a_shift, nb = -p->b_shift, no = -p->out_shift;
+    for (uint32_t i = 0; i < n; i++) {
+        const int32_t sa = add_dsp_scaled(mf_wrap32((uint32_t)(a[i] + p->a_off) << ls1), p->a_mult, na);
+        const int32_t sb = add_dsp_scaled(mf_wrap32((uint32_t)(b[i] + p->b_off) << ls1), p->b_mult, nb);
+        const int32_t v = add_dsp_scaled(mf_wrap32((uint32_t)(sa + sb) << 1), p->out_mult, no) + p->out_off;
+        out[i] = mf_clamp_s8(v, p->lo, p->hi);
+    }
+}
+#endif
+
+#endif
+
+#if defined(MF_USE_SCALAR_FAST)
+/* Scalar cores (cortex-m3), equal element counts: each input's scaled value depends on its byte alone, so
+ * the op's scratch holds both inputs' 256 values (int32, by the byte read as unsigned), computed once
+ * per run as run_portable computes them; per element two table loads, an add and the output stage
+ * (mf_sc_requant_fast where it applies). */
+#define ADD_SC_SCRATCH 2048u
+
+static void add_scalar(const add_params *p, const int8_t *a, const int8_t *b, int8_t *out, uint32_t n,
+                       int32_t *tables) {
+    int32_t *ta = tables, *tb = tables + 256;
+    for (int32_t v = -128; v < 128; v++) {
+        ta[v & 0xFF] = scale_input(v, p->a_off, p->ls, p->a_mult, p->a_shift);
+        tb[v & 0xFF] = scale_input(v, p->b_off, p->ls, p->b_mult, p->b_shift);
+    }
+    const uint8_t *au = (const uint8_t *)a, *bu = (const uint8_t *)b, *end = au + n;
+    const int32_t mult = p->out_mult, shift = p->out_shift, lo = p->lo, hi = p->hi;
+    if (mult != INT32_MIN && shift <= -2 && shift >= -23) {
+        const int32_t k_high = (1 + 2 * p->out_off) * (1 << (-shift - 2)), right_m1 = -shift - 1;
+        for (; au != end; out++) {
+            const int32_t v = mf_sc_requant_fast(mf_add_wrap(ta[*au++], tb[*bu++]), mult, k_high, right_m1);
+            *out = mf_clamp_s8(v, lo, hi);
+        }
+        return;
+    }
+    for (; au != end; out++) {
+        const int32_t v = mf_requantize_inline(mf_add_wrap(ta[*au++], tb[*bu++]), mult, shift);
+        *out = mf_clamp_s8(mf_add_wrap(v, p->out_off), lo, hi);
+    }
+}
 #endif
 
 static mf_status run(const mf_call *c) {
-#if defined(MF_USE_MVE) || defined(__arm__)
+#if defined(MF_USE_SCALAR_FAST)
+    mf_tensor sa, sb, so;
+    if (c->scratch_bytes >= ADD_SC_SCRATCH && mf_call_binary_s8(c, &sa, &sb, &so) && sa.numel == so.numel &&
+        sb.numel == so.numel) {
+        add_params p;
+        add_params_read(c, &p);
+        add_scalar(&p, (const int8_t *)sa.data, (const int8_t *)sb.data, (int8_t *)so.data, so.numel,
+                   (int32_t *)(void *)c->scratch);
+        return MF_OK;
+    }
+#endif
+#if defined(MF_USE_MVE) || defined(MF_ARM_LOOPS)
     mf_tensor a, b, o;
     if (mf_call_binary_s8(c, &a, &b, &o) && a.numel == o.numel && b.numel == o.numel) {
         add_params p;
         add_params_read(c, &p);
         if (add_fast_ok(&p)) {
+#if defined(MF_USE_MVE)
+            if (add_asm_ok(&p)) {
+                add_asm(&p, (const int8_t *)a.data, (const int8_t *)b.data, (int8_t *)o.data, o.numel);
+                return MF_OK;
+            }
+#elif defined(MF_USE_DSP)
+            if (add_dsp_ok(&p)) {
+                add_dsp(&p, (const int8_t *)a.data, (const int8_t *)b.data, (int8_t *)o.data, o.numel);
+                return MF_OK;
+            }
+#endif
             add_same_shape(&p, (const int8_t *)a.data, (const int8_t *)b.data, (int8_t *)o.data, o.numel);
             return MF_OK;
         }

@@ -11,19 +11,37 @@
  * hold the input zero point, whose (x + input offset) is 0, so the sums equal the skipped taps' --
  * and a block of columns is multiplied by every filter of its group:
  *   DSP: columns widened to int16 with the offset added (lanes of each group of 4 in the order
- *        0, 2, 1, 3 to match SXTB16 on the weights), 2 filters x 2 pixels per SMLAD loop;
- *   MVE: int8 columns, 1 filter x 4 pixels per VMLADAVA loop over 16 lanes (tail-predicated); the
- *        offset enters once per filter as offset * sum(weights), summed by VADDVA in the same loop.
- * A 1x1 convolution without padding needs no im2col: its patch is the input pixel itself (MVE
- * reads it in place; DSP widens it). A patch row whose taps are adjacent (dilation 1, one group)
- * and inside the input is copied as one run: the few-input-channel first layers.
- * The scratch buffer is conv2d_s8_scratch_bytes (4 x the patch size, mcuforge/lower); a program with
- * less runs the portable path.
+ *        0, 2, 1, 3 to match SXTB16 on the weights), 2 filters x 2 pixels per SMLAD loop; the output
+ *        stage is SMMULR-based (mf_dsp_requantize_small) when no accumulator can reach 2^30;
+ *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
+ *        them), and for every filter one asm block (MVE_ROWS_ASM): a tail-predicated WLSTP/LETP
+ *        loop of VMLADAVA over 16 lanes, then the four pixels requantized as one vector (VQRDMULH +
+ *        rounding shift, shorter when every shift is negative), clamped and scatter-stored. With an
+ *        input offset the loop also sums the weights (VADDVA: offset * sum(w)); the lowering folds
+ *        the offset into the bias of every convolution without padding, so the usual 1x1 layers
+ *        skip it. The patches: a 1x1 without stride or padding copies four consecutive pixels in
+ *        one loop; windows inside the input with rows of whole chunks copy each row by one loop,
+ *        shorter rows (few-channel first layers) are staged by predicated row copies; the other
+ *        windows go through im2col_s8 (zero points outside). An -O0 build, which leaves the asm too
+ *        few registers, and a multiplier of INT32_MIN take the portable path.
+ * The DSP path reads a 1x1 convolution without padding in place (widening it). A patch row whose
+ * taps are adjacent (dilation 1, one group) and inside the input is copied as one run.
+ * The scratch buffer is mcuforge.ir.kernel_scratch_bytes (set by the lowering for the program's target:
+ * 5 patches rounded up to 16 bytes on DSP/MVE, 12 x the patch on the scalar path); a program without
+ * scratch (0) runs the portable path, one with a nonzero scratch below its target's plan is refused at
+ * load (MF_ERR_SHAPE, planned_scratch_bytes), and a path runs only with the scratch it needs.
  */
-#include "mf_simd.h"
+#include "mf_scalar.h"
 
 /* attributes */
 enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_ACT_MIN, A_ACT_MAX };
+
+/* The scratch mcuforge.ir.kernel_scratch_bytes plans for the program's target: 5 patches rounded up to
+ * 16 bytes (DSP, MVE), 12 bytes a tap (cortex-m3's scalar path), none (cortex-m0plus: portable). */
+static uint32_t planned_scratch_bytes(const mf_program *p, uint32_t depth) {
+    if (p->isa_id == MF_ISA_DSP || p->isa_id == MF_ISA_MVE) return 5u * ((depth + 15u) & ~15u);
+    return p->target_id == MF_TARGET_CORTEX_M3 ? 12u * depth : 0u;
+}
 
 static mf_status check(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
@@ -37,48 +55,114 @@ static mf_status check(const mf_call *c) {
     if ((uint64_t)w.shape[1] * w.shape[2] * w.shape[3] > MF_MAX_DOT_DEPTH) return MF_ERR_SHAPE;
     int32_t st[2], pd[2], dl[2];
     if (!mf_attr_conv_window(c, A_STRIDE, st, pd, dl)) return MF_ERR_SHAPE;
+    /* Scratch as planned (mcuforge.ir.kernel_scratch_bytes) or none (the portable path): anything in
+     * between is a program whose plan and kernel disagree, refused on every build alike. */
+    const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3];
+    if (c->scratch_bytes != 0 && c->scratch_bytes < planned_scratch_bytes(c->prog, depth)) {
+        return MF_ERR_SHAPE;
+    }
     return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, w.shape[0], A_ACT_MIN);
 }
+
+#if defined(MF_USE_DSP) || defined(MF_USE_MVE) || defined(MF_USE_SCALAR_FAST)
+/* Every index of the geometry fits an int32 (limits far beyond any Cortex-M memory: the portable path
+ * takes whatever is left); the optimized paths' arithmetic relies on it. */
+static int geometry_fits(const mf_call *c, const mf_tensor *x, const mf_tensor *w, const mf_tensor *o) {
+    int32_t st[2], pd[2], dl[2];
+    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
+    const uint32_t lim = 1u << 14;
+    for (int a = 0; a < 2; a++) {
+        if ((uint32_t)st[a] >= lim || (uint32_t)pd[a] >= lim || (uint32_t)dl[a] >= lim) return 0;
+        if (x->shape[1 + a] >= lim || o->shape[1 + a] >= lim || w->shape[1 + a] >= lim) return 0;
+    }
+    return 1;
+}
+
+/* The op's scratch holds `bytes` (the path's need for the patch size) and geometry_fits. */
+static int path_fits(const mf_call *c, uint32_t (*bytes)(uint32_t depth)) {
+    mf_tensor x, w, o;
+    mf_call_input(c, 0, &x);
+    mf_call_input(c, 1, &w);
+    mf_call_output(c, 0, &o);
+    return c->scratch_bytes >= bytes(w.shape[1] * w.shape[2] * w.shape[3]) && geometry_fits(c, &x, &w, &o);
+}
+#endif
 
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
 #define MF_CONV_FAST 1
 
+/* The fast path's scratch: 4 int8 patches interleaved by 16-byte chunks and a staging patch (MVE); 2
+ * int16 patches interleaved and an int8 one (DSP). */
+#if defined(MF_USE_MVE)
+static uint32_t fast_scratch_bytes(uint32_t depth) { return 5u * ((depth + 15u) & ~15u); }
+#else
 /* Patch size rounded up to a multiple of 4: the DSP columns' stride, which keeps them word-aligned. */
 static uint32_t depth4(uint32_t depth) { return (depth + 3u) & ~3u; }
-
-/* The fast path's scratch: 4 int8 patches (MVE); 2 int16 patches interleaved and an int8 one (DSP). */
 static uint32_t fast_scratch_bytes(uint32_t depth) { return 5u * depth4(depth); }
+#endif
 
-/* dst[0 .. n) = src[0 .. n) */
-static inline void copy_s8(int8_t *dst, const int8_t *src, uint32_t n) {
 #if defined(MF_USE_MVE)
-    for (int32_t left = (int32_t)n; left > 0; left -= 16) {
-        const mve_pred16_t p = vctp8q((uint32_t)left);
+/* Patch bytes [k, k + n) (n > 0) of column i of a block of four, the columns interleaved by 16-byte
+ * chunks -- chunk j of column i at col + 64 j + 16 i, so that one pointer with immediate offsets reads
+ * the four -- from src: a predicated copy up to the next chunk, then one tail-predicated loop
+ * (WLSTP/LETP) of a chunk per iteration. */
+static inline void patch_copy(int8_t *col, uint32_t i, uint32_t k, const int8_t *src, uint32_t n) {
+    int8_t *dst = col + ((k >> 4) << 6) + (i << 4) + (k & 15u);
+    if (k & 15u) {
+        const uint32_t room = 16u - (k & 15u), m = n < room ? n : room;
+        const mve_pred16_t p = vctp8q(m);
         vstrbq_p_s8(dst, vldrbq_z_s8(src, p), p);
-        src += 16;
-        dst += 16;
+        if (m == n) return;
+        n -= m, src += m, dst += m + 48u;
     }
-#else
-    uint32_t i = 0;
-    for (; i + 4 <= n; i += 4) mf_st32(dst + i, mf_ld32(src + i));
-    for (; i < n; i++) dst[i] = src[i];
-#endif
+    __asm__ volatile("   wlstp.8  lr, %[n], 1f\n"
+                     "2: vldrb.8  q0, [%[s]], #16\n"
+                     "   vstrb.8  q0, [%[d]], #64\n"
+                     "   letp     lr, 2b\n"
+                     "1:\n"
+                     : [s] "+&r"(src), [d] "+&r"(dst)
+                     : [n] "r"(n)
+                     : "q0", "lr", "memory");
 }
 
-static inline void fill_s8(int8_t *dst, int8_t v, uint32_t n) {
-#if defined(MF_USE_MVE)
+/* Patch bytes [k, k + n) of column i = v (the same layout). */
+static inline void patch_fill(int8_t *col, uint32_t i, uint32_t k, int8_t v, uint32_t n) {
     const int8x16_t vv = vdupq_n_s8(v);
-    for (int32_t left = (int32_t)n; left > 0; left -= 16) {
-        vstrbq_p_s8(dst, vv, vctp8q((uint32_t)left));
-        dst += 16;
+    int8_t *dst = col + ((k >> 4) << 6) + (i << 4) + (k & 15u);
+    if (k & 15u) {
+        const uint32_t room = 16u - (k & 15u), m = n < room ? n : room;
+        vstrbq_p_s8(dst, vv, vctp8q(m));
+        if (m == n) return;
+        n -= m, dst += m + 48u;
     }
-#else
-    const int32_t word = mf_wrap32((uint32_t)(uint8_t)v * 0x01010101u);
-    uint32_t i = 0;
-    for (; i + 4 <= n; i += 4) mf_st32(dst + i, word);
-    for (; i < n; i++) dst[i] = v;
-#endif
+    __asm__ volatile("   wlstp.8  lr, %[n], 1f\n"
+                     "2: vstrb.8  %q[v], [%[d]], #64\n"
+                     "   letp     lr, 2b\n"
+                     "1:\n"
+                     : [d] "+&r"(dst)
+                     : [n] "r"(n), [v] "w"(vv)
+                     : "lr", "memory");
 }
+#else
+/* Patch bytes [k, k + n) of the contiguous patch col (i unused) from src. */
+static inline void patch_copy(int8_t *col, uint32_t i, uint32_t k, const int8_t *src, uint32_t n) {
+    int8_t *dst = col + k;
+    (void)i;
+    uint32_t j = 0;
+    for (; j + 4 <= n; j += 4) mf_st32(dst + j, mf_ld32(src + j));
+    for (; j < n; j++) dst[j] = src[j];
+}
+
+/* Patch bytes [k, k + n) = v. */
+static inline void patch_fill(int8_t *col, uint32_t i, uint32_t k, int8_t v, uint32_t n) {
+    int8_t *dst = col + k;
+    (void)i;
+    const int32_t word = mf_wrap32((uint32_t)(uint8_t)v * 0x01010101u);
+    uint32_t j = 0;
+    for (; j + 4 <= n; j += 4) mf_st32(dst + j, word);
+    for (; j < n; j++) dst[j] = v;
+}
+#endif
 
 typedef struct {
     const int8_t *x;           /* input image n, channel of the group's first input */
@@ -89,41 +173,42 @@ typedef struct {
     int contiguous_rows;       /* dilation 1 along x and one group: a kernel row is one run of bytes */
 } conv_geom;
 
-/* The patch of output pixel (oy, ox) as int8, in the weights' (ky, kx, c) order. */
-static void im2col_s8(const conv_geom *g, int32_t oy, int32_t ox, int8_t *col) {
+/* The patch of output pixel (oy, ox) as int8, in the weights' (ky, kx, c) order, into column i of
+ * col (patch_copy / patch_fill: the DSP path's contiguous patch, the MVE path's interleaved block). */
+static void im2col_s8(const conv_geom *g, int32_t oy, int32_t ox, int8_t *col, uint32_t i) {
     const int32_t y0 = oy * g->st[0] - g->pd[0], x0 = ox * g->st[1] - g->pd[1];
     const uint32_t row_bytes = g->kw * g->wc;
     const int32_t x_last = x0 + ((int32_t)g->kw - 1) * g->dl[1];
-    for (uint32_t ky = 0; ky < g->kh; ky++, col += row_bytes) {
+    uint32_t k = 0;
+    for (uint32_t ky = 0; ky < g->kh; ky++, k += row_bytes) {
         const int32_t iy = y0 + (int32_t)ky * g->dl[0];
         if (iy < 0 || iy >= g->h) {
-            fill_s8(col, g->zero_point, row_bytes);
+            patch_fill(col, i, k, g->zero_point, row_bytes);
             continue;
         }
         const int8_t *row = g->x + (size_t)iy * (size_t)g->w * g->ch;
         if (g->contiguous_rows && x0 >= 0 && x_last < g->w) {
-            copy_s8(col, row + (size_t)x0 * g->ch, row_bytes);
+            patch_copy(col, i, k, row + (size_t)x0 * g->ch, row_bytes);
             continue;
         }
         if (g->contiguous_rows) { /* the taps inside the input are one run; zero points around it */
             const int32_t lo = x0 < 0 ? -x0 : 0, hi = x_last < g->w ? (int32_t)g->kw : g->w - x0;
             if (hi <= lo) {
-                fill_s8(col, g->zero_point, row_bytes);
+                patch_fill(col, i, k, g->zero_point, row_bytes);
                 continue;
             }
             const uint32_t before = (uint32_t)lo * g->wc, run = (uint32_t)(hi - lo) * g->wc;
-            if (before > 0) fill_s8(col, g->zero_point, before);
-            copy_s8(col + before, row + (size_t)(x0 + lo) * g->ch, run);
-            if (before + run < row_bytes) fill_s8(col + before + run, g->zero_point, row_bytes - before - run);
+            if (before > 0) patch_fill(col, i, k, g->zero_point, before);
+            patch_copy(col, i, k + before, row + (size_t)(x0 + lo) * g->ch, run);
+            if (before + run < row_bytes) patch_fill(col, i, k + before + run, g->zero_point, row_bytes - before - run);
             continue;
         }
-        int8_t *dst = col;
-        for (uint32_t kx = 0; kx < g->kw; kx++, dst += g->wc) {
+        for (uint32_t kx = 0; kx < g->kw; kx++) {
             const int32_t ix = x0 + (int32_t)kx * g->dl[1];
             if (ix < 0 || ix >= g->w) {
-                fill_s8(dst, g->zero_point, g->wc);
+                patch_fill(col, i, k + kx * g->wc, g->zero_point, g->wc);
             } else {
-                copy_s8(dst, row + (size_t)ix * g->ch, g->wc);
+                patch_copy(col, i, k + kx * g->wc, row + (size_t)ix * g->ch, g->wc);
             }
         }
     }
@@ -148,27 +233,19 @@ static void widen_interleaved(const int8_t *src, int16_t *cols, uint32_t c, uint
     for (uint32_t i = d4; i < depth; i++) dst[i - d4] = (int16_t)(src[i] + off);
 }
 
-/* One channel's output stage, read once for the pixels that share it. */
-typedef struct {
-    int32_t bias, mult, shift;
-} channel_rq;
-
-static inline channel_rq channel_rq_of(const mf_channel_requant *q, uint32_t oc) {
-    const uint32_t k = q->per_channel ? oc : 0;
-    channel_rq c = {q->bias ? q->bias[oc] : 0, q->mult[k], q->shift[k]};
-    return c;
-}
-
-/* mf_channel_requant_s8 with the channel's parameters read beforehand: the same bits. */
-static inline int8_t channel_rq_s8(const mf_channel_requant *q, const channel_rq *c, int32_t acc) {
-    const int32_t v = mf_requantize_inline(mf_add_wrap(acc, c->bias), c->mult, c->shift);
+/* One channel's output stage (its parameters read once for the pixels that share them): the short
+ * requantization when it serves the op (small: mf_dsp_small_ok), else mf_channel_requant_s8's; the
+ * same bits either way. */
+static inline int8_t channel_out_s8(const mf_channel_requant *q, const mf_dsp_channel *c, int small, int32_t acc) {
+    if (small) return mf_dsp_out_s8(q, c, acc);
+    const int32_t v = mf_requantize_inline(mf_add_wrap(acc, c->bias), c->mult, -c->n);
     return mf_clamp_s8(mf_add_wrap(v, q->out_off), q->lo, q->hi);
 }
 
 /* Outputs of `rows` filters (weights w, row after row of `depth`) for a pair of interleaved widened
  * patches (word-aligned); out1 NULL: the second column repeats the first, its outputs unwritten. */
 static void mat_mult_2cols(const int16_t *cols, const int8_t *w, uint32_t rows, uint32_t depth,
-                           const mf_channel_requant *rq, uint32_t oc0, int8_t *out0, int8_t *out1) {
+                           const mf_channel_requant *rq, int small, uint32_t oc0, int8_t *out0, int8_t *out1) {
     const uint32_t d4 = depth & ~3u;
     const int16_t *tail = cols + 2u * d4; /* column 0's last values; column 1's at tail + 4 */
     uint32_t r = 0;
@@ -199,12 +276,12 @@ static void mat_mult_2cols(const int16_t *cols, const int8_t *w, uint32_t rows, 
             a01 += tail[4 + t] * pa;
             a11 += tail[4 + t] * pb;
         }
-        const channel_rq ca = channel_rq_of(rq, oc0 + r), cb = channel_rq_of(rq, oc0 + r + 1);
-        out0[r] = channel_rq_s8(rq, &ca, a00);
-        out0[r + 1] = channel_rq_s8(rq, &cb, a10);
+        const mf_dsp_channel ca = mf_dsp_channel_of(rq, oc0 + r), cb = mf_dsp_channel_of(rq, oc0 + r + 1);
+        out0[r] = channel_out_s8(rq, &ca, small, a00);
+        out0[r + 1] = channel_out_s8(rq, &cb, small, a10);
         if (out1 != NULL) {
-            out1[r] = channel_rq_s8(rq, &ca, a01);
-            out1[r + 1] = channel_rq_s8(rq, &cb, a11);
+            out1[r] = channel_out_s8(rq, &ca, small, a01);
+            out1[r + 1] = channel_out_s8(rq, &cb, small, a11);
         }
     }
     if (r < rows) {
@@ -233,92 +310,302 @@ static void mat_mult_2cols(const int16_t *cols, const int8_t *w, uint32_t rows, 
 #else /* MVE */
 #define NCOLS 4u
 
-/* sums[i] = sum(cols[i][k] * w[k]) for the four columns, sums[4] = sum(w[k]), k < depth: full
- * blocks of 16 lanes unpredicated, then one predicated tail. */
-static inline void dot4(const int8_t *w, const int8_t *p0, const int8_t *p1, const int8_t *p2, const int8_t *p3,
-                        uint32_t depth, int32_t sums[5]) {
-    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, ws = 0;
-    for (uint32_t i = depth >> 4; i > 0; i--) {
-        const int8x16_t wv = vldrbq_s8(w);
-        w += 16;
-        ws = vaddvaq_s8(ws, wv);
-        a0 = vmladavaq_s8(a0, vldrbq_s8(p0), wv);
-        p0 += 16;
-        a1 = vmladavaq_s8(a1, vldrbq_s8(p1), wv);
-        p1 += 16;
-        a2 = vmladavaq_s8(a2, vldrbq_s8(p2), wv);
-        p2 += 16;
-        a3 = vmladavaq_s8(a3, vldrbq_s8(p3), wv);
-        p3 += 16;
-    }
-    if (depth & 15u) {
-        const mve_pred16_t p = vctp8q(depth & 15u);
-        const int8x16_t wv = vldrbq_z_s8(w, p);
-        ws = vaddvaq_s8(ws, wv);
-        a0 = vmladavaq_s8(a0, vldrbq_z_s8(p0, p), wv);
-        a1 = vmladavaq_s8(a1, vldrbq_z_s8(p1, p), wv);
-        a2 = vmladavaq_s8(a2, vldrbq_z_s8(p2, p), wv);
-        a3 = vmladavaq_s8(a3, vldrbq_z_s8(p3, p), wv);
-    }
-    sums[0] = a0;
-    sums[1] = a1;
-    sums[2] = a2;
-    sums[3] = a3;
-    sums[4] = ws;
+/* What the rows loop below reads from memory each filter (its registers are all taken). */
+typedef struct {
+    const int32_t *bias, *mult, *shift; /* offsets 0, 4, 8: the next filter's (per channel) */
+    int32_t in_off;                     /* 12 */
+    int32_t mult0, shift0;              /* 16, 20: per-tensor requantization */
+    int32_t skip;                       /* 24: depth - 16 * ceil(depth / 16), w's step after a row's loop */
+    const int8_t *cols;                 /* 28: the block's columns */
+} mve_rows_state;
+
+/* Pieces of the rows loop's text, one per variant (bias or not, offset or not, per channel or per
+ * tensor). a0..a3: the four pixels' accumulators; ws: the weights' sum; cp: the column pointer. */
+#define MVE_K_BIAS "   ldr          %[cp], [%[st]]\n   ldr          %[a0], [%[cp]], #4\n   str          %[cp], [%[st]]\n" \
+                   "   mov          %[a1], %[a0]\n   mov          %[a2], %[a0]\n   mov          %[a3], %[a0]\n"
+#define MVE_K_ZERO "   movs         %[a0], #0\n   movs         %[a1], #0\n   movs         %[a2], #0\n   movs         %[a3], #0\n"
+#define MVE_K_SUM MVE_K_ZERO "   movs         %[ws], #0\n"
+#define MVE_WSUM "   vaddva.s8    %[ws], q0\n"
+/* after the loop, with an offset: q3 += bias + in_off * sum(w) (|sum(w)| <= 2^23, |in_off| <= 128) */
+#define MVE_ADD_SUM_BIAS "   ldr          %[cp], [%[st]]\n   ldr          %[a0], [%[cp]], #4\n   str          %[cp], [%[st]]\n" \
+                         "   ldr          %[a1], [%[st], #12]\n   mla          %[a0], %[ws], %[a1], %[a0]\n" \
+                         "   vadd.i32     q3, q3, %[a0]\n"
+#define MVE_ADD_SUM "   ldr          %[a1], [%[st], #12]\n   mul          %[a0], %[ws], %[a1]\n   vadd.i32     q3, q3, %[a0]\n"
+#define MVE_PARAMS_CHANNEL "   ldrd         %[a0], %[a1], [%[st], #4]\n   ldr          %[a2], [%[a0]], #4\n" \
+                           "   ldr          %[a3], [%[a1]], #4\n   strd         %[a0], %[a1], [%[st], #4]\n"
+#define MVE_PARAMS_TENSOR "   ldrd         %[a2], %[a3], [%[st], #16]\n"
+
+/* The requantization of q3 by mult a2 and shift a3: general (mf_requantize_x4_n) or, when every shift
+ * of the op is negative, without the left shift and the tests. */
+#define MVE_REQ_GENERAL                                                                               \
+    "   cmp          %[a3], #0\n"                                                                  \
+    "   ble          4f\n"                                                                         \
+    "   vshl.s32     q3, %[a3]\n"                                                                  \
+    "4: vqrdmulh.s32 q3, q3, %[a2]\n"                                                              \
+    "   bge          5f\n"                                                                         \
+    "   vshr.s32     q0, q3, #31\n"                                                                \
+    "   vqadd.s32    q3, q3, q0\n"                                                                 \
+    "   vrshl.s32    q3, %[a3]\n"                                                                  \
+    "5:\n"
+#define MVE_REQ_NEGATIVE                                                                              \
+    "   vqrdmulh.s32 q3, q3, %[a2]\n"                                                              \
+    "   vshr.s32     q0, q3, #31\n"                                                                \
+    "   vqadd.s32    q3, q3, q0\n"                                                                 \
+    "   vrshl.s32    q3, %[a3]\n"
+
+/* For each of `rows` filters (weights from w, row after row of depth bytes, the pointer moved on by
+ * st->skip after each row's loop): the four interleaved columns' dot products (one tail-predicated
+ * loop of 16 lanes, WLSTP/LETP), then the output stage on the four pixels as one vector (REQ), +
+ * output offset, clamp, a byte scatter store of the lanes in P0 to out + offsets, out + 1 for the
+ * next filter. */
+#define MVE_ROWS_ASM(K, WSUM, ADD, PARAMS, REQ)                                                       \
+    __asm__ volatile("   vmsr         p0, %[cp]\n"                                                     \
+                     "3:\n" K                                                                          \
+                     "   ldr          %[cp], [%[st], #28]\n"                                          \
+                     "   wlstp.8      lr, %[n], 1f\n"                                                  \
+                     "2: vldrb.8      q0, [%[w]], #16\n"                                               \
+                     "   vldrb.8      q1, [%[cp]], #64\n"                                              \
+                     "   vmladava.s8  %[a0], q0, q1\n"                                                 \
+                     "   vldrb.8      q2, [%[cp], #-48]\n"                                             \
+                     "   vmladava.s8  %[a1], q0, q2\n"                                                 \
+                     "   vldrb.8      q1, [%[cp], #-32]\n"                                             \
+                     "   vmladava.s8  %[a2], q0, q1\n"                                                 \
+                     "   vldrb.8      q2, [%[cp], #-16]\n"                                             \
+                     "   vmladava.s8  %[a3], q0, q2\n" WSUM                                            \
+                     "   letp         lr, 2b\n"                                                        \
+                     "1: ldr          %[cp], [%[st], #24]\n"                                          \
+                     "   add          %[w], %[w], %[cp]\n"                                             \
+                     "   vmov         q3[2], q3[0], %[a0], %[a2]\n"                                    \
+                     "   vmov         q3[3], q3[1], %[a1], %[a3]\n" ADD PARAMS REQ                     \
+                     "   vadd.i32     q3, q3, %q[ooff]\n"                                              \
+                     "   vmax.s32     q3, q3, %q[lo]\n"                                                \
+                     "   vmin.s32     q3, q3, %q[hi]\n"                                                \
+                     "   vpst\n"                                                                       \
+                     "   vstrbt.32    q3, [%[out], %q[offs]]\n"                                        \
+                     "   adds         %[out], %[out], #1\n"                                            \
+                     "   subs         %[rows], %[rows], #1\n"                                          \
+                     "   bne          3b\n"                                                            \
+                     : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [ws] "=&Te"(ws),  \
+                       [cp] "+&r"(cp), [w] "+&r"(w), [out] "+&r"(out), [rows] "+&r"(rows)                \
+                     : [n] "r"(depth), [st] "r"(stp),                                                   \
+                       [lo] "w"(lo), [hi] "w"(hi), [offs] "w"(pixel_offsets), [ooff] "w"(ooff)         \
+                     : "q0", "q1", "q2", "q3", "lr", "memory", "cc")
+
+/* The rows loop's per-run constants (mat_mult_4cols). */
+typedef struct {
+    int32x4_t lo, hi, ooff; /* activation range, output offset */
+    uint32x4_t offs;        /* lane i's byte offset among the four pixels' outputs, in the VMOVs' lane order */
+    mve_rows_state st;      /* st.bias/mult/shift: the group's first filter's, reset per block */
+    const int32_t *bias0, *mult0, *shift0;
+    uint32_t depth, rows, oc_n;
+    int variant;            /* bit 0: bias, bit 1: an input offset, bit 2: per channel, bit 3: every shift < 0 */
+} mve_mm;
+
+static void mve_mm_init(mve_mm *m, const mf_channel_requant *rq, int32_t in_off, uint32_t depth, uint32_t rows,
+                        uint32_t oc_n) {
+    m->lo = vdupq_n_s32(rq->lo), m->hi = vdupq_n_s32(rq->hi), m->ooff = vdupq_n_s32(rq->out_off);
+    m->offs = vreinterpretq_u32_s32(mf_mve_lanes4(0, (int32_t)oc_n, (int32_t)(2u * oc_n), (int32_t)(3u * oc_n)));
+    m->st.in_off = in_off, m->st.mult0 = rq->mult[0], m->st.shift0 = rq->shift[0];
+    m->st.skip = (int32_t)depth - (int32_t)((depth + 15u) & ~15u); /* the loop moves w on 16 * ceil(depth / 16) */
+    m->depth = depth, m->rows = rows, m->oc_n = oc_n;
+    int negative = rq->per_channel != 0; /* per channel, every shift negative: the shorter requantization */
+    for (uint32_t i = 0; negative && i < oc_n; i++) negative = rq->shift[i] < 0;
+    m->variant = (rq->bias != NULL) | (in_off != 0) << 1 | (rq->per_channel != 0) << 2 | negative << 3;
 }
 
-/* Outputs of `rows` filters for four int8 columns (patches); cols[i] for i >= n_cols repeat a
- * column and are not written. sum((x + off) * w) = sum(x * w) + off * sum(w). The four outputs of
- * a filter share its requantization: one vector requantize, one scatter store (the outputs of
- * consecutive pixels lie pixel_offsets apart). */
-static void mat_mult_4cols(const int8_t *const cols[4], uint32_t n_cols, const int8_t *w, uint32_t rows,
-                           uint32_t depth, int32_t in_off, const mf_channel_requant *rq, int vector_rq,
-                           uint32_t oc0, int8_t *out, const uint32x4_t pixel_offsets) {
-    const mve_pred16_t store = vctp32q(n_cols);
-    for (uint32_t r = 0; r < rows; r++) {
-        int32_t sums[5];
-        dot4(w + (size_t)r * depth, cols[0], cols[1], cols[2], cols[3], depth, sums);
-        const int32_t corr = sums[4] * in_off; /* |sum(w)| <= 2^23, |in_off| <= 128: no overflow */
-        const uint32_t oc = oc0 + r;
-        if (vector_rq) {
-            int32x4_t acc = vdupq_n_s32(0);
-            acc = vsetq_lane_s32(sums[0], acc, 0);
-            acc = vsetq_lane_s32(sums[1], acc, 1);
-            acc = vsetq_lane_s32(sums[2], acc, 2);
-            acc = vsetq_lane_s32(sums[3], acc, 3);
-            acc = vaddq_s32(acc, vdupq_n_s32(rq->bias ? mf_add_wrap(corr, rq->bias[oc]) : corr));
-            const uint32_t k = rq->per_channel ? oc : 0;
-            int32x4_t v = mf_requantize_x4(acc, vdupq_n_s32(rq->mult[k]), vdupq_n_s32(rq->shift[k]));
-            v = vaddq_s32(v, vdupq_n_s32(rq->out_off));
-            v = vminq_s32(vmaxq_s32(v, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));
-            vstrbq_scatter_offset_p_s32(out + r, pixel_offsets, v, store);
-        } else {
-            for (uint32_t i = 0; i < n_cols; i++) {
-                out[vgetq_lane_u32(pixel_offsets, 0) + i * (vgetq_lane_u32(pixel_offsets, 1)) + r] =
-                    mf_channel_requant_s8_inline(rq, oc, mf_add_wrap(sums[i], corr));
-            }
-        }
+/* The group's filters from oc0 (their bias and requantization from oc0 on). */
+static inline void mve_mm_group(mve_mm *m, const mf_channel_requant *rq, uint32_t oc0) {
+    m->bias0 = rq->bias ? rq->bias + oc0 : NULL;
+    m->mult0 = rq->per_channel ? rq->mult + oc0 : rq->mult;
+    m->shift0 = rq->per_channel ? rq->shift + oc0 : rq->shift;
+}
+
+/* Outputs of the group's filters (weights w, row after row) for a block of four interleaved columns
+ * (the patches of four pixels; columns past n_cols hold stale bytes and are not stored).
+ * sum((x + off) * w) = sum(x * w) + off * sum(w): with an offset the loop also sums the weights
+ * (VADDVA); an offset of 0 (the lowering folds it into the bias where no tap is ever padding) needs
+ * only the products. The four outputs of a filter share its requantization: one vector
+ * requantize, one scatter store (the outputs of consecutive pixels lie oc_n bytes apart). */
+static __attribute__((noinline)) void mat_mult_4cols(mve_mm *m, const int8_t *cols, uint32_t n_cols, const int8_t *w, int8_t *out) {
+    if (m->rows == 0) return;
+    const int32x4_t lo = m->lo, hi = m->hi, ooff = m->ooff;
+    const uint32x4_t pixel_offsets = m->offs;
+    const uint32_t depth = m->depth;
+    mve_rows_state *stp = &m->st;
+    stp->bias = m->bias0, stp->mult = m->mult0, stp->shift = m->shift0;
+    stp->cols = cols;
+    /* the store predicate (the lanes whose offsets belong to the n_cols pixels), then the column pointer */
+    uint32_t cp = vcmphiq_u32(vdupq_n_u32(n_cols * m->oc_n), pixel_offsets);
+    uint32_t rows = m->rows;
+    int32_t a0, a1, a2, a3, ws;
+#if defined(__OPTIMIZE__) /* an unoptimized build has too few registers for the asm: fast_path_fits says no */
+    switch (m->variant) {
+    case 13: MVE_ROWS_ASM(MVE_K_BIAS, "", "", MVE_PARAMS_CHANNEL, MVE_REQ_NEGATIVE); break;
+    case 12: MVE_ROWS_ASM(MVE_K_ZERO, "", "", MVE_PARAMS_CHANNEL, MVE_REQ_NEGATIVE); break;
+    case 15: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM_BIAS, MVE_PARAMS_CHANNEL, MVE_REQ_NEGATIVE); break;
+    case 14: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM, MVE_PARAMS_CHANNEL, MVE_REQ_NEGATIVE); break;
+    case 5: MVE_ROWS_ASM(MVE_K_BIAS, "", "", MVE_PARAMS_CHANNEL, MVE_REQ_GENERAL); break;
+    case 4: MVE_ROWS_ASM(MVE_K_ZERO, "", "", MVE_PARAMS_CHANNEL, MVE_REQ_GENERAL); break;
+    case 7: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM_BIAS, MVE_PARAMS_CHANNEL, MVE_REQ_GENERAL); break;
+    case 6: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM, MVE_PARAMS_CHANNEL, MVE_REQ_GENERAL); break;
+    case 1: MVE_ROWS_ASM(MVE_K_BIAS, "", "", MVE_PARAMS_TENSOR, MVE_REQ_GENERAL); break;
+    case 0: MVE_ROWS_ASM(MVE_K_ZERO, "", "", MVE_PARAMS_TENSOR, MVE_REQ_GENERAL); break;
+    case 3: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM_BIAS, MVE_PARAMS_TENSOR, MVE_REQ_GENERAL); break;
+    default: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM, MVE_PARAMS_TENSOR, MVE_REQ_GENERAL); break;
     }
+#else
+    (void)cp, (void)rows, (void)w, (void)out, (void)lo, (void)hi, (void)ooff, (void)depth;
+#endif
+    (void)a0, (void)a1, (void)a2, (void)a3, (void)ws;
 }
 #endif
 
-/* The op declares the fast path's scratch, and every index of its geometry fits an int32 (limits far
- * beyond any Cortex-M memory: the portable path takes whatever is left). */
+/* The op declares the fast path's scratch, and every index of its geometry fits an int32; on MVE also
+ * an optimized build and requantization parameters the vector output stage takes. */
 static int fast_path_fits(const mf_call *c) {
-    mf_tensor x, w, o;
-    mf_call_input(c, 0, &x);
-    mf_call_input(c, 1, &w);
-    mf_call_output(c, 0, &o);
-    if (c->scratch_bytes < fast_scratch_bytes(w.shape[1] * w.shape[2] * w.shape[3])) return 0;
-    int32_t st[2], pd[2], dl[2];
-    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
-    const uint32_t lim = 1u << 14;
-    for (int a = 0; a < 2; a++) {
-        if ((uint32_t)st[a] >= lim || (uint32_t)pd[a] >= lim || (uint32_t)dl[a] >= lim) return 0;
-        if (x.shape[1 + a] >= lim || o.shape[1 + a] >= lim || w.shape[1 + a] >= lim) return 0;
-    }
+    if (!path_fits(c, fast_scratch_bytes)) return 0;
+#if defined(MF_USE_MVE)
+#if !defined(__OPTIMIZE__)
+    return 0; /* the MVE rows loop is asm that needs an optimized build's registers */
+#endif
+    mf_tensor x, w, b, m, s, o;
+    mf_channel_requant rq;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    if (!mf_requant_vector_ok(&rq, w.shape[0])) return 0; /* a multiplier of INT32_MIN: the portable path */
+#endif
     return 1;
 }
+
+#if defined(MF_USE_MVE)
+/* rows x row_bytes (a multiple of 16) from src (rows `stride` bytes apart) into column i of the
+ * interleaved block from patch byte 0: each row one tail-predicated loop of a chunk per iteration. */
+static inline void patch_rows16(int8_t *col, uint32_t i, const int8_t *src, uint32_t rows, uint32_t row_bytes,
+                                uint32_t stride) {
+    int8_t *dst = col + (i << 4);
+    const int8_t *s;
+    __asm__ volatile("3: mov      %[s], %[src]\n"
+                     "   wlstp.8  lr, %[n], 1f\n"
+                     "2: vldrb.8  q0, [%[s]], #16\n"
+                     "   vstrb.8  q0, [%[d]], #64\n"
+                     "   letp     lr, 2b\n"
+                     "1: add      %[src], %[src], %[stride]\n"
+                     "   subs     %[rows], %[rows], #1\n"
+                     "   bne      3b\n"
+                     : [s] "=&r"(s), [src] "+&r"(src), [d] "+&r"(dst), [rows] "+&r"(rows)
+                     : [n] "r"(row_bytes), [stride] "r"(stride)
+                     : "q0", "lr", "memory", "cc");
+}
+
+/* rows x row_bytes (< 16) from src (rows `stride` bytes apart) into column i of the interleaved block
+ * (depth = rows * row_bytes bytes, so the staging pointer ends depth bytes on): each row one
+ * predicated 16-byte copy into the contiguous staging
+ * patch (a row's bytes past row_bytes are left alone), then the patch one chunk at a time into the
+ * column. The few-channel first layers. */
+static inline void patch_rows_staged(int8_t *col, uint32_t i, int8_t *staging, const int8_t *src, uint32_t rows,
+                                     uint32_t row_bytes, uint32_t stride, uint32_t depth) {
+    int8_t *dst = col + (i << 4), *stg = staging;
+    const int8_t *s;
+    __asm__ volatile("   vctp.8       %[rb]\n"
+                     "3: vpstt\n"
+                     "   vldrbt.8     q0, [%[src]]\n"
+                     "   vstrbt.8     q0, [%[stg]]\n"
+                     "   add          %[src], %[src], %[stride]\n"
+                     "   add          %[stg], %[stg], %[rb]\n"
+                     "   subs         %[rows], %[rows], #1\n"
+                     "   bne          3b\n"
+                     "   sub          %[s], %[stg], %[n]\n" /* the staging patch: depth bytes back */
+                     "   wlstp.8      lr, %[n], 1f\n"
+                     "2: vldrb.8      q0, [%[s]], #16\n"
+                     "   vstrb.8      q0, [%[d]], #64\n"
+                     "   letp         lr, 2b\n"
+                     "1:\n"
+                     : [s] "=&r"(s), [src] "+&r"(src), [stg] "+&r"(stg), [d] "+&r"(dst), [rows] "+&r"(rows)
+                     : [rb] "r"(row_bytes), [stride] "r"(stride), [n] "r"(depth)
+                     : "q0", "lr", "memory", "cc");
+}
+
+/* The patches of n (1..4) consecutive pixels of a 1x1 convolution without stride or padding whose
+ * output rows are as wide as the input's: pixel i's patch is the depth bytes at src + i * step. */
+static inline void patch_pixels(int8_t *col, const int8_t *src, uint32_t n, uint32_t depth, uint32_t step) {
+    const int8_t *s;
+    int8_t *d;
+    __asm__ volatile("3: mov          %[s], %[src]\n"
+                     "   mov          %[d], %[col]\n"
+                     "   wlstp.8      lr, %[depth], 1f\n"
+                     "2: vldrb.8      q0, [%[s]], #16\n"
+                     "   vstrb.8      q0, [%[d]], #64\n"
+                     "   letp         lr, 2b\n"
+                     "1: add          %[src], %[src], %[step]\n"
+                     "   add          %[col], %[col], #16\n"
+                     "   subs         %[n], %[n], #1\n"
+                     "   bne          3b\n"
+                     : [s] "=&r"(s), [d] "=&r"(d), [src] "+&r"(src), [col] "+&r"(col), [n] "+&r"(n)
+                     : [depth] "r"(depth), [step] "r"(step)
+                     : "q0", "lr", "memory", "cc");
+}
+
+/* The MVE blocks: four pixels' patches into the interleaved columns (a window inside the input with
+ * rows of whole chunks: patch_rows16; a 1x1 inside the input: the pixel itself; else im2col_s8), then
+ * every filter of the group by mat_mult_4cols. The geometry is copied into locals: the copy loops'
+ * asm clobbers memory, which would reload every field of g after each. */
+static void run_blocks(const conv_geom *g, mve_mm *m, const int8_t *wg, uint32_t oh, uint32_t ow, int8_t *out,
+                       int8_t *cols) {
+    const uint32_t ch = g->ch, row_bytes = g->kw * g->wc, in_row = (uint32_t)g->w * ch, pixels = oh * ow;
+    const uint32_t kh = g->kh, depth = m->depth, oc_n = m->oc_n;
+    const int32_t st0 = g->st[0], st1 = g->st[1], pd0 = g->pd[0], pd1 = g->pd[1];
+    const uint32_t row_step = in_row * (uint32_t)g->dl[0], px_step = (uint32_t)st1 * ch;
+    const int8_t *x = g->x;
+    /* windows inside the input -- 1: whole-chunk rows; 2: one pixel (1x1); 3: short rows, staged;
+     * 0: im2col_s8 everywhere */
+    int fast = 0;
+    if (g->kh == 1 && g->kw == 1) fast = 2;
+    else if (g->contiguous_rows && (row_bytes & 15u) == 0) fast = 1;
+    else if (g->contiguous_rows && row_bytes < 16) fast = 3;
+    int8_t *staging = cols + 4u * ((depth + 15u) & ~15u);
+    /* output columns whose windows lie inside the input's width; rows likewise */
+    const int32_t ox_lo = (pd1 + st1 - 1) / st1, oy_lo = (pd0 + st0 - 1) / st0;
+    const int32_t span_x = g->w - 1 - ((int32_t)g->kw - 1) * g->dl[1] + pd1;
+    const int32_t span_y = g->h - 1 - ((int32_t)g->kh - 1) * g->dl[0] + pd0;
+    const int32_t ox_hi = span_x < 0 ? 0 : span_x / st1 + 1, oy_hi = span_y < 0 ? 0 : span_y / st0 + 1;
+    if (g->kh == 1 && g->kw == 1 && pd0 == 0 && pd1 == 0 && st0 == 1 && st1 == 1 && ow == (uint32_t)g->w &&
+        oh <= (uint32_t)g->h) {
+        /* every pixel's patch is the input pixel of the same index: one copy loop per block */
+        for (uint32_t p0 = 0; p0 < pixels; p0 += NCOLS) {
+            const uint32_t n_cols = pixels - p0 < NCOLS ? pixels - p0 : NCOLS;
+            patch_pixels(cols, x + (size_t)p0 * ch, n_cols, depth, ch);
+            mat_mult_4cols(m, cols, n_cols, wg, out + (size_t)p0 * oc_n);
+        }
+        return;
+    }
+    int32_t oy = 0, ox = 0;
+    int row_inside = fast && oy_lo <= 0 && 0 < oy_hi;
+    const int8_t *at = x + (ptrdiff_t)(-pd0) * (ptrdiff_t)in_row + (ptrdiff_t)(-pd1) * (ptrdiff_t)ch; /* window (0, 0) */
+    for (uint32_t p0 = 0; p0 < pixels; p0 += NCOLS) {
+        const uint32_t n_cols = pixels - p0 < NCOLS ? pixels - p0 : NCOLS;
+        for (uint32_t i = 0; i < n_cols; i++) {
+            if (row_inside && ox >= ox_lo && ox < ox_hi) {
+                if (fast == 1) {
+                    patch_rows16(cols, i, at, kh, row_bytes, row_step);
+                } else if (fast == 3) {
+                    patch_rows_staged(cols, i, staging, at, kh, row_bytes, row_step, depth);
+                } else {
+                    patch_copy(cols, i, 0, at, depth);
+                }
+            } else {
+                im2col_s8(g, oy, ox, cols, i);
+            }
+            at += px_step;
+            if (++ox == (int32_t)ow) {
+                ox = 0, oy++;
+                row_inside = fast && oy_lo <= oy && oy < oy_hi;
+                at = x + (ptrdiff_t)(oy * st0 - pd0) * (ptrdiff_t)in_row + (ptrdiff_t)(-pd1) * (ptrdiff_t)ch;
+            }
+        }
+        mat_mult_4cols(m, cols, n_cols, wg, out + (size_t)p0 * oc_n);
+    }
+}
+#endif
 
 static mf_status run_fast(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
@@ -338,16 +625,17 @@ static mf_status run_fast(const mf_call *c) {
     g.contiguous_rows = g.dl[1] == 1 && g.wc == g.ch;
     const uint32_t oc_n = w.shape[0], groups = g.ch / g.wc, opg = oc_n / groups;
     const uint32_t depth = g.kh * g.kw * g.wc, ow = o.shape[2], pixels = o.shape[1] * ow;
+    const int8_t *wd = (const int8_t *)w.data;
+    int8_t *scratch = (int8_t *)c->scratch;
+#if defined(MF_USE_MVE)
+    mve_mm mm;
+    mve_mm_init(&mm, &rq, in_off, depth, opg, oc_n);
+#else
     /* 1x1, no padding: the patch is the input pixel */
     const int pointwise = g.kh == 1 && g.kw == 1 && g.pd[0] == 0 && g.pd[1] == 0 &&
                           ((int32_t)o.shape[1] - 1) * g.st[0] < g.h && ((int32_t)ow - 1) * g.st[1] < g.w;
-    const int8_t *wd = (const int8_t *)w.data;
-    int8_t *scratch = (int8_t *)c->scratch;
-#if defined(MF_USE_DSP)
     const int32_t off16 = mf_pack_off16(in_off);
-#else
-    const int vector_rq = mf_requant_vector_ok(&rq, oc_n);
-    const uint32x4_t pixel_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), oc_n);
+    const int small = mf_dsp_small_ok(&rq, oc_n, depth);
 #endif
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
@@ -355,9 +643,12 @@ static mf_status run_fast(const mf_call *c) {
         for (uint32_t grp = 0; grp < groups; grp++) {
             g.x = image + (size_t)grp * g.wc;
             const int8_t *wg = wd + (size_t)grp * opg * depth;
+#if defined(MF_USE_MVE)
+            mve_mm_group(&mm, &rq, grp * opg);
+            run_blocks(&g, &mm, wg, o.shape[1], ow, out_image + grp * opg, scratch);
+#else
             for (uint32_t p0 = 0; p0 < pixels; p0 += NCOLS) {
                 const uint32_t n_cols = pixels - p0 < NCOLS ? pixels - p0 : NCOLS;
-#if defined(MF_USE_DSP)
                 int16_t *cols = (int16_t *)(void *)scratch;
                 int8_t *staging = scratch + 4u * depth4(depth);
                 for (uint32_t i = 0; i < 2; i++) {
@@ -367,43 +658,217 @@ static mf_status run_fast(const mf_call *c) {
                     if (pointwise) {
                         patch = g.x + ((size_t)(oy * g.st[0]) * (size_t)g.w + (size_t)(ox * g.st[1])) * g.ch;
                     } else {
-                        im2col_s8(&g, oy, ox, staging);
+                        im2col_s8(&g, oy, ox, staging, 0);
                     }
                     widen_interleaved(patch, cols, i, depth, off16, in_off);
                 }
                 int8_t *out0 = out_image + (size_t)p0 * oc_n + grp * opg;
-                mat_mult_2cols(cols, wg, opg, depth, &rq, grp * opg, out0, n_cols > 1 ? out0 + oc_n : NULL);
-#else
-                const int8_t *cols[4];
-                for (uint32_t i = 0; i < NCOLS; i++) {
-                    if (i >= n_cols) {
-                        cols[i] = cols[0];
-                        continue;
-                    }
-                    const uint32_t p = p0 + i;
-                    const int32_t oy = (int32_t)(p / ow), ox = (int32_t)(p % ow);
-                    if (pointwise) {
-                        cols[i] = g.x + ((size_t)(oy * g.st[0]) * (size_t)g.w + (size_t)(ox * g.st[1])) * g.ch;
-                    } else {
-                        int8_t *col = scratch + (size_t)i * depth;
-                        im2col_s8(&g, oy, ox, col);
-                        cols[i] = col;
-                    }
-                }
-                mat_mult_4cols(cols, n_cols, wg, opg, depth, in_off, &rq, vector_rq, grp * opg,
-                               out_image + (size_t)p0 * oc_n + grp * opg, pixel_offsets);
-#endif
+                mat_mult_2cols(cols, wg, opg, depth, &rq, small, grp * opg, out0, n_cols > 1 ? out0 + oc_n : NULL);
             }
+#endif
         }
     }
     return MF_OK;
 }
 #endif /* MF_USE_DSP || MF_USE_MVE */
 
+#if defined(MF_USE_SCALAR_FAST)
+/* Scalar cores (cortex-m3): output pixels in blocks of 2 x SC_PAIRS. Each pair's patches are packed
+ * into one int32 column of the scratch (mf_scalar.h: (a + off) + (b + off) * 2^23, taps outside the
+ * input 0, the zero point's value plus the offset), the SC_PAIRS columns interleaved, so that one
+ * weight load (LDRSB) and one load of SC_PAIRS words (LDM) feed SC_PAIRS SMLALs: 6 MACs. The sums
+ * leave the 64-bit accumulators every MF_SC_CHUNK taps. */
+#define SC_PAIRS 3u
+
+static uint32_t scalar_scratch_bytes(uint32_t depth) { return 4u * SC_PAIRS * depth; }
+
+typedef struct {
+    const int8_t *x;         /* input image n, channel of the group's first input */
+    int32_t h, w, off;       /* input height, width; input offset */
+    uint32_t ch, wc, kh, kw; /* input channels, filter channels, kernel */
+    int32_t st[2], pd[2], dl[2];
+} sc_geom;
+
+/* Writes (high 0) or adds (high 1, times 2^23) one kernel row of one pixel's patch, x + offset, into
+ * every SC_PAIRS-th word of dst: input row iy (any), window start x0; taps outside the input are 0
+ * (written, or not added). The taps inside [kx0, kx1); adjacent ones (dilation 1, one group) one run. */
+static inline __attribute__((always_inline)) void sc_patch_row(const sc_geom *g, int32_t iy, int32_t x0,
+                                                              int32_t *dst, int high) {
+    const uint32_t kw = g->kw, wc = g->wc, ch = g->ch, row_words = kw * wc;
+    const int32_t dl = g->dl[1], w = g->w, scale = high ? 1 << 23 : 1, off = g->off * scale;
+    uint32_t kx0 = 0, kx1 = kw;
+    if (iy < 0 || iy >= g->h) {
+        kx1 = 0;
+    } else {
+        while (kx0 < kw && x0 + (int32_t)kx0 * dl < 0) kx0++;
+        while (kx1 > kx0 && x0 + ((int32_t)kx1 - 1) * dl >= w) kx1--;
+    }
+    if (!high) {
+        for (uint32_t i = 0; i < kx0 * wc; i++) dst[i * SC_PAIRS] = 0;
+        for (uint32_t i = kx1 * wc; i < row_words; i++) dst[i * SC_PAIRS] = 0;
+    }
+    if (kx1 == kx0) return;
+    const int8_t *src = g->x + ((size_t)iy * (size_t)w + (size_t)(x0 + (int32_t)kx0 * dl)) * ch;
+    const int run = dl == 1 && wc == ch;
+    const uint32_t n = run ? (kx1 - kx0) * wc : wc;
+    dst += SC_PAIRS * kx0 * wc;
+    for (uint32_t kx = kx0; kx < kx1; kx += run ? kw : 1u, src += (size_t)dl * ch) {
+        for (uint32_t i = 0; i < n; i++, dst += SC_PAIRS) {
+            const int32_t v = src[i] * scale + off;
+            *dst = high ? *dst + v : v;
+        }
+    }
+}
+
+/* dst[SC_PAIRS * i] = (a[i] + offset) + (b[i] + offset) * 2^23, i < n: two adjacent runs of input. */
+static inline void sc_pack_run(const int8_t *a, const int8_t *b, uint32_t n, int32_t pair_off, int32_t *dst) {
+    for (; n > 0; n--, dst += SC_PAIRS) *dst = mf_sc_pair(*a++, *b++) + pair_off;
+}
+
+/* The packed patches of output pixels (ya, xa) and (yb, xb) into every SC_PAIRS-th word of col. A kernel
+ * row inside the input for both, taps adjacent (dilation 1, one group), is two runs of bytes. */
+static void sc_pack_pair(const sc_geom *g, int32_t ya, int32_t xa, int32_t yb, int32_t xb, int32_t *col) {
+    const int32_t ay = ya * g->st[0] - g->pd[0], ax = xa * g->st[1] - g->pd[1];
+    const int32_t by = yb * g->st[0] - g->pd[0], bx = xb * g->st[1] - g->pd[1];
+    const uint32_t kh = g->kh, row_words = g->kw * g->wc;
+    const int32_t h = g->h, w = g->w, dy = g->dl[0], span = (int32_t)g->kw - 1, pair_off = mf_sc_pair(g->off, g->off);
+    const size_t row_bytes = (size_t)w * g->ch;
+    const int runs = g->dl[1] == 1 && g->wc == g->ch && ax >= 0 && ax + span < w && bx >= 0 && bx + span < w;
+    for (uint32_t ky = 0; ky < kh; ky++, col += SC_PAIRS * row_words) {
+        const int32_t iya = ay + (int32_t)ky * dy, iyb = by + (int32_t)ky * dy;
+        if (runs && iya >= 0 && iya < h && iyb >= 0 && iyb < h) {
+            sc_pack_run(g->x + (size_t)iya * row_bytes + (size_t)ax * g->ch,
+                        g->x + (size_t)iyb * row_bytes + (size_t)bx * g->ch, row_words, pair_off, col);
+        } else {
+            sc_patch_row(g, iya, ax, col, 0);
+            sc_patch_row(g, iyb, bx, col, 1);
+        }
+    }
+}
+
+/* The SC_PAIRS x 2 sums of one filter (w: depth int8) over the packed columns, MF_SC_CHUNK taps at a time. */
+static inline __attribute__((always_inline)) void sc_filter(const int32_t *cols, const int8_t *w, uint32_t depth,
+                                                           int32_t sums[2 * SC_PAIRS]) {
+    mf_sc_dot3(cols, w, depth < MF_SC_CHUNK ? depth : MF_SC_CHUNK, sums);
+    for (uint32_t k0 = MF_SC_CHUNK; k0 < depth; k0 += MF_SC_CHUNK) {
+        int32_t part[2 * SC_PAIRS];
+        mf_sc_dot3(cols + SC_PAIRS * k0, w + k0, depth - k0 < MF_SC_CHUNK ? depth - k0 : MF_SC_CHUNK, part);
+        for (uint32_t i = 0; i < 2 * SC_PAIRS; i++) sums[i] += part[i];
+    }
+}
+
+static int scalar_fits(const mf_call *c) { return path_fits(c, scalar_scratch_bytes); }
+
+typedef struct {
+    sc_geom g;
+    const int8_t *w;
+    int8_t *out;
+    mf_channel_requant rq;
+    uint32_t oc_n, groups, opg, depth, ow, pixels, batch;
+    int pointwise;
+} sc_conv;
+
+/* Packs the pairs of output pixels p0 .. p0 + n_pix - 1 (pixels past the last repeat it, unwritten). */
+static void sc_pack_block(const sc_conv *v, uint32_t p0, uint32_t n_pix, int32_t *cols) {
+    const sc_geom *g = &v->g;
+    const int32_t pair_off = mf_sc_pair(g->off, g->off);
+    for (uint32_t q = 0; q < SC_PAIRS; q++) {
+        const uint32_t pa = p0 + (2 * q < n_pix ? 2 * q : n_pix - 1);
+        const uint32_t pb = p0 + (2 * q + 1 < n_pix ? 2 * q + 1 : n_pix - 1);
+        const int32_t ya = (int32_t)(pa / v->ow), xa = (int32_t)(pa % v->ow);
+        const int32_t yb = (int32_t)(pb / v->ow), xb = (int32_t)(pb % v->ow);
+        if (v->pointwise) {
+            sc_pack_run(g->x + ((size_t)(ya * g->st[0]) * (size_t)g->w + (size_t)(xa * g->st[1])) * g->ch,
+                        g->x + ((size_t)(yb * g->st[0]) * (size_t)g->w + (size_t)(xb * g->st[1])) * g->ch, v->depth,
+                        pair_off, cols + q);
+        } else {
+            sc_pack_pair(g, ya, xa, yb, xb, cols + q);
+        }
+    }
+}
+
+/* Every block of output pixels of image n, group grp, with the output stage `variant`. */
+static inline __attribute__((always_inline)) void sc_conv_group(sc_conv *v, uint32_t n, uint32_t grp,
+                                                               int32_t *cols, int variant) {
+    const int8_t *wg = v->w + (size_t)grp * v->opg * v->depth;
+    int8_t *out_image = v->out + (size_t)n * v->pixels * v->oc_n + grp * v->opg;
+    for (uint32_t p0 = 0; p0 < v->pixels; p0 += 2u * SC_PAIRS) {
+        const uint32_t n_pix = v->pixels - p0 < 2u * SC_PAIRS ? v->pixels - p0 : 2u * SC_PAIRS;
+        sc_pack_block(v, p0, n_pix, cols);
+        int8_t *out0 = out_image + (size_t)p0 * v->oc_n;
+        if (variant == MF_SC_FAST_SAT && n_pix == 2u * SC_PAIRS) { /* the common case: outputs from assembly */
+            mf_sc_out6 prm;
+            for (uint32_t i = 0; i < 6; i++) prm.out[i] = out0 + (size_t)i * v->oc_n;
+            for (uint32_t f = 0; f < v->opg; f++) {
+                const mf_sc_channel ch = mf_sc_channel_of(&v->rq, grp * v->opg + f, variant);
+                prm.mult = ch.mult, prm.k_high = ch.k_high, prm.right_m1 = ch.right_m1, prm.bias = ch.bias;
+                if (v->depth <= MF_SC_CHUNK) {
+                    mf_sc_dot3_store6(cols, wg + (size_t)f * v->depth, v->depth, &prm, f);
+                } else {
+                    int32_t sums[2 * SC_PAIRS];
+                    sc_filter(cols, wg + (size_t)f * v->depth, v->depth, sums);
+                    mf_sc_store6(sums, &prm, f);
+                }
+            }
+            continue;
+        }
+        for (uint32_t f = 0; f < v->opg; f++) {
+            int32_t sums[2 * SC_PAIRS];
+            sc_filter(cols, wg + (size_t)f * v->depth, v->depth, sums);
+            const mf_sc_channel ch = mf_sc_channel_of(&v->rq, grp * v->opg + f, variant);
+            mf_sc_store(&v->rq, &ch, variant, sums, n_pix, out0 + f, v->oc_n);
+        }
+    }
+}
+
+static mf_status run_scalar(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    sc_conv v;
+    sc_geom *g = &v.g;
+    mf_attr_conv_window(c, A_STRIDE, g->st, g->pd, g->dl);
+    mf_channel_requant_init(&v.rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    g->off = mf_attr_int(c, A_IN_OFF);
+    g->h = (int32_t)x.shape[1];
+    g->w = (int32_t)x.shape[2];
+    g->ch = x.shape[3];
+    g->wc = w.shape[3];
+    g->kh = w.shape[1];
+    g->kw = w.shape[2];
+    v.w = (const int8_t *)w.data;
+    v.out = (int8_t *)o.data;
+    v.oc_n = w.shape[0];
+    v.groups = g->ch / g->wc;
+    v.opg = v.oc_n / v.groups;
+    v.depth = g->kh * g->kw * g->wc;
+    v.ow = o.shape[2];
+    v.pixels = o.shape[1] * v.ow;
+    v.pointwise = g->kh == 1 && g->kw == 1 && g->pd[0] == 0 && g->pd[1] == 0;
+    const int variant = mf_sc_variant(&v.rq, v.oc_n);
+    int32_t *cols = (int32_t *)(void *)c->scratch;
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        for (uint32_t grp = 0; grp < v.groups; grp++) {
+            g->x = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g->ch + (size_t)grp * g->wc;
+            if (variant == MF_SC_FAST_SAT) {
+                sc_conv_group(&v, n, grp, cols, MF_SC_FAST_SAT);
+            } else if (variant == MF_SC_FAST) {
+                sc_conv_group(&v, n, grp, cols, MF_SC_FAST);
+            } else {
+                sc_conv_group(&v, n, grp, cols, MF_SC_GENERIC);
+            }
+        }
+    }
+    return MF_OK;
+}
+#endif /* MF_USE_SCALAR_FAST */
+
 static mf_status run(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
 #if defined(MF_CONV_FAST)
     if (fast_path_fits(c)) return run_fast(c);
+#endif
+#if defined(MF_USE_SCALAR_FAST)
+    if (scalar_fits(c)) return run_scalar(c);
 #endif
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
     const int32_t in_off = mf_attr_int(c, A_IN_OFF);

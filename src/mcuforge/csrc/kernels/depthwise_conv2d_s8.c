@@ -8,17 +8,21 @@
  *   the optimized paths' fallback (depth multiplier > 1);
  * - DSP (cortex-m4/m7/m33): four channels per word, SXTAB16 adds the input offset to two byte
  *   lanes at once, SMLABB/SMLATT accumulate per channel; taps outside the input are skipped by
- *   loop bounds; the 3x3 window fully inside the input is unrolled;
- * - MVE (cortex-m55): eight channels at a time in int16 lanes (a vector of 16 int8 channels would
- *   need four int32 accumulators plus operands: more than the eight Q registers), products by
- *   VMULLB/VMULLT into even/odd int32 lanes; 3x3 windows start from bias + offset * sum(w) (so x
- *   needs no offset), taps outside the input reading the value -offset (x + offset = 0), rows
- *   inside the input unrolled without bounds; other kernels loop over their inside taps from the
- *   bias, adding the offset to x; a vector requantization (VQRDMULH + rounding shift, CMSIS-NN's
- *   arm_requantize_mve) and scatter stores; the channel tail (ch % 8) is predicated. A multiplier
- *   of INT32_MIN (where VQRDMULH saturates and the C code wraps) takes the portable path.
+ *   loop bounds; 3x3 windows inside the input run along a row without bounds; the output stage is
+ *   SMMULR-based (mf_dsp_requantize_small) when no accumulator can reach 2^30;
+ * - MVE (cortex-m55): groups of eight channels outer, products by VMULLB/VMULLT of int16 lanes
+ *   into even/odd int32 accumulators (a vector of 16 int8 channels would need four accumulators
+ *   plus operands: more than the eight Q registers). 3x3 kernels: the windows inside the input as
+ *   one asm block (DW_BLOCK3X3_ASM: from bias + offset * sum(w), so x needs no offset, nine taps
+ *   unrolled), the others as asm runs of windows sharing their row/column masks (DW_EDGE3X3_ASM:
+ *   from the bias, x + offset, taps outside skipped); other kernels and the last partial group
+ *   through dw_pixel. The output stage: a vector requantization (VQRDMULH + rounding shift,
+ *   CMSIS-NN's arm_requantize_mve, shorter when every shift is negative), saturating narrowing into
+ *   channel order, clamp, one store of eight bytes. A multiplier of INT32_MIN (where VQRDMULH
+ *   saturates and the C code wraps) takes the portable path; an -O0 build runs every pixel
+ *   through dw_pixel (the asm needs an optimized build's registers).
  */
-#include "mf_simd.h"
+#include "mf_scalar.h"
 
 enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_MULT, A_ACT_MIN, A_ACT_MAX };
 
@@ -86,7 +90,7 @@ static mf_status run_portable(const mf_call *c) {
     return MF_OK;
 }
 
-#if defined(MF_USE_DSP) || defined(MF_USE_MVE)
+#if defined(MF_USE_DSP) || defined(MF_USE_MVE) || defined(MF_USE_SCALAR_FAST)
 /* The geometry of a depth-multiplier-1 depthwise convolution, read once per run. */
 typedef struct {
     const int8_t *x, *w;
@@ -136,49 +140,67 @@ static inline void dw_tap_range(int32_t start, int32_t dil, int32_t n, int32_t s
 
 #if defined(MF_USE_MVE)
 
-/* Per 16-channel group: the accumulators' start (bias + offset * sum(w)) and requantization
- * constants, lanes in the order of the accumulators: even channels 0..6, odd 1..7, even 8..14,
- * odd 9..15. */
+/* One group of eight channels c0 .. c0 + 7 (the last group predicated), read once for all pixels.
+ * The products of a tap come out of VMULLB/VMULLT as the even channels (0, 2, 4, 6: accumulator e,
+ * index 0) and the odd ones (1, 3, 5, 7: o, index 1); the per-lane constants are in that order.
+ * The asm below reads the fields at the byte offsets noted. */
 typedef struct {
-    int32x4_t base[4], bias[4], mult[4], left[4], nright[4];
-} dw_mve_params;
+    int16x8_t w[9];      /* 0..143: the 3x3 weights widened, tap by tap */
+    int32x4_t base[2];   /* 144, 160: bias + in_off * sum(w): windows inside the input read x as is */
+    int32x4_t mult[2];   /* 176, 192 */
+    int32x4_t nright[2]; /* 208, 224: min(shift, 0) */
+    int32x4_t left[2];   /* 240, 256: max(shift, 0) */
+    int32x4_t fix[2];    /* 272, 288: -1 in lanes whose right shift is > 0 */
+    int32x4_t ooff;      /* 304: the output offset */
+    int16x8_t lo, hi;    /* 320, 336: the activation range */
+    int32x4_t bias[2];   /* 352, 368: the bias alone: windows leaving the input add in_off to x */
+    int32_t cx, xadj, oadj, xstep, ostep; /* 384..400: per call (block width; row and pixel steps) */
+    int32_t in_off;
+    mve_pred16_t p;      /* the group's channels */
+    int full;            /* all eight */
+} dw_group;
+typedef char dw_group_layout[offsetof(dw_group, bias) == 352 && offsetof(dw_group, cx) == 384 ? 1 : -1];
 
-typedef struct {
-    int32x4_t e0, o0, e1, o1;
-} dw_mve_acc;
-
-/* An empty asm after each tap that takes the accumulators: GCC 12's scheduler would otherwise hoist
- * every tap's loads to the loop top and spill them (the M55 has eight Q registers). No instruction. */
-#define DW_TAP_BARRIER(a) __asm__ volatile("" : "+w"((a)->e0), "+w"((a)->o0) : : "memory")
-
-static const uint32_t dw_lane_even[4] = {0, 2, 4, 6};
-
-/* Lanes of accumulator j (0..3) whose channel c0 + ch(j, lane) < n_ch. */
-static inline mve_pred16_t dw_lane_pred(uint32_t j, int32_t n) {
-    const uint32x4_t chan = vaddq_n_u32(vld1q_u32(dw_lane_even), (j & 1u) + 8u * (j >> 1));
-    return vcmphiq_u32(vdupq_n_u32((uint32_t)n), chan);
+/* The requantization of one accumulator (mf_requantize_x4 with the group's lane constants). */
+static inline int32x4_t dw_requant(const dw_group *G, int j, int32x4_t acc) {
+    const int32x4_t h = vqrdmulhq_s32(vshlq_s32(acc, G->left[j]), G->mult[j]);
+    return vrshlq_s32(vqaddq_s32(h, vandq_s32(vshrq_n_s32(h, 31), G->fix[j])), G->nright[j]);
 }
 
-static void dw_mve_group_params(const dw_geom *g, int32_t c0, int32_t n, dw_mve_params *p) {
-    const mve_pred16_t p0 = vctp16q((uint32_t)n), p1 = vctp16q((uint32_t)(n > 8 ? n - 8 : 0));
-    int32x4_t s[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
+/* The output stage of one pixel: requantized, + output offset (wrapping, in int32), narrowed with
+ * saturation into the channels' order (VQMOVNB: even, VQMOVNT: odd -- clamping a saturated value to
+ * [lo, hi] inside int16 gives the clamp of the value), clamped, eight bytes stored. */
+static inline void dw_store(const dw_group *G, int32x4_t e, int32x4_t o, int8_t *out) {
+    e = vaddq_s32(dw_requant(G, 0, e), G->ooff);
+    o = vaddq_s32(dw_requant(G, 1, o), G->ooff);
+    int16x8_t v = vqmovnbq_s32(vdupq_n_s16(0), e);
+    v = vqmovntq_s32(v, o);
+    v = vminq_s16(vmaxq_s16(v, G->lo), G->hi);
+    vstrbq_p_s16(out, v, G->p);
+}
+
+static void dw_group_init(const dw_geom *g, int32_t c0, dw_group *G) {
+    const int32_t n = g->ch - c0 < 8 ? g->ch - c0 : 8;
+    G->p = vctp16q((uint32_t)n);
+    G->full = n == 8;
+    G->in_off = g->in_off;
+    int32x4_t se = vdupq_n_s32(0), so = vdupq_n_s32(0);
     const int32_t taps = g->kh * g->kw;
-    const int8_t *wp = g->w; /* already at channel c0 */
-    for (int32_t t = 0; t < taps; t++, wp += g->ch) {
-        const int16x8_t lo = vldrbq_z_s16(wp, p0), hi = vldrbq_z_s16(wp + 8, p1);
-        s[0] = vaddq_s32(s[0], vmovlbq_s16(lo));
-        s[1] = vaddq_s32(s[1], vmovltq_s16(lo));
-        s[2] = vaddq_s32(s[2], vmovlbq_s16(hi));
-        s[3] = vaddq_s32(s[3], vmovltq_s16(hi));
+    for (int32_t t = 0; t < taps; t++) {
+        const int16x8_t w = vldrbq_z_s16(g->w + (size_t)t * (size_t)g->ch + c0, G->p);
+        if (t < 9) G->w[t] = w;
+        se = vaddq_s32(se, vmovlbq_s16(w));
+        so = vaddq_s32(so, vmovltq_s16(w));
     }
     const mf_channel_requant *q = &g->rq;
-    for (uint32_t j = 0; j < 4; j++) {
-        const mve_pred16_t pj = dw_lane_pred(j, n);
-        const uint32x4_t chan = vaddq_n_u32(vld1q_u32(dw_lane_even), (j & 1u) + 8u * (j >> 1));
-        /* wrapping int32: where the bias enters the sum does not matter */
+    for (int j = 0; j < 2; j++) {
+        /* lane i of accumulator j: channel c0 + 2 i + j (lanes past n read nothing) */
+        const uint32x4_t chan = vaddq_n_u32(vmulq_n_u32(vidupq_n_u32(0, 1), 2), (uint32_t)j);
+        const mve_pred16_t pj = vcmphiq_u32(vdupq_n_u32((uint32_t)n), chan);
         const int32x4_t bias = q->bias ? vldrwq_gather_shifted_offset_z_s32(q->bias + c0, chan, pj) : vdupq_n_s32(0);
-        p->bias[j] = bias;
-        p->base[j] = vaddq_s32(bias, vmulq_n_s32(s[j], g->in_off));
+        G->bias[j] = bias;
+        /* |sum(w)| <= 2^23, |in_off| <= 128; the bias wraps as the C path's does */
+        G->base[j] = vaddq_s32(bias, vmulq_n_s32(j ? so : se, g->in_off));
         int32x4_t m, sh;
         if (q->per_channel) {
             m = vldrwq_gather_shifted_offset_z_s32(q->mult + c0, chan, pj);
@@ -187,183 +209,214 @@ static void dw_mve_group_params(const dw_geom *g, int32_t c0, int32_t n, dw_mve_
             m = vdupq_n_s32(q->mult[0]);
             sh = vdupq_n_s32(q->shift[0]);
         }
-        p->mult[j] = m;
-        p->left[j] = vmaxq_s32(sh, vdupq_n_s32(0));
-        p->nright[j] = vminq_s32(sh, vdupq_n_s32(0));
+        G->mult[j] = m;
+        G->left[j] = vmaxq_s32(sh, vdupq_n_s32(0));
+        G->nright[j] = vminq_s32(sh, vdupq_n_s32(0));
+        G->fix[j] = vshrq_n_s32(G->nright[j], 31);
     }
+    G->ooff = vdupq_n_s32(q->out_off);
+    G->lo = vdupq_n_s16((int16_t)q->lo);
+    G->hi = vdupq_n_s16((int16_t)q->hi);
 }
 
-/* arm_nn_requantize on four lanes (CMSIS-NN arm_requantize_mve): wrapping left shift, VQRDMULH
- * (= (x * m + 2^30) >> 31 but for INT32_MIN * INT32_MIN, excluded by the caller), then a divide by
- * 2^right rounding half away from zero: -1 for negative lanes with right > 0, then VRSHL. */
-static inline int32x4_t dw_mve_requant(int32x4_t acc, int32x4_t mult, int32x4_t left, int32x4_t nright) {
-    const int32x4_t v = vqrdmulhq_s32(vshlq_s32(acc, left), mult);
-    const int32x4_t fixup = vshrq_n_s32(vandq_s32(v, nright), 31);
-    return vrshlq_s32(vqaddq_s32(v, fixup), nright);
-}
+#if defined(__OPTIMIZE__)
+/* The asm loops need more registers than an unoptimized build leaves (its frame pointer and stack
+ * copies): a -O0 build runs every pixel through dw_pixel. */
+#define DW_ASM 1
 
-/* acc += x * w for `halves` x 8 channels (x: int16 lanes). */
-static inline __attribute__((always_inline)) void dw_mve_mac(dw_mve_acc *a, int16x8_t x0, int16x8_t x1,
-                                                             const int8_t *wp, int halves, int full,
-                                                             mve_pred16_t p0, mve_pred16_t p1) {
-    const int16x8_t w0 = full ? vldrbq_s16(wp) : vldrbq_z_s16(wp, p0);
-    a->e0 = vaddq_s32(a->e0, vmullbq_int_s16(x0, w0));
-    a->o0 = vaddq_s32(a->o0, vmulltq_int_s16(x0, w0));
-    if (halves == 2) {
-        const int16x8_t w1 = full ? vldrbq_s16(wp + 8) : vldrbq_z_s16(wp + 8, p1);
-        a->e1 = vaddq_s32(a->e1, vmullbq_int_s16(x1, w1));
-        a->o1 = vaddq_s32(a->o1, vmulltq_int_s16(x1, w1));
-    }
-    DW_TAP_BARRIER(a);
-}
+/* Pieces of the asm 3x3 loops' text (full groups): a tap (x at register R, its weights at G + W),
+ * the same with x + in_off (register off), and the requantization of accumulator A (q0 even, q1
+ * odd; its constants at the offsets given), general or with every shift negative (no left shift,
+ * the rounding fix-up in every lane). Q registers: q0/q1 accumulators, q2 x, q3 w, q4 products and
+ * constants, q5/q6 lo/hi, q7 the output offset. */
+#define DW_TAP(R, W)                                                                                  \
+    "   vldrb.s16    q2, [" R "]\n"                                                                \
+    "   vldrw.32     q3, [%[G], #" W "]\n"                                                        \
+    "   vmullb.s16   q4, q2, q3\n"                                                                 \
+    "   vadd.i32     q0, q0, q4\n"                                                                 \
+    "   vmullt.s16   q4, q2, q3\n"                                                                 \
+    "   vadd.i32     q1, q1, q4\n"
+#define DW_OTAP(R, W)                                                                                 \
+    "   vldrb.s16    q2, [" R "]\n"                                                                \
+    "   vadd.i16     q2, q2, %[off]\n"                                                             \
+    "   vldrw.32     q3, [%[G], #" W "]\n"                                                        \
+    "   vmullb.s16   q4, q2, q3\n"                                                                 \
+    "   vadd.i32     q0, q0, q4\n"                                                                 \
+    "   vmullt.s16   q4, q2, q3\n"                                                                 \
+    "   vadd.i32     q1, q1, q4\n"
+#define DW_REQ_GENERAL(A, LEFT, MULT, FIX, NRIGHT)                                                    \
+    "   vldrw.32     q4, [%[G], #" LEFT "]\n"                                                     \
+    "   vshl.s32     " A ", " A ", q4\n"                                                           \
+    "   vldrw.32     q4, [%[G], #" MULT "]\n"                                                     \
+    "   vqrdmulh.s32 " A ", " A ", q4\n"                                                           \
+    "   vldrw.32     q4, [%[G], #" FIX "]\n"                                                      \
+    "   vshr.s32     q2, " A ", #31\n"                                                             \
+    "   vand         q2, q2, q4\n"                                                                 \
+    "   vqadd.s32    " A ", " A ", q2\n"                                                           \
+    "   vldrw.32     q4, [%[G], #" NRIGHT "]\n"                                                   \
+    "   vrshl.s32    " A ", " A ", q4\n"                                                           \
+    "   vadd.i32     " A ", " A ", q7\n"
+#define DW_REQ_NEGATIVE(A, LEFT, MULT, FIX, NRIGHT)                                                   \
+    "   vldrw.32     q4, [%[G], #" MULT "]\n"                                                     \
+    "   vqrdmulh.s32 " A ", " A ", q4\n"                                                           \
+    "   vshr.s32     q2, " A ", #31\n"                                                             \
+    "   vqadd.s32    " A ", " A ", q2\n"                                                           \
+    "   vldrw.32     q4, [%[G], #" NRIGHT "]\n"                                                   \
+    "   vrshl.s32    " A ", " A ", q4\n"                                                           \
+    "   vadd.i32     " A ", " A ", q7\n"
+/* the output stage (dw_store) and the next pixel */
+#define DW_OUT(REQ)                                                                                   \
+    REQ("q0", "240", "176", "272", "208")                                                          \
+    REQ("q1", "256", "192", "288", "224")                                                          \
+    "   vqmovnb.s32  q2, q0\n"                                                                     \
+    "   vqmovnt.s32  q2, q1\n"                                                                     \
+    "   vmax.s16     q2, q2, q5\n"                                                                 \
+    "   vmin.s16     q2, q2, q6\n"                                                                 \
+    "   vstrb.16     q2, [%[out]]\n"
+#define DW_CONSTS "   vldrw.32     q7, [%[G], #304]\n   vldrw.32     q5, [%[G], #320]\n   vldrw.32     q6, [%[G], #336]\n"
 
-/* One tap inside the input: x read at xp (channels 0..7) and xp + 8. */
-static inline __attribute__((always_inline)) void dw_mve_tap(dw_mve_acc *a, const int8_t *xp, const int8_t *wp,
-                                                             int halves, int full, mve_pred16_t p0,
-                                                             mve_pred16_t p1) {
-    const int16x8_t x0 = full ? vldrbq_s16(xp) : vldrbq_z_s16(xp, p0);
-    const int16x8_t x1 = halves == 2 ? (full ? vldrbq_s16(xp + 8) : vldrbq_z_s16(xp + 8, p1)) : x0;
-    dw_mve_mac(a, x0, x1, wp, halves, full, p0, p1);
-}
+/* A block of output pixels whose 3x3 windows lie inside the input: `rows` rows of G->cx pixels (>= 1
+ * each), xp the first window's top-left tap (channel c0), the next window `step` bytes on (G->xadj
+ * more after a row), the next output G->ostep on (G->oadj more after a row). Each pixel: from the base,
+ * nine taps (x widened, VMULLB/VMULLT into the even/odd accumulators), dw_store. */
+#define DW_BLOCK3X3_ASM(REQ)                                                                          \
+    __asm__ volatile(DW_CONSTS                                                                     \
+                     "4: ldr          %[count], [%[G], #384]\n"                                   \
+                     "3: vldrw.32     q0, [%[G], #144]\n"                                          \
+                     "   vldrw.32     q1, [%[G], #160]\n"                                          \
+                     DW_TAP("%[xp]", "0")                                                          \
+                     "   add          %[r], %[xp], %[dx]\n"                                        \
+                     DW_TAP("%[r]", "16")                                                          \
+                     "   add          %[r], %[r], %[dx]\n"                                         \
+                     DW_TAP("%[r]", "32")                                                          \
+                     "   add          %[rr], %[xp], %[dy]\n"                                       \
+                     DW_TAP("%[rr]", "48")                                                         \
+                     "   add          %[r], %[rr], %[dx]\n"                                        \
+                     DW_TAP("%[r]", "64")                                                          \
+                     "   add          %[r], %[r], %[dx]\n"                                         \
+                     DW_TAP("%[r]", "80")                                                          \
+                     "   add          %[rr], %[rr], %[dy]\n"                                       \
+                     DW_TAP("%[rr]", "96")                                                         \
+                     "   add          %[r], %[rr], %[dx]\n"                                        \
+                     DW_TAP("%[r]", "112")                                                         \
+                     "   add          %[r], %[r], %[dx]\n"                                         \
+                     DW_TAP("%[r]", "128")                                                         \
+                     DW_OUT(REQ)                                                                   \
+                     "   ldr          %[r], [%[G], #400]\n"                                       \
+                     "   add          %[out], %[out], %[r]\n"                                      \
+                     "   add          %[xp], %[xp], %[step]\n"                                     \
+                     "   subs         %[count], %[count], #1\n"                                    \
+                     "   bne          3b\n"                                                        \
+                     "   ldr          %[r], [%[G], #388]\n"                                       \
+                     "   add          %[xp], %[xp], %[r]\n"                                        \
+                     "   ldr          %[r], [%[G], #392]\n"                                       \
+                     "   add          %[out], %[out], %[r]\n"                                      \
+                     "   subs         %[rows], %[rows], #1\n"                                      \
+                     "   bne          4b\n"                                                        \
+                     : [xp] "+&l"(xp), [out] "+&l"(out), [rows] "+&r"(rows), [count] "=&r"(count),        \
+                       [r] "=&l"(r), [rr] "=&l"(rr)                                                  \
+                     : [G] "r"(G), [dx] "r"(dx), [dy] "r"(dy), [step] "r"(step)                       \
+                     : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc")
 
-static inline __attribute__((always_inline)) void dw_mve_store(int32x4_t acc, const dw_mve_params *p, uint32_t j,
-                                                               const dw_geom *g, int8_t *out, int full,
-                                                               int32_t n) {
-    int32x4_t v = dw_mve_requant(acc, p->mult[j], p->left[j], p->nright[j]);
-    v = vaddq_n_s32(v, g->rq.out_off);
-    v = vmaxq_s32(v, vdupq_n_s32(g->rq.lo));
-    v = vminq_s32(v, vdupq_n_s32(g->rq.hi));
-    const uint32x4_t chan = vaddq_n_u32(vld1q_u32(dw_lane_even), (j & 1u) + 8u * (j >> 1));
-    if (full) {
-        vstrbq_scatter_offset_s32(out, chan, v);
+static __attribute__((noinline)) void dw_block3x3(const dw_group *G, const int8_t *xp, int8_t *out, int32_t rows,
+                                                  int32_t dx, int32_t dy, int32_t step, int negative) {
+    const int8_t *r, *rr;
+    int32_t count;
+    if (negative) {
+        DW_BLOCK3X3_ASM(DW_REQ_NEGATIVE);
     } else {
-        vstrbq_scatter_offset_p_s32(out, chan, v, dw_lane_pred(j, n));
+        DW_BLOCK3X3_ASM(DW_REQ_GENERAL);
     }
+    (void)r, (void)rr, (void)count;
 }
 
-/* The output stage of one pixel's 16 (or 8) channels. */
-static inline __attribute__((always_inline)) void dw_mve_store_all(const dw_mve_acc *a, const dw_mve_params *p,
-                                                                   const dw_geom *g, int8_t *out, int halves,
-                                                                   int full, int32_t n) {
-    dw_mve_store(a->e0, p, 0, g, out, full, n);
-    dw_mve_store(a->o0, p, 1, g, out, full, n);
-    if (halves == 2) {
-        dw_mve_store(a->e1, p, 2, g, out, full, n);
-        dw_mve_store(a->o1, p, 3, g, out, full, n);
-    }
-}
+/* One tap of a window that may leave the input: skipped unless bit B of the row mask (kernel row
+ * inside) and of the column mask (kernel column inside) are set. */
+#define DW_MTAP(R, W, CB)                                                                             \
+    "   tst          %[cm], #" CB "\n"                                                             \
+    "   beq          1f\n" DW_OTAP(R, W) "1:\n"
+#define DW_MROW(RB, W0, W1, W2)                                                                       \
+    "   tst          %[rm], #" RB "\n"                                                             \
+    "   beq          5f\n" DW_MTAP("%[r]", W0, "1") "   add          %[r], %[r], %[dx]\n"          \
+    DW_MTAP("%[r]", W1, "2") "   add          %[r], %[r], %[dx]\n" DW_MTAP("%[r]", W2, "4") "5:\n"
 
-/* One output pixel whose window may leave the input: the taps [ky0, ky1) x [kx0, kx1) inside it,
- * each x + offset in int16 lanes, from the bias. */
-static inline __attribute__((always_inline)) void dw_mve_pixel(const dw_geom *g, const dw_mve_params *p,
-                                                               const int8_t *xb, int8_t *out, int32_t y0,
-                                                               int32_t ky0, int32_t ky1, int32_t x0, int halves,
-                                                               int full, int32_t n) {
-    const mve_pred16_t p0 = vctp16q((uint32_t)n), p1 = vctp16q((uint32_t)(n > 8 ? n - 8 : 0));
-    const int32_t C = g->ch, row = g->wi * C, dx = g->dl[1] * C, off = g->in_off;
-    int32_t kx0, kx1;
+/* `count` (>= 1) output pixels whose 3x3 windows share the row mask rm and column mask cm (bit k: kernel
+ * row / column k inside the input): xp the windows' top-left tap (maybe outside the input, read only
+ * through the taps inside), the next G->xstep bytes on, outputs G->ostep apart. Each pixel: from the
+ * bias, the inside taps with x + in_off, dw_store. */
+#define DW_EDGE3X3_ASM(REQ)                                                                           \
+    __asm__ volatile(DW_CONSTS                                                                     \
+                     "3: vldrw.32     q0, [%[G], #352]\n"                                          \
+                     "   vldrw.32     q1, [%[G], #368]\n"                                          \
+                     "   mov          %[r], %[xp]\n"                                               \
+                     DW_MROW("1", "0", "16", "32")                                                 \
+                     "   add          %[r], %[xp], %[dy]\n"                                        \
+                     DW_MROW("2", "48", "64", "80")                                                \
+                     "   add          %[r], %[xp], %[dy]\n"                                        \
+                     "   add          %[r], %[r], %[dy]\n"                                         \
+                     DW_MROW("4", "96", "112", "128")                                              \
+                     DW_OUT(REQ)                                                                   \
+                     "   ldr          %[r], [%[G], #400]\n"                                       \
+                     "   add          %[out], %[out], %[r]\n"                                      \
+                     "   ldr          %[r], [%[G], #396]\n"                                       \
+                     "   add          %[xp], %[xp], %[r]\n"                                        \
+                     "   subs         %[count], %[count], #1\n"                                    \
+                     "   bne          3b\n"                                                        \
+                     : [xp] "+&l"(xp), [out] "+&l"(out), [count] "+&r"(count), [r] "=&l"(r)                 \
+                     : [G] "r"(G), [dx] "r"(dx), [dy] "r"(dy), [rm] "r"(rm), [cm] "r"(cm), [off] "r"(off) \
+                     : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "memory", "cc")
+
+static __attribute__((noinline)) void dw_edge3x3(const dw_group *G, const int8_t *xp, int8_t *out, int32_t count,
+                                                 int32_t dx, int32_t dy, uint32_t rm, uint32_t cm, int negative) {
+    const int8_t *r;
+    const int32_t off = G->in_off;
+    if (negative) {
+        DW_EDGE3X3_ASM(DW_REQ_NEGATIVE);
+    } else {
+        DW_EDGE3X3_ASM(DW_REQ_GENERAL);
+    }
+    (void)r;
+}
+#else
+#define DW_ASM 0
+#endif
+
+static inline int16x8_t dw_load(const dw_group *G, const int8_t *p) { return vldrbq_z_s16(p, G->p); }
+
+/* One window of any kernel (the path of kernels other than 3x3 and of the last, partial group): the
+ * taps [ky0, ky1) x [kx0, kx1) inside the input, from the bias, x + in_off, the loads predicated. */
+static void dw_pixel(const dw_geom *g, const dw_group *G, const int8_t *xb, int32_t c0, int32_t y0, int32_t x0,
+                     int8_t *out) {
+    int32_t ky0, ky1, kx0, kx1;
+    dw_tap_range(y0, g->dl[0], g->kh, g->h, &ky0, &ky1);
     dw_tap_range(x0, g->dl[1], g->kw, g->wi, &kx0, &kx1);
-    dw_mve_acc a = {p->bias[0], p->bias[1], p->bias[2], p->bias[3]};
+    const int32_t C = g->ch, dx = g->dl[1] * C;
+    const int16_t off = (int16_t)g->in_off;
+    const int w9 = g->kh * g->kw <= 9;
+    int32x4_t e = G->bias[0], o = G->bias[1];
     for (int32_t ky = ky0; ky < ky1; ky++) {
-        const int8_t *xp = xb + (ptrdiff_t)(y0 + ky * g->dl[0]) * row + (ptrdiff_t)(x0 + kx0 * g->dl[1]) * C;
-        const int8_t *wp = g->w + (ky * g->kw + kx0) * C;
-        for (int32_t kx = kx0; kx < kx1; kx++, wp += C, xp += dx) {
-            const int16x8_t x = vaddq_n_s16(full ? vldrbq_s16(xp) : vldrbq_z_s16(xp, p0), (int16_t)off);
-            const int16x8_t x8 = halves == 2 ? vaddq_n_s16(full ? vldrbq_s16(xp + 8) : vldrbq_z_s16(xp + 8, p1),
-                                                           (int16_t)off) : x;
-            dw_mve_mac(&a, x, x8, wp, halves, full, p0, p1);
+        const int8_t *xp = xb + ((ptrdiff_t)(y0 + ky * g->dl[0]) * g->wi + (x0 + kx0 * g->dl[1])) * C + c0;
+        for (int32_t kx = kx0; kx < kx1; kx++, xp += dx) {
+            const int32_t t = ky * g->kw + kx;
+            const int16x8_t x = vaddq_n_s16(dw_load(G, xp), off);
+            const int16x8_t w = w9 ? G->w[t] : dw_load(G, g->w + (size_t)t * (size_t)C + c0);
+            e = vaddq_s32(e, vmullbq_int_s16(x, w));
+            o = vaddq_s32(o, vmulltq_int_s16(x, w));
         }
     }
-    dw_mve_store_all(&a, p, g, out, halves, full, n);
+    dw_store(G, e, o, out);
 }
 
-/* One output pixel of a 3x3 window that leaves the input: taps inside read x, taps outside the
- * value -offset (whose x + offset is 0), all from bias + offset * sum(w); row_ok / col_ok bit k:
- * kernel row / column k is inside. */
-static inline __attribute__((always_inline)) void dw_mve_pixel3x3(const dw_geom *g, const dw_mve_params *p,
-                                                                  const int8_t *xp, int8_t *out, uint32_t row_ok,
-                                                                  uint32_t col_ok, int full, int32_t n) {
-    const mve_pred16_t p0 = vctp16q((uint32_t)n);
-    const int16x8_t pad = vdupq_n_s16((int16_t)-g->in_off);
-    const int32_t C = g->ch, dy = g->dl[0] * g->wi * C, dx = g->dl[1] * C;
-    dw_mve_acc a = {p->base[0], p->base[1], p->base[2], p->base[3]};
-    const int8_t *wp = g->w;
-    for (uint32_t ky = 0; ky < 3; ky++, xp += dy) {
-        for (uint32_t kx = 0; kx < 3; kx++, wp += C) {
-            if ((row_ok >> ky) & (col_ok >> kx) & 1u) {
-                dw_mve_tap(&a, xp + (ptrdiff_t)kx * dx, wp, 1, full, p0, p0);
-            } else {
-                dw_mve_mac(&a, pad, pad, wp, 1, full, p0, p0);
-            }
-        }
-    }
-    dw_mve_store_all(&a, p, g, out, 1, full, n);
+/* Bit k: tap position start + k * dil (k < 3) lies in [0, size). */
+static inline uint32_t dw_mask3(int32_t start, int32_t dil, int32_t size) {
+    uint32_t m = 0;
+    for (int32_t k = 0; k < 3; k++, start += dil) m |= (uint32_t)(start >= 0 && start < size) << k;
+    return m;
 }
 
-/* `count` output pixels along a row, 3x3 windows inside the input: no bounds, nine taps unrolled. */
-static inline __attribute__((always_inline)) void dw_mve_row3x3(const dw_geom *g, const dw_mve_params *p,
-                                                                const int8_t *xp, int8_t *out, int32_t count,
-                                                                int halves, int full, int32_t n) {
-    const mve_pred16_t p0 = vctp16q((uint32_t)n), p1 = vctp16q((uint32_t)(n > 8 ? n - 8 : 0));
-    const int32_t C = g->ch, dy = g->dl[0] * g->wi * C, dx = g->dl[1] * C, step = g->st[1] * C;
-    const int8_t *w = g->w;
-    for (int32_t i = 0; i < count; i++, xp += step, out += C) {
-        dw_mve_acc a = {p->base[0], p->base[1], p->base[2], p->base[3]};
-        const int8_t *xr = xp, *wr = w;
-        for (int ky = 0; ky < 3; ky++, xr += dy, wr += 3 * C) {
-            dw_mve_tap(&a, xr, wr, halves, full, p0, p1);
-            dw_mve_tap(&a, xr + dx, wr + C, halves, full, p0, p1);
-            dw_mve_tap(&a, xr + 2 * dx, wr + 2 * C, halves, full, p0, p1);
-        }
-        dw_mve_store_all(&a, p, g, out, halves, full, n);
-    }
-}
-
-/* All output pixels of channels c0 .. c0 + n - 1 (n <= 16; halves = 2 when n > 8); g->x, g->w and
- * g->out already point at channel c0. Columns [ox_lo, ox_hi) have windows inside the input's width. */
-static inline __attribute__((always_inline)) void dw_mve_group(const dw_geom *g, int32_t c0, int32_t n, int halves, int full,
-                                                               int32_t ox_lo, int32_t ox_hi) {
-    dw_mve_params p;
-    dw_mve_group_params(g, c0, n, &p);
-    const int32_t C = g->ch, row = g->wi * C;
-    const int fast3x3 = g->kh == 3 && g->kw == 3;
-    for (int32_t b = 0; b < g->batch; b++) {
-        const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row;
-        int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C;
-        for (int32_t oy = 0; oy < g->oh; oy++, out += g->ow * C) {
-            const int32_t y0 = oy * g->st[0] - g->pd[0];
-            int32_t ky0, ky1;
-            dw_tap_range(y0, g->dl[0], g->kh, g->h, &ky0, &ky1);
-            int32_t ox = 0;
-            if (fast3x3 && halves == 1) {
-                /* every pixel through the 3x3 code: rows_inside rows run their inside columns unrolled */
-                uint32_t row_ok = 0;
-                for (int32_t ky = 0; ky < 3; ky++) {
-                    const int32_t iy = y0 + ky * g->dl[0];
-                    row_ok |= (uint32_t)(iy >= 0 && iy < g->h) << ky;
-                }
-                for (; ox < g->ow; ox++) {
-                    if (row_ok == 7u && ox == ox_lo && ox_lo < ox_hi) {
-                        const int8_t *xp = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)(ox_lo * g->st[1] - g->pd[1]) * C;
-                        dw_mve_row3x3(g, &p, xp, out + ox_lo * C, ox_hi - ox_lo, halves, full, n);
-                        ox = ox_hi - 1;
-                        continue;
-                    }
-                    const int32_t x0 = ox * g->st[1] - g->pd[1];
-                    uint32_t col_ok = 0;
-                    for (int32_t kx = 0; kx < 3; kx++) {
-                        const int32_t ix = x0 + kx * g->dl[1];
-                        col_ok |= (uint32_t)(ix >= 0 && ix < g->wi) << kx;
-                    }
-                    /* the window's top-left corner, possibly outside the input: only inside taps are read */
-                    const int8_t *xp = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)x0 * C;
-                    dw_mve_pixel3x3(g, &p, xp, out + ox * C, row_ok, col_ok, full, n);
-                }
-                continue;
-            }
-            for (; ox < g->ow; ox++) dw_mve_pixel(g, &p, xb, out + ox * C, y0, ky0, ky1, ox * g->st[1] - g->pd[1], halves, full, n);
-        }
-    }
+/* xb + off as an address, maybe outside the tensor (a window's corner): only taps inside are read. */
+static inline const int8_t *dw_at(const int8_t *xb, ptrdiff_t off) {
+    return (const int8_t *)(uintptr_t)((uintptr_t)xb + (uintptr_t)off);
 }
 
 static mf_status run(const mf_call *c) {
@@ -371,27 +424,73 @@ static mf_status run(const mf_call *c) {
     dw_geom g;
     dw_geom_read(c, &g);
     if (!dw_geom_fits(&g)) return run_portable(c);
-    const uint32_t n_mult = g.rq.per_channel ? (uint32_t)g.ch : 1u;
-    for (uint32_t i = 0; i < n_mult; i++) {
-        if (g.rq.mult[i] == INT32_MIN) return run_portable(c);
-    }
-    /* columns whose windows lie inside the input's width */
-    const int32_t ox_lo = (g.pd[1] + g.st[1] - 1) / g.st[1];
-    const int32_t span = g.wi - 1 - (g.kw - 1) * g.dl[1] + g.pd[1];
-    int32_t ox_hi = span < 0 ? 0 : span / g.st[1] + 1;
+    if (!mf_requant_vector_ok(&g.rq, (uint32_t)g.ch)) return run_portable(c);
+    const int32_t C = g.ch, row = g.wi * C, dy = g.dl[0] * row, dx = g.dl[1] * C, step = g.st[1] * C;
+    const int32_t ystep = g.st[0] * row, orow = g.ow * C;
+    (void)dy, (void)dx, (void)step, (void)ystep; /* unused without the asm loops */
+    const int fast3x3 = DW_ASM && g.kh == 3 && g.kw == 3;
+    /* output columns [ox_lo, ox_hi) and rows [oy_lo, oy_hi) whose windows lie inside the input */
+    const int32_t ox_lo = (g.pd[1] + g.st[1] - 1) / g.st[1], oy_lo = (g.pd[0] + g.st[0] - 1) / g.st[0];
+    const int32_t span_x = g.wi - 1 - (g.kw - 1) * g.dl[1] + g.pd[1];
+    const int32_t span_y = g.h - 1 - (g.kh - 1) * g.dl[0] + g.pd[0];
+    int32_t ox_hi = span_x < 0 ? 0 : span_x / g.st[1] + 1, oy_hi = span_y < 0 ? 0 : span_y / g.st[0] + 1;
     if (ox_hi > g.ow) ox_hi = g.ow;
-    const int8_t *x = g.x, *w = g.w;
-    int8_t *out = g.out;
-    /* eight channels at a time: two accumulators (even and odd channels), the tap's x, w and
-     * products stay in the eight Q registers; the last ch % 8 channels predicated */
-    int32_t c0 = 0;
-    for (; c0 + 8 <= g.ch; c0 += 8) {
-        g.x = x + c0, g.w = w + c0, g.out = out + c0;
-        dw_mve_group(&g, c0, 8, 1, 1, ox_lo, ox_hi);
-    }
-    if (c0 < g.ch) {
-        g.x = x + c0, g.w = w + c0, g.out = out + c0;
-        dw_mve_group(&g, c0, g.ch - c0, 1, 0, ox_lo, ox_hi);
+    if (oy_hi > g.oh) oy_hi = g.oh;
+    if (ox_hi < ox_lo) ox_hi = ox_lo;
+    if (oy_hi < oy_lo) oy_hi = oy_lo;
+    int negative = 1; /* every shift < 0: the asm loops' shorter requantization */
+    for (int32_t i = 0; i < (g.rq.per_channel ? C : 1); i++) negative &= g.rq.shift[i] < 0;
+    dw_group G;
+    for (int32_t c0 = 0; c0 < C; c0 += 8) {
+        dw_group_init(&g, c0, &G);
+        for (int32_t b = 0; b < g.batch; b++) {
+            const int8_t *xb = g.x + (size_t)b * (size_t)g.h * (size_t)row + c0;
+            int8_t *out = g.out + (size_t)b * (size_t)g.oh * (size_t)orow + c0;
+            if (!fast3x3 || !G.full) { /* any kernel, or the last channels: pixel by pixel */
+                for (int32_t oy = 0; oy < g.oh; oy++) {
+                    for (int32_t ox = 0; ox < g.ow; ox++) {
+                        dw_pixel(&g, &G, xb - c0, c0, oy * g.st[0] - g.pd[0], ox * g.st[1] - g.pd[1],
+                                 out + (ptrdiff_t)oy * orow + (ptrdiff_t)ox * C);
+                    }
+                }
+                continue;
+            }
+#if DW_ASM
+            /* the windows inside the input: one block */
+            if (oy_lo < oy_hi && ox_lo < ox_hi) {
+                G.cx = ox_hi - ox_lo;
+                G.xadj = ystep - G.cx * step;
+                G.oadj = orow - G.cx * C;
+                G.ostep = C;
+                dw_block3x3(&G, dw_at(xb, (ptrdiff_t)(oy_lo * g.st[0] - g.pd[0]) * row + (ptrdiff_t)(ox_lo * g.st[1] - g.pd[1]) * C),
+                            out + (ptrdiff_t)oy_lo * orow + (ptrdiff_t)ox_lo * C, oy_hi - oy_lo, dx, dy, step, negative);
+            }
+            /* the others, in runs sharing their row and column masks: the edge columns of the inside
+             * rows (down a column), then each edge row (the inside columns as one run) */
+            for (int32_t ox = 0; ox < g.ow && oy_lo < oy_hi; ox++) {
+                if (ox == ox_lo) ox = ox_hi;
+                if (ox >= g.ow) break;
+                const int32_t x0 = ox * g.st[1] - g.pd[1], y0 = oy_lo * g.st[0] - g.pd[0];
+                G.xstep = ystep, G.ostep = orow;
+                dw_edge3x3(&G, dw_at(xb, (ptrdiff_t)y0 * row + (ptrdiff_t)x0 * C), out + (ptrdiff_t)oy_lo * orow + (ptrdiff_t)ox * C,
+                           oy_hi - oy_lo, dx, dy, 7u, dw_mask3(x0, g.dl[1], g.wi), negative);
+            }
+            for (int32_t oy = 0; oy < g.oh; oy++) {
+                if (oy == oy_lo) oy = oy_hi;
+                if (oy >= g.oh) break;
+                const int32_t y0 = oy * g.st[0] - g.pd[0];
+                const uint32_t rm = dw_mask3(y0, g.dl[0], g.h);
+                G.xstep = step, G.ostep = C;
+                for (int32_t ox = 0; ox < g.ow; ox++) {
+                    const int32_t x0 = ox * g.st[1] - g.pd[1];
+                    const int32_t n = ox == ox_lo && ox_lo < ox_hi ? ox_hi - ox_lo : 1;
+                    dw_edge3x3(&G, dw_at(xb, (ptrdiff_t)y0 * row + (ptrdiff_t)x0 * C), out + (ptrdiff_t)oy * orow + (ptrdiff_t)ox * C,
+                               n, dx, dy, rm, n > 1 ? 7u : dw_mask3(x0, g.dl[1], g.wi), negative);
+                    ox += n - 1;
+                }
+            }
+#endif
+        }
     }
     return MF_OK;
 }
@@ -442,13 +541,33 @@ static inline __attribute__((always_inline)) void dw_dsp_tap4w(int32_t *a, const
     a[3] = __smlatt(x13, w13, a[3]);
 }
 
+/* The four outputs of channels oc .. oc + 3: the short requantization when it serves the op (small),
+ * dw_dsp_out otherwise. */
+static inline void dw_dsp_out4(const dw_geom *g, const mf_dsp_channel ch4[4], int small, int32_t oc, const int32_t a[4],
+                               int8_t *out) {
+    if (small) {
+        for (int i = 0; i < 4; i++) out[i] = mf_dsp_out_s8(&g->rq, &ch4[i], a[i]);
+    } else {
+        for (int i = 0; i < 4; i++) out[i] = dw_dsp_out(g, oc + i, mf_add_wrap(a[i], ch4[i].bias));
+    }
+}
+
 /* 3x3 windows, channel groups of four outer, pixels inner: the group's nine weight words,
- * sign-extended once into 18 halfword pairs, and the nine tap offsets sit in small tables (one load
- * each, no address arithmetic per pixel). Channels [0, ch & ~3). */
+ * sign-extended once into 18 halfword pairs, and its channels' output parameters, read once. A row's
+ * windows inside the input run without bounds (three row pointers, the taps dx apart); the others
+ * take their inside taps from the tap ranges. Channels [0, ch & ~3). */
 static void dw_dsp_3x3_groups(const dw_geom *g) {
     const int32_t C = g->ch, row = g->wi * C, off16 = mf_pack_off16(g->in_off);
+    const int32_t dy = g->dl[0] * row, dx = g->dl[1] * C, step = g->st[1] * C;
+    const int small = mf_dsp_small_ok(&g->rq, (uint32_t)C, 9);
+    /* output columns [ox_lo, ox_hi) whose windows lie inside the input's width */
+    const int32_t ox_lo = (g->pd[1] + g->st[1] - 1) / g->st[1];
+    const int32_t span_x = g->wi - 1 - 2 * g->dl[1] + g->pd[1];
+    int32_t ox_hi = span_x < 0 ? 0 : span_x / g->st[1] + 1;
+    if (ox_hi > g->ow) ox_hi = g->ow;
+    if (ox_hi < ox_lo) ox_hi = ox_lo;
     int32_t toff[9];
-    for (int32_t t = 0; t < 9; t++) toff[t] = (t / 3) * g->dl[0] * row + (t % 3) * g->dl[1] * C;
+    for (int32_t t = 0; t < 9; t++) toff[t] = (t / 3) * dy + (t % 3) * dx;
     for (int32_t oc = 0; oc + 4 <= C; oc += 4) {
         int32_t wv[18];
         for (int32_t t = 0; t < 9; t++) {
@@ -456,9 +575,8 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
             wv[2 * t] = mf_sxtb16(ww);
             wv[2 * t + 1] = mf_sxtb16_ror8(ww);
         }
-        const int32_t *bias = g->rq.bias;
-        const int32_t b0 = bias ? bias[oc] : 0, b1 = bias ? bias[oc + 1] : 0;
-        const int32_t b2 = bias ? bias[oc + 2] : 0, b3 = bias ? bias[oc + 3] : 0;
+        mf_dsp_channel ch4[4];
+        for (int i = 0; i < 4; i++) ch4[i] = mf_dsp_channel_of(&g->rq, (uint32_t)(oc + i));
         for (int32_t b = 0; b < g->batch; b++) {
             const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row + oc;
             int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + oc;
@@ -466,26 +584,40 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
                 const int32_t y0 = oy * g->st[0] - g->pd[0];
                 int32_t ky0, ky1;
                 dw_tap_range(y0, g->dl[0], 3, g->h, &ky0, &ky1);
+                const int row_in = ky0 == 0 && ky1 == 3;
                 for (int32_t ox = 0; ox < g->ow; ox++, out += C) {
                     const int32_t x0 = ox * g->st[1] - g->pd[1];
+                    int32_t a[4] = {0, 0, 0, 0};
+                    if (row_in && ox >= ox_lo && ox < ox_hi) {
+                        /* inside: the windows up to ox_hi without bounds */
+                        const int8_t *r0 = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)x0 * C;
+                        for (; ox < ox_hi; ox++, out += C, r0 += step) {
+                            const int8_t *r1 = r0 + dy, *r2 = r1 + dy;
+                            int32_t p[4] = {0, 0, 0, 0};
+                            dw_dsp_tap4w(p, r0, wv[0], wv[1], off16);
+                            dw_dsp_tap4w(p, r0 + dx, wv[2], wv[3], off16);
+                            dw_dsp_tap4w(p, r0 + 2 * dx, wv[4], wv[5], off16);
+                            dw_dsp_tap4w(p, r1, wv[6], wv[7], off16);
+                            dw_dsp_tap4w(p, r1 + dx, wv[8], wv[9], off16);
+                            dw_dsp_tap4w(p, r1 + 2 * dx, wv[10], wv[11], off16);
+                            dw_dsp_tap4w(p, r2, wv[12], wv[13], off16);
+                            dw_dsp_tap4w(p, r2 + dx, wv[14], wv[15], off16);
+                            dw_dsp_tap4w(p, r2 + 2 * dx, wv[16], wv[17], off16);
+                            dw_dsp_out4(g, ch4, small, oc, p, out);
+                        }
+                        ox--, out -= C;
+                        continue;
+                    }
                     int32_t kx0, kx1;
                     dw_tap_range(x0, g->dl[1], 3, g->wi, &kx0, &kx1);
                     const int8_t *xpix = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)x0 * C;
-                    int32_t a[4] = {b0, b1, b2, b3};
-                    if (ky0 == 0 && ky1 == 3 && kx0 == 0 && kx1 == 3) {
-                        for (int32_t t = 0; t < 9; t++) dw_dsp_tap4w(a, xpix + toff[t], wv[2 * t], wv[2 * t + 1], off16);
-                    } else {
-                        for (int32_t ky = ky0; ky < ky1; ky++) {
-                            for (int32_t kx = kx0; kx < kx1; kx++) {
-                                const int32_t t = ky * 3 + kx;
-                                dw_dsp_tap4w(a, xpix + toff[t], wv[2 * t], wv[2 * t + 1], off16);
-                            }
+                    for (int32_t ky = ky0; ky < ky1; ky++) {
+                        for (int32_t kx = kx0; kx < kx1; kx++) {
+                            const int32_t t = ky * 3 + kx;
+                            dw_dsp_tap4w(a, xpix + toff[t], wv[2 * t], wv[2 * t + 1], off16);
                         }
                     }
-                    out[0] = dw_dsp_out(g, oc, a[0]);
-                    out[1] = dw_dsp_out(g, oc + 1, a[1]);
-                    out[2] = dw_dsp_out(g, oc + 2, a[2]);
-                    out[3] = dw_dsp_out(g, oc + 3, a[3]);
+                    dw_dsp_out4(g, ch4, small, oc, a, out);
                 }
             }
         }
@@ -567,6 +699,207 @@ static mf_status run(const mf_call *c) {
                 }
             }
         }
+    }
+    return MF_OK;
+}
+
+#elif defined(MF_USE_SCALAR_FAST)
+
+/* Scalar cores (cortex-m3): one output channel at a time, along the longer output axis (a "row" below is
+ * an image column when the output is taller than wide: all strides are the view's). Each input row the
+ * window reaches is packed once into a ring of rows in the scratch: word j = V(j) + V(j + stride) * 2^23,
+ * V(j) = x + offset at padded position j (0 in the padding), so one SMLAL by a weight computes a tap of
+ * two adjacent outputs (mf_scalar.h); rows outside the input read a row of zeros. An output row's pair
+ * sums go to a row of sums, then through the output stage (mf_sc_store). 3x3 windows with strides 1
+ * and 2 along the row (any dilation across) take mf_sc_dw3_row. Requires at most MF_SC_CHUNK taps (the
+ * pair sums' bound), a window spanning at most DW_SC_MAX_SPAN rows, and the scratch below
+ * (mcuforge.ir.kernel_scratch_bytes computes the same). */
+#define DW_SC_MAX_SPAN 16
+
+typedef struct {
+    const int8_t *x; /* image, channel 0 */
+    int8_t *out;     /* image's output, channel 0 */
+    int32_t h, w, oh, ow, kh, kw, st[2], pd[2], dl[2]; /* the view: rows x columns */
+    size_t x_row, x_col, out_row, out_col;           /* bytes between rows / columns */
+    int32_t t_row, t_col;                            /* weight taps (in weight rows) between ky / kx */
+    uint32_t dm, oc_n, taps, span, wq, pairs, fast3x3;
+    int32_t in_off;
+} dw_sc_view;
+
+/* The view of g: transposed when the output is taller than wide (fewer, longer rows). */
+static void dw_sc_view_of(const dw_geom *g, uint32_t dm, dw_sc_view *v) {
+    const int t = g->oh > g->ow; /* 0: rows are image rows, 1: image columns */
+    const uint32_t C = (uint32_t)g->ch;
+    v->dm = dm;
+    v->oc_n = C * dm;
+    v->h = t ? g->wi : g->h, v->w = t ? g->h : g->wi;
+    v->oh = t ? g->ow : g->oh, v->ow = t ? g->oh : g->ow;
+    v->kh = t ? g->kw : g->kh, v->kw = t ? g->kh : g->kw;
+    for (int a = 0; a < 2; a++) {
+        v->st[a] = g->st[a ^ t], v->pd[a] = g->pd[a ^ t], v->dl[a] = g->dl[a ^ t];
+    }
+    const size_t x_row = (size_t)g->wi * C, out_row = (size_t)g->ow * v->oc_n;
+    v->x_row = t ? C : x_row, v->x_col = t ? x_row : C;
+    v->out_row = t ? v->oc_n : out_row, v->out_col = t ? out_row : v->oc_n;
+    v->t_row = t ? 1 : g->kw, v->t_col = t ? g->kw : 1;
+    v->taps = (uint32_t)(g->kh * g->kw);
+    v->span = (uint32_t)((v->kh - 1) * v->dl[0] + 1);
+    v->wq = (uint32_t)((v->ow - 1) * v->st[1] + (v->kw - 1) * v->dl[1] + 1);
+    v->pairs = (uint32_t)(v->ow + 1) / 2;
+    v->fast3x3 = v->kh == 3 && v->kw == 3 && v->dl[1] == 1 && (v->st[1] == 1 || v->st[1] == 2);
+    v->in_off = g->in_off;
+}
+
+/* The scratch (words): the channel's taps, the ring of span packed rows, a row of zeros, the sums. */
+static uint32_t dw_sc_scratch_bytes(const dw_sc_view *v) {
+    return 4u * (v->taps + (v->span + 1) * v->wq + 2 * v->pairs);
+}
+
+/* V(j) for padded position j of a row (x at its position 0). */
+static inline int32_t dw_sc_v(const dw_sc_view *v, const int8_t *x, int32_t j) {
+    const int32_t i = j - v->pd[1];
+    return i >= 0 && i < v->w ? x[(size_t)i * v->x_col] + v->in_off : 0;
+}
+
+/* The packed row P[j] = V(j) + V(j + s) * 2^23, j < wq, of input row x (position 0). */
+static void dw_sc_row(const dw_sc_view *v, const int8_t *x, int32_t *P) {
+    const int32_t s = v->st[1], wq = (int32_t)v->wq, pair_off = mf_sc_pair(v->in_off, v->in_off);
+    const size_t step = v->x_col;
+    int32_t j_lo = v->pd[1], j_hi = v->pd[1] + v->w - s; /* both positions inside the input */
+    if (j_hi > wq) j_hi = wq;
+    if (j_lo > j_hi) j_lo = j_hi = wq;
+    int32_t j = 0;
+    for (; j < j_lo; j++) P[j] = mf_sc_pair(dw_sc_v(v, x, j), dw_sc_v(v, x, j + s));
+    const int8_t *a = x + (size_t)(j - v->pd[1]) * step, *b = a + (size_t)s * step;
+    for (; j < j_hi; j++, a += step, b += step) P[j] = mf_sc_pair(*a, *b) + pair_off;
+    for (; j < wq; j++) P[j] = mf_sc_pair(dw_sc_v(v, x, j), dw_sc_v(v, x, j + s));
+}
+
+/* The pair sums of one output row, any window: rows[ky] the packed rows, wt the taps (view order). */
+static void dw_sc_row_sums(const dw_sc_view *v, int32_t *const *rows, const int32_t *wt, int32_t *sums) {
+    const int32_t kw = v->kw, dx = v->dl[1], step = 2 * v->st[1];
+    for (uint32_t i = 0; i < v->pairs; i++, sums += 2) {
+        int64_t a = MF_SC_ROUND;
+        for (int32_t ky = 0; ky < v->kh; ky++) {
+            const int32_t *p = rows[ky] + (int32_t)i * step, *w = wt + ky * kw;
+            for (int32_t kx = 0; kx < kw; kx++, p += dx) a += (int64_t)w[kx] * *p;
+        }
+        sums[0] = mf_sc_low(a);
+        sums[1] = mf_sc_high(a);
+    }
+}
+
+/* Output channel oc of one image, with the output stage `variant`. */
+static void dw_sc_channel(const dw_sc_view *v, const dw_geom *g, uint32_t oc, int32_t *scratch, int variant) {
+    int32_t *wt = scratch, *ring = wt + v->taps, *zero = ring + v->span * v->wq, *sums = zero + v->wq;
+    for (int32_t ky = 0, t = 0; ky < v->kh; ky++) {
+        for (int32_t kx = 0; kx < v->kw; kx++) wt[t++] = g->w[(size_t)(ky * v->t_row + kx * v->t_col) * v->oc_n + oc];
+    }
+    const mf_sc_channel ch = mf_sc_channel_of(&g->rq, oc, variant);
+    int32_t tag[DW_SC_MAX_SPAN];
+    for (uint32_t i = 0; i < v->span; i++) tag[i] = -1;
+    const int8_t *xc = v->x + oc / v->dm;
+    int8_t *out = v->out + oc;
+    int32_t *rows[DW_SC_MAX_SPAN];
+    for (int32_t oy = 0; oy < v->oh; oy++, out += v->out_row) {
+        const int32_t y0 = oy * v->st[0] - v->pd[0];
+        for (int32_t ky = 0; ky < v->kh; ky++) {
+            const int32_t iy = y0 + ky * v->dl[0];
+            if (iy < 0 || iy >= v->h) {
+                rows[ky] = zero;
+                continue;
+            }
+            const uint32_t slot = (uint32_t)iy % v->span;
+            rows[ky] = ring + slot * v->wq;
+            if (tag[slot] != iy) {
+                dw_sc_row(v, xc + (size_t)iy * v->x_row, rows[ky]);
+                tag[slot] = iy;
+            }
+        }
+        if (v->fast3x3) {
+            mf_sc_dw3_row(rows[0], rows[1], rows[2], wt, (uint32_t)v->st[1], v->pairs, sums);
+        } else {
+            dw_sc_row_sums(v, rows, wt, sums);
+        }
+        mf_sc_store(&g->rq, &ch, variant, sums, (uint32_t)v->ow, out, (uint32_t)v->out_col);
+    }
+}
+
+/* The pixel-major path (3x3, depth multiplier 1, the output stage MF_SC_FAST_SAT): four channels at a
+ * time, each output pixel's nine words of four channel bytes through mf_sc_dw4_sat; the window's start
+ * folded into the accumulators (bias + offset * sum(w)), a pixel whose window leaves the input reading
+ * its taps from a patch where the outside ones hold the zero point. No per-row or per-channel packing:
+ * the path for small images, where the row path's overheads dominate. Its scratch (words) follows the
+ * row path's: the group table, the taps' offsets inside the image and in the patch, the patch. */
+#define DW_PX_WORDS 96u
+
+static void dw_px_groups(const dw_geom *g, int32_t *px) {
+    const int32_t C = g->ch, row = g->wi * C, off = g->in_off;
+    int32_t *tab = px, *toff = px + MF_SC_DW4_WORDS, *toff_patch = toff + 9, *patch = toff_patch + 9;
+    const int8_t zp = (int8_t)-off;
+    const int32_t pad = mf_wrap32((uint32_t)(uint8_t)zp * 0x01010101u);
+    for (int32_t t = 0; t < 9; t++) {
+        toff[t] = (t / 3) * g->dl[0] * row + (t % 3) * g->dl[1] * C;
+        toff_patch[t] = 4 * t;
+    }
+    const mf_channel_requant *q = &g->rq;
+    for (int32_t c0 = 0; c0 + 4 <= C; c0 += 4) {
+        for (int32_t i = 0; i < 4; i++) {
+            int32_t sum = 0;
+            for (int32_t t = 0; t < 9; t++) sum += tab[4 + 4 * t + i] = g->w[t * C + c0 + i];
+            tab[i] = mf_add_wrap(q->bias ? q->bias[c0 + i] : 0, off * sum);
+            const mf_sc_channel ch = mf_sc_channel_of(q, (uint32_t)(c0 + i), MF_SC_FAST_SAT);
+            tab[40 + 3 * i] = ch.mult, tab[41 + 3 * i] = ch.k_high, tab[42 + 3 * i] = ch.right_m1;
+        }
+        for (int32_t b = 0; b < g->batch; b++) {
+            const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row + c0;
+            int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + c0;
+            for (int32_t oy = 0; oy < g->oh; oy++) {
+                const int32_t y0 = oy * g->st[0] - g->pd[0];
+                const int rows_in = y0 >= 0 && y0 + 2 * g->dl[0] < g->h;
+                for (int32_t ox = 0; ox < g->ow; ox++, out += C) {
+                    const int32_t x0 = ox * g->st[1] - g->pd[1];
+                    if (rows_in && x0 >= 0 && x0 + 2 * g->dl[1] < g->wi) {
+                        mf_sc_dw4_sat(tab, toff, xb + (ptrdiff_t)y0 * row + (ptrdiff_t)x0 * C, out);
+                        continue;
+                    }
+                    for (int32_t t = 0; t < 9; t++) {
+                        const int32_t iy = y0 + (t / 3) * g->dl[0], ix = x0 + (t % 3) * g->dl[1];
+                        patch[t] = iy >= 0 && iy < g->h && ix >= 0 && ix < g->wi
+                                       ? mf_ld32(xb + (ptrdiff_t)iy * row + (ptrdiff_t)ix * C) : pad;
+                    }
+                    mf_sc_dw4_sat(tab, toff_patch, (const int8_t *)patch, out);
+                }
+            }
+        }
+    }
+}
+
+static mf_status run(const mf_call *c) {
+    dw_geom g;
+    dw_geom_read(c, &g);
+    dw_sc_view v;
+    dw_sc_view_of(&g, (uint32_t)mf_attr_int(c, A_MULT), &v);
+    if (!dw_geom_fits(&g) || v.taps > MF_SC_CHUNK || v.span > DW_SC_MAX_SPAN ||
+        c->scratch_bytes < dw_sc_scratch_bytes(&v)) {
+        return run_portable(c);
+    }
+    const int variant = mf_sc_variant(&g.rq, v.oc_n);
+    int32_t *scratch = (int32_t *)(void *)c->scratch;
+    uint32_t oc0 = 0; /* channels before it are done */
+    /* pixel-major where the row path's overheads dominate (measured on the MLPerf Tiny layers): strided
+     * windows and images whose longer output side is under 16 */
+    const int small = g.st[0] > 1 || g.st[1] > 1 || (g.oh < 16 && g.ow < 16);
+    if (small && v.dm == 1 && g.kh == 3 && g.kw == 3 && variant == MF_SC_FAST_SAT && g.ch >= 4 &&
+        c->scratch_bytes >= dw_sc_scratch_bytes(&v) + 4u * DW_PX_WORDS) {
+        dw_px_groups(&g, scratch + dw_sc_scratch_bytes(&v) / 4u);
+        oc0 = (uint32_t)g.ch & ~3u;
+    }
+    for (uint32_t i = 0; i < v.wq; i++) scratch[v.taps + v.span * v.wq + i] = 0; /* the row of zeros */
+    for (int32_t b = 0; b < g.batch; b++) {
+        v.x = g.x + (size_t)b * (size_t)g.h * (size_t)g.wi * (size_t)g.ch;
+        v.out = g.out + (size_t)b * (size_t)g.oh * (size_t)g.ow * v.oc_n;
+        for (uint32_t oc = oc0; oc < v.oc_n; oc++) dw_sc_channel(&v, &g, oc, scratch, variant);
     }
     return MF_OK;
 }

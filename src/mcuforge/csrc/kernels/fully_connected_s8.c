@@ -6,10 +6,12 @@
  * run() is the portable statement of the math. The optimized paths give the same int32 sums:
  *   DSP: 3 output channels per loop (the last 2 or 1 apart), 4 features per step -- the input widened once per step with
  *        the offset added (SXTAB16), the weights with SXTB16, two SMLADs per channel;
- *   MVE: 4 output channels per loop over 16 lanes (tail-predicated): one input load, VMLADAVA per
- *        channel, and the offset as offset * sum(weights), the sums taken by VADDVA in the same loop.
+ *   MVE: 4 output channels per loop over 16 lanes: one input load, VMLADAVA per channel. The
+ *        lowering folds the input offset into the bias of every fully connected layer; then the loop
+ *        is one tail-predicated asm block (rows4_asm). With an offset, the weights' sums are taken
+ *        by VADDVA in the same (C) loop and the offset enters as offset * sum(weights).
  */
-#include "mf_simd.h"
+#include "mf_scalar.h"
 
 enum { A_IN_OFF, A_OUT_OFF, A_ACT_MIN, A_ACT_MAX };
 
@@ -104,7 +106,8 @@ static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t de
 
 #elif defined(MF_USE_MVE)
 /* sums[i] = sum(x[k] * w_i[k]), sums[4 + i] = sum(w_i[k]) for four weight rows: full blocks of 16
- * lanes unpredicated, then one predicated tail. */
+ * lanes unpredicated, then one predicated tail. (The path of a nonzero input offset; the lowering
+ * folds it into the bias of every fully connected layer, see rows4_asm.) */
 static inline void dot4(const int8_t *x, const int8_t *p0, const int8_t *p1, const int8_t *p2, const int8_t *p3,
                         uint32_t depth, int32_t sums[8]) {
     int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -149,14 +152,44 @@ static inline void dot4(const int8_t *x, const int8_t *p0, const int8_t *p1, con
     sums[7] = s3;
 }
 
+/* a_i = sum(x[k] * w_i[k]) (k < depth) for the four rows w_i = w0 + i * depth: one tail-predicated
+ * loop of 16 lanes (WLSTP/LETP), one x load per four VMLADAVAs. */
+static __attribute__((noinline)) void rows4_asm(const int8_t *x, const int8_t *w0, uint32_t depth, int32_t a[4]) {
+    const int8_t *w1 = w0 + depth, *w2 = w1 + depth, *w3 = w2 + depth;
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    __asm__ volatile("   wlstp.8      lr, %[n], 1f\n"
+                     "2: vldrb.8      q0, [%[x]], #16\n"
+                     "   vldrb.8      q1, [%[w0]], #16\n"
+                     "   vmladava.s8  %[a0], q0, q1\n"
+                     "   vldrb.8      q2, [%[w1]], #16\n"
+                     "   vmladava.s8  %[a1], q0, q2\n"
+                     "   vldrb.8      q1, [%[w2]], #16\n"
+                     "   vmladava.s8  %[a2], q0, q1\n"
+                     "   vldrb.8      q2, [%[w3]], #16\n"
+                     "   vmladava.s8  %[a3], q0, q2\n"
+                     "   letp         lr, 2b\n"
+                     "1:\n"
+                     : [a0] "+&Te"(a0), [a1] "+&Te"(a1), [a2] "+&Te"(a2), [a3] "+&Te"(a3), [x] "+&r"(x), [w0] "+&r"(w0),
+                       [w1] "+&r"(w1), [w2] "+&r"(w2), [w3] "+&r"(w3)
+                     : [n] "r"(depth)
+                     : "q0", "q1", "q2", "lr", "memory");
+    a[0] = a0, a[1] = a1, a[2] = a2, a[3] = a3;
+}
+
 static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t in_off,
                     const mf_channel_requant *rq, int vector_rq, int8_t *out) {
+    const int32x4_t zero = vdupq_n_s32(0);
     for (uint32_t oc = 0; oc < oc_n; oc += 4) {
         const uint32_t n = oc_n - oc < 4u ? oc_n - oc : 4u;
-        const int8_t *rows[4]; /* rows past n repeat row oc; their outputs are not written */
-        for (uint32_t i = 0; i < 4; i++) rows[i] = w + (size_t)(oc + (i < n ? i : 0)) * depth;
         int32_t sums[8];
-        dot4(x, rows[0], rows[1], rows[2], rows[3], depth, sums);
+        if (in_off == 0 && n == 4) {
+            rows4_asm(x, w + (size_t)oc * depth, depth, sums);
+            vstrwq_s32(sums + 4, zero);
+        } else {
+            const int8_t *rows[4]; /* rows past n repeat row oc; their outputs are not written */
+            for (uint32_t i = 0; i < 4; i++) rows[i] = w + (size_t)(oc + (i < n ? i : 0)) * depth;
+            dot4(x, rows[0], rows[1], rows[2], rows[3], depth, sums);
+        }
         if (vector_rq) {
             const mve_pred16_t p = vctp32q(n);
             /* sum((x + off) * w) = sum(x * w) + off * sum(w): |sum(w)| <= 2^23, |off| <= 128 */
@@ -175,6 +208,26 @@ static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t de
     }
 }
 #define MF_FC_FAST 1
+
+#elif defined(MF_USE_SCALAR_FAST)
+/* Scalar cores (cortex-m3): four output channels per loop, one input load and its offset shared by four
+ * LDRSB + MLA (mf_sc_dot4), then the four outputs through mf_sc_store_channels. */
+static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t in_off,
+                    const mf_channel_requant *rq, int variant, int8_t *out) {
+    int32_t sums[4];
+    uint32_t oc = 0;
+    for (const int8_t *p = w; oc + 4 <= oc_n; oc += 4, p += 4 * depth) {
+        mf_sc_dot4(x, p, p + depth, p + 2 * depth, p + 3 * depth, depth, in_off, sums);
+        mf_sc_store_channels(rq, variant, sums, 4, oc, out + oc);
+    }
+    if (oc < oc_n) { /* rows past the last repeat it; their outputs are not written */
+        const uint32_t n = oc_n - oc;
+        const int8_t *p = w + (size_t)oc * depth, *last = p + (size_t)(n - 1) * depth;
+        mf_sc_dot4(x, p, n > 1 ? p + depth : last, n > 2 ? p + 2 * depth : last, last, depth, in_off, sums);
+        mf_sc_store_channels(rq, variant, sums, n, oc, out + oc);
+    }
+}
+#define MF_FC_FAST 1
 #endif
 
 static mf_status run(const mf_call *c) {
@@ -189,6 +242,8 @@ static mf_status run(const mf_call *c) {
 #if defined(MF_FC_FAST)
 #if defined(MF_USE_MVE)
     const int vector_rq = mf_requant_vector_ok(&rq, oc_n);
+#elif defined(MF_USE_SCALAR_FAST)
+    const int vector_rq = mf_sc_variant(&rq, oc_n); /* the scalar output stage's variant */
 #else
     const int vector_rq = 0;
 #endif

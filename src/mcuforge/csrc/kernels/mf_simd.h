@@ -4,18 +4,28 @@
  *
  *   MF_USE_MVE   the core has integer MVE (cortex-m55, m85)
  *   MF_USE_DSP   the core has the DSP extension but no MVE (cortex-m4, m7, m33)
+ * Cores with neither have mf_scalar.h's paths (cortex-m3).
  */
 #ifndef MF_SIMD_H
 #define MF_SIMD_H
 
 #include "mf_kernel_util.h"
 
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
+#if defined(MF_PORTABLE) && MF_PORTABLE
+/* -DMF_PORTABLE=1: every optimized path off, the portable C kernels only (benchmarks/firmware.py
+ * measures them so); MF_ARM_LOOPS (below) and mf_scalar.h's paths are off too. */
+#elif defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 #define MF_USE_MVE 1
 #include <arm_mve.h>
 #elif defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
 #define MF_USE_DSP 1
 #include <arm_acle.h>
+#endif
+
+/* Any Cortex-M build but MF_PORTABLE: the plain C loops that drop the portable path's generality
+ * (add_s8, mul_s8 on equal shapes). */
+#if defined(__arm__) && !(defined(MF_PORTABLE) && MF_PORTABLE)
+#define MF_ARM_LOOPS 1
 #endif
 
 /* int32 from the low 32 bits (two's complement), without an implementation-defined cast. */
@@ -88,6 +98,51 @@ static inline int32_t mf_pack_off16(int32_t off) {
 }
 #endif
 
+#if defined(MF_USE_DSP)
+/* mf_requantize(acc, mult, -n) for |acc| < 2^30 and n >= 0 (no left shift): the doubling high multiply
+ * (acc * mult + 2^30) >> 31 is SMMULR(2 acc, mult) = (2 acc mult + 2^31) >> 32 exactly, and the rounding
+ * divide by 2^n (half away from zero) is (v - (v < 0) + 2^(n - 1)) >> n, which cannot overflow as
+ * |v| <= |acc|: the same bits in a handful of instructions. */
+static inline int32_t mf_dsp_requantize_small(int32_t acc, int32_t mult, int32_t n) {
+    int32_t v;
+    __asm__("smmulr %0, %1, %2" : "=r"(v) : "r"(mf_wrap32((uint32_t)acc << 1)), "r"(mult));
+    if (n > 0) v = (v + (v >> 31) + (1 << (n - 1))) >> n;
+    return v;
+}
+
+/* 1 when mf_dsp_requantize_small serves an op: every shift <= 0, and every accumulator (a dot product
+ * of `depth` terms (x + offset) * w, |x + offset| <= 255, |w| <= 128, plus a bias) stays below 2^30. */
+static inline int mf_dsp_small_ok(const mf_channel_requant *q, uint32_t channels, uint32_t depth) {
+    const uint32_t n = q->per_channel ? channels : 1u;
+    for (uint32_t i = 0; i < n; i++) {
+        if (q->shift[i] > 0) return 0;
+    }
+    int64_t bias = 0;
+    for (uint32_t i = 0; q->bias && i < channels; i++) {
+        const int64_t b = q->bias[i] < 0 ? -(int64_t)q->bias[i] : q->bias[i];
+        bias = b > bias ? b : bias;
+    }
+    return (int64_t)depth * 255 * 128 + bias < ((int64_t)1 << 30);
+}
+
+/* An output channel's parameters for mf_dsp_requantize_small, read once. */
+typedef struct {
+    int32_t bias, mult, n;
+} mf_dsp_channel;
+
+static inline mf_dsp_channel mf_dsp_channel_of(const mf_channel_requant *q, uint32_t oc) {
+    const uint32_t k = q->per_channel ? oc : 0;
+    mf_dsp_channel c = {q->bias ? q->bias[oc] : 0, q->mult[k], -q->shift[k]};
+    return c;
+}
+
+/* mf_channel_requant_s8 of a small accumulator (mf_dsp_small_ok): the same bits. */
+static inline int8_t mf_dsp_out_s8(const mf_channel_requant *q, const mf_dsp_channel *c, int32_t acc) {
+    const int32_t v = mf_dsp_requantize_small(acc + c->bias, c->mult, c->n) + q->out_off;
+    return mf_clamp_s8(v, q->lo, q->hi);
+}
+#endif
+
 #if defined(MF_USE_MVE)
 /* mf_requantize on 4 lanes (per-lane multiplier and shift): the same bits, provided no multiplier
  * is INT32_MIN (VQRDMULH saturates INT32_MIN * INT32_MIN where arm_nn_doubling_high_mult_no_sat
@@ -108,6 +163,17 @@ static inline int32x4_t mf_requantize_x4_n(int32x4_t val, int32_t mult, int32_t 
     const int32x4_t high = vqrdmulhq_n_s32(shift > 0 ? vshlq_r_s32(val, shift) : val, mult);
     if (shift >= 0) return high;
     return vrshlq_n_s32(vqaddq_s32(high, vshrq_n_s32(high, 31)), shift);
+}
+
+/* Four int32 lanes from four core registers by two VMOVs of two lanes each ("vmov q[2], q[0], a0, a2";
+ * "vmov q[3], q[1], a1, a3"). Which of each pair lands in the lower lane is left open on purpose (the
+ * Arm syntax and QEMU's reading of it differ): callers build a vector of store offsets with this same
+ * helper and derive predicates from those offsets, so each value goes where its offset says whatever
+ * the lane order. */
+static inline int32x4_t mf_mve_lanes4(int32_t a0, int32_t a1, int32_t a2, int32_t a3) {
+    int32x4_t v;
+    __asm__("vmov %q0[2], %q0[0], %1, %3\n\tvmov %q0[3], %q0[1], %2, %4" : "=&w"(v) : "r"(a0), "r"(a1), "r"(a2), "r"(a3));
+    return v;
 }
 
 /* 1 when no multiplier is INT32_MIN: mf_requantize_x4 then equals mf_requantize. */

@@ -61,7 +61,7 @@ static void mul_same_shape(const mf_call *c, const int8_t *a, const int8_t *b, i
 
 static int mul_fast_ok(const mf_call *c) { return mf_attr_int(c, A_OUT_MULT) != INT32_MIN; }
 
-#elif defined(__arm__)
+#elif defined(MF_ARM_LOOPS)
 
 static void mul_same_shape(const mf_call *c, const int8_t *a, const int8_t *b, int8_t *out, uint32_t n) {
     const int32_t a_off = mf_attr_int(c, A_A_OFF), b_off = mf_attr_int(c, A_B_OFF), out_off = mf_attr_int(c, A_OUT_OFF);
@@ -81,7 +81,7 @@ static int mul_fast_ok(const mf_call *c) {
 #endif
 
 static mf_status run(const mf_call *c) {
-#if defined(MF_USE_MVE) || defined(__arm__)
+#if defined(MF_USE_MVE) || defined(MF_ARM_LOOPS)
     mf_tensor a, b, o;
     if (mf_call_binary_s8(c, &a, &b, &o) && a.numel == o.numel && b.numel == o.numel && mul_fast_ok(c)) {
         mul_same_shape(c, (const int8_t *)a.data, (const int8_t *)b.data, (int8_t *)o.data, o.numel);

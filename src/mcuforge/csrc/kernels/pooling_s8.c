@@ -3,10 +3,15 @@
  * positions are not part of a window: an average divides by the in-bounds count, rounding half
  * away from zero. A window entirely in padding is rejected at load time (CMSIS: argument error).
  * The output size is an attribute, as CMSIS-NN takes it (output_x, output_y): torch's ceil_mode
- * and the default floor rule are both a choice of it; every window must hit the input. The loops
- * (mf_pool_run, mf_pool.h) are shared with the int16 kernels of pooling_s16.c.
+ * and the default floor rule are both a choice of it; every window must hit the input (the window
+ * helpers of mf_pool.h, shared with pooling_s16.c).
+ *
+ * MVE (cortex-m55): an average over a window of at most 255 inputs (so that the int16 sums cannot
+ * overflow: 255 * 128 < 2^15) sums eight channels per VLDRB.S16 + VADD, then divides each channel's
+ * sum in scalar code exactly as below; other windows and maxpool take the portable loop.
  */
 #include "mf_pool.h"
+#include "mf_simd.h"
 
 static mf_status check(const mf_call *c) {
     mf_tensor x, o;
@@ -20,8 +25,78 @@ static mf_status check(const mf_call *c) {
     return mf_pool_shapes_ok(&x, &o, &p) ? MF_OK : MF_ERR_SHAPE;
 }
 
-static mf_status run_avg(const mf_call *c) { return mf_pool_run(c, 0, 0); }
-static mf_status run_max(const mf_call *c) { return mf_pool_run(c, 1, 0); }
+#if defined(MF_USE_MVE)
+/* The averages of window [y_lo, y_hi) x [x_lo, x_hi) (count <= 255 inputs) of image xd, all channels. */
+static void avg_window_mve(const int8_t *xd, uint32_t w, uint32_t ch, uint32_t y_lo, uint32_t y_hi, uint32_t x_lo,
+                           uint32_t x_hi, int32_t count, int32_t lo, int32_t hi, int8_t *out) {
+    for (uint32_t c0 = 0; c0 < ch; c0 += 8) {
+        const mve_pred16_t p = vctp16q(ch - c0);
+        int16x8_t acc = vdupq_n_s16(0);
+        for (uint32_t iy = y_lo; iy < y_hi; iy++) {
+            const int8_t *xp = xd + ((size_t)iy * w + x_lo) * ch + c0;
+            for (uint32_t ix = x_lo; ix < x_hi; ix++, xp += ch) acc = vaddq_s16(acc, vldrbq_z_s16(xp, p));
+        }
+        int16_t sums[8];
+        vst1q_s16(sums, acc);
+        const uint32_t n = ch - c0 < 8 ? ch - c0 : 8;
+        for (uint32_t i = 0; i < n; i++) {
+            const int32_t a = sums[i];
+            out[c0 + i] = mf_clamp_s8(a > 0 ? (a + count / 2) / count : (a - count / 2) / count, lo, hi);
+        }
+    }
+}
+#endif
+
+static mf_status run(const mf_call *c, int is_max) {
+    mf_tensor x, o;
+    mf_pool_window p;
+    int32_t lo, hi;
+    mf_call_input(c, 0, &x);
+    mf_call_output(c, 0, &o);
+    mf_pool_window_read(c, &p);
+    mf_attr_act(c, MF_POOL_ACT_MIN, &lo, &hi);
+    const uint32_t h = x.shape[1], w = x.shape[2], ch = x.shape[3];
+    const uint32_t oh = (uint32_t)p.out[0], ow = (uint32_t)p.out[1];
+    const int8_t *xd = (const int8_t *)x.data;
+    int8_t *out = (int8_t *)o.data;
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        for (uint32_t oy = 0; oy < oh; oy++) {
+            uint32_t y_lo, y_hi;
+            mf_pool_clip((int64_t)oy * p.st[0] - p.pd[0], p.k[0], h, &y_lo, &y_hi);
+            for (uint32_t ox = 0; ox < ow; ox++) {
+                uint32_t x_lo, x_hi;
+                mf_pool_clip((int64_t)ox * p.st[1] - p.pd[1], p.k[1], w, &x_lo, &x_hi);
+                const int32_t count = (int32_t)((y_hi - y_lo) * (x_hi - x_lo));
+#if defined(MF_USE_MVE)
+                if (!is_max && count <= 255) {
+                    avg_window_mve(xd + (size_t)n * h * w * ch, w, ch, y_lo, y_hi, x_lo, x_hi, count, lo, hi, out);
+                    out += ch;
+                    continue;
+                }
+#endif
+                for (uint32_t cc = 0; cc < ch; cc++) {
+                    int32_t acc = is_max ? -129 : 0;
+                    for (uint32_t iy = y_lo; iy < y_hi; iy++) {
+                        for (uint32_t ix = x_lo; ix < x_hi; ix++) {
+                            const int32_t v = xd[(((size_t)n * h + iy) * w + ix) * ch + cc];
+                            if (is_max) acc = v > acc ? v : acc;
+                            else acc += v;
+                        }
+                    }
+                    if (!is_max) {
+                        /* C truncating division after adding half the count: half away from zero */
+                        acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
+                    }
+                    *out++ = mf_clamp_s8(acc, lo, hi);
+                }
+            }
+        }
+    }
+    return MF_OK;
+}
+
+static mf_status run_avg(const mf_call *c) { return run(c, 0); }
+static mf_status run_max(const mf_call *c) { return run(c, 1); }
 
 const mf_kernel mf_kernel_avgpool_s8 = {5, "avgpool_s8", 1, 1, 0, "IIIiiI", check, run_avg};
 const mf_kernel mf_kernel_maxpool_s8 = {6, "maxpool_s8", 1, 1, 0, "IIIiiI", check, run_max};

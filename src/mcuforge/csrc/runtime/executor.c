@@ -60,15 +60,11 @@ mf_status mf_invoke(mf_context *ctx, mf_trace_sink *trace) {
         uint32_t run = trace->run_index;
         mf_trace_run_start(trace, run);
         for (uint32_t i = 0; i < p->op_count && s == MF_OK; i++) {
-            mf_trace_op_start(trace, i);
+            const uint64_t start = trace->now(trace->user);
             s = run_op(ctx, i);
-            if (s != MF_OK) {
-                ctx->error_op = (int32_t)i;
-                break;
-            }
             const uint64_t end = trace->now(trace->user);
-            mf_trace_op_tensors(trace, ctx, i);
-            mf_trace_op_end_at(trace, i, end);
+            if (s != MF_OK) ctx->error_op = (int32_t)i;
+            mf_trace_op(trace, ctx, i, start, end, s == MF_OK);
         }
         mf_trace_run_end(trace, run, s);
         return ctx->error = s;

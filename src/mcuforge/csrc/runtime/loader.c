@@ -291,6 +291,35 @@ static mf_status check_attrs(const mf_program *p, const mf_call *c, const char *
 }
 
 /* ---- 10: ops ---- */
+/* Arena bytes [offset, offset + nbytes) of index-pool entry e; 0 for a constant, an absent input or an
+ * empty tensor (they take no arena bytes). */
+static int arena_span(const mf_program *p, uint32_t e, uint32_t *lo, uint32_t *hi) {
+    int32_t idx = mf_index_entry(p, e);
+    if (idx < 0) return 0;
+    mf_tensor t;
+    mf_tensor_read(p, (uint32_t)idx, &t);
+    if ((t.flags & MF_TENSOR_FLAG_CONSTANT) || t.nbytes == 0) return 0;
+    *lo = t.offset;
+    *hi = t.offset + t.nbytes; /* no wrap: offset + nbytes <= arena_bytes was checked */
+    return 1;
+}
+
+/* No output shares arena bytes with an activation input or another output: kernels read their inputs
+ * while writing (memcpy included). The planner's one exception: a reshape's output exactly on its input. */
+static int outputs_apart(const mf_program *p, const mf_call *c) {
+    for (uint32_t j = 0; j < c->n_out; j++) {
+        uint32_t o_lo, o_hi, s_lo, s_hi;
+        if (!arena_span(p, c->out_start + j, &o_lo, &o_hi)) continue;
+        for (uint32_t k = 0; k < c->n_in + j; k++) {
+            uint32_t e = k < c->n_in ? c->in_start + k : c->out_start + (k - c->n_in);
+            if (!arena_span(p, e, &s_lo, &s_hi) || !(o_lo < s_hi && s_lo < o_hi)) continue;
+            if (c->kind == 20u && k < c->n_in && o_lo == s_lo && o_hi == s_hi) continue; /* reshape in place */
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static mf_status check_op(const mf_program *p, uint32_t i) {
     mf_call c;
     mf_call_read(p, i, NULL, &c);
@@ -315,6 +344,7 @@ static mf_status check_op(const mf_program *p, uint32_t i) {
     if (c.attrs_start > p->attr_word_count || c.attr_words > p->attr_word_count - c.attrs_start) {
         return MF_ERR_BOUNDS;
     }
+    if (!outputs_apart(p, &c)) return MF_ERR_FORMAT;
     return check_attrs(p, &c, k->attr_types);
 }
 

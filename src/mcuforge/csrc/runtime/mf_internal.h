@@ -67,6 +67,11 @@ void mf_tensor_bind(const mf_program *p, uint8_t *arena, mf_tensor *t);
 int32_t mf_index_entry(const mf_program *p, uint32_t i);
 const char *mf_string(const mf_program *p, uint32_t offset);
 
+/* Target ids of the program file (docs/format.md "Targets") that kernels tell apart beyond the isa:
+ * cortex-m3's scalar fast paths plan scratch that cortex-m0plus's portable kernels do not. */
+#define MF_TARGET_CORTEX_M0PLUS 1u
+#define MF_TARGET_CORTEX_M3 2u
+
 /* ---- ops ---- */
 typedef struct {
     const mf_program *prog;

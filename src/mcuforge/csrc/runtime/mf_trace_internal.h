@@ -7,11 +7,11 @@
 #if MF_TRACE
 void mf_trace_run_start(mf_trace_sink *t, uint32_t run_index);
 void mf_trace_run_end(mf_trace_sink *t, uint32_t run_index, mf_status status);
-void mf_trace_op_start(mf_trace_sink *t, uint32_t op_index);
-/* OP_END with a time read before the op's TENSOR records were written: dumping outputs is not op time. */
-void mf_trace_op_end_at(mf_trace_sink *t, uint32_t op_index, uint64_t end);
-/* TENSOR records of op i's outputs, in full mode. */
-void mf_trace_op_tensors(mf_trace_sink *t, const mf_context *ctx, uint32_t op_index);
+/* An op's records, written after it ran: OP_START at `start`, in full mode a TENSOR per output, and
+ * OP_END at `end` (ended 1), or only its OP_START when it failed (ended 0). Nothing is written
+ * between the two time reads, so an op's time is its kernel's whatever the sink costs. */
+void mf_trace_op(mf_trace_sink *t, const mf_context *ctx, uint32_t op_index, uint64_t start, uint64_t end,
+                 int ended);
 #endif
 
 #endif /* MF_TRACE_INTERNAL_H */

@@ -1,19 +1,26 @@
 /*
- * The trace stream (docs/trace.md): framed records, each `a5 5a type 0 length payload crc32`,
- * written through the caller's sink. Built only with MF_TRACE; without it the two public entry
- * points report MF_ERR_STATE and nothing else exists.
+ * The trace stream (docs/trace.md, format 1.1): framed records, each `a5 5a type seq length payload
+ * crc32`, written through the caller's sink. A sink with a `reserve` function may refuse op records
+ * it has no room for: they are counted and reported by a DROPPED record before the next record
+ * written. Built only with MF_TRACE; without it the two public entry points report MF_ERR_STATE and
+ * nothing else exists.
  */
 #include "mf_internal.h"
 #include "mf_trace_internal.h"
 
 enum {
     REC_STREAM_START = 1, REC_RUN_START = 2, REC_RUN_END = 3, REC_OP_START = 4, REC_OP_END = 5,
-    REC_TENSOR = 6, REC_ALLOC = 7, REC_STREAM_END = 8
+    REC_TENSOR = 6, REC_ALLOC = 7, REC_STREAM_END = 8, REC_DROPPED = 9
 };
 
 #if MF_TRACE
 
 #define MAX_RECORD_PAYLOAD (1u << 24)
+#define FRAMING_BYTES 12u /* header 8 + CRC 4 */
+#define OP_RECORD_BYTES (FRAMING_BYTES + 16u)
+#define DROPPED_RECORD_BYTES (FRAMING_BYTES + 8u)
+#define FLAG_TENSORS 1u
+#define FLAG_LOSSY 2u
 
 static void put_u32(uint8_t *b, uint32_t v) {
     b[0] = (uint8_t)v;
@@ -36,7 +43,7 @@ static void record(mf_trace_sink *t, uint8_t type, const uint8_t *head, uint32_t
     frame[0] = 0xA5;
     frame[1] = 0x5A;
     frame[2] = type;
-    frame[3] = 0;
+    frame[3] = (uint8_t)t->record_count; /* sequence byte: records written before this one, mod 256 */
     put_u32(frame + 4, head_n + body_n);
     uint32_t crc = mf_crc32_update(0, frame + 2, 6);
     crc = mf_crc32_update(crc, head, head_n);
@@ -49,6 +56,29 @@ static void record(mf_trace_sink *t, uint8_t type, const uint8_t *head, uint32_t
     t->record_count++;
 }
 
+/* May `records` records of `nbytes` bytes be written? Always, without a reserve function. Else the
+ * sink decides; a refused record is counted, and the next admitted one is preceded by a DROPPED
+ * record (the sink is asked for room for both). */
+static int admit(mf_trace_sink *t, uint32_t records, uint32_t nbytes, int wait) {
+    if (t->reserve == NULL) return 1;
+    const uint32_t report = t->dropped_pending ? DROPPED_RECORD_BYTES : 0u;
+    if (t->reserve(t->user, (size_t)nbytes + report, wait)) {
+        if (report) {
+            uint8_t b[8];
+            put_u32(b, t->dropped_pending);
+            put_u32(b + 4, t->dropped_pending_bytes);
+            t->dropped_pending = 0;
+            t->dropped_pending_bytes = 0;
+            record(t, REC_DROPPED, b, sizeof b, NULL, 0);
+        }
+        return 1;
+    }
+    t->dropped_pending += records;
+    t->dropped_pending_bytes += nbytes;
+    t->dropped_records += records;
+    return 0;
+}
+
 static void alloc_record(mf_trace_sink *t, uint8_t kind, uint32_t id, uint32_t offset, uint32_t size,
                          uint32_t first_op, uint32_t last_op) {
     uint8_t b[24] = {0};
@@ -58,7 +88,7 @@ static void alloc_record(mf_trace_sink *t, uint8_t kind, uint32_t id, uint32_t o
     put_u32(b + 12, size);
     put_u32(b + 16, first_op);
     put_u32(b + 20, last_op);
-    record(t, REC_ALLOC, b, sizeof b, NULL, 0);
+    if (admit(t, 1, FRAMING_BYTES + sizeof b, 1)) record(t, REC_ALLOC, b, sizeof b, NULL, 0);
 }
 
 /* First and last op touching activation `tensor` (graph inputs live from op 0, outputs to the
@@ -96,12 +126,17 @@ mf_status mf_trace_begin(mf_trace_sink *t, const mf_context *ctx) {
     const mf_program *p = ctx->program;
     t->record_count = 0;
     t->run_index = 0;
+    t->dropped_pending = 0;
+    t->dropped_pending_bytes = 0;
+    t->dropped_records = 0;
     uint8_t b[16] = {0};
-    b[0] = 1; /* version 1.0 */
+    b[0] = 1; /* version 1.1 */
+    b[2] = 1;
     b[4] = t->time_unit;
-    b[5] = t->full ? 1 : 0;
+    b[5] = (uint8_t)((t->full ? FLAG_TENSORS : 0u) | (t->reserve != NULL ? FLAG_LOSSY : 0u));
     put_u32(b + 8, p->payload_crc32);
     put_u32(b + 12, p->op_count);
+    if (!admit(t, 1, FRAMING_BYTES + sizeof b, 1)) return MF_ERR_STATE;
     record(t, REC_STREAM_START, b, sizeof b, NULL, 0);
     alloc_record(t, 0, 0, 0, mf_program_arena_bytes(p), 0, p->op_count ? p->op_count - 1 : 0);
     for (uint32_t i = 0; i < p->tensor_count; i++) {
@@ -118,16 +153,18 @@ mf_status mf_trace_begin(mf_trace_sink *t, const mf_context *ctx) {
 mf_status mf_trace_end(mf_trace_sink *t) {
     if (t == NULL || t->write == NULL) return MF_ERR_ARG;
     uint8_t b[4];
-    put_u32(b, t->record_count);
+    if (!admit(t, 1, FRAMING_BYTES + sizeof b, 1)) return MF_ERR_STATE;
+    put_u32(b, t->record_count); /* after admit: a DROPPED record it wrote is counted */
     record(t, REC_STREAM_END, b, sizeof b, NULL, 0);
     return MF_OK;
 }
 
+/* Run records may wait for room: readers rely on them to place ops after a gap. */
 void mf_trace_run_start(mf_trace_sink *t, uint32_t run_index) {
     uint8_t b[12];
     put_u32(b, run_index);
     put_u64(b + 4, t->now(t->user));
-    record(t, REC_RUN_START, b, sizeof b, NULL, 0);
+    if (admit(t, 1, FRAMING_BYTES + sizeof b, 1)) record(t, REC_RUN_START, b, sizeof b, NULL, 0);
 }
 
 void mf_trace_run_end(mf_trace_sink *t, uint32_t run_index, mf_status status) {
@@ -135,7 +172,7 @@ void mf_trace_run_end(mf_trace_sink *t, uint32_t run_index, mf_status status) {
     put_u32(b, run_index);
     put_u64(b + 4, t->now(t->user));
     put_u32(b + 12, (uint32_t)status);
-    record(t, REC_RUN_END, b, sizeof b, NULL, 0);
+    if (admit(t, 1, FRAMING_BYTES + sizeof b, 1)) record(t, REC_RUN_END, b, sizeof b, NULL, 0);
     t->run_index = run_index + 1;
 }
 
@@ -147,16 +184,8 @@ static void op_event_at(mf_trace_sink *t, uint8_t type, uint32_t op_index, uint6
     record(t, type, b, sizeof b, NULL, 0);
 }
 
-void mf_trace_op_start(mf_trace_sink *t, uint32_t op_index) {
-    op_event_at(t, REC_OP_START, op_index, t->now(t->user));
-}
-
-void mf_trace_op_end_at(mf_trace_sink *t, uint32_t op_index, uint64_t end) {
-    op_event_at(t, REC_OP_END, op_index, end);
-}
-
-void mf_trace_op_tensors(mf_trace_sink *t, const mf_context *ctx, uint32_t op_index) {
-    if (!t->full) return;
+/* TENSOR records of op i's outputs (full mode), each waiting for room. */
+static void op_tensors(mf_trace_sink *t, const mf_context *ctx, uint32_t op_index) {
     mf_call c;
     mf_call_read(ctx->program, op_index, ctx->arena, &c);
     for (uint32_t slot = 0; slot < c.n_out; slot++) {
@@ -168,8 +197,26 @@ void mf_trace_op_tensors(mf_trace_sink *t, const mf_context *ctx, uint32_t op_in
         put_u32(b + 4, slot);
         put_u32(b + 8, out.index);
         b[12] = out.dtype;
-        record(t, REC_TENSOR, b, sizeof b, (const uint8_t *)out.data, out.nbytes);
+        if (admit(t, 1, FRAMING_BYTES + sizeof b + out.nbytes, 1))
+            record(t, REC_TENSOR, b, sizeof b, (const uint8_t *)out.data, out.nbytes);
     }
+}
+
+void mf_trace_op(mf_trace_sink *t, const mf_context *ctx, uint32_t op_index, uint64_t start, uint64_t end,
+                 int ended) {
+    if (!t->full) {
+        /* Events: an op's OP_START and OP_END are kept or dropped together, never waited for. */
+        const uint32_t records = ended ? 2u : 1u;
+        if (!admit(t, records, records * OP_RECORD_BYTES, 0)) return;
+        op_event_at(t, REC_OP_START, op_index, start);
+        if (ended) op_event_at(t, REC_OP_END, op_index, end);
+        return;
+    }
+    /* Full: every record waits for room (the op's times were read before any of them). */
+    if (admit(t, 1, OP_RECORD_BYTES, 1)) op_event_at(t, REC_OP_START, op_index, start);
+    if (!ended) return;
+    op_tensors(t, ctx, op_index);
+    if (admit(t, 1, OP_RECORD_BYTES, 1)) op_event_at(t, REC_OP_END, op_index, end);
 }
 
 #else /* !MF_TRACE */

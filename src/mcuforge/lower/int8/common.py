@@ -190,6 +190,22 @@ def requant_constants(b: GraphBuilder, base: str, params) -> tuple[str, str]:
             b.constant(f"{base}_shifts", np.asarray(shift, np.int32)))
 
 
+def reads_no_padding(kind: str, attrs: dict[str, object]) -> bool:
+    """Every tap of the op reads an input value: a fully connected layer, or a convolution without
+    padding (its output size then keeps every window inside the input)."""
+    return kind == "fully_connected_s8" or (kind == "conv2d_s8" and list(attrs.get("padding", [1])) == [0, 0])
+
+
+def fold_input_offset(bias: np.ndarray, weight: np.ndarray, input_offset: int) -> np.ndarray:
+    """The bias that makes ``input_offset`` 0: bias + input_offset * sum(weights of the channel), wrapped to
+    int32 as the kernels' accumulators wrap. sum((x + off) * w) + bias == sum(x * w) + (bias + off * sum(w))
+    holds exactly whenever no tap is padding (``reads_no_padding``), so the op gives the same bytes; the
+    kernels then skip the per-tap offset (the MVE paths skip summing the weights at run time)."""
+    sums = weight.reshape(weight.shape[0], -1).astype(np.int64).sum(axis=1)
+    folded = bias.astype(np.int64) + np.int64(input_offset) * sums
+    return ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
 def emit_weighted_op(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.Node, kind: str, src: str,
                      convert_input: Callable[[list[fx.Node]], str], weight: np.ndarray, weight_scales: np.ndarray,
                      bias: object, out_shape: tuple[int, ...], out_layout: str, attrs: dict[str, object]) -> str:
@@ -203,6 +219,9 @@ def emit_weighted_op(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.
     """
     qin, qout = b.tensors[src].qparams, qparams_of(q)
     bias_int = bias_int32(b, bias, qin.scale, weight_scales)
+    in_off = -qin.zero_point
+    if in_off and reads_no_padding(kind, attrs):
+        bias_int, in_off = fold_input_offset(bias_int, weight, in_off), 0
     requant = requant_params(qin.scale, weight_scales, qout.scale)
     nodes = fuse(b, node, act)
     x = convert_input(nodes)
@@ -213,7 +232,7 @@ def emit_weighted_op(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.
     act_min, act_max = activation_range(act, qout)
     out = b.add_tensor(base, out_shape, "int8", qparams=qout, layout=out_layout)
     op = b.add_op(kind, [x, w_name, bias_name, mult, shift], [out],
-                  {"input_offset": -qin.zero_point, "output_offset": qout.zero_point, **attrs,
+                  {"input_offset": in_off, "output_offset": qout.zero_point, **attrs,
                    "act_min": act_min, "act_max": act_max}, nodes=nodes)
-    op.scratch_bytes = kernel_scratch_bytes(kind, weight.shape)
+    op.scratch_bytes = kernel_scratch_bytes(kind, weight.shape, b.target, out_shape, attrs)
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from torch import fx
 
-from ...ir import QParams
+from ...ir import QParams, kernel_scratch_bytes
 from ...kernels.mul import mul_quant_params
 from ...kernels.quant_utils import add_quant_params
 from ...quantize.patterns import ADD_OPS, MUL_OPS, SUB_OPS
@@ -78,7 +78,10 @@ def lower_add(b: GraphBuilder, node: fx.Node) -> None:
         "output_multiplier": params["output_multiplier"], "output_shift": params["output_shift"],
         "act_min": act_min, "act_max": act_max,
     }
-    b.add_op("add_s8", [a_src, b_src], [out], attrs, nodes=nodes)
+    op = b.add_op("add_s8", [a_src, b_src], [out], attrs, nodes=nodes)
+    numel = int(np.prod(b.tensors[out].shape))
+    if all(int(np.prod(b.tensors[s].shape)) == numel for s in (a_src, b_src)):  # no broadcast: the fast paths
+        op.scratch_bytes = kernel_scratch_bytes("add_s8", (), b.target)
     b.env[q] = out
 
 

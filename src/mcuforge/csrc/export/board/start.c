@@ -9,12 +9,15 @@ extern void initialise_monitor_handles(void);
 extern uint32_t _estack, _sidata, _sdata, _edata, _sbss, _ebss;
 
 void Reset_Handler(void);
-static void Default_Handler(void) { for (;;) {} }
+void Default_Handler(void);
+void Default_Handler(void) { for (;;) {} }
+/* The SysTick timer of a TRACE=uart TIMER=systick|icount build (mcuforge/board/timer.c) defines it. */
+void SysTick_Handler(void) __attribute__((weak, alias("Default_Handler")));
 
 __attribute__((section(".isr_vector"), used))
 static const void *const vectors[16] = {
     &_estack, Reset_Handler, Default_Handler, Default_Handler, Default_Handler, Default_Handler,
-    Default_Handler, 0, 0, 0, 0, Default_Handler, Default_Handler, 0, Default_Handler, Default_Handler,
+    Default_Handler, 0, 0, 0, 0, Default_Handler, Default_Handler, 0, Default_Handler, SysTick_Handler,
 };
 
 void Reset_Handler(void) {
