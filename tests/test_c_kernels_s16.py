@@ -231,6 +231,20 @@ def convert_case(rng, sweep: BoardSweep, case: str) -> None:
                   [(x, int16(rng, x.shape))], [act("y", (300,), "int8")])
 
 
+def quantize_case(rng, sweep: BoardSweep, case: str) -> None:
+    """The fp32 boundaries of an A16W8 program: float32 -> int16 (saturating, ties to even) and back."""
+    scale = float(rng.uniform(1e-5, 1e-2))
+    zp = 0 if rng.random() < 0.7 else int(rng.integers(-100, 100))
+    x = (rng.standard_normal(200) * scale * 40000).astype(np.float32)
+    x[:20] = (np.arange(20) - 10 + 0.5).astype(np.float32) * np.float32(scale)  # ties
+    f, q = act("f", (200,), "float32"), act("q", (200,))
+    if rng.random() < 0.5:
+        sweep.add(case, "quantize", {"scale": scale, "zero_point": zp}, [(f, x)], [q], backend="fp32")
+    else:
+        sweep.add(case, "dequantize", {"scale": scale, "zero_point": zp}, [(q, int16(rng, (200,)))],
+                  [act("f", (200,), "float32")], backend="fp32")
+
+
 CASES: dict[str, Callable] = {
     "conv2d_s16": conv_case,
     "depthwise_conv2d_s16": depthwise_case,
@@ -245,6 +259,7 @@ CASES: dict[str, Callable] = {
     "activation_s16": activation_case,
     "clamp_s16": clamp_case,
     "convert_s16": convert_case,
+    "quantize_s16": quantize_case,
 }
 
 
