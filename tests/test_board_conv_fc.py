@@ -9,9 +9,9 @@ grouped, and 1x1 with padding, which takes im2col), the few-input-channel first 
 row), a conv without scratch (the portable path on the board, its dot product the DSP/MVE mf_dot_s8);
 fully_connected_s8 with depths and output counts around the lane widths and several rows (input offset 0:
 the lowering folds it into the bias where no tap is padding, and the MVE loops then skip the weight sums);
-every bias / offset / requantization variant of the MVE rows loop; transposed
-convolution (mf_dot_s8 again); per-tensor and per-channel requantization over the whole legal range
-(INT32_MIN multipliers take the scalar requantization). All cases of a kind run in one program: one QEMU
+every bias / offset / requantization variant of the MVE rows loop; transposed convolution (its fast
+paths: tests/test_board_matmul_tconv.py); per-tensor and per-channel requantization over the whole legal
+range (INT32_MIN multipliers take the scalar requantization). All cases of a kind run in one program: one QEMU
 boot per board.
 """
 
@@ -139,7 +139,7 @@ def fc_sweep(seed: int, sweep: BoardSweep) -> BoardSweep:
 
 
 def tconv_sweep(seed: int, sweep: BoardSweep) -> BoardSweep:
-    """Transposed convolutions: their taps are mf_dot_s8 calls (DSP and MVE paths, every tail)."""
+    """Transposed convolutions (their DSP/MVE paths: tests/test_board_matmul_tconv.py sweeps every tail)."""
     rng = np.random.default_rng(seed)
     for ch in (1, 3, 4, 5, 15, 16, 17, 33):
         h, w = int(rng.integers(1, 6)), int(rng.integers(1, 6))

@@ -271,7 +271,9 @@ def e2e_program(target: str, aten: str, kwargs: dict | None, shape: tuple[int, .
 
     x, y = Tensor("x", shape, "float32"), Tensor("y", shape, "float32")
     args = [TensorRef(0), -1, False] if kwargs is None else [TensorRef(0)]
-    op = Op("aten_fp32", ["x"], ["y"], {"target": aten, "args": args, "kwargs": kwargs or {}}, backend="fp32")
+    from mcuforge.lower.fallback import aten_fp32_attrs
+
+    op = Op("aten_fp32", ["x"], ["y"], aten_fp32_attrs(aten, args, kwargs or {}), backend="fp32")
     graph = Graph({"x": x, "y": y}, [op], ["x"], ["y"], target=target)
     plan_arena(graph)
     return serialize(graph)

@@ -26,6 +26,7 @@ from torch import nn
 import mcuforge
 from mcuforge import cruntime
 from mcuforge.ir import Graph, Op, Tensor, TensorRef
+from mcuforge.lower.fallback import aten_fp32_attrs
 from mcuforge.plan import plan_arena
 from mcuforge.program import serialize
 
@@ -41,7 +42,7 @@ def rng_shape(rng, lo_rank=1, hi_rank=4, hi=6) -> tuple[int, ...]:
 
 def program_io(target: str, inputs: list[Tensor], outputs: list[Tensor], args: list, kwargs: dict | None = None,
                consts: list[Tensor] = ()) -> bytes:
-    return one_op_program(inputs, outputs, "aten_fp32", {"target": target, "args": args, "kwargs": kwargs or {}},
+    return one_op_program(inputs, outputs, "aten_fp32", aten_fp32_attrs(target, args, kwargs or {}),
                           list(consts), backend="fp32")
 
 
@@ -508,8 +509,7 @@ def many_op_program(target: str, shape: tuple[int, ...], ops: list[tuple[str, li
     graph_ops, outputs = [], []
     for i, (aten, args, kwargs, out_shape) in enumerate(ops):
         tensors[f"y{i}"] = Tensor(f"y{i}", out_shape, "float32")
-        graph_ops.append(Op("aten_fp32", ["x"], [f"y{i}"], {"target": aten, "args": args, "kwargs": kwargs},
-                            backend="fp32"))
+        graph_ops.append(Op("aten_fp32", ["x"], [f"y{i}"], aten_fp32_attrs(aten, args, kwargs), backend="fp32"))
         outputs.append(f"y{i}")
     graph = Graph(tensors, graph_ops, ["x"], outputs, target=target)
     plan_arena(graph)

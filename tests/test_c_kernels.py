@@ -22,6 +22,7 @@ import pytest
 from mcuforge import cruntime, firmware
 from mcuforge.ir import Graph, Op, QParams, Tensor, TensorRef
 from mcuforge.kernels import add_quant_params, conv_output_hw
+from mcuforge.lower.fallback import aten_fp32_attrs
 from mcuforge.plan import plan_arena
 from mcuforge.program import deserialize, serialize
 from mcuforge.runtime import execute
@@ -77,7 +78,7 @@ def requant_params(rng, channels: int) -> tuple[np.ndarray, np.ndarray]:
         mult = rng.integers(-(1 << 31), 1 << 31, size=n, dtype=np.int64)
         mult[rng.random(n) < 0.2] = -(1 << 31)
         shift = rng.integers(-31, 31, size=n)
-    return mult.astype(np.int32), shift.astype(np.int32)
+    return mult.astype(np.int32), shift.astype(np.int8)  # the program's dtypes (format 2.0: int8 shifts)
 
 
 def act_range(rng) -> tuple[int, int]:
@@ -359,8 +360,8 @@ def aten_program(target: str, in_shapes: list[tuple], out_shapes: list[tuple], a
     dtypes = dtypes or ["float32"] * len(in_shapes)
     inputs = [act(f"x{i}", s, d) for i, (s, d) in enumerate(zip(in_shapes, dtypes, strict=True))]
     outputs = [act(f"y{i}", s, dtypes[0] if dtypes else "float32") for i, s in enumerate(out_shapes)]
-    attrs = {"target": target, "args": args, "kwargs": kwargs or {}}
-    return one_op_program(inputs, outputs, "aten_fp32", attrs, list(consts), backend="fp32")
+    return one_op_program(inputs, outputs, "aten_fp32", aten_fp32_attrs(target, args, kwargs or {}), list(consts),
+                          backend="fp32")
 
 
 def check_fp32(program: bytes, values: list[np.ndarray], exact: bool | str, what: str) -> None:
@@ -448,8 +449,8 @@ def test_fp32_reductions_within_tolerance():
         b = const("b", floats(rng, tuple(normalized)))
         program = one_op_program(
             [act("x", shape, "float32")], [act("y", shape, "float32")], "aten_fp32",
-            {"target": "aten.layer_norm.default",
-             "args": [TensorRef(0), normalized, TensorRef(1), TensorRef(2), 1e-5, False], "kwargs": {}},
+            aten_fp32_attrs("aten.layer_norm.default",
+                            [TensorRef(0), normalized, TensorRef(1), TensorRef(2), 1e-5, False], {}),
             [w, b], backend="fp32")
         check_fp32(program, [floats(rng, shape)], "reduce", f"layer_norm case {case}")
 

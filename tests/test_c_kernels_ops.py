@@ -413,7 +413,7 @@ def test_transpose_conv2d_s8_bad_ops_rejected():
     attrs = {"input_offset": 0, "output_offset": 0, "stride": [1, 1], "padding": [0, 0], "act_min": -128,
              "act_max": 127}
     consts = [const("w", int8(rng, (4, 2, 2, 3))), const("m", np.full(4, 1 << 30, np.int32)),
-              const("s", np.zeros(4, np.int32))]
+              const("s", np.zeros(4, np.int8))]
     program = one_op_program([act("x", (1, 3, 3, 2))], [act("y", (1, 4, 4, 4))], "transpose_conv2d_s8", attrs,
                              consts, op_inputs=["x", "w", "", "m", "s"])
     expect_rejected(program, x, "transpose_conv2d_s8")

@@ -177,9 +177,15 @@ def test_trace_stream(mode):
     for (i, _h, t0), (j, _h2, t1) in zip(starts, ends, strict=True):
         assert i == j and t1 - t0 >= 0
     allocs = [struct.unpack("<B3xIIIII", p) for t, p in records if t == 7]
-    assert allocs[0][0] == 0 and allocs[0][3] >= graph.arena_bytes
+    assert allocs[0][0] == 0 and allocs[0][3] == graph.arena_bytes
     activations = [n for n, t in graph.tensors.items() if not t.is_constant]
-    assert len(allocs) - 1 == len(activations)
+    assert [a[0] for a in allocs[1:]] == [1] * len(activations) + [2] * sum(op.scratch_bytes > 0 for op in graph.ops)
+    # kind 2: each op's scratch buffer, inside the arena, live during its op
+    assert [a[1:] for a in allocs if a[0] == 2] == [(i, op.scratch_offset, op.scratch_bytes, i, i)
+                                                    for i, op in enumerate(graph.ops) if op.scratch_bytes]
+    # Both runtimes say the same about where every tensor and scratch buffer lives, and when.
+    host = parse_records(HostTraceRecorder(graph, data, full=False).finish())
+    assert sorted(p for t, p in host if t == 7) == sorted(p for t, p in records if t == 7)
     tensors = [p for t, p in records if t == 6]
     if mode == "full":
         names = list(graph.tensors)

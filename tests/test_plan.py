@@ -2,21 +2,31 @@
 
 Lifetimes are recomputed here from the ops (not with ``mcuforge.plan.lifetimes``): a tensor lives from
 the op that writes it (-1 for graph inputs) to the last op that reads it (past the last op for graph
-outputs). The one sharing the design allows: a reshape whose input is read by no later op and is not
-a graph output may write its output onto its input's bytes.
+outputs); an op's scratch buffer lives during its op. The sharing the design allows: an op writing in
+place -- a reshape, or an int8 clamp / LUT / add / mul -- may write its output onto an input of the same
+size that no later op reads and that is not a graph output (for add and mul either input).
 
-- No two tensors live at the same op share a byte, except such a reshape pair.
+- No two tensors live at the same op share a byte, except such an in-place pair at its op; an op's
+  scratch buffer shares no byte with any tensor live at the op.
 - The exact lower bound of any such plan is the largest, over the ops, of the sum of the 16-byte-aligned
-  sizes of the tensors live at that op (a reshape pair counted once at its reshape). No valid plan is
-  smaller, and on every model here the planner's arena is exactly that bound (computed here, not with
-  ``mcuforge.plan.arena_lower_bound``).
+  sizes of the tensors live at that op (an in-place pair counted once at its op) and of the op's scratch.
+  No valid plan is smaller, and on every model here the planner's arena is exactly that bound (computed
+  here, not with ``mcuforge.plan.arena_lower_bound``).
 """
 
+import numpy as np
 import pytest
+
+from mcuforge import cruntime, firmware
+from mcuforge.ir import Graph, Op, Tensor
+from mcuforge.plan import plan_arena
+from mcuforge.program import serialize
+from mcuforge.runtime import execute
 
 from conftest import compiled
 
 ALIGN = 16
+IN_PLACE = {"reshape": (0,), "clamp_s8": (0,), "lut_s8": (0,), "add_s8": (0, 1), "mul_s8": (0, 1)}
 
 
 def aligned(n: int) -> int:
@@ -39,15 +49,16 @@ def spans(g) -> dict[str, tuple[int, int]]:
     return {name: (first[name], last[name]) for name in first}
 
 
-def shareable_reshapes(g, life) -> dict[int, tuple[str, str]]:
-    """op index -> (input, output) of each reshape allowed to write onto its input's bytes."""
+def in_place_pairs(g, life) -> dict[int, tuple[str, str]]:
+    """op index -> (input, output) of each op allowed to write its output onto that input."""
     pairs = {}
     for i, op in enumerate(g.ops):
-        if op.kind == "reshape":
-            (src,), (dst,) = op.inputs, op.outputs
+        for pos in IN_PLACE.get(op.kind, ()):
+            src, dst = op.inputs[pos], op.outputs[0]
             s = g.tensors[src]
             if not s.is_constant and life[src][1] == i and src not in g.outputs and s.nbytes == g.tensors[dst].nbytes:
                 pairs[i] = (src, dst)
+                break
     return pairs
 
 
@@ -55,16 +66,45 @@ def live_at(life, step: int) -> list[str]:
     return [name for name, (f, last) in life.items() if f <= step <= last]
 
 
-def lower_bound(g) -> int:
+def lower_bound(g, scratch: bool = True) -> int:
     life = spans(g)
-    pairs = shareable_reshapes(g, life)
+    pairs = in_place_pairs(g, life)
     bound = 0
     for step in range(-1, len(g.ops) + 1):
         live = set(live_at(life, step))
         if step in pairs:
-            live.discard(pairs[step][1])  # the reshape's output is its input's bytes
-        bound = max(bound, sum(aligned(g.tensors[n].nbytes) for n in live))
+            live.discard(pairs[step][1])  # the op's output is its input's bytes
+        op = g.ops[step] if 0 <= step < len(g.ops) else None
+        extra = aligned(op.scratch_bytes) if scratch and op is not None and op.scratch_bytes else 0
+        bound = max(bound, extra + sum(aligned(g.tensors[n].nbytes) for n in live))
     return bound
+
+
+def overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def check_plan(g) -> None:
+    life = spans(g)
+    shared = {frozenset(pair) for pair in in_place_pairs(g, life).values()}
+    for name in life:
+        t = g.tensors[name]
+        assert t.offset >= 0 and t.offset % ALIGN == 0 and t.offset + t.nbytes <= g.arena_bytes, name
+    for step in range(-1, len(g.ops) + 1):
+        live = live_at(life, step)
+        for i, a in enumerate(live):
+            ta = g.tensors[a]
+            for b in live[i + 1:]:
+                tb = g.tensors[b]
+                if overlap((ta.offset, ta.offset + ta.nbytes), (tb.offset, tb.offset + tb.nbytes)):
+                    assert frozenset((a, b)) in shared, f"{a} and {b} share bytes while both live at op {step}"
+        op = g.ops[step] if 0 <= step < len(g.ops) else None
+        if op is not None and op.scratch_bytes:
+            s = (op.scratch_offset, op.scratch_offset + op.scratch_bytes)
+            assert op.scratch_offset % ALIGN == 0 and 0 <= s[0] and s[1] <= g.arena_bytes, step
+            for name in live:
+                t = g.tensors[name]
+                assert not overlap(s, (t.offset, t.offset + t.nbytes)), f"op {step}'s scratch overlaps {name}"
 
 
 MODELS = ["ds_cnn", "mobilenet_v1_025", "resnet8", "custom_fallback", "fc_autoencoder", "transformer_block"]
@@ -72,21 +112,7 @@ MODELS = ["ds_cnn", "mobilenet_v1_025", "resnet8", "custom_fallback", "fc_autoen
 
 @pytest.mark.parametrize("name", MODELS)
 def test_live_tensors_never_overlap(name):
-    g = compiled(name)[2].graph
-    life = spans(g)
-    shared = {frozenset(pair) for pair in shareable_reshapes(g, life).values()}
-    for name_a in life:
-        t = g.tensors[name_a]
-        assert t.offset >= 0 and t.offset % ALIGN == 0 and t.offset + t.nbytes <= g.arena_bytes, name_a
-    for step in range(-1, len(g.ops) + 1):
-        live = live_at(life, step)
-        for i, a in enumerate(live):
-            ta = g.tensors[a]
-            for b in live[i + 1:]:
-                tb = g.tensors[b]
-                if ta.offset + ta.nbytes <= tb.offset or tb.offset + tb.nbytes <= ta.offset:
-                    continue
-                assert frozenset((a, b)) in shared, f"{a} and {b} share bytes while both live at op {step}"
+    check_plan(compiled(name)[2].graph)
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -94,3 +120,56 @@ def test_arena_is_the_exact_lower_bound(name):
     g = compiled(name)[2].graph
     bound = lower_bound(g)
     assert g.arena_bytes == bound, f"arena {g.arena_bytes} B, lower bound {bound} B"
+
+
+def test_scratch_buffers_are_planned_inside_the_arena_and_shared():
+    g = compiled("resnet8")[2].graph
+    with_scratch = [op for op in g.ops if op.scratch_bytes]
+    assert len(with_scratch) >= 8
+    assert len({op.scratch_offset for op in with_scratch}) < len(with_scratch)  # ops reuse the same bytes
+    # Below the activations' bound plus the largest scratch buffer (the layout with scratch after the arena).
+    assert g.arena_bytes < lower_bound(g, scratch=False) + max(op.scratch_bytes for op in with_scratch)
+
+
+def in_place_chain() -> Graph:
+    """clamp(x) -> a, add(a, b) -> c, mul(c, c) -> d (a graph output), lut(d) -> e: the clamp, add and
+    mul write in place (onto x, a and c); the lut may not (d is an output), but e reuses b's bytes."""
+    shape = (1, 3, 5, 7)  # 105 elements: the MVE paths' 4-lane tail and the DSP loops' remainders
+    add = dict(a_offset=3, a_multiplier=1518500250, a_shift=-1, b_offset=-2, b_multiplier=1 << 30, b_shift=0,
+               left_shift=20, output_offset=-5, output_multiplier=1 << 30, output_shift=-19, act_min=-128,
+               act_max=127)
+    mul = dict(a_offset=5, b_offset=5, output_offset=1, output_multiplier=1 << 30, output_shift=-6,
+               act_min=-120, act_max=110)
+    tensors = {n: Tensor(n, shape, "int8") for n in ("x", "b", "a", "c", "d", "e")}
+    tensors["t"] = Tensor("t", (256,), "int8", data=(np.arange(256) * 7 % 256 - 128).astype(np.int8))
+    ops = [Op("clamp_s8", ["x"], ["a"], {"act_min": -100, "act_max": 90}), Op("add_s8", ["a", "b"], ["c"], add),
+           Op("mul_s8", ["c", "c"], ["d"], mul), Op("lut_s8", ["d", "t"], ["e"], {})]
+    g = Graph(tensors, ops, ["x", "b"], ["d", "e"], target="cortex-m55")
+    plan_arena(g)
+    return g
+
+
+def test_in_place_ops_share_bytes_exactly_where_legal():
+    g = in_place_chain()
+    off = {n: g.tensors[n].offset for n in "xbacde"}
+    assert off["x"] == off["a"] == off["c"] == off["d"]
+    assert off["e"] == off["b"] != off["d"]
+    assert g.arena_bytes == lower_bound(g) == 2 * 112
+    check_plan(g)
+
+
+@pytest.mark.parametrize("backend", ["c", "cortex-m4", "cortex-m55"])
+def test_in_place_ops_give_the_same_bytes_everywhere(backend):
+    """The in-place chain on the host C runtime and on the boards (the DSP and MVE add/mul paths) equals
+    the host Python runtime, which computes every output into a fresh array."""
+    g = in_place_chain()
+    rng = np.random.default_rng(7)
+    inputs = [rng.integers(-128, 128, (1, 3, 5, 7)).astype(np.int8) for _ in range(2)]
+    expected = execute(g, inputs)
+    if backend == "c":
+        got, _ = cruntime.run_program(serialize(g), inputs)
+    else:
+        g.target = backend
+        got, _, _ = firmware.run_on_qemu(serialize(g), inputs, backend)
+    for e, o in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(o, e)

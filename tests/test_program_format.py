@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from mcuforge.cruntime import aten_table_index
 from mcuforge.ir import DTYPES, OP_KINDS, Graph, Op, QParams, Tensor, TensorRef
+from mcuforge.lower.fallback import aten_fp32_attrs
 from mcuforge.program import FORMAT_VERSION, MAGIC, ProgramFormatError, deserialize, read_header, serialize
 from mcuforge.program import layout as L
 from mcuforge.targets import ISA_IDS, TARGETS
@@ -47,7 +49,7 @@ def make_graph(target: str = "cortex-m4") -> Graph:
                data=rng.integers(-128, 128, (2, 3, 3, 3), dtype=np.int8)),
         Tensor("conv.bias", (2,), "int32", data=np.array([1234, -77], np.int32)),
         Tensor("conv.mult", (2,), "int32", data=np.array([1 << 30, 1518500250], np.int32)),
-        Tensor("conv.shift", (2,), "int32", data=np.array([-7, -8], np.int32)),
+        Tensor("conv.shift", (2,), "int8", data=np.array([-7, -8], np.int8)),
         Tensor("y", (1, 4, 4, 2), "int8", QParams(0.1, -5), layout="nhwc"),
         Tensor("y_f", (1, 4, 4, 2), "float32", layout="nhwc"),
         Tensor("gelu", (1, 4, 4, 2), "float32", layout="nhwc"),
@@ -56,7 +58,7 @@ def make_graph(target: str = "cortex-m4") -> Graph:
         Tensor("v", (1, 8), "int8", QParams(0.5, 0)),
         Tensor("fc.weight", (3, 8), "int8", data=rng.integers(-128, 128, (3, 8), dtype=np.int8)),
         Tensor("fc.mult", (3,), "int32", data=np.array([1 << 30] * 3, np.int32)),
-        Tensor("fc.shift", (), "int32", data=np.array(-3, np.int32)),  # rank 0
+        Tensor("fc.shift", (), "int8", data=np.array(-3, np.int8)),  # rank 0
         Tensor("fc.out", (1, 3), "int8", QParams(0.25, 1)),
         Tensor("r", (1, 1, 2, 1, 1, 3), "int8", QParams(0.25, 1)),  # rank 6
         Tensor("rt", (3, 1, 1, 2, 1, 1), "int8", QParams(0.25, 1)),
@@ -66,16 +68,16 @@ def make_graph(target: str = "cortex-m4") -> Graph:
     tensors_by_name, arena = _planned(tensors)
     ops = [
         Op("conv2d_s8", ["x", "conv.weight", "conv.bias", "conv.mult", "conv.shift"], ["y"], conv_attrs(),
-           scratch_bytes=140, reason="ignored", debug={"module": "conv"}),
+           scratch_bytes=160, scratch_offset=-(-arena // 16) * 16, reason="ignored", debug={"module": "conv"}),
         Op("dequantize", ["y"], ["y_f"], {"scale": 0.1, "zero_point": -5}, backend="fp32"),
-        Op("aten_fp32", ["y_f"], ["gelu"], {
-            "target": "aten.gelu.default", "args": [TensorRef(0)], "kwargs": {"approximate": "tanh"},
-        }, backend="fp32"),
+        Op("aten_fp32", ["y_f"], ["gelu"],
+           aten_fp32_attrs("aten.gelu.default", [TensorRef(0)], {"approximate": "tanh"}), backend="fp32"),
         Op("aten_fp32", ["gelu", "y_f"], ["mix"], {
             "target": "aten.custom.default",
             "args": [TensorRef(0), [1, 1], 0.5, None, "tanh", [TensorRef(1), [2, [3.25, False]]],
                      -(2**63), sys.maxsize, [], [0.25, -1.5], "ünïcode"],
             "kwargs": {"alpha": 2.0, "dims": [0, -1], "flag": True, "nested": {"k": [None]}},
+            "table_index": -1,  # not an op of the C runtime's fp32 table
         }, backend="fp32"),
         Op("quantize", ["mix"], ["out"], {"scale": 0.0123, "zero_point": 7}, backend="fp32"),
         Op("fully_connected_s8", ["v", "fc.weight", "", "fc.mult", "fc.shift"], ["fc.out"],
@@ -84,7 +86,7 @@ def make_graph(target: str = "cortex-m4") -> Graph:
         Op("transpose", ["r"], ["rt"], {"perm": [5, 4, 3, 2, 1, 0]}),
     ]
     return Graph(tensors_by_name, ops, inputs=["x", "v"], outputs=["out", "y", "rt"], target=target,
-                 arena_bytes=arena + 16)
+                 arena_bytes=ops[0].scratch_offset + 160 + 16)
 
 
 def tiny_graph() -> Graph:
@@ -100,6 +102,7 @@ def tiny_graph() -> Graph:
         Op("aten_fp32", ["a_f", "w"], ["b"], {
             "target": "aten.leaky_relu.default", "args": [TensorRef(0), [1, -2], 0.25, None, "s"],
             "kwargs": {"k": [TensorRef(1), True, 1 << 40]},
+            "table_index": aten_table_index("aten.leaky_relu.default"),
         }, backend="fp32"),
     ]
     return Graph(tensors, ops, inputs=["a"], outputs=["b"], target="cortex-m33", arena_bytes=arena)
@@ -138,8 +141,8 @@ def assert_same_graph(got: Graph, want: Graph) -> None:
             assert g.data is None and g.offset == w.offset, name
     assert len(got.ops) == len(want.ops)
     for g, w in zip(got.ops, want.ops, strict=True):
-        assert (g.kind, g.inputs, g.outputs, g.backend, g.scratch_bytes) == (
-            w.kind, w.inputs, w.outputs, w.backend, w.scratch_bytes)
+        assert (g.kind, g.inputs, g.outputs, g.backend, g.scratch_bytes, g.scratch_offset) == (
+            w.kind, w.inputs, w.outputs, w.backend, w.scratch_bytes, w.scratch_offset)
         specs = OP_KINDS[w.kind]["attrs"]
         assert list(g.attrs) == [name for name, _ in specs]
         assert g.attrs == {name: expected_attr(w.attrs[name], t) for name, t in specs}
@@ -236,9 +239,11 @@ def test_target_and_isa_mismatch_rejected() -> None:
 
 def test_future_major_version_rejected_minor_accepted() -> None:
     data = serialize(make_graph())
-    with pytest.raises(ProgramFormatError, match=r"program format 2\.0, this reader supports 1\.x"):
-        deserialize(patch_header(data, 4, "<HH", 2, 0))
-    assert_same_graph(deserialize(patch_header(data, 4, "<HH", 1, 7)), make_graph())
+    with pytest.raises(ProgramFormatError, match=r"program format 3\.0, this reader supports 2\.x"):
+        deserialize(patch_header(data, 4, "<HH", 3, 0))
+    with pytest.raises(ProgramFormatError, match=r"program format 1\.0, this reader supports 2\.x"):
+        deserialize(patch_header(data, 4, "<HH", 1, 0))
+    assert_same_graph(deserialize(patch_header(data, 4, "<HH", 2, 7)), make_graph())
 
 
 def test_empty_graph_round_trips() -> None:
@@ -299,6 +304,15 @@ def _broken(change: str) -> Graph:
         g.ops[2].attrs["args"] = deep
     elif change == "target":
         g.target = "cortex-a53"
+    elif change == "int32 shifts":
+        g.tensors["conv.shift"].dtype = "int32"
+        g.tensors["conv.shift"].data = g.tensors["conv.shift"].data.astype(np.int32)
+    elif change == "shift out of range":
+        g.tensors["conv.shift"].data = np.array([-7, 31], np.int8)
+    elif change == "unplanned scratch":
+        g.ops[0].scratch_offset = -1
+    elif change == "scratch over an input":
+        g.ops[0].scratch_offset = 0
     return g
 
 
@@ -323,6 +337,10 @@ WRITER_REJECTS = {
     "backend": r"op 0 \(conv2d_s8\): backend 'gpu' is not one of",
     "too deep": r"op 2 \(aten_fp32\), attr 'args'(\[0\]){8}: lists/dicts nested deeper than 8 levels",
     "target": r"unknown target 'cortex-a53'",
+    "int32 shifts": r"op 0 \(conv2d_s8\): shifts 'conv.shift' must be an int8 constant, got a constant of int32",
+    "shift out of range": r"op 0 \(conv2d_s8\): shifts 'conv.shift' hold values outside \[-31, 30\]",
+    "unplanned scratch": r"op 0 \(conv2d_s8\): scratch buffer at arena offset -1 \+ 160 bytes is not .*run the planner",
+    "scratch over an input": r"op 0 \(conv2d_s8\): scratch buffer \[0, 160\) overlaps tensor 'x' \[0, 48\)",
 }
 
 
@@ -493,7 +511,8 @@ def test_attr_words_helper_is_faithful() -> None:
     """Hand-made words that are valid read back as meant (nesting at the depth limit included)."""
     data = serialize(tiny_graph())
     kwargs = [T(L.TAG_DICT, 1), 6, *STR_A, T(L.TAG_INT64, 1), 0, 1]
-    words = STR_A + nested_lists(L.MAX_VALUE_DEPTH, [T(L.TAG_TENSOR, 1), 1]) + kwargs
+    no_index = [T(L.TAG_INT, 1), 0xFFFFFFFF]  # table_index -1: "a" is no op of the fp32 table
+    words = STR_A + nested_lists(L.MAX_VALUE_DEPTH, [T(L.TAG_TENSOR, 1), 1]) + kwargs + no_index
     attrs = deserialize(with_attr_words(data, 1, words)).ops[1].attrs
     args: Any = attrs["args"]
     for _ in range(L.MAX_VALUE_DEPTH - 1):
@@ -503,7 +522,7 @@ def test_attr_words_helper_is_faithful() -> None:
 
 
 @pytest.mark.parametrize(("words", "message"), [
-    (STR_A + [T(L.TAG_NONE, 0)] * 3, "1 attrs words left over"),
+    (STR_A + [T(L.TAG_NONE, 0)] * 2 + [T(L.TAG_INT, 1), 0xFFFFFFFF, 0], "1 attrs words left over"),
     ([T(L.TAG_INT, 1), 5], "declared 'str' needs tag STR"),
     ([T(L.TAG_STR, 1), 10_000, 3], "string .* is outside the"),
     (STR_A + [T(99, 0)], "unknown value tag 99"),
@@ -523,7 +542,7 @@ def test_attr_words_helper_is_faithful() -> None:
     (STR_A + [T(L.TAG_NONE, 0)], "value missing"),
 ])
 def test_bad_attribute_values(words: list[int], message: str) -> None:
-    """Hand-made attribute encodings for tiny_graph's aten op (op 1: target, args, kwargs)."""
+    """Hand-made attribute encodings for tiny_graph's aten op (op 1: target, args, kwargs, table_index)."""
     with pytest.raises(ProgramFormatError, match=message):
         deserialize(with_attr_words(serialize(tiny_graph()), 1, words))
 
@@ -560,6 +579,7 @@ def _field_position(h: Any, where: str, record: int, field: int) -> int:
     ("op", 0, 4, "<I", 10**6, "inputs: index-pool entries .* outside"),
     ("op", 0, 20, "<I", 10**6, "attrs words .* outside"),
     ("op", 0, 24, "<I", 0, "value missing"),
+    ("op", 0, 32, "<I", 16, r"op 0 \(dequantize.*scratch offset 16 without scratch bytes"),
     ("index", 0, 0, "<i", 99, "op 0 .* input 0: tensor index 99, the file has 4 tensors"),
     ("index", 0, 0, "<i", -1, "tensor index -1"),
     ("index", 1, 0, "<i", 1, "output 'w' is a constant"),
@@ -584,4 +604,19 @@ def test_structural_errors_name_the_problem(
     bad = bytearray(data)
     struct.pack_into(fmt, bad, _field_position(read_header(data), where, record, field), value)
     with pytest.raises(ProgramFormatError, match=message):
+        deserialize(with_crcs_fixed(bad))
+
+
+@pytest.mark.parametrize(("offset", "message"), [
+    (8, "scratch buffer at arena offset 8 .* not a 16-byte aligned range"),
+    (1 << 20, r"scratch buffer at arena offset 1048576 \+ 160 bytes is not a 16-byte aligned range of the "
+              r"640-byte arena$"),
+    (0, r"scratch buffer \[0, 160\) overlaps tensor 'x'"),
+])
+def test_bad_scratch_offset_rejected(offset: int, message: str) -> None:
+    data = serialize(make_graph())
+    h = read_header(data)
+    bad = bytearray(data)
+    struct.pack_into("<I", bad, h.ops_offset + 32, offset)  # op 0: the conv, 160 scratch bytes
+    with pytest.raises(ProgramFormatError, match=r"op 0 \(conv2d_s8, byte \d+\): " + message):
         deserialize(with_crcs_fixed(bad))

@@ -54,28 +54,35 @@ def _copy_runtime(out: Path) -> None:
             shutil.copy2(path, dest)
 
 
-def aten_symbol(target: str) -> str:
-    """The C symbol of an fp32 op in ``kernels/fp32/aten_list.h``: "aten.add.Tensor" -> "add_Tensor",
-    "aten.relu.default" -> "relu"."""
-    _namespace, op, overload = target.split(".")
-    return op if overload == "default" else f"{op}_{overload}"
-
-
 def _keep_used_kernels(out: Path, graph: Graph) -> None:
     """Rewrite the exported dispatch lists with only the kernels and fp32 ops this program uses: the
-    others are then referenced by nothing, and ``--gc-sections`` leaves them out of the firmware."""
+    others are then referenced by nothing, and ``--gc-sections`` leaves them out of the firmware. The
+    fp32 table keeps its positions (an aten_fp32 op dispatches by its ``table_index``): an unused
+    entry becomes ``MF_ATEN_UNUSED(symbol)``, a NULL in the table."""
     kinds = {op.kind for op in graph.ops if op.kind != "delegate"}  # NPU ops: runtime/delegate.c, not a kernel
-    atens = {aten_symbol(op.attrs["target"]) for op in graph.ops if op.kind == "aten_fp32"}
-    for rel, macro, used in (("kernels/kernel_list.h", "MF_KERNEL", kinds),
-                             ("kernels/fp32/aten_list.h", "MF_ATEN", atens)):
-        path = out / "mcuforge" / rel
-        entries = [(line, re.fullmatch(rf"{macro}\((\w+)\)", line.strip())) for line in
-                   path.read_text().splitlines(keepends=True)]
-        missing = used - {m.group(1) for _, m in entries if m}
-        if missing:
-            raise ValueError(f"the program uses {sorted(missing)}, which the C runtime's {rel} does not list")
-        kept = [line for line, m in entries if m is None or m.group(1) in used]
-        path.write_text("".join(kept))
+    path = out / "mcuforge" / "kernels" / "kernel_list.h"
+    entries = [(line, re.fullmatch(r"MF_KERNEL\((\w+)\)", line.strip())) for line in
+               path.read_text().splitlines(keepends=True)]
+    missing = kinds - {m.group(1) for _, m in entries if m}
+    if missing:
+        raise ValueError(f"the program uses {sorted(missing)}, which the C runtime's kernels/kernel_list.h "
+                         "does not list")
+    path.write_text("".join(line for line, m in entries if m is None or m.group(1) in kinds))
+
+    used = {op.attrs["table_index"] for op in graph.ops if op.kind == "aten_fp32"}
+    path = out / "mcuforge" / "kernels" / "fp32" / "aten_list.h"
+    lines, position = [], 0
+    for line in path.read_text().splitlines(keepends=True):
+        if re.fullmatch(r"MF_ATEN\(\w+\)", line.strip()):
+            if position not in used:
+                line = line.replace("MF_ATEN(", "MF_ATEN_UNUSED(", 1)
+            used.discard(position)
+            position += 1
+        lines.append(line)
+    if used:
+        raise ValueError(f"the program uses fp32 table entries {sorted(used)}, beyond the {position} of the C "
+                         "runtime's kernels/fp32/aten_list.h")
+    path.write_text("".join(lines))
 
 
 def _tensor_macros(graph: Graph, kind: str, names: Sequence[str]) -> list[str]:

@@ -88,6 +88,7 @@ class Op:
     reason: str = ""
     debug: dict[str, Any] = field(default_factory=dict)
     scratch_bytes: int = 0
+    scratch_offset: int = -1  # arena offset of the scratch buffer, set by the planner (scratch_bytes > 0)
 
 
 @dataclass
@@ -104,10 +105,9 @@ class Graph:
 
     @property
     def ram_bytes(self) -> int:
-        """The RAM the runtime needs: the planned activations, then (16-byte aligned) the largest
-        op scratch buffer -- what the C runtime's ``mf_program_arena_bytes`` returns."""
-        scratch = max((op.scratch_bytes for op in self.ops), default=0)
-        return self.arena_bytes if scratch == 0 else (self.arena_bytes + 15) // 16 * 16 + scratch
+        """The RAM the runtime needs: the planned arena, activations and op scratch buffers alike --
+        what the C runtime's ``mf_program_arena_bytes`` returns."""
+        return self.arena_bytes
 
     @property
     def constant_bytes(self) -> int:
@@ -154,29 +154,38 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     return 0
 
 
+# Op kinds whose kernels may write their output exactly onto an input (by position): a reshape copies
+# nothing; the elementwise int8 kernels read element i of that input before writing element i of the
+# output, and no element after it (mcuforge.plan writes them in place where it saves memory).
+IN_PLACE_INPUTS: dict[str, tuple[int, ...]] = {
+    "reshape": (0,), "clamp_s8": (0,), "lut_s8": (0,), "add_s8": (0, 1), "mul_s8": (0, 1),
+}
+
+
 def arena_overlap_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
     """Why ``op``'s outputs would share arena bytes with its activation inputs or with each other, or
-    None. Kernels read their inputs while they write their outputs (the planner never overlaps them),
-    so every reader refuses a program that does: the one exception is the planner's own, a
-    ``reshape`` whose output lies exactly on its input (the runtimes then copy nothing)."""
+    None. Kernels read their inputs while they write their outputs, so every reader refuses a program
+    where they overlap: the one exception is the planner's own, an output lying exactly on an input
+    that its kind may write in place (:data:`IN_PLACE_INPUTS`)."""
     def span(name: str) -> tuple[int, int] | None:
         t = tensors.get(name)
-        return None if t is None or t.is_constant or t.nbytes == 0 else (t.offset, t.offset + t.nbytes)
+        return None if not name or t is None or t.is_constant or t.nbytes == 0 else (t.offset, t.offset + t.nbytes)
 
-    outputs = [(name, span(name)) for name in op.outputs]
-    inputs = [(name, span(name)) for name in op.inputs if name]
-    for j, (out, o) in enumerate(outputs):
-        for other, s in inputs + outputs[:j]:
+    in_place = IN_PLACE_INPUTS.get(op.kind, ())
+    outputs = [(name, span(name), False) for name in op.outputs]
+    inputs = [(name, span(name), pos in in_place) for pos, name in enumerate(op.inputs)]
+    for j, (out, o, _) in enumerate(outputs):
+        for other, s, may_share in inputs + outputs[:j]:
             if o is None or s is None or not (o[0] < s[1] and s[0] < o[1]):
                 continue
-            if op.kind == "reshape" and o == s and other in op.inputs:
+            if may_share and o == s:
                 continue
             return (f"output {out!r} (arena bytes [{o[0]}, {o[1]})) overlaps {other!r} "
                     f"([{s[0]}, {s[1]})): the kernel would overwrite what it reads")
     return None
 
 
-def scratch_problem(op: Op, tensors: dict[str, Tensor], target: str) -> str | None:
+def scratch_size_problem(op: Op, tensors: dict[str, Tensor], target: str) -> str | None:
     """Why ``op.scratch_bytes`` does not fit its kernel, or None: a conv2d_s8's scratch is none (0, the
     portable path) or at least what :func:`kernel_scratch_bytes` plans for the program's ``target``; the
     writer, the Python reader and the C loader all refuse a smaller one (a plan and a kernel that
@@ -304,9 +313,11 @@ OP_KINDS: dict[str, dict[str, Any]] = {
     # Precision boundaries of the fp32 fallback.
     "quantize": {"id": 30, "inputs": ["x"], "attrs": [("scale", "float"), ("zero_point", "int")]},
     "dequantize": {"id": 31, "inputs": ["x"], "attrs": [("scale", "float"), ("zero_point", "int")]},
-    # fp32 fallback: an aten op with its arguments (TensorRef for tensor arguments).
+    # fp32 fallback: an aten op with its arguments (TensorRef for tensor arguments) and its position in the
+    # C runtime's fp32 table (mcuforge.cruntime.aten_table_index; -1 for an op the table does not have).
     "aten_fp32": {
-        "id": 40, "inputs": ["*"], "attrs": [("target", "str"), ("args", "any"), ("kwargs", "any")],
+        "id": 40, "inputs": ["*"],
+        "attrs": [("target", "str"), ("args", "any"), ("kwargs", "any"), ("table_index", "int")],
     },
     # A subgraph compiled for an NPU (Ethos-U, by Vela): input_count activations, then the constant blobs
     # command stream, weights and (optional) TOSA flatbuffer; see mcuforge.program.delegate and docs/format.md.

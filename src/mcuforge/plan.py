@@ -1,24 +1,37 @@
-"""Arena planning: every activation gets an offset in one buffer, decided at compile time.
+"""Arena planning: every activation and every op's scratch buffer gets an offset in one buffer,
+decided at compile time.
 
-A tensor lives from the op that writes it (or the start, for inputs) to the last op that
-reads it (or the end, for outputs). Tensors are placed one by one at the lowest 16-byte
-aligned offset that does not overlap any placed tensor whose lifetime intersects — the greedy
-strategy of TFLite Micro's planner — in a few orders (largest first, as TFLite Micro does;
-earliest first; largest size x lifetime first), keeping the smallest arena: no one order wins
-on every graph (largest-first leaves MobileNetV1 17 % above the lower bound, earliest-first
-is at the bound there but not on ResNet-8). ``arena_lower_bound`` is what no placement can
-beat: the largest sum of (aligned) tensors live at the same op. An op's inputs and outputs never share bytes, so every
-kernel may read its inputs while writing its output — with one exception that makes reshapes
-free: a ``reshape`` whose input is not read afterwards gets its output planned at its input's
-offset (one allocation for both), so the runtimes copy nothing (the bytes are already in place;
-the Python runtime writes them onto themselves, the C runtime skips the copy when src == dst).
+A tensor lives from the op that writes it (or the start, for inputs) to the last op that reads it
+(or the end, for outputs); an op's scratch buffer (``Op.scratch_bytes``: conv2d_s8's im2col
+columns, an NPU subgraph's scratch region) lives during its op only, so ops far apart share the
+same bytes. Allocations are placed one by one at the lowest 16-byte aligned offset that does not
+overlap any placed allocation whose lifetime intersects -- the greedy strategy of TFLite Micro's
+planner -- in a few orders (largest first, as TFLite Micro does; earliest first; largest size x
+lifetime first), keeping the smallest arena: no one order wins on every graph (largest-first
+leaves MobileNetV1 17 % above the lower bound, earliest-first is at the bound there but not on
+ResNet-8). ``arena_lower_bound`` is what no placement can beat: the largest sum of (aligned)
+allocations live at the same op.
+
+An op's inputs, outputs and scratch never share bytes, so every kernel may read its inputs while
+writing its output -- except where writing in place is legal and saves memory (``in_place_input``):
+
+- a ``reshape`` copies nothing: its output takes its input's bytes;
+- the elementwise int8 ops (``clamp_s8``, ``lut_s8``, ``add_s8``, ``mul_s8``) write their output
+  onto an input of the output's size: every kernel (Python, C portable, DSP, MVE) reads element i
+  of that input before it writes element i of the output, and no other element after it;
+
+in both cases only when no later op reads the input and it is not a graph output. (A graph
+input's bytes are reused like any tensor's once no op reads it: set the inputs before every
+``mf_invoke``.)
 """
 
 from __future__ import annotations
 
-from .ir import Graph
+from .ir import IN_PLACE_INPUTS, Graph
 
 ALIGNMENT = 16
+
+Key = str | int  # an allocation: a tensor (its name) or the scratch buffer of op i (the int i)
 
 
 def _align(n: int) -> int:
@@ -48,81 +61,97 @@ def lifetimes(graph: Graph) -> dict[str, tuple[int, int]]:
 
 
 def alias_roots(graph: Graph) -> dict[str, str]:
-    """Tensor -> the tensor whose allocation it shares (itself when it has its own).
-
-    A reshape output shares its input's bytes when the input is an activation of the same size
-    that no later op reads and that is not a graph output; chains of reshapes share one root.
-    """
+    """Tensor -> the tensor whose allocation it shares (itself when it has its own): the output of
+    an op that writes in place (module docstring) shares its input's root; chains share one root."""
     life = lifetimes(graph)
     outputs = set(graph.outputs)
     root = {name: name for name in life}
     for i, op in enumerate(graph.ops):
-        if op.kind != "reshape":
-            continue
-        (src,), (dst,) = op.inputs, op.outputs
-        s, d = graph.tensors[src], graph.tensors[dst]
-        if s.is_constant or s.nbytes != d.nbytes or src in outputs or life[src][1] != i:
-            continue
-        root[dst] = root[src]
+        src = in_place_input(graph, i, life, outputs)
+        if src is not None:
+            root[op.outputs[0]] = root[src]
     return root
 
 
-def allocations(graph: Graph) -> dict[str, tuple[int, int]]:
-    """One allocation per alias root: its (first, last) op index, the union of its members' lifetimes."""
+def in_place_input(graph: Graph, i: int, life: dict[str, tuple[int, int]], outputs: set[str]) -> str | None:
+    """The input op ``i`` writes its output onto, or None."""
+    op = graph.ops[i]
+    positions = IN_PLACE_INPUTS.get(op.kind, ())
+    if not positions or len(op.outputs) != 1:
+        return None
+    dst = graph.tensors[op.outputs[0]]
+    for pos in positions:
+        src = op.inputs[pos] if pos < len(op.inputs) else ""
+        if not src or graph.tensors[src].is_constant or src in outputs or life[src][1] != i:
+            continue
+        if graph.tensors[src].nbytes == dst.nbytes:
+            return src
+    return None
+
+
+def allocations(graph: Graph) -> dict[Key, tuple[int, int, int]]:
+    """(first op, last op, aligned bytes) of every allocation: one per alias root (the union of its
+    members' lifetimes) and one per op scratch buffer (its op only)."""
     life = lifetimes(graph)
-    spans: dict[str, tuple[int, int]] = {}
+    spans: dict[Key, tuple[int, int, int]] = {}
     for name, r in alias_roots(graph).items():
         first, last = life[name]
-        f0, l0 = spans.get(r, (first, last))
-        spans[r] = (min(f0, first), max(l0, last))
+        f0, l0, _ = spans.get(r, (first, last, 0))
+        spans[r] = (min(f0, first), max(l0, last), _size(graph.tensors[r].nbytes))
+    for i, op in enumerate(graph.ops):
+        if op.scratch_bytes:
+            spans[i] = (i, i, _size(op.scratch_bytes))
     return spans
 
 
-def _size(graph: Graph, name: str) -> int:
-    return _align(max(graph.tensors[name].nbytes, 1))
+def _size(nbytes: int) -> int:
+    return _align(max(nbytes, 1))
 
 
-def arena_lower_bound(graph: Graph) -> int:
-    """The largest sum of allocation sizes live at one op: no placement of these lifetimes fits in less."""
-    spans = allocations(graph)
-    points = {first for first, _ in spans.values()}  # the live set only grows where an allocation starts
-    return max((sum(_size(graph, n) for n, (f, l) in spans.items() if f <= i <= l) for i in points), default=0)
+def arena_lower_bound(graph: Graph, scratch: bool = True) -> int:
+    """The largest sum of allocation sizes live at one op: no placement of these lifetimes fits in
+    less. ``scratch=False``: tensors only (the op scratch buffers left out)."""
+    spans = {k: v for k, v in allocations(graph).items() if scratch or isinstance(k, str)}
+    points = {first for first, _, _ in spans.values()}  # the live set only grows where an allocation starts
+    return max((sum(s for f, l, s in spans.values() if f <= i <= l) for i in points), default=0)
 
 
-def _place(graph: Graph, spans: dict[str, tuple[int, int]], order: list[str]) -> tuple[int, dict[str, int]]:
+def _place(spans: dict[Key, tuple[int, int, int]], order: list[Key]) -> tuple[int, dict[Key, int]]:
     """First fit in ``order``: each allocation at the lowest aligned offset free for its whole lifetime."""
     placed: list[tuple[int, int, int, int]] = []  # (offset, end, first, last)
-    offsets: dict[str, int] = {}
+    offsets: dict[Key, int] = {}
     arena = 0
-    for name in order:
-        size = _size(graph, name)
-        first, last = spans[name]
+    for key in order:
+        first, last, size = spans[key]
         busy = sorted((o, e) for o, e, f, l in placed if f <= last and first <= l)
         offset = 0
         for o, e in busy:
             if offset + size <= o:
                 break
             offset = max(offset, _align(e))
-        offsets[name] = offset
+        offsets[key] = offset
         placed.append((offset, offset + size, first, last))
         arena = max(arena, offset + size)
     return arena, offsets
 
 
 def plan_arena(graph: Graph) -> int:
-    """Assign ``offset`` to every activation tensor of ``graph``; returns and stores arena bytes."""
+    """Assign ``offset`` to every activation tensor and ``scratch_offset`` to every op with scratch;
+    returns and stores the arena bytes (the RAM the program needs, scratch included)."""
     spans = allocations(graph)
-    size = {n: _size(graph, n) for n in spans}
+    tie = {k: (isinstance(k, int), str(k)) for k in spans}  # a deterministic order among equals
     orders = (
-        sorted(spans, key=lambda n: (-size[n], spans[n][0], n)),  # largest first (TFLite Micro)
-        sorted(spans, key=lambda n: (spans[n][0], -size[n], n)),  # earliest first
-        sorted(spans, key=lambda n: (-size[n] * (spans[n][1] - spans[n][0] + 1), n)),  # largest area first
+        sorted(spans, key=lambda k: (-spans[k][2], spans[k][0], tie[k])),  # largest first (TFLite Micro)
+        sorted(spans, key=lambda k: (spans[k][0], -spans[k][2], tie[k])),  # earliest first
+        sorted(spans, key=lambda k: (-spans[k][2] * (spans[k][1] - spans[k][0] + 1), tie[k])),  # largest area
     )
-    arena, offsets = min((_place(graph, spans, order) for order in orders), key=lambda plan: plan[0])
+    arena, offsets = min((_place(spans, order) for order in orders), key=lambda plan: plan[0])
     for name, r in alias_roots(graph).items():
         graph.tensors[name].offset = offsets[r]
     for t in graph.tensors.values():
         if t.is_constant:
             t.offset = -1
+    for i, op in enumerate(graph.ops):
+        op.scratch_offset = offsets[i] if op.scratch_bytes else -1
     graph.arena_bytes = arena
     return arena

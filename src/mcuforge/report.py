@@ -41,6 +41,15 @@ def op_table(prog: Any) -> str:
                   "why on the CPU" if npu else "why not int8"], rows)
 
 
+def _arena_bound(graph: Any) -> str:
+    """The arena against the lower bounds no plan can beat (mcuforge.plan.arena_lower_bound)."""
+    from .plan import arena_lower_bound
+
+    tensors, exact = arena_lower_bound(graph, scratch=False), arena_lower_bound(graph)
+    ratio = f"arena {graph.arena_bytes / tensors:.3f}x" if tensors else "no tensors"
+    return f"{tensors:,} bytes of tensors live at one op ({ratio}); {exact:,} with that op's scratch"
+
+
 def memory_summary(prog: Any) -> str:
     n_int8 = sum(op.backend == "int8" for op in prog.ops)
     n_npu = sum(op.backend not in ("int8", "fp32") for op in prog.ops)
@@ -48,7 +57,8 @@ def memory_summary(prog: Any) -> str:
         f"target          {prog.meta.get('target', prog.target) if n_npu else prog.target}",
         f"ops             {len(prog.ops)} ({n_int8} int8, {len(prog.ops) - n_int8 - n_npu} fp32"
         + (f", {n_npu} on the NPU)" if n_npu else ")"),
-        f"arena (RAM)     {prog.arena_bytes:,} bytes",
+        f"arena (RAM)     {prog.arena_bytes:,} bytes (activations and op scratch)",
+        f"lower bound     {_arena_bound(prog.graph)}",
         f"constants       {prog.constant_bytes:,} bytes",
         f"program file    {prog.program_bytes:,} bytes (flash)",
         f"MACs            {sum(op.macs for op in prog.ops):,}",

@@ -136,8 +136,8 @@ def _run_with_uart_capture(command: list[str], folder: Path, port: int, timeout:
 
 def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str, trace: bool | str = False,
                 *, timeout: float = DEFAULT_TIMEOUT_SECONDS, via: str = "semihosting", timer: str = "icount",
-                progress: bool = False,
-                build_flags: Sequence[str] = ()) -> tuple[list[np.ndarray], bytes | None, dict[str, Any]]:
+                progress: bool = False, build_flags: Sequence[str] = (),
+                trace_compiled_in: bool | None = None) -> tuple[list[np.ndarray], bytes | None, dict[str, Any]]:
     """Run a program once on the emulated board of ``target``.
 
     ``inputs`` and the returned outputs are as :func:`mcuforge.runtime.execute` takes and returns
@@ -149,7 +149,8 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
     mf_invoke), ``stack_bytes`` (high-water mark of the firmware's stack), ``invoke_stack_bytes``,
     ``arena_bytes``, ``trace_dropped`` (records the UART sink had no room for), the board and the
     count resolution. ``build_flags``: more compiler flags of the firmware (``build``), e.g.
-    ``("-DMF_PORTABLE=1",)``.
+    ``("-DMF_PORTABLE=1",)``; ``trace_compiled_in``: a firmware built with ``MF_TRACE=1`` (by
+    default exactly when tracing; True with ``trace=False`` runs the traced build untraced).
     """
     board = get_board(target)
     mode = trace_mode(trace)
@@ -158,9 +159,9 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
         folder = Path(tmp)
         result, seconds, recorded = boot(folder, target, bytes(program_bytes), input_bytes(graph, inputs), mode,
                                          timeout=timeout, via=via, timer=timer, progress=progress,
-                                         build_flags=build_flags)
+                                         build_flags=build_flags, trace_compiled_in=trace_compiled_in)
         outputs = _read_outputs(folder, graph)
-    elf = build(target, trace=mode != "off", timer=timer, flags=build_flags)  # cached: the ELF boot ran
+    elf = firmware_for(target, mode, timer, build_flags, trace_compiled_in)  # cached: the ELF boot ran
     facts = {
         "target": target, "board": board.machine, "firmware": str(elf),
         "instructions": result["invoke_instructions"],
@@ -177,14 +178,24 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
     return outputs, recorded, facts
 
 
+def firmware_for(target: str, mode: str, timer: str = "icount", build_flags: Sequence[str] = (),
+                 trace_compiled_in: bool | None = None) -> Path:
+    """The firmware that runs a trace ``mode``: built with tracing exactly when tracing, unless
+    ``trace_compiled_in`` says (True with mode "off": the traced build run untraced)."""
+    if trace_compiled_in is False and mode != "off":
+        raise ValueError("a trace needs a firmware with tracing compiled in")
+    traced = mode != "off" if trace_compiled_in is None else trace_compiled_in
+    return build(target, trace=traced, timer=timer, flags=build_flags)
+
+
 def boot(folder: Path, target: str, program_bytes: bytes, inputs: Sequence[bytes], mode: str = "off", *,
          timeout: float = DEFAULT_TIMEOUT_SECONDS, via: str = "semihosting", timer: str = "icount",
-         progress: bool = False, build_flags: Sequence[str] = (), arena_shortfall: int = 0,
-         trace_buffer_bytes: int = 0) -> tuple[dict[str, Any], float, bytes | None]:
+         progress: bool = False, build_flags: Sequence[str] = (), trace_compiled_in: bool | None = None,
+         arena_shortfall: int = 0, trace_buffer_bytes: int = 0) -> tuple[dict[str, Any], float, bytes | None]:
     """Boot the firmware once in ``folder`` on these exact bytes (no checks on the host side: the
     board's runtime is the one that must refuse what is wrong). ``via``, ``timer``, ``progress``,
-    ``build_flags``: as :func:`run_on_qemu`; ``arena_shortfall``: give mf_init that many bytes less
-    than the program needs; ``trace_buffer_bytes``: the firmware's trace buffer (0: its default).
+    ``build_flags``, ``trace_compiled_in``: as :func:`run_on_qemu`; ``arena_shortfall``: give mf_init
+    that many bytes less than the program needs; ``trace_buffer_bytes``: the firmware's trace buffer (0: its default).
     Returns (result.bin's fields, QEMU seconds, the trace stream or None); FirmwareRunError if the
     firmware failed, naming the stage, the mf_status and the op."""
     if via not in TRACE_SINKS:
@@ -192,7 +203,7 @@ def boot(folder: Path, target: str, program_bytes: bytes, inputs: Sequence[bytes
     board = get_board(target)
     uart = via == "uart" and mode != "off"
     port = free_port() if uart else None
-    command = qemu_command(target, build(target, trace=mode != "off", timer=timer, flags=build_flags), port)
+    command = qemu_command(target, firmware_for(target, mode, timer, build_flags, trace_compiled_in), port)
     _write_run_files(folder, program_bytes, inputs, mode, via, arena_shortfall, trace_buffer_bytes)
     where = f"{target} on QEMU {board.machine}"
     recorded = None

@@ -78,6 +78,14 @@ def fp32_op_table() -> frozenset[str]:
     return c_aten_ops()
 
 
+def aten_fp32_attrs(target: str, args: list, kwargs: dict) -> dict[str, Any]:
+    """The attributes of an ``aten_fp32`` op: the aten op, its arguments, and its position in the C
+    runtime's fp32 table (the index the runtime dispatches by; -1 for an op the table lacks)."""
+    from ..cruntime import aten_table_index
+
+    return {"target": target, "args": args, "kwargs": kwargs, "table_index": aten_table_index(target)}
+
+
 def check_fp32_op(node: fx.Node, reason: str) -> str:
     """``node``'s aten name if it is in the fp32 op table; else a LoweringError saying what to do."""
     name = aten_name(node.target)
@@ -125,8 +133,8 @@ def lower_fp32(b: GraphBuilder, node: fx.Node, reason: str) -> None:
             raise LoweringError(f"{describe(node)}: output {i} has dtype {v.dtype}, not supported")
         outputs.append(b.add_tensor(node.name if len(values) == 1 else f"{node.name}_{i}", shape, dtype,
                                     layout=layout if len(shape) == 4 else "plain"))
-    b.add_op("aten_fp32", inputs, outputs, {"target": name, "args": args, "kwargs": kwargs},
-             backend="fp32", reason=reason, nodes=[node])
+    b.add_op("aten_fp32", inputs, outputs, aten_fp32_attrs(name, args, kwargs), backend="fp32", reason=reason,
+             nodes=[node])
     if len(values) == 1 and not isinstance(val, (list, tuple)):
         b.env[node] = outputs[0]
     else:

@@ -12,7 +12,7 @@ import zlib
 from typing import NamedTuple
 
 MAGIC = b"MCUF"
-FORMAT_VERSION = (1, 0)  # (major, minor): a reader accepts its own major and any minor
+FORMAT_VERSION = (2, 0)  # (major, minor): a reader accepts its own major and any minor
 
 CONSTANT_ALIGN = 16  # constants are read in place from flash, with SIMD loads on MVE
 SECTION_ALIGN = 4  # every other section holds 32-bit words
@@ -74,9 +74,10 @@ TENSOR = struct.Struct("<IIBBBB6IfiII")
 assert TENSOR.size == 52
 
 # Op record: kind id, backend, reserved byte, inputs (start, count) and outputs (start, count) in
-# the index pool, attribute values (start, word count) in the attrs pool, scratch bytes.
-OP = struct.Struct("<HBB7I")
-assert OP.size == 32
+# the index pool, attribute values (start, word count) in the attrs pool, scratch bytes and the
+# scratch buffer's arena offset (0 without scratch).
+OP = struct.Struct("<HBB8I")
+assert OP.size == 36
 
 TENSOR_FLAG_CONSTANT = 1
 TENSOR_FLAG_QPARAMS = 2
@@ -155,3 +156,4 @@ def shape_problem(shape: tuple[int, ...]) -> str | None:
     if math.prod(d or 1 for d in shape) > U32_MAX:
         return f"shape {shape} has more than 2**32 - 1 elements (counting zero dimensions as 1)"
     return None
+

@@ -23,11 +23,12 @@ from mcuforge.ir import (
     QParams,
     Tensor,
     arena_overlap_problem,
-    scratch_problem,
+    scratch_size_problem,
 )
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.layout import Header, ProgramFormatError
+from mcuforge.program.op_checks import aten_index_problem, scratch_problem, shifts_problem
 from mcuforge.program.values import ValueDecoder
 from mcuforge.targets import ISA_IDS, TARGET_BY_ID
 
@@ -76,7 +77,7 @@ def _check_delegates(ops: list[Op], tensors: dict[str, Tensor]) -> None:
 def _check_arena_use(ops: list[Op], tensors: dict[str, Tensor], target: str) -> None:
     """Each op's scratch fits its kernel and its outputs do not overlap what it reads."""
     for i, op in enumerate(ops):
-        problem = arena_overlap_problem(op, tensors) or scratch_problem(op, tensors, target)
+        problem = arena_overlap_problem(op, tensors) or scratch_size_problem(op, tensors, target)
         if problem:
             raise ProgramFormatError(f"op {i} ({op.kind}): {problem}")
 
@@ -299,12 +300,13 @@ class _OpReader:
         self.h = h
         self.index = index
         self.tensors = tensors
+        self.by_name = {t.name: t for t in tensors}
         self.decoder = decoder
 
     def read(self, buf: bytes, i: int) -> Op:
         pos = self.h.ops_offset + i * self.h.op_record_size
         kind_id, backend_code, _reserved, in_start, in_count, *rest = L.OP.unpack_from(buf, pos)
-        out_start, out_count, attrs_start, attr_words, scratch = rest
+        out_start, out_count, attrs_start, attr_words, scratch, scratch_offset = rest
         kind = OP_KIND_BY_ID.get(kind_id)
         if kind is None:
             raise ProgramFormatError(f"op {i} (byte {pos}): unknown op kind id {kind_id}")
@@ -328,7 +330,24 @@ class _OpReader:
                 f"{self.h.attr_word_count}-word attrs pool"
             )
         attrs = self.decoder.decode_attrs(attrs_start, attr_words, spec["attrs"], in_count, where)
-        return Op(kind, inputs, outputs, attrs, backend=backend, scratch_bytes=scratch)
+        self._check_scratch(scratch, scratch_offset, inputs + outputs, where)
+        op = Op(kind, inputs, outputs, attrs, backend=backend, scratch_bytes=scratch,
+                scratch_offset=scratch_offset if scratch else -1)
+        problem = shifts_problem(op, self.by_name) or aten_index_problem(op)
+        if problem:
+            raise ProgramFormatError(f"{where}: {problem}")
+        return op
+
+    def _check_scratch(self, nbytes: int, offset: int, names: list[str], where: str) -> None:
+        if nbytes == 0:
+            if offset != 0:
+                raise ProgramFormatError(f"{where}: scratch offset {offset} without scratch bytes (must be 0)")
+            return
+        problem = scratch_problem(offset, nbytes, self.h.arena_bytes,
+                                    [(n, self.by_name[n].offset, self.by_name[n].nbytes) for n in names
+                                     if n and not self.by_name[n].is_constant])
+        if problem:
+            raise ProgramFormatError(f"{where}: {problem}")
 
     def graph_io(self, role: str, start: int, count: int) -> list[str]:
         names = []

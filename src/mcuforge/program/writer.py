@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from mcuforge.ir import DTYPES, OP_KINDS, Graph, Op, Tensor, arena_overlap_problem, scratch_problem
+from mcuforge.ir import DTYPES, OP_KINDS, Graph, Op, Tensor, arena_overlap_problem, scratch_size_problem
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
+from mcuforge.program.op_checks import aten_index_problem, scratch_problem, shifts_problem
 from mcuforge.program.values import StringTable, ValueEncoder, float_to_word, word_to_float
 from mcuforge.targets import ISA_IDS, get_target
 
@@ -185,15 +186,25 @@ def _op_record(
     attrs_start = len(attr_pool)
     attr_pool += _op_attrs(op, spec["attrs"], strings, where)
     scratch = _u32(op.scratch_bytes, f"{where} scratch_bytes")
+    scratch_offset = op.scratch_offset if scratch else 0
     problem = delegate_problem(op, graph.tensors) if op.kind == "delegate" else None
     if problem is None and op.kind != "delegate" and op.backend == "npu":
         problem = "backend 'npu' on an op that is not a delegate"
-    problem = problem or arena_overlap_problem(op, graph.tensors) or scratch_problem(op, graph.tensors, graph.target)
+    if problem is None:
+        problem = shifts_problem(op, graph.tensors) or aten_index_problem(op)
+    if problem is None and scratch:
+        problem = scratch_problem(scratch_offset, scratch, graph.arena_bytes,
+                                    [(n, graph.tensors[n].offset, graph.tensors[n].nbytes)
+                                     for n in op.inputs + op.outputs if n and not graph.tensors[n].is_constant])
+        if problem and scratch_offset < 0:
+            problem += " (run the planner before serializing)"
+    if problem is None:
+        problem = arena_overlap_problem(op, graph.tensors) or scratch_size_problem(op, graph.tensors, graph.target)
     if problem:
         raise ValueError(f"{where}: {problem}")
     return L.OP.pack(
         spec["id"], L.BACKEND_CODES[op.backend], 0, inputs_start, len(op.inputs), outputs_start,
-        len(op.outputs), attrs_start, len(attr_pool) - attrs_start, scratch,
+        len(op.outputs), attrs_start, len(attr_pool) - attrs_start, scratch, scratch_offset,
     )
 
 

@@ -231,6 +231,7 @@ class _Walker:
         self.op_dumps: list[tuple[int, int, int, str, bytes]] = []
         self.orphan: int | None = None  # an op whose OP_START was lost: its TENSOR/OP_END records are skipped
         self.last_closed = -1  # index of the last run closed
+        self.closed: set[int | None] = set()  # indices of the runs closed
         self.pending: list[Gap] = []  # gaps since the last record that says where in a run it is
         self.after_gap = False
         self.ended = False
@@ -298,6 +299,15 @@ class _Walker:
     def _close(self, b: _RunBuilder, end: int | None, status: int | None) -> None:
         index = b.index
         t = self.trace
+        # What a stream with valid CRCs but forged or misplaced records could still make of a run: a second
+        # run of one index (its ops cannot be told apart from the first's: not reported) or an end before
+        # its start (the end is not known, then). An honest stream never meets either.
+        if index is not None and index in self.closed:
+            t.unattributed_ops += len(b.ops)
+            return
+        self.closed.add(index)
+        if end is not None and b.start is not None and end < b.start:
+            end = status = None
         for g in b.gaps:
             if g.run is None:
                 g.run = index

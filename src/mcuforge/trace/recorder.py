@@ -31,14 +31,17 @@ class HostTraceRecorder:
         self._run_index = 0
 
     def _write_allocs(self) -> None:
-        """The arena and every activation with its lifetime, as the C runtime writes them: graph
-        inputs live from op 0, outputs to the last op."""
+        """The arena, every activation with its lifetime (graph inputs live from op 0, outputs to
+        the last op) and every op's scratch buffer (its op only), as the C runtime writes them."""
         last = max(len(self.graph.ops) - 1, 0)
         self._writer.alloc("arena", 0, 0, self.graph.arena_bytes, 0, last)
         for name, (first, end) in lifetimes(self.graph).items():
             t = self.graph.tensors[name]
             self._writer.alloc("tensor", self._index_of[name], t.offset, t.nbytes,
                                min(max(first, 0), last), min(end, last))
+        for i, op in enumerate(self.graph.ops):
+            if op.scratch_bytes:
+                self._writer.alloc("scratch", i, op.scratch_offset, op.scratch_bytes, i, i)
 
     # -- ExecutionObserver ---------------------------------------------------------------------------
     def run_start(self, arena: Any) -> None:

@@ -65,7 +65,8 @@ static void trace_write(void *user, const uint8_t *bytes, size_t n) {
         }
         t->frame[t->have++] = bytes[i++];
         if (t->have == 8) {
-            require(t->frame[0] == 0xA5 && t->frame[1] == 0x5A && t->frame[3] == 0, "trace record sync");
+            require(t->frame[0] == 0xA5 && t->frame[1] == 0x5A, "trace record sync");
+            require(t->frame[3] == (uint8_t)t->records, "trace record sequence"); /* records before it, mod 256 */
             uint32_t length = mf_rd_u32(t->frame + 4);
             require(length <= MAX_TRACE_PAYLOAD, "trace record length");
             t->left = (uint64_t)length + 4u;

@@ -100,7 +100,7 @@ typedef struct {
     uint32_t header_size, payload_crc32;
     uint16_t target_id, isa_id;
     uint32_t arena_bytes;   /* activations: header arena_bytes */
-    uint32_t scratch_bytes; /* the largest op scratch_bytes; placed after the activations */
+    uint32_t scratch_bytes; /* the largest op scratch_bytes (each op's buffer is planned in the arena) */
     uint32_t tensors_offset, tensor_count, tensor_record_size;
     uint32_t ops_offset, op_count, op_record_size;
     uint32_t index_offset, index_count;
@@ -118,7 +118,7 @@ typedef struct {
  * On failure the status says why and p->error_op / p->error_tensor say where. */
 mf_status mf_program_load(mf_program *p, const uint8_t *data, size_t size);
 
-/* Bytes of RAM mf_init needs: activations, then the largest op scratch buffer (16-byte aligned). */
+/* Bytes of RAM mf_init needs: the planned arena (activations and op scratch buffers alike). */
 uint32_t mf_program_arena_bytes(const mf_program *p);
 
 /* A tensor as the program describes it. */

@@ -312,7 +312,8 @@ static void mat_mult_2cols(const int16_t *cols, const int8_t *w, uint32_t rows, 
 
 /* What the rows loop below reads from memory each filter (its registers are all taken). */
 typedef struct {
-    const int32_t *bias, *mult, *shift; /* offsets 0, 4, 8: the next filter's (per channel) */
+    const int32_t *bias, *mult;         /* offsets 0, 4: the next filter's (per channel) */
+    const mf_shift *shift;              /* 8: the next filter's shift (int8) */
     int32_t in_off;                     /* 12 */
     int32_t mult0, shift0;              /* 16, 20: per-tensor requantization */
     int32_t skip;                       /* 24: depth - 16 * ceil(depth / 16), w's step after a row's loop */
@@ -332,7 +333,7 @@ typedef struct {
                          "   vadd.i32     q3, q3, %[a0]\n"
 #define MVE_ADD_SUM "   ldr          %[a1], [%[st], #12]\n   mul          %[a0], %[ws], %[a1]\n   vadd.i32     q3, q3, %[a0]\n"
 #define MVE_PARAMS_CHANNEL "   ldrd         %[a0], %[a1], [%[st], #4]\n   ldr          %[a2], [%[a0]], #4\n" \
-                           "   ldr          %[a3], [%[a1]], #4\n   strd         %[a0], %[a1], [%[st], #4]\n"
+                           "   ldrsb        %[a3], [%[a1]], #1\n   strd         %[a0], %[a1], [%[st], #4]\n"
 #define MVE_PARAMS_TENSOR "   ldrd         %[a2], %[a3], [%[st], #16]\n"
 
 /* The requantization of q3 by mult a2 and shift a3: general (mf_requantize_x4_n) or, when every shift
@@ -396,7 +397,8 @@ typedef struct {
     int32x4_t lo, hi, ooff; /* activation range, output offset */
     uint32x4_t offs;        /* lane i's byte offset among the four pixels' outputs, in the VMOVs' lane order */
     mve_rows_state st;      /* st.bias/mult/shift: the group's first filter's, reset per block */
-    const int32_t *bias0, *mult0, *shift0;
+    const int32_t *bias0, *mult0;
+    const mf_shift *shift0;
     uint32_t depth, rows, oc_n;
     int variant;            /* bit 0: bias, bit 1: an input offset, bit 2: per channel, bit 3: every shift < 0 */
 } mve_mm;

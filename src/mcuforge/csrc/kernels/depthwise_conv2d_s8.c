@@ -204,7 +204,7 @@ static void dw_group_init(const dw_geom *g, int32_t c0, dw_group *G) {
         int32x4_t m, sh;
         if (q->per_channel) {
             m = vldrwq_gather_shifted_offset_z_s32(q->mult + c0, chan, pj);
-            sh = vldrwq_gather_shifted_offset_z_s32(q->shift + c0, chan, pj);
+            sh = mf_shifts_gather_x4(q->shift + c0, chan, pj);
         } else {
             m = vdupq_n_s32(q->mult[0]);
             sh = vdupq_n_s32(q->shift[0]);

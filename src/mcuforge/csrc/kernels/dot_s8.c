@@ -51,11 +51,11 @@ int32_t mf_dot_s8(const int8_t *x, const int8_t *w, uint32_t n, int32_t x_offset
 #endif
 
 mf_status mf_check_requant(const mf_tensor *mult, const mf_tensor *shift, uint32_t channels) {
-    if (!mf_is(mult, MF_INT32, 1) || !mf_is(shift, MF_INT32, 1)) return MF_ERR_SHAPE;
+    if (!mf_is(mult, MF_INT32, 1) || !mf_is(shift, MF_INT8, 1)) return MF_ERR_SHAPE;
     if (mult->shape[0] != shift->shape[0]) return MF_ERR_SHAPE;
     if (mult->shape[0] != 1 && mult->shape[0] != channels) return MF_ERR_SHAPE;
     if (!(shift->flags & MF_TENSOR_FLAG_CONSTANT)) return MF_ERR_SHAPE; /* checked here, not per run */
-    const int32_t *s = (const int32_t *)shift->data;
+    const mf_shift *s = (const mf_shift *)shift->data;
     for (uint32_t i = 0; i < shift->shape[0]; i++) {
         if (s[i] < -31 || s[i] > 30) return MF_ERR_SHAPE;
     }

@@ -196,7 +196,7 @@ static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t de
             int32x4_t acc = vmlaq_n_s32(vldrwq_s32(sums), vldrwq_s32(sums + 4), in_off);
             if (rq->bias) acc = vaddq_s32(acc, vldrwq_z_s32(rq->bias + oc, p));
             const int32x4_t mult = rq->per_channel ? vldrwq_z_s32(rq->mult + oc, p) : vdupq_n_s32(rq->mult[0]);
-            const int32x4_t shift = rq->per_channel ? vldrwq_z_s32(rq->shift + oc, p) : vdupq_n_s32(rq->shift[0]);
+            const int32x4_t shift = rq->per_channel ? mf_shifts_x4(rq->shift + oc, p) : vdupq_n_s32(rq->shift[0]);
             int32x4_t v = vaddq_s32(mf_requantize_x4(acc, mult, shift), vdupq_n_s32(rq->out_off));
             v = vminq_s32(vmaxq_s32(v, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));
             vstrbq_p_s32(out + oc, v, p);

@@ -45,8 +45,14 @@ static inline int32_t mf_add_wrap(int32_t a, int32_t b) {
 /* Integer attribute k. */
 static inline int32_t mf_attr_int(const mf_call *c, uint32_t k) { return mf_value_int(mf_attr(c, k)); }
 
-/* Per-channel (length `channels`) or per-tensor (length 1) multipliers and shifts: int32 constants
- * with every shift in [-31, 30], so mf_requantize never shifts out of range. */
+/* A requantization shift: the weighted ops' `shifts` input is an int8 constant (program format 2.0),
+ * each value in [-31, 30]. Kernels read it through mf_channel_requant: q->shift[k] (an int8, promoted
+ * to int32 wherever it is used) or, on MVE, mf_shifts_x4 / mf_shifts_gather_x4 (mf_simd.h). */
+typedef int8_t mf_shift;
+
+/* Per-channel (length `channels`) or per-tensor (length 1) multipliers and shifts: int32 multipliers,
+ * int8 shifts (mf_shift), constants, every shift in [-31, 30], so mf_requantize never shifts out of
+ * range. */
 mf_status mf_check_requant(const mf_tensor *mult, const mf_tensor *shift, uint32_t channels);
 
 /* The output stage of every CMSIS-NN int8 kernel: arm_nn_requantize, + output offset (wrapping),
@@ -95,7 +101,8 @@ mf_status mf_check_weighted_params(const mf_call *c, const mf_tensor *bias, cons
  * output offset and activation range. */
 typedef struct {
     const int32_t *bias; /* NULL: no bias */
-    const int32_t *mult, *shift;
+    const int32_t *mult;
+    const mf_shift *shift;
     uint32_t per_channel; /* 0: mult[0] and shift[0] for every channel */
     int32_t out_off, lo, hi;
 } mf_channel_requant;
@@ -104,7 +111,7 @@ static inline void mf_channel_requant_init(mf_channel_requant *q, const mf_call 
                                            const mf_tensor *mult, const mf_tensor *shift, uint32_t a_act_min) {
     q->bias = bias ? (const int32_t *)bias->data : NULL;
     q->mult = (const int32_t *)mult->data;
-    q->shift = (const int32_t *)shift->data;
+    q->shift = (const mf_shift *)shift->data;
     q->per_channel = mult->shape[0] != 1;
     q->out_off = mf_attr_int(c, MF_WEIGHTED_OUT_OFF);
     mf_attr_act(c, a_act_min, &q->lo, &q->hi);

@@ -157,7 +157,8 @@ static __attribute__((noinline, unused)) void mf_sc_store_channels(const mf_chan
         return;
     }
     const int32_t *bias = q->bias ? q->bias + oc0 : NULL, step = q->per_channel ? 1 : 0;
-    const int32_t *mult = q->mult + (step ? oc0 : 0), *shift = q->shift + (step ? oc0 : 0);
+    const int32_t *mult = q->mult + (step ? oc0 : 0);
+    const mf_shift *shift = q->shift + (step ? oc0 : 0);
     const int32_t k_one = 1 + 2 * q->out_off;
     for (; sums != end; sums++, mult += step, shift += step) {
         const int32_t e_m1 = -1 - *shift; /* e - 1, e = -shift in [2, 23] */

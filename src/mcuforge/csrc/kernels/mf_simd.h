@@ -176,6 +176,13 @@ static inline int32x4_t mf_mve_lanes4(int32_t a0, int32_t a1, int32_t a2, int32_
     return v;
 }
 
+/* Four requantization shifts (mf_shift, int8) as int32 lanes: shift[0..3] (lanes off in p are 0),
+ * and shift[k[i]] for lane i (a gather). */
+static inline int32x4_t mf_shifts_x4(const mf_shift *shift, mve_pred16_t p) { return vldrbq_z_s32(shift, p); }
+static inline int32x4_t mf_shifts_gather_x4(const mf_shift *shift, uint32x4_t k, mve_pred16_t p) {
+    return vldrbq_gather_offset_z_s32(shift, k, p);
+}
+
 /* 1 when no multiplier is INT32_MIN: mf_requantize_x4 then equals mf_requantize. */
 static inline int mf_requant_vector_ok(const mf_channel_requant *q, uint32_t channels) {
     const uint32_t n = q->per_channel ? channels : 1u;

@@ -28,7 +28,7 @@ static mf_status check_header(mf_program *p, const uint8_t *d, size_t len) {
     size_t n = len < 4 ? len : 4;
     if (memcmp(d, magic, n) != 0) return MF_ERR_MAGIC;
     if (len < 8) return MF_ERR_TRUNCATED;
-    if (mf_rd_u16(d + 4) != 1) return MF_ERR_VERSION;
+    if (mf_rd_u16(d + 4) != MF_FORMAT_MAJOR) return MF_ERR_VERSION;
     if (len < MF_HEADER_SIZE) return MF_ERR_TRUNCATED;
     uint32_t header_size = mf_rd_u32(d + 8);
     if (header_size < MF_HEADER_SIZE || header_size % 4) return MF_ERR_FORMAT;
@@ -304,8 +304,25 @@ static int arena_span(const mf_program *p, uint32_t e, uint32_t *lo, uint32_t *h
     return 1;
 }
 
+/* Whether op kind `kind` may write its output exactly onto its input `pos` (mcuforge.ir.IN_PLACE_INPUTS):
+ * reshape copies nothing; clamp_s8, lut_s8, add_s8 and mul_s8 read element i before writing element i. */
+static int may_write_in_place(uint16_t kind, uint32_t pos) {
+    switch (kind) {
+    case 20u: /* reshape */
+    case 7u:  /* clamp_s8 */
+    case 14u: /* lut_s8 */
+        return pos == 0;
+    case 4u: /* add_s8 */
+    case 8u: /* mul_s8 */
+        return pos <= 1;
+    default:
+        return 0;
+    }
+}
+
 /* No output shares arena bytes with an activation input or another output: kernels read their inputs
- * while writing (memcpy included). The planner's one exception: a reshape's output exactly on its input. */
+ * while writing (memcpy included). The planner's one exception: an output exactly on an input that its
+ * kind may write in place. */
 static int outputs_apart(const mf_program *p, const mf_call *c) {
     for (uint32_t j = 0; j < c->n_out; j++) {
         uint32_t o_lo, o_hi, s_lo, s_hi;
@@ -313,11 +330,30 @@ static int outputs_apart(const mf_program *p, const mf_call *c) {
         for (uint32_t k = 0; k < c->n_in + j; k++) {
             uint32_t e = k < c->n_in ? c->in_start + k : c->out_start + (k - c->n_in);
             if (!arena_span(p, e, &s_lo, &s_hi) || !(o_lo < s_hi && s_lo < o_hi)) continue;
-            if (c->kind == 20u && k < c->n_in && o_lo == s_lo && o_hi == s_hi) continue; /* reshape in place */
+            if (k < c->n_in && may_write_in_place(c->kind, k) && o_lo == s_lo && o_hi == s_hi) continue;
             return 0;
         }
     }
     return 1;
+}
+
+/* The op's scratch buffer: 16-byte aligned inside the arena, no byte shared with the op's
+ * activations (the kernel reads and writes them meanwhile); offset 0 without scratch. Runs after
+ * the input and output indices are checked. */
+static mf_status check_scratch(const mf_program *p, const mf_call *c) {
+    if (c->scratch_bytes == 0) return c->scratch_offset == 0 ? MF_OK : MF_ERR_FORMAT;
+    const uint64_t lo = c->scratch_offset, hi = lo + c->scratch_bytes;
+    if (lo % 16u) return MF_ERR_FORMAT;
+    if (hi > p->arena_bytes) return MF_ERR_BOUNDS;
+    for (uint32_t j = 0; j < c->n_in + c->n_out; j++) {
+        const int32_t idx = mf_index_entry(p, j < c->n_in ? c->in_start + j : c->out_start + (j - c->n_in));
+        if (idx < 0) continue;
+        mf_tensor t;
+        mf_tensor_read(p, (uint32_t)idx, &t);
+        if (t.flags & MF_TENSOR_FLAG_CONSTANT || t.nbytes == 0) continue;
+        if (lo < (uint64_t)t.offset + t.nbytes && t.offset < hi) return MF_ERR_FORMAT;
+    }
+    return MF_OK;
 }
 
 static mf_status check_op(const mf_program *p, uint32_t i) {
@@ -345,7 +381,8 @@ static mf_status check_op(const mf_program *p, uint32_t i) {
         return MF_ERR_BOUNDS;
     }
     if (!outputs_apart(p, &c)) return MF_ERR_FORMAT;
-    return check_attrs(p, &c, k->attr_types);
+    mf_status s = check_attrs(p, &c, k->attr_types);
+    return s != MF_OK ? s : check_scratch(p, &c);
 }
 
 /* ---- 12: graph inputs and outputs ---- */
@@ -373,8 +410,6 @@ static mf_status check_kernels(mf_program *p) {
         if (c.scratch_bytes > scratch) scratch = c.scratch_bytes;
     }
     p->scratch_bytes = scratch;
-    uint64_t total = ((uint64_t)p->arena_bytes + 15u) / 16u * 16u + scratch;
-    if (total > 0xFFFFFFF0ull) return MF_ERR_BOUNDS;
     return MF_OK;
 }
 
@@ -408,6 +443,5 @@ mf_status mf_program_load(mf_program *p, const uint8_t *data, size_t size) {
 
 uint32_t mf_program_arena_bytes(const mf_program *p) {
     if (p == NULL || p->data == NULL) return 0;
-    if (p->scratch_bytes == 0) return p->arena_bytes;
-    return (p->arena_bytes + 15u) / 16u * 16u + p->scratch_bytes;
+    return p->arena_bytes;
 }

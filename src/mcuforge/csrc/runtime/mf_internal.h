@@ -33,9 +33,10 @@ static inline float mf_rd_f32(const uint8_t *p) {
 uint32_t mf_crc32_update(uint32_t crc, const uint8_t *data, size_t n); /* crc starts at 0 */
 
 /* ---- format constants ---- */
+#define MF_FORMAT_MAJOR 2u
 #define MF_HEADER_SIZE 128u
 #define MF_TENSOR_RECORD_SIZE 52u
-#define MF_OP_RECORD_SIZE 32u
+#define MF_OP_RECORD_SIZE 36u
 #define MF_TENSOR_FLAG_CONSTANT 1u
 #define MF_TENSOR_FLAG_QPARAMS 2u
 #define MF_MAX_VALUE_DEPTH 8u
@@ -78,9 +79,9 @@ typedef struct {
     uint32_t op_index;
     uint16_t kind;
     uint8_t backend;
-    uint32_t in_start, n_in, out_start, n_out, attrs_start, attr_words, scratch_bytes;
+    uint32_t in_start, n_in, out_start, n_out, attrs_start, attr_words, scratch_bytes, scratch_offset;
     uint8_t *arena;   /* NULL at load time: kernels' check functions see shapes only */
-    uint8_t *scratch; /* scratch_bytes bytes (after the activations) */
+    uint8_t *scratch; /* scratch_bytes bytes at arena + scratch_offset (NULL without scratch) */
 } mf_call;
 
 void mf_call_read(const mf_program *p, uint32_t op_index, uint8_t *arena, mf_call *c);
@@ -152,6 +153,10 @@ typedef struct {
     mf_status (*run)(const mf_call *c, mf_value args, mf_value kwargs);
 } mf_aten_op;
 
+/* The fp32 op at `index` of kernels/fp32/aten_list.h (aten name order); NULL outside the table or
+ * for an entry an exported project left out. */
+const mf_aten_op *mf_aten_at(int32_t index);
+/* By name (tools and tests; the runtime dispatches by index). */
 const mf_aten_op *mf_aten_find(const char *target, uint32_t length);
 
 /* ---- shared kernel helpers ---- */

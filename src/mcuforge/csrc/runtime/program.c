@@ -97,8 +97,9 @@ void mf_call_read(const mf_program *p, uint32_t op_index, uint8_t *arena, mf_cal
     c->attrs_start = mf_rd_u32(r + 20);
     c->attr_words = mf_rd_u32(r + 24);
     c->scratch_bytes = mf_rd_u32(r + 28);
+    c->scratch_offset = mf_rd_u32(r + 32);
     c->arena = arena;
-    c->scratch = arena ? arena + (p->arena_bytes + 15u) / 16u * 16u : NULL;
+    c->scratch = arena && c->scratch_bytes ? arena + c->scratch_offset : NULL;
 }
 
 int mf_call_input(const mf_call *c, uint32_t i, mf_tensor *t) {

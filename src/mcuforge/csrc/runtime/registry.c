@@ -1,11 +1,11 @@
-/* The dispatch tables: op kind id -> kernel, aten name -> fp32 op. Generated from
+/* The dispatch tables: op kind id -> kernel, fp32 table index -> fp32 op. Generated from
  * kernels/kernel_list.h and kernels/fp32/aten_list.h (one line per kernel there).
  *
  * Both lookups run once per op per mf_invoke, so they are cheap: kernel_list.h lists the kernels
  * in increasing kind id (tests/test_c_runtime.py checks it), so a kind is a binary search of at
- * most five probes; an aten name is compared first by the character after "aten." and only then
- * in full (no strlen), a few instructions per table entry. Either falls back to a plain scan, so a
- * list out of order is slower, never wrong. */
+ * most five probes (a plain scan if the list were out of order: slower, never wrong); an aten_fp32
+ * op carries the index of its aten op in aten_list.h's name order (its table_index attribute,
+ * checked against the name when the program is loaded), so it is one array read. */
 #include "mf_internal.h"
 
 #define MF_KERNEL(name) extern const mf_kernel mf_kernel_##name;
@@ -41,24 +41,30 @@ const mf_kernel *mf_kernel_find(uint16_t kind) {
 }
 
 #define MF_ATEN(symbol) extern const mf_aten_op mf_aten_##symbol;
+#define MF_ATEN_UNUSED(symbol)
 #include "../kernels/fp32/aten_list.h"
 #undef MF_ATEN
+#undef MF_ATEN_UNUSED
 
+/* In aten name order; an exported project's unused entries are NULL (their position kept). */
 static const mf_aten_op *const aten_ops[] = {
 #define MF_ATEN(symbol) &mf_aten_##symbol,
+#define MF_ATEN_UNUSED(symbol) NULL,
 #include "../kernels/fp32/aten_list.h"
 #undef MF_ATEN
+#undef MF_ATEN_UNUSED
     NULL};
 
-/* Every aten name starts with "aten." (5 characters): the 6th tells most entries apart. */
-#define ATEN_PREFIX 5u
+#define ATEN_COUNT (sizeof aten_ops / sizeof aten_ops[0] - 1) /* without the final NULL */
+
+const mf_aten_op *mf_aten_at(int32_t index) {
+    return index >= 0 && (uint32_t)index < ATEN_COUNT ? aten_ops[index] : NULL;
+}
 
 const mf_aten_op *mf_aten_find(const char *target, uint32_t length) {
-    if (length <= ATEN_PREFIX) return NULL;
-    const char first = target[ATEN_PREFIX];
-    for (size_t i = 0; aten_ops[i] != NULL; i++) {
-        const char *name = aten_ops[i]->target;
-        if (name[ATEN_PREFIX] != first) continue;
+    for (size_t i = 0; i < ATEN_COUNT; i++) {
+        const char *name = aten_ops[i] ? aten_ops[i]->target : NULL;
+        if (name == NULL) continue;
         uint32_t j = 0; /* never reads past name's NUL, whatever bytes target holds */
         while (j < length && name[j] != '\0' && name[j] == target[j]) j++;
         if (j == length && name[j] == '\0') return aten_ops[i];

@@ -147,6 +147,11 @@ mf_status mf_trace_begin(mf_trace_sink *t, const mf_context *ctx) {
         if (!lifetime(p, i, &first, &last)) continue;
         alloc_record(t, 1, i, tensor.offset, tensor.nbytes, first, last);
     }
+    for (uint32_t i = 0; i < p->op_count; i++) { /* each op's scratch buffer, live during its op */
+        mf_call c;
+        mf_call_read(p, i, NULL, &c);
+        if (c.scratch_bytes) alloc_record(t, 2, i, c.scratch_offset, c.scratch_bytes, i, i);
+    }
     return MF_OK;
 }
 

@@ -185,9 +185,10 @@ def requant_params(input_scale: float, weight_scales: np.ndarray, output_scale: 
 
 
 def requant_constants(b: GraphBuilder, base: str, params) -> tuple[str, str]:
+    """The multipliers (int32) and shifts (int8: every shift is in [-31, 30]) as constants."""
     mult, shift = params
     return (b.constant(f"{base}_multipliers", np.asarray(mult, np.int32)),
-            b.constant(f"{base}_shifts", np.asarray(shift, np.int32)))
+            b.constant(f"{base}_shifts", np.asarray(shift).astype(np.int8)))
 
 
 def reads_no_padding(kind: str, attrs: dict[str, object]) -> bool:
