@@ -64,7 +64,7 @@ def s64_requant(rng, channels: int) -> list[Tensor]:
     if rng.random() < 0.2:
         mult = rng.integers(-(1 << 31) + 1, 1 << 31, size=n, dtype=np.int64)
     shift = rng.integers(-31, 8, size=n) if rng.random() < 0.3 else rng.integers(-22, 1, size=n)
-    return [const("m", mult.astype(np.int32)), const("s", shift.astype(np.int32))]
+    return [const("m", mult.astype(np.int32)), const("s", shift.astype(np.int8))]  # int8 shifts: format 2.0
 
 
 def s32_requant(rng) -> tuple[int, int]:

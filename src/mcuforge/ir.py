@@ -155,10 +155,11 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
 
 
 # Op kinds whose kernels may write their output exactly onto an input (by position): a reshape copies
-# nothing; the elementwise int8 kernels read element i of that input before writing element i of the
+# nothing; the elementwise int8 and int16 kernels read element i of that input before writing element i of the
 # output, and no element after it (mcuforge.plan writes them in place where it saves memory).
 IN_PLACE_INPUTS: dict[str, tuple[int, ...]] = {
     "reshape": (0,), "clamp_s8": (0,), "lut_s8": (0,), "add_s8": (0, 1), "mul_s8": (0, 1),
+    "clamp_s16": (0,), "lut_s16": (0,), "activation_s16": (0,), "add_s16": (0, 1), "mul_s16": (0, 1),
 }
 
 
@@ -331,7 +332,7 @@ OP_KINDS: dict[str, dict[str, Any]] = {
 }
 
 # int16 activations (A16W8: symmetric int16, zero point 0, so no offsets), CMSIS-NN's s16 kernels. The weighted
-# kinds take int8 weights, an optional int64 bias and int32 multipliers/shifts (shifts in [-31, 7], the range
+# kinds take int8 weights, an optional int64 bias, int32 multipliers and int8 shifts (in [-31, 7], the range
 # of arm_nn_requantize_s64); fully_connected_s16 reads length-1 (arm_fully_connected_s16) or length-O ones.
 _S16_ACT = [("act_min", "int"), ("act_max", "int")]
 _S16_WINDOW = [("stride", "ints"), ("padding", "ints"), ("dilation", "ints")]

@@ -81,8 +81,8 @@ static inline int mf_attr_act_s16(const mf_call *c, uint32_t k, int32_t *lo, int
 }
 
 /* The load-time checks of an s16 weighted op (conv2d_s16, depthwise_conv2d_s16, fully_connected_s16):
- * an int64 constant bias of `channels` values below 2^46 in magnitude (NULL: none), int32 constant
- * multipliers (above INT32_MIN) and shifts (in [-31, 7]) of length 1 or `channels`, the activation
+ * an int64 constant bias of `channels` values below 2^46 in magnitude (NULL: none), constant int32
+ * multipliers (above INT32_MIN) and int8 shifts (mf_shift, in [-31, 7]) of length 1 or `channels`, the activation
  * range in attributes a_act_min and a_act_min + 1, and a depth of at most MF_S16_MAX_DEPTH. */
 mf_status mf_check_weighted_s16(const mf_call *c, const mf_tensor *bias, const mf_tensor *mult,
                                 const mf_tensor *shift, uint32_t channels, uint64_t depth, uint32_t a_act_min);
@@ -90,7 +90,8 @@ mf_status mf_check_weighted_s16(const mf_call *c, const mf_tensor *bias, const m
 /* A weighted s16 op's output stage, read once per run. */
 typedef struct {
     const uint8_t *bias; /* int64 little-endian values; NULL: no bias */
-    const int32_t *mult, *shift;
+    const int32_t *mult;
+    const mf_shift *shift;
     uint32_t per_channel;
     int32_t lo, hi;
 } mf_requant_s16;

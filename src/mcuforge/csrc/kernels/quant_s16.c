@@ -19,11 +19,12 @@ mf_status mf_check_weighted_s16(const mf_call *c, const mf_tensor *bias, const m
             if (b <= -MF_S16_BIAS_LIMIT || b >= MF_S16_BIAS_LIMIT) return MF_ERR_SHAPE;
         }
     }
-    if (!mf_is(mult, MF_INT32, 1) || !mf_is(shift, MF_INT32, 1)) return MF_ERR_SHAPE;
+    if (!mf_is(mult, MF_INT32, 1) || !mf_is(shift, MF_INT8, 1)) return MF_ERR_SHAPE; /* int8 shifts: format 2.0 */
     if (mult->shape[0] != shift->shape[0]) return MF_ERR_SHAPE;
     if (mult->shape[0] != 1 && mult->shape[0] != channels) return MF_ERR_SHAPE;
     if (!(mult->flags & MF_TENSOR_FLAG_CONSTANT) || !(shift->flags & MF_TENSOR_FLAG_CONSTANT)) return MF_ERR_SHAPE;
-    const int32_t *m = (const int32_t *)mult->data, *s = (const int32_t *)shift->data;
+    const int32_t *m = (const int32_t *)mult->data;
+    const mf_shift *s = (const mf_shift *)shift->data;
     for (uint32_t i = 0; i < shift->shape[0]; i++) {
         if (m[i] == INT32_MIN || s[i] < MF_S64_SHIFT_MIN || s[i] > MF_S64_SHIFT_MAX) return MF_ERR_SHAPE;
     }
@@ -34,7 +35,7 @@ void mf_requant_s16_init(mf_requant_s16 *q, const mf_call *c, const mf_tensor *b
                          const mf_tensor *shift, uint32_t a_act_min) {
     q->bias = bias ? (const uint8_t *)bias->data : NULL;
     q->mult = (const int32_t *)mult->data;
-    q->shift = (const int32_t *)shift->data;
+    q->shift = (const mf_shift *)shift->data;
     q->per_channel = mult->shape[0] != 1;
     mf_attr_act_s16(c, a_act_min, &q->lo, &q->hi);
 }
