@@ -29,6 +29,9 @@ from .quantize import ObserverConfig, quantize
 from .targets import get_target
 
 DEBUG_SUFFIX = ".dbg.json"
+#: The quantized dtypes of program inputs and outputs, with their ranges: float values in and out are
+#: quantized and dequantized by their qparams (torch's quantize_per_tensor).
+QUANTIZED_RANGES = {"int8": (-128, 127), "int16": (-32768, 32767)}
 
 
 @dataclass(frozen=True)
@@ -195,8 +198,10 @@ class Program:
             arr = arr.reshape((runs, *logical))
             if t.layout == "nhwc":
                 arr = np.transpose(arr, (0, *(p + 1 for p in NCHW_TO_NHWC)))
-            if t.dtype == "int8" and arr.dtype != np.int8:
-                arr = quantize_per_tensor(arr.astype(np.float32), t.qparams.scale, t.qparams.zero_point)
+            if t.dtype in QUANTIZED_RANGES and t.qparams is not None and arr.dtype != np.dtype(t.dtype):
+                qmin, qmax = QUANTIZED_RANGES[t.dtype]  # int8, or int16 (an A16W8 program's input)
+                arr = quantize_per_tensor(arr.astype(np.float32), t.qparams.scale, t.qparams.zero_point, qmin, qmax,
+                                          np.dtype(t.dtype))
             out.append(np.ascontiguousarray(arr, dtype=t.dtype))
         single = all(a.shape == s for a, s in zip(arrays, self.input_shapes, strict=True))
         return out, runs, single
@@ -206,7 +211,7 @@ class Program:
         results = []
         for name, value in zip(self.graph.outputs, values, strict=True):
             t = self.graph.tensors[name]
-            if t.qparams is not None and t.dtype == "int8":
+            if t.qparams is not None and t.dtype in QUANTIZED_RANGES:
                 value = dequantize_per_tensor(value, t.qparams.scale, t.qparams.zero_point)
             if t.layout == "nhwc":
                 value = np.transpose(value, (0, *(p + 1 for p in NHWC_TO_NCHW)))
@@ -218,7 +223,7 @@ class Program:
         return tuple(results)
 
     def run_raw(self, *inputs: Any, backend: str = "python", target: str | None = None) -> list[np.ndarray]:
-        """Outputs as the program stores them (int8 for quantized outputs, program layout), for
+        """Outputs as the program stores them (int8 or int16 for quantized outputs, program layout), for
         exactly one run of the compiled shapes."""
         prepared, runs, single = self._program_inputs(inputs)
         if not single:
