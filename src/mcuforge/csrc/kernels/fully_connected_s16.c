@@ -2,8 +2,8 @@
  * fully_connected_s16: int16 x int8 fully connected, bit-exact with CMSIS-NN arm_fully_connected_s16
  * (per-tensor requantization; length-O multipliers and shifts requantize per output channel) and
  * mcuforge.kernels.fully_connected_s16. The input is read as rows of weight.shape[1] features, whatever
- * its shape. Exact int64 sums (mf_dot_s16: portable, DSP SMLALD, MVE VMLALDAVA), optional int64 bias,
- * arm_nn_requantize_s64.
+ * its shape. Exact int64 sums (mf_dot_s16_rows: 4 output channels per pass over the input, on DSP 2
+ * rows of SMLALD, on MVE 4 rows of VMLADAVA in int32 blocks), optional int64 bias, arm_nn_requantize_s64.
  */
 #include "mf_s16.h"
 
@@ -29,9 +29,12 @@ static mf_status run(const mf_call *c) {
     const int16_t *xd = (const int16_t *)x.data;
     const int8_t *wd = (const int8_t *)w.data;
     int16_t *out = (int16_t *)o.data;
+    int64_t acc[4];
     for (uint32_t r = 0; r < rows; r++, xd += depth) {
-        for (uint32_t oc = 0; oc < oc_n; oc++) {
-            *out++ = mf_requant_s16_channel(&rq, oc, mf_dot_s16(xd, wd + (size_t)oc * depth, depth));
+        for (uint32_t oc = 0; oc < oc_n; oc += 4) { /* 4 output channels per pass over the input row */
+            const uint32_t n = oc_n - oc < 4 ? oc_n - oc : 4;
+            mf_dot_s16_rows(xd, wd + (size_t)oc * depth, depth, n, acc);
+            for (uint32_t k = 0; k < n; k++) *out++ = mf_requant_s16_channel(&rq, oc + k, acc[k]);
         }
     }
     return MF_OK;

@@ -62,6 +62,11 @@ static inline int16_t mf_table_lookup_s16(int16_t x, const int16_t *table) {
 
 /* sum(x[i] * w[i]) over n int16 x int8 pairs, exact (kernels/dot_s16.c: portable, DSP, MVE). */
 int64_t mf_dot_s16(const int16_t *x, const int8_t *w, uint32_t n);
+/* acc[r] = mf_dot_s16(x, w + r * depth, depth) for the n_rows weight rows (r < n_rows), the input loads
+ * shared between rows on the DSP and MVE paths. */
+void mf_dot_s16_rows(const int16_t *x, const int8_t *w, uint32_t depth, uint32_t n_rows, int64_t *acc);
+/* Columns per int32 block of the MVE sums: 504 (a multiple of 8) <= 511 products of at most 2^22. */
+#define MF_S16_BLOCK 504u
 
 /* Two int16 operands and one int16 output (add_s16, mul_s16, batch_matmul_s16): 1 when the op has
  * exactly those tensors. */
