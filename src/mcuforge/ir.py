@@ -128,7 +128,8 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     pixel pairs, and a row of ow (rounded up to even) sums, then for 3x3 windows (depth multiplier 1)
     that are strided or under 16 x 16 outputs 384 bytes of the pixel-major path's tables; none beyond
     128 taps or a 16-row span.
-    add_s8 on the scalar path: its inputs' two tables of 256 int32 (an add of equal shapes uses them)."""
+    add_s8 on the scalar path: its inputs' two tables of 256 int32 (an add of equal shapes uses them).
+    conv2d_s16 on the DSP and MVE paths: one int16 im2col patch (2 bytes per element)."""
     path = get_target(target).kernel_path
     if kind == "conv2d_s8":
         _, kh, kw, ic = weight_shape
@@ -138,6 +139,9 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
         return 5 * ((depth + 15) // 16 * 16) if path in ("dsp", "mve") else 0
     if kind == "add_s8" and path == "scalar":
         return 2048
+    if kind == "conv2d_s16" and path in ("dsp", "mve"):  # one int16 im2col patch
+        _, kh, kw, ic = weight_shape
+        return (2 * kh * kw * ic + 15) // 16 * 16
     if kind == "depthwise_conv2d_s8" and path == "scalar":
         _, kh, kw, _ = weight_shape
         stride, dilation = (attrs or {}).get("stride", [1, 1]), (attrs or {}).get("dilation", [1, 1])
