@@ -43,7 +43,7 @@ def depthwise_case(rng, sweep: BoardSweep, case: str, channels: int, kernel: tup
     bias = rng.integers(-(1 << 16), 1 << 16, size=oc).astype(np.int32) if rng.random() < 0.8 else None
     mult, shift = requant_params(rng, oc)
     if negative_shifts:  # the MVE loops' shorter requantization (every shift < 0)
-        shift = np.minimum(shift, -1).astype(np.int32)
+        shift = np.minimum(shift, -1).astype(np.int8)
     lo, hi = act_range(rng)
     attrs = {"input_offset": int(rng.integers(-127, 129)), "output_offset": int(rng.integers(-128, 128)),
              "stride": stride, "padding": pad, "dilation": dil, "depth_multiplier": dm, "act_min": lo,

@@ -52,7 +52,8 @@ def sample_program() -> bytes:
     ops = [
         Op("conv2d_s8", ["x", "w", "b", "m", "s"], ["c"],
            {"input_offset": 3, "output_offset": -2, "stride": [1, 1], "padding": [1, 1], "dilation": [1, 1],
-            "act_min": -128, "act_max": 127}, scratch_bytes=kernel_scratch_bytes("conv2d_s8", (4, 3, 3, 3))),
+            "act_min": -128, "act_max": 127},
+           scratch_bytes=kernel_scratch_bytes("conv2d_s8", (4, 3, 3, 3), "cortex-m55")),
         Op("dequantize", ["c"], ["f"], {"scale": 0.05, "zero_point": -2}),
         Op("aten_fp32", ["f"], ["g"], aten_fp32_attrs("aten.cat.default", [[TensorRef(0), TensorRef(0)], -1], {}),
            backend="fp32"),

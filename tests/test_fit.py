@@ -16,6 +16,7 @@ import mcuforge
 from mcuforge.firmware.boards import BOARDS
 from mcuforge.fit import FitError, board_for, check_fit
 from mcuforge.ir import Graph, Op, Tensor
+from mcuforge.lower.fallback import aten_fp32_attrs
 from mcuforge.plan import plan_arena
 from mcuforge.program import serialize
 from mcuforge.targets import TARGETS
@@ -54,7 +55,7 @@ def graph_of(weight_bytes: int, activation_bytes: int, target: str = "cortex-m4"
         "w": Tensor("w", (weight_bytes,), "int8", data=np.zeros(weight_bytes, np.int8)),
         "y": Tensor("y", (1, n), "int8"),
     }
-    ops = [Op("aten_fp32", ["x", "w"], ["y"], {"target": "aten.clone.default", "args": [], "kwargs": {}},
+    ops = [Op("aten_fp32", ["x", "w"], ["y"], aten_fp32_attrs("aten.clone.default", [], {}),
               backend="fp32", debug={"module": "body.fc"})]
     graph = Graph(tensors, ops, ["x"], ["y"], target=target)
     plan_arena(graph)

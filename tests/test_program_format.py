@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mcuforge.cruntime import aten_table_index
-from mcuforge.ir import DTYPES, OP_KINDS, Graph, Op, QParams, Tensor, TensorRef
+from mcuforge.ir import DTYPES, OP_KINDS, Graph, Op, QParams, Tensor, TensorRef, kernel_scratch_bytes
 from mcuforge.lower.fallback import aten_fp32_attrs
 from mcuforge.program import FORMAT_VERSION, MAGIC, ProgramFormatError, deserialize, read_header, serialize
 from mcuforge.program import layout as L
@@ -66,9 +66,10 @@ def make_graph(target: str = "cortex-m4") -> Graph:
         Tensor("empty", (0, 5), "float32", data=np.zeros((0, 5), np.float32)),
     ]
     tensors_by_name, arena = _planned(tensors)
+    scratch = kernel_scratch_bytes("conv2d_s8", (2, 3, 3, 3), target)  # 160 bytes on cortex-m4
     ops = [
         Op("conv2d_s8", ["x", "conv.weight", "conv.bias", "conv.mult", "conv.shift"], ["y"], conv_attrs(),
-           scratch_bytes=160, scratch_offset=-(-arena // 16) * 16, reason="ignored", debug={"module": "conv"}),
+           scratch_bytes=scratch, scratch_offset=-(-arena // 16) * 16, reason="ignored", debug={"module": "conv"}),
         Op("dequantize", ["y"], ["y_f"], {"scale": 0.1, "zero_point": -5}, backend="fp32"),
         Op("aten_fp32", ["y_f"], ["gelu"],
            aten_fp32_attrs("aten.gelu.default", [TensorRef(0)], {"approximate": "tanh"}), backend="fp32"),
@@ -86,7 +87,7 @@ def make_graph(target: str = "cortex-m4") -> Graph:
         Op("transpose", ["r"], ["rt"], {"perm": [5, 4, 3, 2, 1, 0]}),
     ]
     return Graph(tensors_by_name, ops, inputs=["x", "v"], outputs=["out", "y", "rt"], target=target,
-                 arena_bytes=ops[0].scratch_offset + 160 + 16)
+                 arena_bytes=ops[0].scratch_offset + scratch + 16)
 
 
 def tiny_graph() -> Graph:
@@ -610,7 +611,7 @@ def test_structural_errors_name_the_problem(
 @pytest.mark.parametrize(("offset", "message"), [
     (8, "scratch buffer at arena offset 8 .* not a 16-byte aligned range"),
     (1 << 20, r"scratch buffer at arena offset 1048576 \+ 160 bytes is not a 16-byte aligned range of the "
-              r"640-byte arena$"),
+              r"704-byte arena$"),
     (0, r"scratch buffer \[0, 160\) overlaps tensor 'x'"),
 ])
 def test_bad_scratch_offset_rejected(offset: int, message: str) -> None:

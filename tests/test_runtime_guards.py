@@ -36,7 +36,7 @@ def conv_graph(scratch: int | None = None, channels: int = 8) -> Graph:
         "w": Tensor("w", (channels, 3, 3, 3), "int8", data=rng.integers(-128, 128, (channels, 3, 3, 3), dtype=np.int8)),
         "b": Tensor("b", (channels,), "int32", data=rng.integers(-500, 500, channels).astype(np.int32)),
         "m": Tensor("m", (channels,), "int32", data=np.full(channels, 1 << 30, np.int32)),
-        "s": Tensor("s", (channels,), "int32", data=np.full(channels, -6, np.int32)),
+        "s": Tensor("s", (channels,), "int8", data=np.full(channels, -6, np.int8)),
         "y": Tensor("y", (1, 6, 6, channels), "int8"),
     }
     op = Op("conv2d_s8", ["x", "w", "b", "m", "s"], ["y"],

@@ -49,8 +49,8 @@ def calls_of(elf, function: str) -> set[str]:
 
 def test_compiled_out_tracing_leaves_no_code():
     plain, traced = symbols(build(TARGET, trace=False)), symbols(build(TARGET, trace=True))
-    trace_code = {"mf_trace_begin", "mf_trace_end", "mf_trace_run_start", "mf_trace_op_start",
-                  "mf_trace_op_end_at", "mf_trace_op_tensors", "alloc_record", "record"}
+    trace_code = {"mf_trace_begin", "mf_trace_end", "mf_trace_run_start", "mf_trace_run_end", "mf_trace_op",
+                  "alloc_record", "record"}
     assert trace_code <= set(traced)  # the check can fail: compiled in, they are there
     assert not trace_code & set(plain) and not [s for s in plain if "trace" in s]
     assert plain["mf_invoke"] < traced["mf_invoke"]
@@ -78,5 +78,6 @@ def test_an_untraced_invoke_costs_the_same_with_tracing_compiled_in_or_out():
     np.testing.assert_array_equal(out[0], out_in[0])
     np.testing.assert_array_equal(out[0], out_traced[0])
     tick = plain["instruction_resolution"]
-    assert plain["instructions"] <= compiled_in["instructions"] <= plain["instructions"] + tick
+    # the same code: the same count but for the phase of the SysTick count (where the loop sits in the image)
+    assert abs(compiled_in["instructions"] - plain["instructions"]) <= tick
     assert traced["instructions"] > plain["instructions"] + 100 * OPS  # a per-op cost would show

@@ -19,7 +19,6 @@ SECTION_ALIGN = 4  # every other section holds 32-bit words
 MAX_RANK = 6
 MAX_VALUE_DEPTH = 8  # nesting limit of LIST/DICT values: bounds the reader's recursion
 U32_MAX = 0xFFFF_FFFF
-MAX_RAM_BYTES = 0xFFFF_FFF0  # arena (16-byte aligned) + the largest op scratch: what a 32-bit runtime can address
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 

@@ -51,10 +51,6 @@ def deserialize(data: bytes | bytearray | memoryview) -> Graph:
     ops = [reader.read(buf, i) for i in range(header.op_count)]
     _check_delegates(ops, {t.name: t for t in tensors})
     _check_arena_use(ops, {t.name: t for t in tensors}, TARGET_BY_ID[header.target_id].name)
-    scratch = max((op.scratch_bytes for op in ops), default=0)
-    if L.align_up(header.arena_bytes, L.CONSTANT_ALIGN) + scratch > L.MAX_RAM_BYTES:
-        raise ProgramFormatError(f"arena of {header.arena_bytes} bytes (byte 24) and op scratch of {scratch} "
-                                 f"bytes exceed the {L.MAX_RAM_BYTES}-byte limit of a 32-bit address space")
     return Graph(
         tensors={t.name: t for t in tensors},
         ops=ops,
