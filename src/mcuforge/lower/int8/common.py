@@ -20,6 +20,7 @@ from ...ir import QParams, kernel_scratch_bytes
 from ...kernels.quant_utils import quantize_multipliers, quantize_per_tensor
 from ...quantize.quantizer import fused_activation
 from ..builder import NCHW_TO_NHWC, GraphBuilder, get_attr_value, is_dq_channel, is_q, qparams_of
+from .s16 import S8, Width
 
 aten = torch.ops.aten
 
@@ -100,18 +101,19 @@ def stored_dim(b: GraphBuilder, name: str, dim: int) -> int:
     return NCHW_TO_NHWC.index(dim) if t.layout == "nhwc" else dim
 
 
-def quantize_value(value: float, qp: QParams) -> int:
-    """A float in ``qp``'s int8 domain, with the arithmetic of the output quantize."""
-    return int(quantize_per_tensor(np.array([value], np.float32), qp.scale, qp.zero_point)[0])
+def quantize_value(value: float, qp: QParams, width: Width = S8) -> int:
+    """A float in ``qp``'s int8 (or int16) domain, with the arithmetic of the output quantize."""
+    q = quantize_per_tensor(np.array([value], np.float32), qp.scale, qp.zero_point, width.qmin, width.qmax, np.int64)
+    return int(q[0])
 
 
-def activation_range(act: fx.Node | None, qp: QParams) -> tuple[int, int]:
-    """activation_min/max of a fused ReLU/hardtanh/clamp in the output's int8 domain.
+def activation_range(act: fx.Node | None, qp: QParams, width: Width = S8) -> tuple[int, int]:
+    """activation_min/max of a fused ReLU/hardtanh/clamp in the output's int8 (or int16) domain.
 
     The bounds are quantized with the same arithmetic as the output quantize, so clamping
     before or after quantization gives the same bytes."""
     if act is None:
-        return -128, 127
+        return width.qmin, width.qmax
     if act.target in (aten.relu.default, aten.relu_.default):
         lo, hi = 0.0, None
     elif act.target == aten.relu6.default:
@@ -120,7 +122,8 @@ def activation_range(act: fx.Node | None, qp: QParams) -> tuple[int, int]:
         lo, hi = arg(act, 1, "min_val", -1.0), arg(act, 2, "max_val", 1.0)
     else:  # clamp
         lo, hi = arg(act, 1, "min", None), arg(act, 2, "max", None)
-    return (-128 if lo is None else quantize_value(lo, qp)), (127 if hi is None else quantize_value(hi, qp))
+    return ((width.qmin if lo is None else quantize_value(lo, qp, width)),
+            (width.qmax if hi is None else quantize_value(hi, qp, width)))
 
 
 def same_qparams(b: GraphBuilder, src: str, q: fx.Node) -> QParams:
