@@ -20,7 +20,7 @@ from ...ir import QParams, kernel_scratch_bytes
 from ...kernels.quant_utils import quantize_multipliers, quantize_per_tensor
 from ...quantize.quantizer import fused_activation
 from ..builder import NCHW_TO_NHWC, GraphBuilder, get_attr_value, is_dq_channel, is_q, qparams_of
-from .s16 import S8, Width
+from .s16 import S8, S16, Width, WidthError, bias_int64, s16_kind, s64_requant
 
 aten = torch.ops.aten
 
@@ -221,6 +221,9 @@ def emit_weighted_op(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.
     may emit layout ops), and the constants and the op emitted. ``attrs`` are the op's own
     attributes; the offsets and the activation range are added here. Returns the output tensor.
     """
+    if b.tensors[src].dtype == "int16":
+        return _emit_weighted_s16(b, node, act, q, kind, src, convert_input, weight, weight_scales, bias, out_shape,
+                                  out_layout, attrs)
     qin, qout = b.tensors[src].qparams, qparams_of(q)
     bias_int = bias_int32(b, bias, qin.scale, weight_scales)
     in_off = -qin.zero_point
@@ -238,5 +241,33 @@ def emit_weighted_op(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.
     op = b.add_op(kind, [x, w_name, bias_name, mult, shift], [out],
                   {"input_offset": in_off, "output_offset": qout.zero_point, **attrs,
                    "act_min": act_min, "act_max": act_max}, nodes=nodes)
+    op.scratch_bytes = kernel_scratch_bytes(kind, weight.shape, b.target, out_shape, attrs)
+    return out
+
+
+def _emit_weighted_s16(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.Node, kind_s8: str, src: str,
+                       convert_input: Callable[[list[fx.Node]], str], weight: np.ndarray, weight_scales: np.ndarray,
+                       bias: object, out_shape: tuple[int, ...], out_layout: str, attrs: dict[str, object]) -> str:
+    """``emit_weighted_op`` for an int16 input (A16W8): conv2d_s16 / depthwise_conv2d_s16 / fully_connected_s16,
+    an int64 bias, arm_nn_requantize_s64's parameters, no offsets; the same order (checks first)."""
+    qin, qout = b.tensors[src].qparams, qparams_of(q)
+    try:
+        kind = s16_kind(kind_s8)
+        if qin.zero_point != 0 or qout.zero_point != 0:
+            raise WidthError(f"int16 quantization {qin} -> {qout} is not symmetric")
+        bias_int = bias_int64(b, bias, qin.scale, weight_scales)
+        mult, shift = s64_requant(requant_params(qin.scale, weight_scales, qout.scale))
+    except WidthError as exc:
+        raise NotInt8(str(exc)) from None
+    nodes = fuse(b, node, act)
+    x = convert_input(nodes)
+    base = q.name
+    w_name = b.constant(f"{base}_weight", weight)
+    bias_name = b.add_tensor(f"{base}_bias", bias_int.shape, "int64", data=bias_int)
+    mult_name, shift_name = requant_constants(b, base, (mult, shift))
+    act_min, act_max = activation_range(act, qout, S16)
+    out = b.add_tensor(base, out_shape, "int16", qparams=qout, layout=out_layout)
+    op = b.add_op(kind, [x, w_name, bias_name, mult_name, shift_name], [out],
+                  {**attrs, "act_min": act_min, "act_max": act_max}, nodes=nodes)
     op.scratch_bytes = kernel_scratch_bytes(kind, weight.shape, b.target, out_shape, attrs)
     return out
