@@ -4,7 +4,8 @@ Random one-op cases per kind (shapes, geometry, the whole legal parameter ranges
 run in one program per kind with the C runtime built for the host (the portable paths); the same cases
 run on the cortex-m4 board (DSP paths: SMLALD in mf_dot_s16) and the cortex-m55 board (MVE: VMLALDAVA),
 all kinds in one boot per board (tests/board_sweep.py); conv2d_s16 takes its im2col path there (with the
-scratch kernel_scratch_bytes plans) or, without scratch, the portable one. The Python kernels equal the independent
+scratch kernel_scratch_bytes plans) or, without scratch, the portable one; depthwise_conv2d_s16 with depth
+multiplier 1 its DSP (4 channels) and MVE (8 channels) paths, with channel tails. The Python kernels equal the independent
 statement of CMSIS-NN's arithmetic (tests/test_kernels_s16.py).
 """
 
@@ -113,7 +114,8 @@ def conv_case(rng, sweep: BoardSweep, case: str) -> None:
 
 def depthwise_case(rng, sweep: BoardSweep, case: str) -> None:
     h, w, kh, kw, st, pd, dl, oh, ow = geometry(rng)
-    c, dm = int(rng.integers(1, 12)), int(rng.integers(1, 4))
+    c = int(rng.integers(1, 20))
+    dm = 1 if rng.random() < 0.6 else int(rng.integers(2, 4))  # multiplier 1: the DSP / MVE paths
     consts, names = weighted(rng, int8(rng, (1, kh, kw, c * dm)), c * dm)
     x = act("x", (1, h, w, c))
     sweep.add(case, "depthwise_conv2d_s16", {"stride": st, "padding": pd, "dilation": dl, "depth_multiplier": dm,

@@ -1,0 +1,128 @@
+"""A16W8 end to end (int16 activations, int8 weights): compile(quantization="a16w8") on the FC autoencoder and a
+regression MLP (zoo.trained, trained here in seconds), their SQNR against fp32 at least 20 dB above int8's on
+the same calibration and test data, the s16 kernels and precisions in the programs, and three-way equality
+(host Python == host C == QEMU on cortex-m4 and cortex-m55) for programs using every s16 kind."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F  # noqa: N812 - torch's own convention
+from torch import nn
+
+import mcuforge
+from mcuforge import cruntime, firmware
+from mcuforge.ir import OP_KINDS
+from mcuforge.program import serialize
+from mcuforge.runtime import execute
+from mcuforge.zoo.trained import log_mel_frames, make_fc_autoencoder_trained, make_sensor_regression, sensor_readings
+
+from conftest import program_inputs
+
+S16_KINDS = {kind for kind in OP_KINDS if kind.endswith("_s16") or kind in ("convert_s8_s16", "convert_s16_s8")}
+
+
+@functools.cache
+def trained(name: str):
+    """(model, example, calibration items, test batch) of a trained model and its data."""
+    if name == "fc_autoencoder":
+        model, example = make_fc_autoencoder_trained()
+        return model, example, [(x[None],) for x in log_mel_frames(64, 1)], log_mel_frames(256, 2)
+    model, example = make_sensor_regression()
+    return model, example, [(x[None],) for x in sensor_readings(256, 1)], sensor_readings(4096, 2)
+
+
+@functools.cache
+def program(name: str, quantization: str) -> mcuforge.Program:
+    model, example, calibration, _test = trained(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return mcuforge.compile(model, example, calibration=calibration, progress=False, quantization=quantization)
+
+
+def sqnr_db(name: str, quantization: str) -> float:
+    model, _example, _calibration, test = trained(name)
+    with torch.no_grad():
+        ref = model(test).numpy().astype(np.float64)
+    got = program(name, quantization).run(test)[0].astype(np.float64)
+    return float(10 * np.log10(np.sum(ref**2) / np.sum((ref - got) ** 2)))
+
+
+@pytest.mark.parametrize("name", ["fc_autoencoder", "sensor_regression"])
+def test_a16w8_is_20_db_above_int8(name):
+    int8, a16w8 = sqnr_db(name, "int8"), sqnr_db(name, "a16w8")
+    assert a16w8 - int8 >= 20.0, (name, int8, a16w8)
+
+
+@pytest.mark.parametrize("name", ["fc_autoencoder", "sensor_regression"])
+def test_a16w8_programs_are_int16_throughout(name):
+    prog = program(name, "a16w8")
+    kinds = {op.kind for op in prog.ops}
+    assert "fully_connected_s16" in kinds and not any(k.endswith("_s8") for k in kinds), kinds
+    assert {op.precision for op in prog.ops if op.kind == "fully_connected_s16"} == {"a16w8"}
+    assert prog.graph.tensors[prog.graph.inputs[0]].dtype == "int16"
+
+
+class EveryS16Kernel(nn.Module):
+    """Every op with an s16 kernel, and int8-only ops (pad, concatenation, a transposed convolution) between
+    int16 ones, so that the program also converts between the widths."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.up = nn.ConvTranspose2d(8, 4, 2, stride=2)
+        self.fc = nn.Linear(64, 8)
+        self.head = nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = F.relu(self.conv(x))
+        z = self.dw(y)
+        gate = torch.tanh(self.dw(y))  # sole user of its producer: a power-of-two input, activation_s16
+        y = (y + F.relu6(z)) * gate  # add_s16, mul_s16
+        y = torch.clamp(y, -1.0, 1.0)  # clamp_s16
+        pooled = torch.cat([F.avg_pool2d(y, 2), F.max_pool2d(y, 2)], 1)  # avg/max pool s16, concat int8
+        small = self.up(F.pad(pooled[:, :8], (1, 1, 1, 1)))[:, :, :4, :4]  # int8 pad and transposed conv
+        q = small.flatten(2)  # (1, 4, 16)
+        attention = F.softmax(torch.matmul(q.transpose(1, 2), q), -1)  # batch_matmul_s16, softmax_s16
+        features = F.gelu(self.fc(attention.flatten(1)[:, :64]))  # fully_connected_s16, lut_s16
+        return torch.sigmoid(self.head(features)), y.mean(dim=(2, 3))
+
+
+@functools.cache
+def every_kernel_program() -> mcuforge.Program:
+    torch.manual_seed(0)
+    model = EveryS16Kernel().eval()
+    example = (torch.randn(1, 3, 8, 8),)
+    gen = torch.Generator().manual_seed(1)
+    calibration = [(torch.randn(1, 3, 8, 8, generator=gen),) for _ in range(8)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return mcuforge.compile(model, example, calibration=calibration, progress=False, quantization="a16w8")
+
+
+def test_every_s16_kind_is_emitted():
+    kinds = {op.kind for op in every_kernel_program().ops}
+    assert S16_KINDS <= kinds, S16_KINDS - kinds
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+@pytest.mark.parametrize("which", ["every_kernel", "fc_autoencoder", "sensor_regression"])
+def test_three_way(which, target):
+    prog = every_kernel_program() if which == "every_kernel" else program(which, "a16w8")
+    graph = copy.copy(prog.graph)
+    graph.target = target  # the lowering does not depend on the DSP / MVE target (tests/test_three_way.py)
+    data = serialize(graph)
+    inputs = program_inputs(graph, np.random.default_rng(3))
+    python = execute(graph, inputs)
+    c_host, _ = cruntime.run_program(data, inputs)
+    board, _, _ = firmware.run_on_qemu(data, inputs, target)
+    for i, (p, c, b) in enumerate(zip(python, c_host, board, strict=True)):
+        assert p.dtype == c.dtype == b.dtype and p.shape == c.shape == b.shape, (which, i)
+        assert c.tobytes() == b.tobytes(), f"{which} output {i}: C on the host != {target} on QEMU"
+        assert p.tobytes() == c.tobytes(), f"{which} output {i}: host Python != C runtime"
