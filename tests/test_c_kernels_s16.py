@@ -5,8 +5,8 @@ run in one program per kind with the C runtime built for the host (the portable 
 run on the cortex-m4 board (DSP paths: SMLALD in mf_dot_s16) and the cortex-m55 board (MVE: VMLALDAVA),
 all kinds in one boot per board (tests/board_sweep.py); conv2d_s16 takes its im2col path there (with the
 scratch kernel_scratch_bytes plans) or, without scratch, the portable one; depthwise_conv2d_s16 with depth
-multiplier 1 its DSP (4 channels) and MVE (8 channels) paths, with channel tails. The Python kernels equal the independent
-statement of CMSIS-NN's arithmetic (tests/test_kernels_s16.py).
+multiplier 1 its DSP (4 channels) and MVE (8 channels) paths, with channel tails. The Python kernels equal
+the independent statement of CMSIS-NN's arithmetic (tests/test_kernels_s16.py).
 """
 
 from __future__ import annotations
