@@ -104,7 +104,8 @@ def test_a_copy_written_in_place_stays():
 def test_no_dropout_op_reaches_the_program():
     model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Dropout(0.5), nn.Linear(8, 4), nn.Dropout(0.2)).eval()
     prog, calibration = compile_quiet(model, (torch.randn(1, 8),))
-    assert [op.kind for op in prog.ops] == ["fully_connected_s8", "fully_connected_s8"]
+    assert len(prog.ops) == 2  # two linear layers, per tensor or per channel as their weights say
+    assert {op.kind for op in prog.ops} <= {"fully_connected_s8", "fully_connected_per_channel_s8"}
     assert all(op.backend == "int8" for op in prog.ops)
 
 

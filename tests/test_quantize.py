@@ -6,7 +6,7 @@ from torch import nn
 
 from mcuforge.capture import capture
 from mcuforge.lower import fold_batch_norm
-from mcuforge.quantize import quantize
+from mcuforge.quantize import Scheme, quantize
 from mcuforge.zoo.common import randomize_batch_norm
 
 qd = torch.ops.quantized_decomposed
@@ -39,8 +39,9 @@ def test_quantizer_weights_per_channel_symmetric_bias_int32():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 4 * 4, 5)).eval()
     x = torch.randn(1, 3, 6, 6)
+    # the linear layer per channel too (by default it would be per tensor: its random rows share one range)
     converted = quantize(capture(model, (x,)), [(torch.randn(1, 3, 6, 6),) for _ in range(4)], 1,
-                         progress=False)
+                         progress=False, scheme=Scheme("int8", linear_per_channel=True))
     per_channel = [n for n in converted.graph.nodes if n.target == qd.dequantize_per_channel.default]
     weights = [n for n in per_channel if n.args[-1] == torch.int8]
     biases = [n for n in per_channel if n.args[-1] == torch.int32]

@@ -26,7 +26,9 @@ COMPUTE_ATEN = {
     "softmax", "_softmax", "cat", "slice", "select",
 }
 
-# Exact counts of IR kinds fixed by each architecture (so a dropped or duplicated op fails).
+# Exact counts of IR kinds fixed by each architecture (so a dropped or duplicated op fails). A linear layer
+# counts as "fully_connected_s8" whether it runs per tensor or per channel (fully_connected_per_channel_s8,
+# chosen by its weights).
 EXPECTED_KINDS = {
     "mobilenet_v2": {"conv2d_s8": 35, "depthwise_conv2d_s8": 17, "add_s8": 10, "fully_connected_s8": 1},
     # 9 squeeze-excite blocks: 9 hardsigmoid LUTs + 9 channel-broadcast muls; 19 hardswish LUTs
@@ -112,7 +114,8 @@ def test_op_kinds_match_the_architecture(name):
     counts = {}
     for op in prog.ops:
         if op.backend == "int8":
-            counts[op.kind] = counts.get(op.kind, 0) + 1
+            kind = "fully_connected_s8" if op.kind == "fully_connected_per_channel_s8" else op.kind
+            counts[kind] = counts.get(kind, 0) + 1
     want = EXPECTED_KINDS[name]
     assert {k: counts.get(k, 0) for k in want} == want
 

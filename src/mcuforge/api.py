@@ -17,7 +17,7 @@ from torch import nn
 from .backends import run_backend
 from .capture import as_input_tuple, capture, check_compilable
 from .fit import check_fit
-from .ir import Graph, Op
+from .ir import Graph, Op, op_precision
 from .kernels import dequantize_per_tensor, quantize_per_tensor
 from .lower import lower_to_ir
 from .lower.builder import NCHW_TO_NHWC, NHWC_TO_NCHW
@@ -25,7 +25,7 @@ from .lower.cleanup import prepare_float_graph
 from .lower.decompose import decompose
 from .plan import plan_arena
 from .program import deserialize, serialize
-from .quantize import ObserverConfig, quantize
+from .quantize import ObserverConfig, Scheme, get_scheme, quantize
 from .targets import get_target
 
 DEBUG_SUFFIX = ".dbg.json"
@@ -48,15 +48,18 @@ class OpRecord:
     aten: tuple[str, ...] = ()
     macs: int = 0
     npu_cycles: int = 0  # Vela's estimate for an op delegated to an NPU (its TOSA layers' NPU cycles)
+    # What the op computes in (mcuforge.ir.PRECISIONS): "a8w8" (int8 activations and weights), "a8w4" (int4
+    # weights), "a8" (int8, no weights: add, pooling, int8 data movement), "fp32" (fallback and its boundaries).
+    precision: str = ""
 
 
 def _macs(graph: Graph, op: Op) -> int:
-    if op.kind in ("conv2d_s8", "depthwise_conv2d_s8"):
+    if op.kind in ("conv2d_s8", "depthwise_conv2d_s8", "conv2d_s4", "depthwise_conv2d_s4"):
         out = graph.tensors[op.outputs[0]]
         kh, kw = graph.tensors[op.inputs[1]].shape[1:3]
-        cin = graph.tensors[op.inputs[1]].shape[3] if op.kind == "conv2d_s8" else 1
+        cin = graph.tensors[op.inputs[1]].shape[3] if op.kind.startswith("conv2d") else 1
         return out.numel * kh * kw * cin
-    if op.kind == "fully_connected_s8":
+    if op.kind in ("fully_connected_s8", "fully_connected_per_channel_s8", "fully_connected_s4"):
         return graph.tensors[op.outputs[0]].numel * graph.tensors[op.inputs[1]].shape[1]
     if op.kind == "transpose_conv2d_s8":  # every input pixel meets every tap of every output channel
         oc, kh, kw, _cin = graph.tensors[op.inputs[1]].shape
@@ -151,6 +154,7 @@ class Program:
                 input_shapes=tuple(g.tensors[n].shape for n in op.inputs if not g.tensors[n].is_constant),
                 output_shapes=tuple(g.tensors[n].shape for n in op.outputs),
                 module=op.debug.get("module", ""), aten=tuple(op.debug.get("aten", ())), macs=_macs(g, op),
+                precision=op_precision(op, g.tensors),
             )
             for i, op in enumerate(g.ops)
         ]
@@ -284,6 +288,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
     *,
     progress: bool = True,
     observers: ObserverConfig | None = None,
+    quantization: str | Scheme = "int8",
     flash_bytes: int | None = None,
     ram_bytes: int | None = None,
     fit_check: bool = True,
@@ -293,9 +298,14 @@ def compile(  # noqa: A001 - the public name the flow reads as
     ``calibration`` is any iterable of input tuples (a DataLoader works; extra items such as
     labels are ignored). Without it, random normal inputs are used and a warning says so.
     ``observers`` overrides the calibration observers (histogram activations, per-channel
-    min/max weights by default). ``target``: a Cortex-M ("cortex-m55"), or a Cortex-M with an Ethos-U
-    NPU ("cortex-m55+ethos-u55-128"): the ops the NPU can run are then delegated to it, compiled by Vela
-    (``prog.delegates``; needs the ``ethos-u`` extra).
+    min/max weights by default). ``quantization``: the scheme, uniform over the model -- "int8"
+    (int8 activations and weights, the default), "w4a8" (int4 weights for convolutions and
+    linear layers, packed two per byte: about half the flash) or "a16w8" (int16 activations with int8
+    weights and int64 bias on CMSIS-NN's s16 kernels, for the ops that have one; the others stay int8
+    between inserted int8 <-> int16 conversions); each op's ``precision`` says what it runs in. ``target``: a Cortex-M
+    ("cortex-m55"), or a Cortex-M with an Ethos-U NPU ("cortex-m55+ethos-u55-128"): the ops the
+    NPU can run are then delegated to it, compiled by Vela (``prog.delegates``; needs the
+    ``ethos-u`` extra).
 
     The program must fit the target's reference board (``mcuforge.targets``: its QEMU board, or a named
     part) or the part given by ``flash_bytes`` / ``ram_bytes``: else :class:`mcuforge.fit.FitError` says by
@@ -305,6 +315,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
 
     cpu_target, npu = split_target(target)
     get_target(cpu_target)
+    scheme = get_scheme(quantization)
     start = time.perf_counter()
     example = as_input_tuple(example_inputs)
     if calibration is None:
@@ -316,7 +327,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
     check_compilable(captured)  # data-dependent shapes, complex or float64 values: one line, before quantizing
     decompose(captured)  # fused ops (scaled_dot_product_attention) -> ops with int8 kernels
     prepare_float_graph(captured)  # identities out; BatchNorm folded, or else a depthwise conv
-    converted = quantize(captured, calibration, len(example), progress=progress, observers=observers)
+    converted = quantize(captured, calibration, len(example), progress=progress, observers=observers, scheme=scheme)
     graph = lower_to_ir(converted, cpu_target)
     if npu is not None:
         from .ethosu.partition import partition_graph
@@ -326,7 +337,8 @@ def compile(  # noqa: A001 - the public name the flow reads as
     if fit_check:
         check_fit(graph, len(serialize(graph)), target, flash_bytes, ram_bytes)
     return Program(graph, compile_seconds=time.perf_counter() - start,
-                   meta={"model": type(model).__name__, "target": target}, reference=converted)
+                   meta={"model": type(model).__name__, "target": target, "quantization": scheme.name},
+                   reference=converted)
 
 
 def load(path: str | Path) -> Program:
@@ -342,6 +354,7 @@ def load(path: str | Path) -> Program:
             for op, info in zip(graph.ops, ops, strict=True):
                 op.backend = info.get("backend", op.backend)
                 op.reason = info.get("reason", "")
-                op.debug = {k: v for k, v in info.items() if k not in ("index", "kind", "backend", "reason")}
+                op.debug = {k: v for k, v in info.items()
+                            if k not in ("index", "kind", "backend", "reason", "precision")}
         prog.meta = record.get("meta", {})
     return prog

@@ -136,8 +136,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     model, example = call_factory(args.model)
     calibration = calibration_from_npz(args.calibration, example) if args.calibration else None
-    prog = api.compile(model, example, calibration=calibration, target=args.target, flash_bytes=args.flash_bytes,
-                       ram_bytes=args.ram_bytes, fit_check=not args.no_fit_check)
+    prog = api.compile(model, example, calibration=calibration, target=args.target, quantization=args.quantization,
+                       flash_bytes=args.flash_bytes, ram_bytes=args.ram_bytes, fit_check=not args.no_fit_check)
     out = Path(args.output or (args.model.rsplit(":", 1)[1] + ".mfp"))
     prog.save(out)
     print(f"wrote {out} ({prog.program_bytes:,} bytes) and {out}{api.DEBUG_SUFFIX} "
@@ -383,6 +383,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def _quantization(value: str) -> str:
+    """--quantization of compile: a scheme name mcuforge.quantize.SCHEMES has (checked before the model loads)."""
+    from .quantize import get_scheme
+
+    try:
+        return get_scheme(value).name
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _compile_target(value: str) -> str:
     """--target of compile: a Cortex-M, or "CPU+NPU" (e.g. cortex-m55+ethos-u55-128)."""
     from .ethosu.npu import split_target
@@ -406,6 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"a Cortex-M ({', '.join(sorted(TARGETS))}), optionally with an Ethos-U NPU: "
                         "cortex-m55+ethos-u55-128 (ops the NPU runs are delegated, compiled by Vela)")
     p.add_argument("--calibration", help=".npz with one array per input, samples along the first axis")
+    p.add_argument("--quantization", default="int8", type=_quantization, metavar="SCHEME",
+                   help="int8 (default); w4a8: int4 weights for convolutions and linear layers (about half the "
+                        "flash); a16w8: int16 activations, int8 weights (CMSIS-NN's s16 kernels)")
     p.add_argument("-o", "--output", help="program file to write (default: FACTORY.mfp)")
     p.add_argument("--flash-bytes", type=byte_count, metavar="N",
                    help="your part's flash for the program file (e.g. 1M, 512K); default: the target's reference "

@@ -48,9 +48,10 @@ def fuzz_root() -> Path:
 # -- seeds ------------------------------------------------------------------------------------------
 
 
-def _seed_models() -> list[tuple[str, object, tuple, str]]:
-    """(name, model, example inputs, target): small models whose programs hold every op kind (one of them
-    partly delegated to an Ethos-U NPU) and most of the C runtime's fp32 fallback kernels."""
+def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
+    """(name, model, example inputs, target, quantization): small models whose programs hold every op kind
+    (one of them partly delegated to an Ethos-U NPU, one with int4 weights) and most of the C runtime's fp32
+    fallback kernels."""
     import torch
     import torch.nn.functional as F  # noqa: N812 - torch's own convention
     from torch import nn
@@ -62,6 +63,7 @@ def _seed_models() -> list[tuple[str, object, tuple, str]]:
             self.dw = nn.Conv2d(4, 4, 3, padding=1, groups=4)
             self.up = nn.ConvTranspose2d(4, 4, 2, stride=2)
             self.fc = nn.Linear(64, 8)
+            self.fc2 = nn.Linear(8, 8)
 
         def forward(self, x):
             y = F.relu(self.conv(x))
@@ -71,7 +73,7 @@ def _seed_models() -> list[tuple[str, object, tuple, str]]:
             y = torch.clamp(self.up(F.pad(y, (1, 1, 1, 1)))[:, :, :4, :4], -1, 1)
             q = y.flatten(2)
             attention = F.softmax(torch.matmul(q.transpose(1, 2), q), -1)
-            return F.gelu(self.fc(attention.flatten(1)[:, :64])), y.permute(0, 2, 3, 1)
+            return F.gelu(self.fc2(self.fc(attention.flatten(1)[:, :64]))), y.permute(0, 2, 3, 1)
 
     class Fp32AndNpu(nn.Module):
         def __init__(self) -> None:
@@ -101,9 +103,15 @@ def _seed_models() -> list[tuple[str, object, tuple, str]]:
 
     torch.manual_seed(0)
     x = (torch.randn(1, 3, 8, 8),)
-    return [("every_int8_kernel", EveryInt8Kernel(), x, "cortex-m55"),
-            ("fp32_and_npu", Fp32AndNpu(), x, "cortex-m55+ethos-u55-128"),
-            ("fp32_kernels", Fp32Kernels(), (torch.randn(1, 4, 4, 4), torch.tensor([[1, 7, 3]])), "cortex-m4")]
+    every = EveryInt8Kernel()
+    with torch.no_grad():  # fc's rows of very different ranges (quantized per channel), fc2's all alike (per tensor)
+        every.fc.weight.mul_(torch.logspace(-2, 1, 8).unsqueeze(1))
+        every.fc2.weight.copy_(0.3 * torch.sign(torch.randn(8, 8)))
+    return [("every_int8_kernel", every, x, "cortex-m55", "int8"),
+            ("int4_weights", EveryInt8Kernel(), x, "cortex-m4", "w4a8"),
+            ("fp32_and_npu", Fp32AndNpu(), x, "cortex-m55+ethos-u55-128", "int8"),
+            ("fp32_kernels", Fp32Kernels(), (torch.randn(1, 4, 4, 4), torch.tensor([[1, 7, 3]])), "cortex-m4",
+             "int8")]
 
 
 @cache
@@ -118,14 +126,15 @@ def seed_programs() -> dict[str, bytes]:
     from .targets import TARGETS
 
     programs = {}
-    for name, model, example, target in _seed_models():
+    for name, model, example, target, quantization in _seed_models():
         gen = torch.Generator().manual_seed(1)
         calibration = [tuple(torch.randn(t.shape, generator=gen) if t.is_floating_point() else t for t in example)
                        for _ in range(8)]
         for each in [target, *([t for t in TARGETS if t != target] if name == "every_int8_kernel" else [])]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                graph = api.compile(model, example, calibration=calibration, target=each, progress=False).graph
+                graph = api.compile(model, example, calibration=calibration, target=each, progress=False,
+                                    quantization=quantization).graph
             programs[f"{name}-{each}"] = serialize(graph)
     return programs
 

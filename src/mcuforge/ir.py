@@ -1,7 +1,8 @@
 """The backend IR: tensors with shape, dtype and quantization, ops with CMSIS-NN parameters.
 
 Precision is data here: a tensor's ``dtype`` and ``qparams`` say how it is stored, an op's
-``kind`` says which kernel computes it. Lowering builds a :class:`Graph`, the planner fills in
+``kind`` says which kernel computes it and its ``precision`` ("a8w8", "a8w4", "a8", "fp32", ... see
+:data:`PRECISIONS`) what that kernel's arithmetic is. Lowering builds a :class:`Graph`, the planner fills in
 arena offsets, the program writer serializes it and the runtimes execute it.
 
 Layout: a 4-D activation that torch sees as NCHW is stored NHWC; its ``shape`` is then the
@@ -11,7 +12,7 @@ torch's own dimension order).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +30,19 @@ DTYPES: dict[str, np.dtype] = {
     "bool": np.dtype(np.bool_),
 }
 
+# Weights packed two per byte in CMSIS-NN's s4 layout (mcuforge.kernels.int4): constants only, whose ``data``
+# is the packed int8 bytes, shape (ceil(numel / 2),), while the tensor's ``shape`` is the logical one.
+INT4 = "int4"
+
 LAYOUTS = ("plain", "nhwc")
+
+# What an op computes in: activation bits, then weight bits for ops with weights. "a8w8": int8 activations
+# and int8 weights; "a8w4": int8 activations, int4 weights; "a8": int8 activations, no weights (add, pooling,
+# data movement of int8 values); "a16w8": int16 activations, int8 weights (the s16 conv / depthwise / fully
+# connected); "a16": int16 activations, no weights (the other s16 kinds, the int8 <-> int16 conversions, data
+# movement of int16 values); "fp32": a
+# float32 computation (fp32 fallback ops, the quantize/dequantize at their boundaries, moving fp32 values).
+PRECISIONS = ("fp32", "a8", "a8w8", "a8w4", "a16", "a16w8")
 
 
 @dataclass(frozen=True)
@@ -67,7 +80,14 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
-        return self.numel * DTYPES[self.dtype].itemsize
+        return dtype_nbytes(self.dtype, self.numel)
+
+
+def dtype_nbytes(dtype: str, numel: int) -> int:
+    """Bytes of ``numel`` elements of ``dtype`` (int4: two per byte, an odd count rounded up)."""
+    if dtype == INT4:
+        return (int(numel) + 1) // 2
+    return int(numel) * DTYPES[dtype].itemsize
 
 
 @dataclass
@@ -76,8 +96,10 @@ class Op:
 
     ``kind`` names the kernel (see :data:`OP_KINDS`); ``attrs`` holds its scalar parameters in
     CMSIS-NN's conventions; ``backend`` says where it runs ("int8" kernel or "fp32" fallback);
-    ``reason`` says why an op is not int8. ``debug`` carries what the Inspector needs (module
-    path, source line, original aten ops); it is written to the debug record, not the program.
+    ``precision`` what it computes in (:data:`PRECISIONS`; "" until set: :func:`op_precision` then
+    derives it from the kind and the input dtypes); ``reason`` says why an op is not int8. ``debug``
+    carries what the Inspector needs (module path, source line, original aten ops); it is written to
+    the debug record, not the program.
     """
 
     kind: str
@@ -89,6 +111,7 @@ class Op:
     debug: dict[str, Any] = field(default_factory=dict)
     scratch_bytes: int = 0
     scratch_offset: int = -1  # arena offset of the scratch buffer, set by the planner (scratch_bytes > 0)
+    precision: str = ""
 
 
 @dataclass
@@ -129,6 +152,9 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     that are strided or under 16 x 16 outputs 384 bytes of the pixel-major path's tables; none beyond
     128 taps or a 16-row span.
     add_s8 on the scalar path: its inputs' two tables of 256 int32 (an add of equal shapes uses them).
+    The s4 kinds on the DSP and MVE paths: conv2d_s4 the same 5 patches with the patch size rounded up to 8
+    (the DSP path widens a word of 8 packed weights at a time); fully_connected_s4 one input row widened
+    to int16 (DSP); depthwise_conv2d_s4 its weights unpacked to int8.
     conv2d_s16 on the DSP and MVE paths: one int16 im2col patch (2 bytes per element)."""
     path = get_target(target).kernel_path
     if kind == "conv2d_s8":
@@ -137,6 +163,13 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
         if path == "scalar":
             return 12 * depth
         return 5 * ((depth + 15) // 16 * 16) if path in ("dsp", "mve") else 0
+    if kind == "conv2d_s4" and path in ("dsp", "mve"):
+        _, kh, kw, ic = weight_shape
+        return 5 * ((kh * kw * ic + 7) // 8 * 8)
+    if kind == "fully_connected_s4" and path in ("dsp", "mve"):
+        return 2 * ((weight_shape[1] + 7) // 8 * 8)
+    if kind == "depthwise_conv2d_s4" and path in ("dsp", "mve"):
+        return (int(np.prod(weight_shape)) + 3) // 4 * 4
     if kind == "add_s8" and path == "scalar":
         return 2048
     if kind == "conv2d_s16" and path in ("dsp", "mve"):  # one int16 im2col patch
@@ -335,6 +368,17 @@ OP_KINDS: dict[str, dict[str, Any]] = {
     },
 }
 
+# int4 weights (dtype "int4", CMSIS-NN's s4 packing) with int8 activations: the inputs, attributes and
+# arithmetic of the s8 kinds -- arm_convolve_s4 (any groups, as conv2d_s8), arm_depthwise_conv_s4,
+# arm_fully_connected_s4 (per-tensor; length-O multipliers and shifts requantize per channel as the
+# per-channel s8 kernel does). fully_connected_per_channel_s8 is arm_fully_connected_per_channel_s8:
+# multipliers and shifts of length O (fully_connected_s8 is the per-tensor arm_fully_connected_s8; it
+# still reads length-O ones, as format 1.0 files hold them).
+for _kind, _like, _id in (("conv2d_s4", "conv2d_s8", 15), ("depthwise_conv2d_s4", "depthwise_conv2d_s8", 16),
+                          ("fully_connected_s4", "fully_connected_s8", 17),
+                          ("fully_connected_per_channel_s8", "fully_connected_s8", 18)):
+    OP_KINDS[_kind] = {**OP_KINDS[_like], "id": _id}
+
 # int16 activations (A16W8: symmetric int16, zero point 0, so no offsets), CMSIS-NN's s16 kernels. The weighted
 # kinds take int8 weights, an optional int64 bias, int32 multipliers and int8 shifts (in [-31, 7], the range
 # of arm_nn_requantize_s64); fully_connected_s16 reads length-1 (arm_fully_connected_s16) or length-O ones.
@@ -373,3 +417,39 @@ OP_KINDS.update({
 })
 
 OP_KIND_BY_ID = {spec["id"]: name for name, spec in OP_KINDS.items()}
+
+# The precisions an op of each kind may record in the program (the readers check it); kinds not listed
+# here are int8 kernels without weights: "a8". Data movement takes the precision of the values it moves.
+KIND_PRECISIONS: dict[str, tuple[str, ...]] = {
+    "conv2d_s8": ("a8w8",), "depthwise_conv2d_s8": ("a8w8",), "fully_connected_s8": ("a8w8",),
+    "transpose_conv2d_s8": ("a8w8",), "fully_connected_per_channel_s8": ("a8w8",),
+    "conv2d_s4": ("a8w4",), "depthwise_conv2d_s4": ("a8w4",), "fully_connected_s4": ("a8w4",),
+    "conv2d_s16": ("a16w8",), "depthwise_conv2d_s16": ("a16w8",), "fully_connected_s16": ("a16w8",),
+    # The other s16 kernels, and the conversions where int8 and int16 values meet (int16 on one side).
+    **{k: ("a16",) for k in ("add_s16", "mul_s16", "avgpool_s16", "maxpool_s16", "softmax_s16", "batch_matmul_s16",
+                             "lut_s16", "activation_s16", "clamp_s16", "convert_s8_s16", "convert_s16_s8")},
+    "reshape": ("a8", "a16", "fp32"), "transpose": ("a8", "a16", "fp32"), "slice": ("a8", "a16", "fp32"),
+    "quantize": ("fp32",), "dequantize": ("fp32",), "aten_fp32": ("fp32",),
+    "delegate": ("a8w8",),  # an int8 TOSA subgraph on the NPU
+}
+
+
+# The kinds whose weights (input 1) are int4: the only place an int4 tensor may appear.
+INT4_WEIGHT_KINDS = ("conv2d_s4", "depthwise_conv2d_s4", "fully_connected_s4")
+
+
+def kind_precisions(kind: str) -> tuple[str, ...]:
+    """The precisions an op of ``kind`` may carry (the first is the kernel's own)."""
+    return KIND_PRECISIONS.get(kind, ("a8",))
+
+
+def op_precision(op: Op, tensors: Mapping[str, Tensor]) -> str:
+    """``op.precision``, or when unset (an op built by hand, a format 1.0 file) what its kind and the dtype of
+    its first input say: the kernel's own precision; for data movement, that of the values it moves."""
+    if op.precision:
+        return op.precision
+    allowed = kind_precisions(op.kind)
+    if len(allowed) == 1:
+        return allowed[0]
+    dtype = tensors[op.inputs[0]].dtype if op.inputs and op.inputs[0] in tensors else "float32"
+    return {"int8": "a8", "int16": "a16"}.get(dtype, "fp32")

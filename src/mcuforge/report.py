@@ -31,14 +31,14 @@ def op_table(prog: Any) -> str:
     rows = []
     for op in prog.ops:
         where = {"int8": "int8 kernel", "fp32": "fp32 fallback"}.get(op.backend, f"NPU {op.backend}")
-        rows.append([op.index, op.kind, where, op.module or "-", _shapes(op.input_shapes), _shapes(op.output_shapes),
-                     op.macs, op.reason])
+        rows.append([op.index, op.kind, where, op.precision, op.module or "-", _shapes(op.input_shapes),
+                     _shapes(op.output_shapes), op.macs, op.reason])
     npu = any(op.backend not in ("int8", "fp32") for op in prog.ops)
     if npu:  # Vela's estimate per delegated op
         for row, op in zip(rows, prog.ops, strict=True):
-            row.insert(7, f"{op.npu_cycles:,}" if op.backend not in ("int8", "fp32") else "-")
-    return table(["#", "kind", "runs as", "module", "inputs", "outputs", "MACs", *(["NPU cycles"] if npu else []),
-                  "why on the CPU" if npu else "why not int8"], rows)
+            row.insert(8, f"{op.npu_cycles:,}" if op.backend not in ("int8", "fp32") else "-")
+    return table(["#", "kind", "runs as", "precision", "module", "inputs", "outputs", "MACs",
+                  *(["NPU cycles"] if npu else []), "why on the CPU" if npu else "why not int8"], rows)
 
 
 def _arena_bound(graph: Any) -> str:
@@ -53,10 +53,14 @@ def _arena_bound(graph: Any) -> str:
 def memory_summary(prog: Any) -> str:
     n_int8 = sum(op.backend == "int8" for op in prog.ops)
     n_npu = sum(op.backend not in ("int8", "fp32") for op in prog.ops)
+    precisions: dict[str, int] = {}
+    for op in prog.ops:
+        precisions[op.precision] = precisions.get(op.precision, 0) + 1
     return "\n".join([
         f"target          {prog.meta.get('target', prog.target) if n_npu else prog.target}",
         f"ops             {len(prog.ops)} ({n_int8} int8, {len(prog.ops) - n_int8 - n_npu} fp32"
         + (f", {n_npu} on the NPU)" if n_npu else ")"),
+        "precisions      " + ", ".join(f"{n} {p}" for p, n in sorted(precisions.items())),
         f"arena (RAM)     {prog.arena_bytes:,} bytes (activations and op scratch)",
         f"lower bound     {_arena_bound(prog.graph)}",
         f"constants       {prog.constant_bytes:,} bytes",

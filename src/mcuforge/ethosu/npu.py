@@ -81,7 +81,8 @@ def npu_reason(npu: NpuConfig, graph: Graph, op: Op) -> str | None:
             kh_eff = (kh - 1) * a["dilation"][0] + 1
             if kh_eff > 64:
                 return f"{npu.name}: dilated kernel height {kh_eff} above 64"
-    if op.kind == "fully_connected_s8" and op.inputs[2] and not _int40(t[op.inputs[2]].data):
+    if op.kind in ("fully_connected_s8", "fully_connected_per_channel_s8") and op.inputs[2] and \
+            not _int40(t[op.inputs[2]].data):
         return f"{npu.name}: bias does not fit int40"
     if op.kind in ("avgpool_s8", "maxpool_s8"):
         x = t[op.inputs[0]]

@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import Graph, Op, Tensor
+from ..ir import Graph, Op, Tensor, op_precision
 from ..tosa import boundary, lower_ops, unsupported_reason
 from .npu import get_npu, npu_reason
 from .vela import VelaError, VelaResult, compile_tosa
 
 #: Op kinds that do arithmetic; a delegated run must hold at least one.
 COMPUTE_KINDS = {"conv2d_s8", "depthwise_conv2d_s8", "fully_connected_s8", "add_s8", "mul_s8", "batch_matmul_s8",
-                 "avgpool_s8", "maxpool_s8", "lut_s8", "clamp_s8"}
+                 "avgpool_s8", "maxpool_s8", "lut_s8", "clamp_s8", "fully_connected_per_channel_s8"}
 
 
 @dataclass
@@ -105,6 +105,7 @@ def _op_record(graph: Graph, index: int, op: Op) -> dict[str, Any]:
         "index": index, "kind": op.kind, "module": op.debug.get("module", ""), "aten": list(op.debug.get("aten", [])),
         "input_shapes": [list(t[n].shape) for n in op.inputs if n and not t[n].is_constant],
         "output_shapes": [list(t[n].shape) for n in op.outputs], "macs": int(_macs(graph, op)),
+        "precision": op_precision(op, t),
     }
 
 

@@ -33,6 +33,7 @@ class DelegateRecord:
 
 def op_records(prog: Program) -> list[OpRecord]:
     from ..api import OpRecord, _macs
+    from ..ir import op_precision
 
     g = prog.graph
     records: list[OpRecord] = []
@@ -43,7 +44,8 @@ def op_records(prog: Program) -> list[OpRecord]:
                     index=len(records), kind=c["kind"], backend=op.attrs["npu"], reason="",
                     input_shapes=tuple(tuple(s) for s in c["input_shapes"]),
                     output_shapes=tuple(tuple(s) for s in c["output_shapes"]), module=c["module"],
-                    aten=tuple(c["aten"]), macs=int(c["macs"]), npu_cycles=int(c.get("npu_cycles", 0))))
+                    aten=tuple(c["aten"]), macs=int(c["macs"]), npu_cycles=int(c.get("npu_cycles", 0)),
+                    precision=c.get("precision", "a8w8")))
             continue
         records.append(OpRecord(
             index=len(records), kind=op.kind, backend=op.backend if op.kind != "delegate" else op.attrs["npu"],
@@ -51,7 +53,7 @@ def op_records(prog: Program) -> list[OpRecord]:
             input_shapes=tuple(g.tensors[n].shape for n in op.inputs if n and not g.tensors[n].is_constant),
             output_shapes=tuple(g.tensors[n].shape for n in op.outputs),
             module=op.debug.get("module", ""), aten=tuple(op.debug.get("aten", ())),
-            macs=op.attrs["macs"] if op.kind == "delegate" else _macs(g, op)))
+            macs=op.attrs["macs"] if op.kind == "delegate" else _macs(g, op), precision=op_precision(op, g.tensors)))
     return records
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 from ..trace import Trace
 
 OP_COLUMNS = [
-    "run", "op_index", "debug_handle", "kind", "backend", "module", "module_type", "source", "aten",
+    "run", "op_index", "debug_handle", "kind", "backend", "precision", "module", "module_type", "source", "aten",
     "start", "end", "duration", "unit", "output_shape", "output_dtype", "bytes", "macs",
 ]
 
@@ -35,7 +35,8 @@ def op_frame(record: dict[str, Any], trace: Trace, macs: dict[int, int] | None =
         outputs = info.get("outputs", [])
         rows.append({
             "run": event.run, "op_index": event.op_index, "debug_handle": event.debug_handle,
-            "kind": info.get("kind", "?"), "backend": info.get("backend", "?"), "module": info.get("module", ""),
+            "kind": info.get("kind", "?"), "backend": info.get("backend", "?"),
+            "precision": info.get("precision", "?"), "module": info.get("module", ""),
             "module_type": info.get("module_type", ""), "source": info.get("source", ""),
             "aten": ", ".join(info.get("aten", [])),
             "start": event.start - run_start[event.run], "end": event.end - run_start[event.run],
@@ -58,10 +59,10 @@ def module_prefix(path: str, depth: int | None) -> str:
 
 
 def totals(df: pd.DataFrame, by: str = "module", depth: int | None = None) -> pd.DataFrame:
-    """Time per group: ``by`` is "module" (path prefix of ``depth`` parts), "kind" or "backend".
+    """Time per group: ``by`` is "module" (path prefix of ``depth`` parts), "kind", "backend" or "precision".
     ``total`` sums every run, ``per_run`` is the mean per run, ``share`` the fraction of all op time."""
-    if by not in ("module", "kind", "backend"):
-        raise ValueError(f"totals by 'module', 'kind' or 'backend', not {by!r}")
+    if by not in ("module", "kind", "backend", "precision"):
+        raise ValueError(f"totals by 'module', 'kind', 'backend' or 'precision', not {by!r}")
     key = df["module"].map(lambda p: module_prefix(p, depth)) if by == "module" else df[by]
     runs = max(df["run"].nunique(), 1)
     grouped = df.assign(group=key).groupby("group", sort=False)

@@ -93,8 +93,8 @@ class Inspector:
         return gaps.run_frame(self.trace)
 
     def totals(self, by: str = "module", depth: int | None = None) -> pd.DataFrame:
-        """Time per module (path prefix of ``depth`` parts; all parts by default), per "kind" or
-        per "backend", in program order."""
+        """Time per module (path prefix of ``depth`` parts; all parts by default), per "kind", per
+        "backend" or per "precision", in program order."""
         return frames.totals(self.to_dataframe(), by, depth)
 
     # -- numeric gap -------------------------------------------------------------------------------------

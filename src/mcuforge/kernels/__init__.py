@@ -7,10 +7,14 @@ vectorized with numpy and batched over the leading N axis. Where each op's math 
   ``doubling_high_mult_no_sat`` / ``divide_by_power_of_two`` / ``requantize`` (arm_nn_requantize),
   ``add_quant_params`` (TFLite int8 ADD prepare), ``quantize_per_tensor`` / ``dequantize_per_tensor``
   (torch quantized_decomposed, fp32).
-- ``conv``: ``conv2d_s8`` (arm_convolve_s8) and the window geometry (``conv_output_hw``) shared by the
-  depthwise and pooling kernels.
-- ``depthwise_conv``: ``depthwise_conv2d_s8`` (arm_depthwise_conv_s8, any depth multiplier).
-- ``fully_connected``: ``fully_connected_s8`` (arm_fully_connected_s8 / arm_fully_connected_per_channel_s8).
+- ``conv``: ``conv2d_s8`` (arm_convolve_s8), ``conv2d_s4`` (arm_convolve_s4, int4 weights) and the window
+  geometry (``conv_output_hw``) shared by the depthwise and pooling kernels.
+- ``depthwise_conv``: ``depthwise_conv2d_s8`` (arm_depthwise_conv_s8, any depth multiplier) and
+  ``depthwise_conv2d_s4`` (arm_depthwise_conv_s4).
+- ``fully_connected``: ``fully_connected_s8`` (arm_fully_connected_s8, per-tensor or per-channel
+  requantization), ``fully_connected_per_channel_s8`` (arm_fully_connected_per_channel_s8) and
+  ``fully_connected_s4`` (arm_fully_connected_s4).
+- ``int4``: ``pack_int4`` / ``unpack_int4``, CMSIS-NN's s4 packing of int4 weights (two per byte).
 - ``add``: ``add_s8`` (arm_elementwise_add_s8).
 - ``pooling``: ``avgpool_s8`` (arm_avgpool_s8) and ``maxpool_s8`` (arm_max_pool_s8).
 - ``mul``: ``mul_s8`` (arm_elementwise_mul_s8, numpy broadcasting) and ``mul_quant_params`` (TFLite MUL prepare).
@@ -39,12 +43,13 @@ int16 activations with int8 weights (A16W8, CMSIS-NN's s16 kernels; symmetric in
 from .add import add_s8
 from .batch_matmul import batch_matmul_s8
 from .concat import concat_s8
-from .conv import conv2d_s8, conv_output_hw
+from .conv import conv2d_s4, conv2d_s8, conv_output_hw
 from .conv_s16 import conv2d_s16, depthwise_conv2d_s16
-from .depthwise_conv import depthwise_conv2d_s8
+from .depthwise_conv import depthwise_conv2d_s4, depthwise_conv2d_s8
 from .elementwise_s16 import add_s16, add_s16_params, clamp_s16, convert_s8_s16, convert_s16_s8, mul_s16
-from .fully_connected import fully_connected_s8
+from .fully_connected import fully_connected_per_channel_s8, fully_connected_s4, fully_connected_s8
 from .fully_connected_s16 import batch_matmul_s16, fully_connected_s16
+from .int4 import pack_int4, unpack_int4
 from .lut import lut_s8, make_lut_s8
 from .lut_s16 import activation_s16, lut_s16, make_lut_s16, sigmoid_s16, tanh_s16
 from .mul import mul_quant_params, mul_s8
@@ -82,16 +87,20 @@ __all__ = [
     "clamp_s16",
     "concat_s8",
     "conv2d_s16",
+    "conv2d_s4",
     "conv2d_s8",
     "conv_output_hw",
     "convert_s16_s8",
     "convert_s8_s16",
     "depthwise_conv2d_s16",
+    "depthwise_conv2d_s4",
     "depthwise_conv2d_s8",
     "dequantize_per_tensor",
     "divide_by_power_of_two",
     "doubling_high_mult_no_sat",
+    "fully_connected_per_channel_s8",
     "fully_connected_s16",
+    "fully_connected_s4",
     "fully_connected_s8",
     "gen_lut_s16",
     "lut_s16",
@@ -103,6 +112,7 @@ __all__ = [
     "mul_quant_params",
     "mul_s16",
     "mul_s8",
+    "pack_int4",
     "pad_s8",
     "quantize_multiplier",
     "quantize_multipliers",
@@ -122,5 +132,6 @@ __all__ = [
     "transpose_conv2d_s8",
     "transpose_conv_output_hw",
     "transpose_s8",
+    "unpack_int4",
     "wrap_int32",
 ]

@@ -339,3 +339,35 @@ def prepare_conv2d_s8(
             requant(acc, out[chunk].reshape(-1, oc))
         return out
     return run
+
+
+def unpacked_filter(name: str, packed: np.ndarray, filter_shape: tuple[int, ...], rank: int) -> np.ndarray:
+    """The int8 values of packed int4 weights (CMSIS-NN's s4 layout, ``mcuforge.kernels.int4``) in
+    ``filter_shape`` (the shape CMSIS-NN's filter_dims give), for the s8 arithmetic."""
+    from .int4 import packing_problem, unpack_int4
+
+    shape = tuple(int(d) for d in filter_shape)
+    if len(shape) != rank or min(shape, default=1) < 0:
+        raise ValueError(f"{name}: filter_shape must have {rank} dims, got {filter_shape!r}")
+    count = int(np.prod(shape, dtype=np.int64))
+    problem = packing_problem(packed, count)
+    if problem:
+        raise ValueError(f"{name}: {problem}")
+    return unpack_int4(packed, count).reshape(shape)
+
+
+def conv2d_s4(
+    x_nhwc: np.ndarray,
+    w_packed: np.ndarray,
+    filter_shape: tuple[int, int, int, int],
+    bias: np.ndarray | None,
+    **params,
+) -> np.ndarray:
+    """int8 convolution with int4 weights, bit-exact with CMSIS-NN ``arm_convolve_s4``.
+
+    ``w_packed``: the (O, KH, KW, C / G) weights of ``filter_shape`` packed two per byte (``pack_int4``:
+    element 2k in the low nibble of byte k, an odd count padded with a 0 nibble), as ``arm_convolve_s4``'s
+    packed_filter_data and filter_dims. The arithmetic is ``conv2d_s8``'s with those weights (the s4 kernels
+    widen each nibble to the int16 the s8 kernels widen each byte to); ``params`` are conv2d_s8's keywords.
+    """
+    return conv2d_s8(x_nhwc, unpacked_filter("conv2d_s4", w_packed, filter_shape, 4), bias, **params)

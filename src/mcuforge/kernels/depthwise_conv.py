@@ -138,3 +138,22 @@ def prepare_depthwise_conv2d_s8(
             requant(acc.reshape(-1, oc), out[chunk].reshape(-1, oc))
         return out
     return run
+
+
+def depthwise_conv2d_s4(
+    x_nhwc: np.ndarray,
+    w_packed: np.ndarray,
+    filter_shape: tuple[int, int, int, int],
+    bias: np.ndarray | None,
+    **params,
+) -> np.ndarray:
+    """int8 depthwise convolution with int4 weights, bit-exact with CMSIS-NN ``arm_depthwise_conv_s4``.
+
+    ``w_packed``: the (1, KH, KW, C*M) weights of ``filter_shape`` packed two per byte in that element order
+    (``pack_int4``), so with an odd C*M a tap's channels start in a high nibble every other tap. The
+    arithmetic is ``depthwise_conv2d_s8``'s with those weights; ``params`` are its keywords.
+    """
+    from .conv import unpacked_filter
+
+    return depthwise_conv2d_s8(x_nhwc, unpacked_filter("depthwise_conv2d_s4", w_packed, filter_shape, 4), bias,
+                               **params)

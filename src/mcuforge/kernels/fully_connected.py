@@ -1,4 +1,5 @@
-"""int8 fully connected layer (CMSIS-NN ``arm_fully_connected_s8`` and its per-channel variant)."""
+"""int8 fully connected layers: CMSIS-NN ``arm_fully_connected_s8``, ``arm_fully_connected_per_channel_s8``
+and ``arm_fully_connected_s4`` (int4 weights)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .conv import check_float64_exact, prepare_weights, with_ones_column
+from .conv import check_float64_exact, prepare_weights, unpacked_filter, with_ones_column
 from .quant_utils import check_int8, check_weighted_params
 
 
@@ -71,3 +72,41 @@ def prepare_fully_connected_s8(
             return requant(with_ones_column(rows) @ w_scaled, scaled=True).reshape(x.shape[:-1] + (oc,))
         return requant(rows.astype(dtype) @ w_t).reshape(x.shape[:-1] + (oc,))
     return run
+
+
+def fully_connected_per_channel_s8(
+    x: np.ndarray,
+    w_oi: np.ndarray,
+    bias: np.ndarray | None,
+    *,
+    multipliers: ArrayLike,
+    shifts: ArrayLike,
+    **params,
+) -> np.ndarray:
+    """int8 fully connected with per-output-channel requantization, bit-exact with CMSIS-NN
+    ``arm_fully_connected_per_channel_s8``: ``fully_connected_s8``'s arithmetic with output o requantized by
+    (multipliers[o], shifts[o]); both must have length O. ``params``: fully_connected_s8's other keywords."""
+    oc = np.shape(w_oi)[0] if np.ndim(w_oi) == 2 else -1
+    for name, values in (("multipliers", multipliers), ("shifts", shifts)):
+        if np.ndim(values) != 1 or np.shape(values)[0] != oc:
+            raise ValueError(f"fully_connected_per_channel_s8: {name} must have one value per output channel "
+                             f"({oc}), got shape {np.shape(values)}")
+    return fully_connected_s8(x, w_oi, bias, multipliers=multipliers, shifts=shifts, **params)
+
+
+def fully_connected_s4(
+    x: np.ndarray,
+    w_packed: np.ndarray,
+    filter_shape: tuple[int, int],
+    bias: np.ndarray | None,
+    **params,
+) -> np.ndarray:
+    """int8 fully connected with int4 weights, bit-exact with CMSIS-NN ``arm_fully_connected_s4``.
+
+    ``w_packed``: the (O, I) weights of ``filter_shape`` packed two per byte (``pack_int4``), rows one after
+    the other, so with an odd I every other row starts in a high nibble. The arithmetic is
+    ``fully_connected_s8``'s with those weights; multipliers and shifts of length 1 are
+    ``arm_fully_connected_s4``'s per-tensor requantization, of length O per channel (CMSIS-NN has no
+    per-channel s4 fully connected: that is ``arm_fully_connected_per_channel_s8``'s output stage).
+    """
+    return fully_connected_s8(x, unpacked_filter("fully_connected_s4", w_packed, filter_shape, 2), bias, **params)

@@ -20,7 +20,7 @@ import torch
 import torchao.quantization.pt2e.quantize_pt2e  # noqa: F401 - registers torch.ops.quantized_decomposed
 from torch import fx
 
-from ..ir import DTYPES, Graph, Op, QParams, Tensor
+from ..ir import DTYPES, Graph, Op, QParams, Tensor, op_precision
 from ..kernels.quant_utils import dequantize_per_tensor
 
 qd = torch.ops.quantized_decomposed
@@ -48,11 +48,17 @@ class LoweringError(RuntimeError):
 
 @dataclass
 class QuantizedConstant:
-    """A constant behind ``dequantize_per_channel``: integer data and per-channel scales."""
+    """A constant behind ``dequantize_per_channel``: integer data, per-channel scales and the quantized range."""
 
     data: np.ndarray
     scales: np.ndarray
     axis: int
+    quant_range: tuple[int, int] = (-128, 127)
+
+    @property
+    def bits(self) -> int:
+        """4 when the values fit int4 by the quantizer's range ([-8, 7]: packed two per byte), else 8."""
+        return 4 if -8 <= self.quant_range[0] and self.quant_range[1] <= 7 else 8
 
 
 def is_q(node: object) -> bool:
@@ -191,7 +197,10 @@ class GraphBuilder:
 
     # -- ops -------------------------------------------------------------------------------
     def add_op(self, kind: str, inputs: list[str], outputs: list[str], attrs: dict[str, Any] | None = None, *,
-               backend: str = "int8", reason: str = "", nodes: list[fx.Node] | None = None) -> Op:
+               backend: str = "int8", reason: str = "", nodes: list[fx.Node] | None = None,
+               precision: str = "") -> Op:
+        """Emit an op; its ``precision`` is the kind's own, or for data movement that of the values moved
+        (``mcuforge.ir.op_precision``), unless given."""
         debug: dict[str, Any] = {}
         if nodes:
             anchor = nodes[0]
@@ -203,6 +212,7 @@ class GraphBuilder:
                 "nodes": [n.name for n in nodes],
             }
         op = Op(kind, list(inputs), list(outputs), dict(attrs or {}), backend, reason, debug)
+        op.precision = precision or op_precision(op, self.tensors)
         self.ops.append(op)
         return op
 
@@ -265,10 +275,10 @@ class GraphBuilder:
         return self.env[node]
 
     def quantized_constant(self, node: fx.Node) -> QuantizedConstant:
-        data_node, scale_node, _zp_node, axis = node.args[:4]
+        data_node, scale_node, _zp_node, axis, quant_min, quant_max = node.args[:6]
         data = get_attr_value(self.gm, data_node).numpy()
         scales = get_attr_value(self.gm, scale_node).to(torch.float32).numpy()
-        return QuantizedConstant(data, scales, int(axis))
+        return QuantizedConstant(data, scales, int(axis), (int(quant_min), int(quant_max)))
 
     # -- layout ----------------------------------------------------------------------------
     def same_bytes_as_plain(self, name: str) -> bool:

@@ -72,9 +72,9 @@ HEADER_CRC_OFFSET = 104
 TENSOR = struct.Struct("<IIBBBB6IfiII")
 assert TENSOR.size == 52
 
-# Op record: kind id, backend, reserved byte, inputs (start, count) and outputs (start, count) in
-# the index pool, attribute values (start, word count) in the attrs pool, scratch bytes and the
-# scratch buffer's arena offset (0 without scratch).
+# Op record: kind id, backend, precision, inputs (start, count) and outputs (start, count) in the index
+# pool, attribute values (start, word count) in the attrs pool, scratch bytes and the scratch buffer's
+# arena offset (0 without scratch).
 OP = struct.Struct("<HBB8I")
 assert OP.size == 36
 
@@ -83,12 +83,16 @@ TENSOR_FLAG_QPARAMS = 2
 TENSOR_FLAGS_KNOWN = TENSOR_FLAG_CONSTANT | TENSOR_FLAG_QPARAMS
 
 # Stable codes: never renumber, only append.
-DTYPE_CODES = {"int8": 0, "int16": 1, "int32": 2, "float32": 3, "int64": 4, "bool": 5}
+DTYPE_CODES = {"int8": 0, "int16": 1, "int32": 2, "float32": 3, "int64": 4, "bool": 5, "int4": 6}
 LAYOUT_CODES = {"plain": 0, "nhwc": 1}
 BACKEND_CODES = {"int8": 0, "fp32": 1, "npu": 2}  # npu: a delegate op
 DTYPE_BY_CODE = {code: name for name, code in DTYPE_CODES.items()}
 LAYOUT_BY_CODE = {code: name for name, code in LAYOUT_CODES.items()}
 BACKEND_BY_CODE = {code: name for name, code in BACKEND_CODES.items()}
+# Op precision (mcuforge.ir.PRECISIONS), op record byte 3 since 1.1; 0: not recorded (a 1.0 file).
+PRECISION_CODES = {"fp32": 1, "a8": 2, "a8w8": 3, "a8w4": 4, "a16": 5, "a16w8": 6}
+PRECISION_BY_CODE = {code: name for name, code in PRECISION_CODES.items()}
+PRECISION_NOT_RECORDED = 0
 
 ABSENT_INPUT = -1  # index-pool entry of an omitted optional op input (an "" input name in the IR)
 

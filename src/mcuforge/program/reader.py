@@ -16,6 +16,8 @@ import numpy as np
 
 from mcuforge.ir import (
     DTYPES,
+    INT4,
+    INT4_WEIGHT_KINDS,
     OP_KIND_BY_ID,
     OP_KINDS,
     Graph,
@@ -23,8 +25,11 @@ from mcuforge.ir import (
     QParams,
     Tensor,
     arena_overlap_problem,
+    dtype_nbytes,
+    kind_precisions,
     scratch_size_problem,
 )
+from mcuforge.kernels.int4 import packing_problem
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.layout import Header, ProgramFormatError
@@ -51,11 +56,14 @@ def deserialize(data: bytes | bytearray | memoryview) -> Graph:
     ops = [reader.read(buf, i) for i in range(header.op_count)]
     _check_delegates(ops, {t.name: t for t in tensors})
     _check_arena_use(ops, {t.name: t for t in tensors}, TARGET_BY_ID[header.target_id].name)
+    graph_inputs = reader.graph_io("input", header.inputs_start, header.input_count)
+    graph_outputs = reader.graph_io("output", header.outputs_start, header.output_count)
+    _check_int4_uses(ops, {t.name: t for t in tensors}, graph_inputs + graph_outputs)
     return Graph(
         tensors={t.name: t for t in tensors},
         ops=ops,
-        inputs=reader.graph_io("input", header.inputs_start, header.input_count),
-        outputs=reader.graph_io("output", header.outputs_start, header.output_count),
+        inputs=graph_inputs,
+        outputs=graph_outputs,
         target=TARGET_BY_ID[header.target_id].name,
         arena_bytes=header.arena_bytes,
     )
@@ -76,6 +84,18 @@ def _check_arena_use(ops: list[Op], tensors: dict[str, Tensor], target: str) -> 
         problem = arena_overlap_problem(op, tensors) or scratch_size_problem(op, tensors, target)
         if problem:
             raise ProgramFormatError(f"op {i} ({op.kind}): {problem}")
+
+
+def _check_int4_uses(ops: list[Op], tensors: dict[str, Tensor], graph_io: list[str]) -> None:
+    """int4 tensors are the packed weights of the s4 kinds (their input 1) and nothing else."""
+    for i, op in enumerate(ops):
+        for pos, name in enumerate(op.inputs):
+            if name and tensors[name].dtype == INT4 and not (pos == 1 and op.kind in INT4_WEIGHT_KINDS):
+                raise ProgramFormatError(f"op {i} ({op.kind}): input {pos} {name!r} is int4, which only the "
+                                         f"weights (input 1) of {', '.join(INT4_WEIGHT_KINDS)} may be")
+    for name in graph_io:
+        if tensors[name].dtype == INT4:
+            raise ProgramFormatError(f"graph input/output {name!r} is int4 (packed weights)")
 
 
 def read_header(data: bytes | bytearray | memoryview) -> Header:
@@ -219,10 +239,12 @@ def _read_tensor(buf: bytes, h: Header, strings: _Strings, i: int) -> Tensor:
     if flags & ~L.TENSOR_FLAGS_KNOWN:
         raise ProgramFormatError(f"{where}: unknown flag bits 0x{flags:02x}")
     shape = _shape(dims, rank, where)
-    needed = math.prod(shape) * DTYPES[dtype].itemsize
+    needed = dtype_nbytes(dtype, math.prod(shape))
     if needed != nbytes:
         raise ProgramFormatError(f"{where}: nbytes {nbytes}, but shape {shape} of {dtype} is {needed} bytes")
     qparams = _qparams(flags, scale, zero_point, where)
+    if dtype == INT4 and not flags & L.TENSOR_FLAG_CONSTANT:
+        raise ProgramFormatError(f"{where}: an int4 activation (int4 is for packed constant weights only)")
     if flags & L.TENSOR_FLAG_CONSTANT:
         data = _constant_data(buf, h, offset, shape, dtype, where)
         return Tensor(name, shape, dtype, qparams, data=data, layout=layout)
@@ -261,7 +283,7 @@ def _qparams(flags: int, scale: float, zero_point: int, where: str) -> QParams |
 def _constant_data(
     buf: bytes, h: Header, offset: int, shape: tuple[int, ...], dtype: str, where: str
 ) -> np.ndarray:
-    nbytes = math.prod(shape) * DTYPES[dtype].itemsize
+    nbytes = dtype_nbytes(dtype, math.prod(shape))
     if offset % L.CONSTANT_ALIGN:
         raise ProgramFormatError(f"{where}: constant offset {offset} is not {L.CONSTANT_ALIGN}-byte aligned")
     if offset + nbytes > h.constants_size:
@@ -269,6 +291,12 @@ def _constant_data(
             f"{where}: constant [{offset}, {offset + nbytes}) is outside the "
             f"{h.constants_size}-byte constants section (file byte {h.constants_offset})"
         )
+    if dtype == INT4:  # the packed bytes as they are; the pad nibble of an odd count must be 0
+        packed = np.frombuffer(buf, np.int8, count=nbytes, offset=h.constants_offset + offset).copy()
+        problem = packing_problem(packed, math.prod(shape))
+        if problem:
+            raise ProgramFormatError(f"{where}: {problem}")
+        return packed
     if nbytes == 0:
         return np.zeros(shape, DTYPES[dtype])
     raw = np.frombuffer(
@@ -301,7 +329,7 @@ class _OpReader:
 
     def read(self, buf: bytes, i: int) -> Op:
         pos = self.h.ops_offset + i * self.h.op_record_size
-        kind_id, backend_code, _reserved, in_start, in_count, *rest = L.OP.unpack_from(buf, pos)
+        kind_id, backend_code, precision_code, in_start, in_count, *rest = L.OP.unpack_from(buf, pos)
         out_start, out_count, attrs_start, attr_words, scratch, scratch_offset = rest
         kind = OP_KIND_BY_ID.get(kind_id)
         if kind is None:
@@ -310,6 +338,12 @@ class _OpReader:
         backend = L.BACKEND_BY_CODE.get(backend_code)
         if backend is None:
             raise ProgramFormatError(f"{where}: unknown backend code {backend_code}")
+        precision = ""  # not recorded (format 1.0): mcuforge.ir.op_precision derives it
+        if precision_code != L.PRECISION_NOT_RECORDED:
+            precision = L.PRECISION_BY_CODE.get(precision_code, "")
+            if precision not in kind_precisions(kind):
+                raise ProgramFormatError(f"{where}: precision code {precision_code} ({precision or 'unknown'}) is "
+                                         f"not one of the kind's {list(kind_precisions(kind))}")
         spec = OP_KINDS[kind]
         problem = L.input_count_problem(in_count, spec["inputs"])
         if problem:
@@ -328,7 +362,7 @@ class _OpReader:
         attrs = self.decoder.decode_attrs(attrs_start, attr_words, spec["attrs"], in_count, where)
         self._check_scratch(scratch, scratch_offset, inputs + outputs, where)
         op = Op(kind, inputs, outputs, attrs, backend=backend, scratch_bytes=scratch,
-                scratch_offset=scratch_offset if scratch else -1)
+                scratch_offset=scratch_offset if scratch else -1, precision=precision)
         problem = shifts_problem(op, self.by_name) or aten_index_problem(op)
         if problem:
             raise ProgramFormatError(f"{where}: {problem}")

@@ -13,7 +13,19 @@ from typing import Any
 
 import numpy as np
 
-from mcuforge.ir import DTYPES, OP_KINDS, Graph, Op, Tensor, arena_overlap_problem, scratch_size_problem
+from mcuforge.ir import (
+    DTYPES,
+    INT4,
+    OP_KINDS,
+    Graph,
+    Op,
+    Tensor,
+    arena_overlap_problem,
+    kind_precisions,
+    op_precision,
+    scratch_size_problem,
+)
+from mcuforge.kernels.int4 import packing_problem
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.op_checks import aten_index_problem, scratch_problem, shifts_problem
@@ -113,6 +125,8 @@ def _tensor_record(
     if t.is_constant:
         flags |= L.TENSOR_FLAG_CONSTANT
         offset = _append_constant(t, constants, where)
+    elif t.dtype == INT4:
+        raise ValueError(f"{where}: int4 tensors are packed weights, constants only (no kernel reads int4 activations)")
     else:
         offset = t.offset
         if not isinstance(offset, int | np.integer) or offset < 0 or offset + nbytes > arena_bytes:
@@ -159,9 +173,13 @@ def _append_constant(t: Tensor, constants: bytearray, where: str) -> int:
     data = t.data
     if not isinstance(data, np.ndarray):
         raise ValueError(f"{where}: constant data is a {type(data).__name__}, not a numpy array")
-    if data.dtype != DTYPES[t.dtype]:
+    if t.dtype == INT4:  # the packed bytes (mcuforge.kernels.int4), two values per byte
+        problem = packing_problem(data, t.numel) if data.dtype == np.int8 else f"packed int4 data is {data.dtype}"
+        if problem:
+            raise ValueError(f"{where}: {problem}")
+    elif data.dtype != DTYPES[t.dtype]:
         raise ValueError(f"{where}: constant data is {data.dtype}, declared {t.dtype}; cast it when lowering")
-    if tuple(data.shape) != tuple(t.shape):
+    elif tuple(data.shape) != tuple(t.shape):
         raise ValueError(f"{where}: constant data has shape {data.shape}, declared {tuple(t.shape)}")
     constants += bytes(L.align_up(len(constants), L.CONSTANT_ALIGN) - len(constants))
     offset = len(constants)
@@ -179,6 +197,9 @@ def _op_record(
         raise ValueError(f"{where}: unknown op kind; known kinds: {', '.join(OP_KINDS)}")
     if op.backend not in L.BACKEND_CODES:
         raise ValueError(f"{where}: backend {op.backend!r} is not one of {list(L.BACKEND_CODES)}")
+    precision = op_precision(op, graph.tensors)
+    if precision not in kind_precisions(op.kind):
+        raise ValueError(f"{where}: precision {precision!r} is not one of the kind's {list(kind_precisions(op.kind))}")
     inputs_start = len(index_pool)
     index_pool += _op_inputs(op, spec["inputs"], index_of, where)
     outputs_start = len(index_pool)
@@ -203,8 +224,8 @@ def _op_record(
     if problem:
         raise ValueError(f"{where}: {problem}")
     return L.OP.pack(
-        spec["id"], L.BACKEND_CODES[op.backend], 0, inputs_start, len(op.inputs), outputs_start,
-        len(op.outputs), attrs_start, len(attr_pool) - attrs_start, scratch, scratch_offset,
+        spec["id"], L.BACKEND_CODES[op.backend], L.PRECISION_CODES[precision], inputs_start, len(op.inputs),
+        outputs_start, len(op.outputs), attrs_start, len(attr_pool) - attrs_start, scratch, scratch_offset,
     )
 
 

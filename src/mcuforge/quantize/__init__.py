@@ -12,8 +12,9 @@ from tqdm.auto import tqdm
 
 from ..capture import as_input_tuple
 from .quantizer import CortexMQuantizer, ObserverConfig
+from .schemes import SCHEMES, Scheme, get_scheme
 
-__all__ = ["CortexMQuantizer", "ObserverConfig", "calibration_batches", "quantize"]
+__all__ = ["SCHEMES", "CortexMQuantizer", "ObserverConfig", "Scheme", "calibration_batches", "get_scheme", "quantize"]
 
 
 def calibration_batches(calibration: Iterable, num_inputs: int) -> Iterable[tuple[torch.Tensor, ...]]:
@@ -34,9 +35,11 @@ def quantize(
     progress: bool = True,
     observers: ObserverConfig | None = None,
     threads: int | None = 1,
+    scheme: Scheme | None = None,
 ) -> fx.GraphModule:
     """prepare_pt2e -> run every calibration item -> convert_pt2e; returns the reference
-    quantized model (float ops between quantize/dequantize nodes, int8 weights folded).
+    quantized model (float ops between quantize/dequantize nodes, int8 weights folded). ``scheme``: the
+    quantization scheme (mcuforge.quantize.schemes; int8 by default).
 
     ``threads``: torch's intra-op threads while calibrating (None: leave torch's setting). One by
     default: calibration items are single samples of small models, where intra-op threads cost more
@@ -45,7 +48,7 @@ def quantize(
     machine's core count. The setting is restored afterwards.
     """
     with _torch_threads(threads):
-        return _quantize(captured, calibration, num_inputs, progress, observers)
+        return _quantize(captured, calibration, num_inputs, progress, observers, scheme)
 
 
 @contextlib.contextmanager
@@ -62,8 +65,8 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
 
 
 def _quantize(captured: fx.GraphModule, calibration: Iterable[Sequence[torch.Tensor]], num_inputs: int,
-              progress: bool, observers: ObserverConfig | None) -> fx.GraphModule:
-    prepared = prepare_pt2e(captured, CortexMQuantizer(observers))
+              progress: bool, observers: ObserverConfig | None, scheme: Scheme | None) -> fx.GraphModule:
+    prepared = prepare_pt2e(captured, CortexMQuantizer(observers, scheme))
     total = len(calibration) if hasattr(calibration, "__len__") else None
     seen = 0
     with torch.no_grad():

@@ -1,8 +1,12 @@
-"""mcuforge's Cortex-M quantizer for PT2E: int8 activations, int8 per-channel weights, int32 bias.
+"""mcuforge's Cortex-M quantizer for PT2E: int8 activations, int8 (or int4) per-channel weights, int32 bias.
 
 Activations are per-tensor affine int8 observed with histograms; weights are symmetric int8
-([-127, 127]) per output channel observed with min/max; biases are int32 with scale
-input_scale * weight_scale[c] — the TFLite int8 spec that CMSIS-NN implements.
+([-127, 127]) per output channel observed with min/max -- or, under the "w4a8" scheme
+(``schemes.py``), int4 ([-7, 7]) for convolutions and linear layers; biases are int32 with scale
+input_scale * weight_scale[c] — the TFLite int8 spec that CMSIS-NN implements. Under "a16w8" the ops
+with s16 kernels (``int16.S16_OPS``) take symmetric int16 activations (``int16.py``) and leave their bias
+float (the lowering quantizes it to int64); the others keep int8, and PT2E's requantization where the two
+meet becomes a convert op.
 
 Annotation fuses conv/linear/add/mul with a following ReLU/ReLU6/hardtanh/clamp (only the
 activation's output is quantized, as the fused int8 kernel computes it), and gives pooling,
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import fx
+from torchao.quantization.pt2e import MinMaxObserver
 from torchao.quantization.pt2e.quantizer import (
     DerivedQuantizationSpec,
     FixedQParamsQuantizationSpec,
@@ -29,11 +34,13 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
+from .int16 import S16_OPS, SIGMOID_TANH, PowerOfTwoObserver, activation_qspec_s16, q15_output_qspec
 from .observers import HistogramObserver, PerChannelMinMaxObserver
 from .patterns import (
     ADD_OPS,
     CAT_OPS,
     FUSABLE_ACTIVATIONS,
+    LINEAR_OPS,
     LUT_ACTIVATIONS,
     MATMUL_OPS,
     MUL_OPS,
@@ -47,6 +54,8 @@ from .patterns import (
     TRANSPOSE_CONV_OPS,
     WEIGHTED_OPS,
 )
+from .schemes import SCHEMES, Scheme
+from .weight_observers import PER_CHANNEL_MIN_GAIN_DB, MSEObserver, PerChannelMSEObserver, per_channel_gain_db
 
 ANNOTATION_KEY = "quantization_annotation"
 
@@ -54,10 +63,13 @@ ANNOTATION_KEY = "quantization_annotation"
 @dataclass(frozen=True)
 class ObserverConfig:
     """Which observers calibrate activations and weights (the defaults are mcuforge's choice: torchao's
-    histogram and per-channel min/max observers, computed faster with the same qparams, see observers)."""
+    histogram and per-channel min/max observers, computed faster with the same qparams, see observers);
+    ``weight_int4`` observes the int4 weights of the "w4a8" scheme (per-channel clipping by least squared
+    error)."""
 
     activation: type = HistogramObserver
     weight: type = PerChannelMinMaxObserver
+    weight_int4: type = PerChannelMSEObserver
 
 
 def activation_qspec(config: ObserverConfig = ObserverConfig()) -> QuantizationSpec:
@@ -67,11 +79,18 @@ def activation_qspec(config: ObserverConfig = ObserverConfig()) -> QuantizationS
     )
 
 
-def weight_qspec(config: ObserverConfig = ObserverConfig(), ch_axis: int = 0) -> QuantizationSpec:
-    """Per output channel; ``ch_axis`` is the weight's output-channel axis (1 for transposed conv)."""
+def weight_qspec(config: ObserverConfig = ObserverConfig(), ch_axis: int = 0, bits: int = 8,
+                 per_channel: bool = True) -> QuantizationSpec:
+    """Symmetric, per output channel (``ch_axis``: the weight's output-channel axis, 1 for transposed conv) or
+    per tensor; ``bits`` 8: [-127, 127], 4: [-7, 7] (stored in int8 by PT2E; packed two per byte by the
+    lowering). The narrow symmetric range, as the int8 one, keeps the largest weight of each channel exact."""
+    qmax = (1 << (bits - 1)) - 1
+    if not per_channel:
+        return QuantizationSpec(dtype=torch.int8, quant_min=-qmax, quant_max=qmax, qscheme=torch.per_tensor_symmetric,
+                                observer_or_fake_quant_ctr=MSEObserver if bits == 4 else MinMaxObserver)
     return QuantizationSpec(
-        dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric, ch_axis=ch_axis,
-        observer_or_fake_quant_ctr=config.weight,
+        dtype=torch.int8, quant_min=-qmax, quant_max=qmax, qscheme=torch.per_channel_symmetric, ch_axis=ch_axis,
+        observer_or_fake_quant_ctr=config.weight_int4 if bits == 4 else config.weight,
     )
 
 
@@ -90,11 +109,11 @@ def _derive_bias_qparams(observers: list) -> tuple[torch.Tensor, torch.Tensor]:
     return scale, torch.zeros_like(scale, dtype=torch.int32)
 
 
-def bias_qspec(x: fx.Node, weight: fx.Node, op: fx.Node) -> DerivedQuantizationSpec:
+def bias_qspec(x: fx.Node, weight: fx.Node, op: fx.Node, per_channel: bool = True) -> DerivedQuantizationSpec:
     return DerivedQuantizationSpec(
         derived_from=[(x, op), (weight, op)], derive_qparams_fn=_derive_bias_qparams,
-        dtype=torch.int32, quant_min=-(2**31), quant_max=2**31 - 1, qscheme=torch.per_channel_symmetric,
-        ch_axis=0,
+        dtype=torch.int32, quant_min=-(2**31), quant_max=2**31 - 1,
+        qscheme=torch.per_channel_symmetric if per_channel else torch.per_tensor_symmetric, ch_axis=0,
     )
 
 
@@ -140,11 +159,14 @@ def _annotate(node: fx.Node, inputs: dict, output: object | None) -> None:
 
 
 class CortexMQuantizer(Quantizer):
-    """PT2E quantizer for mcuforge's Cortex-M int8 kernels (CMSIS-NN arithmetic)."""
+    """PT2E quantizer for mcuforge's Cortex-M kernels (CMSIS-NN arithmetic); ``scheme`` sets the widths
+    (``mcuforge.quantize.schemes``: "int8" by default, "w4a8" for int4 weights, "a16w8" for int16
+    activations)."""
 
-    def __init__(self, observers: ObserverConfig | None = None) -> None:
+    def __init__(self, observers: ObserverConfig | None = None, scheme: Scheme | None = None) -> None:
         super().__init__()
         self.observers = observers or ObserverConfig()
+        self.scheme = scheme or SCHEMES["int8"]
 
     def annotate(self, model: fx.GraphModule) -> fx.GraphModule:
         for node in model.graph.nodes:
@@ -175,39 +197,72 @@ class CortexMQuantizer(Quantizer):
     def validate(self, model: fx.GraphModule) -> None:
         return None
 
-    def _input_qspec(self, x: object) -> QuantizationSpecBase:
-        """An input edge takes its producer's fixed quantization (softmax's) as is, so that no
-        requantization sits between them; otherwise the activation observer, which PT2E shares
-        with an int8 producer's (equal specs share one observer)."""
+    def _int16(self, node: fx.Node) -> bool:
+        """Whether ``node`` runs on an s16 kernel: the "a16w8" scheme and an op that has one."""
+        return self.scheme.activation_bits == 16 and node.target in S16_OPS
+
+    def _input_qspec(self, x: object, node: fx.Node) -> QuantizationSpecBase:
+        """The edge from ``x`` into ``node``: the producer's fixed quantization (softmax's) as is when it
+        has the width ``node`` runs in, so that no requantization sits between them; otherwise the
+        activation observer of that width, which PT2E shares with a producer's of the same spec (equal
+        specs share one observer)."""
+        wide = self._int16(node)
         ann = x.meta.get(ANNOTATION_KEY) if isinstance(x, fx.Node) else None
-        if ann is not None and isinstance(ann.output_qspec, FixedQParamsQuantizationSpec):
+        if (ann is not None and isinstance(ann.output_qspec, FixedQParamsQuantizationSpec)
+                and (ann.output_qspec.dtype == torch.int16) == wide):
             return ann.output_qspec
-        return activation_qspec(self.observers)
+        return activation_qspec_s16() if wide else activation_qspec(self.observers)
+
+    def _output_qspec(self, node: fx.Node, out: fx.Node) -> QuantizationSpecBase:
+        """The observed output ``out`` of ``node`` (``out`` is node or its fused activation). int16: a
+        power-of-two scale when its sole user is sigmoid or tanh (arm_nn_activation_s16's input), which
+        then shares it."""
+        if not self._int16(node):
+            return activation_qspec(self.observers)
+        users = list(out.users)
+        if len(users) == 1 and users[0].target in SIGMOID_TANH and users[0].args[0] is out:
+            return activation_qspec_s16(PowerOfTwoObserver)
+        return activation_qspec_s16()
 
     def _annotate_with_activation(self, node: fx.Node, inputs: dict) -> None:
         act = fused_activation(node)
         if act is None:
-            _annotate(node, inputs, activation_qspec(self.observers))
+            _annotate(node, inputs, self._output_qspec(node, node))
         else:
             _annotate(node, inputs, None)
-            _annotate(act, {}, activation_qspec(self.observers))
+            _annotate(act, {}, self._output_qspec(node, act))
 
     def _annotate_weighted(self, node: fx.Node) -> None:
         x, weight = node.args[0], node.args[1]
         bias = node.args[2] if len(node.args) > 2 else None
         if not isinstance(x, fx.Node) or not isinstance(weight, fx.Node) or weight.op != "get_attr":
             return  # dynamic weights: left in fp32
-        ch_axis = 1 if node.target in TRANSPOSE_CONV_OPS else 0
-        inputs = {x: self._input_qspec(x), weight: weight_qspec(self.observers, ch_axis)}
-        if isinstance(bias, fx.Node):
-            inputs[bias] = bias_qspec(x, weight, node)
+        transposed = node.target in TRANSPOSE_CONV_OPS
+        # No s4 transposed convolution in CMSIS-NN: it keeps int8 weights under every scheme.
+        bits = 8 if transposed else self.scheme.weight_bits
+        per_channel = node.target not in LINEAR_OPS or self._linear_per_channel(weight, bits)
+        inputs = {x: self._input_qspec(x, node),
+                  weight: weight_qspec(self.observers, 1 if transposed else 0, bits, per_channel)}
+        # int16 inputs: the bias stays float, the lowering quantizes it to int64 (an int32 would overflow).
+        if isinstance(bias, fx.Node) and not self._int16(node):
+            inputs[bias] = bias_qspec(x, weight, node, per_channel)
         self._annotate_with_activation(node, inputs)
+
+    def _linear_per_channel(self, weight: fx.Node, bits: int) -> bool:
+        """The scheme's choice, or by default: per channel where that lowers the weights' rounding error by
+        at least PER_CHANNEL_MIN_GAIN_DB (rows of different ranges), one scale for the tensor otherwise."""
+        if self.scheme.linear_per_channel is not None:
+            return self.scheme.linear_per_channel
+        value = weight.graph.owning_module
+        for part in str(weight.target).split("."):
+            value = getattr(value, part)
+        return per_channel_gain_db(value, bits) >= PER_CHANNEL_MIN_GAIN_DB
 
     def _annotate_add(self, node: fx.Node) -> None:
         a, b = node.args[0], node.args[1]
         if not isinstance(a, fx.Node) or not isinstance(b, fx.Node) or node.kwargs.get("alpha", 1) != 1:
             return
-        self._annotate_with_activation(node, {a: self._input_qspec(a), b: self._input_qspec(b)})
+        self._annotate_with_activation(node, {a: self._input_qspec(a, node), b: self._input_qspec(b, node)})
 
     def _annotate_mul(self, node: fx.Node) -> None:
         # Tensor * Tensor (activations or a constant buffer) or Tensor * Scalar: a scalar is
@@ -215,9 +270,9 @@ class CortexMQuantizer(Quantizer):
         a, b = node.args[0], node.args[1]
         if not isinstance(a, fx.Node):
             return
-        inputs = {a: self._input_qspec(a)}
+        inputs = {a: self._input_qspec(a, node)}
         if isinstance(b, fx.Node):
-            inputs[b] = self._input_qspec(b)
+            inputs[b] = self._input_qspec(b, node)
         elif not isinstance(b, (int, float)):
             return
         self._annotate_with_activation(node, inputs)
@@ -226,17 +281,19 @@ class CortexMQuantizer(Quantizer):
         a, b = node.args[0], node.args[1]
         if not (_is_activation(a) and _is_activation(b)):
             return
-        self._annotate_with_activation(node, {a: self._input_qspec(a), b: self._input_qspec(b)})
+        self._annotate_with_activation(node, {a: self._input_qspec(a, node), b: self._input_qspec(b, node)})
 
     def _annotate_own_output(self, node: fx.Node) -> None:
         x = node.args[0]
         if isinstance(x, fx.Node):
-            _annotate(node, {x: self._input_qspec(x)}, activation_qspec(self.observers))
+            out = q15_output_qspec() if self._int16(node) and node.target in SIGMOID_TANH else self._output_qspec(node, node)
+            _annotate(node, {x: self._input_qspec(x, node)}, out)
 
     def _annotate_softmax(self, node: fx.Node) -> None:
         x = node.args[0]
         if isinstance(x, fx.Node):
-            _annotate(node, {x: self._input_qspec(x)}, softmax_output_qspec())
+            out = q15_output_qspec() if self._int16(node) else softmax_output_qspec()
+            _annotate(node, {x: self._input_qspec(x, node)}, out)
 
     def _annotate_cat(self, node: fx.Node) -> None:
         # One quantization for every input and the output: the int8 concat is a byte copy.
@@ -250,7 +307,7 @@ class CortexMQuantizer(Quantizer):
         # unobserved halves of a chunked model input concatenated back.
         first = tensors[0]
         shared = SharedQuantizationSpec((first, node))
-        inputs = {first: self._input_qspec(first)}
+        inputs = {first: self._input_qspec(first, node)}
         inputs.update((t, shared) for t in tensors[1:] if t is not first)
         _annotate(node, inputs, shared)
 
@@ -258,7 +315,7 @@ class CortexMQuantizer(Quantizer):
         # chunk/split/unbind give a list read through getitem: the getitem outputs carry the
         # quantization, shared with the split's input edge.
         x = node.args[0]
-        _annotate(node, {x: self._input_qspec(x)}, None)
+        _annotate(node, {x: self._input_qspec(x, node)}, None)
         for user in node.users:
             if user.op == "call_function" and user.target is operator.getitem:
                 _annotate(user, {}, SharedQuantizationSpec((x, node)))
@@ -268,4 +325,4 @@ class CortexMQuantizer(Quantizer):
         # shares observers of equal specs); the output shares the input edge's qparams.
         x = node.args[0]
         if isinstance(x, fx.Node):
-            _annotate(node, {x: self._input_qspec(x)}, SharedQuantizationSpec((x, node)))
+            _annotate(node, {x: self._input_qspec(x, node)}, SharedQuantizationSpec((x, node)))

@@ -23,8 +23,8 @@ from typing import Protocol
 
 import numpy as np
 
-from ..ir import DTYPES, Graph, Op
-from .ops import KERNELS
+from ..ir import DTYPES, INT4, Graph, Op
+from .ops import KERNELS, PackedWeights
 
 
 class OpExecutionError(RuntimeError):
@@ -56,7 +56,9 @@ class Arena:
         view = self._views.get(name)
         if view is None:
             t = self.graph.tensors[name]
-            if t.is_constant:
+            if t.dtype == INT4:  # packed weights: the bytes and the shape they hold (no run axis)
+                view = PackedWeights(t.data, tuple(t.shape))
+            elif t.is_constant:
                 view = t.data[np.newaxis]
             else:
                 dtype = DTYPES[t.dtype]

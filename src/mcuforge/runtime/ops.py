@@ -8,6 +8,8 @@ executor writes them into the arena. The math itself lives in ``mcuforge.kernels
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -34,42 +36,85 @@ def fold_runs(x: np.ndarray, rank: int) -> np.ndarray:
     return x.reshape((-1, *x.shape[x.ndim - rank + 1:]))
 
 
-def constant(x: np.ndarray | None) -> np.ndarray | None:
+@dataclass(frozen=True)
+class PackedWeights:
+    """An int4 constant as the host runtime hands it to a kernel: the packed bytes (CMSIS-NN's s4 layout)
+    and the logical shape they hold, the two arguments (filter data, filter_dims) the s4 kernels take."""
+
+    packed: np.ndarray
+    shape: tuple[int, ...]
+
+
+def constant(x: np.ndarray | PackedWeights | None) -> np.ndarray | PackedWeights | None:
     """A constant operand without its run axis (``None`` for an absent optional input)."""
-    return None if x is None else x[0]
+    if x is None or isinstance(x, PackedWeights):
+        return x
+    return x[0]
 
 
-def _conv(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+def _s4(kernel: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """An s4 kernel called like its s8 twin: the packed weights in the weight argument's place."""
+    def call(x: np.ndarray, w: PackedWeights, bias: np.ndarray | None, **params) -> np.ndarray:
+        return kernel(x, w.packed, w.shape, bias, **params)
+    return call
+
+
+def _conv(op: Op, ins: list[np.ndarray], outs: list[np.ndarray], conv: Callable[..., np.ndarray] | None = None
+          ) -> np.ndarray:
+    """conv2d_s8 through its prepared kernel (``conv`` None), or the given kernel (the s4 kinds)."""
     x, w, bias, mult, shift = ins
     a = op.attrs
-    x = fold_runs(x, 4)
-    run = prepared(op, ins[1:], x.shape[1:], lambda: prepare_conv2d_s8(
-        x.shape[1:], constant(w), constant(bias), input_offset=a["input_offset"], output_offset=a["output_offset"],
-        multipliers=constant(mult), shifts=constant(shift), stride=tuple(a["stride"]), padding=tuple(a["padding"]),
-        dilation=tuple(a["dilation"]), act_min=a["act_min"], act_max=a["act_max"],
-        output_hw=tuple(outs[0].shape[2:4])))
-    return run(x)
+    if conv is None:
+        x = fold_runs(x, 4)
+        run = prepared(op, ins[1:], x.shape[1:], lambda: prepare_conv2d_s8(
+            x.shape[1:], constant(w), constant(bias), input_offset=a["input_offset"], output_offset=a["output_offset"],
+            multipliers=constant(mult), shifts=constant(shift), stride=tuple(a["stride"]), padding=tuple(a["padding"]),
+            dilation=tuple(a["dilation"]), act_min=a["act_min"], act_max=a["act_max"],
+            output_hw=tuple(outs[0].shape[2:4])))
+        return run(x)
+    oh, ow = outs[0].shape[2:4]
+    return conv(fold_runs(x, 4), constant(w), constant(bias), input_offset=a["input_offset"],
+                output_offset=a["output_offset"], multipliers=constant(mult), shifts=constant(shift),
+                stride=tuple(a["stride"]), padding=tuple(a["padding"]), dilation=tuple(a["dilation"]),
+                act_min=a["act_min"], act_max=a["act_max"], output_hw=(oh, ow))
 
 
-def _depthwise(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+def _depthwise(op: Op, ins: list[np.ndarray], outs: list[np.ndarray],
+               depthwise: Callable[..., np.ndarray] | None = None) -> np.ndarray:
+    """depthwise_conv2d_s8 through its prepared kernel (``depthwise`` None), or the given kernel (s4)."""
     x, w, bias, mult, shift = ins
     a = op.attrs
-    x = fold_runs(x, 4)
-    run = prepared(op, ins[1:], x.shape[1:], lambda: prepare_depthwise_conv2d_s8(
-        x.shape[1:], constant(w), constant(bias), input_offset=a["input_offset"], output_offset=a["output_offset"],
-        multipliers=constant(mult), shifts=constant(shift), stride=tuple(a["stride"]), padding=tuple(a["padding"]),
-        dilation=tuple(a["dilation"]), depth_multiplier=a["depth_multiplier"], act_min=a["act_min"],
-        act_max=a["act_max"], output_hw=tuple(outs[0].shape[2:4])))
-    return run(x)
+    if depthwise is None:
+        x = fold_runs(x, 4)
+        run = prepared(op, ins[1:], x.shape[1:], lambda: prepare_depthwise_conv2d_s8(
+            x.shape[1:], constant(w), constant(bias), input_offset=a["input_offset"], output_offset=a["output_offset"],
+            multipliers=constant(mult), shifts=constant(shift), stride=tuple(a["stride"]), padding=tuple(a["padding"]),
+            dilation=tuple(a["dilation"]), depth_multiplier=a["depth_multiplier"], act_min=a["act_min"],
+            act_max=a["act_max"], output_hw=tuple(outs[0].shape[2:4])))
+        return run(x)
+    oh, ow = outs[0].shape[2:4]
+    return depthwise(fold_runs(x, 4), constant(w), constant(bias), input_offset=a["input_offset"],
+                     output_offset=a["output_offset"], multipliers=constant(mult), shifts=constant(shift),
+                     stride=tuple(a["stride"]), padding=tuple(a["padding"]), dilation=tuple(a["dilation"]),
+                     depth_multiplier=a["depth_multiplier"], act_min=a["act_min"], act_max=a["act_max"],
+                     output_hw=(oh, ow))
 
 
-def _fully_connected(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+def _fully_connected(op: Op, ins: list[np.ndarray], outs: list[np.ndarray],
+                     fc: Callable[..., np.ndarray] | None = None) -> np.ndarray:
+    """fully_connected_s8 and its per-channel form (the same arithmetic, per-channel requantization) through
+    the prepared kernel (``fc`` None), or the given kernel (fully_connected_s4)."""
     x, w, bias, mult, shift = ins
     a = op.attrs
-    run = prepared(op, ins[1:], (), lambda: prepare_fully_connected_s8(
-        constant(w), constant(bias), input_offset=a["input_offset"], output_offset=a["output_offset"],
-        multipliers=constant(mult), shifts=constant(shift), act_min=a["act_min"], act_max=a["act_max"]))
-    return run(x.reshape(-1, w.shape[2]))
+    if fc is None:
+        run = prepared(op, ins[1:], (), lambda: prepare_fully_connected_s8(
+            constant(w), constant(bias), input_offset=a["input_offset"], output_offset=a["output_offset"],
+            multipliers=constant(mult), shifts=constant(shift), act_min=a["act_min"], act_max=a["act_max"]))
+        return run(x.reshape(-1, w.shape[2]))
+    depth = w.shape[1] if isinstance(w, PackedWeights) else w.shape[2]
+    return fc(x.reshape(-1, depth), constant(w), constant(bias), input_offset=a["input_offset"],
+              output_offset=a["output_offset"], multipliers=constant(mult), shifts=constant(shift),
+              act_min=a["act_min"], act_max=a["act_max"])
 
 
 def _add(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
@@ -180,6 +225,10 @@ KERNELS: dict[str, Kernel] = {
     "conv2d_s8": _conv,
     "depthwise_conv2d_s8": _depthwise,
     "fully_connected_s8": _fully_connected,
+    "conv2d_s4": partial(_conv, conv=_s4(K.conv2d_s4)),
+    "depthwise_conv2d_s4": partial(_depthwise, depthwise=_s4(K.depthwise_conv2d_s4)),
+    "fully_connected_s4": partial(_fully_connected, fc=_s4(K.fully_connected_s4)),
+    "fully_connected_per_channel_s8": _fully_connected,
     "add_s8": _add,
     "avgpool_s8": _pool("avg"),
     "maxpool_s8": _pool("max"),

@@ -26,7 +26,7 @@ executable statement of CMSIS-NN's math, see ``mcuforge.kernels``):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -36,14 +36,22 @@ from ..ir import Graph, Op
 LOWERED_KINDS = (
     "conv2d_s8", "depthwise_conv2d_s8", "fully_connected_s8", "add_s8", "mul_s8", "batch_matmul_s8",
     "avgpool_s8", "maxpool_s8", "clamp_s8", "lut_s8", "pad_s8", "concat_s8", "reshape", "transpose", "slice",
+    "fully_connected_per_channel_s8",
 )
+# Kinds lowered as another: the per-channel fully connected is fully_connected_s8 with length-O requant
+# constants, which the RESCALE takes per channel either way.
+_SAME_AS = {"fully_connected_per_channel_s8": "fully_connected_s8"}
 
 _INT8_KINDS = {"conv2d_s8", "depthwise_conv2d_s8", "fully_connected_s8", "add_s8", "mul_s8", "batch_matmul_s8",
-               "avgpool_s8", "maxpool_s8", "clamp_s8", "lut_s8", "pad_s8", "concat_s8"}
+               "avgpool_s8", "maxpool_s8", "clamp_s8", "lut_s8", "pad_s8", "concat_s8",
+               "fully_connected_per_channel_s8"}
 
 _WHY_NOT = {
     "softmax_s8": "softmax_s8: CMSIS-NN's fixed-point exp has no exact TOSA INT form (kept on the CPU for exact bytes)",
     "transpose_conv2d_s8": "transpose_conv2d_s8: no TOSA lowering yet",
+    "conv2d_s4": "conv2d_s4: int4 weights have no TOSA INT lowering here (TOSA's int4 weights: not supported yet)",
+    "depthwise_conv2d_s4": "depthwise_conv2d_s4: int4 weights have no TOSA INT lowering here (not supported yet)",
+    "fully_connected_s4": "fully_connected_s4: int4 weights have no TOSA INT lowering here (not supported yet)",
     "quantize": "fp32 op (quantize): the NPU runs int8 only",
     "dequantize": "fp32 op (dequantize): the NPU runs int8 only",
     "aten_fp32": "fp32 fallback op: the NPU runs int8 only",
@@ -104,6 +112,8 @@ def unsupported_reason(graph: Graph, op: Op) -> str | None:
         return f"{op.kind} runs as {op.backend}"
     t = graph.tensors
     a = op.attrs
+    if op.kind in _SAME_AS:
+        op = replace(op, kind=_SAME_AS[op.kind])
     if op.kind in _INT8_KINDS:
         for n in [*op.inputs, *op.outputs]:
             if n and t[n].dtype not in ("int8", "int32"):
@@ -245,7 +255,7 @@ class _Builder:
 def _lower_op(b: _Builder, op: Op) -> None:
     g, a, D = b.graph, op.attrs, b.D
     t = g.tensors
-    kind = op.kind
+    kind = _SAME_AS.get(op.kind, op.kind)
     if kind in ("conv2d_s8", "depthwise_conv2d_s8", "fully_connected_s8"):
         x_name, w_name, bias_name, mult_name, shift_name = op.inputs
         w = np.asarray(t[w_name].data)

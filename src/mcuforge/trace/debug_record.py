@@ -1,6 +1,6 @@
 """The debug record (``<program>.dbg.json``): what the Inspector needs to explain a trace.
 
-For every op: its debug handle (the op index in format 1.0), module path and type, source file
+For every op: its debug handle (the op index in format 1.0), precision, module path and type, source file
 and line, the original aten ops and fx nodes, the fp32 reference node (the fx node of the float
 graph whose value the op's output is), and its tensors with their quantization. The program's
 payload CRC ties the record, and every trace, to one program file.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from ..ir import Graph, Tensor
+from ..ir import Graph, Tensor, op_precision
 
 FORMAT = "mcuforge-debug-record"
 VERSION = 2
@@ -49,6 +49,7 @@ def build_debug_record(graph: Graph, program_bytes: bytes, meta: dict[str, Any])
         ops.append({
             **op.debug,
             "index": i, "debug_handle": i, "kind": op.kind, "backend": op.backend, "reason": op.reason,
+            "precision": op_precision(op, graph.tensors),
             "module": op.debug.get("module", ""), "module_type": op.debug.get("module_type", ""),
             "source": source, "source_file": file, "source_line": line,
             "aten": list(op.debug.get("aten", [])), "nodes": list(op.debug.get("nodes", [])),

@@ -88,8 +88,14 @@ const char *mf_status_name(mf_status s);
  * Program: a validated view over the file bytes (no copy)
  * ------------------------------------------------------------------------------------------- */
 
-/* Tensor dtype codes (program file) */
-enum { MF_INT8 = 0, MF_INT16 = 1, MF_INT32 = 2, MF_FLOAT32 = 3, MF_INT64 = 4, MF_BOOL = 5 };
+/* Tensor dtype codes (program file). MF_INT4: constant weights packed two per byte in CMSIS-NN's s4
+ * layout (nbytes = ceil(elements / 2)). */
+enum { MF_INT8 = 0, MF_INT16 = 1, MF_INT32 = 2, MF_FLOAT32 = 3, MF_INT64 = 4, MF_BOOL = 5, MF_INT4 = 6 };
+/* Op precision codes (op record byte 3 since format 1.1; 0: not recorded, a 1.0 file). */
+enum {
+    MF_PREC_NONE = 0, MF_PREC_FP32 = 1, MF_PREC_A8 = 2, MF_PREC_A8W8 = 3, MF_PREC_A8W4 = 4, MF_PREC_A16 = 5,
+    MF_PREC_A16W8 = 6
+};
 /* Tensor layout codes */
 enum { MF_LAYOUT_PLAIN = 0, MF_LAYOUT_NHWC = 1 };
 

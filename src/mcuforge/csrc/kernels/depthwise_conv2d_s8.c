@@ -26,19 +26,7 @@
 
 enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_MULT, A_ACT_MIN, A_ACT_MAX };
 
-static mf_status check(const mf_call *c) {
-    mf_tensor x, w, b, m, s, o;
-    if (c->n_in != 5 || c->n_out != 1) return MF_ERR_SHAPE;
-    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
-    if (!mf_is(&x, MF_INT8, 4) || !mf_is(&w, MF_INT8, 4) || !mf_is(&o, MF_INT8, 4)) return MF_ERR_SHAPE;
-    int32_t dm = mf_value_int(mf_attr(c, A_MULT));
-    if (dm < 1 || w.shape[0] != 1 || (uint64_t)x.shape[3] * (uint32_t)dm != w.shape[3]) return MF_ERR_SHAPE;
-    if (o.shape[0] != x.shape[0] || o.shape[3] != w.shape[3]) return MF_ERR_SHAPE;
-    if ((uint64_t)w.shape[1] * w.shape[2] > MF_MAX_DOT_DEPTH) return MF_ERR_SHAPE;
-    int32_t st[2], pd[2], dl[2];
-    if (!mf_attr_conv_window(c, A_STRIDE, st, pd, dl)) return MF_ERR_SHAPE;
-    return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, w.shape[3], A_ACT_MIN);
-}
+static mf_status check(const mf_call *c) { return mf_check_depthwise_conv2d(c, MF_INT8); }
 
 /* The taps k in [*k0, *k1) (0 <= k < n) whose position start + k * dil lies in [0, size). */
 static void tap_range(int64_t start, int32_t dil, uint32_t n, int32_t size, uint32_t *k0, uint32_t *k1) {

@@ -1,7 +1,9 @@
 /*
- * fully_connected_s8: bit-exact with CMSIS-NN arm_fully_connected_s8 (per-tensor requantization)
- * and arm_fully_connected_per_channel_s8 (per output channel). The input is read as rows of
- * weight.shape[1] features, whatever its shape (the host runtime's reshape(-1, I)).
+ * fully_connected_s8: bit-exact with CMSIS-NN arm_fully_connected_s8 (per-tensor requantization; length-O
+ * multipliers and shifts, as format 1.0 files hold them, requantize per channel) and
+ * fully_connected_per_channel_s8: arm_fully_connected_per_channel_s8, the same kernel with one multiplier
+ * and shift per output channel required. The input is read as rows of weight.shape[1] features, whatever
+ * its shape (the host runtime's reshape(-1, I)).
  *
  * run() is the portable statement of the math. The optimized paths give the same int32 sums:
  *   DSP: 3 output channels per loop (the last 2 or 1 apart), 4 features per step -- the input widened once per step with
@@ -15,16 +17,7 @@
 
 enum { A_IN_OFF, A_OUT_OFF, A_ACT_MIN, A_ACT_MAX };
 
-static mf_status check(const mf_call *c) {
-    mf_tensor x, w, b, m, s, o;
-    if (c->n_in != 5 || c->n_out != 1) return MF_ERR_SHAPE;
-    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
-    if (!mf_is(&x, MF_INT8, -1) || !mf_is(&w, MF_INT8, 2) || !mf_is(&o, MF_INT8, -1)) return MF_ERR_SHAPE;
-    const uint32_t depth = w.shape[1], oc = w.shape[0];
-    if (depth == 0 || x.numel % depth || depth > MF_MAX_DOT_DEPTH) return MF_ERR_SHAPE;
-    if ((uint64_t)(x.numel / depth) * oc != o.numel) return MF_ERR_SHAPE;
-    return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, oc, A_ACT_MIN);
-}
+static mf_status check(const mf_call *c) { return mf_check_fully_connected(c, MF_INT8); }
 
 #if defined(MF_USE_DSP)
 /* Outputs oc .. oc + n - 1 (n <= 3) of one input row; weight rows past n repeat row oc, unwritten.
@@ -262,3 +255,16 @@ static mf_status run(const mf_call *c) {
 }
 
 const mf_kernel mf_kernel_fully_connected_s8 = {3, "fully_connected_s8", 4, 5, 1u << 2, "iiii", check, run};
+
+/* arm_fully_connected_per_channel_s8: fully_connected_s8 with multipliers and shifts of length O. */
+static mf_status check_per_channel(const mf_call *c) {
+    const mf_status s = check(c);
+    if (s != MF_OK) return s;
+    mf_tensor w, m;
+    mf_call_input(c, 1, &w);
+    mf_call_input(c, 3, &m);
+    return m.shape[0] == w.shape[0] ? MF_OK : MF_ERR_SHAPE;
+}
+
+const mf_kernel mf_kernel_fully_connected_per_channel_s8 = {18, "fully_connected_per_channel_s8", 4, 5, 1u << 2,
+                                                            "iiii", check_per_channel, run};

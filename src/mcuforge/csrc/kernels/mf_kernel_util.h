@@ -117,6 +117,23 @@ static inline void mf_channel_requant_init(mf_channel_requant *q, const mf_call 
     mf_attr_act(c, a_act_min, &q->lo, &q->hi);
 }
 
+/* What a weighted kernel's run reads first: input, weights, output, input offset, output stage and, for
+ * a convolution, its window (stride, padding, dilation from attribute a_window on; a_window < 0: none). */
+typedef struct {
+    mf_tensor x, w, o;
+    int32_t in_off;
+    mf_channel_requant rq;
+    int32_t st[2], pd[2], dl[2];
+} mf_weighted_run;
+
+static inline void mf_weighted_run_init(mf_weighted_run *k, const mf_call *c, uint32_t a_act_min, int a_window) {
+    mf_tensor b, m, s;
+    const int has_bias = mf_call_weighted(c, &k->x, &k->w, &b, &m, &s, &k->o);
+    k->in_off = mf_attr_int(c, MF_WEIGHTED_IN_OFF);
+    mf_channel_requant_init(&k->rq, c, has_bias ? &b : NULL, &m, &s, a_act_min); /* keeps data pointers only */
+    if (a_window >= 0) mf_attr_conv_window(c, (uint32_t)a_window, k->st, k->pd, k->dl);
+}
+
 /* Output channel oc from its int32 accumulator: + bias (wrapping, so where the bias enters the sum
  * does not matter), then mf_requant_s8 with the channel's parameters. */
 static inline int8_t mf_channel_requant_s8(const mf_channel_requant *q, uint32_t oc, int32_t acc) {
@@ -124,6 +141,13 @@ static inline int8_t mf_channel_requant_s8(const mf_channel_requant *q, uint32_t
     const uint32_t k = q->per_channel ? oc : 0;
     return mf_requant_s8(acc, q->mult[k], q->shift[k], q->out_off, q->lo, q->hi);
 }
+
+/* The load-time checks of the weighted kinds, shared by their int8- and int4-weight forms
+ * (kernels/weighted_check.c): operands, shapes, window and output-stage parameters, weights of
+ * weight_dtype. */
+mf_status mf_check_conv2d(const mf_call *c, uint8_t weight_dtype);
+mf_status mf_check_depthwise_conv2d(const mf_call *c, uint8_t weight_dtype);
+mf_status mf_check_fully_connected(const mf_call *c, uint8_t weight_dtype);
 
 /* sum((x[i] + x_offset) * w[i]) over n int8 pairs; the caller keeps n small enough not to overflow. */
 int32_t mf_dot_s8(const int8_t *x, const int8_t *w, uint32_t n, int32_t x_offset);

@@ -140,8 +140,10 @@ static mf_status check_tensor(const mf_program *p, uint32_t i) {
     if (s != MF_OK) return s;
     if (name_length == 0) return MF_ERR_FORMAT;
     uint8_t dtype = r[8], rank = r[9], layout = r[10], flags = r[11];
-    uint32_t itemsize = mf_dtype_size(dtype);
+    const int int4 = dtype == MF_INT4; /* packed two per byte: constants only */
+    uint32_t itemsize = int4 ? 1u : mf_dtype_size(dtype);
     if (itemsize == 0 || layout > MF_LAYOUT_NHWC || (flags & ~3u) || rank > MF_MAX_RANK) return MF_ERR_FORMAT;
+    if (int4 && !(flags & MF_TENSOR_FLAG_CONSTANT)) return MF_ERR_FORMAT;
     uint64_t numel = 1;
     for (uint32_t k = 0; k < MF_MAX_RANK; k++) {
         uint32_t dim = mf_rd_u32(r + 12 + 4 * k);
@@ -154,7 +156,7 @@ static mf_status check_tensor(const mf_program *p, uint32_t i) {
     }
     numel = 1;
     for (uint32_t k = 0; k < rank; k++) numel *= mf_rd_u32(r + 12 + 4 * k);
-    if (mf_rd_u32(r + 48) != numel * itemsize) return MF_ERR_FORMAT;
+    if (mf_rd_u32(r + 48) != (int4 ? (numel + 1u) / 2u : numel * itemsize)) return MF_ERR_FORMAT;
     float scale = mf_rd_f32(r + 36);
     int32_t zero_point = mf_rd_i32(r + 40);
     if (flags & MF_TENSOR_FLAG_QPARAMS) {
@@ -167,6 +169,10 @@ static mf_status check_tensor(const mf_program *p, uint32_t i) {
     if (flags & MF_TENSOR_FLAG_CONSTANT) {
         if (offset % 16) return MF_ERR_FORMAT;
         if (offset + nbytes > p->constants_size) return MF_ERR_BOUNDS;
+        /* an odd int4 count leaves the last byte's high nibble unused: it must be 0 */
+        if (int4 && (numel & 1u) && (p->data[p->constants_offset + offset + nbytes - 1u] >> 4) != 0) {
+            return MF_ERR_FORMAT;
+        }
     } else {
         if (offset + nbytes > p->arena_bytes) return MF_ERR_BOUNDS;
         /* Not in format.md 1.0 (the planner aligns to 16): kernels use typed pointers. */
@@ -362,12 +368,41 @@ static mf_status check_scratch(const mf_program *p, const mf_call *c) {
     return MF_OK;
 }
 
+/* The precisions an op of each kind may record (mcuforge.ir.KIND_PRECISIONS): bit p for code p. */
+static uint32_t kind_precisions(uint16_t kind) {
+    switch (kind) {
+    case 1: case 2: case 3: case 13: case 18: case MF_KIND_DELEGATE: /* weighted int8 kernels, the NPU */
+        return 1u << MF_PREC_A8W8;
+    case 15: case 16: case 17: /* the s4 kernels */
+        return 1u << MF_PREC_A8W4;
+    case 60: case 61: case 62: /* the weighted s16 kernels */
+        return 1u << MF_PREC_A16W8;
+    case 63: case 64: case 65: case 66: case 67: case 68: case 69: case 70: case 71: case 72: case 73:
+        return 1u << MF_PREC_A16; /* the other s16 kernels and the int8 <-> int16 conversions */
+    case 20: case 21: case 22: /* data movement: the precision of the values moved */
+        return (1u << MF_PREC_A8) | (1u << MF_PREC_A16) | (1u << MF_PREC_FP32);
+    case 30: case 31: case 40: /* quantize, dequantize, aten_fp32 */
+        return 1u << MF_PREC_FP32;
+    default: /* the other int8 kernels */
+        return 1u << MF_PREC_A8;
+    }
+}
+
+/* int4 tensors are the packed weights of the s4 kernels (input 1) and nothing else. */
+static int int4_use_ok(const mf_program *p, uint16_t kind, uint32_t input, int32_t tensor) {
+    mf_tensor t;
+    mf_tensor_read(p, (uint32_t)tensor, &t);
+    return t.dtype != MF_INT4 || (input == 1 && kind >= 15 && kind <= 17);
+}
+
 static mf_status check_op(const mf_program *p, uint32_t i) {
     mf_call c;
     mf_call_read(p, i, NULL, &c);
     const mf_kernel *k = mf_kernel_lookup(c.kind);
     if (k == NULL) return MF_ERR_UNSUPPORTED_OP;
     if (c.backend > 2 || (c.backend == 2) != (c.kind == MF_KIND_DELEGATE)) return MF_ERR_FORMAT; /* 2: npu */
+    if (c.precision > MF_PREC_A16W8) return MF_ERR_FORMAT;
+    if (c.precision != MF_PREC_NONE && !((kind_precisions(c.kind) >> c.precision) & 1u)) return MF_ERR_FORMAT;
     if (k->n_in_max != 255 && (c.n_in < k->n_in_min || c.n_in > k->n_in_max)) return MF_ERR_FORMAT;
     if (c.in_start > p->index_count || c.n_in > p->index_count - c.in_start) return MF_ERR_BOUNDS;
     if (c.out_start > p->index_count || c.n_out > p->index_count - c.out_start) return MF_ERR_BOUNDS;
@@ -375,6 +410,7 @@ static mf_status check_op(const mf_program *p, uint32_t i) {
         int32_t idx = mf_index_entry(p, c.in_start + j);
         if (idx == MF_ABSENT_INPUT && j < 8 && (k->optional_mask >> j) & 1u) continue;
         if (idx < 0 || (uint32_t)idx >= p->tensor_count) return MF_ERR_BOUNDS;
+        if (!int4_use_ok(p, c.kind, j, idx)) return MF_ERR_FORMAT;
     }
     for (uint32_t j = 0; j < c.n_out; j++) {
         int32_t idx = mf_index_entry(p, c.out_start + j);
@@ -400,6 +436,7 @@ static mf_status check_graph_io(const mf_program *p, uint32_t start, uint32_t co
         mf_tensor t;
         mf_tensor_read(p, (uint32_t)idx, &t);
         if (is_input && (t.flags & MF_TENSOR_FLAG_CONSTANT)) return MF_ERR_FORMAT;
+        if (t.dtype == MF_INT4) return MF_ERR_FORMAT; /* packed weights are no graph input or output */
     }
     return MF_OK;
 }

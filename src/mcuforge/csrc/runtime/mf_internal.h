@@ -79,6 +79,7 @@ typedef struct {
     uint32_t op_index;
     uint16_t kind;
     uint8_t backend;
+    uint8_t precision; /* MF_PREC_*, validated against the kind at load */
     uint32_t in_start, n_in, out_start, n_out, attrs_start, attr_words, scratch_bytes, scratch_offset;
     uint8_t *arena;   /* NULL at load time: kernels' check functions see shapes only */
     uint8_t *scratch; /* scratch_bytes bytes at arena + scratch_offset (NULL without scratch) */

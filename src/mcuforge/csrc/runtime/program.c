@@ -90,6 +90,7 @@ void mf_call_read(const mf_program *p, uint32_t op_index, uint8_t *arena, mf_cal
     c->op_index = op_index;
     c->kind = mf_rd_u16(r);
     c->backend = r[2];
+    c->precision = r[3];
     c->in_start = mf_rd_u32(r + 4);
     c->n_in = mf_rd_u32(r + 8);
     c->out_start = mf_rd_u32(r + 12);

@@ -16,10 +16,20 @@ import numpy as np
 import torch
 from torch import fx
 
-from ...ir import QParams, kernel_scratch_bytes
+from ...ir import INT4, INT4_WEIGHT_KINDS, QParams, kernel_scratch_bytes
+from ...kernels.int4 import pack_int4
 from ...kernels.quant_utils import quantize_multipliers, quantize_per_tensor
 from ...quantize.quantizer import fused_activation
-from ..builder import NCHW_TO_NHWC, GraphBuilder, get_attr_value, is_dq_channel, is_q, qparams_of
+from ..builder import (
+    NCHW_TO_NHWC,
+    GraphBuilder,
+    QuantizedConstant,
+    get_attr_value,
+    is_dq,
+    is_dq_channel,
+    is_q,
+    qparams_of,
+)
 from .s16 import S8, S16, Width, WidthError, bias_int64, s16_kind, s64_requant
 
 aten = torch.ops.aten
@@ -161,6 +171,8 @@ def bias_int32(b: GraphBuilder, bias: object, input_scale: float, weight_scales:
         if np.allclose(qc.scales, expected, rtol=1e-6, atol=0):
             return qc.data.astype(np.int32)
         real = qc.data.astype(np.float64) * qc.scales
+    elif is_dq(bias) and isinstance(bias.args[0], fx.Node) and bias.args[0].op == "get_attr":
+        real = get_attr_value(b.gm, bias.args[0]).double().numpy() * float(bias.args[1])  # per-tensor weights
     elif isinstance(bias, fx.Node) and bias.op == "get_attr":
         real = get_attr_value(b.gm, bias).double().numpy()
     else:
@@ -168,8 +180,14 @@ def bias_int32(b: GraphBuilder, bias: object, input_scale: float, weight_scales:
     return np.clip(np.round(real / expected), -(2**31), 2**31 - 1).astype(np.int32)
 
 
-def weights(b: GraphBuilder, w: object, axis: int = 0):
-    """The int8 per-channel weight behind ``w`` (channels along ``axis``)."""
+def weights(b: GraphBuilder, w: object, axis: int = 0) -> QuantizedConstant:
+    """The int8 (or int4-range) symmetric weight behind ``w``, per channel along ``axis``: a per-channel
+    dequantize, or a per-tensor one with zero point 0 (its scale then repeated for every channel)."""
+    if is_dq(w) and isinstance(w.args[0], fx.Node) and w.args[0].op == "get_attr" and int(w.args[2]) == 0:
+        data = get_attr_value(b.gm, w.args[0]).numpy()
+        if data.dtype == np.int8 and data.ndim > axis:
+            scales = np.full(data.shape[axis], float(w.args[1]), np.float32)
+            return QuantizedConstant(data, scales, axis, (int(w.args[3]), int(w.args[4])))
     if not is_dq_channel(w):
         raise NotInt8("its weight is not an int8 constant")
     qc = b.quantized_constant(w)
@@ -185,6 +203,15 @@ def requant_params(input_scale: float, weight_scales: np.ndarray, output_scale: 
         return quantize_multipliers(effective)
     except ValueError as exc:
         raise NotInt8(f"requantization scale out of range: {exc}") from None
+
+
+def per_tensor_if_uniform(params):
+    """(multipliers, shifts) as one pair when every channel has the same (the per-tensor kernels' form:
+    the same bits, O - 1 fewer pairs in flash); unchanged otherwise."""
+    mult, shift = (np.asarray(p, np.int64) for p in params)
+    if mult.size > 1 and (mult == mult[0]).all() and (shift == shift[0]).all():
+        return mult[:1], shift[:1]
+    return params
 
 
 def requant_constants(b: GraphBuilder, base: str, params) -> tuple[str, str]:
@@ -233,8 +260,17 @@ def emit_weighted_op(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.
     nodes = fuse(b, node, act)
     x = convert_input(nodes)
     base = q.name
-    w_name = b.constant(f"{base}_weight", weight)
+    if kind in INT4_WEIGHT_KINDS:  # packed two per byte, CMSIS-NN's s4 layout
+        w_name = b.add_tensor(f"{base}_weight", weight.shape, INT4, data=pack_int4(weight))
+    else:
+        w_name = b.constant(f"{base}_weight", weight)
     bias_name = b.constant(f"{base}_bias", bias_int)
+    if kind in ("fully_connected_s8", "fully_connected_s4"):
+        # Per-tensor requantization (arm_fully_connected_s8 / _s4) when every output channel has the same;
+        # else per channel: fully_connected_per_channel_s8, or fully_connected_s4 with length-O parameters.
+        requant = per_tensor_if_uniform(requant)
+        if kind == "fully_connected_s8" and len(requant[0]) > 1:
+            kind = "fully_connected_per_channel_s8"
     mult, shift = requant_constants(b, base, requant)
     act_min, act_max = activation_range(act, qout)
     out = b.add_tensor(base, out_shape, "int8", qparams=qout, layout=out_layout)

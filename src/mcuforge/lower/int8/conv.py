@@ -20,6 +20,9 @@ from .common import (
 )
 
 CONV_PRECISION = "int8 activations (per tensor), int8 symmetric weights per output channel, int32 bias"
+# With quantization="w4a8" the weights are int4 ([-7, 7], packed two per byte): the s4 kinds.
+CONV_S4_PRECISION = (CONV_PRECISION + " (a8w8); quantization=\"w4a8\": int4 symmetric weights per output channel, "
+                     "packed two per byte (a8w4)")
 
 
 def _padding(padding_arg: object, kernel: tuple[int, int], dilation: tuple[int, int]) -> tuple[int, int]:
@@ -36,10 +39,10 @@ def _padding(padding_arg: object, kernel: tuple[int, int], dilation: tuple[int, 
 
 def _emit_conv(b: GraphBuilder, node: fx.Node, src: str, to_nhwc, weight_oihw: np.ndarray, scales: np.ndarray,
                bias: object, stride, padding_arg, dilation, groups: int, in_channels: int,
-               out_shape_nhwc: tuple[int, ...]) -> tuple[fx.Node, str]:
-    """Checks, then emits conv2d_s8 / depthwise_conv2d_s8 on the NHWC form of ``src`` (``to_nhwc``
-    converts it, emitting ops only after every check passed); returns the pattern's output
-    ``quantize`` node and the NHWC output tensor."""
+               out_shape_nhwc: tuple[int, ...], bits: int = 8) -> tuple[fx.Node, str]:
+    """Checks, then emits conv2d_s8 / depthwise_conv2d_s8 (``bits`` 4: conv2d_s4 / depthwise_conv2d_s4) on
+    the NHWC form of ``src`` (``to_nhwc`` converts it, emitting ops only after every check passed);
+    returns the pattern's output ``quantize`` node and the NHWC output tensor."""
     act, q = output_quantize(node)
     kernel = (weight_oihw.shape[2], weight_oihw.shape[3])
     padding = _padding(padding_arg, kernel, dilation)
@@ -52,7 +55,7 @@ def _emit_conv(b: GraphBuilder, node: fx.Node, src: str, to_nhwc, weight_oihw: n
         attrs["depth_multiplier"] = out_channels // in_channels
     else:
         weight = np.transpose(weight_oihw, (0, 2, 3, 1))  # OIHW -> OHWI, I = in_channels / groups
-    kind = "depthwise_conv2d_s8" if depthwise else "conv2d_s8"
+    kind = ("depthwise_conv2d" if depthwise else "conv2d") + ("_s4" if bits == 4 else "_s8")
     out = emit_weighted_op(b, node, act, q, kind, src, to_nhwc, weight, scales, bias, out_shape_nhwc, "nhwc", attrs)
     return q, out
 
@@ -61,7 +64,8 @@ def _single(value: object) -> int:
     return int(value) if isinstance(value, int) else int(list(value)[0])  # type: ignore[arg-type]
 
 
-@int8_lowering(CONV2D_OPS, kernels="conv2d_s8 / depthwise_conv2d_s8", precision=CONV_PRECISION,
+@int8_lowering(CONV2D_OPS, kernels="conv2d_s8 / depthwise_conv2d_s8 (int4 weights: conv2d_s4 / depthwise_conv2d_s4)",
+               precision=CONV_S4_PRECISION,
                constraints="any groups (depthwise when groups = in channels, any depth multiplier); padding='same' "
                            "only with odd dilated kernels; fused ReLU/ReLU6/hardtanh/clamp")
 def lower_conv2d(b: GraphBuilder, node: fx.Node) -> None:
@@ -71,11 +75,12 @@ def lower_conv2d(b: GraphBuilder, node: fx.Node) -> None:
     q, out = _emit_conv(b, node, src, lambda nodes: b.as_layout(src, "nhwc", nodes), wq.data, wq.scales,
                         arg(node, 2, "bias", None), pair(arg(node, 3, "stride", 1)), arg(node, 4, "padding", 0),
                         pair(arg(node, 5, "dilation", 1)), int(arg(node, 6, "groups", 1)), node_shape(x)[1],
-                        nhwc(node_shape(node)))
+                        nhwc(node_shape(node)), wq.bits)
     b.env[q] = out
 
 
-@int8_lowering(CONV1D_OPS, kernels="conv2d_s8 / depthwise_conv2d_s8", precision=CONV_PRECISION,
+@int8_lowering(CONV1D_OPS, kernels="conv2d_s8 / depthwise_conv2d_s8 (int4 weights: conv2d_s4 / depthwise_conv2d_s4)",
+               precision=CONV_S4_PRECISION,
                constraints="run as a 2-D conv with H = 1 on the (N, 1, L, C) view; any groups (depthwise when "
                            "groups = in channels); fused ReLU/ReLU6/hardtanh/clamp")
 def lower_conv1d(b: GraphBuilder, node: fx.Node) -> None:
@@ -93,11 +98,12 @@ def lower_conv1d(b: GraphBuilder, node: fx.Node) -> None:
     q, out = _emit_conv(b, node, src, lambda nodes: b.as_rows(src, nodes), wq.data.reshape(out_c, in_per_group, 1, k),
                         wq.scales, arg(node, 2, "bias", None), (1, _single(arg(node, 3, "stride", 1))), padding,
                         (1, _single(arg(node, 5, "dilation", 1))), int(arg(node, 6, "groups", 1)), node_shape(x)[1],
-                        (n, 1, length, c_out))
+                        (n, 1, length, c_out), wq.bits)
     b.env[q] = b.from_rows(out, [node])
 
 
-@int8_lowering(TRANSPOSE_CONV_OPS, kernels="transpose_conv2d_s8", precision=CONV_PRECISION,
+@int8_lowering(TRANSPOSE_CONV_OPS, kernels="transpose_conv2d_s8", precision=CONV_PRECISION + " (a8w8, also under "
+               "quantization=\"w4a8\": CMSIS-NN has no s4 transposed convolution)",
                constraints="groups 1, dilation 1; output_padding < stride; fused ReLU/ReLU6/hardtanh/clamp")
 def lower_conv_transpose2d(b: GraphBuilder, node: fx.Node) -> None:
     x = node.args[0]

@@ -22,8 +22,12 @@ from .common import (
 from .s16 import S8, S16, WidthError, s64_requant, width_of
 
 
-@int8_lowering(LINEAR_OPS, kernels="fully_connected_s8",
-               precision="int8 activations (per tensor), int8 symmetric weights per output channel, int32 bias",
+@int8_lowering(LINEAR_OPS, kernels="fully_connected_per_channel_s8 / fully_connected_s8 (int4 weights: "
+               "fully_connected_s4)",
+               precision="int8 activations (per tensor), int8 symmetric weights, int32 bias (a8w8): per output "
+                         "channel (fully_connected_per_channel_s8) where that lowers the weights' rounding error "
+                         "by at least 1 dB, else per tensor (fully_connected_s8); quantization=\"w4a8\": int4 "
+                         "symmetric weights, packed two per byte, the same choice (a8w4)",
                constraints="constant weight; any leading dims (rows); fused ReLU/ReLU6/hardtanh/clamp")
 def lower_linear(b: GraphBuilder, node: fx.Node) -> None:
     x, w = node.args[0], node.args[1]
@@ -43,8 +47,9 @@ def lower_linear(b: GraphBuilder, node: fx.Node) -> None:
             return b.as_layout(src, "plain", nodes)
         return b.reshape(image, (n, h * w_ * c), nodes=nodes)
 
-    b.env[q] = emit_weighted_op(b, node, act, q, "fully_connected_s8", src, convert, weight, wq.scales, bias,
-                                node_shape(q), "plain", {})
+    kind = "fully_connected_s4" if wq.bits == 4 else "fully_connected_s8"  # or its per-channel form
+    b.env[q] = emit_weighted_op(b, node, act, q, kind, src, convert, weight, wq.scales, bias, node_shape(q),
+                                "plain", {})
 
 
 def _producer(b: GraphBuilder, name: str) -> Op | None:

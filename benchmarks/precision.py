@@ -1,0 +1,126 @@
+"""Precisions side by side: int8 and W4A8 (int4 weights) on the MLPerf Tiny models and the digits demo.
+
+    python benchmarks/precision.py      # prints the tables and writes results/precision.md
+
+Per model: constant bytes (weights, then bias + requantization constants: 12 bytes per output channel
+whatever the weight width), the W4A8 / int8 ratio, SQNR of the output against the fp32 model (16 random
+normal inputs, calibration on 16 others: the zoo models have random weights, so SQNR is the measure),
+and instructions per inference on the emulated cortex-m4 (DSP paths) and cortex-m55 (MVE paths), exact
+under QEMU -icount (one run each). The digits demo (a trained CNN): test accuracy of fp32, int8 and W4A8.
+Linear layers (int8): one scale per tensor, one per output channel, and mcuforge's choice per layer.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import numpy as np
+import torch
+
+import mcuforge
+from mcuforge.examples.digits import fp32_accuracy, load_digits_data, train_digits_cnn
+from mcuforge.quantize import Scheme
+from mcuforge.report import table
+from mcuforge.zoo import MODELS
+
+from results_file import publish
+
+MLPERF_TINY = ("ds_cnn", "mobilenet_v1_025", "resnet8", "fc_autoencoder")
+BOARDS = ("cortex-m4", "cortex-m55")
+WEIGHTED = ("conv2d", "depthwise_conv2d", "fully_connected", "transpose_conv2d")
+
+
+def inputs(example, count: int, seed: int) -> list[tuple[torch.Tensor, ...]]:
+    gen = torch.Generator().manual_seed(seed)
+    return [tuple(torch.randn(x.shape, generator=gen) for x in example) for _ in range(count)]
+
+
+def compile_model(model, example, quantization) -> mcuforge.Program:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return mcuforge.compile(model, example, calibration=inputs(example, 16, 1), progress=False,
+                                quantization=quantization)
+
+
+def sqnr_db(model, prog, example) -> float:
+    ref, got = [], []
+    for x in inputs(example, 16, 2):
+        with torch.no_grad():
+            ref.append(model(*x).numpy().ravel())
+        got.append(prog.run(*x)[0].ravel())
+    ref, got = np.concatenate(ref), np.concatenate(got)
+    return float(10 * np.log10(np.sum(ref**2) / np.sum((ref - got) ** 2)))
+
+
+def weight_bytes(prog) -> int:
+    g = prog.graph
+    return sum(g.tensors[op.inputs[1]].nbytes for op in g.ops if op.kind.startswith(WEIGHTED))
+
+
+def instructions(prog, example, target: str) -> int:
+    """One inference on ``target``'s board; the lowering does not depend on the target (tests/test_three_way.py),
+    so the program compiled once is re-targeted."""
+    graph = copy.copy(prog.graph)
+    graph.target = target
+    measured: dict = {}
+    mcuforge.Program(graph).run(*example, backend="qemu", measured=measured)
+    return int(measured["instructions"])
+
+
+def model_rows() -> list[list[object]]:
+    rows = []
+    for name in MLPERF_TINY:
+        model, example = MODELS[name]()
+        progs = {q: compile_model(model, example, q) for q in ("int8", "w4a8")}
+        for q, prog in progs.items():
+            other = prog.constant_bytes - weight_bytes(prog)
+            ratio = prog.constant_bytes / progs["int8"].constant_bytes
+            counts = [instructions(prog, example, t) for t in BOARDS]
+            rows.append([name, q, prog.constant_bytes, weight_bytes(prog), other, f"{ratio:.3f}",
+                         round(sqnr_db(model, prog, example), 2), *counts])
+    return rows
+
+
+def digits_rows() -> list[list[object]]:
+    data = load_digits_data()
+    model = train_digits_cnn(data, progress=False)
+    calibration = [(data.x_train[i:i + 1],) for i in range(128)]
+    batches = [(data.x_test[i:i + 60], data.y_test[i:i + 60]) for i in range(0, len(data.x_test), 60)]
+    fp32 = fp32_accuracy(model, data.x_test, data.y_test)
+    rows = [["fp32", f"{100 * fp32:.2f}", "-", "-"]]
+    for q in ("int8", "w4a8"):
+        prog = mcuforge.compile(model, (data.x_test[:1],), calibration=calibration, progress=False, quantization=q)
+        acc = mcuforge.evaluate(prog, batches, progress=False)
+        rows.append([q, f"{100 * acc:.2f}", f"{100 * (acc - fp32):+.2f}", prog.constant_bytes])
+    return rows
+
+
+def linear_rows() -> list[list[object]]:
+    """Linear layers per tensor, per channel, and as mcuforge chooses (per channel where the rounding error of
+    the layer's weights drops by at least 1 dB)."""
+    rows = []
+    schemes = {"per tensor": Scheme("int8", linear_per_channel=False),
+               "per channel": Scheme("int8", linear_per_channel=True), "mcuforge": "int8"}
+    for name in ("ds_cnn", "fc_autoencoder"):
+        model, example = MODELS[name]()
+        for label, scheme in schemes.items():
+            prog = compile_model(model, example, scheme)
+            per_channel = sum(op.kind == "fully_connected_per_channel_s8" for op in prog.ops)
+            linears = sum(op.kind.startswith("fully_connected") for op in prog.ops)
+            rows.append([name, label, f"{per_channel} of {linears}", round(sqnr_db(model, prog, example), 2),
+                         prog.constant_bytes])
+    return rows
+
+
+def main() -> None:
+    models = table(["model", "scheme", "constants B", "weights B", "bias+requant B", "vs int8", "SQNR dB",
+                    *[f"{t} instr" for t in BOARDS]], model_rows())
+    digits = table(["digits CNN", "test accuracy %", "vs fp32 (points)", "constants B"], digits_rows())
+    linear = table(["model", "linear weights", "per-channel layers", "SQNR dB (int8)", "constants B"], linear_rows())
+    publish("precision", "Precisions: int8 and W4A8", "\n\n".join([models, digits, linear]),
+            ", 16 calibration inputs, 16 evaluation inputs; instructions: QEMU -icount, one run")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,251 @@
+/*
+ * conv2d_s4: int8 2-D convolution with int4 weights, bit-exact with CMSIS-NN arm_convolve_s4 (and
+ * mcuforge.kernels.conv2d_s4). NHWC input, OHWI weights packed two per byte as one run of nibbles
+ * (mf_s4.h: with an odd patch size every other filter starts in a high nibble), per-channel
+ * requantization, taps outside the input skipped; groups as conv2d_s8 takes them.
+ *
+ * run() is the portable statement of the math (mf_dot_s4 per kernel tap). With the op's scratch
+ * (mcuforge.ir.kernel_scratch_bytes), the DSP and MVE paths compute the same int32 sums as a matrix
+ * multiply: each output pixel's patch is copied (im2col) into the scratch -- taps outside the input hold
+ * the input zero point, whose (x + input offset) is 0; a 1x1 convolution without padding reads the input
+ * pixel in place -- and a block of patches meets each filter:
+ *   DSP: 2 patches widened to int16 with the offset added (mf_s4_widen), a word of eight weights decoded
+ *        once for both (mf_s4_mac8);
+ *   MVE: 4 int8 patches; 32 weights decoded once (low and high nibbles of 16 bytes) for the four patches,
+ *        each deinterleaved by VLD2 into its even and odd taps (VMLADAVA), the offset entering once per
+ *        filter as offset * sum(weights) (VADDVA); the depth % 32 tail 16 weights at a time, predicated.
+ */
+#include "mf_s4.h"
+
+enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_ACT_MIN, A_ACT_MAX };
+
+static mf_status check(const mf_call *c) { return mf_check_conv2d(c, MF_INT4); }
+
+static mf_status run_portable(const mf_call *c) {
+    mf_weighted_run k;
+    mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
+    const mf_tensor x = k.x, w = k.w, o = k.o;
+    const int8_t *xd = (const int8_t *)x.data, *wd = (const int8_t *)w.data;
+    const int32_t h = (int32_t)x.shape[1], wi = (int32_t)x.shape[2];
+    const uint32_t ch = x.shape[3], wc = w.shape[3], oc_n = w.shape[0], kh = w.shape[1], kw = w.shape[2];
+    const uint32_t oc_per_group = oc_n / (ch / wc);
+    int8_t *out = (int8_t *)o.data;
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        for (uint32_t oy = 0; oy < o.shape[1]; oy++) {
+            for (uint32_t ox = 0; ox < o.shape[2]; ox++) {
+                const int64_t y0 = (int64_t)oy * k.st[0] - k.pd[0], x0 = (int64_t)ox * k.st[1] - k.pd[1];
+                for (uint32_t oc = 0; oc < oc_n; oc++) {
+                    int32_t acc = 0;
+                    for (uint32_t ky = 0; ky < kh; ky++) {
+                        const int64_t iy = y0 + (int64_t)ky * k.dl[0];
+                        if (iy < 0 || iy >= h) continue;
+                        for (uint32_t kx = 0; kx < kw; kx++) {
+                            const int64_t ix = x0 + (int64_t)kx * k.dl[1];
+                            if (ix < 0 || ix >= wi) continue;
+                            const int8_t *xp = xd + (((size_t)n * (size_t)h + (size_t)iy) * (size_t)wi + (size_t)ix) * ch +
+                                               (size_t)(oc / oc_per_group) * wc;
+                            acc += mf_dot_s4(xp, wd, ((oc * kh + ky) * kw + kx) * wc, wc, k.in_off);
+                        }
+                    }
+                    *out++ = mf_channel_requant_s8(&k.rq, oc, acc);
+                }
+            }
+        }
+    }
+    return MF_OK;
+}
+
+#if defined(MF_USE_DSP) || defined(MF_USE_MVE)
+
+typedef struct {
+    const int8_t *x;         /* input image n, first channel of the group */
+    int32_t h, w;            /* input height, width */
+    uint32_t ch, wc, kh, kw; /* input channels, filter channels, kernel */
+    int32_t st[2], pd[2], dl[2];
+    int8_t zero_point;       /* -input offset: a tap outside the input */
+} conv_geom;
+
+/* The patch of output pixel (oy, ox), in the weights' (ky, kx, c) order. */
+static void patch_s8(const conv_geom *g, uint32_t p, uint32_t ow, int8_t *col) {
+    const int32_t y0 = (int32_t)(p / ow) * g->st[0] - g->pd[0], x0 = (int32_t)(p % ow) * g->st[1] - g->pd[1];
+    for (uint32_t ky = 0; ky < g->kh; ky++) {
+        const int32_t iy = y0 + (int32_t)ky * g->dl[0];
+        for (uint32_t kx = 0; kx < g->kw; kx++, col += g->wc) {
+            const int32_t ix = x0 + (int32_t)kx * g->dl[1];
+            if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w) {
+                memset(col, (uint8_t)g->zero_point, g->wc);
+            } else {
+                memcpy(col, g->x + ((size_t)iy * (size_t)g->w + (size_t)ix) * g->ch, g->wc);
+            }
+        }
+    }
+}
+
+/* The patch of output pixel p of a 1x1 convolution without padding: the input pixel's channels. */
+static inline const int8_t *in_place(const conv_geom *g, uint32_t p, uint32_t ow) {
+    const size_t iy = (size_t)(p / ow) * (size_t)g->st[0], ix = (size_t)(p % ow) * (size_t)g->st[1];
+    return g->x + (iy * (size_t)g->w + ix) * g->ch;
+}
+
+#if defined(MF_USE_DSP)
+#define NCOLS 2u
+
+/* Filters [oc0, oc0 + rows) on two widened patches (stride d8: depth rounded up to 8); col1 NULL: one. */
+static void mat_mult_2cols(const int16_t *col0, const int16_t *col1, const int32_t sums[2], const int8_t *w,
+                           uint32_t oc0, uint32_t rows, uint32_t depth, const mf_channel_requant *rq, int8_t *out0,
+                           int8_t *out1) {
+    const uint32_t d8 = depth & ~7u;
+    for (uint32_t r = 0; r < rows; r++) {
+        const uint32_t oc = oc0 + r, start = oc * depth;
+        const uint8_t *p = (const uint8_t *)w + (start >> 1);
+        int32_t a0 = 0, a1 = 0;
+        for (uint32_t g = 0; g < d8; g += 8, p += 4) {
+            const uint32_t word = mf_s4_word(p, start & 1u);
+            a0 = mf_s4_mac8(word, col0 + g, a0);
+            if (col1 != NULL) a1 = mf_s4_mac8(word, col1 + g, a1);
+        }
+        a0 = mf_add_wrap(a0, -8 * sums[0]);
+        a1 = mf_add_wrap(a1, -8 * sums[1]);
+        for (uint32_t k = d8; k < depth; k++) {
+            const int32_t wk = mf_s4_at(w, start + k);
+            a0 += col0[k] * wk;
+            if (col1 != NULL) a1 += col1[k] * wk;
+        }
+        out0[r] = mf_channel_requant_s8_inline(rq, oc, a0);
+        if (col1 != NULL) out1[r] = mf_channel_requant_s8_inline(rq, oc, a1);
+    }
+}
+
+#else /* MVE */
+#define NCOLS 4u
+
+/* Filters [oc0, oc0 + rows) on n_cols (<= 4) int8 patches; pixel i's outputs at out + pixel_offsets[i]. The
+ * four outputs of a filter share its requantization: one vector requantize, one scatter store (or the scalar
+ * requantization when a multiplier is INT32_MIN, see mf_requantize_x4). */
+static void mat_mult_4cols(const int8_t *const cols[4], uint32_t n_cols, const int8_t *w, uint32_t oc0, uint32_t rows,
+                           uint32_t depth, int32_t in_off, const mf_channel_requant *rq, int vector_rq, int8_t *out,
+                           const uint32x4_t pixel_offsets) {
+    const mve_pred16_t store = vctp32q(n_cols);
+    for (uint32_t r = 0; r < rows; r++) {
+        const uint32_t oc = oc0 + r, start = oc * depth;
+        const uint8_t *p = (const uint8_t *)w + (start >> 1);
+        int32_t a[4] = {0, 0, 0, 0}, ws = 0;
+        const uint32_t d32 = depth & ~31u;
+        for (uint32_t k = 0; k < d32; k += 32) { /* 32 weights decoded once, each patch deinterleaved by VLD2 */
+            int8x16_t ev, od;
+            mf_s4_split32(p + k / 2, start & 1u, &ev, &od);
+            ws = vaddvaq_s8(vaddvaq_s8(ws, ev), od);
+            for (uint32_t i = 0; i < 4; i++) {
+                const int8x16x2_t xv = vld2q_s8(cols[i] + k);
+                a[i] = vmladavaq_s8(vmladavaq_s8(a[i], xv.val[0], ev), xv.val[1], od);
+            }
+        }
+        for (uint32_t k = d32; k < depth; k += 16) { /* the tail, 16 at a time, predicated */
+            const mve_pred16_t pred = vctp8q(depth - k);
+            const int8x16_t wv = mf_s4_decode16(p + k / 2, start & 1u, depth - k);
+            ws = vaddvaq_s8(ws, wv);
+            for (uint32_t i = 0; i < 4; i++) a[i] = vmladavaq_s8(a[i], vldrbq_z_s8(cols[i] + k, pred), wv);
+        }
+        const int32_t corr = ws * in_off; /* |sum(w)| <= 2^19, |in_off| <= 128 */
+        if (vector_rq) {
+            const uint32_t k = rq->per_channel ? oc : 0;
+            int32x4_t acc = vaddq_n_s32(vld1q_s32(a), rq->bias ? mf_add_wrap(corr, rq->bias[oc]) : corr);
+            acc = vaddq_n_s32(mf_requantize_x4(acc, vdupq_n_s32(rq->mult[k]), vdupq_n_s32(rq->shift[k])), rq->out_off);
+            acc = vminq_s32(vmaxq_s32(acc, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));
+            vstrbq_scatter_offset_p_s32(out + r, pixel_offsets, acc, store);
+        } else {
+            for (uint32_t i = 0; i < n_cols; i++) {
+                out[vgetq_lane_u32(pixel_offsets, 1) * i + r] = mf_channel_requant_s8_inline(rq, oc,
+                                                                                             mf_add_wrap(a[i], corr));
+            }
+        }
+    }
+}
+#endif
+
+static uint32_t depth8(uint32_t depth) { return (depth + 7u) & ~7u; }
+
+static mf_status run_fast(const mf_call *c) {
+    mf_weighted_run k;
+    mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
+    const mf_tensor x = k.x, w = k.w, o = k.o;
+    conv_geom g = {.st = {k.st[0], k.st[1]}, .pd = {k.pd[0], k.pd[1]}, .dl = {k.dl[0], k.dl[1]}};
+    g.h = (int32_t)x.shape[1];
+    g.w = (int32_t)x.shape[2];
+    g.ch = x.shape[3];
+    g.wc = w.shape[3];
+    g.kh = w.shape[1];
+    g.kw = w.shape[2];
+    g.zero_point = (int8_t)(-k.in_off);
+    const uint32_t oc_n = w.shape[0], groups = g.ch / g.wc, opg = oc_n / groups;
+    const uint32_t depth = g.kh * g.kw * g.wc, ow = o.shape[2], pixels = o.shape[1] * ow;
+    const int8_t *wd = (const int8_t *)w.data;
+    int8_t *scratch = (int8_t *)c->scratch;
+    /* 1x1, no padding: the patch is the input pixel itself, read in place */
+    const int pointwise = g.kh == 1 && g.kw == 1 && g.pd[0] == 0 && g.pd[1] == 0 &&
+                          ((int32_t)o.shape[1] - 1) * g.st[0] < g.h && ((int32_t)ow - 1) * g.st[1] < g.w;
+#if defined(MF_USE_MVE)
+    const int vector_rq = mf_requant_vector_ok(&k.rq, oc_n);
+    const uint32x4_t pixel_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), oc_n);
+#endif
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
+        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
+        for (uint32_t grp = 0; grp < groups; grp++) {
+            g.x = image + (size_t)grp * g.wc;
+            for (uint32_t p0 = 0; p0 < pixels; p0 += NCOLS) {
+                const uint32_t n_cols = pixels - p0 < NCOLS ? pixels - p0 : NCOLS;
+                int8_t *out0 = out_image + (size_t)p0 * oc_n + grp * opg;
+#if defined(MF_USE_DSP)
+                int16_t *cols = (int16_t *)(void *)scratch;
+                int8_t *staging = scratch + 4u * depth8(depth);
+                int32_t sums[2] = {0, 0};
+                for (uint32_t i = 0; i < n_cols; i++) {
+                    const int8_t *patch = staging;
+                    if (pointwise) {
+                        patch = in_place(&g, p0 + i, ow);
+                    } else {
+                        patch_s8(&g, p0 + i, ow, staging);
+                    }
+                    sums[i] = mf_s4_widen(patch, depth, k.in_off, cols + (size_t)i * depth8(depth));
+                }
+                mat_mult_2cols(cols, n_cols > 1 ? cols + depth8(depth) : NULL, sums, wd, grp * opg, opg, depth, &k.rq,
+                               out0, out0 + oc_n);
+#else
+                const int8_t *cols[4];
+                for (uint32_t i = 0; i < NCOLS; i++) {
+                    if (i >= n_cols) {
+                        cols[i] = cols[0]; /* repeats patch 0, its outputs not written */
+                    } else if (pointwise) {
+                        cols[i] = in_place(&g, p0 + i, ow);
+                    } else {
+                        int8_t *col = scratch + (size_t)i * depth;
+                        patch_s8(&g, p0 + i, ow, col);
+                        cols[i] = col;
+                    }
+                }
+                mat_mult_4cols(cols, n_cols, wd, grp * opg, opg, depth, k.in_off, &k.rq, vector_rq, out0, pixel_offsets);
+#endif
+            }
+        }
+    }
+    return MF_OK;
+}
+
+/* The op declares the fast path's scratch (kernel_scratch_bytes) and its geometry fits the int32 index
+ * arithmetic (the portable path takes whatever is left). */
+static int fast_path_fits(const mf_call *c) {
+    mf_tensor w;
+    mf_call_input(c, 1, &w);
+    return c->scratch_bytes >= 5u * depth8(w.shape[1] * w.shape[2] * w.shape[3]) && mf_s4_window_fits(c, A_STRIDE);
+}
+#endif /* MF_USE_DSP || MF_USE_MVE */
+
+static mf_status run(const mf_call *c) {
+#if defined(MF_USE_DSP) || defined(MF_USE_MVE)
+    if (fast_path_fits(c)) return run_fast(c);
+#endif
+    return run_portable(c);
+}
+
+const mf_kernel mf_kernel_conv2d_s4 = {15, "conv2d_s4", 4, 5, 1u << 2, "iiIIIii", check, run};

@@ -1,0 +1,52 @@
+"""Quantization schemes: how wide activations and weights are, as ``mcuforge.compile(quantization=...)`` names them.
+
+A scheme is plain data read by the quantizer (``CortexMQuantizer``): the lowering then picks each op's
+kernel from what PT2E's converted graph holds (a weight quantized to [-7, 7] becomes an int4 kernel), so
+a new scheme is a new entry here plus the kernels for what it asks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """One uniform quantization scheme.
+
+    ``activation_bits``: int8 activations everywhere (8), or int16 (16: symmetric, for every op with a CMSIS-NN
+    s16 kernel, ``int16.S16_OPS``; the others keep int8 between conversions). ``weight_bits``: the weights of convolutions
+    (depthwise and grouped included) and linear layers, symmetric per output channel -- 8 ([-127, 127]) or 4
+    ([-7, 7], packed two per byte in CMSIS-NN's s4 layout). Transposed convolutions keep int8 weights (CMSIS-NN
+    has no s4 transposed convolution). ``linear_per_channel``: linear weights per output channel (True, run by
+    ``fully_connected_per_channel_s8``), one scale per tensor (False: ``fully_connected_s8``), or by default
+    (None) per layer: per channel where that lowers the weights' rounding error by at least 1 dB
+    (``weight_observers.PER_CHANNEL_MIN_GAIN_DB``), else one scale (8 bytes of flash less per output).
+    """
+
+    name: str
+    activation_bits: int = 8
+    weight_bits: int = 8
+    linear_per_channel: bool | None = None
+
+
+SCHEMES: dict[str, Scheme] = {
+    "int8": Scheme("int8"),
+    "w4a8": Scheme("w4a8", weight_bits=4),
+    "a16w8": Scheme("a16w8", activation_bits=16),
+}
+
+
+def get_scheme(quantization: str | Scheme) -> Scheme:
+    """The scheme of a ``quantization=`` argument: a name of :data:`SCHEMES` or a :class:`Scheme`."""
+    if isinstance(quantization, Scheme):
+        scheme = quantization
+        if (scheme.activation_bits, scheme.weight_bits) not in ((8, 8), (8, 4), (16, 8)):
+            raise ValueError(f"quantization scheme {scheme.name!r}: activation_bits {scheme.activation_bits}, "
+                             f"weight_bits {scheme.weight_bits}; supported: 8-bit activations with 8- or 4-bit "
+                             "weights, 16-bit activations with 8-bit weights")
+        return scheme
+    if quantization in SCHEMES:
+        return SCHEMES[quantization]
+    supported = ", ".join(repr(name) for name in SCHEMES)
+    raise ValueError(f"unknown quantization {quantization!r}; supported: {supported}")

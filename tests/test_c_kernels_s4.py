@@ -1,0 +1,244 @@
+"""The int4-weight C kernels and fully_connected_per_channel_s8: host C == host Python, and the same on the
+Cortex-M4 (DSP paths) and Cortex-M55 (MVE paths) boards; both program readers on the int4 packing and the
+op precision byte.
+
+The sweeps' shapes hit every path of the C kernels: patch sizes and depths around the 8 (DSP) and 16
+(MVE) weights of a step, odd ones (filters starting in a high nibble), groups, strides, padding,
+dilation, batches, per-tensor and per-channel requantization over the whole legal range, and convs
+without scratch (the portable path on a board). All cases of a sweep run as one program: one QEMU boot
+per board.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+from board_sweep import BoardSweep
+from test_c_kernels import (
+    act,
+    act_range,
+    assert_same_bytes,
+    const,
+    conv_like_case,
+    int8,
+    one_op_program,
+    requant_params,
+    run_both,
+)
+from test_c_validation import fix_crcs
+from test_kernels_s4 import random_packed
+
+from mcuforge import cruntime
+from mcuforge.ir import KIND_PRECISIONS, OP_KINDS, Tensor, kind_precisions
+from mcuforge.kernels import conv_output_hw
+from mcuforge.program import ProgramFormatError, deserialize, read_header
+from mcuforge.program.layout import PRECISION_CODES
+
+BOARDS = ("cortex-m4", "cortex-m55")
+
+
+def int4(name: str, shape, packed: np.ndarray) -> Tensor:
+    return Tensor(name, tuple(shape), "int4", data=packed)
+
+
+def weighted(rng, weight: Tensor, oc: int, per_channel_only: bool = False) -> tuple[list[Tensor], list[str]]:
+    bias = rng.integers(-(1 << 16), 1 << 16, size=oc).astype(np.int32) if rng.random() < 0.8 else None
+    mult, shift = requant_params(rng, oc)
+    if per_channel_only and mult.size != oc:
+        mult, shift = np.resize(mult, oc), np.resize(shift, oc)
+    consts = [weight] + ([const("b", bias)] if bias is not None else []) + [const("m", mult), const("s", shift)]
+    return consts, ["x", "w", "b" if bias is not None else "", "m", "s"]
+
+
+def offsets(rng) -> dict:
+    lo, hi = act_range(rng)
+    return {"input_offset": int(rng.integers(-127, 129)), "output_offset": int(rng.integers(-128, 128)),
+            "act_min": lo, "act_max": hi}
+
+
+def conv_case(rng, kind: str, wc: int, kernel: tuple[int, int], groups: int = 1, scratch: bool = True,
+              dm: int | None = None, pad: list[int] | None = None) -> dict:
+    """One conv2d_s4 / depthwise_conv2d_s4 case as the arguments of BoardSweep.add."""
+    for _ in range(100):
+        h, w = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+        st = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
+        pd = pad if pad is not None else [int(rng.integers(0, 3)), int(rng.integers(0, 3))]
+        dl = [1, 1] if rng.random() < 0.7 else [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
+        oh, ow = conv_output_hw((h, w), kernel, st, pd, dl)
+        if oh >= 1 and ow >= 1:
+            break
+    n = int(rng.integers(1, 3))
+    attrs = {**offsets(rng), "stride": st, "padding": pd, "dilation": dl}
+    if kind == "depthwise_conv2d_s4":
+        dm = dm or int(rng.integers(1, 4))
+        oc, in_c, shape = wc * dm, wc, (1, *kernel, wc * dm)
+        attrs["depth_multiplier"] = dm
+    else:
+        oc = int(rng.integers(1, 10)) * groups
+        in_c, shape = wc * groups, (oc, *kernel, wc)
+    consts, names = weighted(rng, int4("w", shape, random_packed(rng, int(np.prod(shape)))), oc)
+    order = ["input_offset", "output_offset", "stride", "padding", "dilation", "depth_multiplier", "act_min", "act_max"]
+    x = act("x", (n, h, w, in_c))
+    return {"kind": kind, "attrs": {k: attrs[k] for k in order if k in attrs}, "inputs": [(x, int8(rng, x.shape))],
+            "outputs": [act("y", (n, oh, ow, oc))], "constants": consts, "op_inputs": names,
+            "scratch": scratch}
+
+
+def fc_case(rng, kind: str, depth: int, oc: int, rows: int) -> dict:
+    if kind == "fully_connected_s4":
+        weight = int4("w", (oc, depth), random_packed(rng, oc * depth))
+    else:
+        weight = const("w", int8(rng, (oc, depth)))
+    consts, names = weighted(rng, weight, oc, per_channel_only=kind == "fully_connected_per_channel_s8")
+    x = act("x", (rows, depth))
+    return {"kind": kind, "attrs": offsets(rng), "inputs": [(x, int8(rng, x.shape))],
+            "outputs": [act("y", (rows, oc))], "constants": consts, "op_inputs": names,
+            "scratch": True}
+
+
+def sweep_cases(seed: int) -> list[tuple[str, dict]]:
+    rng = np.random.default_rng(seed)
+    cases = []
+    for wc in (1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 33):
+        for kernel in ((3, 3), (1, 1), (2, 3)):
+            cases.append((f"conv_c{wc}_k{kernel[0]}x{kernel[1]}", conv_case(rng, "conv2d_s4", wc, kernel)))
+    for wc in (1, 5, 8, 31, 32, 33, 64):  # 1x1 without padding: the input read in place
+        cases.append((f"pw_c{wc}", conv_case(rng, "conv2d_s4", wc, (1, 1), pad=[0, 0])))
+    cases.append(("pw_groups2", conv_case(rng, "conv2d_s4", 6, (1, 1), groups=2, pad=[0, 0])))
+    cases.append(("conv_groups3", conv_case(rng, "conv2d_s4", 3, (3, 3), groups=3)))
+    cases.append(("conv_groups2_c5", conv_case(rng, "conv2d_s4", 5, (1, 3), groups=2)))
+    cases.append(("conv_no_scratch", conv_case(rng, "conv2d_s4", 7, (3, 3), scratch=False)))
+    for c in (1, 3, 4, 8, 9, 16, 17):  # any depth multiplier: the portable path beyond 1
+        cases.append((f"dw_c{c}", conv_case(rng, "depthwise_conv2d_s4", c, (3, 3))))
+    for c in (1, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24, 64):  # multiplier 1: the DSP / MVE paths
+        cases.append((f"dw1_c{c}", conv_case(rng, "depthwise_conv2d_s4", c, (3, 3), dm=1)))
+    cases.append(("dw1_k1x5", conv_case(rng, "depthwise_conv2d_s4", 5, (1, 5), dm=1)))
+    cases.append(("dw1_k4x4", conv_case(rng, "depthwise_conv2d_s4", 6, (4, 4), dm=1)))  # 16 taps: int16 sums
+    cases.append(("dw1_k5x5_portable", conv_case(rng, "depthwise_conv2d_s4", 6, (5, 5), dm=1)))  # 25 taps
+    cases.append(("dw1_no_scratch", conv_case(rng, "depthwise_conv2d_s4", 9, (3, 3), dm=1, scratch=False)))
+    for depth in (1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 67):
+        for oc in (1, 3, 5):
+            rows = int(rng.integers(1, 4))
+            cases.append((f"fc4_d{depth}_o{oc}", fc_case(rng, "fully_connected_s4", depth, oc, rows)))
+    cases.append(("fc4_no_scratch", {**fc_case(rng, "fully_connected_s4", 37, 4, 2), "scratch": False}))
+    for depth in (5, 16, 33):
+        cases.append((f"fcpc_d{depth}", fc_case(rng, "fully_connected_per_channel_s8", depth, 6, 2)))
+    cases.append(("fc8_per_tensor", fc_case(rng, "fully_connected_s8", 9, 4, 2)))
+    return cases
+
+
+def one_op(case: dict) -> tuple[bytes, list[np.ndarray]]:
+    program = one_op_program([t for t, _ in case["inputs"]], case["outputs"], case["kind"], case["attrs"],
+                             case["constants"], op_inputs=case["op_inputs"])
+    return program, [v for _, v in case["inputs"]]
+
+
+def test_host_c_equals_python():
+    for name, case in sweep_cases(21):
+        program, values = one_op(case)
+        assert_same_bytes(*run_both(program, values), name)
+
+
+@pytest.mark.parametrize("target", BOARDS)
+def test_board_equals_host(target):
+    sweep = BoardSweep()
+    for name, case in sweep_cases(22):
+        sweep.add(name, case["kind"], case["attrs"], case["inputs"], case["outputs"], case["constants"],
+                  op_inputs=case["op_inputs"], scratch=case["scratch"])  # the target's planned scratch, or none
+    sweep.assert_same_on_board(target)
+
+
+# -- the readers: packing, sizes, precision ------------------------------------------------------
+
+def fc4_program(depth: int = 5, oc: int = 3) -> bytes:
+    rng = np.random.default_rng(3)
+    program, _ = one_op(fc_case(rng, "fully_connected_s4", depth, oc, 1))
+    return program
+
+
+def tensor_field(program: bytes, name: str, field_offset: int) -> int:
+    h = read_header(program)
+    index = list(deserialize(program).tensors).index(name)
+    return h.tensors_offset + index * h.tensor_record_size + field_offset
+
+
+def both_reject(data: bytes, python_match: str, c_status: str = "MF_ERR_FORMAT") -> None:
+    with pytest.raises(ProgramFormatError, match=python_match):
+        deserialize(data)
+    with pytest.raises(cruntime.CRuntimeError) as err:
+        cruntime.LoadedProgram(data)
+    assert err.value.status == c_status
+
+
+def test_readers_check_the_int4_packing():
+    program = fc4_program()  # 15 weights: an odd count, 8 bytes, the last high nibble the pad
+    h = read_header(program)
+    w = deserialize(program).tensors["w"]
+    assert w.nbytes == 8 and w.data.size == 8
+    cruntime.LoadedProgram(program)  # valid as written
+    data_at = h.constants_offset + struct.unpack_from("<I", program, tensor_field(program, "w", 44))[0]
+    damaged = bytearray(program)
+    damaged[data_at + 7] |= 0x10  # a non-zero pad nibble
+    both_reject(fix_crcs(damaged), "unused high nibble")
+    for nbytes in (7, 9, 15):  # not ceil(15 / 2)
+        damaged = bytearray(program)
+        struct.pack_into("<I", damaged, tensor_field(program, "w", 48), nbytes)
+        both_reject(fix_crcs(damaged), "nbytes")
+
+
+def test_readers_keep_int4_to_the_s4_weights():
+    program = fc4_program()
+    x_dtype = tensor_field(program, "x", 8)
+    damaged = bytearray(program)
+    damaged[x_dtype] = 6  # the activation as int4 (its nbytes disagree too: either check rejects)
+    both_reject(fix_crcs(damaged), "int4|nbytes")
+    h = read_header(program)
+    damaged = bytearray(program)
+    struct.pack_into("<H", damaged, h.ops_offset, OP_KINDS["fully_connected_s8"]["id"])  # int4 weights, s8 kind
+    struct.pack_into("<B", damaged, h.ops_offset + 3, PRECISION_CODES["a8w8"])
+    both_reject(fix_crcs(damaged), "is int4")
+
+
+def precision_case_programs() -> list[bytes]:
+    """Programs holding every kind the readers' precision tables name, but delegate (its own tests)."""
+    from conftest import compiled
+
+    rng = np.random.default_rng(6)
+    programs = [one_op(case)[0] for _name, case in sweep_cases(5)]
+    programs.append(conv_like_case(rng, depthwise=True)[0])
+    programs.append(one_op_program([act("x", (2, 6))], [act("y", (2, 3))], "slice",
+                                   {"begin": [0, 1], "end": [2, 6], "step": [1, 2]}))
+    programs += [compiled(name)[2].to_bytes() for name in ("custom_fallback", "transformer_block")]
+    return programs
+
+
+def test_readers_check_the_precision_byte():
+    """Each op's precision byte against the kind's precisions (mcuforge.ir.KIND_PRECISIONS): every code on every
+    op, C and Python readers agreeing (the C loader's own table, csrc/runtime/loader.c kind_precisions)."""
+    seen = set()
+    for program in precision_case_programs():
+        h = read_header(program)
+        graph = deserialize(program)
+        for i, op in enumerate(graph.ops):
+            if op.kind in seen:
+                continue
+            seen.add(op.kind)
+            for precision, code in [*PRECISION_CODES.items(), ("unknown", 7), ("unknown", 255)]:
+                damaged = bytearray(program)
+                struct.pack_into("<B", damaged, h.ops_offset + i * h.op_record_size + 3, code)
+                damaged = fix_crcs(damaged)
+                if precision in kind_precisions(op.kind):
+                    deserialize(damaged)
+                    cruntime.LoadedProgram(damaged)
+                else:
+                    both_reject(damaged, "precision code")
+            # 0: not recorded (a format 1.0 file): both readers derive it
+            damaged = bytearray(program)
+            struct.pack_into("<B", damaged, h.ops_offset + i * h.op_record_size + 3, 0)
+            assert deserialize(fix_crcs(damaged)).ops[i].precision == ""
+            cruntime.LoadedProgram(fix_crcs(damaged))
+    # the kinds whose precision the table fixes were all checked against the C loader
+    missing = {k for k in KIND_PRECISIONS if k not in ("delegate", "transpose_conv2d_s8")} - seen
+    assert not missing, sorted(missing)

@@ -1,0 +1,182 @@
+"""quantization="w4a8": int4 weights end to end -- the API and CLI, precision as data (prog.ops, the
+program file, mcuforge info, the Inspector), the same bytes from host Python, host C and the
+cortex-m4 / cortex-m55 boards, and the flash it saves (the accuracy it keeps: tests/test_digits.py).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import mcuforge
+from mcuforge import cli, cruntime, firmware
+from mcuforge.program import deserialize
+from mcuforge.quantize.weight_observers import PER_CHANNEL_MIN_GAIN_DB, per_channel_gain_db
+from mcuforge.runtime import execute
+from mcuforge.zoo import MODELS
+
+from conftest import calibration_set, compiled, program_inputs
+
+BOARDS = ("cortex-m4", "cortex-m55")
+
+
+class OddShapes(nn.Module):
+    """Every s4 kind with odd sizes: a grouped conv, a depthwise conv with multiplier 2, a conv1d-free
+    stack ending in a linear layer of odd width; a transposed conv, which stays int8 (no s4 kernel)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 6, 3, padding=1)
+        self.grouped = nn.Conv2d(6, 9, 3, padding=1, groups=3)
+        self.depthwise = nn.Conv2d(9, 18, 3, stride=2, padding=1, groups=9)
+        self.up = nn.ConvTranspose2d(18, 5, 2, stride=2)
+        self.head = nn.Linear(5 * 6 * 6, 7)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.grouped(torch.relu(self.conv(x))))
+        x = self.up(torch.relu(self.depthwise(x)))
+        return self.head(torch.flatten(x, 1))
+
+
+def compile_quiet(model, example, quantization: str, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return mcuforge.compile(model, example, calibration=calibration_set(example, 16, seed=1), progress=False,
+                                quantization=quantization, **kw)
+
+
+@pytest.fixture(scope="module")
+def odd_w4a8():
+    torch.manual_seed(0)
+    model = OddShapes().eval()
+    example = (torch.randn(1, 3, 6, 6),)
+    return model, example, compile_quiet(model, example, "w4a8")
+
+
+def test_w4a8_kinds_and_precisions(odd_w4a8):
+    _model, _example, prog = odd_w4a8
+    kinds = {(op.kind, op.precision) for op in prog.ops}
+    assert {("conv2d_s4", "a8w4"), ("depthwise_conv2d_s4", "a8w4"), ("fully_connected_s4", "a8w4"),
+            ("transpose_conv2d_s8", "a8w8")} <= kinds, kinds
+    assert all(op.backend == "int8" for op in prog.ops)
+    for op in prog.graph.ops:
+        if op.kind.endswith("_s4"):
+            w = prog.graph.tensors[op.inputs[1]]
+            assert w.dtype == "int4" and w.data.size == (w.numel + 1) // 2
+    # the precision is in the file: read back, the same records
+    loaded = deserialize(prog.to_bytes())
+    assert [op.precision for op in loaded.ops] == [op.precision for op in prog.ops]
+
+
+def test_int8_precisions():
+    prog = compiled("ds_cnn")[2]
+    assert {op.precision for op in prog.ops if op.kind in ("conv2d_s8", "depthwise_conv2d_s8")} == {"a8w8"}
+    assert {op.precision for op in prog.ops if op.kind in ("avgpool_s8", "reshape")} == {"a8"}
+    fallback = compiled("custom_fallback")[2]
+    assert {op.precision for op in fallback.ops if op.backend == "fp32"} == {"fp32"}
+
+
+def test_linear_layers_per_channel_where_it_raises_accuracy():
+    """fully_connected_per_channel_s8 exactly for the layers whose weights' rounding error drops by at least
+    1 dB with a scale per row; fully_connected_s8 (one multiplier and shift) for the others."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 12), nn.ReLU(), nn.Linear(12, 10), nn.ReLU(), nn.Linear(10, 4)).eval()
+    with torch.no_grad():
+        model[2].weight.mul_(torch.logspace(-2, 0, 10)[:, None])  # rows of very different ranges
+        model[4].weight.copy_(torch.sign(torch.randn(4, 10)) * 0.3)  # rows of one range
+    gains = [per_channel_gain_db(m.weight, 8) for m in model if isinstance(m, nn.Linear)]
+    assert gains[1] > 5 and gains[2] == 0
+    for quantization, bits in (("int8", 8), ("w4a8", 4)):
+        prog = compile_quiet(model, (torch.randn(1, 16),), quantization)
+        per_channel = [per_channel_gain_db(m.weight, bits) >= PER_CHANNEL_MIN_GAIN_DB for m in model
+                       if isinstance(m, nn.Linear)]
+        fc = [op for op in prog.graph.ops if op.kind.startswith("fully_connected")]
+        if quantization == "int8":
+            assert [op.kind for op in fc] == ["fully_connected_per_channel_s8" if p else "fully_connected_s8"
+                                              for p in per_channel]
+        for op, p in zip(fc, per_channel, strict=True):
+            channels = prog.graph.tensors[op.inputs[1]].shape[0]
+            assert prog.graph.tensors[op.inputs[3]].shape == ((channels,) if p else (1,))
+    # the zoo's FC autoencoder holds both (its random rows are mostly of one range)
+    assert {op.kind for op in compiled("fc_autoencoder")[2].ops} == {"fully_connected_per_channel_s8",
+                                                                     "fully_connected_s8"}
+
+
+def test_quantization_argument_is_checked():
+    model, example = MODELS["fc_autoencoder"]()
+    with pytest.raises(ValueError, match=r"unknown quantization 'int4'; supported: 'int8', 'w4a8', 'a16w8'"):
+        mcuforge.compile(model, example, quantization="int4")
+
+
+def test_linear_scheme_forces_per_tensor_or_per_channel():
+    model, example = MODELS["fc_autoencoder"]()
+    for per_channel, kind in ((False, "fully_connected_s8"), (True, "fully_connected_per_channel_s8")):
+        prog = compile_quiet(model, example, mcuforge.quantize.Scheme("int8", linear_per_channel=per_channel))
+        assert {op.kind for op in prog.ops} == {kind}
+
+
+@pytest.mark.parametrize("target", BOARDS)
+def test_three_way_w4a8(odd_w4a8, target):
+    """Host Python == host C == board, for the odd-shaped model and DS-CNN (conv, depthwise, linear in int4)."""
+    model, example = MODELS["ds_cnn"]()
+    for name, prog in (("odd_shapes", odd_w4a8[2]), ("ds_cnn", compile_quiet(model, example, "w4a8"))):
+        graph = prog.graph
+        graph.target = target
+        program = prog.to_bytes()
+        inputs = program_inputs(graph, np.random.default_rng(3))
+        python = execute(graph, inputs)
+        host_c, _ = cruntime.run_program(program, inputs)
+        board, _, _ = firmware.run_on_qemu(program, inputs, target)
+        for i, (p, c, b) in enumerate(zip(python, host_c, board, strict=True)):
+            assert p.tobytes() == c.tobytes(), f"{name} output {i}: host Python != host C"
+            assert c.tobytes() == b.tobytes(), f"{name} output {i}: host C != {target}"
+
+
+def test_constant_bytes_halve_with_int4_weights():
+    """Only the weights shrink, to ceil(n / 2) bytes; bias and requantization constants stay (12 bytes per
+    output channel, which is why DS-CNN and MobileNetV1-0.25 stay above 0.55x: benchmarks/precision.py)."""
+    for name, bound in (("resnet8", 0.55), ("fc_autoencoder", 0.55)):
+        model, example = MODELS[name]()
+        int8, w4a8 = compiled(name)[2], compile_quiet(model, example, "w4a8")
+        weights8 = sum(int8.graph.tensors[op.inputs[1]].nbytes for op in int8.graph.ops if op.kind.startswith(("conv",
+                       "fully", "depthwise")))
+        weights4 = sum((int8.graph.tensors[op.inputs[1]].numel + 1) // 2 for op in int8.graph.ops
+                       if op.kind.startswith(("conv", "fully", "depthwise")))
+        assert w4a8.constant_bytes == int8.constant_bytes - weights8 + weights4, name
+        assert w4a8.constant_bytes <= bound * int8.constant_bytes, (name, w4a8.constant_bytes / int8.constant_bytes)
+
+
+FACTORY = """
+import torch
+from torch import nn
+
+
+def make():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(9, 5), nn.ReLU(), nn.Linear(5, 3)).eval(), (torch.randn(1, 9),)
+"""
+
+
+def test_cli_compile_quantization_and_info(tmp_path, capsys):
+    (tmp_path / "tiny.py").write_text(FACTORY)
+    out = tmp_path / "tiny.mfp"
+    factory = f"{tmp_path / 'tiny.py'}:make"
+    assert cli.main(["compile", factory, "--quantization", "w4a8", "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert cli.main(["info", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "precision" in text and "fully_connected_s4" in text and "2 a8w4" in text
+    assert cli.main(["compile", factory, "--quantization", "int4"]) == 2  # a usage error: one line, exit 2
+    assert "unknown quantization 'int4'; supported: 'int8', 'w4a8', 'a16w8'" in capsys.readouterr().err
+
+
+def test_inspector_frame_has_the_precision(odd_w4a8):
+    _model, example, prog = odd_w4a8
+    _outs, trace = prog.run(*example, trace=True)
+    df = mcuforge.Inspector(prog, trace).to_dataframe()
+    assert list(df["precision"]) == [op.precision for op in prog.ops]
+    assert "a8w4" in set(mcuforge.Inspector(prog, trace).totals("precision").index)
