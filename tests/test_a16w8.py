@@ -1,11 +1,14 @@
 """A16W8 end to end (int16 activations, int8 weights): compile(quantization="a16w8") on the FC autoencoder and a
-regression MLP (zoo.trained, trained here in seconds), their SQNR against fp32 at least 20 dB above int8's on
-the same calibration and test data, the s16 kernels and precisions in the programs, and three-way equality
-(host Python == host C == QEMU on cortex-m4 and cortex-m55) for programs using every s16 kind."""
+regression MLP (zoo.trained, trained here in seconds), their SQNR against fp32 above int8's on the same
+calibration and test data, the s16 kernels and precisions in the programs, and three-way equality (host
+Python == host C == QEMU on cortex-m4 and cortex-m55) for programs using every s16 kind.
+
+The issue's target, 20 dB above int8, is not met: the int8 weights bound both models' SQNR (benchmarks/
+precision.py: FC autoencoder 52 dB int8 -> 61 dB a16w8, with fp32 activations and int8 weights 63 dB;
+sensor regression 25 -> 36 dB, ceiling 40 dB). What is asserted is the gain measured with margin."""
 
 from __future__ import annotations
 
-import copy
 import functools
 import warnings
 
@@ -20,7 +23,7 @@ from mcuforge import cruntime, firmware
 from mcuforge.ir import OP_KINDS
 from mcuforge.program import serialize
 from mcuforge.runtime import execute
-from mcuforge.zoo.trained import log_mel_frames, make_fc_autoencoder_trained, make_sensor_regression, sensor_readings
+from mcuforge.zoo.trained import trained_task
 
 from conftest import program_inputs
 
@@ -30,19 +33,16 @@ S16_KINDS = {kind for kind in OP_KINDS if kind.endswith("_s16") or kind in ("con
 @functools.cache
 def trained(name: str):
     """(model, example, calibration items, test batch) of a trained model and its data."""
-    if name == "fc_autoencoder":
-        model, example = make_fc_autoencoder_trained()
-        return model, example, [(x[None],) for x in log_mel_frames(64, 1)], log_mel_frames(256, 2)
-    model, example = make_sensor_regression()
-    return model, example, [(x[None],) for x in sensor_readings(256, 1)], sensor_readings(4096, 2)
+    return trained_task(name)
 
 
 @functools.cache
-def program(name: str, quantization: str) -> mcuforge.Program:
+def program(name: str, quantization: str, target: str = "cortex-m55") -> mcuforge.Program:
     model, example, calibration, _test = trained(name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return mcuforge.compile(model, example, calibration=calibration, progress=False, quantization=quantization)
+        return mcuforge.compile(model, example, calibration=calibration, target=target, progress=False,
+                                quantization=quantization)
 
 
 def sqnr_db(name: str, quantization: str) -> float:
@@ -53,10 +53,10 @@ def sqnr_db(name: str, quantization: str) -> float:
     return float(10 * np.log10(np.sum(ref**2) / np.sum((ref - got) ** 2)))
 
 
-@pytest.mark.parametrize("name", ["fc_autoencoder", "sensor_regression"])
-def test_a16w8_is_20_db_above_int8(name):
+@pytest.mark.parametrize(("name", "gain_db"), [("fc_autoencoder", 6.0), ("sensor_regression", 8.0)])
+def test_a16w8_sqnr_above_int8(name, gain_db):
     int8, a16w8 = sqnr_db(name, "int8"), sqnr_db(name, "a16w8")
-    assert a16w8 - int8 >= 20.0, (name, int8, a16w8)
+    assert a16w8 - int8 >= gain_db, (name, int8, a16w8)
 
 
 @pytest.mark.parametrize("name", ["fc_autoencoder", "sensor_regression"])
@@ -85,8 +85,8 @@ class EveryS16Kernel(nn.Module):
         z = self.dw(y)
         gate = torch.tanh(self.dw(y))  # sole user of its producer: a power-of-two input, activation_s16
         y = (y + F.relu6(z)) * gate  # add_s16, mul_s16
-        y = torch.clamp(y, -1.0, 1.0)  # clamp_s16
-        pooled = torch.cat([F.avg_pool2d(y, 2), F.max_pool2d(y, 2)], 1)  # avg/max pool s16, concat int8
+        pooled = torch.cat([torch.clamp(F.avg_pool2d(y, 2), -1.0, 1.0),  # avgpool_s16, clamp_s16 (not fused)
+                            F.max_pool2d(y, 2)], 1)  # maxpool_s16, concat int8
         small = self.up(F.pad(pooled[:, :8], (1, 1, 1, 1)))[:, :, :4, :4]  # int8 pad and transposed conv
         q = small.flatten(2)  # (1, 4, 16)
         attention = F.softmax(torch.matmul(q.transpose(1, 2), q), -1)  # batch_matmul_s16, softmax_s16
@@ -95,7 +95,7 @@ class EveryS16Kernel(nn.Module):
 
 
 @functools.cache
-def every_kernel_program() -> mcuforge.Program:
+def every_kernel_program(target: str = "cortex-m55") -> mcuforge.Program:
     torch.manual_seed(0)
     model = EveryS16Kernel().eval()
     example = (torch.randn(1, 3, 8, 8),)
@@ -103,7 +103,8 @@ def every_kernel_program() -> mcuforge.Program:
     calibration = [(torch.randn(1, 3, 8, 8, generator=gen),) for _ in range(8)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return mcuforge.compile(model, example, calibration=calibration, progress=False, quantization="a16w8")
+        return mcuforge.compile(model, example, calibration=calibration, target=target, progress=False,
+                                quantization="a16w8")
 
 
 def test_every_s16_kind_is_emitted():
@@ -114,9 +115,8 @@ def test_every_s16_kind_is_emitted():
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 @pytest.mark.parametrize("which", ["every_kernel", "fc_autoencoder", "sensor_regression"])
 def test_three_way(which, target):
-    prog = every_kernel_program() if which == "every_kernel" else program(which, "a16w8")
-    graph = copy.copy(prog.graph)
-    graph.target = target  # the lowering does not depend on the DSP / MVE target (tests/test_three_way.py)
+    prog = every_kernel_program(target) if which == "every_kernel" else program(which, "a16w8", target)
+    graph = prog.graph  # compiled for the target: the s16 kinds' scratch depends on its kernel path
     data = serialize(graph)
     inputs = program_inputs(graph, np.random.default_rng(3))
     python = execute(graph, inputs)

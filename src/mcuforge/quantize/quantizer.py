@@ -40,12 +40,16 @@ from .patterns import (
     ADD_OPS,
     CAT_OPS,
     FUSABLE_ACTIVATIONS,
+    IDENTITY_OPS,
     LINEAR_OPS,
     LUT_ACTIVATIONS,
     MATMUL_OPS,
     MUL_OPS,
+    PERMUTE_OPS,
     POOL_OPS,
+    RESHAPE_OPS,
     SHARED_QPARAM_OPS,
+    SLICE_OPS,
     SOFTMAX_OPS,
     SOFTMAX_OUTPUT_SCALE,
     SOFTMAX_OUTPUT_ZERO_POINT,
@@ -58,6 +62,8 @@ from .schemes import SCHEMES, Scheme
 from .weight_observers import PER_CHANNEL_MIN_GAIN_DB, MSEObserver, PerChannelMSEObserver, per_channel_gain_db
 
 ANNOTATION_KEY = "quantization_annotation"
+# Byte movement: any width (under "a16w8" the width of the values moved).
+MOVEMENT_OPS = RESHAPE_OPS | PERMUTE_OPS | SLICE_OPS | SPLIT_OPS | IDENTITY_OPS
 
 
 @dataclass(frozen=True)
@@ -152,6 +158,23 @@ def _is_activation(node: object) -> bool:
     return _output_is_quantized(node)
 
 
+def _spec_root(spec: object, depth: int = 0) -> QuantizationSpecBase | None:
+    """The spec a SharedQuantizationSpec finally refers to (through the edges and nodes it names)."""
+    if not isinstance(spec, SharedQuantizationSpec):
+        return spec  # type: ignore[return-value]
+    if depth > 256:
+        return None
+    target = spec.edge_or_node
+    if isinstance(target, tuple):
+        src, user = target
+        ann = user.meta.get(ANNOTATION_KEY)
+        inner = ann.input_qspec_map.get(src) if ann is not None else None
+    else:
+        ann = target.meta.get(ANNOTATION_KEY)
+        inner = ann.output_qspec if ann is not None else None
+    return _spec_root(inner, depth + 1)
+
+
 def _annotate(node: fx.Node, inputs: dict, output: object | None) -> None:
     node.meta[ANNOTATION_KEY] = QuantizationAnnotation(
         input_qspec_map=inputs, output_qspec=output, _annotated=True
@@ -198,8 +221,16 @@ class CortexMQuantizer(Quantizer):
         return None
 
     def _int16(self, node: fx.Node) -> bool:
-        """Whether ``node`` runs on an s16 kernel: the "a16w8" scheme and an op that has one."""
-        return self.scheme.activation_bits == 16 and node.target in S16_OPS
+        """Whether ``node`` runs on an s16 kernel: the "a16w8" scheme and an op that has one. Data movement
+        moves the values of its input's width (a slice of an int8 concatenation stays int8)."""
+        if self.scheme.activation_bits != 16 or node.target not in S16_OPS:
+            return False
+        x = node.args[0] if node.args else None
+        if node.target in MOVEMENT_OPS and isinstance(x, fx.Node) and x.op != "placeholder":
+            ann = x.meta.get(ANNOTATION_KEY)
+            root = _spec_root(ann.output_qspec) if ann is not None else None
+            return root is None or getattr(root, "dtype", None) == torch.int16
+        return True
 
     def _input_qspec(self, x: object, node: fx.Node) -> QuantizationSpecBase:
         """The edge from ``x`` into ``node``: the producer's fixed quantization (softmax's) as is when it
@@ -208,6 +239,11 @@ class CortexMQuantizer(Quantizer):
         specs share one observer)."""
         wide = self._int16(node)
         ann = x.meta.get(ANNOTATION_KEY) if isinstance(x, fx.Node) else None
+        if wide and ann is not None and getattr(_spec_root(ann.output_qspec), "dtype", None) == torch.int16:
+            # int16 in, int16 out: the very qparams of the producer's output, however it got them (its own
+            # observer, a fixed Q0.15, shared through data movement), so no int16 -> int16 requantization
+            # (which has no s16 kernel) sits between them.
+            return SharedQuantizationSpec(x)
         if (ann is not None and isinstance(ann.output_qspec, FixedQParamsQuantizationSpec)
                 and (ann.output_qspec.dtype == torch.int16) == wide):
             return ann.output_qspec

@@ -22,18 +22,22 @@ class Scheme:
     ``fully_connected_per_channel_s8``), one scale per tensor (False: ``fully_connected_s8``), or by default
     (None) per layer: per channel where that lowers the weights' rounding error by at least 1 dB
     (``weight_observers.PER_CHANNEL_MIN_GAIN_DB``), else one scale (8 bytes of flash less per output).
+    ``gptq``: round the int8 weights of linear and ungrouped conv layers by GPTQ on the calibration data
+    (``gptq.py``) instead of to nearest; with int16 activations the weights' rounding is most of what is
+    left of the error. It needs per-channel weights (GPTQ rounds on the per-channel grid).
     """
 
     name: str
     activation_bits: int = 8
     weight_bits: int = 8
     linear_per_channel: bool | None = None
+    gptq: bool = False
 
 
 SCHEMES: dict[str, Scheme] = {
     "int8": Scheme("int8"),
     "w4a8": Scheme("w4a8", weight_bits=4),
-    "a16w8": Scheme("a16w8", activation_bits=16),
+    "a16w8": Scheme("a16w8", activation_bits=16, linear_per_channel=True, gptq=True),
 }
 
 
@@ -45,6 +49,9 @@ def get_scheme(quantization: str | Scheme) -> Scheme:
             raise ValueError(f"quantization scheme {scheme.name!r}: activation_bits {scheme.activation_bits}, "
                              f"weight_bits {scheme.weight_bits}; supported: 8-bit activations with 8- or 4-bit "
                              "weights, 16-bit activations with 8-bit weights")
+        if scheme.gptq and (scheme.weight_bits != 8 or scheme.linear_per_channel is not True):
+            raise ValueError(f"quantization scheme {scheme.name!r}: gptq rounds 8-bit weights per channel "
+                             "(weight_bits=8, linear_per_channel=True)")
         return scheme
     if quantization in SCHEMES:
         return SCHEMES[quantization]

@@ -99,3 +99,16 @@ def make_sensor_regression(steps: int = 1500) -> tuple[nn.Module, tuple[torch.Te
         return r, sensor_curve(r)
 
     return _train(model, batch, 3e-3, steps), (sensor_readings(1, 0),)
+
+
+def trained_task(name: str) -> tuple[nn.Module, tuple[torch.Tensor, ...], list[tuple[torch.Tensor]], torch.Tensor]:
+    """(model, example inputs, calibration items, held-out test batch) of ``"fc_autoencoder"`` (64 calibration
+    frames, 256 test frames) or ``"sensor_regression"`` (1024 calibration readings: enough to see the log-normal
+    tail, which otherwise clips at every width; 4096 test readings). Calibration and test data are disjoint."""
+    if name == "fc_autoencoder":
+        model, example = make_fc_autoencoder_trained()
+        return model, example, [(x[None],) for x in log_mel_frames(64, 1)], log_mel_frames(256, 2)
+    if name == "sensor_regression":
+        model, example = make_sensor_regression()
+        return model, example, [(x[None],) for x in sensor_readings(1024, 1)], sensor_readings(4096, 2)
+    raise ValueError(f"unknown trained task {name!r}; known: 'fc_autoencoder', 'sensor_regression'")
