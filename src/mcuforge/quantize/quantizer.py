@@ -322,7 +322,8 @@ class CortexMQuantizer(Quantizer):
     def _annotate_own_output(self, node: fx.Node) -> None:
         x = node.args[0]
         if isinstance(x, fx.Node):
-            out = q15_output_qspec() if self._int16(node) and node.target in SIGMOID_TANH else self._output_qspec(node, node)
+            q15 = self._int16(node) and node.target in SIGMOID_TANH  # arm_nn_activation_s16's Q0.15 output
+            out = q15_output_qspec() if q15 else self._output_qspec(node, node)
             _annotate(node, {x: self._input_qspec(x, node)}, out)
 
     def _annotate_softmax(self, node: fx.Node) -> None:

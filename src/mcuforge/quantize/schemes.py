@@ -15,12 +15,12 @@ class Scheme:
     """One uniform quantization scheme.
 
     ``activation_bits``: int8 activations everywhere (8), or int16 (16: symmetric, for every op with a CMSIS-NN
-    s16 kernel, ``int16.S16_OPS``; the others keep int8 between conversions). ``weight_bits``: the weights of convolutions
-    (depthwise and grouped included) and linear layers, symmetric per output channel -- 8 ([-127, 127]) or 4
-    ([-7, 7], packed two per byte in CMSIS-NN's s4 layout). Transposed convolutions keep int8 weights (CMSIS-NN
-    has no s4 transposed convolution). ``linear_per_channel``: linear weights per output channel (True, run by
-    ``fully_connected_per_channel_s8``), one scale per tensor (False: ``fully_connected_s8``), or by default
-    (None) per layer: per channel where that lowers the weights' rounding error by at least 1 dB
+    s16 kernel, ``int16.S16_OPS``; the others keep int8 between conversions). ``weight_bits``: the weights of
+    convolutions (depthwise and grouped included) and linear layers, symmetric per output channel -- 8 ([-127,
+    127]) or 4 ([-7, 7], packed two per byte in CMSIS-NN's s4 layout). Transposed convolutions keep int8 weights
+    (CMSIS-NN has no s4 transposed convolution). ``linear_per_channel``: linear weights per output channel
+    (True, run by ``fully_connected_per_channel_s8``), one scale per tensor (False: ``fully_connected_s8``), or
+    by default (None) per layer: per channel where that lowers the weights' rounding error by at least 1 dB
     (``weight_observers.PER_CHANNEL_MIN_GAIN_DB``), else one scale (8 bytes of flash less per output).
     ``gptq``: round the int8 weights of linear and ungrouped conv layers by GPTQ on the calibration data
     (``gptq.py``) instead of to nearest; with int16 activations the weights' rounding is most of what is
