@@ -19,9 +19,9 @@ import torch.nn.functional as F  # noqa: N812 - torch's own convention
 from torch import nn
 
 import mcuforge
-from mcuforge import cruntime, firmware
+from mcuforge import cli, cruntime, firmware
 from mcuforge.ir import OP_KINDS
-from mcuforge.program import serialize
+from mcuforge.program import deserialize, serialize
 from mcuforge.runtime import execute
 from mcuforge.zoo.trained import trained_task
 
@@ -126,3 +126,40 @@ def test_three_way(which, target):
         assert p.dtype == c.dtype == b.dtype and p.shape == c.shape == b.shape, (which, i)
         assert c.tobytes() == b.tobytes(), f"{which} output {i}: C on the host != {target} on QEMU"
         assert p.tobytes() == c.tobytes(), f"{which} output {i}: host Python != C runtime"
+
+
+def test_precisions_in_program_file_and_inspector():
+    prog = every_kernel_program()
+    precisions = {op.kind: op.precision for op in prog.ops}
+    assert {precisions[k] for k in ("conv2d_s16", "depthwise_conv2d_s16", "fully_connected_s16")} == {"a16w8"}
+    assert {precisions[k] for k in S16_KINDS - {"conv2d_s16", "depthwise_conv2d_s16", "fully_connected_s16"}} == {"a16"}
+    assert precisions["concat_s8"] == "a8" and precisions["transpose_conv2d_s8"] == "a8w8"
+    assert all(op.backend == "int8" for op in prog.ops)  # every op on an integer kernel, no fp32 island
+    loaded = deserialize(prog.to_bytes())  # the precision byte read back
+    assert [op.precision for op in loaded.ops] == [op.precision for op in prog.ops]
+    x = torch.randn(1, 3, 8, 8, generator=torch.Generator().manual_seed(4))
+    _outs, trace = prog.run(x, trace=True)
+    insp = mcuforge.Inspector(prog, trace)
+    assert list(insp.to_dataframe()["precision"]) == [op.precision for op in prog.ops]
+    assert {"a16w8", "a16", "a8", "a8w8"} <= set(insp.totals("precision").index)
+
+
+FACTORY = """
+import torch
+from torch import nn
+
+
+def make():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(9, 5), nn.ReLU(), nn.Linear(5, 3), nn.Sigmoid()).eval(), (torch.randn(1, 9),)
+"""
+
+
+def test_cli_compile_a16w8_and_info(tmp_path, capsys):
+    (tmp_path / "tiny.py").write_text(FACTORY)
+    out = tmp_path / "tiny.mfp"
+    assert cli.main(["compile", f"{tmp_path / 'tiny.py'}:make", "--quantization", "a16w8", "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert cli.main(["info", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "fully_connected_s16" in text and "activation_s16" in text and "2 a16w8" in text, text

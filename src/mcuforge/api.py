@@ -54,17 +54,18 @@ class OpRecord:
 
 
 def _macs(graph: Graph, op: Op) -> int:
-    if op.kind in ("conv2d_s8", "depthwise_conv2d_s8", "conv2d_s4", "depthwise_conv2d_s4"):
+    if op.kind in ("conv2d_s8", "depthwise_conv2d_s8", "conv2d_s4", "depthwise_conv2d_s4", "conv2d_s16",
+                   "depthwise_conv2d_s16"):
         out = graph.tensors[op.outputs[0]]
         kh, kw = graph.tensors[op.inputs[1]].shape[1:3]
         cin = graph.tensors[op.inputs[1]].shape[3] if op.kind.startswith("conv2d") else 1
         return out.numel * kh * kw * cin
-    if op.kind in ("fully_connected_s8", "fully_connected_per_channel_s8", "fully_connected_s4"):
+    if op.kind in ("fully_connected_s8", "fully_connected_per_channel_s8", "fully_connected_s4", "fully_connected_s16"):
         return graph.tensors[op.outputs[0]].numel * graph.tensors[op.inputs[1]].shape[1]
     if op.kind == "transpose_conv2d_s8":  # every input pixel meets every tap of every output channel
         oc, kh, kw, _cin = graph.tensors[op.inputs[1]].shape
         return graph.tensors[op.inputs[0]].numel * kh * kw * oc
-    if op.kind == "batch_matmul_s8":  # one K-long dot product per output element
+    if op.kind in ("batch_matmul_s8", "batch_matmul_s16"):  # one K-long dot product per output element
         lhs = graph.tensors[op.inputs[0]].shape
         return graph.tensors[op.outputs[0]].numel * lhs[-2 if op.attrs.get("adj_x") else -1]
     if op.kind == "aten_fp32":
