@@ -15,11 +15,9 @@ import warnings
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F  # noqa: N812 - torch's own convention
-from torch import nn
 
 import mcuforge
-from mcuforge import cli, cruntime, firmware
+from mcuforge import cli, cruntime, firmware, fuzz
 from mcuforge.ir import OP_KINDS
 from mcuforge.program import deserialize, serialize
 from mcuforge.runtime import execute
@@ -68,43 +66,16 @@ def test_a16w8_programs_are_int16_throughout(name):
     assert prog.graph.tensors[prog.graph.inputs[0]].dtype == "int16"
 
 
-class EveryS16Kernel(nn.Module):
-    """Every op with an s16 kernel, and int8-only ops (pad, concatenation, a transposed convolution) between
-    int16 ones, so that the program also converts between the widths."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, padding=1)
-        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
-        self.up = nn.ConvTranspose2d(8, 4, 2, stride=2)
-        self.fc = nn.Linear(64, 8)
-        self.head = nn.Linear(8, 8)
-
-    def forward(self, x):
-        y = F.relu(self.conv(x))
-        z = self.dw(y)
-        gate = torch.tanh(self.dw(y))  # sole user of its producer: a power-of-two input, activation_s16
-        y = (y + F.relu6(z)) * gate  # add_s16, mul_s16
-        pooled = torch.cat([torch.clamp(F.avg_pool2d(y, 2), -1.0, 1.0),  # avgpool_s16, clamp_s16 (not fused)
-                            F.max_pool2d(y, 2)], 1)  # maxpool_s16, concat int8
-        small = self.up(F.pad(pooled[:, :8], (1, 1, 1, 1)))[:, :, :4, :4]  # int8 pad and transposed conv
-        q = small.flatten(2)  # (1, 4, 16)
-        attention = F.softmax(torch.matmul(q.transpose(1, 2), q), -1)  # batch_matmul_s16, softmax_s16
-        features = F.gelu(self.fc(attention.flatten(1)[:, :64]))  # fully_connected_s16, lut_s16
-        return torch.sigmoid(self.head(features)), y.mean(dim=(2, 3))
-
-
 @functools.cache
 def every_kernel_program(target: str = "cortex-m55") -> mcuforge.Program:
-    torch.manual_seed(0)
-    model = EveryS16Kernel().eval()
-    example = (torch.randn(1, 3, 8, 8),)
+    """The fuzz seed model with every s16 kind (mcuforge.fuzz), compiled for ``target``."""
+    model, example, _target, quantization = fuzz.seed_model("every_s16_kernel")
     gen = torch.Generator().manual_seed(1)
     calibration = [(torch.randn(1, 3, 8, 8, generator=gen),) for _ in range(8)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return mcuforge.compile(model, example, calibration=calibration, target=target, progress=False,
-                                quantization="a16w8")
+                                quantization=quantization)
 
 
 def test_every_s16_kind_is_emitted():
