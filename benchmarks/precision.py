@@ -11,8 +11,8 @@ under QEMU -icount (one run each). The digits demo (a trained CNN): test accurac
 Linear layers (int8): one scale per tensor, one per output channel, and mcuforge's choice per layer.
 A16W8 on the trained FC autoencoder and sensor-curve regression MLP (mcuforge.zoo.trained: random weights
 would make the SQNR meaningless: the zoo's random FC autoencoder gives nearly the same output for every input,
-its variance across inputs 1e-6 of its mean square): SQNR on held-out data (``trained_task``), the gain over int8, and two
-references: A16W8 with weights rounded to nearest (without GPTQ), and the fp32 model with only its weights
+its variance across inputs 1e-6 of its mean square): SQNR on held-out data (``trained_task``), the gain over
+int8, and two references: A16W8 with weights rounded to nearest (without GPTQ), and the fp32 model with only its weights
 rounded to int8 per channel (fp32 activations: the SQNR int8 weights allow).
 """
 

@@ -153,24 +153,35 @@ def seed_programs() -> dict[str, bytes]:
     """Valid program files: the seed models compiled for their target, the first one also compiled for every
     other Cortex-M (the header's target and ISA differ, and the ops' scratch follows each target's kernel
     path: what the C runtime checks against them)."""
-    import torch
-
-    from . import api
-    from .program import serialize
     from .targets import TARGETS
 
     programs = {}
     for name, model, example, target, quantization in _seed_models():
-        gen = torch.Generator().manual_seed(1)
-        calibration = [tuple(torch.randn(t.shape, generator=gen) if t.is_floating_point() else t for t in example)
-                       for _ in range(8)]
         for each in [target, *([t for t in TARGETS if t != target] if name == "every_int8_kernel" else [])]:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                graph = api.compile(model, example, calibration=calibration, target=each, progress=False,
-                                    quantization=quantization).graph
-            programs[f"{name}-{each}"] = serialize(graph)
+            programs[f"{name}-{each}"] = _seed_program(model, example, each, quantization)
     return programs
+
+
+def seed_programs_of(name: str) -> bytes:
+    """The program file of the seed model ``name``, compiled for its target as :func:`seed_programs` does."""
+    model, example, target, quantization = seed_model(name)
+    return _seed_program(model, example, target, quantization)
+
+
+def _seed_program(model, example: tuple, target: str, quantization: str) -> bytes:
+    import torch
+
+    from . import api
+    from .program import serialize
+
+    gen = torch.Generator().manual_seed(1)
+    calibration = [tuple(torch.randn(t.shape, generator=gen) if t.is_floating_point() else t for t in example)
+                   for _ in range(8)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = api.compile(model, example, calibration=calibration, target=target, progress=False,
+                            quantization=quantization).graph
+    return serialize(graph)
 
 
 def seed_kinds(programs: dict[str, bytes] | None = None) -> set[str]:
@@ -209,11 +220,12 @@ def seed_traces() -> dict[str, bytes]:
 
 
 def _seed_input(rng, tensor):
-    """An input for a seed run: int8 codes over their whole range, floats from a normal, indices 0."""
+    """An input for a seed run: int8 / int16 codes over their whole range, floats from a normal, indices 0."""
     import numpy as np
 
-    if tensor.dtype == "int8":
-        return rng.integers(-128, 128, tensor.shape).astype(np.int8)
+    if tensor.dtype in ("int8", "int16"):
+        info = np.iinfo(tensor.dtype)
+        return rng.integers(info.min, info.max + 1, tensor.shape).astype(tensor.dtype)
     if tensor.dtype == "float32":
         return rng.standard_normal(tensor.shape).astype(np.float32)
     return np.zeros(tensor.shape, tensor.dtype)
