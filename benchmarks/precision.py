@@ -3,11 +3,12 @@ A16W8 (int16 activations) on trained models.
 
     python benchmarks/precision.py      # prints the tables and writes results/precision.md
 
-Per model: constant bytes (weights, then bias + requantization constants: 12 bytes per output channel
-whatever the weight width), the W4A8 / int8 ratio, SQNR of the output against the fp32 model (16 random
-normal inputs, calibration on 16 others: the zoo models have random weights, so SQNR is the measure),
-and instructions per inference on the emulated cortex-m4 (DSP paths) and cortex-m55 (MVE paths), exact
-under QEMU -icount (one run each). The digits demo (a trained CNN): test accuracy of fp32, int8 and W4A8.
+Per model (int8, W4A8 and A16W8): constant bytes (weights, then bias + requantization constants: per output
+channel; A16W8's bias is int64), the ratio to int8, the arena, SQNR of the output against the fp32 model (16
+random normal inputs, calibration on 16 others: the zoo models have random weights, so SQNR is the measure), and
+instructions per inference on the emulated cortex-m4 (DSP paths) and cortex-m55 (MVE paths), exact under QEMU
+-icount (one run each).
+The digits demo (a trained CNN): test accuracy of fp32, int8 and W4A8.
 Linear layers (int8): one scale per tensor, one per output channel, and mcuforge's choice per layer.
 A16W8 on the trained FC autoencoder and sensor-curve regression MLP (mcuforge.zoo.trained: random weights
 would make the SQNR meaningless: the zoo's random FC autoencoder gives nearly the same output for every input,
@@ -79,12 +80,12 @@ def model_rows() -> list[list[object]]:
     rows = []
     for name in MLPERF_TINY:
         model, example = MODELS[name]()
-        progs = {q: compile_model(model, example, q) for q in ("int8", "w4a8")}
+        progs = {q: compile_model(model, example, q) for q in ("int8", "w4a8", "a16w8")}
         for q, prog in progs.items():
             other = prog.constant_bytes - weight_bytes(prog)
             ratio = prog.constant_bytes / progs["int8"].constant_bytes
             counts = [instructions(prog, example, t) for t in BOARDS]
-            rows.append([name, q, prog.constant_bytes, weight_bytes(prog), other, f"{ratio:.3f}",
+            rows.append([name, q, prog.constant_bytes, weight_bytes(prog), other, f"{ratio:.3f}", prog.arena_bytes,
                          round(sqnr_db(model, prog, example), 2), *counts])
     return rows
 
@@ -162,7 +163,7 @@ def a16w8_rows() -> list[list[object]]:
 
 
 def main() -> None:
-    models = table(["model", "scheme", "constants B", "weights B", "bias+requant B", "vs int8", "SQNR dB",
+    models = table(["model", "scheme", "constants B", "weights B", "bias+requant B", "vs int8", "arena B", "SQNR dB",
                     *[f"{t} instr" for t in BOARDS]], model_rows())
     digits = table(["digits CNN", "test accuracy %", "vs fp32 (points)", "constants B"], digits_rows())
     linear = table(["model", "linear weights", "per-channel layers", "SQNR dB (int8)", "constants B"], linear_rows())
