@@ -134,3 +134,13 @@ def test_cli_compile_a16w8_and_info(tmp_path, capsys):
     assert cli.main(["info", str(out)]) == 0
     text = capsys.readouterr().out
     assert "fully_connected_s16" in text and "activation_s16" in text and "2 a16w8" in text, text
+
+
+def test_scheme_widths_are_checked():
+    from mcuforge.quantize import Scheme, get_scheme
+
+    assert get_scheme("a16w8").activation_bits == 16
+    with pytest.raises(ValueError, match="16-bit activations with 8-bit weights"):
+        get_scheme(Scheme("a16w4", activation_bits=16, weight_bits=4))
+    with pytest.raises(ValueError, match="gptq rounds 8-bit weights per channel"):
+        get_scheme(Scheme("gptq-per-tensor", activation_bits=16, gptq=True))
