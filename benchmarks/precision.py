@@ -1,13 +1,20 @@
-"""Precisions side by side: int8 and W4A8 (int4 weights) on the MLPerf Tiny models and the digits demo.
+"""Precisions side by side: int8 and W4A8 (int4 weights) on the MLPerf Tiny models and the digits demo; int8 and
+A16W8 (int16 activations) on trained models.
 
     python benchmarks/precision.py      # prints the tables and writes results/precision.md
 
-Per model: constant bytes (weights, then bias + requantization constants: 12 bytes per output channel
-whatever the weight width), the W4A8 / int8 ratio, SQNR of the output against the fp32 model (16 random
-normal inputs, calibration on 16 others: the zoo models have random weights, so SQNR is the measure),
-and instructions per inference on the emulated cortex-m4 (DSP paths) and cortex-m55 (MVE paths), exact
-under QEMU -icount (one run each). The digits demo (a trained CNN): test accuracy of fp32, int8 and W4A8.
+Per model (int8, W4A8 and A16W8): constant bytes (weights, then bias + requantization constants: per output
+channel; A16W8's bias is int64), the ratio to int8, the arena, SQNR of the output against the fp32 model (16
+random normal inputs, calibration on 16 others: the zoo models have random weights, so SQNR is the measure), and
+instructions per inference on the emulated cortex-m4 (DSP paths) and cortex-m55 (MVE paths), exact under QEMU
+-icount (one run each).
+The digits demo (a trained CNN): test accuracy of fp32, int8 and W4A8.
 Linear layers (int8): one scale per tensor, one per output channel, and mcuforge's choice per layer.
+A16W8 on the trained FC autoencoder and sensor-curve regression MLP (mcuforge.zoo.trained: random weights
+would make the SQNR meaningless: the zoo's random FC autoencoder gives nearly the same output for every input,
+its variance across inputs 1e-6 of its mean square): SQNR on held-out data (``trained_task``), the gain over
+int8, and two references: A16W8 with weights rounded to nearest (without GPTQ), and the fp32 model with only its weights
+rounded to int8 per channel (fp32 activations: the SQNR int8 weights allow).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from mcuforge.examples.digits import fp32_accuracy, load_digits_data, train_digi
 from mcuforge.quantize import Scheme
 from mcuforge.report import table
 from mcuforge.zoo import MODELS
+from mcuforge.zoo.trained import trained_task
 
 from results_file import publish
 
@@ -72,12 +80,12 @@ def model_rows() -> list[list[object]]:
     rows = []
     for name in MLPERF_TINY:
         model, example = MODELS[name]()
-        progs = {q: compile_model(model, example, q) for q in ("int8", "w4a8")}
+        progs = {q: compile_model(model, example, q) for q in ("int8", "w4a8", "a16w8")}
         for q, prog in progs.items():
             other = prog.constant_bytes - weight_bytes(prog)
             ratio = prog.constant_bytes / progs["int8"].constant_bytes
             counts = [instructions(prog, example, t) for t in BOARDS]
-            rows.append([name, q, prog.constant_bytes, weight_bytes(prog), other, f"{ratio:.3f}",
+            rows.append([name, q, prog.constant_bytes, weight_bytes(prog), other, f"{ratio:.3f}", prog.arena_bytes,
                          round(sqnr_db(model, prog, example), 2), *counts])
     return rows
 
@@ -113,13 +121,57 @@ def linear_rows() -> list[list[object]]:
     return rows
 
 
+def sqnr_on(ref: np.ndarray, got: np.ndarray) -> float:
+    ref, got = ref.astype(np.float64), got.astype(np.float64)
+    return float(10 * np.log10(np.sum(ref**2) / np.sum((ref - got) ** 2)))
+
+
+def int8_weights_only(model: torch.nn.Module) -> torch.nn.Module:
+    """The fp32 model with each linear / conv weight rounded to int8 per output channel (max |w| / 127)."""
+    model = copy.deepcopy(model)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)):
+                w = m.weight.reshape(m.weight.shape[0], -1)
+                scale = (w.abs().amax(dim=1) / 127).clamp_min(1e-30).reshape(-1, *[1] * (m.weight.dim() - 1))
+                m.weight.copy_(torch.round(m.weight / scale) * scale)
+    return model
+
+
+def a16w8_rows() -> list[list[object]]:
+    rows = []
+    nearest = Scheme("a16w8 (nearest)", activation_bits=16, linear_per_channel=True)
+    for name in ("fc_autoencoder", "sensor_regression"):
+        model, example, calibration, test = trained_task(name)
+        with torch.no_grad():
+            ref = model(test).numpy()
+            ceiling = sqnr_on(ref, int8_weights_only(model)(test).numpy())
+        progs = {}
+        for scheme in ("int8", "a16w8", nearest):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                progs[getattr(scheme, "name", scheme)] = mcuforge.compile(
+                    model, example, calibration=calibration, progress=False, quantization=scheme)
+        base = sqnr_on(ref, progs["int8"].run(test)[0])
+        for label, prog in progs.items():
+            sqnr = sqnr_on(ref, prog.run(test)[0])
+            counts = [instructions(prog, example, t) for t in BOARDS] if label != nearest.name else ["-", "-"]
+            rows.append([name, label, round(sqnr, 2), f"{sqnr - base:+.2f}", prog.constant_bytes, prog.arena_bytes,
+                         *counts])
+        rows.append([name, "fp32 act., int8 weights", round(ceiling, 2), f"{ceiling - base:+.2f}", "-", "-", "-", "-"])
+    return rows
+
+
 def main() -> None:
-    models = table(["model", "scheme", "constants B", "weights B", "bias+requant B", "vs int8", "SQNR dB",
+    models = table(["model", "scheme", "constants B", "weights B", "bias+requant B", "vs int8", "arena B", "SQNR dB",
                     *[f"{t} instr" for t in BOARDS]], model_rows())
     digits = table(["digits CNN", "test accuracy %", "vs fp32 (points)", "constants B"], digits_rows())
     linear = table(["model", "linear weights", "per-channel layers", "SQNR dB (int8)", "constants B"], linear_rows())
-    publish("precision", "Precisions: int8 and W4A8", "\n\n".join([models, digits, linear]),
-            ", 16 calibration inputs, 16 evaluation inputs; instructions: QEMU -icount, one run")
+    a16w8 = table(["trained model", "scheme", "SQNR dB", "vs int8 dB", "constants B", "arena B",
+                   *[f"{t} instr" for t in BOARDS]], a16w8_rows())
+    publish("precision", "Precisions: int8, W4A8 and A16W8", "\n\n".join([models, digits, linear, a16w8]),
+            ", MLPerf Tiny (random weights): 16 calibration inputs, 16 evaluation inputs; trained models: "
+            "mcuforge.zoo.trained.trained_task's data; instructions: QEMU -icount, one run")
 
 
 if __name__ == "__main__":

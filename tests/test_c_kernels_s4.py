@@ -30,7 +30,7 @@ from test_c_kernels import (
 from test_c_validation import fix_crcs
 from test_kernels_s4 import random_packed
 
-from mcuforge import cruntime
+from mcuforge import cruntime, fuzz
 from mcuforge.ir import KIND_PRECISIONS, OP_KINDS, Tensor, kind_precisions
 from mcuforge.kernels import conv_output_hw
 from mcuforge.program import ProgramFormatError, deserialize, read_header
@@ -211,6 +211,7 @@ def precision_case_programs() -> list[bytes]:
     programs.append(one_op_program([act("x", (2, 6))], [act("y", (2, 3))], "slice",
                                    {"begin": [0, 1], "end": [2, 6], "step": [1, 2]}))
     programs += [compiled(name)[2].to_bytes() for name in ("custom_fallback", "transformer_block")]
+    programs.append(fuzz.seed_programs_of("every_s16_kernel"))  # the s16 kinds and the int8 <-> int16 conversions
     return programs
 
 

@@ -29,6 +29,9 @@ from .quantize import ObserverConfig, Scheme, get_scheme, quantize
 from .targets import get_target
 
 DEBUG_SUFFIX = ".dbg.json"
+#: The quantized dtypes of program inputs and outputs, with their ranges: float values in and out are
+#: quantized and dequantized by their qparams (torch's quantize_per_tensor).
+QUANTIZED_RANGES = {"int8": (-128, 127), "int16": (-32768, 32767)}
 
 
 @dataclass(frozen=True)
@@ -51,17 +54,18 @@ class OpRecord:
 
 
 def _macs(graph: Graph, op: Op) -> int:
-    if op.kind in ("conv2d_s8", "depthwise_conv2d_s8", "conv2d_s4", "depthwise_conv2d_s4"):
+    if op.kind in ("conv2d_s8", "depthwise_conv2d_s8", "conv2d_s4", "depthwise_conv2d_s4", "conv2d_s16",
+                   "depthwise_conv2d_s16"):
         out = graph.tensors[op.outputs[0]]
         kh, kw = graph.tensors[op.inputs[1]].shape[1:3]
         cin = graph.tensors[op.inputs[1]].shape[3] if op.kind.startswith("conv2d") else 1
         return out.numel * kh * kw * cin
-    if op.kind in ("fully_connected_s8", "fully_connected_per_channel_s8", "fully_connected_s4"):
+    if op.kind in ("fully_connected_s8", "fully_connected_per_channel_s8", "fully_connected_s4", "fully_connected_s16"):
         return graph.tensors[op.outputs[0]].numel * graph.tensors[op.inputs[1]].shape[1]
     if op.kind == "transpose_conv2d_s8":  # every input pixel meets every tap of every output channel
         oc, kh, kw, _cin = graph.tensors[op.inputs[1]].shape
         return graph.tensors[op.inputs[0]].numel * kh * kw * oc
-    if op.kind == "batch_matmul_s8":  # one K-long dot product per output element
+    if op.kind in ("batch_matmul_s8", "batch_matmul_s16"):  # one K-long dot product per output element
         lhs = graph.tensors[op.inputs[0]].shape
         return graph.tensors[op.outputs[0]].numel * lhs[-2 if op.attrs.get("adj_x") else -1]
     if op.kind == "aten_fp32":
@@ -199,8 +203,10 @@ class Program:
             arr = arr.reshape((runs, *logical))
             if t.layout == "nhwc":
                 arr = np.transpose(arr, (0, *(p + 1 for p in NCHW_TO_NHWC)))
-            if t.dtype == "int8" and arr.dtype != np.int8:
-                arr = quantize_per_tensor(arr.astype(np.float32), t.qparams.scale, t.qparams.zero_point)
+            if t.dtype in QUANTIZED_RANGES and t.qparams is not None and arr.dtype != np.dtype(t.dtype):
+                qmin, qmax = QUANTIZED_RANGES[t.dtype]  # int8, or int16 (an A16W8 program's input)
+                arr = quantize_per_tensor(arr.astype(np.float32), t.qparams.scale, t.qparams.zero_point, qmin, qmax,
+                                          np.dtype(t.dtype))
             out.append(np.ascontiguousarray(arr, dtype=t.dtype))
         single = all(a.shape == s for a, s in zip(arrays, self.input_shapes, strict=True))
         return out, runs, single
@@ -210,7 +216,7 @@ class Program:
         results = []
         for name, value in zip(self.graph.outputs, values, strict=True):
             t = self.graph.tensors[name]
-            if t.qparams is not None and t.dtype == "int8":
+            if t.qparams is not None and t.dtype in QUANTIZED_RANGES:
                 value = dequantize_per_tensor(value, t.qparams.scale, t.qparams.zero_point)
             if t.layout == "nhwc":
                 value = np.transpose(value, (0, *(p + 1 for p in NHWC_TO_NCHW)))
@@ -222,7 +228,7 @@ class Program:
         return tuple(results)
 
     def run_raw(self, *inputs: Any, backend: str = "python", target: str | None = None) -> list[np.ndarray]:
-        """Outputs as the program stores them (int8 for quantized outputs, program layout), for
+        """Outputs as the program stores them (int8 or int16 for quantized outputs, program layout), for
         exactly one run of the compiled shapes."""
         prepared, runs, single = self._program_inputs(inputs)
         if not single:
@@ -294,9 +300,10 @@ def compile(  # noqa: A001 - the public name the flow reads as
     labels are ignored). Without it, random normal inputs are used and a warning says so.
     ``observers`` overrides the calibration observers (histogram activations, per-channel
     min/max weights by default). ``quantization``: the scheme, uniform over the model -- "int8"
-    (int8 activations and weights, the default) or "w4a8" (int4 weights for convolutions and
-    linear layers, packed two per byte: about half the flash); each op's ``precision`` says what
-    it runs in ("a16w8" is not supported yet: a ValueError says so). ``target``: a Cortex-M
+    (int8 activations and weights, the default), "w4a8" (int4 weights for convolutions and
+    linear layers, packed two per byte: about half the flash) or "a16w8" (int16 activations with int8
+    weights and int64 bias on CMSIS-NN's s16 kernels, for the ops that have one; the others stay int8
+    between inserted int8 <-> int16 conversions); each op's ``precision`` says what it runs in. ``target``: a Cortex-M
     ("cortex-m55"), or a Cortex-M with an Ethos-U NPU ("cortex-m55+ethos-u55-128"): the ops the
     NPU can run are then delegated to it, compiled by Vela (``prog.delegates``; needs the
     ``ethos-u`` extra).

@@ -417,8 +417,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "cortex-m55+ethos-u55-128 (ops the NPU runs are delegated, compiled by Vela)")
     p.add_argument("--calibration", help=".npz with one array per input, samples along the first axis")
     p.add_argument("--quantization", default="int8", type=_quantization, metavar="SCHEME",
-                   help="int8 (default) or w4a8: int4 weights for convolutions and linear layers (about half the "
-                        "flash); a16w8 is not supported yet")
+                   help="int8 (default); w4a8: int4 weights for convolutions and linear layers (about half the "
+                        "flash); a16w8: int16 activations, int8 weights (CMSIS-NN's s16 kernels)")
     p.add_argument("-o", "--output", help="program file to write (default: FACTORY.mfp)")
     p.add_argument("--flash-bytes", type=byte_count, metavar="N",
                    help="your part's flash for the program file (e.g. 1M, 512K); default: the target's reference "

@@ -50,8 +50,8 @@ def fuzz_root() -> Path:
 
 def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
     """(name, model, example inputs, target, quantization): small models whose programs hold every op kind
-    (one of them partly delegated to an Ethos-U NPU, one with int4 weights) and most of the C runtime's fp32
-    fallback kernels."""
+    (one of them partly delegated to an Ethos-U NPU, one with int4 weights, one with int16 activations) and most
+    of the C runtime's fp32 fallback kernels."""
     import torch
     import torch.nn.functional as F  # noqa: N812 - torch's own convention
     from torch import nn
@@ -74,6 +74,31 @@ def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
             q = y.flatten(2)
             attention = F.softmax(torch.matmul(q.transpose(1, 2), q), -1)
             return F.gelu(self.fc2(self.fc(attention.flatten(1)[:, :64]))), y.permute(0, 2, 3, 1)
+
+    class EveryS16Kernel(nn.Module):
+        """Every op with an s16 kernel under "a16w8", and int8-only ops (pad, concatenation, a transposed
+        convolution) between int16 ones, so that the program also converts between the widths."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+            self.up = nn.ConvTranspose2d(8, 4, 2, stride=2)
+            self.fc = nn.Linear(64, 8)
+            self.head = nn.Linear(8, 8)
+
+        def forward(self, x):
+            y = F.relu(self.conv(x))
+            z = self.dw(y)
+            gate = torch.tanh(self.dw(y))  # sole user of its producer: a power-of-two input, activation_s16
+            y = (y + F.relu6(z)) * gate  # add_s16, mul_s16
+            pooled = torch.cat([torch.clamp(F.avg_pool2d(y, 2), -1.0, 1.0),  # avgpool_s16, clamp_s16 (unfused)
+                                F.max_pool2d(y, 2)], 1)  # maxpool_s16, concat int8
+            small = self.up(F.pad(pooled[:, :8], (1, 1, 1, 1)))[:, :, :4, :4]  # int8 pad and transposed conv
+            q = small.flatten(2)  # (1, 4, 16)
+            attention = F.softmax(torch.matmul(q.transpose(1, 2), q), -1)  # batch_matmul_s16, softmax_s16
+            features = F.gelu(self.fc(attention.flatten(1)[:, :64]))  # fully_connected_s16, lut_s16
+            return torch.sigmoid(self.head(features)), y.mean(dim=(2, 3))
 
     class Fp32AndNpu(nn.Module):
         def __init__(self) -> None:
@@ -111,7 +136,16 @@ def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
             ("int4_weights", EveryInt8Kernel(), x, "cortex-m4", "w4a8"),
             ("fp32_and_npu", Fp32AndNpu(), x, "cortex-m55+ethos-u55-128", "int8"),
             ("fp32_kernels", Fp32Kernels(), (torch.randn(1, 4, 4, 4), torch.tensor([[1, 7, 3]])), "cortex-m4",
-             "int8")]
+             "int8"),
+            ("every_s16_kernel", EveryS16Kernel(), x, "cortex-m55", "a16w8")]
+
+
+def seed_model(name: str) -> tuple[object, tuple, str, str]:
+    """(model in eval mode, example inputs, target, quantization) of the seed model ``name``."""
+    for seed, model, example, target, quantization in _seed_models():
+        if seed == name:
+            return model.eval(), example, target, quantization
+    raise KeyError(f"no seed model {name!r}")
 
 
 @cache
@@ -119,24 +153,35 @@ def seed_programs() -> dict[str, bytes]:
     """Valid program files: the seed models compiled for their target, the first one also compiled for every
     other Cortex-M (the header's target and ISA differ, and the ops' scratch follows each target's kernel
     path: what the C runtime checks against them)."""
-    import torch
-
-    from . import api
-    from .program import serialize
     from .targets import TARGETS
 
     programs = {}
     for name, model, example, target, quantization in _seed_models():
-        gen = torch.Generator().manual_seed(1)
-        calibration = [tuple(torch.randn(t.shape, generator=gen) if t.is_floating_point() else t for t in example)
-                       for _ in range(8)]
         for each in [target, *([t for t in TARGETS if t != target] if name == "every_int8_kernel" else [])]:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                graph = api.compile(model, example, calibration=calibration, target=each, progress=False,
-                                    quantization=quantization).graph
-            programs[f"{name}-{each}"] = serialize(graph)
+            programs[f"{name}-{each}"] = _seed_program(model, example, each, quantization)
     return programs
+
+
+def seed_programs_of(name: str) -> bytes:
+    """The program file of the seed model ``name``, compiled for its target as :func:`seed_programs` does."""
+    model, example, target, quantization = seed_model(name)
+    return _seed_program(model, example, target, quantization)
+
+
+def _seed_program(model, example: tuple, target: str, quantization: str) -> bytes:
+    import torch
+
+    from . import api
+    from .program import serialize
+
+    gen = torch.Generator().manual_seed(1)
+    calibration = [tuple(torch.randn(t.shape, generator=gen) if t.is_floating_point() else t for t in example)
+                   for _ in range(8)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = api.compile(model, example, calibration=calibration, target=target, progress=False,
+                            quantization=quantization).graph
+    return serialize(graph)
 
 
 def seed_kinds(programs: dict[str, bytes] | None = None) -> set[str]:
@@ -175,11 +220,12 @@ def seed_traces() -> dict[str, bytes]:
 
 
 def _seed_input(rng, tensor):
-    """An input for a seed run: int8 codes over their whole range, floats from a normal, indices 0."""
+    """An input for a seed run: int8 / int16 codes over their whole range, floats from a normal, indices 0."""
     import numpy as np
 
-    if tensor.dtype == "int8":
-        return rng.integers(-128, 128, tensor.shape).astype(np.int8)
+    if tensor.dtype in ("int8", "int16"):
+        info = np.iinfo(tensor.dtype)
+        return rng.integers(info.min, info.max + 1, tensor.shape).astype(tensor.dtype)
     if tensor.dtype == "float32":
         return rng.standard_normal(tensor.shape).astype(np.float32)
     return np.zeros(tensor.shape, tensor.dtype)

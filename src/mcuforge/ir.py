@@ -38,7 +38,9 @@ LAYOUTS = ("plain", "nhwc")
 
 # What an op computes in: activation bits, then weight bits for ops with weights. "a8w8": int8 activations
 # and int8 weights; "a8w4": int8 activations, int4 weights; "a8": int8 activations, no weights (add, pooling,
-# data movement of int8 values); "a16" / "a16w8": int16 activations (by kinds still to come); "fp32": a
+# data movement of int8 values); "a16w8": int16 activations, int8 weights (the s16 conv / depthwise / fully
+# connected); "a16": int16 activations, no weights (the other s16 kinds, the int8 <-> int16 conversions, data
+# movement of int16 values); "fp32": a
 # float32 computation (fp32 fallback ops, the quantize/dequantize at their boundaries, moving fp32 values).
 PRECISIONS = ("fp32", "a8", "a8w8", "a8w4", "a16", "a16w8")
 
@@ -152,7 +154,8 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     add_s8 on the scalar path: its inputs' two tables of 256 int32 (an add of equal shapes uses them).
     The s4 kinds on the DSP and MVE paths: conv2d_s4 the same 5 patches with the patch size rounded up to 8
     (the DSP path widens a word of 8 packed weights at a time); fully_connected_s4 one input row widened
-    to int16 (DSP); depthwise_conv2d_s4 its weights unpacked to int8."""
+    to int16 (DSP); depthwise_conv2d_s4 its weights unpacked to int8.
+    conv2d_s16 on the DSP and MVE paths: one int16 im2col patch (2 bytes per element)."""
     path = get_target(target).kernel_path
     if kind == "conv2d_s8":
         _, kh, kw, ic = weight_shape
@@ -169,6 +172,9 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
         return (int(np.prod(weight_shape)) + 3) // 4 * 4
     if kind == "add_s8" and path == "scalar":
         return 2048
+    if kind == "conv2d_s16" and path in ("dsp", "mve"):  # one int16 im2col patch
+        _, kh, kw, ic = weight_shape
+        return (2 * kh * kw * ic + 15) // 16 * 16
     if kind == "depthwise_conv2d_s8" and path == "scalar":
         _, kh, kw, _ = weight_shape
         stride, dilation = (attrs or {}).get("stride", [1, 1]), (attrs or {}).get("dilation", [1, 1])
@@ -186,10 +192,11 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
 
 
 # Op kinds whose kernels may write their output exactly onto an input (by position): a reshape copies
-# nothing; the elementwise int8 kernels read element i of that input before writing element i of the
+# nothing; the elementwise int8 and int16 kernels read element i of that input before writing element i of the
 # output, and no element after it (mcuforge.plan writes them in place where it saves memory).
 IN_PLACE_INPUTS: dict[str, tuple[int, ...]] = {
     "reshape": (0,), "clamp_s8": (0,), "lut_s8": (0,), "add_s8": (0, 1), "mul_s8": (0, 1),
+    "clamp_s16": (0,), "lut_s16": (0,), "activation_s16": (0,), "add_s16": (0, 1), "mul_s16": (0, 1),
 }
 
 
@@ -372,6 +379,43 @@ for _kind, _like, _id in (("conv2d_s4", "conv2d_s8", 15), ("depthwise_conv2d_s4"
                           ("fully_connected_per_channel_s8", "fully_connected_s8", 18)):
     OP_KINDS[_kind] = {**OP_KINDS[_like], "id": _id}
 
+# int16 activations (A16W8: symmetric int16, zero point 0, so no offsets), CMSIS-NN's s16 kernels. The weighted
+# kinds take int8 weights, an optional int64 bias, int32 multipliers and int8 shifts (in [-31, 7], the range
+# of arm_nn_requantize_s64); fully_connected_s16 reads length-1 (arm_fully_connected_s16) or length-O ones.
+_S16_ACT = [("act_min", "int"), ("act_max", "int")]
+_S16_WINDOW = [("stride", "ints"), ("padding", "ints"), ("dilation", "ints")]
+_S16_POOL = [("kernel", "ints"), ("stride", "ints"), ("padding", "ints"), *_S16_ACT, ("output_hw", "ints")]
+OP_KINDS.update({
+    "conv2d_s16": {"id": 60, "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
+                   "attrs": [*_S16_WINDOW, *_S16_ACT]},
+    "depthwise_conv2d_s16": {"id": 61, "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
+                             "attrs": [*_S16_WINDOW, ("depth_multiplier", "int"), *_S16_ACT]},
+    "fully_connected_s16": {"id": 62, "inputs": ["x", "weight", "bias?", "multipliers", "shifts"], "attrs": _S16_ACT},
+    # arm_elementwise_add_s16 (TFLite int16 ADD parameters, left_shift 15); a and b broadcast like numpy.
+    "add_s16": {"id": 63, "inputs": ["a", "b"], "attrs": [
+        ("a_multiplier", "int"), ("a_shift", "int"), ("b_multiplier", "int"), ("b_shift", "int"),
+        ("left_shift", "int"), ("output_multiplier", "int"), ("output_shift", "int"), *_S16_ACT]},
+    "mul_s16": {"id": 64, "inputs": ["a", "b"],
+                "attrs": [("output_multiplier", "int"), ("output_shift", "int"), *_S16_ACT]},
+    "avgpool_s16": {"id": 65, "inputs": ["x"], "attrs": _S16_POOL},
+    "maxpool_s16": {"id": 66, "inputs": ["x"], "attrs": _S16_POOL},
+    # arm_softmax_s16 over the last stored axis with its two int16[513] tables; output scale 1/32768.
+    "softmax_s16": {"id": 67, "inputs": ["x", "exp_lut", "one_by_one_lut"],
+                    "attrs": [("multiplier", "int"), ("shift", "int")]},
+    "batch_matmul_s16": {"id": 68, "inputs": ["lhs", "rhs"], "attrs": [
+        ("output_multiplier", "int"), ("output_shift", "int"), *_S16_ACT, ("adj_x", "int"), ("adj_y", "int")]},
+    # Interpolated int16[513] table (mcuforge.kernels.lut_s16).
+    "lut_s16": {"id": 69, "inputs": ["x", "table"], "attrs": []},
+    # arm_nn_activation_s16: function 0 sigmoid, 1 tanh; Q3.12 input shifted left by left_shift, Q0.15 output.
+    "activation_s16": {"id": 70, "inputs": ["x"], "attrs": [("function", "int"), ("left_shift", "int")]},
+    "clamp_s16": {"id": 71, "inputs": ["x"], "attrs": _S16_ACT},
+    # Where int8 and int16 values meet: requantizing casts (arm_nn_requantize arithmetic).
+    "convert_s8_s16": {"id": 72, "inputs": ["x"],
+                       "attrs": [("input_offset", "int"), ("multiplier", "int"), ("shift", "int")]},
+    "convert_s16_s8": {"id": 73, "inputs": ["x"],
+                       "attrs": [("output_offset", "int"), ("multiplier", "int"), ("shift", "int")]},
+})
+
 OP_KIND_BY_ID = {spec["id"]: name for name, spec in OP_KINDS.items()}
 
 # The precisions an op of each kind may record in the program (the readers check it); kinds not listed
@@ -380,6 +424,10 @@ KIND_PRECISIONS: dict[str, tuple[str, ...]] = {
     "conv2d_s8": ("a8w8",), "depthwise_conv2d_s8": ("a8w8",), "fully_connected_s8": ("a8w8",),
     "transpose_conv2d_s8": ("a8w8",), "fully_connected_per_channel_s8": ("a8w8",),
     "conv2d_s4": ("a8w4",), "depthwise_conv2d_s4": ("a8w4",), "fully_connected_s4": ("a8w4",),
+    "conv2d_s16": ("a16w8",), "depthwise_conv2d_s16": ("a16w8",), "fully_connected_s16": ("a16w8",),
+    # The other s16 kernels, and the conversions where int8 and int16 values meet (int16 on one side).
+    **{k: ("a16",) for k in ("add_s16", "mul_s16", "avgpool_s16", "maxpool_s16", "softmax_s16", "batch_matmul_s16",
+                             "lut_s16", "activation_s16", "clamp_s16", "convert_s8_s16", "convert_s16_s8")},
     "reshape": ("a8", "a16", "fp32"), "transpose": ("a8", "a16", "fp32"), "slice": ("a8", "a16", "fp32"),
     "quantize": ("fp32",), "dequantize": ("fp32",), "aten_fp32": ("fp32",),
     "delegate": ("a8w8",),  # an int8 TOSA subgraph on the NPU

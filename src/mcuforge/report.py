@@ -30,7 +30,8 @@ def _shapes(shapes: Sequence[Sequence[int]]) -> str:
 def op_table(prog: Any) -> str:
     rows = []
     for op in prog.ops:
-        where = {"int8": "int8 kernel", "fp32": "fp32 fallback"}.get(op.backend, f"NPU {op.backend}")
+        integer = "int16 kernel" if op.precision.startswith("a16") else "int8 kernel"  # backend "int8": integer
+        where = {"int8": integer, "fp32": "fp32 fallback"}.get(op.backend, f"NPU {op.backend}")
         rows.append([op.index, op.kind, where, op.precision, op.module or "-", _shapes(op.input_shapes),
                      _shapes(op.output_shapes), op.macs, op.reason])
     npu = any(op.backend not in ("int8", "fp32") for op in prog.ops)

@@ -78,10 +78,13 @@ def input_sqnr(program_inputs: list[dict[str, Any]], inputs: Sequence[Any]) -> f
     sqnrs = []
     for info, x in zip(program_inputs, as_input_tuple(inputs), strict=True):
         x = np.asarray(x.detach().numpy() if isinstance(x, torch.Tensor) else x, np.float32)
-        if info.get("scale") is None or info["dtype"] != "int8":
+        if info.get("scale") is None or info["dtype"] not in ("int8", "int16"):
             continue
         # Exactly as the program quantizes its inputs (fp32, round half to even, saturate).
-        q = quantize_per_tensor(x, info["scale"], info["zero_point"])
+        if info["dtype"] == "int16":
+            q = quantize_per_tensor(x, info["scale"], info["zero_point"], -32768, 32767, np.int16)
+        else:
+            q = quantize_per_tensor(x, info["scale"], info["zero_point"])
         real = dequantize_per_tensor(q, info["scale"], info["zero_point"])
         sqnrs.append(error_stats(x.astype(np.float64), real.astype(np.float64))[0])
     return min(sqnrs) if sqnrs else SQNR_CAP_DB
@@ -92,7 +95,7 @@ def layer_ops(record: dict[str, Any]) -> list[dict[str, Any]]:
     that has an fp32 reference node."""
     last: dict[str, dict[str, Any]] = {}
     for op in record["ops"]:
-        if op.get("reference") and op["outputs"] and op["outputs"][0]["dtype"] in ("int8", "float32"):
+        if op.get("reference") and op["outputs"] and op["outputs"][0]["dtype"] in ("int8", "int16", "float32"):
             last[op.get("module", "")] = op
     return sorted(last.values(), key=lambda op: op["index"])
 

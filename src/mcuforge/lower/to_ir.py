@@ -12,7 +12,8 @@ import operator
 import torch
 from torch import fx
 
-from ..ir import Graph
+from ..ir import Graph, QParams
+from ..kernels.quant_utils import quantize_multiplier
 from .builder import (
     NCHW_TO_NHWC,
     GraphBuilder,
@@ -28,17 +29,30 @@ from .builder import (
 from .fallback import lower_fp32
 from .int8 import INT8_LOWERINGS, NotInt8
 
+#: The integer activations a quantize node may produce: (torch dtype, quant_min, quant_max) -> IR dtype.
+QUANTIZED_DTYPES = {(torch.int8, -128, 127): "int8", (torch.int16, -32768, 32767): "int16"}
+
+
+def quantized_dtype(node: fx.Node) -> str:
+    """The IR dtype of a quantize node's output: int8 [-128, 127] or int16 [-32768, 32767]."""
+    key = (node.args[5], int(node.args[3]), int(node.args[4]))
+    if key not in QUANTIZED_DTYPES:
+        raise LoweringError(f"{describe(node)}: only int8 [-128, 127] and int16 [-32768, 32767] activations "
+                            f"are supported, got {key[0]} [{key[1]}, {key[2]}]")
+    return QUANTIZED_DTYPES[key]
+
 
 def _lower_placeholder(b: GraphBuilder, node: fx.Node) -> str:
     """A model input. When all its users quantize it the same way, the program takes it as
-    int8 directly (the host runtime quantizes exactly like PT2E's quantize node)."""
+    int8 (or int16) directly (the host runtime quantizes exactly like PT2E's quantize node)."""
     shape = node_shape(node)
     users = list(node.users)
     qusers = [u for u in users if is_q(u)]
     layout = "nhwc" if len(shape) == 4 else "plain"
     stored = tuple(shape[i] for i in NCHW_TO_NHWC) if layout == "nhwc" else shape
-    if users and len(qusers) == len(users) and len({qparams_of(u) for u in qusers}) == 1:
-        name = b.add_tensor(node.name, stored, "int8", qparams=qparams_of(qusers[0]), layout=layout)
+    if users and len(qusers) == len(users) and len({(qparams_of(u), quantized_dtype(u)) for u in qusers}) == 1:
+        name = b.add_tensor(node.name, stored, quantized_dtype(qusers[0]), qparams=qparams_of(qusers[0]),
+                            layout=layout)
         for u in qusers:
             b.env[u] = name
     else:
@@ -48,15 +62,42 @@ def _lower_placeholder(b: GraphBuilder, node: fx.Node) -> str:
 
 
 def _lower_quantize(b: GraphBuilder, node: fx.Node) -> None:
-    """A quantize of a float value (the end of an fp32 island)."""
+    """A quantize of a float value: the end of an fp32 island, or (a quantize of a dequantized integer tensor
+    of the other width) where int8 and int16 values meet, which becomes a requantizing cast."""
+    qp, dtype = qparams_of(node), quantized_dtype(node)
+    if _lower_width_change(b, node, qp, dtype):
+        return
     src = b.float_value(node.args[0], node)
-    qp = qparams_of(node)
-    if node.args[5] != torch.int8 or (node.args[3], node.args[4]) != (-128, 127):
-        raise LoweringError(f"{describe(node)}: only int8 [-128, 127] activations are supported")
-    out = b.like(node.name, src, dtype="int8", qparams=qp)
+    out = b.like(node.name, src, dtype=dtype, qparams=qp)
     b.add_op("quantize", [src], [out], {"scale": qp.scale, "zero_point": qp.zero_point},
              backend="fp32", reason="fp32 boundary", nodes=[node])
     b.env[node] = out
+
+
+def _lower_width_change(b: GraphBuilder, node: fx.Node, qp: QParams, dtype: str) -> bool:
+    """``quantize(dequantize(t))`` with t an int8 activation and an int16 quantize (or the reverse): one
+    convert_s8_s16 / convert_s16_s8 op, ``requantize`` by the ratio of the scales (the "a16w8" scheme runs ops
+    without s16 kernels in int8). Returns False when it does not apply (the float route then does it)."""
+    src = b.int8_source(node.args[0]) if is_dq(node.args[0]) else None
+    if src is None or b.tensors[src].is_constant or b.tensors[src].dtype == dtype:
+        return False
+    qin = b.tensors[src].qparams
+    s16_zero_point = qin.zero_point if dtype == "int8" else qp.zero_point
+    try:
+        multiplier, shift = quantize_multiplier(qin.scale / qp.scale)
+    except ValueError:
+        return False
+    if s16_zero_point != 0 or multiplier == 0:
+        return False
+    out = b.like(node.name, src, dtype=dtype, qparams=qp)
+    if dtype == "int16":
+        b.add_op("convert_s8_s16", [src], [out], {"input_offset": -qin.zero_point, "multiplier": multiplier,
+                                                  "shift": shift}, nodes=[node])
+    else:
+        b.add_op("convert_s16_s8", [src], [out], {"output_offset": qp.zero_point, "multiplier": multiplier,
+                                                  "shift": shift}, nodes=[node])
+    b.env[node] = out
+    return True
 
 
 def _output_tensor(b: GraphBuilder, value: object) -> str:

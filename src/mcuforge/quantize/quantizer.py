@@ -3,7 +3,10 @@
 Activations are per-tensor affine int8 observed with histograms; weights are symmetric int8
 ([-127, 127]) per output channel observed with min/max -- or, under the "w4a8" scheme
 (``schemes.py``), int4 ([-7, 7]) for convolutions and linear layers; biases are int32 with scale
-input_scale * weight_scale[c] — the TFLite int8 spec that CMSIS-NN implements.
+input_scale * weight_scale[c] — the TFLite int8 spec that CMSIS-NN implements. Under "a16w8" the ops
+with s16 kernels (``int16.S16_OPS``) take symmetric int16 activations (``int16.py``) and leave their bias
+float (the lowering quantizes it to int64); the others keep int8, and PT2E's requantization where the two
+meet becomes a convert op.
 
 Annotation fuses conv/linear/add/mul with a following ReLU/ReLU6/hardtanh/clamp (only the
 activation's output is quantized, as the fused int8 kernel computes it), and gives pooling,
@@ -31,17 +34,22 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
+from .int16 import S16_OPS, SIGMOID_TANH, PowerOfTwoObserver, activation_qspec_s16, q15_output_qspec
 from .observers import HistogramObserver, PerChannelMinMaxObserver
 from .patterns import (
     ADD_OPS,
     CAT_OPS,
     FUSABLE_ACTIVATIONS,
+    IDENTITY_OPS,
     LINEAR_OPS,
     LUT_ACTIVATIONS,
     MATMUL_OPS,
     MUL_OPS,
+    PERMUTE_OPS,
     POOL_OPS,
+    RESHAPE_OPS,
     SHARED_QPARAM_OPS,
+    SLICE_OPS,
     SOFTMAX_OPS,
     SOFTMAX_OUTPUT_SCALE,
     SOFTMAX_OUTPUT_ZERO_POINT,
@@ -54,6 +62,8 @@ from .schemes import SCHEMES, Scheme
 from .weight_observers import PER_CHANNEL_MIN_GAIN_DB, MSEObserver, PerChannelMSEObserver, per_channel_gain_db
 
 ANNOTATION_KEY = "quantization_annotation"
+# Byte movement: any width (under "a16w8" the width of the values moved).
+MOVEMENT_OPS = RESHAPE_OPS | PERMUTE_OPS | SLICE_OPS | SPLIT_OPS | IDENTITY_OPS
 
 
 @dataclass(frozen=True)
@@ -148,6 +158,23 @@ def _is_activation(node: object) -> bool:
     return _output_is_quantized(node)
 
 
+def _spec_root(spec: object, depth: int = 0) -> QuantizationSpecBase | None:
+    """The spec a SharedQuantizationSpec finally refers to (through the edges and nodes it names)."""
+    if not isinstance(spec, SharedQuantizationSpec):
+        return spec  # type: ignore[return-value]
+    if depth > 256:
+        return None
+    target = spec.edge_or_node
+    if isinstance(target, tuple):
+        src, user = target
+        ann = user.meta.get(ANNOTATION_KEY)
+        inner = ann.input_qspec_map.get(src) if ann is not None else None
+    else:
+        ann = target.meta.get(ANNOTATION_KEY)
+        inner = ann.output_qspec if ann is not None else None
+    return _spec_root(inner, depth + 1)
+
+
 def _annotate(node: fx.Node, inputs: dict, output: object | None) -> None:
     node.meta[ANNOTATION_KEY] = QuantizationAnnotation(
         input_qspec_map=inputs, output_qspec=output, _annotated=True
@@ -155,8 +182,9 @@ def _annotate(node: fx.Node, inputs: dict, output: object | None) -> None:
 
 
 class CortexMQuantizer(Quantizer):
-    """PT2E quantizer for mcuforge's Cortex-M kernels (CMSIS-NN arithmetic); ``scheme`` sets the weight width
-    (``mcuforge.quantize.schemes``: "int8" by default, "w4a8" for int4 weights)."""
+    """PT2E quantizer for mcuforge's Cortex-M kernels (CMSIS-NN arithmetic); ``scheme`` sets the widths
+    (``mcuforge.quantize.schemes``: "int8" by default, "w4a8" for int4 weights, "a16w8" for int16
+    activations)."""
 
     def __init__(self, observers: ObserverConfig | None = None, scheme: Scheme | None = None) -> None:
         super().__init__()
@@ -192,22 +220,53 @@ class CortexMQuantizer(Quantizer):
     def validate(self, model: fx.GraphModule) -> None:
         return None
 
-    def _input_qspec(self, x: object) -> QuantizationSpecBase:
-        """An input edge takes its producer's fixed quantization (softmax's) as is, so that no
-        requantization sits between them; otherwise the activation observer, which PT2E shares
-        with an int8 producer's (equal specs share one observer)."""
+    def _int16(self, node: fx.Node) -> bool:
+        """Whether ``node`` runs on an s16 kernel: the "a16w8" scheme and an op that has one. Data movement
+        moves the values of its input's width (a slice of an int8 concatenation stays int8)."""
+        if self.scheme.activation_bits != 16 or node.target not in S16_OPS:
+            return False
+        x = node.args[0] if node.args else None
+        if node.target in MOVEMENT_OPS and isinstance(x, fx.Node) and x.op != "placeholder":
+            ann = x.meta.get(ANNOTATION_KEY)
+            root = _spec_root(ann.output_qspec) if ann is not None else None
+            return root is None or getattr(root, "dtype", None) == torch.int16
+        return True
+
+    def _input_qspec(self, x: object, node: fx.Node) -> QuantizationSpecBase:
+        """The edge from ``x`` into ``node``: the producer's fixed quantization (softmax's) as is when it
+        has the width ``node`` runs in, so that no requantization sits between them; otherwise the
+        activation observer of that width, which PT2E shares with a producer's of the same spec (equal
+        specs share one observer)."""
+        wide = self._int16(node)
         ann = x.meta.get(ANNOTATION_KEY) if isinstance(x, fx.Node) else None
-        if ann is not None and isinstance(ann.output_qspec, FixedQParamsQuantizationSpec):
+        if wide and ann is not None and getattr(_spec_root(ann.output_qspec), "dtype", None) == torch.int16:
+            # int16 in, int16 out: the very qparams of the producer's output, however it got them (its own
+            # observer, a fixed Q0.15, shared through data movement), so no int16 -> int16 requantization
+            # (which has no s16 kernel) sits between them.
+            return SharedQuantizationSpec(x)
+        if (ann is not None and isinstance(ann.output_qspec, FixedQParamsQuantizationSpec)
+                and (ann.output_qspec.dtype == torch.int16) == wide):
             return ann.output_qspec
-        return activation_qspec(self.observers)
+        return activation_qspec_s16() if wide else activation_qspec(self.observers)
+
+    def _output_qspec(self, node: fx.Node, out: fx.Node) -> QuantizationSpecBase:
+        """The observed output ``out`` of ``node`` (``out`` is node or its fused activation). int16: a
+        power-of-two scale when its sole user is sigmoid or tanh (arm_nn_activation_s16's input), which
+        then shares it."""
+        if not self._int16(node):
+            return activation_qspec(self.observers)
+        users = list(out.users)
+        if len(users) == 1 and users[0].target in SIGMOID_TANH and users[0].args[0] is out:
+            return activation_qspec_s16(PowerOfTwoObserver)
+        return activation_qspec_s16()
 
     def _annotate_with_activation(self, node: fx.Node, inputs: dict) -> None:
         act = fused_activation(node)
         if act is None:
-            _annotate(node, inputs, activation_qspec(self.observers))
+            _annotate(node, inputs, self._output_qspec(node, node))
         else:
             _annotate(node, inputs, None)
-            _annotate(act, {}, activation_qspec(self.observers))
+            _annotate(act, {}, self._output_qspec(node, act))
 
     def _annotate_weighted(self, node: fx.Node) -> None:
         x, weight = node.args[0], node.args[1]
@@ -218,9 +277,10 @@ class CortexMQuantizer(Quantizer):
         # No s4 transposed convolution in CMSIS-NN: it keeps int8 weights under every scheme.
         bits = 8 if transposed else self.scheme.weight_bits
         per_channel = node.target not in LINEAR_OPS or self._linear_per_channel(weight, bits)
-        inputs = {x: self._input_qspec(x),
+        inputs = {x: self._input_qspec(x, node),
                   weight: weight_qspec(self.observers, 1 if transposed else 0, bits, per_channel)}
-        if isinstance(bias, fx.Node):
+        # int16 inputs: the bias stays float, the lowering quantizes it to int64 (an int32 would overflow).
+        if isinstance(bias, fx.Node) and not self._int16(node):
             inputs[bias] = bias_qspec(x, weight, node, per_channel)
         self._annotate_with_activation(node, inputs)
 
@@ -238,7 +298,7 @@ class CortexMQuantizer(Quantizer):
         a, b = node.args[0], node.args[1]
         if not isinstance(a, fx.Node) or not isinstance(b, fx.Node) or node.kwargs.get("alpha", 1) != 1:
             return
-        self._annotate_with_activation(node, {a: self._input_qspec(a), b: self._input_qspec(b)})
+        self._annotate_with_activation(node, {a: self._input_qspec(a, node), b: self._input_qspec(b, node)})
 
     def _annotate_mul(self, node: fx.Node) -> None:
         # Tensor * Tensor (activations or a constant buffer) or Tensor * Scalar: a scalar is
@@ -246,9 +306,9 @@ class CortexMQuantizer(Quantizer):
         a, b = node.args[0], node.args[1]
         if not isinstance(a, fx.Node):
             return
-        inputs = {a: self._input_qspec(a)}
+        inputs = {a: self._input_qspec(a, node)}
         if isinstance(b, fx.Node):
-            inputs[b] = self._input_qspec(b)
+            inputs[b] = self._input_qspec(b, node)
         elif not isinstance(b, (int, float)):
             return
         self._annotate_with_activation(node, inputs)
@@ -257,17 +317,20 @@ class CortexMQuantizer(Quantizer):
         a, b = node.args[0], node.args[1]
         if not (_is_activation(a) and _is_activation(b)):
             return
-        self._annotate_with_activation(node, {a: self._input_qspec(a), b: self._input_qspec(b)})
+        self._annotate_with_activation(node, {a: self._input_qspec(a, node), b: self._input_qspec(b, node)})
 
     def _annotate_own_output(self, node: fx.Node) -> None:
         x = node.args[0]
         if isinstance(x, fx.Node):
-            _annotate(node, {x: self._input_qspec(x)}, activation_qspec(self.observers))
+            q15 = self._int16(node) and node.target in SIGMOID_TANH  # arm_nn_activation_s16's Q0.15 output
+            out = q15_output_qspec() if q15 else self._output_qspec(node, node)
+            _annotate(node, {x: self._input_qspec(x, node)}, out)
 
     def _annotate_softmax(self, node: fx.Node) -> None:
         x = node.args[0]
         if isinstance(x, fx.Node):
-            _annotate(node, {x: self._input_qspec(x)}, softmax_output_qspec())
+            out = q15_output_qspec() if self._int16(node) else softmax_output_qspec()
+            _annotate(node, {x: self._input_qspec(x, node)}, out)
 
     def _annotate_cat(self, node: fx.Node) -> None:
         # One quantization for every input and the output: the int8 concat is a byte copy.
@@ -281,7 +344,7 @@ class CortexMQuantizer(Quantizer):
         # unobserved halves of a chunked model input concatenated back.
         first = tensors[0]
         shared = SharedQuantizationSpec((first, node))
-        inputs = {first: self._input_qspec(first)}
+        inputs = {first: self._input_qspec(first, node)}
         inputs.update((t, shared) for t in tensors[1:] if t is not first)
         _annotate(node, inputs, shared)
 
@@ -289,7 +352,7 @@ class CortexMQuantizer(Quantizer):
         # chunk/split/unbind give a list read through getitem: the getitem outputs carry the
         # quantization, shared with the split's input edge.
         x = node.args[0]
-        _annotate(node, {x: self._input_qspec(x)}, None)
+        _annotate(node, {x: self._input_qspec(x, node)}, None)
         for user in node.users:
             if user.op == "call_function" and user.target is operator.getitem:
                 _annotate(user, {}, SharedQuantizationSpec((x, node)))
@@ -299,4 +362,4 @@ class CortexMQuantizer(Quantizer):
         # shares observers of equal specs); the output shares the input edge's qparams.
         x = node.args[0]
         if isinstance(x, fx.Node):
-            _annotate(node, {x: self._input_qspec(x)}, SharedQuantizationSpec((x, node)))
+            _annotate(node, {x: self._input_qspec(x, node)}, SharedQuantizationSpec((x, node)))

@@ -14,41 +14,46 @@ from dataclasses import dataclass
 class Scheme:
     """One uniform quantization scheme.
 
-    ``activation_bits``: int8 activations everywhere (8). ``weight_bits``: the weights of convolutions
-    (depthwise and grouped included) and linear layers, symmetric per output channel -- 8 ([-127, 127]) or 4
-    ([-7, 7], packed two per byte in CMSIS-NN's s4 layout). Transposed convolutions keep int8 weights (CMSIS-NN
-    has no s4 transposed convolution). ``linear_per_channel``: linear weights per output channel (True, run by
-    ``fully_connected_per_channel_s8``), one scale per tensor (False: ``fully_connected_s8``), or by default
-    (None) per layer: per channel where that lowers the weights' rounding error by at least 1 dB
+    ``activation_bits``: int8 activations everywhere (8), or int16 (16: symmetric, for every op with a CMSIS-NN
+    s16 kernel, ``int16.S16_OPS``; the others keep int8 between conversions). ``weight_bits``: the weights of
+    convolutions (depthwise and grouped included) and linear layers, symmetric per output channel -- 8 ([-127,
+    127]) or 4 ([-7, 7], packed two per byte in CMSIS-NN's s4 layout). Transposed convolutions keep int8 weights
+    (CMSIS-NN has no s4 transposed convolution). ``linear_per_channel``: linear weights per output channel
+    (True, run by ``fully_connected_per_channel_s8``), one scale per tensor (False: ``fully_connected_s8``), or
+    by default (None) per layer: per channel where that lowers the weights' rounding error by at least 1 dB
     (``weight_observers.PER_CHANNEL_MIN_GAIN_DB``), else one scale (8 bytes of flash less per output).
+    ``gptq``: round the int8 weights of linear and ungrouped conv layers by GPTQ on the calibration data
+    (``gptq.py``) instead of to nearest; with int16 activations the weights' rounding is most of what is
+    left of the error. It needs per-channel weights (GPTQ rounds on the per-channel grid).
     """
 
     name: str
     activation_bits: int = 8
     weight_bits: int = 8
     linear_per_channel: bool | None = None
+    gptq: bool = False
 
 
 SCHEMES: dict[str, Scheme] = {
     "int8": Scheme("int8"),
     "w4a8": Scheme("w4a8", weight_bits=4),
+    "a16w8": Scheme("a16w8", activation_bits=16, linear_per_channel=True, gptq=True),
 }
-# Named in the API, not implemented yet: a clear error instead of a silent int8 program.
-PLANNED = {"a16w8": "int16 activations with int8 weights (CMSIS-NN's s16 kernels)"}
 
 
 def get_scheme(quantization: str | Scheme) -> Scheme:
     """The scheme of a ``quantization=`` argument: a name of :data:`SCHEMES` or a :class:`Scheme`."""
     if isinstance(quantization, Scheme):
         scheme = quantization
-        if scheme.activation_bits != 8 or scheme.weight_bits not in (4, 8):
+        if (scheme.activation_bits, scheme.weight_bits) not in ((8, 8), (8, 4), (16, 8)):
             raise ValueError(f"quantization scheme {scheme.name!r}: activation_bits {scheme.activation_bits}, "
-                             f"weight_bits {scheme.weight_bits}; supported: 8-bit activations, 8- or 4-bit weights")
+                             f"weight_bits {scheme.weight_bits}; supported: 8-bit activations with 8- or 4-bit "
+                             "weights, 16-bit activations with 8-bit weights")
+        if scheme.gptq and (scheme.weight_bits != 8 or scheme.linear_per_channel is not True):
+            raise ValueError(f"quantization scheme {scheme.name!r}: gptq rounds 8-bit weights per channel "
+                             "(weight_bits=8, linear_per_channel=True)")
         return scheme
     if quantization in SCHEMES:
         return SCHEMES[quantization]
     supported = ", ".join(repr(name) for name in SCHEMES)
-    if quantization in PLANNED:
-        raise ValueError(f"quantization={quantization!r} ({PLANNED[quantization]}) is not supported yet; "
-                         f"supported: {supported}")
     raise ValueError(f"unknown quantization {quantization!r}; supported: {supported}")

@@ -26,6 +26,7 @@ from ..kernels.mul import prepare_mul_s8
 from ..kernels.pooling import prepare_pool_s8
 from ..kernels.softmax import prepare_softmax_s8
 from .fp32 import aten_fp32
+from .ops_s16 import S16_KERNELS
 from .prepared import prepared
 
 Kernel = Callable[[Op, list[np.ndarray], list[np.ndarray]], np.ndarray | list[np.ndarray]]
@@ -205,6 +206,8 @@ def _slice(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
 
 
 def _quantize(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+    if outs[0].dtype == np.int16:  # an A16W8 boundary
+        return K.quantize_per_tensor(ins[0], op.attrs["scale"], op.attrs["zero_point"], -32768, 32767, np.int16)
     return K.quantize_per_tensor(ins[0], op.attrs["scale"], op.attrs["zero_point"])
 
 
@@ -244,4 +247,5 @@ KERNELS: dict[str, Kernel] = {
     "dequantize": _dequantize,
     "aten_fp32": aten_fp32,
     "delegate": _delegate,
+    **S16_KERNELS,
 }

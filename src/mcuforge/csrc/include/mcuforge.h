@@ -257,6 +257,9 @@ mf_status mf_trace_end(mf_trace_sink *trace);
  * ------------------------------------------------------------------------------------------- */
 void mf_quantize_f32_s8(const float *x, int8_t *q, uint32_t n, float scale, int32_t zero_point);
 void mf_dequantize_s8_f32(const int8_t *q, float *x, uint32_t n, float scale, int32_t zero_point);
+/* The same for int16 values (range [-32768, 32767]; the A16W8 programs' inputs and outputs). */
+void mf_quantize_f32_s16(const float *x, int16_t *q, uint32_t n, float scale, int32_t zero_point);
+void mf_dequantize_s16_f32(const int16_t *q, float *x, uint32_t n, float scale, int32_t zero_point);
 
 #ifdef __cplusplus
 }

@@ -22,41 +22,19 @@
 
 enum { A_LHS_OFF, A_RHS_OFF, A_OUT_OFF, A_OUT_MULT, A_OUT_SHIFT, A_ACT_MIN, A_ACT_MAX, A_ADJ_X, A_ADJ_Y };
 
-typedef struct {
-    uint32_t m, k, n;
-    mf_bcast batch; /* over the matrices: ia / ib index lhs / rhs matrices */
-} bmm_geometry;
-
-/* The batch dims of t as a tensor of its own (its matrices as elements). */
-static void batch_view(const mf_tensor *t, mf_tensor *view) {
-    memset(view, 0, sizeof *view);
-    view->rank = (uint8_t)(t->rank - 2);
-    for (uint32_t k = 0; k + 2 < t->rank; k++) view->shape[k] = t->shape[k];
-}
-
-static int geometry(const mf_call *c, const mf_tensor *l, const mf_tensor *r, bmm_geometry *g) {
-    mf_tensor lb, rb;
-    const int adj_x = mf_attr_int(c, A_ADJ_X) != 0, adj_y = mf_attr_int(c, A_ADJ_Y) != 0;
-    const uint32_t l0 = l->shape[l->rank - 2], l1 = l->shape[l->rank - 1];
-    const uint32_t r0 = r->shape[r->rank - 2], r1 = r->shape[r->rank - 1];
-    g->m = adj_x ? l1 : l0;
-    g->k = adj_x ? l0 : l1;
-    g->n = adj_y ? r0 : r1;
-    if ((adj_y ? r1 : r0) != g->k) return 0;
-    batch_view(l, &lb);
-    batch_view(r, &rb);
-    return mf_bcast_init(&g->batch, &lb, &rb);
+/* The geometry (mf_bmm_geometry, broadcast.c) with this op's adj_x / adj_y. */
+static int geometry(const mf_call *c, const mf_tensor *l, const mf_tensor *r, mf_bmm_geometry *g) {
+    return mf_bmm_geometry_init(g, l, r, mf_attr_int(c, A_ADJ_X) != 0, mf_attr_int(c, A_ADJ_Y) != 0);
 }
 
 static mf_status check(const mf_call *c) {
     mf_tensor l, r, o;
-    bmm_geometry g;
+    mf_bmm_geometry g;
     int32_t lo, hi;
     if (!mf_call_binary_s8(c, &l, &r, &o)) return MF_ERR_SHAPE;
     if (l.rank < 2 || r.rank < 2) return MF_ERR_SHAPE;
     if (!geometry(c, &l, &r, &g)) return MF_ERR_SHAPE;
-    const uint64_t mn = (uint64_t)g.m * g.n; /* < 2^64; with mn < 2^32 the product below cannot wrap */
-    if (mn > 0xFFFFFFFFull || (uint64_t)g.batch.numel * mn != o.numel) return MF_ERR_SHAPE;
+    if (!mf_bmm_output_ok(&g, &o)) return MF_ERR_SHAPE;
     if (!mf_attr_act(c, A_ACT_MIN, &lo, &hi)) return MF_ERR_SHAPE;
     if (!mf_in_range(mf_attr_int(c, A_LHS_OFF), -127, 128) || !mf_in_range(mf_attr_int(c, A_RHS_OFF), -127, 128)) {
         return MF_ERR_SHAPE;
@@ -317,7 +295,7 @@ static int matmul_fast(const bmm_params *q, const int8_t *lhs, const int8_t *rhs
 
 static mf_status run(const mf_call *c) {
     mf_tensor l, r, o;
-    bmm_geometry g;
+    mf_bmm_geometry g;
     mf_call_binary_s8(c, &l, &r, &o);
     geometry(c, &l, &r, &g);
     const int adj_x = mf_attr_int(c, A_ADJ_X) != 0, adj_y = mf_attr_int(c, A_ADJ_Y) != 0;

@@ -1,4 +1,4 @@
-/* numpy broadcasting walker shared by add_s8 and the fp32 binary ops. */
+/* numpy broadcasting walker shared by the elementwise kernels, the batch matmuls and the fp32 binary ops. */
 #include "broadcast.h"
 
 int mf_bcast_init(mf_bcast *it, const mf_tensor *a, const mf_tensor *b) {
@@ -33,4 +33,24 @@ void mf_bcast_step(mf_bcast *it) {
         it->ib -= it->stride_b[k] * it->idx[k];
         it->idx[k] = 0;
     }
+}
+
+/* The batch dims of t as a tensor of its own (its matrices as elements). */
+static void batch_view(const mf_tensor *t, mf_tensor *view) {
+    memset(view, 0, sizeof *view);
+    view->rank = (uint8_t)(t->rank - 2);
+    for (uint32_t k = 0; k + 2 < t->rank; k++) view->shape[k] = t->shape[k];
+}
+
+int mf_bmm_geometry_init(mf_bmm_geometry *g, const mf_tensor *l, const mf_tensor *r, int adj_x, int adj_y) {
+    mf_tensor lb, rb;
+    const uint32_t l0 = l->shape[l->rank - 2], l1 = l->shape[l->rank - 1];
+    const uint32_t r0 = r->shape[r->rank - 2], r1 = r->shape[r->rank - 1];
+    g->m = adj_x ? l1 : l0;
+    g->k = adj_x ? l0 : l1;
+    g->n = adj_y ? r0 : r1;
+    if ((adj_y ? r1 : r0) != g->k) return 0;
+    batch_view(l, &lb);
+    batch_view(r, &rb);
+    return mf_bcast_init(&g->batch, &lb, &rb);
 }

@@ -17,4 +17,21 @@ int mf_bcast_init(mf_bcast *it, const mf_tensor *a, const mf_tensor *b);
 /* Advance to the next output element (row-major order). */
 void mf_bcast_step(mf_bcast *it);
 
+/* A batched matrix multiply's shapes (batch_matmul_s8, batch_matmul_s16): lhs (..., M, K) [adj_x:
+ * (..., K, M)], rhs (..., K, N) [adj_y: (..., N, K)], the batch dims broadcast like numpy; `batch`
+ * walks the matrices (ia / ib index lhs / rhs matrices). */
+typedef struct {
+    uint32_t m, k, n;
+    mf_bcast batch;
+} mf_bmm_geometry;
+
+/* 0 if the inner dimensions differ or the batch dims do not broadcast (both ranks >= 2). */
+int mf_bmm_geometry_init(mf_bmm_geometry *g, const mf_tensor *l, const mf_tensor *r, int adj_x, int adj_y);
+
+/* The output holds batch x M x N values. */
+static inline int mf_bmm_output_ok(const mf_bmm_geometry *g, const mf_tensor *o) {
+    const uint64_t mn = (uint64_t)g->m * g->n; /* < 2^64; with mn < 2^32 the product below cannot wrap */
+    return mn <= 0xFFFFFFFFull && (uint64_t)g->batch.numel * mn == o->numel;
+}
+
 #endif /* MF_BROADCAST_H */

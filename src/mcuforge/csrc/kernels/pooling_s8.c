@@ -3,59 +3,26 @@
  * positions are not part of a window: an average divides by the in-bounds count, rounding half
  * away from zero. A window entirely in padding is rejected at load time (CMSIS: argument error).
  * The output size is an attribute, as CMSIS-NN takes it (output_x, output_y): torch's ceil_mode
- * and the default floor rule are both a choice of it; every window must hit the input.
+ * and the default floor rule are both a choice of it; every window must hit the input (the window
+ * helpers of mf_pool.h, shared with pooling_s16.c).
  *
  * MVE (cortex-m55): an average over a window of at most 255 inputs (so that the int16 sums cannot
  * overflow: 255 * 128 < 2^15) sums eight channels per VLDRB.S16 + VADD, then divides each channel's
  * sum in scalar code exactly as below; other windows and maxpool take the portable loop.
  */
+#include "mf_pool.h"
 #include "mf_simd.h"
-
-enum { A_KERNEL, A_STRIDE, A_PAD, A_ACT_MIN, A_ACT_MAX, A_OUT_HW };
-
-typedef struct {
-    int32_t k[2], st[2], pd[2], out[2], lo, hi;
-} pool_params;
-
-static int params(const mf_call *c, pool_params *p) {
-    const int k_ok = mf_attr_pair(c, A_KERNEL, 1, p->k), st_ok = mf_attr_pair(c, A_STRIDE, 1, p->st);
-    const int pd_ok = mf_attr_pair(c, A_PAD, 0, p->pd), out_ok = mf_attr_pair(c, A_OUT_HW, 1, p->out);
-    return k_ok && st_ok && pd_ok && out_ok && mf_attr_act(c, A_ACT_MIN, &p->lo, &p->hi);
-}
-
-/* Every window along one axis has at least one in-bounds element. */
-static int windows_hit(uint32_t size, int32_t k, int32_t st, int32_t pd, uint32_t n_out) {
-    for (uint32_t o = 0; o < n_out; o++) {
-        int64_t start = (int64_t)o * st - pd;
-        if (start + k <= 0 || start >= (int64_t)size) return 0;
-    }
-    return 1;
-}
 
 static mf_status check(const mf_call *c) {
     mf_tensor x, o;
-    pool_params p;
+    mf_pool_window p;
+    int32_t lo, hi;
     if (c->n_in != 1 || c->n_out != 1) return MF_ERR_SHAPE;
     mf_call_input(c, 0, &x);
     mf_call_output(c, 0, &o);
-    if (!mf_is(&x, MF_INT8, 4) || !mf_is(&o, MF_INT8, -1) || !params(c, &p)) return MF_ERR_SHAPE;
-    /* The output may have any shape holding N x OH x OW x C values (a global pool feeding a
-     * linear layer is stored as (N, C)); OH and OW are the output_hw attribute. */
-    const uint32_t oh = (uint32_t)p.out[0], ow = (uint32_t)p.out[1];
-    const uint64_t rows = (uint64_t)x.shape[0] * x.shape[3] * oh; /* x.numel < 2^32, oh < 2^31: no wrap */
-    if (rows > o.numel || rows * ow != o.numel) return MF_ERR_SHAPE;
-    if (!windows_hit(x.shape[1], p.k[0], p.st[0], p.pd[0], oh) ||
-        !windows_hit(x.shape[2], p.k[1], p.st[1], p.pd[1], ow)) {
-        return MF_ERR_SHAPE;
-    }
-    return MF_OK;
-}
-
-/* The in-bounds part [lo, hi) of the window starting at `start`. */
-static void clip_window(int64_t start, int32_t k, uint32_t size, uint32_t *lo, uint32_t *hi) {
-    int64_t a = start < 0 ? 0 : start, b = start + k > (int64_t)size ? (int64_t)size : start + k;
-    *lo = (uint32_t)a;
-    *hi = (uint32_t)b;
+    if (!mf_is(&x, MF_INT8, 4) || !mf_is(&o, MF_INT8, -1) || !mf_pool_window_read(c, &p)) return MF_ERR_SHAPE;
+    if (!mf_attr_act(c, MF_POOL_ACT_MIN, &lo, &hi)) return MF_ERR_SHAPE;
+    return mf_pool_shapes_ok(&x, &o, &p) ? MF_OK : MF_ERR_SHAPE;
 }
 
 #if defined(MF_USE_MVE)
@@ -82,10 +49,12 @@ static void avg_window_mve(const int8_t *xd, uint32_t w, uint32_t ch, uint32_t y
 
 static mf_status run(const mf_call *c, int is_max) {
     mf_tensor x, o;
-    pool_params p;
+    mf_pool_window p;
+    int32_t lo, hi;
     mf_call_input(c, 0, &x);
     mf_call_output(c, 0, &o);
-    params(c, &p);
+    mf_pool_window_read(c, &p);
+    mf_attr_act(c, MF_POOL_ACT_MIN, &lo, &hi);
     const uint32_t h = x.shape[1], w = x.shape[2], ch = x.shape[3];
     const uint32_t oh = (uint32_t)p.out[0], ow = (uint32_t)p.out[1];
     const int8_t *xd = (const int8_t *)x.data;
@@ -93,14 +62,14 @@ static mf_status run(const mf_call *c, int is_max) {
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         for (uint32_t oy = 0; oy < oh; oy++) {
             uint32_t y_lo, y_hi;
-            clip_window((int64_t)oy * p.st[0] - p.pd[0], p.k[0], h, &y_lo, &y_hi);
+            mf_pool_clip((int64_t)oy * p.st[0] - p.pd[0], p.k[0], h, &y_lo, &y_hi);
             for (uint32_t ox = 0; ox < ow; ox++) {
                 uint32_t x_lo, x_hi;
-                clip_window((int64_t)ox * p.st[1] - p.pd[1], p.k[1], w, &x_lo, &x_hi);
+                mf_pool_clip((int64_t)ox * p.st[1] - p.pd[1], p.k[1], w, &x_lo, &x_hi);
                 const int32_t count = (int32_t)((y_hi - y_lo) * (x_hi - x_lo));
 #if defined(MF_USE_MVE)
                 if (!is_max && count <= 255) {
-                    avg_window_mve(xd + (size_t)n * h * w * ch, w, ch, y_lo, y_hi, x_lo, x_hi, count, p.lo, p.hi, out);
+                    avg_window_mve(xd + (size_t)n * h * w * ch, w, ch, y_lo, y_hi, x_lo, x_hi, count, lo, hi, out);
                     out += ch;
                     continue;
                 }
@@ -118,7 +87,7 @@ static mf_status run(const mf_call *c, int is_max) {
                         /* C truncating division after adding half the count: half away from zero */
                         acc = acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
                     }
-                    *out++ = mf_clamp_s8(acc, p.lo, p.hi);
+                    *out++ = mf_clamp_s8(acc, lo, hi);
                 }
             }
         }

@@ -311,15 +311,21 @@ static int arena_span(const mf_program *p, uint32_t e, uint32_t *lo, uint32_t *h
 }
 
 /* Whether op kind `kind` may write its output exactly onto its input `pos` (mcuforge.ir.IN_PLACE_INPUTS):
- * reshape copies nothing; clamp_s8, lut_s8, add_s8 and mul_s8 read element i before writing element i. */
+ * reshape copies nothing; clamp_s8, lut_s8, add_s8, mul_s8 and their s16 forms (and activation_s16) read
+ * element i before writing element i. */
 static int may_write_in_place(uint16_t kind, uint32_t pos) {
     switch (kind) {
     case 20u: /* reshape */
     case 7u:  /* clamp_s8 */
     case 14u: /* lut_s8 */
+    case 69u: /* lut_s16 */
+    case 70u: /* activation_s16 */
+    case 71u: /* clamp_s16 */
         return pos == 0;
-    case 4u: /* add_s8 */
-    case 8u: /* mul_s8 */
+    case 4u:  /* add_s8 */
+    case 8u:  /* mul_s8 */
+    case 63u: /* add_s16 */
+    case 64u: /* mul_s16 */
         return pos <= 1;
     default:
         return 0;
@@ -369,6 +375,10 @@ static uint32_t kind_precisions(uint16_t kind) {
         return 1u << MF_PREC_A8W8;
     case 15: case 16: case 17: /* the s4 kernels */
         return 1u << MF_PREC_A8W4;
+    case 60: case 61: case 62: /* the weighted s16 kernels */
+        return 1u << MF_PREC_A16W8;
+    case 63: case 64: case 65: case 66: case 67: case 68: case 69: case 70: case 71: case 72: case 73:
+        return 1u << MF_PREC_A16; /* the other s16 kernels and the int8 <-> int16 conversions */
     case 20: case 21: case 22: /* data movement: the precision of the values moved */
         return (1u << MF_PREC_A8) | (1u << MF_PREC_A16) | (1u << MF_PREC_FP32);
     case 30: case 31: case 40: /* quantize, dequantize, aten_fp32 */

@@ -1,6 +1,6 @@
 /*
  * Fixed-point requantization (CMSIS-NN arm_nn_requantize, default double rounding) and the
- * float <-> int8 conversions of the fp32 fallback (torch quantized_decomposed, float32 math).
+ * float <-> int8 / int16 conversions of the fp32 fallback (torch quantized_decomposed, float32 math).
  * Bit-exact with mcuforge/kernels/quant_utils.py.
  */
 #include <math.h>
@@ -42,21 +42,32 @@ int32_t mf_requantize(int32_t val, int32_t multiplier, int32_t shift) {
 /* round(x * (1/scale)) + zero_point, clamped, in float32 as torch does. 1.0f / scale equals
  * float32(1.0 / double(scale)) (torch's order): a double-rounded float division is innocuous
  * since 53 >= 2 * 24 + 2 (Figueroa), so no double arithmetic is needed on soft-float parts. */
+/* round(x * (1/scale)) + zero_point clamped to [qmin, qmax] in float32; NaN gives 0 (numpy's cast on the
+ * host). Shared by the int8 and int16 conversions. */
+static float quantize_one(float x, float inv_scale, float zp, float qmin, float qmax) {
+    float v = rintf(x * inv_scale) + zp; /* rintf: round half to even (default mode) */
+    if (v != v) return 0.0f;
+    return v < qmin ? qmin : (v > qmax ? qmax : v);
+}
+
 void mf_quantize_f32_s8(const float *x, int8_t *q, uint32_t n, float scale, int32_t zero_point) {
     const float inv_scale = 1.0f / scale;
     const float zp = (float)zero_point;
-    for (uint32_t i = 0; i < n; i++) {
-        float v = rintf(x[i] * inv_scale) + zp; /* rintf: round half to even (default mode) */
-        if (v != v) {
-            q[i] = 0; /* NaN: what numpy's float -> int8 cast gives on the host */
-            continue;
-        }
-        v = v < -128.0f ? -128.0f : (v > 127.0f ? 127.0f : v);
-        q[i] = (int8_t)v;
-    }
+    for (uint32_t i = 0; i < n; i++) q[i] = (int8_t)quantize_one(x[i], inv_scale, zp, -128.0f, 127.0f);
 }
 
 void mf_dequantize_s8_f32(const int8_t *q, float *x, uint32_t n, float scale, int32_t zero_point) {
+    const float zp = (float)zero_point;
+    for (uint32_t i = 0; i < n; i++) x[i] = ((float)q[i] - zp) * scale;
+}
+
+void mf_quantize_f32_s16(const float *x, int16_t *q, uint32_t n, float scale, int32_t zero_point) {
+    const float inv_scale = 1.0f / scale;
+    const float zp = (float)zero_point;
+    for (uint32_t i = 0; i < n; i++) q[i] = (int16_t)quantize_one(x[i], inv_scale, zp, -32768.0f, 32767.0f);
+}
+
+void mf_dequantize_s16_f32(const int16_t *q, float *x, uint32_t n, float scale, int32_t zero_point) {
     const float zp = (float)zero_point;
     for (uint32_t i = 0; i < n; i++) x[i] = ((float)q[i] - zp) * scale;
 }

@@ -30,6 +30,7 @@ from ..builder import (
     is_q,
     qparams_of,
 )
+from .s16 import S8, S16, Width, WidthError, bias_int64, s16_kind, s64_requant
 
 aten = torch.ops.aten
 
@@ -110,18 +111,19 @@ def stored_dim(b: GraphBuilder, name: str, dim: int) -> int:
     return NCHW_TO_NHWC.index(dim) if t.layout == "nhwc" else dim
 
 
-def quantize_value(value: float, qp: QParams) -> int:
-    """A float in ``qp``'s int8 domain, with the arithmetic of the output quantize."""
-    return int(quantize_per_tensor(np.array([value], np.float32), qp.scale, qp.zero_point)[0])
+def quantize_value(value: float, qp: QParams, width: Width = S8) -> int:
+    """A float in ``qp``'s int8 (or int16) domain, with the arithmetic of the output quantize."""
+    q = quantize_per_tensor(np.array([value], np.float32), qp.scale, qp.zero_point, width.qmin, width.qmax, np.int64)
+    return int(q[0])
 
 
-def activation_range(act: fx.Node | None, qp: QParams) -> tuple[int, int]:
-    """activation_min/max of a fused ReLU/hardtanh/clamp in the output's int8 domain.
+def activation_range(act: fx.Node | None, qp: QParams, width: Width = S8) -> tuple[int, int]:
+    """activation_min/max of a fused ReLU/hardtanh/clamp in the output's int8 (or int16) domain.
 
     The bounds are quantized with the same arithmetic as the output quantize, so clamping
     before or after quantization gives the same bytes."""
     if act is None:
-        return -128, 127
+        return width.qmin, width.qmax
     if act.target in (aten.relu.default, aten.relu_.default):
         lo, hi = 0.0, None
     elif act.target == aten.relu6.default:
@@ -130,7 +132,8 @@ def activation_range(act: fx.Node | None, qp: QParams) -> tuple[int, int]:
         lo, hi = arg(act, 1, "min_val", -1.0), arg(act, 2, "max_val", 1.0)
     else:  # clamp
         lo, hi = arg(act, 1, "min", None), arg(act, 2, "max", None)
-    return (-128 if lo is None else quantize_value(lo, qp)), (127 if hi is None else quantize_value(hi, qp))
+    return ((width.qmin if lo is None else quantize_value(lo, qp, width)),
+            (width.qmax if hi is None else quantize_value(hi, qp, width)))
 
 
 def same_qparams(b: GraphBuilder, src: str, q: fx.Node) -> QParams:
@@ -245,6 +248,9 @@ def emit_weighted_op(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.
     may emit layout ops), and the constants and the op emitted. ``attrs`` are the op's own
     attributes; the offsets and the activation range are added here. Returns the output tensor.
     """
+    if b.tensors[src].dtype == "int16":
+        return _emit_weighted_s16(b, node, act, q, kind, src, convert_input, weight, weight_scales, bias, out_shape,
+                                  out_layout, attrs)
     qin, qout = b.tensors[src].qparams, qparams_of(q)
     bias_int = bias_int32(b, bias, qin.scale, weight_scales)
     in_off = -qin.zero_point
@@ -271,5 +277,33 @@ def emit_weighted_op(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.
     op = b.add_op(kind, [x, w_name, bias_name, mult, shift], [out],
                   {"input_offset": in_off, "output_offset": qout.zero_point, **attrs,
                    "act_min": act_min, "act_max": act_max}, nodes=nodes)
+    op.scratch_bytes = kernel_scratch_bytes(kind, weight.shape, b.target, out_shape, attrs)
+    return out
+
+
+def _emit_weighted_s16(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.Node, kind_s8: str, src: str,
+                       convert_input: Callable[[list[fx.Node]], str], weight: np.ndarray, weight_scales: np.ndarray,
+                       bias: object, out_shape: tuple[int, ...], out_layout: str, attrs: dict[str, object]) -> str:
+    """``emit_weighted_op`` for an int16 input (A16W8): conv2d_s16 / depthwise_conv2d_s16 / fully_connected_s16,
+    an int64 bias, arm_nn_requantize_s64's parameters, no offsets; the same order (checks first)."""
+    qin, qout = b.tensors[src].qparams, qparams_of(q)
+    try:
+        kind = s16_kind(kind_s8)
+        if qin.zero_point != 0 or qout.zero_point != 0:
+            raise WidthError(f"int16 quantization {qin} -> {qout} is not symmetric")
+        bias_int = bias_int64(b, bias, qin.scale, weight_scales)
+        mult, shift = s64_requant(requant_params(qin.scale, weight_scales, qout.scale))
+    except WidthError as exc:
+        raise NotInt8(str(exc)) from None
+    nodes = fuse(b, node, act)
+    x = convert_input(nodes)
+    base = q.name
+    w_name = b.constant(f"{base}_weight", weight)
+    bias_name = b.add_tensor(f"{base}_bias", bias_int.shape, "int64", data=bias_int)
+    mult_name, shift_name = requant_constants(b, base, (mult, shift))
+    act_min, act_max = activation_range(act, qout, S16)
+    out = b.add_tensor(base, out_shape, "int16", qparams=qout, layout=out_layout)
+    op = b.add_op(kind, [x, w_name, bias_name, mult_name, shift_name], [out],
+                  {**attrs, "act_min": act_min, "act_max": act_max}, nodes=nodes)
     op.scratch_bytes = kernel_scratch_bytes(kind, weight.shape, b.target, out_shape, attrs)
     return out

@@ -19,6 +19,7 @@ from .common import (
     output_quantize,
     weights,
 )
+from .s16 import S8, S16, WidthError, s64_requant, width_of
 
 
 @int8_lowering(LINEAR_OPS, kernels="fully_connected_per_channel_s8 / fully_connected_s8 (int4 weights: "
@@ -65,7 +66,7 @@ def _flattened_nhwc(b: GraphBuilder, name: str) -> tuple[str, tuple[int, int, in
     if transpose is None or transpose.kind != "transpose" or list(transpose.attrs["perm"]) != list(NHWC_TO_NCHW):
         return None
     image = b.tensors[transpose.inputs[0]]
-    if image.layout != "nhwc" or image.dtype != "int8":
+    if image.layout != "nhwc" or image.dtype != b.tensors[name].dtype:
         return None
     n, h, w, c = image.shape
     if b.tensors[name].shape != (n, h * w * c):
@@ -98,17 +99,23 @@ def lower_matmul(b: GraphBuilder, node: fx.Node) -> None:
     act, q = output_quantize(node)
     ql, qr, qout = b.tensors[lhs].qparams, b.tensors[rhs].qparams, qparams_of(q)
     try:
+        width = width_of(b, lhs, rhs)
         multiplier, shift = mul_quant_params(ql.scale, qr.scale, qout.scale)  # lhs_scale * rhs_scale / out
+        if width is S16:
+            if {ql.zero_point, qr.zero_point, qout.zero_point} != {0}:
+                raise WidthError("int16 matmul operands must be symmetric")
+            (multiplier,), (shift,) = s64_requant(([multiplier], [shift]))
     except ValueError as exc:
         raise NotInt8(f"matmul scales out of range: {exc}") from None
     nodes = fuse(b, node, act)
     lhs, rhs = b.as_layout(lhs, "plain", nodes), b.as_layout(rhs, "plain", nodes)
     rhs_t = _transpose_source(b, rhs)
     adj_y = rhs_t is not None
-    act_min, act_max = activation_range(act, qout)
-    out = b.add_tensor(q.name, node_shape(node), "int8", qparams=qout)
-    attrs = {"lhs_offset": -ql.zero_point, "rhs_offset": -qr.zero_point, "output_offset": qout.zero_point,
-             "output_multiplier": multiplier, "output_shift": shift, "act_min": act_min, "act_max": act_max,
+    act_min, act_max = activation_range(act, qout, width)
+    out = b.add_tensor(q.name, node_shape(node), width.dtype, qparams=qout)
+    attrs = {"output_multiplier": int(multiplier), "output_shift": int(shift), "act_min": act_min, "act_max": act_max,
              "adj_x": 0, "adj_y": int(adj_y)}
-    b.add_op("batch_matmul_s8", [lhs, rhs_t if adj_y else rhs], [out], attrs, nodes=nodes)
+    if width is S8:
+        attrs = {"lhs_offset": -ql.zero_point, "rhs_offset": -qr.zero_point, "output_offset": qout.zero_point, **attrs}
+    b.add_op("batch_matmul" + width.suffix, [lhs, rhs_t if adj_y else rhs], [out], attrs, nodes=nodes)
     b.env[q] = out

@@ -1,5 +1,6 @@
-"""Data movement on int8 tensors: reshape, permute, pad, concatenation, slicing, splitting and
-identities. None requantizes: every output has its input's quantization (PT2E shares it)."""
+"""Data movement on int8 (and int16) tensors: reshape, permute, pad, concatenation, slicing, splitting and
+identities. None requantizes: every output has its input's quantization (PT2E shares it). Pad and
+concatenation have int8 kernels only."""
 
 from __future__ import annotations
 
@@ -21,7 +22,16 @@ from .common import (
     shared_quant_io,
 )
 
-SHARED = "int8, output shares the input's quantization (a byte copy)"
+SHARED = "int8 (or int16), output shares the input's quantization (a byte copy)"
+SHARED_S8 = "int8, output shares the input's quantization (a byte copy)"
+
+
+def int8_only(b: GraphBuilder, src: str, op: str) -> str:
+    """``src`` if it is int8: pad and concatenation have int8 kernels only (the "a16w8" quantizer gives them
+    int8 quantization, converted from and to the int16 around them)."""
+    if b.tensors[src].dtype != "int8":
+        raise NotInt8(f"{op} of {b.tensors[src].dtype} values has no kernel")
+    return src
 
 
 @int8_lowering(RESHAPE_OPS, kernels="reshape", precision=SHARED,
@@ -31,7 +41,7 @@ def lower_reshape(b: GraphBuilder, node: fx.Node) -> None:
     src, q, qp = shared_quant_io(b, node)
     # An NHWC tensor whose bytes are already in NCHW order (C == 1 or H*W == 1) reshapes as is.
     x = src if b.same_bytes_as_plain(src) else b.as_layout(src, "plain", [node])
-    out = b.add_tensor(q.name, node_shape(q), "int8", qparams=qp)
+    out = b.add_tensor(q.name, node_shape(q), b.tensors[src].dtype, qparams=qp)
     b.add_op("reshape", [x], [out], nodes=[node])
     b.env[q] = out
 
@@ -58,7 +68,7 @@ def lower_permute(b: GraphBuilder, node: fx.Node) -> None:
     if t.layout == "nhwc":  # torch's order is the stored order permuted by NHWC_TO_NCHW: compose
         perm = [NHWC_TO_NCHW[p] for p in perm]
     out_shape = node_shape(q)
-    out = b.add_tensor(q.name, out_shape, "int8", qparams=qp)
+    out = b.add_tensor(q.name, out_shape, t.dtype, qparams=qp)
     moved = [p for p in perm if t.shape[p] != 1]
     if moved == sorted(moved):  # only size-1 dims move: the bytes are already in order
         b.add_op("reshape", [src], [out], nodes=[node])
@@ -73,11 +83,11 @@ def lower_identity(b: GraphBuilder, node: fx.Node) -> None:
     b.env[q] = src
 
 
-@int8_lowering(PAD_OPS, kernels="pad_s8", precision=SHARED,
+@int8_lowering(PAD_OPS, kernels="pad_s8", precision=SHARED_S8,
                constraints="mode='constant', pads >= 0 (a negative pad is a crop); the pad value is quantized "
                            "with the tensor's quantization")
 def lower_pad(b: GraphBuilder, node: fx.Node) -> None:
-    src = int8_input(b, node.args[0])
+    src = int8_only(b, int8_input(b, node.args[0]), "pad")
     if node.target == aten.pad.default:
         mode, value = arg(node, 2, "mode", "constant"), arg(node, 3, "value", None)
         if mode != "constant":
@@ -108,7 +118,7 @@ def lower_pad(b: GraphBuilder, node: fx.Node) -> None:
                                                         "(a byte copy)",
                constraints="any axis; NHWC inputs are joined in NHWC")
 def lower_cat(b: GraphBuilder, node: fx.Node) -> None:
-    srcs = [int8_input(b, x) for x in node.args[0]]
+    srcs = [int8_only(b, int8_input(b, x), "concatenation") for x in node.args[0]]
     dim = int(arg(node, 1, "dim", 0)) % len(node_shape(node))
     _act, q = output_quantize(node, fuse=False)
     qout = qparams_of(q)
@@ -149,7 +159,7 @@ def _emit_slice(b: GraphBuilder, src: str, dim: int, start: int, stop: int, step
     begin[axis], end[axis], steps[axis] = start, stop, step
     keep_nhwc = layout == "nhwc" and len(out_shape) == 4
     stored = tuple(out_shape[i] for i in NCHW_TO_NHWC) if keep_nhwc else tuple(out_shape)
-    out = b.add_tensor(out_name, stored, "int8", qparams=qp, layout="nhwc" if keep_nhwc else "plain")
+    out = b.add_tensor(out_name, stored, b.tensors[src].dtype, qparams=qp, layout="nhwc" if keep_nhwc else "plain")
     b.add_op("slice", [x], [out], {"begin": begin, "end": end, "step": steps}, nodes=nodes)
     return out
 

@@ -1,0 +1,132 @@
+/*
+ * conv2d_s16: int16 x int8 2-D convolution, bit-exact with CMSIS-NN arm_convolve_s16 and
+ * mcuforge.kernels.conv2d_s16. NHWC int16 input (zero point 0), OHWI int8 weights, optional int64
+ * bias, per-channel arm_nn_requantize_s64. Taps outside the input are skipped (a zero pad). Grouped
+ * convolution as conv2d_s8 takes it.
+ *
+ * The accumulator is the exact sum in int64 (CMSIS-NN sums up to 512 products in int32, where they
+ * cannot overflow, and goes on in int64). run_portable is the statement of the math, one filter tap row
+ * at a time (mf_dot_s16). On DSP and MVE cores with the op's scratch (2 bytes per patch element,
+ * mcuforge.ir.kernel_scratch_bytes), CMSIS-NN's way: each output pixel's patch is copied into the scratch
+ * (im2col; zeros outside the input) and multiplied by 4 filters of its group at a time
+ * (mf_dot_s16_rows: DSP SMLALD, MVE VMLADAVA), the same exact sums.
+ */
+#include "mf_s16.h"
+#include "mf_simd.h"
+
+enum { A_STRIDE, A_PAD, A_DIL, A_ACT_MIN, A_ACT_MAX };
+
+static mf_status check(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    if (c->n_in != 5 || c->n_out != 1) return MF_ERR_SHAPE;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    if (!mf_is(&x, MF_INT16, 4) || !mf_is(&w, MF_INT8, 4) || !mf_is(&o, MF_INT16, 4)) return MF_ERR_SHAPE;
+    if (w.shape[3] == 0 || x.shape[3] % w.shape[3] != 0 || w.shape[0] % (x.shape[3] / w.shape[3]) != 0) {
+        return MF_ERR_SHAPE; /* input channels = groups x filter channels, filters split evenly */
+    }
+    if (o.shape[0] != x.shape[0] || o.shape[3] != w.shape[0]) return MF_ERR_SHAPE;
+    int32_t st[2], pd[2], dl[2];
+    if (!mf_attr_conv_window(c, A_STRIDE, st, pd, dl)) return MF_ERR_SHAPE;
+    const uint64_t depth = (uint64_t)w.shape[1] * w.shape[2] * w.shape[3];
+    return mf_check_weighted_s16(c, has_bias ? &b : NULL, &m, &s, w.shape[0], depth, A_ACT_MIN);
+}
+
+static mf_status run_portable(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    int32_t st[2], pd[2], dl[2];
+    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
+    mf_requant_s16 rq;
+    mf_requant_s16_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    const int16_t *xd = (const int16_t *)x.data;
+    const int8_t *wd = (const int8_t *)w.data;
+    const int32_t h = (int32_t)x.shape[1], wi = (int32_t)x.shape[2];
+    const uint32_t ch = x.shape[3], wc = w.shape[3], oc_n = w.shape[0], kh = w.shape[1], kw = w.shape[2];
+    const uint32_t oc_per_group = oc_n / (ch / wc);
+    int16_t *out = (int16_t *)o.data;
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        for (uint32_t oy = 0; oy < o.shape[1]; oy++) {
+            for (uint32_t ox = 0; ox < o.shape[2]; ox++) {
+                const int64_t y0 = (int64_t)oy * st[0] - pd[0], x0 = (int64_t)ox * st[1] - pd[1];
+                for (uint32_t oc = 0; oc < oc_n; oc++) {
+                    int64_t acc = 0;
+                    for (uint32_t ky = 0; ky < kh; ky++) {
+                        const int64_t iy = y0 + (int64_t)ky * dl[0];
+                        if (iy < 0 || iy >= h) continue;
+                        for (uint32_t kx = 0; kx < kw; kx++) {
+                            const int64_t ix = x0 + (int64_t)kx * dl[1];
+                            if (ix < 0 || ix >= wi) continue;
+                            const int16_t *xp = xd + (((size_t)n * (size_t)h + (size_t)iy) * (size_t)wi + (size_t)ix) * ch +
+                                                (size_t)(oc / oc_per_group) * wc;
+                            const int8_t *wp = wd + (((size_t)oc * kh + ky) * kw + kx) * wc;
+                            acc += mf_dot_s16(xp, wp, wc);
+                        }
+                    }
+                    *out++ = mf_requant_s16_channel(&rq, oc, acc);
+                }
+            }
+        }
+    }
+    return MF_OK;
+}
+
+#if defined(MF_USE_DSP) || defined(MF_USE_MVE)
+/* The im2col path: needs 2 bytes of scratch per element of a patch (kh * kw * filter channels). */
+static mf_status run_im2col(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    int32_t st[2], pd[2], dl[2];
+    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
+    mf_requant_s16 rq;
+    mf_requant_s16_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    const int16_t *xd = (const int16_t *)x.data;
+    const int8_t *wd = (const int8_t *)w.data;
+    const int32_t h = (int32_t)x.shape[1], wi = (int32_t)x.shape[2];
+    const uint32_t ch = x.shape[3], wc = w.shape[3], oc_n = w.shape[0], kh = w.shape[1], kw = w.shape[2];
+    const uint32_t groups = ch / wc, oc_per_group = oc_n / groups, depth = kh * kw * wc;
+    int16_t *patch = (int16_t *)(void *)c->scratch; /* 16-byte aligned */
+    int16_t *out = (int16_t *)o.data;
+    int64_t acc[4];
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        for (uint32_t oy = 0; oy < o.shape[1]; oy++) {
+            for (uint32_t ox = 0; ox < o.shape[2]; ox++) {
+                const int64_t y0 = (int64_t)oy * st[0] - pd[0], x0 = (int64_t)ox * st[1] - pd[1];
+                for (uint32_t g = 0; g < groups; g++) {
+                    int16_t *dst = patch;
+                    for (uint32_t ky = 0; ky < kh; ky++) {
+                        const int64_t iy = y0 + (int64_t)ky * dl[0];
+                        for (uint32_t kx = 0; kx < kw; kx++, dst += wc) {
+                            const int64_t ix = x0 + (int64_t)kx * dl[1];
+                            if (iy < 0 || iy >= h || ix < 0 || ix >= wi) {
+                                memset(dst, 0, wc * sizeof *dst); /* zero point 0: padding adds nothing */
+                                continue;
+                            }
+                            memcpy(dst, xd + (((size_t)n * (size_t)h + (size_t)iy) * (size_t)wi + (size_t)ix) * ch +
+                                   (size_t)g * wc, wc * sizeof *dst);
+                        }
+                    }
+                    const uint32_t first = g * oc_per_group;
+                    for (uint32_t oc = 0; oc < oc_per_group; oc += 4) {
+                        const uint32_t k_n = oc_per_group - oc < 4 ? oc_per_group - oc : 4;
+                        mf_dot_s16_rows(patch, wd + (size_t)(first + oc) * depth, depth, k_n, acc);
+                        for (uint32_t k = 0; k < k_n; k++) out[first + oc + k] = mf_requant_s16_channel(&rq, first + oc + k, acc[k]);
+                    }
+                }
+                out += oc_n;
+            }
+        }
+    }
+    return MF_OK;
+}
+#endif
+
+static mf_status run(const mf_call *c) {
+#if defined(MF_USE_DSP) || defined(MF_USE_MVE)
+    mf_tensor w;
+    mf_call_input(c, 1, &w);
+    if (c->scratch && c->scratch_bytes >= 2u * w.shape[1] * w.shape[2] * w.shape[3]) return run_im2col(c);
+#endif
+    return run_portable(c);
+}
+
+const mf_kernel mf_kernel_conv2d_s16 = {60, "conv2d_s16", 4, 5, 1u << 2, "IIIii", check, run};

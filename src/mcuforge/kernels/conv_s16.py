@@ -1,0 +1,186 @@
+"""int16-activation convolutions with int8 weights: CMSIS-NN ``arm_convolve_s16`` and
+``arm_depthwise_conv_s16`` (A16W8).
+
+Activations are symmetric int16 (zero point 0: no input or output offset), weights int8 symmetric per
+output channel, bias int64. The accumulator is the exact int64 sum (CMSIS-NN sums in int32 for up to 512
+terms, where it cannot overflow, and in int64 beyond), requantized by ``requantize_s64`` with the
+channel's reduced multiplier. Taps outside the input are skipped, which for a zero point of 0 is the same
+as a zero pad. Window geometry as ``conv.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .conv import IntPair, im2col, padded_input, resolve_geometry, window_taps
+from .quant_s16 import (
+    S16_MAX_DEPTH,
+    check_activation_range_s16,
+    check_bias_s64,
+    check_int16,
+    check_requant_s64,
+    requantize_s64,
+)
+from .quant_utils import check_int8
+
+
+def output_stage_s16(acc: np.ndarray, bias: np.ndarray, reduced: np.ndarray, shifts: np.ndarray,
+                     act_min: int, act_max: int) -> np.ndarray:
+    """``clamp(requantize_s64(acc + bias, rm, shift), act_min, act_max)`` -> int16, per channel along the last
+    axis of acc (an exact integer array, int64 or float64)."""
+    total = acc.astype(np.int64) + bias
+    return np.clip(requantize_s64(total, reduced, shifts), act_min, act_max).astype(np.int16)
+
+
+def check_weighted_s16(bias: object, channels: int, multipliers: ArrayLike, shifts: ArrayLike, act_min: int,
+                       act_max: int, depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The output-stage checks of an s16 weighted kernel: (bias int64, reduced multipliers, shifts)."""
+    b = check_bias_s64(bias, channels)
+    reduced, shift = check_requant_s64(multipliers, shifts, channels)
+    check_activation_range_s16(act_min, act_max)
+    if depth > S16_MAX_DEPTH:
+        raise ValueError(f"dot products of {depth} terms exceed the s16 kernels' limit of {S16_MAX_DEPTH}")
+    return b, reduced, shift
+
+
+def _check_input_s16(x: np.ndarray, shape: tuple[int, ...], kernel: str) -> None:
+    if x.dtype != np.int16 or x.shape[1:] != shape:
+        raise ValueError(f"{kernel}: prepared for int16 inputs (N, {', '.join(map(str, shape))}), "
+                         f"got {x.dtype}{list(x.shape)}")
+
+
+def conv2d_s16(
+    x_nhwc: np.ndarray,
+    w_ohwi: np.ndarray,
+    bias: np.ndarray | None,
+    *,
+    multipliers: ArrayLike,
+    shifts: ArrayLike,
+    stride: IntPair = (1, 1),
+    padding: IntPair = (0, 0),
+    dilation: IntPair = (1, 1),
+    act_min: int = -32768,
+    act_max: int = 32767,
+    output_hw: tuple[int, int] | None = None,
+) -> np.ndarray:
+    """int16 x int8 convolution, bit-exact with CMSIS-NN ``arm_convolve_s16``.
+
+    ``acc[n,y,x,o] = bias[o] + sum_{i,j,c} x[n, y*sh-ph+i*dh, x*sw-pw+j*dw, c] * w[o,i,j,c]`` over in-bounds
+    taps (exact, int64), then ``requantize_s64(acc, REDUCE_MULTIPLIER(multipliers[o]), shifts[o])``, clamp to
+    [act_min, act_max]. x (N, H, W, C) int16, w (O, KH, KW, C / G) int8 (G groups as ``conv2d_s8``), bias (O,)
+    int64 or None (zeros), multipliers/shifts length O (or 1), shifts in [-31, 7]. Returns int16 (N, OH, OW, O).
+    """
+    x = check_int16("x_nhwc", x_nhwc, 4)
+    return prepare_conv2d_s16(x.shape[1:], w_ohwi, bias, multipliers=multipliers, shifts=shifts, stride=stride,
+                              padding=padding, dilation=dilation, act_min=act_min, act_max=act_max,
+                              output_hw=output_hw)(x)
+
+
+def prepare_conv2d_s16(
+    input_hwc: tuple[int, int, int],
+    w_ohwi: np.ndarray,
+    bias: np.ndarray | None,
+    *,
+    multipliers: ArrayLike,
+    shifts: ArrayLike,
+    stride: IntPair = (1, 1),
+    padding: IntPair = (0, 0),
+    dilation: IntPair = (1, 1),
+    act_min: int = -32768,
+    act_max: int = 32767,
+    output_hw: tuple[int, int] | None = None,
+) -> Callable[[np.ndarray], np.ndarray]:
+    """``conv2d_s16`` for inputs (N, *input_hwc) with the checks, geometry and weights done once."""
+    h, wd, c = (int(v) for v in input_hwc)
+    w = check_int8("w_ohwi", w_ohwi, 4)
+    oc, kh, kw, wc = w.shape
+    if wc < 1 or c % wc or oc % (c // wc):
+        raise ValueError(f"w_ohwi has {wc} input channels per filter: x_nhwc's {c} channels (groups = {c} / {wc}) "
+                         f"and the {oc} filters must divide into equal groups")
+    st, pd, dl, (oh, ow) = resolve_geometry((h, wd), (kh, kw), stride, padding, dilation, output_hw)
+    depth = kh * kw * wc
+    b, reduced, shift = check_weighted_s16(bias, oc, multipliers, shifts, act_min, act_max, depth)
+    groups, ocg = c // wc, oc // (c // wc)
+    # Every product is below 2^22 and depth <= 2^24: every partial sum is an exact integer in float64.
+    w_groups = [w[g * ocg:(g + 1) * ocg].reshape(ocg, depth).T.astype(np.float64) for g in range(groups)]
+
+    def run(x: np.ndarray) -> np.ndarray:
+        _check_input_s16(x, (h, wd, c), "conv2d_s16")
+        n = x.shape[0]
+        xp = padded_input(x, (kh, kw), st, pd, dl, (oh, ow), 0, np.float64)
+        acc = np.empty((n * oh * ow, oc), dtype=np.float64)
+        for g, w_g in enumerate(w_groups):
+            patches = im2col(np.ascontiguousarray(xp[..., g * wc:(g + 1) * wc]), (kh, kw), st, dl, (oh, ow))
+            acc[:, g * ocg:(g + 1) * ocg] = patches @ w_g
+        return output_stage_s16(acc, b, reduced, shift, act_min, act_max).reshape(n, oh, ow, oc)
+    return run
+
+
+def depthwise_conv2d_s16(
+    x_nhwc: np.ndarray,
+    w_1hwc: np.ndarray,
+    bias: np.ndarray | None,
+    *,
+    multipliers: ArrayLike,
+    shifts: ArrayLike,
+    stride: IntPair = (1, 1),
+    padding: IntPair = (0, 0),
+    dilation: IntPair = (1, 1),
+    depth_multiplier: int = 1,
+    act_min: int = -32768,
+    act_max: int = 32767,
+    output_hw: tuple[int, int] | None = None,
+) -> np.ndarray:
+    """int16 x int8 depthwise convolution, bit-exact with CMSIS-NN ``arm_depthwise_conv_s16``.
+
+    Output channel ``oc = ic * M + m`` (M = depth_multiplier) reads input channel ``ic``:
+    ``acc = bias[oc] + sum_{i,j} x[n, y*sh-ph+i*dh, x*sw-pw+j*dw, ic] * w[0,i,j,oc]`` over in-bounds taps
+    (exact, int64), then ``requantize_s64`` per channel and the clamp. x (N, H, W, C) int16, w (1, KH, KW, C*M)
+    int8, bias (C*M,) int64 or None. Returns int16 (N, OH, OW, C*M).
+    """
+    x = check_int16("x_nhwc", x_nhwc, 4)
+    return prepare_depthwise_conv2d_s16(
+        x.shape[1:], w_1hwc, bias, multipliers=multipliers, shifts=shifts, stride=stride, padding=padding,
+        dilation=dilation, depth_multiplier=depth_multiplier, act_min=act_min, act_max=act_max,
+        output_hw=output_hw)(x)
+
+
+def prepare_depthwise_conv2d_s16(
+    input_hwc: tuple[int, int, int],
+    w_1hwc: np.ndarray,
+    bias: np.ndarray | None,
+    *,
+    multipliers: ArrayLike,
+    shifts: ArrayLike,
+    stride: IntPair = (1, 1),
+    padding: IntPair = (0, 0),
+    dilation: IntPair = (1, 1),
+    depth_multiplier: int = 1,
+    act_min: int = -32768,
+    act_max: int = 32767,
+    output_hw: tuple[int, int] | None = None,
+) -> Callable[[np.ndarray], np.ndarray]:
+    """``depthwise_conv2d_s16`` for inputs (N, *input_hwc) with the checks and geometry done once."""
+    h, wd, c = (int(v) for v in input_hwc)
+    w = check_int8("w_1hwc", w_1hwc, 4)
+    one, kh, kw, oc = w.shape
+    if not isinstance(depth_multiplier, int | np.integer) or depth_multiplier < 1:
+        raise ValueError(f"depth_multiplier must be an int >= 1, got {depth_multiplier!r}")
+    m = int(depth_multiplier)
+    if one != 1 or oc != c * m:
+        raise ValueError(f"w_1hwc must have shape (1, KH, KW, {c}*{m}={c * m}), got {w.shape}")
+    st, pd, dl, out_hw = resolve_geometry((h, wd), (kh, kw), stride, padding, dilation, output_hw)
+    b, reduced, shift = check_weighted_s16(bias, oc, multipliers, shifts, act_min, act_max, kh * kw)
+    w_taps = w[0].astype(np.float64)  # (KH, KW, OC)
+
+    def run(x: np.ndarray) -> np.ndarray:
+        _check_input_s16(x, (h, wd, c), "depthwise_conv2d_s16")
+        xr = (x if m == 1 else np.repeat(x, m, axis=3)).astype(np.float64)
+        acc = np.zeros((x.shape[0], *out_hw, oc), dtype=np.float64)
+        for i, j, view in window_taps(xr, (kh, kw), st, pd, dl, out_hw, fill=0.0):
+            acc += view * w_taps[i, j]  # exact: |products| < 2^22, at most 2^24 taps
+        return output_stage_s16(acc, b, reduced, shift, act_min, act_max)
+    return run
