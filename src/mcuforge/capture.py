@@ -72,7 +72,8 @@ def capture(model: nn.Module, example_inputs: Sequence[torch.Tensor]) -> torch.f
     if problem:
         raise CaptureError(problem)
     with eval_mode(model):
-        exportable = rewrite_recurrent(model)  # nn.LSTM/GRU/RNN -> unrolled Linear + gates (a copy)
+        # nn.LSTM -> one mcuforge::lstm op per layer, GRU/RNN -> unrolled Linear + gates (a copy)
+        exportable = rewrite_recurrent(model, fused_lstm=True)
         try:
             with quiet_torch_logs():
                 exported = torch.export.export(exportable, args)

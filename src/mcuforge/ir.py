@@ -129,7 +129,11 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     that are strided or under 16 x 16 outputs 384 bytes of the pixel-major path's tables; none beyond
     128 taps or a 16-row span.
     add_s8 on the scalar path: its inputs' two tables of 256 int32 (an add of equal shapes uses them).
-    conv2d_s16 on the DSP and MVE paths: one int16 im2col patch (2 bytes per element)."""
+    conv2d_s16 on the DSP and MVE paths: one int16 im2col patch (2 bytes per element).
+    lstm_s8 on every path (``weight_shape`` its (4H, H) recurrent weights): one batch row's int16 cell
+    state and four int16 gate vectors, 10 H bytes rounded up to 16; the kernel needs it."""
+    if kind == "lstm_s8":  # every target: one batch row's int16 cell state and 4 gates, (4H, H) weights
+        return (2 * 5 * weight_shape[1] + 15) // 16 * 16
     path = get_target(target).kernel_path
     if kind == "conv2d_s8":
         _, kh, kw, ic = weight_shape
@@ -194,7 +198,13 @@ def scratch_size_problem(op: Op, tensors: dict[str, Tensor], target: str) -> str
     """Why ``op.scratch_bytes`` does not fit its kernel, or None: a conv2d_s8's scratch is none (0, the
     portable path) or at least what :func:`kernel_scratch_bytes` plans for the program's ``target``; the
     writer, the Python reader and the C loader all refuse a smaller one (a plan and a kernel that
-    disagree)."""
+    disagree). An lstm_s8 needs its scratch (the int16 cell state and gates): none is a problem too."""
+    if op.kind == "lstm_s8" and len(op.inputs) >= 3 and op.inputs[2] in tensors:
+        weight = tensors[op.inputs[2]].shape
+        need = kernel_scratch_bytes(op.kind, weight, target) if len(weight) == 2 else 0
+        if op.scratch_bytes < need:
+            return f"scratch_bytes {op.scratch_bytes} is less than the {need} bytes its kernel needs"
+        return None
     if op.kind != "conv2d_s8" or not op.scratch_bytes or len(op.inputs) < 2 or op.inputs[1] not in tensors:
         return None
     weight = tensors[op.inputs[1]].shape
@@ -370,6 +380,18 @@ OP_KINDS.update({
                        "attrs": [("input_offset", "int"), ("multiplier", "int"), ("shift", "int")]},
     "convert_s16_s8": {"id": 73, "inputs": ["x"],
                        "attrs": [("output_offset", "int"), ("multiplier", "int"), ("shift", "int")]},
+})
+
+# Recurrent layers as one op (ids 80-83). lstm_s8: CMSIS-NN's arm_lstm_unidirectional_s8, batch first
+# (N, T, I) -> (N, T, H) from the zero state; int8 weights (4H, I) and (4H, H) in torch's gate order
+# (i, f, g, o), int32 effective biases (zero points folded in), one multiplier/shift per gate and matrix,
+# int16 gates and cell state (scale 2^cell_scale_power); scratch of int16 cell state and gates.
+OP_KINDS.update({
+    "lstm_s8": {"id": 80, "inputs": ["x", "w_ih", "w_hh", "input_bias", "hidden_bias"], "attrs": [
+        ("input_multipliers", "ints"), ("input_shifts", "ints"), ("hidden_multipliers", "ints"),
+        ("hidden_shifts", "ints"), ("forget_to_cell_multiplier", "int"), ("forget_to_cell_shift", "int"),
+        ("input_to_cell_multiplier", "int"), ("input_to_cell_shift", "int"), ("output_multiplier", "int"),
+        ("output_shift", "int"), ("output_offset", "int"), ("cell_scale_power", "int"), ("cell_clip", "int")]},
 })
 
 OP_KIND_BY_ID = {spec["id"]: name for name, spec in OP_KINDS.items()}

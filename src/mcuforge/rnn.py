@@ -22,6 +22,8 @@ import copy
 import torch
 from torch import nn
 
+from .lstm_op import FusedLSTM, fusable
+
 RECURRENT = (nn.LSTM, nn.GRU, nn.RNN)
 
 
@@ -178,8 +180,17 @@ def _check(path: str, rnn: nn.RNNBase) -> None:
             f"rewrite only replaces plain {base.__name__} modules")
 
 
-def rewrite_recurrent(model: nn.Module) -> nn.Module:
-    """A copy of ``model`` with every nn.LSTM / nn.GRU / nn.RNN replaced by :class:`UnrolledRecurrent`.
+def _replacement(rnn: nn.RNNBase, fused_lstm: bool) -> nn.Module:
+    unrolled = UnrolledRecurrent(rnn).eval()
+    if fused_lstm and fusable(rnn):
+        return FusedLSTM(rnn, unrolled).eval()
+    return unrolled
+
+
+def rewrite_recurrent(model: nn.Module, fused_lstm: bool = False) -> nn.Module:
+    """A copy of ``model`` with every nn.LSTM / nn.GRU / nn.RNN replaced by :class:`UnrolledRecurrent`, or
+    with ``fused_lstm`` every unidirectional LSTM without projection by :class:`mcuforge.lstm_op.FusedLSTM`
+    (one op per layer, lowered to the fused ``lstm_s8`` kernel).
 
     The model itself is returned (no copy) when it holds no recurrent module.
     """
@@ -189,11 +200,11 @@ def rewrite_recurrent(model: nn.Module) -> nn.Module:
         if isinstance(m, RECURRENT):
             _check(path, m)
     if isinstance(model, RECURRENT):
-        return UnrolledRecurrent(model).eval()
+        return _replacement(model, fused_lstm)
     model = copy.deepcopy(model)
     for path, m in list(model.named_modules()):
         if isinstance(m, RECURRENT):
             parent_path, _, attr = path.rpartition(".")
             parent = model.get_submodule(parent_path)
-            setattr(parent, attr, UnrolledRecurrent(m).eval())
+            setattr(parent, attr, _replacement(m, fused_lstm))
     return model

@@ -29,6 +29,8 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
+from ..lstm_op import LSTM_CELL_STATE_OPS, LSTM_OPS
+from .int16 import PowerOfTwoObserver, activation_qspec_s16
 from .observers import HistogramObserver, PerChannelMinMaxObserver
 from .patterns import (
     ADD_OPS,
@@ -142,9 +144,12 @@ def _annotate(node: fx.Node, inputs: dict, output: object | None) -> None:
 class CortexMQuantizer(Quantizer):
     """PT2E quantizer for mcuforge's Cortex-M int8 kernels (CMSIS-NN arithmetic)."""
 
-    def __init__(self, observers: ObserverConfig | None = None) -> None:
+    def __init__(self, observers: ObserverConfig | None = None, fp32_recurrent: bool = False) -> None:
+        """``fp32_recurrent`` leaves the fused LSTM layers unannotated (fp32 between int8 layers, as
+        ExecuTorch's Cortex-M flow runs recurrent layers): a reference for the fused int16-state kernel."""
         super().__init__()
         self.observers = observers or ObserverConfig()
+        self.fp32_recurrent = fp32_recurrent
 
     def annotate(self, model: fx.GraphModule) -> fx.GraphModule:
         for node in model.graph.nodes:
@@ -158,6 +163,8 @@ class CortexMQuantizer(Quantizer):
                 self._annotate_mul(node)
             elif node.target in MATMUL_OPS:
                 self._annotate_matmul(node)
+            elif node.target in LSTM_CELL_STATE_OPS:
+                self._annotate_lstm(node)
             elif node.target in LUT_ACTIVATIONS:
                 self._annotate_own_output(node)
             elif node.target in SOFTMAX_OPS:
@@ -227,6 +234,18 @@ class CortexMQuantizer(Quantizer):
         if not (_is_activation(a) and _is_activation(b)):
             return
         self._annotate_with_activation(node, {a: self._input_qspec(a), b: self._input_qspec(b)})
+
+    def _annotate_lstm(self, cells: fx.Node) -> None:
+        """One LSTM layer (mcuforge.lstm_op): int8 input and output, the cell states observed in int16 at a
+        power-of-two scale (arm_lstm_unidirectional_s8's cell state). Weights stay fp32 here: the lowering
+        quantizes them per gate as the kernel takes them."""
+        x = cells.args[0]
+        layers = [u for u in cells.users if u.op == "call_function" and u.target in LSTM_OPS and u.args[1] is cells]
+        if self.fp32_recurrent or not _is_activation(x) or len(layers) != 1 or layers[0].args[0] is not x:
+            return
+        cell_spec = activation_qspec_s16(PowerOfTwoObserver)
+        _annotate(cells, {x: self._input_qspec(x)}, cell_spec)
+        _annotate(layers[0], {x: self._input_qspec(x), cells: cell_spec}, activation_qspec(self.observers))
 
     def _annotate_own_output(self, node: fx.Node) -> None:
         x = node.args[0]

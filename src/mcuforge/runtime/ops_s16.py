@@ -9,6 +9,7 @@ import numpy as np
 from ..ir import Op
 from ..kernels.conv_s16 import prepare_conv2d_s16, prepare_depthwise_conv2d_s16
 from ..kernels.elementwise_s16 import clamp_s16, convert_s8_s16, convert_s16_s8, prepare_add_s16, prepare_mul_s16
+from ..kernels.lstm import prepare_lstm_s8
 from ..kernels.fully_connected_s16 import prepare_batch_matmul_s16, prepare_fully_connected_s16
 from ..kernels.lut_s16 import activation_s16, prepare_lut_s16
 from ..kernels.pooling_s16 import prepare_pool_s16
@@ -124,6 +125,12 @@ def _to_s8(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     return convert_s16_s8(ins[0], **op.attrs)
 
 
+def _lstm(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+    x = ins[0]
+    run = prepared(op, ins[1:], (), lambda: prepare_lstm_s8(*(_const(c) for c in ins[1:]), **op.attrs))
+    return run(x.reshape(-1, *x.shape[2:])).reshape(outs[0].shape)
+
+
 S16_KERNELS = {
     "conv2d_s16": _conv,
     "depthwise_conv2d_s16": _depthwise,
@@ -138,5 +145,6 @@ S16_KERNELS = {
     "activation_s16": _activation,
     "clamp_s16": _clamp,
     "convert_s8_s16": _to_s16,
+    "lstm_s8": _lstm,
     "convert_s16_s8": _to_s8,
 }

@@ -1,0 +1,130 @@
+"""``lstm_s8``: one LSTM layer over a whole sequence, CMSIS-NN's ``arm_lstm_unidirectional_s8`` (TFLite's
+8x8_16 integer LSTM: int8 input, output and weights, int32 bias, int16 gates and cell state).
+
+Gates in torch's order (i, f, g, o); weights stacked as (4 H, I) and (4 H, H), per-tensor scales per gate
+matrix. From the zero state, for every step t of the (N, T, I) input, each gate k is
+``arm_nn_lstm_calculate_gate_s8_s16``:
+
+    pre = clamp16(requantize(W_ih[k] x_t + input_bias[k], input_multiplier[k], input_shift[k]))
+    pre = clamp16(pre + requantize(W_hh[k] h_{t-1} + hidden_bias[k], hidden_multiplier[k], hidden_shift[k]))
+    gate = activation_s16(pre, left_shift=0)           sigmoid for i, f, o; tanh for g (Q3.12 in, Q0.15 out)
+
+(the hidden term is skipped at t = 0, where there is no hidden state), then (``arm_nn_lstm_step_s8``)
+
+    c = clamp16(requantize(f * c, forget_to_cell_multiplier, forget_to_cell_shift))
+    c = clamp(c + requantize(i * g, input_to_cell_multiplier, input_to_cell_shift), -cell_clip, cell_clip)
+    h_t = clamp8(requantize(o * tanh_s16(c, left_shift=cell_scale_power + 12), output_multiplier,
+                            output_shift) + output_offset)
+
+``input_bias`` holds the input zero point (bias - zp_x * row sums of W_ih), ``hidden_bias`` the output's
+(-zp_h * row sums of W_hh): the products are of raw int8 codes, as CMSIS-NN's effective biases make them.
+The cell state has scale 2^cell_scale_power (cell_scale_power in [-12, 2]). Products and sums are int32
+(wrapping, as in C). Vectorized over the batch; the input terms of every step are computed at once (they do
+not depend on the state).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .lut_s16 import activation_s16
+from .quant_s16 import INT16_MAX, INT16_MIN
+from .quant_utils import check_int8, requantize, wrap_int32
+
+#: cell_scale_power range: the tanh of the cell state is arm_nn_activation_s16 with left shift power + 12.
+CELL_SCALE_POWER_MIN, CELL_SCALE_POWER_MAX = -12, 2
+#: Scalar parameters of lstm_s8 (the op's attributes besides the per-gate lists).
+SCALAR_PARAMS = ("forget_to_cell_multiplier", "forget_to_cell_shift", "input_to_cell_multiplier",
+                 "input_to_cell_shift", "output_multiplier", "output_shift", "output_offset", "cell_scale_power",
+                 "cell_clip")
+GATE_PARAMS = ("input_multipliers", "input_shifts", "hidden_multipliers", "hidden_shifts")
+
+
+def _check_params(hidden: int, w_ih: np.ndarray, w_hh: np.ndarray, input_bias: np.ndarray,
+                  hidden_bias: np.ndarray, gate: dict[str, np.ndarray], p: dict[str, int]) -> None:
+    if w_ih.shape[0] != 4 * hidden or w_hh.shape != (4 * hidden, hidden):
+        raise ValueError(f"lstm_s8: weights must be (4H, I) and (4H, H), got {w_ih.shape} and {w_hh.shape}")
+    for name, bias in (("input_bias", input_bias), ("hidden_bias", hidden_bias)):
+        if bias.shape != (4 * hidden,) or bias.dtype != np.int32:
+            raise ValueError(f"lstm_s8: {name} must be int32 of shape ({4 * hidden},), got {bias.dtype} {bias.shape}")
+    for name, values in gate.items():
+        if values.shape != (4,):
+            raise ValueError(f"lstm_s8: {name} must hold 4 values (one per gate), got shape {values.shape}")
+    for name in ("input_shifts", "hidden_shifts"):
+        if np.any((gate[name] < -31) | (gate[name] > 30)):
+            raise ValueError(f"lstm_s8: {name} must be in [-31, 30], got {gate[name].tolist()}")
+    for name in ("forget_to_cell_shift", "input_to_cell_shift", "output_shift"):
+        if not -31 <= p[name] <= 30:
+            raise ValueError(f"lstm_s8: {name} must be in [-31, 30], got {p[name]}")
+    if not -128 <= p["output_offset"] <= 127:
+        raise ValueError(f"lstm_s8: output_offset must be in [-128, 127], got {p['output_offset']}")
+    if not CELL_SCALE_POWER_MIN <= p["cell_scale_power"] <= CELL_SCALE_POWER_MAX:
+        raise ValueError(f"lstm_s8: cell_scale_power must be in [{CELL_SCALE_POWER_MIN}, {CELL_SCALE_POWER_MAX}], "
+                         f"got {p['cell_scale_power']}")
+    if not 1 <= p["cell_clip"] <= INT16_MAX:
+        raise ValueError(f"lstm_s8: cell_clip must be in [1, {INT16_MAX}], got {p['cell_clip']}")
+
+
+def prepare_lstm_s8(w_ih: np.ndarray, w_hh: np.ndarray, input_bias: np.ndarray, hidden_bias: np.ndarray,
+                    **params: object) -> Callable[[np.ndarray], np.ndarray]:
+    """Check the layer's constants once; returns ``run(x)``: int8 (N, T, I) -> int8 (N, T, H)."""
+    w_ih = check_int8("w_ih", w_ih, 2)
+    w_hh = check_int8("w_hh", w_hh, 2)
+    input_bias, hidden_bias = np.asarray(input_bias), np.asarray(hidden_bias)
+    gate = {name: np.asarray(params.pop(name), np.int64) for name in GATE_PARAMS}
+    p = {name: int(params.pop(name)) for name in SCALAR_PARAMS}  # type: ignore[call-overload]
+    if params:
+        raise TypeError(f"lstm_s8: unknown parameters {sorted(params)}")
+    hidden = w_hh.shape[1]
+    _check_params(hidden, w_ih, w_hh, input_bias, hidden_bias, gate, p)
+    # Per-column (4 H) multipliers and shifts: gate k's value repeated over its H rows.
+    per_row = {name: np.repeat(values, hidden) for name, values in gate.items()}
+    wx, wh = w_ih.T.astype(np.int32), w_hh.T.astype(np.int32)
+    bx, bh = input_bias.astype(np.int64), hidden_bias.astype(np.int64)
+    tanh_shift = p["cell_scale_power"] + 12
+    clip = p["cell_clip"]
+
+    def run(x: np.ndarray) -> np.ndarray:
+        x = check_int8("x", x, 3)
+        if x.shape[2] != w_ih.shape[1]:
+            raise ValueError(f"lstm_s8: input has {x.shape[2]} features, the weights take {w_ih.shape[1]}")
+        n, steps, _ = x.shape
+        # Input terms of every step at once: |sum| <= I * 128 * 127 + |bias|, exact in int64 before the wrap.
+        acc = (x.reshape(n * steps, -1).astype(np.int32) @ wx).astype(np.int64) + bx
+        pre_x = np.clip(requantize(acc, per_row["input_multipliers"], per_row["input_shifts"]), INT16_MIN, INT16_MAX)
+        pre_x = pre_x.reshape(n, steps, 4 * hidden)
+        out = np.empty((n, steps, hidden), np.int8)
+        cell = np.zeros((n, hidden), np.int64)
+        h = None
+        for t in range(steps):
+            pre = pre_x[:, t]
+            if h is not None:
+                acc_h = (h.astype(np.int32) @ wh).astype(np.int64) + bh
+                pre = np.clip(pre + requantize(acc_h, per_row["hidden_multipliers"], per_row["hidden_shifts"]),
+                              INT16_MIN, INT16_MAX)
+            pre = pre.astype(np.int16)
+            sig = activation_s16(pre, left_shift=0, function="sigmoid").astype(np.int64)
+            g = activation_s16(pre[:, 2 * hidden:3 * hidden], left_shift=0, function="tanh").astype(np.int64)
+            i, f, o = sig[:, :hidden], sig[:, hidden:2 * hidden], sig[:, 3 * hidden:]
+            cell = np.clip(requantize(f * cell, p["forget_to_cell_multiplier"], p["forget_to_cell_shift"]),
+                           INT16_MIN, INT16_MAX)
+            cell = np.clip(cell + requantize(i * g, p["input_to_cell_multiplier"], p["input_to_cell_shift"]),
+                           -clip, clip)
+            tanh_c = activation_s16(cell.astype(np.int16), left_shift=tanh_shift, function="tanh").astype(np.int64)
+            hq = requantize(wrap_int32(o * tanh_c), p["output_multiplier"], p["output_shift"]) + p["output_offset"]
+            h = np.clip(hq, -128, 127).astype(np.int8)
+            out[:, t] = h
+        return out
+
+    return run
+
+
+def lstm_s8(x: np.ndarray, w_ih: np.ndarray, w_hh: np.ndarray, input_bias: np.ndarray, hidden_bias: np.ndarray,
+            **params: object) -> np.ndarray:
+    """One LSTM layer (``arm_lstm_unidirectional_s8``, batch first): int8 (N, T, I) -> int8 (N, T, H).
+
+    Parameters: ``input_multipliers``, ``input_shifts``, ``hidden_multipliers``, ``hidden_shifts`` (4 values
+    each, gates i, f, g, o) and the scalars of ``SCALAR_PARAMS`` (see the module docstring)."""
+    return prepare_lstm_s8(w_ih, w_hh, input_bias, hidden_bias, **params)(x)

@@ -1,0 +1,112 @@
+"""An LSTM layer as one graph op: the ``mcuforge::lstm`` custom op that the compiler lowers to one fused
+``lstm_s8`` kernel (CMSIS-NN's ``arm_lstm_unidirectional_s8``: int8 input and output, int16 gates and
+cell state).
+
+torch.export keeps a custom op as one node, PT2E's prepare/convert pass it through like any op, and the
+quantizer annotates it. What an LSTM's integer kernel needs beyond its input and output quantization is
+the cell state's range; one op cannot have it observed (an op's output carries one quantization), so a
+layer is two ops:
+
+- ``mcuforge::lstm_cell_states(x, w_ih, w_hh, bias)``: the cell state of every step, (N, T, H), whose
+  output the quantizer observes (int16 symmetric, power-of-two scale: the cell state's quantization);
+- ``mcuforge::lstm(x, cell_states, w_ih, w_hh, bias)``: the hidden state of every step, (N, T, H). It
+  takes the cell states only to carry their quantization to the lowering (it recomputes them in fp32).
+
+Both are batch first, gates in torch's order (i, f, g, o), one bias (``b_ih + b_hh``), zero initial
+state. :class:`FusedLSTM` replaces an nn.LSTM with them (one pair per layer); calls it does not cover (an
+initial state, a packed sequence) run the unrolled rewrite it holds (:mod:`mcuforge.rnn`).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+
+def _run_lstm(x: Tensor, w_ih: Tensor, w_hh: Tensor, bias: Tensor) -> tuple[Tensor, Tensor]:
+    """fp32 LSTM over (N, T, I) from the zero state: (hidden states, cell states), each (N, T, H)."""
+    n, steps, _ = x.shape
+    hidden = w_hh.shape[1]
+    gates_x = torch.nn.functional.linear(x, w_ih, bias)
+    h = x.new_zeros(n, hidden)
+    c = x.new_zeros(n, hidden)
+    hs, cs = [], []
+    for t in range(steps):
+        gates = gates_x[:, t] + torch.nn.functional.linear(h, w_hh)
+        i, f, g, o = gates.chunk(4, dim=-1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        hs.append(h)
+        cs.append(c)
+    return torch.stack(hs, 1), torch.stack(cs, 1)
+
+
+@torch.library.custom_op("mcuforge::lstm_cell_states", mutates_args=())
+def lstm_cell_states(x: Tensor, w_ih: Tensor, w_hh: Tensor, bias: Tensor) -> Tensor:
+    """The cell state of every time step of one LSTM layer, (N, T, H) (observed for its quantization)."""
+    return _run_lstm(x, w_ih, w_hh, bias)[1]
+
+
+@lstm_cell_states.register_fake
+def _lstm_cell_states_fake(x: Tensor, w_ih: Tensor, w_hh: Tensor, bias: Tensor) -> Tensor:
+    return x.new_empty(x.shape[0], x.shape[1], w_hh.shape[1])
+
+
+@torch.library.custom_op("mcuforge::lstm", mutates_args=())
+def lstm(x: Tensor, cell_states: Tensor, w_ih: Tensor, w_hh: Tensor, bias: Tensor) -> Tensor:
+    """The hidden state (output) of every time step of one LSTM layer, (N, T, H); ``cell_states`` is only
+    read for its quantization."""
+    out, _ = torch.lstm(x, (x.new_zeros(1, x.shape[0], w_hh.shape[1]),) * 2,
+                        [w_ih, w_hh, bias, torch.zeros_like(bias)], True, 1, 0.0, False, False, True)[:2]
+    return out
+
+
+@lstm.register_fake
+def _lstm_fake(x: Tensor, cell_states: Tensor, w_ih: Tensor, w_hh: Tensor, bias: Tensor) -> Tensor:
+    return x.new_empty(x.shape[0], x.shape[1], w_hh.shape[1])
+
+
+LSTM_OPS = {torch.ops.mcuforge.lstm.default}
+LSTM_CELL_STATE_OPS = {torch.ops.mcuforge.lstm_cell_states.default}
+
+
+def fusable(rnn: nn.Module) -> bool:
+    """Whether :class:`FusedLSTM` runs ``rnn`` as fused layers: a unidirectional nn.LSTM without projection."""
+    return isinstance(rnn, nn.LSTM) and not rnn.bidirectional and getattr(rnn, "proj_size", 0) == 0
+
+
+class FusedLSTM(nn.Module):
+    """nn.LSTM (unidirectional, no projection) as one ``mcuforge::lstm`` per layer; same call signature.
+
+    Calls with an initial state or an unbatched input run ``unrolled`` (the plain-layer rewrite).
+    """
+
+    def __init__(self, rnn: nn.LSTM, unrolled: nn.Module) -> None:
+        super().__init__()
+        self.batch_first = rnn.batch_first
+        self.num_layers = rnn.num_layers
+        # Not a registered submodule: its copies of the weights would be dead constants of the export.
+        object.__setattr__(self, "unrolled", unrolled)
+        for layer in range(rnn.num_layers):
+            get = lambda name: getattr(rnn, f"{name}_l{layer}").detach().clone()  # noqa: E731, B023
+            w_ih, w_hh = get("weight_ih"), get("weight_hh")
+            bias = get("bias_ih") + get("bias_hh") if rnn.bias else torch.zeros(w_ih.shape[0])
+            self.register_buffer(f"w_ih_{layer}", w_ih)
+            self.register_buffer(f"w_hh_{layer}", w_hh)
+            self.register_buffer(f"bias_{layer}", bias)
+
+    def forward(self, x: Tensor, hx=None):
+        if hx is not None or not isinstance(x, Tensor) or x.dim() != 3:
+            return self.unrolled(x, hx)
+        seq = x if self.batch_first else x.transpose(0, 1)
+        h_n, c_n = [], []
+        for layer in range(self.num_layers):
+            w_ih, w_hh = getattr(self, f"w_ih_{layer}"), getattr(self, f"w_hh_{layer}")
+            bias = getattr(self, f"bias_{layer}")
+            cells = torch.ops.mcuforge.lstm_cell_states(seq, w_ih, w_hh, bias)
+            seq = torch.ops.mcuforge.lstm(seq, cells, w_ih, w_hh, bias)
+            h_n.append(seq[:, -1].unsqueeze(0))
+            c_n.append(cells[:, -1].unsqueeze(0))
+        output = seq if self.batch_first else seq.transpose(0, 1)
+        cat = (lambda ts: ts[0] if len(ts) == 1 else torch.cat(ts, 0))  # noqa: E731
+        return output, (cat(h_n), cat(c_n))
