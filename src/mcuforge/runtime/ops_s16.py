@@ -9,8 +9,8 @@ import numpy as np
 from ..ir import Op
 from ..kernels.conv_s16 import prepare_conv2d_s16, prepare_depthwise_conv2d_s16
 from ..kernels.elementwise_s16 import clamp_s16, convert_s8_s16, convert_s16_s8, prepare_add_s16, prepare_mul_s16
-from ..kernels.lstm import prepare_lstm_s8
 from ..kernels.fully_connected_s16 import prepare_batch_matmul_s16, prepare_fully_connected_s16
+from ..kernels.lstm import prepare_lstm_s8
 from ..kernels.lut_s16 import activation_s16, prepare_lut_s16
 from ..kernels.pooling_s16 import prepare_pool_s16
 from ..kernels.softmax_s16 import prepare_softmax_s16

@@ -16,10 +16,10 @@ import math
 import numpy as np
 from torch import fx
 
+from ...ir import kernel_scratch_bytes
 from ...kernels.lstm import CELL_SCALE_POWER_MAX, CELL_SCALE_POWER_MIN
 from ...kernels.quant_s16 import INT16_MAX
 from ...kernels.quant_utils import quantize_multiplier
-from ...ir import kernel_scratch_bytes
 from ...lstm_op import LSTM_CELL_STATE_OPS, LSTM_OPS
 from ..builder import GraphBuilder, get_attr_value, is_dq, is_q, node_shape, qparams_of
 from .common import NotInt8, int8_input, int8_lowering, output_quantize
