@@ -130,10 +130,10 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     128 taps or a 16-row span.
     add_s8 on the scalar path: its inputs' two tables of 256 int32 (an add of equal shapes uses them).
     conv2d_s16 on the DSP and MVE paths: one int16 im2col patch (2 bytes per element).
-    lstm_s8 on every path (``weight_shape`` its (4H, H) recurrent weights): one batch row's int16 cell
+    lstm_s8 on every path (``weight_shape`` either (4H, .) weight matrix): one batch row's int16 cell
     state and four int16 gate vectors, 10 H bytes rounded up to 16; the kernel needs it."""
-    if kind == "lstm_s8":  # every target: one batch row's int16 cell state and 4 gates, (4H, H) weights
-        return (2 * 5 * weight_shape[1] + 15) // 16 * 16
+    if kind == "lstm_s8":  # every target: one batch row's int16 cell state and 4 gates; weights (4H, .)
+        return (2 * 5 * (weight_shape[0] // 4) + 15) // 16 * 16
     path = get_target(target).kernel_path
     if kind == "conv2d_s8":
         _, kh, kw, ic = weight_shape

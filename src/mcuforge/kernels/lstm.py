@@ -7,6 +7,7 @@ matrix. From the zero state, for every step t of the (N, T, I) input, each gate 
 
     pre = clamp16(requantize(W_ih[k] x_t + input_bias[k], input_multiplier[k], input_shift[k]))
     pre = clamp16(pre + requantize(W_hh[k] h_{t-1} + hidden_bias[k], hidden_multiplier[k], hidden_shift[k]))
+    (the sum an int32, wrapping as on the core)
     gate = activation_s16(pre, left_shift=0)           sigmoid for i, f, o; tanh for g (Q3.12 in, Q0.15 out)
 
 (the hidden term is skipped at t = 0, where there is no hidden state), then (``arm_nn_lstm_step_s8``)
@@ -67,6 +68,32 @@ def _check_params(hidden: int, w_ih: np.ndarray, w_hh: np.ndarray, input_bias: n
         raise ValueError(f"lstm_s8: cell_clip must be in [1, {INT16_MAX}], got {p['cell_clip']}")
 
 
+class _Requant:
+    """``arm_nn_requantize`` (quant_utils.requantize) of int32 values with fixed parameters, in fewer passes:
+    the wrapping left shift, ``(x * m + 2^30) >> 31`` in int64, then the divide by 2^right rounded half away
+    from zero as ``(y + 2^(right - 1) - (y < 0 and right > 0)) >> right``. A multiplier of INT32_MIN (whose
+    doubling high multiply can overflow) takes quant_utils.requantize itself."""
+
+    def __init__(self, multiplier: object, shift: object) -> None:
+        self.multiplier = np.asarray(multiplier, np.int64)
+        shift = np.asarray(shift, np.int64)
+        self.shift = shift
+        self.left = np.maximum(shift, 0)
+        self.right = np.maximum(-shift, 0)
+        self.half = (np.int64(1) << self.right) >> 1
+        self.rounds = (self.right > 0).astype(np.int64)
+        self.exact = not np.any(self.multiplier == -(2**31))
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        if not self.exact:
+            return requantize(x, self.multiplier, self.shift).astype(np.int64)
+        x = np.asarray(x, np.int64)
+        if np.any(self.left):
+            x = wrap_int32(x << self.left).astype(np.int64)
+        y = (x * self.multiplier + (1 << 30)) >> 31
+        return (y + self.half - (y < 0) * self.rounds) >> self.right
+
+
 def prepare_lstm_s8(w_ih: np.ndarray, w_hh: np.ndarray, input_bias: np.ndarray, hidden_bias: np.ndarray,
                     **params: object) -> Callable[[np.ndarray], np.ndarray]:
     """Check the layer's constants once; returns ``run(x)``: int8 (N, T, I) -> int8 (N, T, H)."""
@@ -79,42 +106,43 @@ def prepare_lstm_s8(w_ih: np.ndarray, w_hh: np.ndarray, input_bias: np.ndarray, 
         raise TypeError(f"lstm_s8: unknown parameters {sorted(params)}")
     hidden = w_hh.shape[1]
     _check_params(hidden, w_ih, w_hh, input_bias, hidden_bias, gate, p)
-    # Per-column (4 H) multipliers and shifts: gate k's value repeated over its H rows.
-    per_row = {name: np.repeat(values, hidden) for name, values in gate.items()}
-    wx, wh = w_ih.T.astype(np.int32), w_hh.T.astype(np.int32)
+    # Dot products in float64 (BLAS): exact, |sum| <= K * 128 * 127 < 2^53 for any K the C kernel takes.
+    wx, wh = w_ih.T.astype(np.float64), w_hh.T.astype(np.float64)
     bx, bh = input_bias.astype(np.int64), hidden_bias.astype(np.int64)
-    tanh_shift = p["cell_scale_power"] + 12
-    clip = p["cell_clip"]
+    # Per-column (4 H) requantization of the gate terms: gate k's values repeated over its H rows.
+    rq_x = _Requant(np.repeat(gate["input_multipliers"], hidden), np.repeat(gate["input_shifts"], hidden))
+    rq_h = _Requant(np.repeat(gate["hidden_multipliers"], hidden), np.repeat(gate["hidden_shifts"], hidden))
+    rq_f = _Requant(p["forget_to_cell_multiplier"], p["forget_to_cell_shift"])
+    rq_i = _Requant(p["input_to_cell_multiplier"], p["input_to_cell_shift"])
+    rq_o = _Requant(p["output_multiplier"], p["output_shift"])
+    # arm_nn_activation_s16 of every int16 code, read by index (code + 32768): one take per activation.
+    codes = np.arange(INT16_MIN, INT16_MAX + 1, dtype=np.int16)
+    sigmoid = activation_s16(codes, left_shift=0, function="sigmoid").astype(np.int32)
+    tanh = activation_s16(codes, left_shift=0, function="tanh").astype(np.int32)
+    tanh_cell = activation_s16(codes, left_shift=p["cell_scale_power"] + 12, function="tanh").astype(np.int32)
+    clip, offset = p["cell_clip"], p["output_offset"]
 
     def run(x: np.ndarray) -> np.ndarray:
         x = check_int8("x", x, 3)
         if x.shape[2] != w_ih.shape[1]:
             raise ValueError(f"lstm_s8: input has {x.shape[2]} features, the weights take {w_ih.shape[1]}")
         n, steps, _ = x.shape
-        # Input terms of every step at once: |sum| <= I * 128 * 127 + |bias|, exact in int64 before the wrap.
-        acc = (x.reshape(n * steps, -1).astype(np.int32) @ wx).astype(np.int64) + bx
-        pre_x = np.clip(requantize(acc, per_row["input_multipliers"], per_row["input_shifts"]), INT16_MIN, INT16_MAX)
-        pre_x = pre_x.reshape(n, steps, 4 * hidden)
+        # Input terms of every step at once (the int32 sum wraps as in C), as table indices (+ 32768).
+        acc = wrap_int32((x.reshape(n * steps, -1).astype(np.float64) @ wx).astype(np.int64) + bx)
+        pre_x = (np.clip(rq_x(acc), INT16_MIN, INT16_MAX) - INT16_MIN).reshape(n, steps, 4 * hidden)
         out = np.empty((n, steps, hidden), np.int8)
         cell = np.zeros((n, hidden), np.int64)
         h = None
         for t in range(steps):
-            pre = pre_x[:, t]
+            idx = pre_x[:, t]
             if h is not None:
-                acc_h = (h.astype(np.int32) @ wh).astype(np.int64) + bh
-                pre = np.clip(pre + requantize(acc_h, per_row["hidden_multipliers"], per_row["hidden_shifts"]),
-                              INT16_MIN, INT16_MAX)
-            pre = pre.astype(np.int16)
-            sig = activation_s16(pre, left_shift=0, function="sigmoid").astype(np.int64)
-            g = activation_s16(pre[:, 2 * hidden:3 * hidden], left_shift=0, function="tanh").astype(np.int64)
-            i, f, o = sig[:, :hidden], sig[:, hidden:2 * hidden], sig[:, 3 * hidden:]
-            cell = np.clip(requantize(f * cell, p["forget_to_cell_multiplier"], p["forget_to_cell_shift"]),
-                           INT16_MIN, INT16_MAX)
-            cell = np.clip(cell + requantize(i * g, p["input_to_cell_multiplier"], p["input_to_cell_shift"]),
-                           -clip, clip)
-            tanh_c = activation_s16(cell.astype(np.int16), left_shift=tanh_shift, function="tanh").astype(np.int64)
-            hq = requantize(wrap_int32(o * tanh_c), p["output_multiplier"], p["output_shift"]) + p["output_offset"]
-            h = np.clip(hq, -128, 127).astype(np.int8)
+                hidden_term = rq_h(wrap_int32((h.astype(np.float64) @ wh).astype(np.int64) + bh))
+                idx = np.clip(wrap_int32(idx + INT16_MIN + hidden_term), INT16_MIN, INT16_MAX) - INT16_MIN
+            i, f, o = (sigmoid[idx[:, k * hidden:(k + 1) * hidden]] for k in (0, 1, 3))
+            g = tanh[idx[:, 2 * hidden:3 * hidden]]
+            cell = np.clip(rq_f(f * cell), INT16_MIN, INT16_MAX)
+            cell = np.clip(wrap_int32(cell + rq_i(i * g)), -clip, clip)
+            h = np.clip(rq_o(o * tanh_cell[cell - INT16_MIN]) + offset, -128, 127).astype(np.int8)
             out[:, t] = h
         return out
 

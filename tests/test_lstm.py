@@ -1,0 +1,151 @@
+"""The fused LSTM (lstm_s8, CMSIS-NN's arm_lstm_unidirectional_s8): the Python kernel against the
+independent statement of CMSIS-NN's arithmetic (tests/cmsis_reference_lstm.py), random and edge cases;
+host Python == host C (portable dot products) == QEMU cortex-m4 (DSP) and cortex-m55 (MVE); the fused
+rewrite against nn.LSTM in fp32; kws_lstm compiled to a handful of ops, every MAC on an integer kernel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from board_sweep import BoardSweep
+from cmsis_reference_lstm import ref_lstm_s8
+from torch import nn
+
+import mcuforge
+from mcuforge.ir import Graph, Op, Tensor
+from mcuforge.kernels.lstm import lstm_s8
+from mcuforge.lstm_op import FusedLSTM
+from mcuforge.program import serialize
+from mcuforge.rnn import rewrite_recurrent
+from mcuforge.zoo import MODELS
+
+
+def lstm_case(rng, edge: str = "") -> tuple[dict, dict]:
+    """(arrays, parameters) of one random layer; ``edge`` pushes one part to its limits."""
+    n, t = int(rng.integers(1, 4)), int(rng.integers(1, 7))
+    features, hidden = int(rng.choice([1, 3, 4, 5, 8, 17, 33])), int(rng.choice([1, 2, 4, 7, 16]))
+    w_ih = rng.integers(-127, 128, (4 * hidden, features), dtype=np.int8)
+    w_hh = rng.integers(-127, 128, (4 * hidden, hidden), dtype=np.int8)
+    x = rng.integers(-128, 128, (n, t, features), dtype=np.int8)
+    b_ih = rng.integers(-(1 << 20), 1 << 20, 4 * hidden).astype(np.int32)
+    b_hh = rng.integers(-(1 << 16), 1 << 16, 4 * hidden).astype(np.int32)
+    # multipliers in [2^30, 2^31): gate inputs around Q3.12 (shifts near -6), some saturating
+    mults = lambda: [int(v) for v in rng.integers(1 << 30, (1 << 31) - 1, 4)]  # noqa: E731
+    shifts = lambda lo, hi: [int(v) for v in rng.integers(lo, hi, 4)]  # noqa: E731
+    p = {"input_multipliers": mults(), "input_shifts": shifts(-9, -3), "hidden_multipliers": mults(),
+         "hidden_shifts": shifts(-9, -3), "forget_to_cell_multiplier": 1 << 30, "forget_to_cell_shift": -14,
+         "input_to_cell_multiplier": int(rng.integers(1 << 30, (1 << 31) - 1)),
+         "input_to_cell_shift": int(rng.integers(-25, -14)),
+         "output_multiplier": int(rng.integers(1 << 30, (1 << 31) - 1)), "output_shift": int(rng.integers(-24, -18)),
+         "output_offset": int(rng.integers(-128, 128)), "cell_scale_power": int(rng.integers(-12, 3)),
+         "cell_clip": 32767}
+    if edge == "saturate":  # pre-activations and products past int16 / int8, wrapping biases
+        p["input_shifts"], p["hidden_shifts"] = shifts(0, 8), shifts(0, 8)
+        b_ih = rng.choice(np.array([-(2**31), 2**31 - 1, 0], np.int64), 4 * hidden).astype(np.int32)
+        p["input_to_cell_shift"], p["output_shift"] = int(rng.integers(-14, 0)), int(rng.integers(-16, 0))
+    elif edge == "clip":
+        p["cell_clip"] = int(rng.integers(1, 3000))
+    elif edge == "extremes":
+        x[:] = rng.choice(np.array([-128, 127], np.int8), x.shape)
+        w_ih[:] = rng.choice(np.array([-127, 127], np.int8), w_ih.shape)
+        p["output_offset"] = int(rng.choice([-128, 127]))
+        p["cell_scale_power"] = int(rng.choice([-12, 2]))
+        p["forget_to_cell_multiplier"], p["forget_to_cell_shift"] = (1 << 31) - 1, int(rng.integers(-20, -5))
+    arrays = {"x": x, "w_ih": w_ih, "w_hh": w_hh, "input_bias": b_ih, "hidden_bias": b_hh}
+    return arrays, p
+
+
+EDGES = ["", "saturate", "clip", "extremes"]
+
+
+@pytest.mark.parametrize("edge", EDGES, ids=lambda e: e or "random")
+def test_lstm_s8_matches_cmsis_reference(edge):
+    rng = np.random.default_rng(EDGES.index(edge))
+    for _ in range(12):
+        a, p = lstm_case(rng, edge)
+        got = lstm_s8(a["x"], a["w_ih"], a["w_hh"], a["input_bias"], a["hidden_bias"], **p)
+        want = ref_lstm_s8(a["x"].tolist(), a["w_ih"].tolist(), a["w_hh"].tolist(), a["input_bias"].tolist(),
+                           a["hidden_bias"].tolist(), p)
+        assert got.dtype == np.int8 and got.tolist() == want
+
+
+def test_lstm_s8_argument_checks():
+    a, p = lstm_case(np.random.default_rng(0))
+    with pytest.raises(ValueError, match="cell_scale_power"):
+        lstm_s8(*a.values(), **{**p, "cell_scale_power": 3})
+    with pytest.raises(ValueError, match="input_shifts"):
+        lstm_s8(*a.values(), **{**p, "input_shifts": [31, 0, 0, 0]})
+    with pytest.raises(ValueError, match="weights"):
+        lstm_s8(a["x"], a["w_ih"][:-1], a["w_hh"], a["input_bias"], a["hidden_bias"], **p)
+
+
+def _sweep(count: int, seed: int) -> BoardSweep:
+    sweep = BoardSweep()
+    rng = np.random.default_rng(seed)
+    for i in range(count):
+        a, p = lstm_case(rng, EDGES[i % len(EDGES)])
+        x = a.pop("x")
+        n, t, _ = x.shape
+        hidden = a["w_hh"].shape[1]
+        consts = [Tensor(k, v.shape, str(v.dtype), data=v) for k, v in a.items()]
+        sweep.add(f"lstm_{i}", "lstm_s8", p, [(Tensor("x", x.shape, "int8"), x)],
+                  [Tensor("y", (n, t, hidden), "int8")], consts)
+    return sweep
+
+
+def test_lstm_s8_host_c_bit_exact():
+    _sweep(40, seed=1).assert_same_on_host_c("cortex-m55", flags=())
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_lstm_s8_on_boards(target):
+    """The DSP (SMLAD) and MVE (VMLADAVA) dot products of mf_dot_s8 inside the layer, one boot per board."""
+    _sweep(16, seed=2).assert_same_on_board(target)
+
+
+def test_lstm_s8_needs_its_scratch():
+    a, p = lstm_case(np.random.default_rng(3))
+    x = a.pop("x")
+    tensors = {k: Tensor(k, v.shape, str(v.dtype), data=v) for k, v in a.items()}
+    tensors["x"] = Tensor("x", x.shape, "int8")
+    tensors["y"] = Tensor("y", (*x.shape[:2], a["w_hh"].shape[1]), "int8")
+    op = Op("lstm_s8", ["x", *a], ["y"], p)
+    from mcuforge.plan import plan_arena
+    graph = Graph(tensors, [op], ["x"], ["y"])
+    plan_arena(graph)
+    with pytest.raises(ValueError, match="scratch_bytes 0 is less than"):
+        serialize(graph)
+
+
+@pytest.mark.parametrize("cfg", [dict(num_layers=1, batch_first=True), dict(num_layers=2, batch_first=False),
+                                 dict(num_layers=1, batch_first=True, bias=False)], ids=str)
+def test_fused_rewrite_equals_nn_lstm(cfg):
+    torch.manual_seed(0)
+    rnn = nn.LSTM(5, 6, **cfg).eval()
+    fused = rewrite_recurrent(rnn, fused_lstm=True)
+    assert isinstance(fused, FusedLSTM)
+    x = torch.randn((3, 7, 5) if cfg["batch_first"] else (7, 3, 5))
+    state = (torch.randn(cfg["num_layers"], 3, 6), torch.randn(cfg["num_layers"], 3, 6))
+    with torch.no_grad():
+        for args in [(x,), (x, state)]:  # the given state runs the unrolled rewrite
+            want, got = rnn(*args), fused(*args)
+            torch.testing.assert_close(got[0], want[0], rtol=1e-5, atol=1e-6)
+            for g, w in zip(got[1], want[1], strict=True):
+                torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_kws_lstm_is_one_integer_lstm_op():
+    model, example = MODELS["kws_lstm"]()
+    gen = torch.Generator().manual_seed(0)
+    calibration = [torch.randn(1, 49, 10, generator=gen) for _ in range(16)]
+    prog = mcuforge.compile(model, example, calibration=calibration)
+    kinds = [op.kind for op in prog.ops]
+    assert kinds.count("lstm_s8") == 1 and len(kinds) <= 6, kinds
+    assert prog.int8_mac_share == 1.0
+    x = torch.randn(16, 1, 49, 10, generator=gen)
+    with torch.no_grad():
+        want = torch.cat([model(xi) for xi in x]).numpy()
+    got = np.concatenate([np.asarray(prog.run(xi.numpy())).reshape(1, -1) for xi in x])
+    sqnr = 10 * np.log10((want**2).sum() / ((got - want) ** 2).sum())
+    assert sqnr > 30.0, sqnr
