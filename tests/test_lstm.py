@@ -11,12 +11,16 @@ import torch
 from board_sweep import BoardSweep
 from cmsis_reference_lstm import ref_lstm_s8
 from torch import nn
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 import mcuforge
+from mcuforge.capture import capture
 from mcuforge.ir import Graph, Op, Tensor
 from mcuforge.kernels.lstm import lstm_s8
 from mcuforge.lstm_op import FusedLSTM
+from mcuforge.plan import plan_arena
 from mcuforge.program import serialize
+from mcuforge.quantize import CortexMQuantizer
 from mcuforge.rnn import rewrite_recurrent
 from mcuforge.zoo import MODELS
 
@@ -111,7 +115,6 @@ def test_lstm_s8_needs_its_scratch():
     tensors["x"] = Tensor("x", x.shape, "int8")
     tensors["y"] = Tensor("y", (*x.shape[:2], a["w_hh"].shape[1]), "int8")
     op = Op("lstm_s8", ["x", *a], ["y"], p)
-    from mcuforge.plan import plan_arena
     graph = Graph(tensors, [op], ["x"], ["y"])
     plan_arena(graph)
     with pytest.raises(ValueError, match="scratch_bytes 0 is less than"):
@@ -135,17 +138,39 @@ def test_fused_rewrite_equals_nn_lstm(cfg):
                 torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
 
 
-def test_kws_lstm_is_one_integer_lstm_op():
+def _kws_lstm_sqnrs(seed: int) -> tuple[float, float, list[str], float]:
+    """(SQNR of the compiled program, SQNR of ExecuTorch's flow, the program's op kinds, its integer MAC share)
+    with calibration and evaluation clips generated from ``seed``. ExecuTorch's flow leaves the LSTM in fp32
+    and quantizes the rest: the same quantizer with the LSTM unannotated, the converted model run in torch."""
     model, example = MODELS["kws_lstm"]()
-    gen = torch.Generator().manual_seed(0)
-    calibration = [torch.randn(1, 49, 10, generator=gen) for _ in range(16)]
-    prog = mcuforge.compile(model, example, calibration=calibration)
-    kinds = [op.kind for op in prog.ops]
-    assert kinds.count("lstm_s8") == 1 and len(kinds) <= 6, kinds
-    assert prog.int8_mac_share == 1.0
-    x = torch.randn(16, 1, 49, 10, generator=gen)
+    gen = torch.Generator().manual_seed(seed)
+    calibration = [torch.randn(1, 49, 10, generator=gen) for _ in range(32)]
+    x = torch.randn(64, 49, 10, generator=gen)
+    prog = mcuforge.compile(model, example, calibration=calibration, progress=False)
     with torch.no_grad():
-        want = torch.cat([model(xi) for xi in x]).numpy()
-    got = np.concatenate([np.asarray(prog.run(xi.numpy())).reshape(1, -1) for xi in x])
-    sqnr = 10 * np.log10((want**2).sum() / ((got - want) ** 2).sum())
-    assert sqnr > 30.0, sqnr
+        want = model(x).numpy().astype(np.float64)
+        prepared = prepare_pt2e(capture(model, example), CortexMQuantizer(fp32_recurrent=True))
+        for c in calibration:
+            prepared(c)
+        reference = convert_pt2e(prepared)
+        fp32_recurrent = torch.cat([reference(xi.unsqueeze(0)) for xi in x]).numpy()
+    got = np.asarray(prog.run(x.numpy())).reshape(want.shape)
+
+    def sqnr(y):
+        return float(10 * np.log10((want**2).sum() / ((y - want) ** 2).sum()))
+
+    return sqnr(got), sqnr(fp32_recurrent), [op.kind for op in prog.ops], prog.int8_mac_share
+
+
+def test_kws_lstm_is_one_integer_op_as_accurate_as_fp32_recurrent():
+    """A handful of ops, every MAC on an integer kernel, and SQNR vs fp32 at least that of ExecuTorch's flow,
+    on average over three generated calibration/evaluation sets (per set the two differ by tenths of a dB
+    either way: both are limited by the int8 layers and the int8 last hidden state they share)."""
+    fused, reference = [], []
+    for seed in range(3):
+        got, ref, kinds, share = _kws_lstm_sqnrs(seed)
+        assert kinds.count("lstm_s8") == 1 and len(kinds) <= 6, kinds
+        assert share == 1.0
+        fused.append(got)
+        reference.append(ref)
+    assert np.mean(fused) >= np.mean(reference), (fused, reference)

@@ -1,0 +1,133 @@
+"""Recurrent keyword spotting (kws_lstm, kws_gru): fused recurrent kernels vs the unrolled int8 graph vs the
+recurrent layer kept in fp32 (ExecuTorch's Cortex-M flow), on ONE thread.
+
+    python benchmarks/recurrent.py            # prints the table and writes results/recurrent.md
+    python benchmarks/recurrent.py --no-publish --repeat 5
+
+Per model and flow: the program's ops, its integer kernels' share of the MACs, SQNR against the fp32 model
+on a fixed-seed set of generated clips (calibration: 32 other generated clips; nothing downloads), and host
+speed at batch 32 beside fp32 eager at batch 32 (best of ``--repeat``; the machine may be shared).
+
+Flows: "fused" is mcuforge.compile (an LSTM layer is one lstm_s8 op with int16 gates and cell state; GRU
+has no fused kernel yet and is unrolled); "unrolled" compiles the model after mcuforge.rnn.rewrite_recurrent
+without fusion (the graph of FC + LUT + mul + add int8 ops, int8 state); "fp32 recurrent" is ExecuTorch's
+flow, which leaves the recurrent layers in fp32 and quantizes the rest to int8: measured as mcuforge's PT2E
+quantization with the fused LSTM ops left unannotated (CortexMQuantizer(fp32_recurrent=True)), the
+converted reference model run in torch (q/dq around the int8 layers, the LSTM in fp32); not available for
+GRU (its unrolled ops cannot be told apart from the rest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+import torch
+from threadpoolctl import threadpool_limits
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+import mcuforge
+from mcuforge.capture import capture
+from mcuforge.quantize import CortexMQuantizer
+from mcuforge.report import table
+from mcuforge.rnn import rewrite_recurrent
+from mcuforge.zoo import MODELS
+
+from results_file import publish
+
+MODELS_RECURRENT = ("kws_lstm", "kws_gru")
+BATCH = 32
+
+
+def data(example: torch.Tensor, count: int, seed: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn((count, *example.shape[1:]), generator=gen)
+
+
+def sqnr(want: np.ndarray, got: np.ndarray) -> float:
+    return float(10 * np.log10((want.astype(np.float64) ** 2).sum() / ((got - want).astype(np.float64) ** 2).sum()))
+
+
+def best_seconds(fn, repeat: int) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def fp32_recurrent_outputs(model, example, calibration, evaluation) -> np.ndarray | None:
+    captured = capture(model, (example,))
+    if not any(getattr(n.target, "namespace", "") == "mcuforge" for n in captured.graph.nodes):
+        return None  # no fused recurrent op to leave in fp32
+    prepared = prepare_pt2e(captured, CortexMQuantizer(fp32_recurrent=True))
+    with torch.no_grad():
+        for x in calibration:
+            prepared(x.unsqueeze(0))
+        converted = convert_pt2e(prepared)
+        return torch.cat([converted(x.unsqueeze(0)) for x in evaluation]).numpy()
+
+
+def measure(name: str, repeat: int) -> list[list[object]]:
+    model, (example,) = MODELS[name]()
+    model.eval()
+    calibration = data(example, 32, seed=1)
+    evaluation = data(example, 256, seed=2)
+    with torch.inference_mode():
+        want = model(evaluation).numpy()
+    batches = [evaluation[i:i + BATCH] for i in range(0, len(evaluation), BATCH)]
+
+    def eager() -> None:
+        with torch.inference_mode():
+            for b in batches:
+                model(b)
+
+    eager_rate = len(evaluation) / best_seconds(eager, repeat)
+    rows = []
+    flows = {"fused": model, "unrolled": rewrite_recurrent(model, fused_lstm=False)}
+    for flow, m in flows.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            prog = mcuforge.compile(m, (example,), calibration=[(x.unsqueeze(0),) for x in calibration],
+                                    progress=False)
+        batches_np = [b.numpy() for b in batches]
+        got = np.concatenate([np.asarray(prog.run(b)).reshape(len(b), -1) for b in batches_np])
+        rate = len(evaluation) / best_seconds(lambda: [prog.run(b) for b in batches_np], repeat)  # noqa: B023
+        kinds = [op.kind for op in prog.ops]
+        recurrent = sum(k == "lstm_s8" for k in kinds)
+        rows.append([name, flow, len(kinds), recurrent, round(prog.int8_mac_share, 3), round(sqnr(want, got), 2),
+                     round(rate, 1), round(eager_rate, 1), round(rate / eager_rate, 3)])
+    reference = fp32_recurrent_outputs(model, example, calibration, evaluation)
+    rows.append([name, "fp32 recurrent (ExecuTorch flow)", "-", "-", "-",
+                 "n/a" if reference is None else round(sqnr(want, reference), 2), "-", "-", "-"])
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="*", default=list(MODELS_RECURRENT), choices=list(MODELS_RECURRENT))
+    parser.add_argument("--repeat", type=int, default=3, help="timings per figure; the best is kept (default 3)")
+    parser.add_argument("--no-publish", action="store_true", help="print only; do not write results/recurrent.md")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    rows = []
+    with threadpool_limits(1):
+        for name in args.models:
+            rows += measure(name, args.repeat)
+    headers = ["model", "flow", "ops", "fused recurrent ops", "integer MAC share", "SQNR vs fp32 (dB)",
+               "host inf/s (batch 32)", "fp32 eager inf/s (batch 32)", "host / eager"]
+    text = table(headers, rows)
+    note = (f", one thread, 256 generated clips (seed 2) after 32 calibration clips (seed 1), best of {args.repeat}; "
+            f"numpy {np.__version__}, torch {torch.__version__}")
+    if args.no_publish:
+        print(text)
+    else:
+        publish("recurrent", "Recurrent keyword spotting: fused vs unrolled vs fp32 recurrent layers", text, note)
+
+
+if __name__ == "__main__":
+    main()
