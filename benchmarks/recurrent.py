@@ -5,8 +5,9 @@ recurrent layer kept in fp32 (ExecuTorch's Cortex-M flow), on ONE thread.
     python benchmarks/recurrent.py --no-publish --repeat 5
 
 Per model and flow: the program's ops, its integer kernels' share of the MACs, SQNR against the fp32 model
-on a fixed-seed set of generated clips (calibration: 32 other generated clips; nothing downloads), and host
-speed at batch 32 beside fp32 eager at batch 32 (best of ``--repeat``; the machine may be shared).
+on three fixed-seed sets of 128 generated clips, each after its own 32 generated calibration clips (nothing
+downloads; the mean and each set's figure), and host speed at batch 32 beside fp32 eager at batch 32 on the
+first set (best of ``--repeat``; the machine may be shared).
 
 Flows: "fused" is mcuforge.compile (an LSTM layer is one lstm_s8 op with int16 gates and cell state; GRU
 has no fused kernel yet and is unrolled); "unrolled" compiles the model after mcuforge.rnn.rewrite_recurrent
@@ -30,6 +31,7 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 import mcuforge
 from mcuforge.capture import capture
+from mcuforge.lstm_op import fusable
 from mcuforge.quantize import CortexMQuantizer
 from mcuforge.report import table
 from mcuforge.rnn import rewrite_recurrent
@@ -39,6 +41,7 @@ from results_file import publish
 
 MODELS_RECURRENT = ("kws_lstm", "kws_gru")
 BATCH = 32
+SETS = 3  # generated calibration / evaluation sets: the SQNR column is their mean (each set's in brackets)
 
 
 def data(example: torch.Tensor, count: int, seed: int) -> torch.Tensor:
@@ -72,14 +75,24 @@ def fp32_recurrent_outputs(model, example, calibration, evaluation) -> np.ndarra
         return torch.cat([converted(x.unsqueeze(0)) for x in evaluation]).numpy()
 
 
+def compiled(model, example, calibration):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return mcuforge.compile(model, (example,), calibration=[(x.unsqueeze(0),) for x in calibration],
+                                progress=False)
+
+
+def sqnr_cell(values: list[float]) -> str:
+    return f"{np.mean(values):.2f} ({', '.join(f'{v:.2f}' for v in values)})"
+
+
 def measure(name: str, repeat: int) -> list[list[object]]:
     model, (example,) = MODELS[name]()
     model.eval()
-    calibration = data(example, 32, seed=1)
-    evaluation = data(example, 256, seed=2)
-    with torch.inference_mode():
-        want = model(evaluation).numpy()
+    sets = [(data(example, 32, seed=10 * s + 1), data(example, 128, seed=10 * s + 2)) for s in range(SETS)]
+    evaluation = sets[0][1]
     batches = [evaluation[i:i + BATCH] for i in range(0, len(evaluation), BATCH)]
+    batches_np = [b.numpy() for b in batches]
 
     def eager() -> None:
         with torch.inference_mode():
@@ -87,23 +100,32 @@ def measure(name: str, repeat: int) -> list[list[object]]:
                 model(b)
 
     eager_rate = len(evaluation) / best_seconds(eager, repeat)
+    fused_kernel = any(fusable(m) for m in model.modules())
+    flows = {"fused": model} if fused_kernel else {}
+    flows["unrolled"] = rewrite_recurrent(model, fused_lstm=False)
     rows = []
-    flows = {"fused": model, "unrolled": rewrite_recurrent(model, fused_lstm=False)}
     for flow, m in flows.items():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            prog = mcuforge.compile(m, (example,), calibration=[(x.unsqueeze(0),) for x in calibration],
-                                    progress=False)
-        batches_np = [b.numpy() for b in batches]
-        got = np.concatenate([np.asarray(prog.run(b)).reshape(len(b), -1) for b in batches_np])
+        sqnrs = []
+        for calibration, clips in sets:
+            prog = compiled(m, example, calibration)
+            with torch.inference_mode():
+                want = model(clips).numpy()
+            sqnrs.append(sqnr(want, np.asarray(prog.run(clips.numpy())).reshape(want.shape)))
+        prog = compiled(m, example, sets[0][0])
         rate = len(evaluation) / best_seconds(lambda: [prog.run(b) for b in batches_np], repeat)  # noqa: B023
         kinds = [op.kind for op in prog.ops]
         recurrent = sum(k == "lstm_s8" for k in kinds)
-        rows.append([name, flow, len(kinds), recurrent, round(prog.int8_mac_share, 3), round(sqnr(want, got), 2),
+        rows.append([name, flow, len(kinds), recurrent, round(prog.int8_mac_share, 3), sqnr_cell(sqnrs),
                      round(rate, 1), round(eager_rate, 1), round(rate / eager_rate, 3)])
-    reference = fp32_recurrent_outputs(model, example, calibration, evaluation)
+    references = []
+    for calibration, clips in sets:
+        with torch.inference_mode():
+            want = model(clips).numpy()
+        reference = fp32_recurrent_outputs(model, example, calibration, clips)
+        if reference is not None:
+            references.append(sqnr(want, reference))
     rows.append([name, "fp32 recurrent (ExecuTorch flow)", "-", "-", "-",
-                 "n/a" if reference is None else round(sqnr(want, reference), 2), "-", "-", "-"])
+                 sqnr_cell(references) if references else "n/a", "-", "-", "-"])
     return rows
 
 
@@ -118,10 +140,11 @@ def main() -> None:
     with threadpool_limits(1):
         for name in args.models:
             rows += measure(name, args.repeat)
-    headers = ["model", "flow", "ops", "fused recurrent ops", "integer MAC share", "SQNR vs fp32 (dB)",
+    headers = ["model", "flow", "ops", "fused recurrent ops", "integer MAC share", "SQNR vs fp32, dB (per set)",
                "host inf/s (batch 32)", "fp32 eager inf/s (batch 32)", "host / eager"]
     text = table(headers, rows)
-    note = (f", one thread, 256 generated clips (seed 2) after 32 calibration clips (seed 1), best of {args.repeat}; "
+    note = (f", one thread, SQNR: mean (and each) of {SETS} sets of 128 generated clips, each calibrated on 32 other "
+            f"generated clips; speed: best of {args.repeat}; "
             f"numpy {np.__version__}, torch {torch.__version__}")
     if args.no_publish:
         print(text)

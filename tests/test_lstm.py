@@ -121,6 +121,21 @@ def test_lstm_s8_needs_its_scratch():
         serialize(graph)
 
 
+@pytest.mark.parametrize("bad", [{"cell_scale_power": -13}, {"input_shifts": [0, 0, 0]}, {"output_offset": 128},
+                                 {"cell_clip": 0}, {"hidden_shifts": [0, 0, 31, 0]}], ids=str)
+def test_writer_refuses_a_malformed_lstm_s8(bad):
+    a, p = lstm_case(np.random.default_rng(4))
+    x = a.pop("x")
+    tensors = {k: Tensor(k, v.shape, str(v.dtype), data=v) for k, v in a.items()}
+    tensors["x"] = Tensor("x", x.shape, "int8")
+    tensors["y"] = Tensor("y", (*x.shape[:2], a["w_hh"].shape[1]), "int8")
+    op = Op("lstm_s8", ["x", *a], ["y"], {**p, **bad}, scratch_bytes=16 * 16)
+    graph = Graph(tensors, [op], ["x"], ["y"])
+    plan_arena(graph)
+    with pytest.raises(ValueError, match="lstm_s8"):
+        serialize(graph)
+
+
 @pytest.mark.parametrize("cfg", [dict(num_layers=1, batch_first=True), dict(num_layers=2, batch_first=False),
                                  dict(num_layers=1, batch_first=True, bias=False)], ids=str)
 def test_fused_rewrite_equals_nn_lstm(cfg):
