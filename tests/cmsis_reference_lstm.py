@@ -1,6 +1,7 @@
-"""CMSIS-NN's arm_lstm_unidirectional_s8 as plain Python integer loops with C semantics.
+"""CMSIS-NN's arm_lstm_unidirectional_s8 (and mcuforge's GRU in its style) as plain Python integer loops
+with C semantics.
 
-The independent statement tests/test_lstm.py checks mcuforge's lstm_s8 kernels against; nothing from
+The independent statement tests/test_lstm.py checks mcuforge's lstm_s8 and gru_s8 kernels against; nothing from
 mcuforge is used. It follows the structure of the C library: arm_lstm_unidirectional_s8 (zero cell
 state, no hidden state at the first step, the output of step t - 1 as the hidden state of step t; here
 batch first, one batch row after the other, which is CMSIS-NN's non-time-major order),
@@ -68,3 +69,43 @@ def ref_lstm_s8(x, w_ih, w_hh, b_ih, b_hh, p):
             rows.append(hidden)
         out.append(rows)
     return out
+
+
+def ref_gru_s8(x, w_ih, w_hh, b_ih, b_hh, p):
+    """gru_s8 (mcuforge's GRU in CMSIS-NN's LSTM style; CMSIS-NN has no GRU) with the same C primitives:
+    x [N][T][I] int8; w_ih [3H][I], w_hh [3H][H] (gates r, z, n); biases [3H]; the hidden state int16 Q0.15.
+    Per row and gate: input term clamp16(requant(bias + x . w)); hidden term requant(bias + h . w) (int32
+    accumulators); r, z = sigmoid(clamp16(x_k + h_k)); n = tanh(clamp16(x_n + clamp16(q15(r * clamp16(h_n)))));
+    h = clamp16(n + q15(z * (h - n))); out = clamp8(requant(h) + offset); q15(v) = requant(v, 2^30, -14)."""
+    h_size = len(w_hh[0])
+
+    def term(vec, rows, bias, k, mults, shifts):
+        out = []
+        for r in range(k * h_size, (k + 1) * h_size):
+            acc = bias[r]
+            for a, w in zip(vec, rows[r], strict=True):
+                acc = c_wrap32(acc + a * w)
+            out.append(c_requantize(acc, p[mults][k], p[shifts][k]))
+        return out
+
+    def q15(v):
+        return c_requantize(v, 1 << 30, -14)
+
+    result = []
+    for seq in x:
+        h = [0] * h_size
+        rows = []
+        for xt in seq:
+            xs = [[clamp(v, INT16_MIN, INT16_MAX) for v in term(xt, w_ih, b_ih, k, "input_multipliers",
+                                                                 "input_shifts")] for k in range(3)]
+            hs = [term(h, w_hh, b_hh, k, "hidden_multipliers", "hidden_shifts") for k in range(3)]
+            r, z = ([ref_activation_s16(clamp(c_wrap32(a + b), INT16_MIN, INT16_MAX), 0, True, TABLE)
+                     for a, b in zip(xs[k], hs[k], strict=True)] for k in (0, 1))
+            n = [ref_activation_s16(clamp(a + clamp(q15(g * clamp(b, INT16_MIN, INT16_MAX)), INT16_MIN, INT16_MAX),
+                                          INT16_MIN, INT16_MAX), 0, False, TABLE)
+                 for a, b, g in zip(xs[2], hs[2], r, strict=True)]
+            h = [clamp(c + q15(zz * (hh - c)), INT16_MIN, INT16_MAX) for c, zz, hh in zip(n, z, h, strict=True)]
+            rows.append([clamp(c_requantize(v, p["output_multiplier"], p["output_shift"]) + p["output_offset"],
+                               -128, 127) for v in h])
+        result.append(rows)
+    return result

@@ -1,7 +1,8 @@
-"""The fused LSTM (lstm_s8, CMSIS-NN's arm_lstm_unidirectional_s8): the Python kernel against the
-independent statement of CMSIS-NN's arithmetic (tests/cmsis_reference_lstm.py), random and edge cases;
-host Python == host C (portable dot products) == QEMU cortex-m4 (DSP) and cortex-m55 (MVE); the fused
-rewrite against nn.LSTM in fp32; kws_lstm compiled to a handful of ops, every MAC on an integer kernel."""
+"""The fused recurrent layers (lstm_s8: CMSIS-NN's arm_lstm_unidirectional_s8; gru_s8 in its style): the
+Python kernels against the independent integer statement (tests/cmsis_reference_lstm.py), random and edge
+cases; host Python == host C (portable dot products) == QEMU cortex-m4 (DSP) and cortex-m55 (MVE); the fused
+rewrites against nn.LSTM / nn.GRU in fp32; kws_lstm and kws_gru compiled to a handful of ops, every MAC on
+an integer kernel, at least as accurate as ExecuTorch's flow (recurrent layer in fp32)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,16 @@ import numpy as np
 import pytest
 import torch
 from board_sweep import BoardSweep
-from cmsis_reference_lstm import ref_lstm_s8
+from cmsis_reference_lstm import ref_gru_s8, ref_lstm_s8
 from torch import nn
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 import mcuforge
 from mcuforge.capture import capture
 from mcuforge.ir import Graph, Op, Tensor
+from mcuforge.kernels.gru import gru_s8
 from mcuforge.kernels.lstm import lstm_s8
-from mcuforge.lstm_op import FusedLSTM
+from mcuforge.lstm_op import FusedGRU, FusedLSTM
 from mcuforge.plan import plan_arena
 from mcuforge.program import serialize
 from mcuforge.quantize import CortexMQuantizer
@@ -84,27 +86,56 @@ def test_lstm_s8_argument_checks():
         lstm_s8(a["x"], a["w_ih"][:-1], a["w_hh"], a["input_bias"], a["hidden_bias"], **p)
 
 
+def gru_case(rng, edge: str = "") -> tuple[dict, dict]:
+    """(arrays, parameters) of one random GRU layer; ``edge`` pushes one part to its limits."""
+    a, p = lstm_case(rng, edge)
+    hidden = a["w_hh"].shape[1]
+    a = {"x": a["x"], "w_ih": a["w_ih"][:3 * hidden], "w_hh": a["w_hh"][:3 * hidden],
+         "input_bias": a["input_bias"][:3 * hidden], "hidden_bias": a["hidden_bias"][:3 * hidden]}
+    q = {k: p[k][:3] for k in ("input_multipliers", "input_shifts", "hidden_multipliers", "hidden_shifts")}
+    # the hidden terms: Q0.15 state times int8 weights to Q3.12 (shifts near -10)
+    q["hidden_shifts"] = [s - 4 for s in q["hidden_shifts"]] if edge != "saturate" else q["hidden_shifts"]
+    q.update(output_multiplier=int(rng.integers(1 << 30, (1 << 31) - 1)), output_offset=p["output_offset"],
+             output_shift=int(rng.integers(-10, -4)) if edge != "saturate" else int(rng.integers(-3, 3)))
+    return a, q
+
+
+KERNELS = {"lstm_s8": (lstm_case, lstm_s8, ref_lstm_s8), "gru_s8": (gru_case, gru_s8, ref_gru_s8)}
+
+
+@pytest.mark.parametrize("edge", ["", "saturate", "extremes"], ids=lambda e: e or "random")
+def test_gru_s8_matches_reference(edge):
+    rng = np.random.default_rng(10 + EDGES.index(edge))
+    for _ in range(12):
+        a, p = gru_case(rng, edge)
+        got = gru_s8(a["x"], a["w_ih"], a["w_hh"], a["input_bias"], a["hidden_bias"], **p)
+        want = ref_gru_s8(a["x"].tolist(), a["w_ih"].tolist(), a["w_hh"].tolist(), a["input_bias"].tolist(),
+                          a["hidden_bias"].tolist(), p)
+        assert got.dtype == np.int8 and got.tolist() == want
+
+
 def _sweep(count: int, seed: int) -> BoardSweep:
     sweep = BoardSweep()
     rng = np.random.default_rng(seed)
-    for i in range(count):
-        a, p = lstm_case(rng, EDGES[i % len(EDGES)])
-        x = a.pop("x")
-        n, t, _ = x.shape
-        hidden = a["w_hh"].shape[1]
-        consts = [Tensor(k, v.shape, str(v.dtype), data=v) for k, v in a.items()]
-        sweep.add(f"lstm_{i}", "lstm_s8", p, [(Tensor("x", x.shape, "int8"), x)],
-                  [Tensor("y", (n, t, hidden), "int8")], consts)
+    for kind, (case, _kernel, _ref) in KERNELS.items():
+        for i in range(count):
+            a, p = case(rng, EDGES[i % len(EDGES)])
+            x = a.pop("x")
+            n, t, _ = x.shape
+            hidden = a["w_hh"].shape[1]
+            consts = [Tensor(k, v.shape, str(v.dtype), data=v) for k, v in a.items()]
+            sweep.add(f"{kind}_{i}", kind, p, [(Tensor("x", x.shape, "int8"), x)],
+                      [Tensor("y", (n, t, hidden), "int8")], consts)
     return sweep
 
 
-def test_lstm_s8_host_c_bit_exact():
+def test_recurrent_kernels_host_c_bit_exact():
     _sweep(40, seed=1).assert_same_on_host_c("cortex-m55", flags=())
 
 
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
-def test_lstm_s8_on_boards(target):
-    """The DSP (SMLAD) and MVE (VMLADAVA) dot products of mf_dot_s8 inside the layer, one boot per board."""
+def test_recurrent_kernels_on_boards(target):
+    """The DSP (SMLAD) and MVE (VMLADAVA) dot products of mf_dot_s8 inside the layers, one boot per board."""
     _sweep(16, seed=2).assert_same_on_board(target)
 
 
@@ -153,11 +184,27 @@ def test_fused_rewrite_equals_nn_lstm(cfg):
                 torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
 
 
-def _kws_lstm_sqnrs(seed: int) -> tuple[float, float, list[str], float]:
+@pytest.mark.parametrize("cfg", [dict(num_layers=1, batch_first=True), dict(num_layers=2, batch_first=False),
+                                 dict(num_layers=1, batch_first=True, bias=False)], ids=str)
+def test_fused_rewrite_equals_nn_gru(cfg):
+    torch.manual_seed(0)
+    rnn = nn.GRU(5, 6, **cfg).eval()
+    fused = rewrite_recurrent(rnn, fused_lstm=True)
+    assert isinstance(fused, FusedGRU)
+    x = torch.randn((3, 7, 5) if cfg["batch_first"] else (7, 3, 5))
+    with torch.no_grad():
+        for args in [(x,), (x, torch.randn(cfg["num_layers"], 3, 6))]:
+            want, got = rnn(*args), fused(*args)
+            torch.testing.assert_close(got[0], want[0], rtol=1e-5, atol=1e-6)
+            torch.testing.assert_close(got[1], want[1], rtol=1e-5, atol=1e-6)
+
+
+def _kws_sqnrs(name: str, seed: int) -> tuple[float, float, list[str], float]:
     """(SQNR of the compiled program, SQNR of ExecuTorch's flow, the program's op kinds, its integer MAC share)
     with calibration and evaluation clips generated from ``seed``. ExecuTorch's flow leaves the LSTM in fp32
-    and quantizes the rest: the same quantizer with the LSTM unannotated, the converted model run in torch."""
-    model, example = MODELS["kws_lstm"]()
+    and quantizes the rest: the same quantizer with the recurrent op unannotated, the converted model run in
+    torch."""
+    model, example = MODELS[name]()
     gen = torch.Generator().manual_seed(seed)
     calibration = [torch.randn(1, 49, 10, generator=gen) for _ in range(32)]
     x = torch.randn(64, 49, 10, generator=gen)
@@ -177,14 +224,15 @@ def _kws_lstm_sqnrs(seed: int) -> tuple[float, float, list[str], float]:
     return sqnr(got), sqnr(fp32_recurrent), [op.kind for op in prog.ops], prog.int8_mac_share
 
 
-def test_kws_lstm_is_one_integer_op_as_accurate_as_fp32_recurrent():
+@pytest.mark.parametrize("name", ["kws_lstm", "kws_gru"])
+def test_kws_recurrent_is_one_integer_op_as_accurate_as_fp32_recurrent(name):
     """A handful of ops, every MAC on an integer kernel, and SQNR vs fp32 at least that of ExecuTorch's flow,
     on average over three generated calibration/evaluation sets (per set the two differ by tenths of a dB
     either way: both are limited by the int8 layers and the int8 last hidden state they share)."""
     fused, reference = [], []
     for seed in range(3):
-        got, ref, kinds, share = _kws_lstm_sqnrs(seed)
-        assert kinds.count("lstm_s8") == 1 and len(kinds) <= 6, kinds
+        got, ref, kinds, share = _kws_sqnrs(name, seed)
+        assert kinds.count("lstm_s8" if name == "kws_lstm" else "gru_s8") == 1 and len(kinds) <= 6, kinds
         assert share == 1.0
         fused.append(got)
         reference.append(ref)

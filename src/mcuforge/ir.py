@@ -114,6 +114,10 @@ class Graph:
         return sum(t.nbytes for t in self.tensors.values() if t.is_constant)
 
 
+#: The recurrent kinds and their gates per layer (weights (gates x H, .)).
+RECURRENT_GATES = {"lstm_s8": 4, "gru_s8": 3}
+
+
 def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, out_shape: Sequence[int] = (),
                          attrs: dict[str, Any] | None = None) -> int:
     """Scratch bytes an op of ``kind`` asks of the runtime (``Op.scratch_bytes``) on ``target``, exactly
@@ -130,10 +134,10 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     128 taps or a 16-row span.
     add_s8 on the scalar path: its inputs' two tables of 256 int32 (an add of equal shapes uses them).
     conv2d_s16 on the DSP and MVE paths: one int16 im2col patch (2 bytes per element).
-    lstm_s8 on every path (``weight_shape`` either (4H, .) weight matrix): one batch row's int16 cell
-    state and four int16 gate vectors, 10 H bytes rounded up to 16; the kernel needs it."""
-    if kind == "lstm_s8":  # every target: one batch row's int16 cell state and 4 gates; weights (4H, .)
-        return (2 * 5 * (weight_shape[0] // 4) + 15) // 16 * 16
+    lstm_s8 / gru_s8 on every path (``weight_shape`` either (4H, .) / (3H, .) weight matrix): one batch row's
+    int16 cell (hidden) state and four int16 gate vectors, 10 H bytes rounded up to 16; the kernel needs it."""
+    if kind in RECURRENT_GATES:  # every target: one batch row's int16 state and 4 int16 vectors
+        return (2 * 5 * (weight_shape[0] // RECURRENT_GATES[kind]) + 15) // 16 * 16
     path = get_target(target).kernel_path
     if kind == "conv2d_s8":
         _, kh, kw, ic = weight_shape
@@ -198,8 +202,8 @@ def scratch_size_problem(op: Op, tensors: dict[str, Tensor], target: str) -> str
     """Why ``op.scratch_bytes`` does not fit its kernel, or None: a conv2d_s8's scratch is none (0, the
     portable path) or at least what :func:`kernel_scratch_bytes` plans for the program's ``target``; the
     writer, the Python reader and the C loader all refuse a smaller one (a plan and a kernel that
-    disagree). An lstm_s8 needs its scratch (the int16 cell state and gates): none is a problem too."""
-    if op.kind == "lstm_s8" and len(op.inputs) >= 3 and op.inputs[2] in tensors:
+    disagree). An lstm_s8 / gru_s8 needs its scratch (the int16 state and gates): none is a problem too."""
+    if op.kind in RECURRENT_GATES and len(op.inputs) >= 3 and op.inputs[2] in tensors:
         weight = tensors[op.inputs[2]].shape
         need = kernel_scratch_bytes(op.kind, weight, target) if len(weight) == 2 else 0
         if op.scratch_bytes < need:
@@ -392,6 +396,10 @@ OP_KINDS.update({
         ("hidden_shifts", "ints"), ("forget_to_cell_multiplier", "int"), ("forget_to_cell_shift", "int"),
         ("input_to_cell_multiplier", "int"), ("input_to_cell_shift", "int"), ("output_multiplier", "int"),
         ("output_shift", "int"), ("output_offset", "int"), ("cell_scale_power", "int"), ("cell_clip", "int")]},
+    # gru_s8: a GRU layer in the same style (mcuforge.kernels.gru), gates (r, z, n), int16 Q0.15 hidden state.
+    "gru_s8": {"id": 81, "inputs": ["x", "w_ih", "w_hh", "input_bias", "hidden_bias"], "attrs": [
+        ("input_multipliers", "ints"), ("input_shifts", "ints"), ("hidden_multipliers", "ints"),
+        ("hidden_shifts", "ints"), ("output_multiplier", "int"), ("output_shift", "int"), ("output_offset", "int")]},
 })
 
 OP_KIND_BY_ID = {spec["id"]: name for name, spec in OP_KINDS.items()}

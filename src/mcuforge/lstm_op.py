@@ -110,3 +110,60 @@ class FusedLSTM(nn.Module):
         output = seq if self.batch_first else seq.transpose(0, 1)
         cat = (lambda ts: ts[0] if len(ts) == 1 else torch.cat(ts, 0))  # noqa: E731
         return output, (cat(h_n), cat(c_n))
+
+
+def _run_gru(x: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor, b_hh: Tensor) -> Tensor:
+    out, _ = torch.gru(x, x.new_zeros(1, x.shape[0], w_hh.shape[1]), [w_ih, w_hh, b_ih, b_hh], True, 1, 0.0, False,
+                       False, True)
+    return out
+
+
+@torch.library.custom_op("mcuforge::gru", mutates_args=())
+def gru(x: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor, b_hh: Tensor) -> Tensor:
+    """The hidden state (output) of every time step of one GRU layer, (N, T, H), batch first, zero initial
+    state, gates in torch's order (r, z, n). Its integer kernel (gru_s8) keeps the state in int16 Q0.15
+    (|h| <= 1 from the zero state), so only the input and output quantization are observed."""
+    return _run_gru(x, w_ih, w_hh, b_ih, b_hh)
+
+
+@gru.register_fake
+def _gru_fake(x: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor, b_hh: Tensor) -> Tensor:
+    return x.new_empty(x.shape[0], x.shape[1], w_hh.shape[1])
+
+
+GRU_OPS = {torch.ops.mcuforge.gru.default}
+
+
+def fusable_gru(rnn: nn.Module) -> bool:
+    """Whether :class:`FusedGRU` runs ``rnn`` as fused layers: a unidirectional nn.GRU."""
+    return isinstance(rnn, nn.GRU) and not rnn.bidirectional
+
+
+class FusedGRU(nn.Module):
+    """nn.GRU (unidirectional) as one ``mcuforge::gru`` per layer; same call signature. Calls with an initial
+    state or an unbatched input run ``unrolled`` (the plain-layer rewrite)."""
+
+    def __init__(self, rnn: nn.GRU, unrolled: nn.Module) -> None:
+        super().__init__()
+        self.batch_first = rnn.batch_first
+        self.num_layers = rnn.num_layers
+        object.__setattr__(self, "unrolled", unrolled)
+        for layer in range(rnn.num_layers):
+            get = lambda name: getattr(rnn, f"{name}_l{layer}").detach().clone()  # noqa: E731, B023
+            w_ih, w_hh = get("weight_ih"), get("weight_hh")
+            self.register_buffer(f"w_ih_{layer}", w_ih)
+            self.register_buffer(f"w_hh_{layer}", w_hh)
+            self.register_buffer(f"b_ih_{layer}", get("bias_ih") if rnn.bias else torch.zeros(w_ih.shape[0]))
+            self.register_buffer(f"b_hh_{layer}", get("bias_hh") if rnn.bias else torch.zeros(w_hh.shape[0]))
+
+    def forward(self, x: Tensor, hx=None):
+        if hx is not None or not isinstance(x, Tensor) or x.dim() != 3:
+            return self.unrolled(x, hx)
+        seq = x if self.batch_first else x.transpose(0, 1)
+        h_n = []
+        for layer in range(self.num_layers):
+            params = (getattr(self, f"{name}_{layer}") for name in ("w_ih", "w_hh", "b_ih", "b_hh"))
+            seq = torch.ops.mcuforge.gru(seq, *params)
+            h_n.append(seq[:, -1].unsqueeze(0))
+        output = seq if self.batch_first else seq.transpose(0, 1)
+        return output, (h_n[0] if len(h_n) == 1 else torch.cat(h_n, 0))

@@ -22,7 +22,7 @@ import copy
 import torch
 from torch import nn
 
-from .lstm_op import FusedLSTM, fusable
+from .lstm_op import FusedGRU, FusedLSTM, fusable, fusable_gru
 
 RECURRENT = (nn.LSTM, nn.GRU, nn.RNN)
 
@@ -184,13 +184,16 @@ def _replacement(rnn: nn.RNNBase, fused_lstm: bool) -> nn.Module:
     unrolled = UnrolledRecurrent(rnn).eval()
     if fused_lstm and fusable(rnn):
         return FusedLSTM(rnn, unrolled).eval()
+    if fused_lstm and fusable_gru(rnn):
+        return FusedGRU(rnn, unrolled).eval()
     return unrolled
 
 
 def rewrite_recurrent(model: nn.Module, fused_lstm: bool = False) -> nn.Module:
     """A copy of ``model`` with every nn.LSTM / nn.GRU / nn.RNN replaced by :class:`UnrolledRecurrent`, or
     with ``fused_lstm`` every unidirectional LSTM without projection by :class:`mcuforge.lstm_op.FusedLSTM`
-    (one op per layer, lowered to the fused ``lstm_s8`` kernel).
+    and every unidirectional GRU by :class:`mcuforge.lstm_op.FusedGRU` (one op per layer, lowered to the
+    fused ``lstm_s8`` / ``gru_s8`` kernels).
 
     The model itself is returned (no copy) when it holds no recurrent module.
     """

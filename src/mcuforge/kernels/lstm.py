@@ -68,7 +68,7 @@ def _check_params(hidden: int, w_ih: np.ndarray, w_hh: np.ndarray, input_bias: n
         raise ValueError(f"lstm_s8: cell_clip must be in [1, {INT16_MAX}], got {p['cell_clip']}")
 
 
-class _Requant:
+class FixedRequant:
     """``arm_nn_requantize`` (quant_utils.requantize) of int32 values with fixed parameters, in fewer passes:
     the wrapping left shift, ``(x * m + 2^30) >> 31`` in int64, then the divide by 2^right rounded half away
     from zero as ``(y + 2^(right - 1) - (y < 0 and right > 0)) >> right``. A multiplier of INT32_MIN (whose
@@ -110,11 +110,11 @@ def prepare_lstm_s8(w_ih: np.ndarray, w_hh: np.ndarray, input_bias: np.ndarray, 
     wx, wh = w_ih.T.astype(np.float64), w_hh.T.astype(np.float64)
     bx, bh = input_bias.astype(np.int64), hidden_bias.astype(np.int64)
     # Per-column (4 H) requantization of the gate terms: gate k's values repeated over its H rows.
-    rq_x = _Requant(np.repeat(gate["input_multipliers"], hidden), np.repeat(gate["input_shifts"], hidden))
-    rq_h = _Requant(np.repeat(gate["hidden_multipliers"], hidden), np.repeat(gate["hidden_shifts"], hidden))
-    rq_f = _Requant(p["forget_to_cell_multiplier"], p["forget_to_cell_shift"])
-    rq_i = _Requant(p["input_to_cell_multiplier"], p["input_to_cell_shift"])
-    rq_o = _Requant(p["output_multiplier"], p["output_shift"])
+    rq_x = FixedRequant(np.repeat(gate["input_multipliers"], hidden), np.repeat(gate["input_shifts"], hidden))
+    rq_h = FixedRequant(np.repeat(gate["hidden_multipliers"], hidden), np.repeat(gate["hidden_shifts"], hidden))
+    rq_f = FixedRequant(p["forget_to_cell_multiplier"], p["forget_to_cell_shift"])
+    rq_i = FixedRequant(p["input_to_cell_multiplier"], p["input_to_cell_shift"])
+    rq_o = FixedRequant(p["output_multiplier"], p["output_shift"])
     # arm_nn_activation_s16 of every int16 code, read by index (code + 32768): one take per activation.
     codes = np.arange(INT16_MIN, INT16_MAX + 1, dtype=np.int16)
     sigmoid = activation_s16(codes, left_shift=0, function="sigmoid").astype(np.int32)

@@ -29,7 +29,7 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
-from ..lstm_op import LSTM_CELL_STATE_OPS, LSTM_OPS
+from ..lstm_op import GRU_OPS, LSTM_CELL_STATE_OPS, LSTM_OPS
 from .int16 import PowerOfTwoObserver, activation_qspec_s16
 from .observers import HistogramObserver, PerChannelMinMaxObserver
 from .patterns import (
@@ -145,7 +145,7 @@ class CortexMQuantizer(Quantizer):
     """PT2E quantizer for mcuforge's Cortex-M int8 kernels (CMSIS-NN arithmetic)."""
 
     def __init__(self, observers: ObserverConfig | None = None, fp32_recurrent: bool = False) -> None:
-        """``fp32_recurrent`` leaves the fused LSTM layers unannotated (fp32 between int8 layers, as
+        """``fp32_recurrent`` leaves the fused LSTM and GRU layers unannotated (fp32 between int8 layers, as
         ExecuTorch's Cortex-M flow runs recurrent layers): a reference for the fused int16-state kernel."""
         super().__init__()
         self.observers = observers or ObserverConfig()
@@ -165,6 +165,9 @@ class CortexMQuantizer(Quantizer):
                 self._annotate_matmul(node)
             elif node.target in LSTM_CELL_STATE_OPS:
                 self._annotate_lstm(node)
+            elif node.target in GRU_OPS:
+                if not self.fp32_recurrent and _is_activation(node.args[0]):
+                    self._annotate_own_output(node)  # int8 in and out; the int16 state needs no observer
             elif node.target in LUT_ACTIVATIONS:
                 self._annotate_own_output(node)
             elif node.target in SOFTMAX_OPS:

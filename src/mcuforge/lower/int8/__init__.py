@@ -8,7 +8,7 @@ per op, grouped by family, each registered with its doc row (``OP_DOCS``) in ``I
 - ``activations``: standalone clamps, lookup-table activations
 - ``softmax``: softmax
 - ``movement``: reshape, permute, pad, cat, slice, split, identities
-- ``recurrent``: LSTM layers (mcuforge.lstm_op) as one lstm_s8
+- ``recurrent``: LSTM and GRU layers (mcuforge.lstm_op) as one lstm_s8 / gru_s8
 """
 
 from . import activations, conv, elementwise, linear, movement, pooling, recurrent, softmax  # noqa: F401 - registers

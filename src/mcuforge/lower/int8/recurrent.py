@@ -1,5 +1,6 @@
-"""LSTM layers (``mcuforge.lstm_op``) as one lstm_s8 op: CMSIS-NN's arm_lstm_unidirectional_s8 with
-TFLite's 8x8_16 integer LSTM recipe.
+"""LSTM and GRU layers (``mcuforge.lstm_op``) as one lstm_s8 / gru_s8 op: CMSIS-NN's
+arm_lstm_unidirectional_s8 with TFLite's 8x8_16 integer LSTM recipe, and a GRU in the same style (its
+hidden state int16 Q0.15, which needs no calibration: |h| <= 1 from the zero state).
 
 The pattern is ``lstm_cell_states -> quantize (int16) -> dequantize -> lstm -> quantize (int8)``, both ops
 reading the same int8 input. The lowering runs at the cell-states node (the first of the two) and maps the
@@ -20,7 +21,7 @@ from ...ir import kernel_scratch_bytes
 from ...kernels.lstm import CELL_SCALE_POWER_MAX, CELL_SCALE_POWER_MIN
 from ...kernels.quant_s16 import INT16_MAX
 from ...kernels.quant_utils import quantize_multiplier
-from ...lstm_op import LSTM_CELL_STATE_OPS, LSTM_OPS
+from ...lstm_op import GRU_OPS, LSTM_CELL_STATE_OPS, LSTM_OPS
 from ..builder import GraphBuilder, get_attr_value, is_dq, is_q, node_shape, qparams_of
 from .common import NotInt8, int8_input, int8_lowering, output_quantize
 
@@ -41,10 +42,10 @@ def _layer_of(cells: fx.Node) -> tuple[fx.Node, fx.Node]:
     return q_cells, readers[0]
 
 
-def _per_gate_int8(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Symmetric int8 [-127, 127] weights with one scale per gate's (H, K) block of the (4H, K) matrix."""
-    gates = w.reshape(4, -1, w.shape[1]).astype(np.float64)
-    peak = np.abs(gates).reshape(4, -1).max(axis=1)
+def _per_gate_int8(w: np.ndarray, count: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 [-127, 127] weights with one scale per gate's (H, K) block of the (count H, K) matrix."""
+    gates = w.reshape(count, -1, w.shape[1]).astype(np.float64)
+    peak = np.abs(gates).reshape(count, -1).max(axis=1)
     scales = np.where(peak > 0, peak / 127.0, 1.0)
     q = np.clip(np.round(gates / scales[:, None, None]), -127, 127).astype(np.int8)
     return q.reshape(w.shape), scales
@@ -115,3 +116,47 @@ def lower_lstm(b: GraphBuilder, cells: fx.Node) -> None:
     # The cell states are no tensor of the program: nothing reads them but the layer, now one op.
     for node in (cells, q_cells, layer, q_out):
         b.env[node] = out
+
+
+#: Scale of the GRU's int16 hidden state: Q0.15 (|h| <= 1 from the zero state).
+STATE_SCALE = Q15
+
+
+@int8_lowering(GRU_OPS, kernels="gru_s8",
+               precision="int8 input and output, int8 symmetric weights per gate matrix, int32 bias, int16 Q3.12 "
+                         "gate inputs, Q0.15 gates, int16 Q0.15 hidden state",
+               constraints="nn.GRU unidirectional, zero initial state (mcuforge.lstm_op)")
+def lower_gru(b: GraphBuilder, node: fx.Node) -> None:
+    x_node, w_ih_node, w_hh_node, b_ih_node, b_hh_node = node.args
+    src = int8_input(b, x_node)
+    if b.tensors[src].dtype != "int8":
+        raise NotInt8("its input is not int8")
+    _act, q_out = output_quantize(node, fuse=False)
+    qin, qout = b.tensors[src].qparams, qparams_of(q_out)
+    w_ih, w_hh, b_ih, b_hh = (get_attr_value(b.gm, n).double().numpy()
+                              for n in (w_ih_node, w_hh_node, b_ih_node, b_hh_node))
+    hidden = w_hh.shape[1]
+    wq_ih, s_ih = _per_gate_int8(w_ih, 3)
+    wq_hh, s_hh = _per_gate_int8(w_hh, 3)
+    # r and z: both biases in the input term; n: b_hn stays under r, in the hidden term (at its scale).
+    bias_x = b_ih + np.concatenate([b_hh[:2 * hidden], np.zeros(hidden)])
+    bias_h = np.concatenate([np.zeros(2 * hidden), b_hh[2 * hidden:]])
+    q_x = np.clip(np.round(bias_x / np.repeat(qin.scale * s_ih, hidden)), -(2**31), 2**31 - 1).astype(np.int64)
+    q_h = np.clip(np.round(bias_h / np.repeat(STATE_SCALE * s_hh, hidden)), -(2**31), 2**31 - 1).astype(np.int64)
+    input_bias = _wrap32(q_x - qin.zero_point * wq_ih.astype(np.int64).sum(axis=1))
+    gate_in = [_multiplier(qin.scale * s / GATE_INPUT_SCALE, "input-to-gate") for s in s_ih]
+    gate_h = [_multiplier(STATE_SCALE * s / GATE_INPUT_SCALE, "hidden-to-gate") for s in s_hh]
+    o2h = _multiplier(STATE_SCALE / qout.scale, "hidden")
+    attrs = {
+        "input_multipliers": [m for m, _ in gate_in], "input_shifts": [s for _, s in gate_in],
+        "hidden_multipliers": [m for m, _ in gate_h], "hidden_shifts": [s for _, s in gate_h],
+        "output_multiplier": o2h[0], "output_shift": o2h[1], "output_offset": qout.zero_point,
+    }
+    x = b.as_layout(src, "plain", [node])
+    base = q_out.name
+    consts = [b.constant(f"{base}_w_ih", wq_ih), b.constant(f"{base}_w_hh", wq_hh),
+              b.constant(f"{base}_input_bias", input_bias), b.constant(f"{base}_hidden_bias", _wrap32(q_h))]
+    out = b.add_tensor(base, node_shape(q_out), "int8", qparams=qout)
+    op = b.add_op("gru_s8", [x, *consts], [out], attrs, nodes=[node])
+    op.scratch_bytes = kernel_scratch_bytes("gru_s8", wq_hh.shape, b.target)
+    b.env[q_out] = out
