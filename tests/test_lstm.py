@@ -226,9 +226,11 @@ def _kws_sqnrs(name: str, seed: int) -> tuple[float, float, list[str], float]:
 
 @pytest.mark.parametrize("name", ["kws_lstm", "kws_gru"])
 def test_kws_recurrent_is_one_integer_op_as_accurate_as_fp32_recurrent(name):
-    """A handful of ops, every MAC on an integer kernel, and SQNR vs fp32 at least that of ExecuTorch's flow,
-    on average over three generated calibration/evaluation sets (per set the two differ by tenths of a dB
-    either way: both are limited by the int8 layers and the int8 last hidden state they share)."""
+    """A handful of ops, every MAC on an integer kernel, and SQNR vs fp32 on a par with ExecuTorch's flow (the
+    recurrent layer in fp32, the rest int8), on average over three generated calibration/evaluation sets.
+    Parity, not more: both are limited by the int8 layers and the int8 last hidden state they share, and per
+    set either may lead (on these sets the fused layers lead; over benchmarks/recurrent.py's sets the fp32
+    LSTM leads by 0.4 dB on average, its last state quantized on its own rather than with the sequence)."""
     fused, reference = [], []
     for seed in range(3):
         got, ref, kinds, share = _kws_sqnrs(name, seed)
@@ -236,4 +238,4 @@ def test_kws_recurrent_is_one_integer_op_as_accurate_as_fp32_recurrent(name):
         assert share == 1.0
         fused.append(got)
         reference.append(ref)
-    assert np.mean(fused) >= np.mean(reference), (fused, reference)
+    assert np.mean(fused) >= np.mean(reference) - 0.5, (fused, reference)
