@@ -7,7 +7,8 @@ recurrent layer kept in fp32 (ExecuTorch's Cortex-M flow), on ONE thread.
 Per model and flow: the program's ops, its integer kernels' share of the MACs, SQNR against the fp32 model
 on three fixed-seed sets of 128 generated clips, each after its own 32 generated calibration clips (nothing
 downloads; the mean and each set's figure), and host speed at batch 32 beside fp32 eager at batch 32 on the
-first set (best of ``--repeat``; the machine may be shared).
+first set (best of ``--repeat``; the machine may be shared), and the instructions of one inference on the
+QEMU cortex-m4 and cortex-m55 boards (-icount, deterministic).
 
 Flows: "fused" is mcuforge.compile (an LSTM layer is one lstm_s8 op with int16 gates and cell state; GRU
 has no fused kernel yet and is unrolled); "unrolled" compiles the model after mcuforge.rnn.rewrite_recurrent
@@ -30,6 +31,7 @@ from threadpoolctl import threadpool_limits
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 import mcuforge
+from mcuforge import firmware
 from mcuforge.capture import capture
 from mcuforge.lstm_op import fusable
 from mcuforge.quantize import CortexMQuantizer
@@ -41,6 +43,7 @@ from results_file import publish
 
 MODELS_RECURRENT = ("kws_lstm", "kws_gru")
 BATCH = 32
+BOARDS = ("cortex-m4", "cortex-m55")  # QEMU -icount: instructions of one inference (deterministic)
 SETS = 3  # generated calibration / evaluation sets: the SQNR column is their mean (each set's in brackets)
 
 
@@ -75,11 +78,11 @@ def fp32_recurrent_outputs(model, example, calibration, evaluation) -> np.ndarra
         return torch.cat([converted(x.unsqueeze(0)) for x in evaluation]).numpy()
 
 
-def compiled(model, example, calibration):
+def compiled(model, example, calibration, target: str = "cortex-m55"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return mcuforge.compile(model, (example,), calibration=[(x.unsqueeze(0),) for x in calibration],
-                                progress=False)
+                                target=target, progress=False)
 
 
 def sqnr_cell(values: list[float]) -> str:
@@ -115,8 +118,13 @@ def measure(name: str, repeat: int) -> list[list[object]]:
         rate = len(evaluation) / best_seconds(lambda: [prog.run(b) for b in batches_np], repeat)  # noqa: B023
         kinds = [op.kind for op in prog.ops]
         recurrent = sum(k == "lstm_s8" for k in kinds)
+        board = []
+        for target in BOARDS:
+            program = compiled(m, example, sets[0][0], target).to_bytes()
+            got, _trace, facts = firmware.run_on_qemu(program, [clips[:1].numpy()], target)
+            board.append(f"{facts['instructions']:,}")
         rows.append([name, flow, len(kinds), recurrent, round(prog.int8_mac_share, 3), sqnr_cell(sqnrs),
-                     round(rate, 1), round(eager_rate, 1), round(rate / eager_rate, 3)])
+                     round(rate, 1), round(eager_rate, 1), round(rate / eager_rate, 3), *board])
     references = []
     for calibration, clips in sets:
         with torch.inference_mode():
@@ -125,7 +133,7 @@ def measure(name: str, repeat: int) -> list[list[object]]:
         if reference is not None:
             references.append(sqnr(want, reference))
     rows.append([name, "fp32 recurrent (ExecuTorch flow)", "-", "-", "-",
-                 sqnr_cell(references) if references else "n/a", "-", "-", "-"])
+                 sqnr_cell(references) if references else "n/a", "-", "-", "-", *("-" for _ in BOARDS)])
     return rows
 
 
@@ -141,7 +149,8 @@ def main() -> None:
         for name in args.models:
             rows += measure(name, args.repeat)
     headers = ["model", "flow", "ops", "fused recurrent ops", "integer MAC share", "SQNR vs fp32, dB (per set)",
-               "host inf/s (batch 32)", "fp32 eager inf/s (batch 32)", "host / eager"]
+               "host inf/s (batch 32)", "fp32 eager inf/s (batch 32)", "host / eager",
+               *(f"{t} instructions" for t in BOARDS)]
     text = table(headers, rows)
     note = (f", one thread, SQNR: mean (and each) of {SETS} sets of 128 generated clips, each calibrated on 32 other "
             f"generated clips; speed: best of {args.repeat}; "
