@@ -27,6 +27,7 @@ not depend on the state).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -41,31 +42,6 @@ SCALAR_PARAMS = ("forget_to_cell_multiplier", "forget_to_cell_shift", "input_to_
                  "input_to_cell_shift", "output_multiplier", "output_shift", "output_offset", "cell_scale_power",
                  "cell_clip")
 GATE_PARAMS = ("input_multipliers", "input_shifts", "hidden_multipliers", "hidden_shifts")
-
-
-def _check_params(hidden: int, w_ih: np.ndarray, w_hh: np.ndarray, input_bias: np.ndarray,
-                  hidden_bias: np.ndarray, gate: dict[str, np.ndarray], p: dict[str, int]) -> None:
-    if w_ih.shape[0] != 4 * hidden or w_hh.shape != (4 * hidden, hidden):
-        raise ValueError(f"lstm_s8: weights must be (4H, I) and (4H, H), got {w_ih.shape} and {w_hh.shape}")
-    for name, bias in (("input_bias", input_bias), ("hidden_bias", hidden_bias)):
-        if bias.shape != (4 * hidden,) or bias.dtype != np.int32:
-            raise ValueError(f"lstm_s8: {name} must be int32 of shape ({4 * hidden},), got {bias.dtype} {bias.shape}")
-    for name, values in gate.items():
-        if values.shape != (4,):
-            raise ValueError(f"lstm_s8: {name} must hold 4 values (one per gate), got shape {values.shape}")
-    for name in ("input_shifts", "hidden_shifts"):
-        if np.any((gate[name] < -31) | (gate[name] > 30)):
-            raise ValueError(f"lstm_s8: {name} must be in [-31, 30], got {gate[name].tolist()}")
-    for name in ("forget_to_cell_shift", "input_to_cell_shift", "output_shift"):
-        if not -31 <= p[name] <= 30:
-            raise ValueError(f"lstm_s8: {name} must be in [-31, 30], got {p[name]}")
-    if not -128 <= p["output_offset"] <= 127:
-        raise ValueError(f"lstm_s8: output_offset must be in [-128, 127], got {p['output_offset']}")
-    if not CELL_SCALE_POWER_MIN <= p["cell_scale_power"] <= CELL_SCALE_POWER_MAX:
-        raise ValueError(f"lstm_s8: cell_scale_power must be in [{CELL_SCALE_POWER_MIN}, {CELL_SCALE_POWER_MAX}], "
-                         f"got {p['cell_scale_power']}")
-    if not 1 <= p["cell_clip"] <= INT16_MAX:
-        raise ValueError(f"lstm_s8: cell_clip must be in [1, {INT16_MAX}], got {p['cell_clip']}")
 
 
 class FixedRequant:
@@ -94,50 +70,106 @@ class FixedRequant:
         return (y + self.half - (y < 0) * self.rounds) >> self.right
 
 
-def prepare_lstm_s8(w_ih: np.ndarray, w_hh: np.ndarray, input_bias: np.ndarray, hidden_bias: np.ndarray,
-                    **params: object) -> Callable[[np.ndarray], np.ndarray]:
-    """Check the layer's constants once; returns ``run(x)``: int8 (N, T, I) -> int8 (N, T, H)."""
+@dataclass
+class Layer:
+    """A recurrent layer's constants, checked, in the forms the step loop reads (lstm_s8, gru_s8)."""
+
+    kind: str
+    hidden: int
+    features: int
+    wx: np.ndarray  # (I, gates H) float64: exact BLAS dot products, |sum| <= K * 32768 * 127 < 2^53
+    wh: np.ndarray  # (H, gates H) float64
+    bx: np.ndarray  # int64 (gates H)
+    bh: np.ndarray
+    rq_x: FixedRequant  # per column: gate k's multiplier and shift over its H columns
+    rq_h: FixedRequant
+    scalars: dict[str, int]
+
+    def input_terms(self, x: np.ndarray) -> np.ndarray:
+        """clamp16(requantize(W_ih x_t + input_bias)) of every step at once (they do not depend on the state):
+        (N, T, gates H) int64; the int32 sum wraps as in C."""
+        x = check_int8("x", x, 3)
+        if x.shape[2] != self.features:
+            raise ValueError(f"{self.kind}: input has {x.shape[2]} features, the weights take {self.features}")
+        n, steps, _ = x.shape
+        acc = wrap_int32((x.reshape(n * steps, -1).astype(np.float64) @ self.wx).astype(np.int64) + self.bx)
+        return np.clip(self.rq_x(acc), INT16_MIN, INT16_MAX).reshape(n, steps, -1)
+
+    def hidden_terms(self, h: np.ndarray) -> np.ndarray:
+        """requantize(W_hh h + hidden_bias), the int32 sum wrapping, int64 values."""
+        return self.rq_h(wrap_int32((h.astype(np.float64) @ self.wh).astype(np.int64) + self.bh))
+
+
+def prepare_layer(kind: str, gates: int, w_ih: np.ndarray, w_hh: np.ndarray, input_bias: np.ndarray,
+                  hidden_bias: np.ndarray, params: dict[str, object], scalar_names: tuple[str, ...]) -> Layer:
+    """Check the operands of a recurrent kind with ``gates`` gates (weights (gates H, I) and (gates H, H), int32
+    biases of gates H, the per-gate lists, the shifts in [-31, 30] and the output offset) into a Layer."""
     w_ih = check_int8("w_ih", w_ih, 2)
     w_hh = check_int8("w_hh", w_hh, 2)
     input_bias, hidden_bias = np.asarray(input_bias), np.asarray(hidden_bias)
+    params = dict(params)
     gate = {name: np.asarray(params.pop(name), np.int64) for name in GATE_PARAMS}
-    p = {name: int(params.pop(name)) for name in SCALAR_PARAMS}  # type: ignore[call-overload]
+    p = {name: int(params.pop(name)) for name in scalar_names}  # type: ignore[call-overload]
     if params:
-        raise TypeError(f"lstm_s8: unknown parameters {sorted(params)}")
+        raise TypeError(f"{kind}: unknown parameters {sorted(params)}")
     hidden = w_hh.shape[1]
-    _check_params(hidden, w_ih, w_hh, input_bias, hidden_bias, gate, p)
-    # Dot products in float64 (BLAS): exact, |sum| <= K * 128 * 127 < 2^53 for any K the C kernel takes.
-    wx, wh = w_ih.T.astype(np.float64), w_hh.T.astype(np.float64)
-    bx, bh = input_bias.astype(np.int64), hidden_bias.astype(np.int64)
-    # Per-column (4 H) requantization of the gate terms: gate k's values repeated over its H rows.
-    rq_x = FixedRequant(np.repeat(gate["input_multipliers"], hidden), np.repeat(gate["input_shifts"], hidden))
-    rq_h = FixedRequant(np.repeat(gate["hidden_multipliers"], hidden), np.repeat(gate["hidden_shifts"], hidden))
+    if w_ih.shape[0] != gates * hidden or w_hh.shape != (gates * hidden, hidden):
+        raise ValueError(f"{kind}: weights must be ({gates}H, I) and ({gates}H, H), got {w_ih.shape} and "
+                         f"{w_hh.shape}")
+    for name, bias in (("input_bias", input_bias), ("hidden_bias", hidden_bias)):
+        if bias.shape != (gates * hidden,) or bias.dtype != np.int32:
+            raise ValueError(f"{kind}: {name} must be int32 of shape ({gates * hidden},), got {bias.dtype} "
+                             f"{bias.shape}")
+    for name, values in gate.items():
+        if values.shape != (gates,):
+            raise ValueError(f"{kind}: {name} must hold {gates} values (one per gate), got shape {values.shape}")
+        if name.endswith("shifts") and np.any((values < -31) | (values > 30)):
+            raise ValueError(f"{kind}: {name} must be in [-31, 30], got {values.tolist()}")
+    for name in (n for n in scalar_names if n.endswith("_shift")):
+        if not -31 <= p[name] <= 30:
+            raise ValueError(f"{kind}: {name} must be in [-31, 30], got {p[name]}")
+    if not -128 <= p["output_offset"] <= 127:
+        raise ValueError(f"{kind}: output_offset must be in [-128, 127], got {p['output_offset']}")
+    per_column = {name: np.repeat(values, hidden) for name, values in gate.items()}
+    return Layer(kind, hidden, w_ih.shape[1], w_ih.T.astype(np.float64), w_hh.T.astype(np.float64),
+                 input_bias.astype(np.int64), hidden_bias.astype(np.int64),
+                 FixedRequant(per_column["input_multipliers"], per_column["input_shifts"]),
+                 FixedRequant(per_column["hidden_multipliers"], per_column["hidden_shifts"]), p)
+
+
+def activation_tables(*left_shifts_and_functions: tuple[int, str]) -> list[np.ndarray]:
+    """arm_nn_activation_s16 of every int16 code, read by index (code + 32768): one take per activation."""
+    codes = np.arange(INT16_MIN, INT16_MAX + 1, dtype=np.int16)
+    return [activation_s16(codes, left_shift=shift, function=fn).astype(np.int64)
+            for shift, fn in left_shifts_and_functions]
+
+
+def prepare_lstm_s8(w_ih: np.ndarray, w_hh: np.ndarray, input_bias: np.ndarray, hidden_bias: np.ndarray,
+                    **params: object) -> Callable[[np.ndarray], np.ndarray]:
+    """Check the layer's constants once; returns ``run(x)``: int8 (N, T, I) -> int8 (N, T, H)."""
+    layer = prepare_layer("lstm_s8", 4, w_ih, w_hh, input_bias, hidden_bias, params, SCALAR_PARAMS)
+    p, hidden = layer.scalars, layer.hidden
+    if not CELL_SCALE_POWER_MIN <= p["cell_scale_power"] <= CELL_SCALE_POWER_MAX:
+        raise ValueError(f"lstm_s8: cell_scale_power must be in [{CELL_SCALE_POWER_MIN}, {CELL_SCALE_POWER_MAX}], "
+                         f"got {p['cell_scale_power']}")
+    if not 1 <= p["cell_clip"] <= INT16_MAX:
+        raise ValueError(f"lstm_s8: cell_clip must be in [1, {INT16_MAX}], got {p['cell_clip']}")
     rq_f = FixedRequant(p["forget_to_cell_multiplier"], p["forget_to_cell_shift"])
     rq_i = FixedRequant(p["input_to_cell_multiplier"], p["input_to_cell_shift"])
     rq_o = FixedRequant(p["output_multiplier"], p["output_shift"])
-    # arm_nn_activation_s16 of every int16 code, read by index (code + 32768): one take per activation.
-    codes = np.arange(INT16_MIN, INT16_MAX + 1, dtype=np.int16)
-    sigmoid = activation_s16(codes, left_shift=0, function="sigmoid").astype(np.int32)
-    tanh = activation_s16(codes, left_shift=0, function="tanh").astype(np.int32)
-    tanh_cell = activation_s16(codes, left_shift=p["cell_scale_power"] + 12, function="tanh").astype(np.int32)
+    sigmoid, tanh, tanh_cell = activation_tables((0, "sigmoid"), (0, "tanh"), (p["cell_scale_power"] + 12, "tanh"))
     clip, offset = p["cell_clip"], p["output_offset"]
 
     def run(x: np.ndarray) -> np.ndarray:
-        x = check_int8("x", x, 3)
-        if x.shape[2] != w_ih.shape[1]:
-            raise ValueError(f"lstm_s8: input has {x.shape[2]} features, the weights take {w_ih.shape[1]}")
-        n, steps, _ = x.shape
-        # Input terms of every step at once (the int32 sum wraps as in C), as table indices (+ 32768).
-        acc = wrap_int32((x.reshape(n * steps, -1).astype(np.float64) @ wx).astype(np.int64) + bx)
-        pre_x = (np.clip(rq_x(acc), INT16_MIN, INT16_MAX) - INT16_MIN).reshape(n, steps, 4 * hidden)
+        pre_x = layer.input_terms(x) - INT16_MIN  # as table indices
+        n, steps, _ = pre_x.shape
         out = np.empty((n, steps, hidden), np.int8)
         cell = np.zeros((n, hidden), np.int64)
         h = None
         for t in range(steps):
             idx = pre_x[:, t]
-            if h is not None:
-                hidden_term = rq_h(wrap_int32((h.astype(np.float64) @ wh).astype(np.int64) + bh))
-                idx = np.clip(wrap_int32(idx + INT16_MIN + hidden_term), INT16_MIN, INT16_MAX) - INT16_MIN
+            if h is not None:  # no hidden term at step 0: there is no hidden state yet
+                idx = np.clip(wrap_int32(idx + INT16_MIN + layer.hidden_terms(h)), INT16_MIN, INT16_MAX) - INT16_MIN
             i, f, o = (sigmoid[idx[:, k * hidden:(k + 1) * hidden]] for k in (0, 1, 3))
             g = tanh[idx[:, 2 * hidden:3 * hidden]]
             cell = np.clip(rq_f(f * cell), INT16_MIN, INT16_MAX)

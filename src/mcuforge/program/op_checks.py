@@ -62,7 +62,7 @@ def aten_index_problem(op: Op) -> str | None:
 
 def recurrent_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
     """Why an lstm_s8 / gru_s8 op cannot be stored or run, or None: the checks of its C kernel's load-time
-    check (csrc/kernels/lstm_s8.c, gru_s8.c), so that a graph the writer accepts always loads."""
+    check (csrc/kernels/recurrent_s8.c), so that a graph the writer accepts always loads."""
     if op.kind not in RECURRENT_GATES:
         return None
     kind, gates = op.kind, RECURRENT_GATES[op.kind]
