@@ -75,13 +75,11 @@ def fusable(rnn: nn.Module) -> bool:
     return isinstance(rnn, nn.LSTM) and not rnn.bidirectional and getattr(rnn, "proj_size", 0) == 0
 
 
-class FusedLSTM(nn.Module):
-    """nn.LSTM (unidirectional, no projection) as one ``mcuforge::lstm`` per layer; same call signature.
+class _Fused(nn.Module):
+    """One op per layer of a unidirectional nn.LSTM / nn.GRU, the layers' weights as buffers; calls with an
+    initial state or an unbatched input run ``unrolled`` (the plain-layer rewrite of mcuforge.rnn)."""
 
-    Calls with an initial state or an unbatched input run ``unrolled`` (the plain-layer rewrite).
-    """
-
-    def __init__(self, rnn: nn.LSTM, unrolled: nn.Module) -> None:
+    def __init__(self, rnn: nn.RNNBase, unrolled: nn.Module, fold_bias: bool) -> None:
         super().__init__()
         self.batch_first = rnn.batch_first
         self.num_layers = rnn.num_layers
@@ -90,10 +88,21 @@ class FusedLSTM(nn.Module):
         for layer in range(rnn.num_layers):
             get = lambda name: getattr(rnn, f"{name}_l{layer}").detach().clone()  # noqa: E731, B023
             w_ih, w_hh = get("weight_ih"), get("weight_hh")
-            bias = get("bias_ih") + get("bias_hh") if rnn.bias else torch.zeros(w_ih.shape[0])
+            b_ih = get("bias_ih") if rnn.bias else torch.zeros(w_ih.shape[0])
+            b_hh = get("bias_hh") if rnn.bias else torch.zeros(w_hh.shape[0])
             self.register_buffer(f"w_ih_{layer}", w_ih)
             self.register_buffer(f"w_hh_{layer}", w_hh)
-            self.register_buffer(f"bias_{layer}", bias)
+            biases = [b_ih + b_hh] if fold_bias else [b_ih, b_hh]
+            for k, bias in enumerate(biases):
+                self.register_buffer(f"bias{k}_{layer}", bias)
+        self.biases = 1 if fold_bias else 2
+
+    def params(self, layer: int) -> list[Tensor]:
+        names = ["w_ih", "w_hh", *(f"bias{k}" for k in range(self.biases))]
+        return [getattr(self, f"{name}_{layer}") for name in names]
+
+    def layer(self, seq: Tensor, layer: int) -> tuple[Tensor, Tensor | None]:
+        raise NotImplementedError
 
     def forward(self, x: Tensor, hx=None):
         if hx is not None or not isinstance(x, Tensor) or x.dim() != 3:
@@ -101,15 +110,25 @@ class FusedLSTM(nn.Module):
         seq = x if self.batch_first else x.transpose(0, 1)
         h_n, c_n = [], []
         for layer in range(self.num_layers):
-            w_ih, w_hh = getattr(self, f"w_ih_{layer}"), getattr(self, f"w_hh_{layer}")
-            bias = getattr(self, f"bias_{layer}")
-            cells = torch.ops.mcuforge.lstm_cell_states(seq, w_ih, w_hh, bias)
-            seq = torch.ops.mcuforge.lstm(seq, cells, w_ih, w_hh, bias)
+            seq, cells = self.layer(seq, layer)
             h_n.append(seq[:, -1].unsqueeze(0))
-            c_n.append(cells[:, -1].unsqueeze(0))
+            if cells is not None:
+                c_n.append(cells[:, -1].unsqueeze(0))
         output = seq if self.batch_first else seq.transpose(0, 1)
         cat = (lambda ts: ts[0] if len(ts) == 1 else torch.cat(ts, 0))  # noqa: E731
-        return output, (cat(h_n), cat(c_n))
+        return output, ((cat(h_n), cat(c_n)) if c_n else cat(h_n))
+
+
+class FusedLSTM(_Fused):
+    """nn.LSTM (unidirectional, no projection) as one ``mcuforge::lstm`` per layer; same call signature."""
+
+    def __init__(self, rnn: nn.LSTM, unrolled: nn.Module) -> None:
+        super().__init__(rnn, unrolled, fold_bias=True)
+
+    def layer(self, seq: Tensor, layer: int) -> tuple[Tensor, Tensor]:
+        w_ih, w_hh, bias = self.params(layer)
+        cells = torch.ops.mcuforge.lstm_cell_states(seq, w_ih, w_hh, bias)
+        return torch.ops.mcuforge.lstm(seq, cells, w_ih, w_hh, bias), cells
 
 
 def _run_gru(x: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor, b_hh: Tensor) -> Tensor:
@@ -139,31 +158,11 @@ def fusable_gru(rnn: nn.Module) -> bool:
     return isinstance(rnn, nn.GRU) and not rnn.bidirectional
 
 
-class FusedGRU(nn.Module):
-    """nn.GRU (unidirectional) as one ``mcuforge::gru`` per layer; same call signature. Calls with an initial
-    state or an unbatched input run ``unrolled`` (the plain-layer rewrite)."""
+class FusedGRU(_Fused):
+    """nn.GRU (unidirectional) as one ``mcuforge::gru`` per layer; same call signature."""
 
     def __init__(self, rnn: nn.GRU, unrolled: nn.Module) -> None:
-        super().__init__()
-        self.batch_first = rnn.batch_first
-        self.num_layers = rnn.num_layers
-        object.__setattr__(self, "unrolled", unrolled)
-        for layer in range(rnn.num_layers):
-            get = lambda name: getattr(rnn, f"{name}_l{layer}").detach().clone()  # noqa: E731, B023
-            w_ih, w_hh = get("weight_ih"), get("weight_hh")
-            self.register_buffer(f"w_ih_{layer}", w_ih)
-            self.register_buffer(f"w_hh_{layer}", w_hh)
-            self.register_buffer(f"b_ih_{layer}", get("bias_ih") if rnn.bias else torch.zeros(w_ih.shape[0]))
-            self.register_buffer(f"b_hh_{layer}", get("bias_hh") if rnn.bias else torch.zeros(w_hh.shape[0]))
+        super().__init__(rnn, unrolled, fold_bias=False)
 
-    def forward(self, x: Tensor, hx=None):
-        if hx is not None or not isinstance(x, Tensor) or x.dim() != 3:
-            return self.unrolled(x, hx)
-        seq = x if self.batch_first else x.transpose(0, 1)
-        h_n = []
-        for layer in range(self.num_layers):
-            params = (getattr(self, f"{name}_{layer}") for name in ("w_ih", "w_hh", "b_ih", "b_hh"))
-            seq = torch.ops.mcuforge.gru(seq, *params)
-            h_n.append(seq[:, -1].unsqueeze(0))
-        output = seq if self.batch_first else seq.transpose(0, 1)
-        return output, (h_n[0] if len(h_n) == 1 else torch.cat(h_n, 0))
+    def layer(self, seq: Tensor, layer: int) -> tuple[Tensor, None]:
+        return torch.ops.mcuforge.gru(seq, *self.params(layer)), None
