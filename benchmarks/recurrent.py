@@ -33,7 +33,7 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 import mcuforge
 from mcuforge import firmware
 from mcuforge.capture import capture
-from mcuforge.lstm_op import fusable
+from mcuforge.lstm_op import fusable, fusable_gru
 from mcuforge.quantize import CortexMQuantizer
 from mcuforge.report import table
 from mcuforge.rnn import rewrite_recurrent
@@ -109,7 +109,7 @@ def measure(name: str, repeat: int) -> list[list[object]]:
                 model(b)
 
     eager_rate = len(evaluation) / best_seconds(eager, repeat)
-    fused_kernel = any(fusable(m) for m in model.modules())
+    fused_kernel = any(fusable(m) or fusable_gru(m) for m in model.modules())
     flows = {"fused": model} if fused_kernel else {}
     flows["unrolled"] = rewrite_recurrent(model, fused_lstm=False)
     rows = []

@@ -11,8 +11,9 @@
  * Batch rows are independent, so each runs its whole sequence in turn: the op's scratch holds one row's
  * int16 state and four int16 vectors (10 H bytes, mcuforge.ir.kernel_scratch_bytes). Input dot products
  * (and lstm_s8's recurrent ones, of the int8 output) are mf_dot_s8 (portable, DSP SMLAD and MVE VMLADAVA
- * paths, kernels/dot_s8.c); gru_s8's recurrent ones, of its int16 state, a plain int32 loop; sigmoid and
- * tanh are mf_activation_s16 (arm_nn_activation_s16, kernels/quant_s16.c).
+ * paths, kernels/dot_s8.c); gru_s8's recurrent ones, of its int16 state, mf_dot_s16 (portable, DSP SMLALD,
+ * MVE VMLALDAVA, kernels/dot_s16.c); sigmoid and tanh are mf_activation_s16 (arm_nn_activation_s16,
+ * kernels/quant_s16.c).
  */
 #include "mf_s16.h"
 
@@ -174,12 +175,12 @@ static mf_status check_gru(const mf_call *c) {
                : MF_ERR_SHAPE;
 }
 
-/* sum(h[j] * w[j]) of the int16 state and an int8 weight row, int32 with wrap-around. */
+/* sum(h[j] * w[j]) of the int16 state and an int8 weight row as an int32 that wraps around: mf_dot_s16's exact
+ * sum (portable, DSP and MVE paths) reduced modulo 2^32, the same value as a wrapping int32 accumulation. */
 static int32_t dot_s16_s8(const int16_t *h, const int8_t *w, uint32_t n) {
-    uint32_t acc = 0;
-    for (uint32_t j = 0; j < n; j++) acc += (uint32_t)((int32_t)h[j] * w[j]);
+    const uint32_t low = (uint32_t)(uint64_t)mf_dot_s16(h, w, n);
     int32_t v;
-    memcpy(&v, &acc, 4);
+    memcpy(&v, &low, 4);
     return v;
 }
 
