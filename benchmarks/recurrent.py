@@ -123,7 +123,7 @@ def measure(name: str, repeat: int) -> list[list[object]]:
         prog = compiled(m, example, sets[0][0])
         rate = len(evaluation) / best_seconds(lambda: [prog.run(b) for b in batches_np], repeat)  # noqa: B023
         kinds = [op.kind for op in prog.ops]
-        recurrent = sum(k == "lstm_s8" for k in kinds)
+        recurrent = sum(k in ("lstm_s8", "gru_s8") for k in kinds)
         board = []
         for target in BOARDS:
             board_prog = compiled(m, example, sets[0][0], target)
