@@ -1,5 +1,10 @@
 """Rewrite nn.LSTM / nn.GRU / nn.RNN into plain layers before capture.
 
+Capture first fuses what it can (``rewrite_recurrent(model, fused_lstm=True)``): each layer of a
+unidirectional LSTM (no projection) or GRU becomes one op (:mod:`mcuforge.lstm_op`, lowered to the
+``lstm_s8`` / ``gru_s8`` kernels); what remains, and calls those modules cannot take (an initial state,
+an unbatched input), is unrolled as below.
+
 torch.export keeps a recurrent module as one fused ATen op (``aten.lstm.input``,
 ``aten.gru.input``) that has no int8 kernel. :func:`rewrite_recurrent` swaps every such module
 for an equivalent one built from nn.Linear (the same weights), sigmoid/tanh, elementwise

@@ -9,7 +9,9 @@ activation's output is quantized, as the fused int8 kernel computes it), and giv
 data-movement and identity ops their input's quantization, since their int8 kernels do not
 requantize. Concatenation shares one quantization between all its inputs and its output (a
 byte copy); softmax has the fixed output quantization of ``arm_softmax_s8``; table (LUT)
-activations and batched matmuls observe their own output.
+activations and batched matmuls observe their own output. A fused LSTM layer (mcuforge.lstm_op) has
+int8 input and output and its cell states observed in int16 at a power-of-two scale; a fused GRU layer
+int8 input and output (its int16 state is Q0.15, fixed); their weights are quantized by the lowering.
 """
 
 from __future__ import annotations
