@@ -224,3 +224,18 @@ def test_kws_recurrent_is_one_integer_op_as_accurate_as_fp32_recurrent(name):
         fused.append(got)
         reference.append(ref)
     assert np.mean(fused) >= np.mean(reference) - 0.5, (fused, reference)
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+@pytest.mark.parametrize("name", ["kws_lstm", "kws_gru"])
+def test_kws_recurrent_programs_three_way(name, target):
+    """The compiled keyword spotters, byte for byte: host Python == host C == QEMU (the target's board)."""
+    model, example = MODELS[name]()
+    gen = torch.Generator().manual_seed(5)
+    calibration = [torch.randn(1, 49, 10, generator=gen) for _ in range(8)]
+    prog = mcuforge.compile(model, example, calibration=calibration, target=target, progress=False)
+    x = torch.randn(1, 49, 10, generator=gen)
+    want = prog.run_raw(x)
+    for backend in ("c", "qemu"):
+        got = prog.run_raw(x, backend=backend)
+        assert [g.tobytes() for g in got] == [w.tobytes() for w in want], backend
