@@ -239,3 +239,24 @@ def test_kws_recurrent_programs_three_way(name, target):
     for backend in ("c", "qemu"):
         got = prog.run_raw(x, backend=backend)
         assert [g.tobytes() for g in got] == [w.tobytes() for w in want], backend
+
+
+def test_a_model_reading_c_n_is_captured_unrolled():
+    """lstm_s8 gives the hidden states only: a model that uses the last cell state runs the unrolled rewrite
+    (int8 FC + LUT + mul + add), and still on every backend."""
+
+    class UsesCellState(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = nn.LSTM(3, 4, batch_first=True)
+
+        def forward(self, x):
+            out, (_h, c) = self.lstm(x)
+            return out.sum(1) + c[-1]
+
+    torch.manual_seed(0)
+    model, x = UsesCellState().eval(), torch.randn(1, 5, 3)
+    prog = mcuforge.compile(model, (x,), calibration=[torch.randn(1, 5, 3) for _ in range(4)], progress=False)
+    kinds = {op.kind for op in prog.ops}
+    assert "lstm_s8" not in kinds and "lut_s8" in kinds and prog.int8_mac_share == 1.0
+    assert prog.run_raw(x)[0].tobytes() == prog.run_raw(x, backend="c")[0].tobytes()

@@ -70,6 +70,16 @@ LSTM_OPS = {torch.ops.mcuforge.lstm.default}
 LSTM_CELL_STATE_OPS = {torch.ops.mcuforge.lstm_cell_states.default}
 
 
+def cell_states_escape(gm: torch.fx.GraphModule) -> bool:
+    """Whether the captured graph reads an LSTM layer's cell states beyond its ``mcuforge::lstm`` (the model
+    uses c_n): lstm_s8 computes only the hidden states, so such a model is captured unrolled instead. Dead
+    nodes (the c_n that FusedLSTM always builds) are removed first."""
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return any(node.target in LSTM_CELL_STATE_OPS and any(user.target not in LSTM_OPS for user in node.users)
+               for node in gm.graph.nodes)
+
+
 def fusable(rnn: nn.Module) -> bool:
     """Whether :class:`FusedLSTM` runs ``rnn`` as fused layers: a unidirectional nn.LSTM without projection."""
     return isinstance(rnn, nn.LSTM) and not rnn.bidirectional and getattr(rnn, "proj_size", 0) == 0
