@@ -74,6 +74,8 @@ def cell_states_escape(gm: torch.fx.GraphModule) -> bool:
     """Whether the captured graph reads an LSTM layer's cell states beyond its ``mcuforge::lstm`` (the model
     uses c_n): lstm_s8 computes only the hidden states, so such a model is captured unrolled instead. Dead
     nodes (the c_n that FusedLSTM always builds) are removed first."""
+    if not any(node.target in LSTM_CELL_STATE_OPS for node in gm.graph.nodes):
+        return False  # no fused LSTM: the graph is left as captured
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return any(node.target in LSTM_CELL_STATE_OPS and any(user.target not in LSTM_OPS for user in node.users)
