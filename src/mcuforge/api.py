@@ -68,6 +68,10 @@ def _macs(graph: Graph, op: Op) -> int:
     if op.kind in ("batch_matmul_s8", "batch_matmul_s16"):  # one K-long dot product per output element
         lhs = graph.tensors[op.inputs[0]].shape
         return graph.tensors[op.outputs[0]].numel * lhs[-2 if op.attrs.get("adj_x") else -1]
+    if op.kind in ("lstm_s8", "gru_s8"):  # every step: 4H (3H) dot products over the input and the state
+        _n, _t, features = graph.tensors[op.inputs[0]].shape
+        gates = 4 if op.kind == "lstm_s8" else 3
+        return graph.tensors[op.outputs[0]].numel * gates * (features + graph.tensors[op.inputs[2]].shape[1])
     if op.kind == "aten_fp32":
         return _aten_macs(graph, op)
     return 0

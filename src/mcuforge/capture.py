@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from .diagnose import check_captured, check_model, explain_export_failure
+from .lstm_op import cell_states_escape
 from .rnn import rewrite_recurrent
 
 
@@ -72,12 +73,19 @@ def capture(model: nn.Module, example_inputs: Sequence[torch.Tensor]) -> torch.f
     if problem:
         raise CaptureError(problem)
     with eval_mode(model):
-        exportable = rewrite_recurrent(model)  # nn.LSTM/GRU/RNN -> unrolled Linear + gates (a copy)
-        try:
-            with quiet_torch_logs():
-                exported = torch.export.export(exportable, args)
-        except Exception as exc:  # noqa: BLE001 - torch raises many types here
-            raise CaptureError(explain_export_failure(exc, exportable, args)) from exc
+        # nn.LSTM / nn.GRU -> one fused op per layer (mcuforge.lstm_op), nn.RNN -> unrolled Linear + gates (a copy)
+        gm = _export(rewrite_recurrent(model, fused_lstm=True), args)
+        if cell_states_escape(gm):  # the model reads an LSTM's c_n, which the fused kernel does not give
+            gm = _export(rewrite_recurrent(model, fused_lstm=False), args)
+    return gm
+
+
+def _export(exportable: nn.Module, args: tuple[torch.Tensor, ...]) -> torch.fx.GraphModule:
+    try:
+        with quiet_torch_logs():
+            exported = torch.export.export(exportable, args)
+    except Exception as exc:  # noqa: BLE001 - torch raises many types here
+        raise CaptureError(explain_export_failure(exc, exportable, args)) from exc
     return exported.module(check_guards=False)
 
 

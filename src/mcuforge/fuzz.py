@@ -126,6 +126,17 @@ def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
             w = torch.maximum(v, torch.minimum(v, x.mean(dim=(2, 3)))).reciprocal()
             return w, self.embed(idx).round(), c.argmax(dim=1)
 
+    class Recurrent(nn.Module):
+        """The fused recurrent kernels: an LSTM layer (lstm_s8) feeding a GRU layer (gru_s8)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = nn.LSTM(3, 4, batch_first=True)
+            self.gru = nn.GRU(4, 3, batch_first=True)
+
+        def forward(self, x):
+            return self.gru(self.lstm(x)[0])[0]
+
     torch.manual_seed(0)
     x = (torch.randn(1, 3, 8, 8),)
     every = EveryInt8Kernel()
@@ -137,7 +148,8 @@ def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
             ("fp32_and_npu", Fp32AndNpu(), x, "cortex-m55+ethos-u55-128", "int8"),
             ("fp32_kernels", Fp32Kernels(), (torch.randn(1, 4, 4, 4), torch.tensor([[1, 7, 3]])), "cortex-m4",
              "int8"),
-            ("every_s16_kernel", EveryS16Kernel(), x, "cortex-m55", "a16w8")]
+            ("every_s16_kernel", EveryS16Kernel(), x, "cortex-m55", "a16w8"),
+            ("recurrent", Recurrent(), (torch.randn(1, 5, 3),), "cortex-m4", "int8")]
 
 
 def seed_model(name: str) -> tuple[object, tuple, str, str]:

@@ -137,6 +137,10 @@ class Graph:
         return sum(t.nbytes for t in self.tensors.values() if t.is_constant)
 
 
+#: The recurrent kinds and their gates per layer (weights (gates x H, .)).
+RECURRENT_GATES = {"lstm_s8": 4, "gru_s8": 3}
+
+
 def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, out_shape: Sequence[int] = (),
                          attrs: dict[str, Any] | None = None) -> int:
     """Scratch bytes an op of ``kind`` asks of the runtime (``Op.scratch_bytes``) on ``target``, exactly
@@ -155,7 +159,12 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     The s4 kinds on the DSP and MVE paths: conv2d_s4 the same 5 patches with the patch size rounded up to 8
     (the DSP path widens a word of 8 packed weights at a time); fully_connected_s4 one input row widened
     to int16 (DSP); depthwise_conv2d_s4 its weights unpacked to int8.
-    conv2d_s16 on the DSP and MVE paths: one int16 im2col patch (2 bytes per element)."""
+    conv2d_s16 on the DSP and MVE paths: one int16 im2col patch (2 bytes per element).
+    lstm_s8 / gru_s8 on every path (``weight_shape`` either (4H, .) / (3H, .) weight matrix): one batch row's
+    int16 cell (hidden) state and four int16 gate vectors, 10 H bytes rounded up to 16; the kernel needs it."""
+    if kind in RECURRENT_GATES:  # every target: one batch row's int16 state and 4 int16 vectors
+        return (2 * 5 * (weight_shape[0] // RECURRENT_GATES[kind]) + 15) // 16 * 16
+
     path = get_target(target).kernel_path
     if kind == "conv2d_s8":
         _, kh, kw, ic = weight_shape
@@ -227,7 +236,13 @@ def scratch_size_problem(op: Op, tensors: dict[str, Tensor], target: str) -> str
     """Why ``op.scratch_bytes`` does not fit its kernel, or None: a conv2d_s8's scratch is none (0, the
     portable path) or at least what :func:`kernel_scratch_bytes` plans for the program's ``target``; the
     writer, the Python reader and the C loader all refuse a smaller one (a plan and a kernel that
-    disagree)."""
+    disagree). An lstm_s8 / gru_s8 needs its scratch (the int16 state and gates): none is a problem too."""
+    if op.kind in RECURRENT_GATES and len(op.inputs) >= 3 and op.inputs[2] in tensors:
+        weight = tensors[op.inputs[2]].shape
+        need = kernel_scratch_bytes(op.kind, weight, target) if len(weight) == 2 else 0
+        if op.scratch_bytes < need:
+            return f"scratch_bytes {op.scratch_bytes} is less than the {need} bytes its kernel needs"
+        return None
     if op.kind != "conv2d_s8" or not op.scratch_bytes or len(op.inputs) < 2 or op.inputs[1] not in tensors:
         return None
     weight = tensors[op.inputs[1]].shape
@@ -416,6 +431,22 @@ OP_KINDS.update({
                        "attrs": [("output_offset", "int"), ("multiplier", "int"), ("shift", "int")]},
 })
 
+# Recurrent layers as one op (ids 80-83). lstm_s8: CMSIS-NN's arm_lstm_unidirectional_s8, batch first
+# (N, T, I) -> (N, T, H) from the zero state; int8 weights (4H, I) and (4H, H) in torch's gate order
+# (i, f, g, o), int32 effective biases (zero points folded in), one multiplier/shift per gate and matrix,
+# int16 gates and cell state (scale 2^cell_scale_power); scratch of int16 cell state and gates.
+OP_KINDS.update({
+    "lstm_s8": {"id": 80, "inputs": ["x", "w_ih", "w_hh", "input_bias", "hidden_bias"], "attrs": [
+        ("input_multipliers", "ints"), ("input_shifts", "ints"), ("hidden_multipliers", "ints"),
+        ("hidden_shifts", "ints"), ("forget_to_cell_multiplier", "int"), ("forget_to_cell_shift", "int"),
+        ("input_to_cell_multiplier", "int"), ("input_to_cell_shift", "int"), ("output_multiplier", "int"),
+        ("output_shift", "int"), ("output_offset", "int"), ("cell_scale_power", "int"), ("cell_clip", "int")]},
+    # gru_s8: a GRU layer in the same style (mcuforge.kernels.gru), gates (r, z, n), int16 Q0.15 hidden state.
+    "gru_s8": {"id": 81, "inputs": ["x", "w_ih", "w_hh", "input_bias", "hidden_bias"], "attrs": [
+        ("input_multipliers", "ints"), ("input_shifts", "ints"), ("hidden_multipliers", "ints"),
+        ("hidden_shifts", "ints"), ("output_multiplier", "int"), ("output_shift", "int"), ("output_offset", "int")]},
+})
+
 OP_KIND_BY_ID = {spec["id"]: name for name, spec in OP_KINDS.items()}
 
 # The precisions an op of each kind may record in the program (the readers check it); kinds not listed
@@ -431,6 +462,7 @@ KIND_PRECISIONS: dict[str, tuple[str, ...]] = {
     "reshape": ("a8", "a16", "fp32"), "transpose": ("a8", "a16", "fp32"), "slice": ("a8", "a16", "fp32"),
     "quantize": ("fp32",), "dequantize": ("fp32",), "aten_fp32": ("fp32",),
     "delegate": ("a8w8",),  # an int8 TOSA subgraph on the NPU
+    "lstm_s8": ("a8w8",), "gru_s8": ("a8w8",),  # int8 in, out and weights (the int16 state stays inside)
 }
 
 

@@ -1,5 +1,10 @@
 """Rewrite nn.LSTM / nn.GRU / nn.RNN into plain layers before capture.
 
+Capture first fuses what it can (``rewrite_recurrent(model, fused_lstm=True)``): each layer of a
+unidirectional LSTM (no projection) or GRU becomes one op (:mod:`mcuforge.lstm_op`, lowered to the
+``lstm_s8`` / ``gru_s8`` kernels); what remains, and calls those modules cannot take (an initial state,
+an unbatched input), is unrolled as below.
+
 torch.export keeps a recurrent module as one fused ATen op (``aten.lstm.input``,
 ``aten.gru.input``) that has no int8 kernel. :func:`rewrite_recurrent` swaps every such module
 for an equivalent one built from nn.Linear (the same weights), sigmoid/tanh, elementwise
@@ -21,6 +26,8 @@ import copy
 
 import torch
 from torch import nn
+
+from .lstm_op import FusedGRU, FusedLSTM, fusable, fusable_gru
 
 RECURRENT = (nn.LSTM, nn.GRU, nn.RNN)
 
@@ -178,8 +185,20 @@ def _check(path: str, rnn: nn.RNNBase) -> None:
             f"rewrite only replaces plain {base.__name__} modules")
 
 
-def rewrite_recurrent(model: nn.Module) -> nn.Module:
-    """A copy of ``model`` with every nn.LSTM / nn.GRU / nn.RNN replaced by :class:`UnrolledRecurrent`.
+def _replacement(rnn: nn.RNNBase, fused_lstm: bool) -> nn.Module:
+    unrolled = UnrolledRecurrent(rnn).eval()
+    if fused_lstm and fusable(rnn):
+        return FusedLSTM(rnn, unrolled).eval()
+    if fused_lstm and fusable_gru(rnn):
+        return FusedGRU(rnn, unrolled).eval()
+    return unrolled
+
+
+def rewrite_recurrent(model: nn.Module, fused_lstm: bool = False) -> nn.Module:
+    """A copy of ``model`` with every nn.LSTM / nn.GRU / nn.RNN replaced by :class:`UnrolledRecurrent`, or
+    with ``fused_lstm`` every unidirectional LSTM without projection by :class:`mcuforge.lstm_op.FusedLSTM`
+    and every unidirectional GRU by :class:`mcuforge.lstm_op.FusedGRU` (one op per layer, lowered to the
+    fused ``lstm_s8`` / ``gru_s8`` kernels).
 
     The model itself is returned (no copy) when it holds no recurrent module.
     """
@@ -189,11 +208,11 @@ def rewrite_recurrent(model: nn.Module) -> nn.Module:
         if isinstance(m, RECURRENT):
             _check(path, m)
     if isinstance(model, RECURRENT):
-        return UnrolledRecurrent(model).eval()
+        return _replacement(model, fused_lstm)
     model = copy.deepcopy(model)
     for path, m in list(model.named_modules()):
         if isinstance(m, RECURRENT):
             parent_path, _, attr = path.rpartition(".")
             parent = model.get_submodule(parent_path)
-            setattr(parent, attr, UnrolledRecurrent(m).eval())
+            setattr(parent, attr, _replacement(m, fused_lstm))
     return model

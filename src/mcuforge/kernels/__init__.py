@@ -38,6 +38,8 @@ int16 activations with int8 weights (A16W8, CMSIS-NN's s16 kernels; symmetric in
 - ``softmax_s16``: ``softmax_s16`` (arm_softmax_s16), ``softmax_s16_params`` / ``softmax_s16_tables``.
 - ``lut_s16``: ``lut_s16`` / ``make_lut_s16`` (interpolated int16[513] tables), ``sigmoid_s16`` /
   ``tanh_s16`` (arm_nn_activation_s16).
+- ``lstm``: ``lstm_s8`` (arm_lstm_unidirectional_s8: a whole LSTM layer, int16 gates and cell state);
+  ``gru``: ``gru_s8`` (a GRU layer in the same style, int16 Q0.15 state).
 """
 
 from .add import add_s8
@@ -49,7 +51,9 @@ from .depthwise_conv import depthwise_conv2d_s4, depthwise_conv2d_s8
 from .elementwise_s16 import add_s16, add_s16_params, clamp_s16, convert_s8_s16, convert_s16_s8, mul_s16
 from .fully_connected import fully_connected_per_channel_s8, fully_connected_s4, fully_connected_s8
 from .fully_connected_s16 import batch_matmul_s16, fully_connected_s16
+from .gru import gru_s8
 from .int4 import pack_int4, unpack_int4
+from .lstm import lstm_s8
 from .lut import lut_s8, make_lut_s8
 from .lut_s16 import activation_s16, lut_s16, make_lut_s16, sigmoid_s16, tanh_s16
 from .mul import mul_quant_params, mul_s8
@@ -75,6 +79,8 @@ from .transpose import transpose_s8
 from .transpose_conv import transpose_conv2d_s8, transpose_conv_output_hw
 
 __all__ = [
+    "gru_s8",
+    "lstm_s8",
     "activation_s16",
     "add_quant_params",
     "add_s16",

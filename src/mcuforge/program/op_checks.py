@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcuforge.ir import OP_KINDS, Op, Tensor
+from mcuforge.ir import OP_KINDS, RECURRENT_GATES, Op, Tensor
 from mcuforge.program.layout import CONSTANT_ALIGN
 
 SHIFT_RANGE = (-31, 30)  # a requantization shift (left-positive), what arm_nn_requantize takes
@@ -58,3 +58,39 @@ def aten_index_problem(op: Op) -> str | None:
     where = f"position {want} of" if want >= 0 else "-1: it is not in"
     return (f"table_index {got} for {op.attrs['target']!r}, which is at {where} the C runtime's fp32 table "
             f"(csrc/kernels/fp32/aten_list.h)")
+
+
+def recurrent_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
+    """Why an lstm_s8 / gru_s8 op cannot be stored or run, or None: the checks of its C kernel's load-time
+    check (csrc/kernels/recurrent_s8.c), so that a graph the writer accepts always loads."""
+    if op.kind not in RECURRENT_GATES:
+        return None
+    kind, gates = op.kind, RECURRENT_GATES[op.kind]
+    if len(op.inputs) != 5 or len(op.outputs) != 1 or not all(n in tensors for n in [*op.inputs, *op.outputs]):
+        return f"{kind} takes x, w_ih, w_hh, input_bias, hidden_bias and one output"
+    x, w_ih, w_hh, b_ih, b_hh = (tensors[n] for n in op.inputs)
+    out = tensors[op.outputs[0]]
+    ranks = [(x, "int8", 3), (w_ih, "int8", 2), (w_hh, "int8", 2), (b_ih, "int32", 1), (b_hh, "int32", 1),
+             (out, "int8", 3)]
+    if any(t.dtype != dtype or len(t.shape) != rank for t, dtype, rank in ranks):
+        return f"{kind}: x, weights and output must be int8 of rank 3, 2, 2, 3; the biases int32 of rank 1"
+    hidden = w_hh.shape[1]
+    if (hidden == 0 or w_hh.shape[0] != gates * hidden or w_ih.shape != (gates * hidden, x.shape[2])
+            or b_ih.shape != (gates * hidden,) or b_hh.shape != (gates * hidden,)
+            or out.shape != (*x.shape[:2], hidden)):
+        return (f"{kind}: shapes x {x.shape}, w_ih {w_ih.shape}, w_hh {w_hh.shape}, biases {b_ih.shape} "
+                f"{b_hh.shape}, output {out.shape} do not make one layer of hidden size {hidden}")
+    a = op.attrs
+    lo, hi = SHIFT_RANGE
+    for name in ("input_shifts", "hidden_shifts", "input_multipliers", "hidden_multipliers"):
+        if len(a[name]) != gates:
+            return f"{kind}: {name} must hold {gates} values (one per gate), got {len(a[name])}"
+    shifts = [*a["input_shifts"], *a["hidden_shifts"], a["output_shift"],
+              *(a[n] for n in ("forget_to_cell_shift", "input_to_cell_shift") if n in a)]
+    if any(not lo <= s <= hi for s in shifts):
+        return f"{kind}: every shift must be in [{lo}, {hi}], got {shifts}"
+    ranges = {"output_offset": (-128, 127), "cell_scale_power": (-12, 2), "cell_clip": (1, 32767)}
+    for name, (vlo, vhi) in ranges.items():
+        if name in a and not vlo <= a[name] <= vhi:
+            return f"{kind}: {name} must be in [{vlo}, {vhi}], got {a[name]}"
+    return None

@@ -33,7 +33,7 @@ from mcuforge.kernels.int4 import packing_problem
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.layout import Header, ProgramFormatError
-from mcuforge.program.op_checks import aten_index_problem, scratch_problem, shifts_problem
+from mcuforge.program.op_checks import aten_index_problem, recurrent_problem, scratch_problem, shifts_problem
 from mcuforge.program.values import ValueDecoder
 from mcuforge.targets import ISA_IDS, TARGET_BY_ID
 
@@ -363,7 +363,7 @@ class _OpReader:
         self._check_scratch(scratch, scratch_offset, inputs + outputs, where)
         op = Op(kind, inputs, outputs, attrs, backend=backend, scratch_bytes=scratch,
                 scratch_offset=scratch_offset if scratch else -1, precision=precision)
-        problem = shifts_problem(op, self.by_name) or aten_index_problem(op)
+        problem = shifts_problem(op, self.by_name) or aten_index_problem(op) or recurrent_problem(op, self.by_name)
         if problem:
             raise ProgramFormatError(f"{where}: {problem}")
         return op

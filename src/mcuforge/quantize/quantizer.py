@@ -13,7 +13,9 @@ activation's output is quantized, as the fused int8 kernel computes it), and giv
 data-movement and identity ops their input's quantization, since their int8 kernels do not
 requantize. Concatenation shares one quantization between all its inputs and its output (a
 byte copy); softmax has the fixed output quantization of ``arm_softmax_s8``; table (LUT)
-activations and batched matmuls observe their own output.
+activations and batched matmuls observe their own output. A fused LSTM layer (mcuforge.lstm_op) has
+int8 input and output and its cell states observed in int16 at a power-of-two scale; a fused GRU layer
+int8 input and output (its int16 state is Q0.15, fixed); their weights are quantized by the lowering.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
+from ..lstm_op import GRU_OPS, LSTM_CELL_STATE_OPS, LSTM_OPS
 from .int16 import S16_OPS, SIGMOID_TANH, PowerOfTwoObserver, activation_qspec_s16, q15_output_qspec
 from .observers import HistogramObserver, PerChannelMinMaxObserver
 from .patterns import (
@@ -186,10 +189,14 @@ class CortexMQuantizer(Quantizer):
     (``mcuforge.quantize.schemes``: "int8" by default, "w4a8" for int4 weights, "a16w8" for int16
     activations)."""
 
-    def __init__(self, observers: ObserverConfig | None = None, scheme: Scheme | None = None) -> None:
+    def __init__(self, observers: ObserverConfig | None = None, scheme: Scheme | None = None,
+                 fp32_recurrent: bool = False) -> None:
+        """``fp32_recurrent`` leaves the fused LSTM and GRU layers unannotated (fp32 between int8 layers, as
+        ExecuTorch's Cortex-M flow runs recurrent layers): a reference for the fused int16-state kernel."""
         super().__init__()
         self.observers = observers or ObserverConfig()
         self.scheme = scheme or SCHEMES["int8"]
+        self.fp32_recurrent = fp32_recurrent
 
     def annotate(self, model: fx.GraphModule) -> fx.GraphModule:
         for node in model.graph.nodes:
@@ -203,6 +210,11 @@ class CortexMQuantizer(Quantizer):
                 self._annotate_mul(node)
             elif node.target in MATMUL_OPS:
                 self._annotate_matmul(node)
+            elif node.target in LSTM_CELL_STATE_OPS:
+                self._annotate_lstm(node)
+            elif node.target in GRU_OPS:
+                if not self.fp32_recurrent and _is_activation(node.args[0]):
+                    self._annotate_own_output(node)  # int8 in and out; the int16 state needs no observer
             elif node.target in LUT_ACTIVATIONS:
                 self._annotate_own_output(node)
             elif node.target in SOFTMAX_OPS:
@@ -318,6 +330,18 @@ class CortexMQuantizer(Quantizer):
         if not (_is_activation(a) and _is_activation(b)):
             return
         self._annotate_with_activation(node, {a: self._input_qspec(a, node), b: self._input_qspec(b, node)})
+
+    def _annotate_lstm(self, cells: fx.Node) -> None:
+        """One LSTM layer (mcuforge.lstm_op): int8 input and output, the cell states observed in int16 at a
+        power-of-two scale (arm_lstm_unidirectional_s8's cell state). Weights stay fp32 here: the lowering
+        quantizes them per gate as the kernel takes them."""
+        x = cells.args[0]
+        layers = [u for u in cells.users if u.op == "call_function" and u.target in LSTM_OPS and u.args[1] is cells]
+        if self.fp32_recurrent or not _is_activation(x) or len(layers) != 1 or layers[0].args[0] is not x:
+            return
+        cell_spec = activation_qspec_s16(PowerOfTwoObserver)
+        _annotate(cells, {x: self._input_qspec(x)}, cell_spec)
+        _annotate(layers[0], {x: self._input_qspec(x), cells: cell_spec}, activation_qspec(self.observers))
 
     def _annotate_own_output(self, node: fx.Node) -> None:
         x = node.args[0]

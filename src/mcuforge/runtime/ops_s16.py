@@ -10,6 +10,8 @@ from ..ir import Op
 from ..kernels.conv_s16 import prepare_conv2d_s16, prepare_depthwise_conv2d_s16
 from ..kernels.elementwise_s16 import clamp_s16, convert_s8_s16, convert_s16_s8, prepare_add_s16, prepare_mul_s16
 from ..kernels.fully_connected_s16 import prepare_batch_matmul_s16, prepare_fully_connected_s16
+from ..kernels.gru import prepare_gru_s8
+from ..kernels.lstm import prepare_lstm_s8
 from ..kernels.lut_s16 import activation_s16, prepare_lut_s16
 from ..kernels.pooling_s16 import prepare_pool_s16
 from ..kernels.softmax_s16 import prepare_softmax_s16
@@ -124,6 +126,14 @@ def _to_s8(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     return convert_s16_s8(ins[0], **op.attrs)
 
 
+def _recurrent(prepare):
+    def run_layer(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+        x = ins[0]
+        run = prepared(op, ins[1:], (), lambda: prepare(*(_const(c) for c in ins[1:]), **op.attrs))
+        return run(x.reshape(-1, *x.shape[2:])).reshape(outs[0].shape)  # the run axis: more batch rows
+    return run_layer
+
+
 S16_KERNELS = {
     "conv2d_s16": _conv,
     "depthwise_conv2d_s16": _depthwise,
@@ -138,5 +148,7 @@ S16_KERNELS = {
     "activation_s16": _activation,
     "clamp_s16": _clamp,
     "convert_s8_s16": _to_s16,
+    "lstm_s8": _recurrent(prepare_lstm_s8),
+    "gru_s8": _recurrent(prepare_gru_s8),
     "convert_s16_s8": _to_s8,
 }

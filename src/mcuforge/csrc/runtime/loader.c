@@ -371,7 +371,8 @@ static mf_status check_scratch(const mf_program *p, const mf_call *c) {
 /* The precisions an op of each kind may record (mcuforge.ir.KIND_PRECISIONS): bit p for code p. */
 static uint32_t kind_precisions(uint16_t kind) {
     switch (kind) {
-    case 1: case 2: case 3: case 13: case 18: case MF_KIND_DELEGATE: /* weighted int8 kernels, the NPU */
+    case 1: case 2: case 3: case 13: case 18: case 80: case 81: case MF_KIND_DELEGATE:
+        /* weighted int8 kernels (lstm_s8 and gru_s8 included: their int16 state stays inside), the NPU */
         return 1u << MF_PREC_A8W8;
     case 15: case 16: case 17: /* the s4 kernels */
         return 1u << MF_PREC_A8W4;

@@ -8,9 +8,10 @@ per op, grouped by family, each registered with its doc row (``OP_DOCS``) in ``I
 - ``activations``: standalone clamps, lookup-table activations
 - ``softmax``: softmax
 - ``movement``: reshape, permute, pad, cat, slice, split, identities
+- ``recurrent``: LSTM and GRU layers (mcuforge.lstm_op) as one lstm_s8 / gru_s8
 """
 
-from . import activations, conv, elementwise, linear, movement, pooling, softmax  # noqa: F401 - registers
+from . import activations, conv, elementwise, linear, movement, pooling, recurrent, softmax  # noqa: F401 - registers
 from .common import INT8_LOWERINGS, OP_DOCS, NotInt8, OpDoc
 
 __all__ = ["INT8_LOWERINGS", "OP_DOCS", "NotInt8", "OpDoc"]

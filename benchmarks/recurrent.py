@@ -1,0 +1,172 @@
+"""Recurrent keyword spotting (kws_lstm, kws_gru): fused recurrent kernels vs the unrolled int8 graph vs the
+recurrent layer kept in fp32 (ExecuTorch's Cortex-M flow), on ONE thread.
+
+    python benchmarks/recurrent.py            # prints the table and writes results/recurrent.md
+    python benchmarks/recurrent.py --no-publish --repeat 5
+
+Per model and flow: the program's ops, its integer kernels' share of the MACs, SQNR against the fp32 model
+on three fixed-seed sets of 128 generated clips, each after its own 32 generated calibration clips (nothing
+downloads; the mean and each set's figure), and host speed at batch 32 beside fp32 eager at batch 32 on the
+first set (best of ``--repeat``; the machine may be shared), and the instructions of one inference on the
+QEMU cortex-m4 and cortex-m55 boards (-icount, deterministic).
+
+Flows: "fused" is mcuforge.compile (an LSTM layer is one lstm_s8 op with int16 gates and cell state; GRU
+has no fused kernel yet and is unrolled); "unrolled" compiles the model after mcuforge.rnn.rewrite_recurrent
+without fusion (the graph of FC + LUT + mul + add int8 ops, int8 state); "fp32 recurrent" is ExecuTorch's
+flow, which leaves the recurrent layers in fp32 and quantizes the rest to int8: measured as mcuforge's PT2E
+quantization with the fused LSTM ops left unannotated (CortexMQuantizer(fp32_recurrent=True)), the
+converted reference model run in torch (q/dq around the int8 layers, the LSTM in fp32); not available for
+GRU (its unrolled ops cannot be told apart from the rest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+import torch
+from threadpoolctl import threadpool_limits
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+import mcuforge
+from mcuforge import firmware
+from mcuforge.capture import capture
+from mcuforge.lstm_op import fusable, fusable_gru
+from mcuforge.quantize import CortexMQuantizer
+from mcuforge.report import table
+from mcuforge.rnn import rewrite_recurrent
+from mcuforge.zoo import MODELS
+
+from results_file import publish
+
+MODELS_RECURRENT = ("kws_lstm", "kws_gru")
+BATCH = 32
+BOARDS = ("cortex-m4", "cortex-m55")  # QEMU -icount: instructions of one inference (deterministic)
+SETS = 3  # generated calibration / evaluation sets: the SQNR column is their mean (each set's in brackets)
+
+
+def data(example: torch.Tensor, count: int, seed: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn((count, *example.shape[1:]), generator=gen)
+
+
+def sqnr(want: np.ndarray, got: np.ndarray) -> float:
+    return float(10 * np.log10((want.astype(np.float64) ** 2).sum() / ((got - want).astype(np.float64) ** 2).sum()))
+
+
+def best_seconds(fn, repeat: int) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def fp32_recurrent_outputs(model, example, calibration, evaluation) -> np.ndarray | None:
+    captured = capture(model, (example,))
+    if not any(getattr(n.target, "namespace", "") == "mcuforge" for n in captured.graph.nodes):
+        return None  # no fused recurrent op to leave in fp32
+    prepared = prepare_pt2e(captured, CortexMQuantizer(fp32_recurrent=True))
+    with torch.no_grad():
+        for x in calibration:
+            prepared(x.unsqueeze(0))
+        converted = convert_pt2e(prepared)
+        return torch.cat([converted(x.unsqueeze(0)) for x in evaluation]).numpy()
+
+
+def compiled(model, example, calibration, target: str = "cortex-m55"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return mcuforge.compile(model, (example,), calibration=[(x.unsqueeze(0),) for x in calibration],
+                                target=target, progress=False)
+
+
+def int8_input(prog, x: torch.Tensor) -> np.ndarray:
+    """``x`` as the program's int8 input (its quantization), what the board reads."""
+    qp = prog.graph.tensors[prog.graph.inputs[0]].qparams
+    return np.clip(np.round(x.numpy() / qp.scale) + qp.zero_point, -128, 127).astype(np.int8)
+
+
+def sqnr_cell(values: list[float]) -> str:
+    return f"{np.mean(values):.2f} ({', '.join(f'{v:.2f}' for v in values)})"
+
+
+def measure(name: str, repeat: int) -> list[list[object]]:
+    model, (example,) = MODELS[name]()
+    model.eval()
+    sets = [(data(example, 32, seed=10 * s + 1), data(example, 128, seed=10 * s + 2)) for s in range(SETS)]
+    evaluation = sets[0][1]
+    batches = [evaluation[i:i + BATCH] for i in range(0, len(evaluation), BATCH)]
+    batches_np = [b.numpy() for b in batches]
+
+    def eager() -> None:
+        with torch.inference_mode():
+            for b in batches:
+                model(b)
+
+    eager_rate = len(evaluation) / best_seconds(eager, repeat)
+    fused_kernel = any(fusable(m) or fusable_gru(m) for m in model.modules())
+    flows = {"fused": model} if fused_kernel else {}
+    flows["unrolled"] = rewrite_recurrent(model, fused_lstm=False)
+    rows = []
+    for flow, m in flows.items():
+        sqnrs = []
+        for calibration, clips in sets:
+            prog = compiled(m, example, calibration)
+            with torch.inference_mode():
+                want = model(clips).numpy()
+            sqnrs.append(sqnr(want, np.asarray(prog.run(clips.numpy())).reshape(want.shape)))
+        prog = compiled(m, example, sets[0][0])
+        rate = len(evaluation) / best_seconds(lambda: [prog.run(b) for b in batches_np], repeat)  # noqa: B023
+        kinds = [op.kind for op in prog.ops]
+        recurrent = sum(k in ("lstm_s8", "gru_s8") for k in kinds)
+        board = []
+        for target in BOARDS:
+            board_prog = compiled(m, example, sets[0][0], target)
+            _got, _trace, facts = firmware.run_on_qemu(board_prog.to_bytes(), [int8_input(board_prog, clips[:1])],
+                                                       target)
+            board.append(f"{facts['instructions']:,}")
+        rows.append([name, flow, len(kinds), recurrent, round(prog.int8_mac_share, 3), sqnr_cell(sqnrs),
+                     round(rate, 1), round(eager_rate, 1), round(rate / eager_rate, 3), *board])
+    references = []
+    for calibration, clips in sets:
+        with torch.inference_mode():
+            want = model(clips).numpy()
+        reference = fp32_recurrent_outputs(model, example, calibration, clips)
+        if reference is not None:
+            references.append(sqnr(want, reference))
+    rows.append([name, "fp32 recurrent (ExecuTorch flow)", "-", "-", "-",
+                 sqnr_cell(references) if references else "n/a", "-", "-", "-", *("-" for _ in BOARDS)])
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="*", default=list(MODELS_RECURRENT), choices=list(MODELS_RECURRENT))
+    parser.add_argument("--repeat", type=int, default=3, help="timings per figure; the best is kept (default 3)")
+    parser.add_argument("--no-publish", action="store_true", help="print only; do not write results/recurrent.md")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    rows = []
+    with threadpool_limits(1):
+        for name in args.models:
+            rows += measure(name, args.repeat)
+    headers = ["model", "flow", "ops", "fused recurrent ops", "integer MAC share", "SQNR vs fp32, dB (per set)",
+               "host inf/s (batch 32)", "fp32 eager inf/s (batch 32)", "host / eager",
+               *(f"{t} instructions" for t in BOARDS)]
+    text = table(headers, rows)
+    note = (f", one thread, SQNR: mean (and each) of {SETS} sets of 128 generated clips, each calibrated on 32 other "
+            f"generated clips; speed: best of {args.repeat}; "
+            f"numpy {np.__version__}, torch {torch.__version__}")
+    if args.no_publish:
+        print(text)
+    else:
+        publish("recurrent", "Recurrent keyword spotting: fused vs unrolled vs fp32 recurrent layers", text, note)
+
+
+if __name__ == "__main__":
+    main()
