@@ -1,0 +1,138 @@
+"""Accuracy tools: per-layer error that localizes (isolation, per channel)."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import mcuforge
+from mcuforge.inspect import numeric
+
+
+def block(cin: int, cout: int) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU())
+
+
+class FourBlocks(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.b1, self.b2, self.b3, self.b4 = block(3, 16), block(16, 16), block(16, 16), block(16, 16)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.head = nn.Linear(16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.flatten(self.pool(self.b4(self.b3(self.b2(self.b1(x))))), 1))
+
+
+def planted(damage: str) -> nn.Module:
+    """FourBlocks (random weights, BN statistics of a trained-looking net) with channel 0 of the middle
+    block b2 damaged: "outlier" (an outlier bias of 25), "bn" (an unbalanced BatchNorm: gamma 5 and beta 20 on
+    that channel), "dead" (zero weights, a constant 30 from the BN shift: no information, all the range)."""
+    torch.manual_seed(0)
+    model = FourBlocks().eval()
+    with torch.no_grad():
+        for b in (model.b1, model.b2, model.b3, model.b4):
+            b[1].running_mean.normal_(0, 0.1)
+            b[1].running_var.uniform_(0.5, 1.5)
+        conv, bn = model.b2[0], model.b2[1]
+        if damage == "outlier":
+            conv.bias[0] = 25.0
+        elif damage == "bn":
+            bn.weight[0] = 5.0
+            bn.bias[0] = 20.0
+        elif damage == "dead":
+            conv.weight[0] = 0
+            conv.bias[0] = 0
+            bn.bias[0] = 30.0
+    return model
+
+
+def compile_and_inspect(model: nn.Module, seed: int = 10):
+    example = (torch.randn(1, 3, 16, 16, generator=torch.Generator().manual_seed(seed)),)
+    gen = torch.Generator().manual_seed(1)
+    calibration = [(torch.randn(1, 3, 16, 16, generator=gen),) for _ in range(16)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = mcuforge.compile(model, example, calibration=calibration, progress=False)
+    insp = mcuforge.Inspector(prog, prog.run(*example, trace=True)[1])
+    return insp, insp.numeric_gap(model, example).set_index("module")
+
+
+@pytest.mark.parametrize("seed", [10, 11])
+@pytest.mark.parametrize("damage", ["outlier", "bn", "dead"])
+def test_worst_layer_names_the_layer_with_the_planted_channel(damage, seed):
+    insp, gap = compile_and_inspect(planted(damage), seed)
+    assert insp.worst_layer() == "b2.0"
+    # The whole-tensor ranking (largest SQNR drop along the program) names another layer...
+    assert insp.worst_layer(by="drop") != "b2.0"
+    # ...because the outlier channel dominates b2's signal: its whole-tensor SQNR still looks fine,
+    # while its median channel is crushed to a few levels, in the program and in isolation alike.
+    b2 = gap.loc["b2.0"]
+    assert b2["isolated_sqnr_db"] > 25
+    assert b2["isolated_channel_median_sqnr_db"] < b2["isolated_sqnr_db"] - 10
+    others = gap.drop(index="b2.0")
+    assert (others["isolated_error_db"] > b2["isolated_error_db"] + 10).all()
+
+
+def test_intact_model_has_no_crushed_layer():
+    _insp, gap = compile_and_inspect(planted("none"))
+    assert (gap["isolated_error_db"] > 30).all()
+    median = gap["isolated_channel_median_sqnr_db"].dropna()
+    assert len(median) == 4 and (median > 30).all()
+
+
+def test_isolation_separates_what_a_layer_inherits():
+    """The first layer sees the same quantized input in the program and in isolation: the same output.
+    Later layers are fed the quantized fp32 value instead of the program's (already erroneous) one: the
+    isolated output is the layer's own kernel on that input, bit for bit."""
+    insp, gap = compile_and_inspect(planted("outlier"))
+    first = gap.iloc[0]
+    assert first["isolated_sqnr_db"] == first["sqnr_db"] and gap["isolated_sqnr_db"].notna().all()
+    graph = insp.program.graph
+    example = (torch.randn(1, 3, 16, 16, generator=torch.Generator().manual_seed(10)),)
+    fp32 = numeric.float_values(planted("outlier"), example, set(numeric.reference_nodes(graph).values()))
+    prepared, _runs, _single = insp.program._program_inputs(example)
+    isolated = numeric.isolated_outputs(graph, prepared, fp32)
+    b3 = next(i for i, op in enumerate(graph.ops) if op.debug.get("module") == "b3.0")
+    op = graph.ops[b3]
+    x = graph.tensors[op.inputs[0]]
+    ref = np.transpose(fp32[numeric.reference_nodes(graph)[op.inputs[0]]], (0, 2, 3, 1))
+    fed = mcuforge.kernels.quantize_per_tensor(ref.astype(np.float32), x.qparams.scale, x.qparams.zero_point)
+    alone = mcuforge.runtime.execute(single_op_graph(graph, b3), [fed])[0]
+    assert np.array_equal(alone, isolated[b3][0])
+    program_value = insp.program.run(*example, trace="full")[1].tensor(b3, run=0, output_slot=0)
+    assert not np.array_equal(  # in the program, b3 is fed b2's value as the program computed it
+        np.frombuffer(program_value.data, np.int8).reshape(alone.shape), alone)
+
+
+def single_op_graph(graph, index):
+    """A graph of op ``index`` alone (its activation input becomes the graph input), planned."""
+    import copy
+
+    from mcuforge.plan import plan_arena
+
+    g = copy.deepcopy(graph)
+    op = g.ops[index]
+    g.ops, g.inputs, g.outputs = [op], [op.inputs[0]], [op.outputs[0]]
+    g.tensors = {n: t for n, t in g.tensors.items() if n in op.inputs or n in op.outputs}
+    plan_arena(g)
+    return g
+
+
+def test_dead_channel_keeps_its_bias():
+    """A channel with all-zero weights and a bias: its weight scale is the tensor's largest, not eps, so
+    the int32 bias (at input scale x weight scale) does not overflow and the constant channel is right."""
+    _insp, gap = compile_and_inspect(planted("dead"))
+    assert gap.loc["b2.0", "sqnr_db"] > 40
+
+
+def test_channel_sqnr_leaves_out_dead_channels_and_short_tensors():
+    ref = np.ones((1, 3, 4, 4))
+    ref[:, 2] = 0
+    act = ref.copy()
+    act[:, 0] += 0.1  # 20 dB
+    worst, median = numeric.channel_sqnr(ref, act)
+    assert np.isclose(worst, 20.0) and np.isclose(median, (20.0 + numeric.SQNR_CAP_DB) / 2)
+    assert all(np.isnan(v) for v in numeric.channel_sqnr(np.ones((1, 10)), np.ones((1, 10))))
