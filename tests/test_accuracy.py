@@ -136,3 +136,44 @@ def test_channel_sqnr_leaves_out_dead_channels_and_short_tensors():
     worst, median = numeric.channel_sqnr(ref, act)
     assert np.isclose(worst, 20.0) and np.isclose(median, (20.0 + numeric.SQNR_CAP_DB) / 2)
     assert all(np.isnan(v) for v in numeric.channel_sqnr(np.ones((1, 10)), np.ones((1, 10))))
+
+
+# -- sensitivity analysis -------------------------------------------------------------------------------
+
+def calibration(count: int = 8, seed: int = 1):
+    gen = torch.Generator().manual_seed(seed)
+    return [(torch.randn(1, 3, 16, 16, generator=gen),) for _ in range(count)]
+
+
+def test_sensitivity_per_layer_against_uniform_programs(tmp_path, monkeypatch):
+    import sys
+
+    from mcuforge.accuracy import sensitivity
+
+    sensitivity_module = sys.modules["mcuforge.accuracy.sensitivity"]
+
+    monkeypatch.setenv("MCUFORGE_CACHE", str(tmp_path))
+    model = planted("none")
+    example = (torch.randn(1, 3, 16, 16),)
+    result = sensitivity(model, example, calibration(), progress=False)
+    table = result.table.set_index("module")
+    assert list(table.index) == ["b1.0", "b2.0", "b3.0", "b4.0", "head"] == result.layers
+    int8, w4a8 = result.uniform["int8"], result.uniform["w4a8"]
+    assert w4a8["flash_bytes"] < int8["flash_bytes"] and w4a8["output_sqnr_db"] < int8["output_sqnr_db"] - 6
+    # each layer alone at W4A8 saves part of the flash and loses part of the SQNR of going all W4A8
+    assert (table["flash_saved"] > 0).all()
+    assert abs(table["flash_saved"].sum() - (int8["flash_bytes"] - w4a8["flash_bytes"])) <= 16 * len(table)
+    assert (table["output_sqnr_db"] < int8["output_sqnr_db"] + 1).all()  # one layer's noise can cancel a bit
+    assert (table["output_sqnr_db"] > w4a8["output_sqnr_db"]).all()
+    # the head's error is the output's, nothing averages it: the most sensitive layer at W4A8
+    assert table["sqnr_loss_db"].idxmax() == "head" and table.loc["head", "sqnr_loss_db"] > 10
+    # cached: in memory (the same object), and on disk (a fresh process would read it)
+    assert sensitivity(model, example, calibration(), progress=False) is result
+    files = list((tmp_path / "sensitivity").glob("*.json"))
+    assert len(files) == 1
+    sensitivity_module._MEMORY.clear()
+    again = sensitivity(model, example, calibration(), progress=False)
+    assert again is not result and again.table.equals(result.table) and again.uniform == result.uniform
+    # other data, another key
+    other = sensitivity(model, example, calibration(seed=2), progress=False, cache=True)
+    assert len(list((tmp_path / "sensitivity").glob("*.json"))) == 2 and not other.table.equals(result.table)

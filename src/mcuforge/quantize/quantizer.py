@@ -31,6 +31,7 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
+from ..lower.builder import module_path
 from .observers import HistogramObserver, PerChannelMinMaxObserver
 from .patterns import (
     ADD_OPS,
@@ -216,7 +217,7 @@ class CortexMQuantizer(Quantizer):
             return  # dynamic weights: left in fp32
         transposed = node.target in TRANSPOSE_CONV_OPS
         # No s4 transposed convolution in CMSIS-NN: it keeps int8 weights under every scheme.
-        bits = 8 if transposed else self.scheme.weight_bits
+        bits = 8 if transposed else self.scheme.weight_bits_of(module_path(node))
         per_channel = node.target not in LINEAR_OPS or self._linear_per_channel(weight, bits)
         inputs = {x: self._input_qspec(x),
                   weight: weight_qspec(self.observers, 1 if transposed else 0, bits, per_channel)}

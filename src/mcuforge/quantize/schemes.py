@@ -21,12 +21,22 @@ class Scheme:
     ``fully_connected_per_channel_s8``), one scale per tensor (False: ``fully_connected_s8``), or by default
     (None) per layer: per channel where that lowers the weights' rounding error by at least 1 dB
     (``weight_observers.PER_CHANNEL_MIN_GAIN_DB``), else one scale (8 bytes of flash less per output).
+    ``layers``: per-layer exceptions, (module path, scheme name) pairs -- a layer listed takes the weight width
+    of the named scheme (how ``precision="auto"`` mixes int8 and W4A8 layers in one program).
     """
 
     name: str
     activation_bits: int = 8
     weight_bits: int = 8
     linear_per_channel: bool | None = None
+    layers: tuple[tuple[str, str], ...] = ()
+
+    def weight_bits_of(self, module: str) -> int:
+        """The weight width of the layer at ``module`` (its per-layer exception, else the scheme's)."""
+        for path, name in self.layers:
+            if path == module:
+                return SCHEMES[name].weight_bits
+        return self.weight_bits
 
 
 SCHEMES: dict[str, Scheme] = {
@@ -44,6 +54,10 @@ def get_scheme(quantization: str | Scheme) -> Scheme:
         if scheme.activation_bits != 8 or scheme.weight_bits not in (4, 8):
             raise ValueError(f"quantization scheme {scheme.name!r}: activation_bits {scheme.activation_bits}, "
                              f"weight_bits {scheme.weight_bits}; supported: 8-bit activations, 8- or 4-bit weights")
+        for module, name in scheme.layers:
+            if name not in SCHEMES:
+                raise ValueError(f"quantization scheme {scheme.name!r}: layer {module!r} asks for {name!r}; "
+                                 f"per layer: {', '.join(repr(n) for n in SCHEMES)}")
         return scheme
     if quantization in SCHEMES:
         return SCHEMES[quantization]
