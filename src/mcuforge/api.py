@@ -287,6 +287,8 @@ def compile(  # noqa: A001 - the public name the flow reads as
     flash_bytes: int | None = None,
     ram_bytes: int | None = None,
     fit_check: bool = True,
+    equalization: bool = False,
+    bias_correction: bool = False,
 ) -> Program:
     """Capture, quantize (PT2E, calibrated on ``calibration``), lower, plan: a :class:`Program`.
 
@@ -300,6 +302,11 @@ def compile(  # noqa: A001 - the public name the flow reads as
     ("cortex-m55"), or a Cortex-M with an Ethos-U NPU ("cortex-m55+ethos-u55-128"): the ops the
     NPU can run are then delegated to it, compiled by Vela (``prog.delegates``; needs the
     ``ethos-u`` extra).
+
+    ``equalization``: cross-layer equalization of consecutive layers with a ReLU (or nothing) between
+    (Nagel et al. 2019); ``bias_correction``: the mean error that quantizing each layer's weights adds to its
+    output channels, measured on the calibration data, taken out of its bias (``mcuforge.accuracy.equalize``;
+    benchmarks/results/equalization.md says where each helps).
 
     The program must fit the target's reference board (``mcuforge.targets``: its QEMU board, or a named
     part) or the part given by ``flash_bytes`` / ``ram_bytes``: else :class:`mcuforge.fit.FitError` says by
@@ -321,6 +328,15 @@ def compile(  # noqa: A001 - the public name the flow reads as
     check_compilable(captured)  # data-dependent shapes, complex or float64 values: one line, before quantizing
     decompose(captured)  # fused ops (scaled_dot_product_attention) -> ops with int8 kernels
     prepare_float_graph(captured)  # identities out; BatchNorm folded, or else a depthwise conv
+    if equalization or bias_correction:
+        from .accuracy import equalize
+        from .quantize import calibration_batches
+
+        calibration = list(calibration_batches(calibration, len(example)))
+        if equalization:
+            equalize.equalize_cross_layer(captured)
+        if bias_correction:
+            equalize.correct_bias(captured, calibration, scheme, observers)
     converted = quantize(captured, calibration, len(example), progress=progress, observers=observers, scheme=scheme)
     graph = lower_to_ir(converted, cpu_target)
     if npu is not None:

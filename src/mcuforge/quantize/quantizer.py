@@ -215,15 +215,20 @@ class CortexMQuantizer(Quantizer):
         bias = node.args[2] if len(node.args) > 2 else None
         if not isinstance(x, fx.Node) or not isinstance(weight, fx.Node) or weight.op != "get_attr":
             return  # dynamic weights: left in fp32
+        spec = self.weight_qspec_of(node)
+        inputs = {x: self._input_qspec(x), weight: spec}
+        if isinstance(bias, fx.Node):
+            inputs[bias] = bias_qspec(x, weight, node, spec.qscheme == torch.per_channel_symmetric)
+        self._annotate_with_activation(node, inputs)
+
+    def weight_qspec_of(self, node: fx.Node) -> QuantizationSpec:
+        """How the weights of the weighted op ``node`` are quantized: the layer's width (its scheme, or
+        its per-layer exception), per channel or per tensor."""
         transposed = node.target in TRANSPOSE_CONV_OPS
         # No s4 transposed convolution in CMSIS-NN: it keeps int8 weights under every scheme.
         bits = 8 if transposed else self.scheme.weight_bits_of(module_path(node))
-        per_channel = node.target not in LINEAR_OPS or self._linear_per_channel(weight, bits)
-        inputs = {x: self._input_qspec(x),
-                  weight: weight_qspec(self.observers, 1 if transposed else 0, bits, per_channel)}
-        if isinstance(bias, fx.Node):
-            inputs[bias] = bias_qspec(x, weight, node, per_channel)
-        self._annotate_with_activation(node, inputs)
+        per_channel = node.target not in LINEAR_OPS or self._linear_per_channel(node.args[1], bits)
+        return weight_qspec(self.observers, 1 if transposed else 0, bits, per_channel)
 
     def _linear_per_channel(self, weight: fx.Node, bits: int) -> bool:
         """The scheme's choice, or by default: per channel where that lowers the weights' rounding error by
