@@ -77,9 +77,9 @@ def summary(rows: list[list[object]]) -> str:
                 continue
             gains = np.array([r[j] - r[2] for r in mine])
             worst = mine[int(np.argmin(gains))][0]
-            lines.append(f"{precision:5s} {config:7s}: mean gain {gains.mean():+.2f} dB, median {np.median(gains):+.2f},"
-                         f" worst {gains.min():+.2f} dB ({worst}), lower on {int((gains < -0.05).sum())} of "
-                         f"{len(gains)} models")
+            lines.append(f"{precision:5s} {config:7s}: mean gain {gains.mean():+.2f} dB, "
+                         f"median {np.median(gains):+.2f}, worst {gains.min():+.2f} dB ({worst}), "
+                         f"lower on {int((gains < -0.05).sum())} of {len(gains)} models")
     return "\n".join(lines)
 
 

@@ -177,3 +177,76 @@ def test_sensitivity_per_layer_against_uniform_programs(tmp_path, monkeypatch):
     # other data, another key
     other = sensitivity(model, example, calibration(seed=2), progress=False, cache=True)
     assert len(list((tmp_path / "sensitivity").glob("*.json"))) == 2 and not other.table.equals(result.table)
+
+
+# -- precision="auto" -----------------------------------------------------------------------------------
+
+def digits():
+    from mcuforge.examples.digits import load_digits_data, train_digits_cnn
+
+    data = load_digits_data()
+    model = train_digits_cnn(data, progress=False)
+    return model, (data.x_test[:1],), [(data.x_train[i:i + 1],) for i in range(0, 320, 10)]
+
+
+def ds_cnn():
+    from mcuforge.zoo import MODELS
+
+    from conftest import calibration_set
+
+    model, example = MODELS["ds_cnn"]()
+    return model, example, calibration_set(example, 16, seed=1)
+
+
+@pytest.mark.parametrize("make", [ds_cnn, digits], ids=["ds_cnn", "digits_cnn"])
+def test_auto_precision_meets_a_flash_budget_between_w4a8_and_int8(make, tmp_path, monkeypatch, capsys):
+    from mcuforge.accuracy.sensitivity import fp32_outputs, output_sqnr, stacked
+    from mcuforge.cli import main
+
+    monkeypatch.setenv("MCUFORGE_CACHE", str(tmp_path))
+    model, example, calibration = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        int8 = mcuforge.compile(model, example, calibration=calibration, progress=False)
+        w4a8 = mcuforge.compile(model, example, calibration=calibration, progress=False, quantization="w4a8")
+        budget = (int8.program_bytes + w4a8.program_bytes) // 2
+        auto = mcuforge.compile(model, example, calibration=calibration, progress=False, precision="auto",
+                                flash_budget=budget)
+    assert auto.program_bytes <= budget < int8.program_bytes
+    batch = stacked(calibration)
+    reference = fp32_outputs(model, batch)
+    sqnr = {name: output_sqnr(p, reference, batch) for name, p in [("int8", int8), ("w4a8", w4a8), ("auto", auto)]}
+    assert sqnr["auto"] > sqnr["w4a8"] + 3, sqnr
+    choice = {c["module"]: c for c in auto.meta["precision_choice"]}
+    assert {"int8", "w4a8"} == {c["precision"] for c in choice.values()}
+    # every layer runs in what was chosen for it, and says why
+    for op in auto.ops:
+        if op.module in choice and op.kind not in ("reshape",):
+            assert op.precision == {"int8": "a8w8", "w4a8": "a8w4"}[choice[op.module]["precision"]], op
+    assert all(c["reason"].startswith(c["precision"]) for c in choice.values())
+    # mcuforge info on the saved program shows each layer's precision and why
+    path = auto.save(tmp_path / "auto.mfp")
+    assert main(["info", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert 'precision="auto"' in out and f"flash budget {budget:,} B" in out
+    for module, c in choice.items():
+        assert any(module in line and c["reason"][:40] in line for line in out.splitlines()), module
+
+
+def test_auto_precision_impossible_budget_names_the_smallest_program(tmp_path, monkeypatch):
+    from mcuforge.accuracy.auto import BudgetError
+
+    monkeypatch.setenv("MCUFORGE_CACHE", str(tmp_path))
+    model, example, calibration = ds_cnn()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        w4a8 = mcuforge.compile(model, example, calibration=calibration, progress=False, quantization="w4a8")
+        with pytest.raises(BudgetError, match=rf"smallest program is uniform w4a8 at {w4a8.program_bytes:,} B flash"):
+            mcuforge.compile(model, example, calibration=calibration, progress=False, precision="auto",
+                             flash_budget=w4a8.program_bytes - 1)
+        with pytest.raises(BudgetError, match="ram_budget 1,000 B"):
+            mcuforge.compile(model, example, calibration=calibration, progress=False, precision="auto",
+                             ram_budget=1000)
+        # no budget to meet: every layer stays int8
+        auto = mcuforge.compile(model, example, calibration=calibration, progress=False, precision="auto")
+    assert {c["precision"] for c in auto.meta["precision_choice"]} == {"int8"}

@@ -125,15 +125,14 @@ def correct_bias(gm: fx.GraphModule, calibration: Sequence[tuple[torch.Tensor, .
     quantizer = CortexMQuantizer(observers, scheme)
     layers = [n for n in gm.graph.nodes if _weighted(n) and len(n.args) > 2 and isinstance(n.args[2], fx.Node)
               and n.args[2].op == "get_attr"]
-    batch = tuple(torch.cat([item[i] for item in calibration]) for i in range(len(calibration[0])))
     originals = {n: _get_attr_value(gm, n.args[1]).clone() for n in layers}
     corrected = 0
     for node in layers:
         with torch.no_grad():
-            before = _capture(gm, node, batch)
+            before = _capture(gm, node, calibration)
             _replace(gm, node, 1, _quantized_weight(quantizer, node, originals[node]))
             gm.recompile()
-            after = _capture(gm, node, batch)
+            after = _capture(gm, node, calibration)
         axis = 1 if node.target == CONV else after.ndim - 1
         dims = [d for d in range(after.ndim) if d != axis]
         shift = (after - before).double().mean(dim=dims)
@@ -149,8 +148,9 @@ def correct_bias(gm: fx.GraphModule, calibration: Sequence[tuple[torch.Tensor, .
     return corrected
 
 
-def _capture(gm: fx.GraphModule, target: fx.Node, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
-    """The value of ``target`` when ``gm`` runs on ``batch``."""
+def _capture(gm: fx.GraphModule, target: fx.Node, items: Sequence[tuple[torch.Tensor, ...]]) -> torch.Tensor:
+    """The values of ``target`` when ``gm`` runs on each item (one at a time: the captured graph has the
+    example's static shapes), concatenated along the batch axis."""
 
     class Reached(Exception):
         def __init__(self, value: torch.Tensor) -> None:
@@ -163,9 +163,13 @@ def _capture(gm: fx.GraphModule, target: fx.Node, batch: tuple[torch.Tensor, ...
                 raise Reached(out.detach().clone())  # nothing after it is needed
             return out
 
-    try:
-        Recorder(gm).run(*batch)
-    except Reached as reached:
-        return reached.value
-    raise ValueError(f"{target.name} was not computed")
+    values = []
+    for item in items:
+        try:
+            Recorder(gm).run(*item)
+        except Reached as reached:
+            values.append(reached.value)
+            continue
+        raise ValueError(f"{target.name} was not computed")
+    return torch.cat(values)
 
