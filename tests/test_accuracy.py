@@ -250,3 +250,78 @@ def test_auto_precision_impossible_budget_names_the_smallest_program(tmp_path, m
         # no budget to meet: every layer stays int8
         auto = mcuforge.compile(model, example, calibration=calibration, progress=False, precision="auto")
     assert {c["precision"] for c in auto.meta["precision_choice"]} == {"int8"}
+
+
+# -- equalization and bias correction -------------------------------------------------------------------
+
+def float_graph(model, example):
+    from mcuforge.capture import capture
+    from mcuforge.lower.cleanup import prepare_float_graph
+    from mcuforge.lower.decompose import decompose
+
+    return prepare_float_graph(decompose(capture(model, example)))
+
+
+def test_cross_layer_equalization_keeps_the_function_and_evens_the_ranges():
+    from mcuforge.accuracy import equalize
+    from mcuforge.lower.fold_bn import _get_attr_value
+
+    model = planted("none")
+    with torch.no_grad():
+        model.b2[0].weight[0] *= 30  # one output channel of b2 with 30x the weights
+    example = (torch.randn(1, 3, 16, 16),)
+    gm = float_graph(model, example)
+
+    def imbalance() -> float:  # the largest ratio between a channel's range in the two layers of a pair
+        worst = 1.0
+        for first, second in equalize.equalization_pairs(gm):
+            w1, w2 = _get_attr_value(gm, first.args[1]), _get_attr_value(gm, second.args[1])
+            r1 = w1.reshape(w1.shape[0], -1).abs().amax(1)
+            r2 = w2.transpose(0, 1).reshape(w2.shape[1], -1).abs().amax(1)
+            worst = max(worst, float((r1 / r2).max()), float((r2 / r1).max()))
+        return worst
+
+    before = imbalance()
+    assert equalize.equalize_cross_layer(gm) == 3  # b1-b2, b2-b3, b3-b4 (the pool stops the chain)
+    with torch.no_grad():
+        assert torch.allclose(gm(*example)[0], model(*example), rtol=1e-4, atol=1e-5)
+    # a chain is swept (each layer's weights meet two pairs): near balance, from a 30x outlier
+    assert before > 10 and imbalance() < 1.25, (before, imbalance())
+    # the user's model is untouched
+    assert model.b2[0].weight[0].abs().max() > 5 * model.b2[0].weight[1:].abs().max()
+    # the outlier channel no longer stretches b2's activation range: int8 does better
+    cal, held = calibration(16, 1), calibration(16, 3)
+    from mcuforge.accuracy.sensitivity import fp32_outputs, output_sqnr, stacked
+
+    batch = stacked(held)
+    reference = fp32_outputs(model, batch)
+    sqnr = []
+    for equalization in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            prog = mcuforge.compile(model, example, calibration=cal, progress=False, equalization=equalization)
+        sqnr.append(output_sqnr(prog, reference, batch))
+    assert sqnr[1] > sqnr[0] + 1, sqnr
+
+
+def test_bias_correction_takes_out_the_mean_error_of_int4_weights():
+    from mcuforge.accuracy.sensitivity import fp32_outputs, output_sqnr, stacked
+
+    model, example, cal = ds_cnn()
+    from conftest import calibration_set
+
+    held = calibration_set(example, 16, seed=2)
+    batch = stacked(held)
+    reference = fp32_outputs(model, batch)
+    sqnr = []
+    for bias_correction in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            prog = mcuforge.compile(model, example, calibration=cal, progress=False, quantization="w4a8",
+                                    bias_correction=bias_correction)
+        sqnr.append(output_sqnr(prog, reference, batch))
+        assert {op.kind for op in prog.graph.ops} >= {"conv2d_s4", "fully_connected_s4"}  # still int4
+    # random-weight ReLU networks: positive activations with a large mean, so the int4 rounding of the
+    # weights shifts every channel's mean -- the error bias correction removes (held-out data)
+    assert sqnr[1] > sqnr[0] + 10, sqnr
+    assert model.classifier.bias is not None  # the user's model keeps its own biases
