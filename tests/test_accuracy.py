@@ -290,36 +290,31 @@ def test_cross_layer_equalization_keeps_the_function_and_evens_the_ranges():
     # the user's model is untouched
     assert model.b2[0].weight[0].abs().max() > 5 * model.b2[0].weight[1:].abs().max()
     # the outlier channel no longer stretches b2's activation range: int8 does better
-    cal, held = calibration(16, 1), calibration(16, 3)
-    from mcuforge.accuracy.sensitivity import fp32_outputs, output_sqnr, stacked
-
-    batch = stacked(held)
-    reference = fp32_outputs(model, batch)
-    sqnr = []
-    for equalization in (False, True):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            prog = mcuforge.compile(model, example, calibration=cal, progress=False, equalization=equalization)
-        sqnr.append(output_sqnr(prog, reference, batch))
+    sqnr = [held_out_sqnr(model, example, calibration(16, 1), calibration(16, 3), equalization=on)[0]
+            for on in (False, True)]
     assert sqnr[1] > sqnr[0] + 1, sqnr
 
 
-def test_bias_correction_takes_out_the_mean_error_of_int4_weights():
+def held_out_sqnr(model, example, cal, held, **options):
+    """(output SQNR on ``held`` of the program compiled on ``cal`` with ``options``, the program)."""
     from mcuforge.accuracy.sensitivity import fp32_outputs, output_sqnr, stacked
 
-    model, example, cal = ds_cnn()
+    batch = stacked(held)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = mcuforge.compile(model, example, calibration=cal, progress=False, **options)
+    return output_sqnr(prog, fp32_outputs(model, batch), batch), prog
+
+
+def test_bias_correction_takes_out_the_mean_error_of_int4_weights():
     from conftest import calibration_set
 
+    model, example, cal = ds_cnn()
     held = calibration_set(example, 16, seed=2)
-    batch = stacked(held)
-    reference = fp32_outputs(model, batch)
     sqnr = []
     for bias_correction in (False, True):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            prog = mcuforge.compile(model, example, calibration=cal, progress=False, quantization="w4a8",
-                                    bias_correction=bias_correction)
-        sqnr.append(output_sqnr(prog, reference, batch))
+        value, prog = held_out_sqnr(model, example, cal, held, quantization="w4a8", bias_correction=bias_correction)
+        sqnr.append(value)
         assert {op.kind for op in prog.graph.ops} >= {"conv2d_s4", "fully_connected_s4"}  # still int4
     # random-weight ReLU networks: positive activations with a large mean, so the int4 rounding of the
     # weights shifts every channel's mean -- the error bias correction removes (held-out data)
