@@ -7,10 +7,9 @@
   s_i = sqrt(r1_i / r2_i) (r1: range of the first layer's output channel i weights, r2: range of the
   second's input channel i weights), both become sqrt(r1_i r2_i): the channel ranges of the tensor between
   them are evened out too, which is what a per-tensor int8 activation needs.
-- Bias correction (empirical, the same paper's section 4.2 run on data): quantizing a layer's weights
-  shifts the mean of its output channels by (W_q - W) E[x]; measured on the calibration data layer by
-  layer (the weights up to it quantized, the earlier layers already corrected) and subtracted from the
-  bias, so the error that does not average out is removed.
+- Bias correction (the same paper's section 4.2, E[x] measured on the calibration data): rounding a
+  layer's weights shifts the mean of its output channels by (W_q - W) E[x]; that shift is subtracted
+  from the bias, so the part of the rounding error that does not average out is removed.
 
 Both change the graph's constants only (new ``get_attr`` tensors: the user's model is left untouched).
 """
@@ -120,56 +119,42 @@ def _quantized_weight(quantizer: CortexMQuantizer, node: fx.Node, weight: torch.
 
 def correct_bias(gm: fx.GraphModule, calibration: Sequence[tuple[torch.Tensor, ...]], scheme: Scheme,
                  observers: ObserverConfig | None = None) -> int:
-    """Empirical bias correction of every conv2d/linear layer with a constant bias (see the module
-    notes); returns the number of layers corrected."""
+    """Bias correction of every conv2d/linear layer with a constant bias (see the module notes); returns
+    the number of layers corrected. A layer is linear in its weights, so the mean shift that rounding them
+    adds is the layer applied, without bias, to the mean input with the rounding error as its weights:
+    E[conv(x, W_q - W)] = conv(E[x], W_q - W), padding and borders included -- one float pass over the
+    calibration data gives every layer's E[x]."""
     quantizer = CortexMQuantizer(observers, scheme)
     layers = [n for n in gm.graph.nodes if _weighted(n) and len(n.args) > 2 and isinstance(n.args[2], fx.Node)
               and n.args[2].op == "get_attr"]
-    originals = {n: _get_attr_value(gm, n.args[1]).clone() for n in layers}
-    corrected = 0
+    means = _mean_inputs(gm, {n.args[0] for n in layers}, calibration)
     for node in layers:
+        weight = _get_attr_value(gm, node.args[1]).double()
+        error = _quantized_weight(quantizer, node, weight.float()).double() - weight
+        mean = means[node.args[0]].double()
         with torch.no_grad():
-            before = _capture(gm, node, calibration)
-            _replace(gm, node, 1, _quantized_weight(quantizer, node, originals[node]))
-            gm.recompile()
-            after = _capture(gm, node, calibration)
-        axis = 1 if node.target == CONV else after.ndim - 1
-        dims = [d for d in range(after.ndim) if d != axis]
-        shift = (after - before).double().mean(dim=dims)
-        bias = _get_attr_value(gm, node.args[2]).double()
-        _replace(gm, node, 2, (bias - shift).float())
-        gm.recompile()
-        corrected += 1
-    # The quantizer rounds the weights itself: the float weights go back (the biases stay corrected).
-    for node in layers:
-        _replace(gm, node, 1, originals[node])
+            shift = node.target(mean, error, None, *node.args[3:])  # the layer itself, on E[x], bias-free
+        axis = 1 if node.target == CONV else shift.ndim - 1
+        shift = shift.mean(dim=[d for d in range(shift.ndim) if d != axis])
+        _replace(gm, node, 2, (_get_attr_value(gm, node.args[2]).double() - shift).float())
     gm.graph.lint()
     gm.recompile()
-    return corrected
+    return len(layers)
 
 
-def _capture(gm: fx.GraphModule, target: fx.Node, items: Sequence[tuple[torch.Tensor, ...]]) -> torch.Tensor:
-    """The values of ``target`` when ``gm`` runs on each item (one at a time: the captured graph has the
-    example's static shapes), concatenated along the batch axis."""
-
-    class Reached(Exception):
-        def __init__(self, value: torch.Tensor) -> None:
-            self.value = value
+def _mean_inputs(gm: fx.GraphModule, nodes: set[fx.Node], items: Sequence[tuple[torch.Tensor, ...]]
+                 ) -> dict[fx.Node, torch.Tensor]:
+    """The mean value of each of ``nodes`` over the calibration items (float64), one pass per item."""
+    sums: dict[fx.Node, torch.Tensor] = {}
 
     class Recorder(fx.Interpreter):
         def run_node(self, n: fx.Node) -> object:
             out = super().run_node(n)
-            if n is target:
-                raise Reached(out.detach().clone())  # nothing after it is needed
+            if n in nodes:  # cloned: an in-place ReLU after it would change it
+                sums[n] = sums.get(n, 0) + out.detach().double()
             return out
 
-    values = []
-    for item in items:
-        try:
+    with torch.no_grad():
+        for item in items:
             Recorder(gm).run(*item)
-        except Reached as reached:
-            values.append(reached.value)
-            continue
-        raise ValueError(f"{target.name} was not computed")
-    return torch.cat(values)
-
+    return {n: total / len(items) for n, total in sums.items()}
