@@ -320,3 +320,14 @@ def test_bias_correction_takes_out_the_mean_error_of_int4_weights():
     # weights shifts every channel's mean -- the error bias correction removes (held-out data)
     assert sqnr[1] > sqnr[0] + 10, sqnr
     assert model.classifier.bias is not None  # the user's model keeps its own biases
+
+
+def test_cli_auto_precision_with_an_impossible_budget_is_one_line(tmp_path, monkeypatch, capsys):
+    from mcuforge.cli import main
+
+    monkeypatch.setenv("MCUFORGE_CACHE", str(tmp_path))
+    code = main(["compile", "mcuforge.zoo:make_ds_cnn", "--quantization", "auto", "--flash-budget", "1K",
+                 "-o", str(tmp_path / "x.mfp")])
+    err = capsys.readouterr().err
+    assert code == 2 and "no per-layer choice meets flash_budget 1,024 B" in err and "smallest program" in err
+    assert not (tmp_path / "x.mfp").exists()
