@@ -4,6 +4,10 @@ networks of tests/test_public_models.py: the output SQNR against the fp32 model.
     python benchmarks/equalization.py                  # every model; writes results/equalization.md
     python benchmarks/equalization.py ds_cnn resnet18  # some only (prints, does not publish)
 
+Each model's rows are kept in ``$MCUFORGE_CACHE/equalization/<model>.json`` (keyed by the sources of
+mcuforge and of this script): runs on a loaded machine can share the models, and a full run that finds a
+model measured reads it back instead (``--fresh`` measures everything again).
+
 Per model and precision (int8, w4a8): the logits' SQNR (dB) of the program compiled without either
 correction, with cross-layer equalization (CLE), with bias correction (BC), with both; calibrated on 8
 random normal inputs, measured on 16 others (held out). The summary gives each option's mean gain and
@@ -13,6 +17,8 @@ its worst case (a negative worst case: the option loses somewhere, so it is not 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import sys
 import warnings
 from pathlib import Path
@@ -41,9 +47,36 @@ def inputs_like(example: tuple[torch.Tensor, ...], count: int, seed: int) -> lis
             for _ in range(count)]
 
 
+TORCHVISION = "torchvision."  # the torchvision networks' prefix (mobilenet_v3_small is in both sets)
+
+
 def model_of(name: str) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
-    model, example = build(name) if name in NAMES else MODELS[name]()
+    model, example = build(name.removeprefix(TORCHVISION)) if name.startswith(TORCHVISION) else MODELS[name]()
     return model.eval(), tuple(example) if isinstance(example, (tuple, list)) else (example,)
+
+
+def sources_key() -> str:
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    for source in sorted(Path(mcuforge.__file__).parent.rglob("*.py")):
+        h.update(source.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def measured(name: str, fresh: bool) -> list[list[object]]:
+    from mcuforge.firmware.builder import cache_root
+
+    path = cache_root() / "equalization" / f"{name}.json"
+    key = sources_key()
+    if not fresh and path.exists():
+        stored = json.loads(path.read_text())
+        if stored["key"] == key:
+            for row in stored["rows"]:
+                print(row, "(cached)", flush=True)
+            return stored["rows"]
+    rows = measure(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"key": key, "rows": rows}))
+    return rows
 
 
 def measure(name: str) -> list[list[object]]:
@@ -85,10 +118,12 @@ def summary(rows: list[list[object]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("models", nargs="*", help="models to measure (default: the zoo and the torchvision eight)")
+    parser.add_argument("models", nargs="*", help="models to measure (default: the zoo and the torchvision eight, "
+                                                  "named torchvision.NAME)")
+    parser.add_argument("--fresh", action="store_true", help="measure again even what is kept from a run before")
     args = parser.parse_args()
-    names = args.models or [*MODELS, *NAMES]
-    rows = [row for name in names for row in measure(name)]
+    names = args.models or [*MODELS, *(TORCHVISION + n for n in NAMES)]
+    rows = [row for name in names for row in measured(name, args.fresh)]
     text = table(["model", "precision", *[f"{c} dB" for c in CONFIGS]], rows) + "\n\n" + summary(rows)
     if args.models:
         print(text)
