@@ -201,6 +201,10 @@ def test_chrome_trace_events_in_microseconds(tmp_path):
     assert runs[0]["ts"] + runs[0]["dur"] <= runs[1]["ts"]
 
 
+#: The plots of a report with a numeric gap, in page order.
+PLOTS = ["time per op", "arena timeline", "SQNR per layer", "error per layer in isolation"]
+
+
 class ReportParser(HTMLParser):
     def __init__(self):
         super().__init__()
@@ -231,13 +235,13 @@ def test_html_report_is_self_contained_with_plots(tmp_path):
     assert parser.sections == ["time-per-op", "arena-timeline", "numeric-gap", "totals-per-module",
                                "totals-per-kind", "ops"]
     assert parser.banners == ["banner intact"] and parser.tables == 4
-    assert [img["alt"] for img in parser.images] == ["time per op", "arena timeline", "SQNR per layer"]
+    assert [img["alt"] for img in parser.images] == PLOTS
     for img in parser.images:
         assert img["src"].startswith("data:image/png;base64,")
         png = base64.b64decode(img["src"].split(",", 1)[1])
         assert png.startswith(PNG_MAGIC) and len(png) > 5000
     assert "http://" not in text and "https://" not in text
-    assert "blocks.1.1.0" in text and "conv2d_s8" in text
+    assert "blocks.1.1.0" in text and "conv2d_s8" in text and "isolated_channel_median_sqnr_db" in text
     render_in_chromium(path, tmp_path)
 
 
@@ -281,7 +285,7 @@ def render_in_chromium(report, tmp_path):
     shot = np.asarray(Image.open(shot_path).convert("RGB")).astype(np.float64)
     assert shot.shape == (3000, 1200, 3) and shot.std() > 20, "blank page"  # text, tables, plots
     sources = [img["src"] for img in _images(html)]
-    assert [img[0] for img in images] == ["time per op", "arena timeline", "SQNR per layer"]
+    assert [img[0] for img in images] == PLOTS
     for (alt, complete, width, height, x, y, w, h), src in zip(images, sources, strict=True):
         assert complete and width > 300 and height > 200, f"{alt}: not decoded ({width}x{height})"
         x, y, w, h = (round(v) for v in (x, y, w, h))

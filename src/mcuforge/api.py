@@ -297,6 +297,11 @@ def compile(  # noqa: A001 - the public name the flow reads as
     flash_bytes: int | None = None,
     ram_bytes: int | None = None,
     fit_check: bool = True,
+    equalization: bool = False,
+    bias_correction: bool = False,
+    precision: str | None = None,
+    flash_budget: int | None = None,
+    ram_budget: int | None = None,
 ) -> Program:
     """Capture, quantize (PT2E, calibrated on ``calibration``), lower, plan: a :class:`Program`.
 
@@ -312,6 +317,18 @@ def compile(  # noqa: A001 - the public name the flow reads as
     NPU can run are then delegated to it, compiled by Vela (``prog.delegates``; needs the
     ``ethos-u`` extra).
 
+    ``equalization``: cross-layer equalization of consecutive layers with a ReLU (or nothing) between
+    (Nagel et al. 2019); ``bias_correction``: the mean error that quantizing each layer's weights adds to its
+    output channels, measured on the calibration data, taken out of its bias (``mcuforge.accuracy.equalize``;
+    benchmarks/results/equalization.md says where each helps).
+
+    ``precision``: the same as ``quantization`` for one scheme everywhere; ``"auto"`` chooses each weighted
+    layer's precision (int8 or W4A8) from a sensitivity analysis on the calibration data
+    (``mcuforge.accuracy``) to meet ``flash_budget`` (program bytes) and ``ram_budget`` (arena bytes; both
+    default to ``flash_bytes`` / ``ram_bytes``) with the least loss of output SQNR; ``prog.meta
+    ["precision_choice"]`` (and ``mcuforge info``) gives each layer's precision and why. A budget no choice
+    meets raises ``mcuforge.accuracy.auto.BudgetError`` naming the smallest program.
+
     The program must fit the target's reference board (``mcuforge.targets``: its QEMU board, or a named
     part) or the part given by ``flash_bytes`` / ``ram_bytes``: else :class:`mcuforge.fit.FitError` says by
     how much and which constants or activations are the largest. ``fit_check=False`` skips the check.
@@ -320,6 +337,13 @@ def compile(  # noqa: A001 - the public name the flow reads as
 
     cpu_target, npu = split_target(target)
     get_target(cpu_target)
+    if precision == "auto":
+        return _compile_auto(model, example_inputs, calibration, target, progress=progress, observers=observers,
+                             flash_bytes=flash_bytes, ram_bytes=ram_bytes, fit_check=fit_check,
+                             equalization=equalization, bias_correction=bias_correction,
+                             flash_budget=flash_budget, ram_budget=ram_budget)
+    if precision is not None:
+        quantization = precision
     scheme = get_scheme(quantization)
     start = time.perf_counter()
     example = as_input_tuple(example_inputs)
@@ -332,6 +356,15 @@ def compile(  # noqa: A001 - the public name the flow reads as
     check_compilable(captured)  # data-dependent shapes, complex or float64 values: one line, before quantizing
     decompose(captured)  # fused ops (scaled_dot_product_attention) -> ops with int8 kernels
     prepare_float_graph(captured)  # identities out; BatchNorm folded, or else a depthwise conv
+    if equalization or bias_correction:
+        from .accuracy import equalize
+        from .quantize import calibration_batches
+
+        calibration = list(calibration_batches(calibration, len(example)))
+        if equalization:
+            equalize.equalize_cross_layer(captured)
+        if bias_correction:
+            equalize.correct_bias(captured, calibration, scheme, observers)
     converted = quantize(captured, calibration, len(example), progress=progress, observers=observers, scheme=scheme)
     graph = lower_to_ir(converted, cpu_target)
     if npu is not None:
@@ -344,6 +377,32 @@ def compile(  # noqa: A001 - the public name the flow reads as
     return Program(graph, compile_seconds=time.perf_counter() - start,
                    meta={"model": type(model).__name__, "target": target, "quantization": scheme.name},
                    reference=converted)
+
+
+def _compile_auto(model: nn.Module, example_inputs: Any, calibration: Iterable[Any] | None, target: str, *,
+                  progress: bool, observers: ObserverConfig | None, flash_bytes: int | None, ram_bytes: int | None,
+                  fit_check: bool, equalization: bool, bias_correction: bool, flash_budget: int | None,
+                  ram_budget: int | None) -> Program:
+    from .accuracy.auto import compile_auto
+    from .quantize import calibration_batches
+
+    start = time.perf_counter()
+    example = as_input_tuple(example_inputs)
+    if calibration is None:
+        warnings.warn("no calibration data given: calibrating (and choosing precisions) on random normal "
+                      "inputs; give representative inputs (calibration=).", stacklevel=3)
+        calibration = _random_calibration(example)
+    items = list(calibration_batches(calibration, len(example)))
+    options: dict[str, Any] = {"equalization": equalization, "bias_correction": bias_correction}
+    if observers is not None:
+        options["observers"] = observers
+    prog = compile_auto(model, example, items, target, flash_budget if flash_budget is not None else flash_bytes,
+                        ram_budget if ram_budget is not None else ram_bytes, progress, options)
+    if fit_check:
+        check_fit(prog.graph, prog.program_bytes, target, flash_bytes, ram_bytes)
+    prog.compile_seconds = time.perf_counter() - start
+    prog.meta.update({"model": type(model).__name__, "quantization": "auto"})
+    return prog
 
 
 def load(path: str | Path) -> Program:

@@ -136,8 +136,12 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     model, example = call_factory(args.model)
     calibration = calibration_from_npz(args.calibration, example) if args.calibration else None
-    prog = api.compile(model, example, calibration=calibration, target=args.target, quantization=args.quantization,
-                       flash_bytes=args.flash_bytes, ram_bytes=args.ram_bytes, fit_check=not args.no_fit_check)
+    auto = args.quantization == "auto"
+    prog = api.compile(model, example, calibration=calibration, target=args.target,
+                       quantization="int8" if auto else args.quantization, precision="auto" if auto else None,
+                       flash_budget=args.flash_budget, ram_budget=args.ram_budget,
+                       flash_bytes=args.flash_bytes, ram_bytes=args.ram_bytes, fit_check=not args.no_fit_check,
+                       equalization=args.equalization, bias_correction=args.bias_correction)
     out = Path(args.output or (args.model.rsplit(":", 1)[1] + ".mfp"))
     prog.save(out)
     print(f"wrote {out} ({prog.program_bytes:,} bytes) and {out}{api.DEBUG_SUFFIX} "
@@ -148,11 +152,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 def cmd_info(args: argparse.Namespace) -> int:
     from . import api
-    from .report import memory_summary, op_table
+    from .report import memory_summary, op_table, precision_choice_table
 
     prog = api.load(args.program)
     print(op_table(prog))
     print()
+    choice = precision_choice_table(prog)
+    if choice:
+        print(choice)
+        print()
     print(memory_summary(prog))
     ops = prog.ops
     total = sum(op.macs for op in ops)
@@ -384,9 +392,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _quantization(value: str) -> str:
-    """--quantization of compile: a scheme name mcuforge.quantize.SCHEMES has (checked before the model loads)."""
+    """--quantization of compile: "auto" or a scheme name mcuforge.quantize.SCHEMES has (checked before the model
+    loads)."""
     from .quantize import get_scheme
 
+    if value == "auto":
+        return value
     try:
         return get_scheme(value).name
     except ValueError as exc:
@@ -418,7 +429,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibration", help=".npz with one array per input, samples along the first axis")
     p.add_argument("--quantization", default="int8", type=_quantization, metavar="SCHEME",
                    help="int8 (default); w4a8: int4 weights for convolutions and linear layers (about half the "
-                        "flash); a16w8: int16 activations, int8 weights (CMSIS-NN's s16 kernels)")
+                        "flash); a16w8: int16 activations, int8 weights (CMSIS-NN's s16 kernels); auto: int8 or "
+                        "w4a8 per layer, chosen to meet --flash-budget / --ram-budget with the least loss of output "
+                        "SQNR on the calibration data")
+    p.add_argument("--flash-budget", type=byte_count, metavar="N", help="with --quantization auto: program bytes")
+    p.add_argument("--ram-budget", type=byte_count, metavar="N", help="with --quantization auto: arena bytes")
+    p.add_argument("--equalization", action="store_true", help="cross-layer equalization before quantizing")
+    p.add_argument("--bias-correction", action="store_true",
+                   help="correct each layer's bias for the mean error its quantized weights add")
     p.add_argument("-o", "--output", help="program file to write (default: FACTORY.mfp)")
     p.add_argument("--flash-bytes", type=byte_count, metavar="N",
                    help="your part's flash for the program file (e.g. 1M, 512K); default: the target's reference "

@@ -42,6 +42,28 @@ def op_table(prog: Any) -> str:
                   *(["NPU cycles"] if npu else []), "why on the CPU" if npu else "why not int8"], rows)
 
 
+def precision_choice_table(prog: Any) -> str | None:
+    """Each weighted layer's precision and why, for a program compiled with ``precision="auto"`` (None
+    otherwise): the choice as made, beside what each op runs in."""
+    choice = prog.meta.get("precision_choice")
+    if not choice:
+        return None
+    runs_in: dict[str, set[str]] = {}
+    for op in prog.ops:
+        if op.module:
+            runs_in.setdefault(op.module, set()).add(op.precision)
+    rows = [[c["module"], c["precision"], ",".join(sorted(runs_in.get(c["module"], {"-"}))), c["reason"]]
+            for c in choice]
+    budgets = prog.meta.get("budgets", {})
+    head = (f"precision=\"auto\": flash budget {_budget(budgets.get('flash_budget'))}, RAM budget "
+            f"{_budget(budgets.get('ram_budget'))}; program {prog.program_bytes:,} B, arena {prog.arena_bytes:,} B")
+    return head + "\n" + table(["layer", "precision", "ops run in", "why"], rows)
+
+
+def _budget(value: Any) -> str:
+    return "none" if value is None else f"{int(value):,} B"
+
+
 def _arena_bound(graph: Any) -> str:
     """The arena against the lower bounds no plan can beat (mcuforge.plan.arena_lower_bound)."""
     from .plan import arena_lower_bound

@@ -100,14 +100,16 @@ class Inspector:
     # -- numeric gap -------------------------------------------------------------------------------------
     def numeric_gap(self, model: nn.Module, inputs: Sequence[Any]) -> pd.DataFrame:
         """Run the program on ``inputs`` (one run, full trace) and the fp32 ``model``; one row per
-        layer (module) with SQNR (dB), MSE and max abs error of its dequantized output, in program
-        order."""
+        layer (module), in program order: SQNR (dB), MSE and max abs error of its dequantized output,
+        its worst and median channel SQNR, and the same SQNRs in isolation (the layer's kernel fed the
+        quantized fp32 input: the error it adds by itself); see :mod:`mcuforge.inspect.numeric`."""
         inputs = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
         _outputs, full = self.program.run(*inputs, trace="full")
-        names = {op["reference"]["node"] for op in numeric.layer_ops(self.record)}
-        fp32 = numeric.float_values(model, inputs, names)
+        fp32 = numeric.float_values(model, inputs, set(numeric.reference_nodes(self.program.graph).values()))
         baseline = numeric.input_sqnr(self._input_infos(), inputs)
-        gap = numeric.numeric_gap(self.record, full, fp32, baseline)
+        prepared, _runs, single = self.program._program_inputs(inputs)
+        isolated = numeric.isolated_outputs(self.program.graph, prepared, fp32) if single else None
+        gap = numeric.numeric_gap(self.record, full, fp32, baseline, isolated)
         gap.attrs.update(frames.trace_attrs(self.trace))
         self.gap = gap
         return gap
@@ -119,16 +121,18 @@ class Inspector:
         index_of = {name: i for i, name in enumerate(g.tensors)}
         return [tensor_info(g, name, index_of[name]) for name in g.inputs]
 
-    def worst_layer(self, model: nn.Module | None = None, inputs: Sequence[Any] | None = None) -> str:
-        """Module path of the layer where the error grows most (largest SQNR drop); computes the
-        numeric gap unless one was computed already and no model is given."""
+    def worst_layer(self, model: nn.Module | None = None, inputs: Sequence[Any] | None = None,
+                    by: str = "isolated") -> str:
+        """Module path of the layer that hurts most: by default the one whose error in isolation, per
+        channel aware, is largest (``by="drop"``: the largest drop of whole-tensor SQNR along the
+        program); computes the numeric gap unless one was computed already and no model is given."""
         if model is not None:
             gap = self.numeric_gap(model, inputs)
         elif self.gap is not None:
             gap = self.gap
         else:
             raise ValueError("worst_layer needs the fp32 model and inputs (or a numeric_gap computed before)")
-        return numeric.worst_layer(gap)
+        return numeric.worst_layer(gap, by)
 
     # -- files -------------------------------------------------------------------------------------------
     def to_chrome_trace(self, path: str | Path) -> Path:

@@ -1,5 +1,12 @@
 """Numeric gap per layer: the int8 program's op outputs (a full trace) against the fp32 model.
 
+Two figures per layer: its error as the program runs (what it inherits plus what it adds), and its
+error in isolation -- the program's own op kernel fed the fp32 reference input, quantized as the
+program quantizes that tensor -- which is the error the layer adds by itself. Beside the whole-tensor
+SQNR, the SQNR of each output channel (worst, median): one channel with a large range (an outlier
+bias, an unbalanced BatchNorm) forces a coarse per-tensor scale that crushes the other channels while
+the whole-tensor figure, dominated by the outlier, still looks fine.
+
 The fp32 side is the user's model captured and BN-folded exactly as ``compile`` does, run node by
 node: every op's debug record names the fx node whose value its output holds (``reference``), so
 layers line up exactly, including fused activations and BN folded into a conv. (A forward hook on
@@ -18,16 +25,21 @@ import torch
 from torch import fx, nn
 
 from ..capture import as_input_tuple, capture
-from ..ir import DTYPES
+from ..ir import DTYPES, INT4, Graph
 from ..kernels import dequantize_per_tensor, quantize_per_tensor
-from ..lower.builder import NHWC_TO_NCHW
+from ..lower.builder import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ..lower.cleanup import prepare_float_graph
 from ..lower.decompose import decompose
+from ..runtime.ops import KERNELS, PackedWeights
 from ..trace import TensorDump, Trace
 
 SQNR_CAP_DB = 200.0  # an exact layer (no error at all) counts as this, so drops stay finite
 
-GAP_COLUMNS = ["op_index", "module", "kind", "reference_node", "sqnr_db", "mse", "max_abs_error", "sqnr_drop_db"]
+GAP_COLUMNS = ["op_index", "module", "kind", "reference_node", "sqnr_db", "mse", "max_abs_error", "sqnr_drop_db",
+               "channel_worst_sqnr_db", "channel_median_sqnr_db", "isolated_sqnr_db",
+               "isolated_channel_worst_sqnr_db", "isolated_channel_median_sqnr_db", "isolated_error_db"]
+#: Per-channel SQNR needs this many values per channel (a logit of one sample is not a distribution).
+MIN_CHANNEL_VALUES = 16
 
 
 def float_values(model: nn.Module, inputs: Sequence[Any], names: set[str]) -> dict[str, np.ndarray]:
@@ -50,13 +62,8 @@ def float_values(model: nn.Module, inputs: Sequence[Any], names: set[str]) -> di
 
 def as_real_nchw(dump: TensorDump, info: dict[str, Any]) -> np.ndarray:
     """An op output dump as real values in torch's order (dequantized, NHWC -> NCHW)."""
-    value = np.frombuffer(dump.data, DTYPES[dump.dtype].newbyteorder("<")).reshape(info["shape"])
-    value = value.astype(np.float64)
-    if info.get("scale") is not None and dump.dtype != "float32":
-        value = (value - info["zero_point"]) * info["scale"]
-    if info["layout"] == "nhwc":
-        value = np.transpose(value, NHWC_TO_NCHW)
-    return value
+    return raw_as_real_nchw(np.frombuffer(dump.data, DTYPES[dump.dtype].newbyteorder("<")).reshape(info["shape"]),
+                            info)
 
 
 def error_stats(reference: np.ndarray, actual: np.ndarray) -> tuple[float, float, float]:
@@ -90,6 +97,75 @@ def input_sqnr(program_inputs: list[dict[str, Any]], inputs: Sequence[Any]) -> f
     return min(sqnrs) if sqnrs else SQNR_CAP_DB
 
 
+def channel_sqnr(reference: np.ndarray, actual: np.ndarray) -> tuple[float, float]:
+    """(worst, median) SQNR dB over the channels (axis 1, torch's order) of a tensor; channels without
+    signal (dead in fp32) are left out, as are tensors with fewer than MIN_CHANNEL_VALUES values per
+    channel (NaN: no per-channel figure)."""
+    if reference.ndim < 2 or reference.size // max(reference.shape[1], 1) < MIN_CHANNEL_VALUES:
+        return float("nan"), float("nan")
+    ref = np.moveaxis(reference, 1, 0).reshape(reference.shape[1], -1)
+    err = np.moveaxis(actual, 1, 0).reshape(reference.shape[1], -1) - ref
+    signal, noise = np.sum(ref * ref, axis=1), np.sum(err * err, axis=1)
+    live = signal > 0
+    if not live.any():
+        return float("nan"), float("nan")
+    with np.errstate(divide="ignore"):
+        sqnr = np.clip(10.0 * np.log10(signal[live] / noise[live]), -SQNR_CAP_DB, SQNR_CAP_DB)
+    return float(np.min(sqnr)), float(np.median(sqnr))
+
+
+def reference_nodes(graph: Graph) -> dict[str, str]:
+    """Tensor name -> the fp32 node whose value it holds (each op's first output with a reference)."""
+    return {op.outputs[0]: op.debug["reference"]["node"] for op in graph.ops
+            if op.debug.get("reference") and op.outputs}
+
+
+def isolated_outputs(graph: Graph, program_inputs: list[np.ndarray], fp32: dict[str, np.ndarray]
+                     ) -> dict[int, np.ndarray]:
+    """Every op's output when the op is fed the truth: each activation input that holds an fp32 node's
+    value is that value quantized as the program quantizes the tensor (its qparams, round half to even,
+    saturate); other inputs (a value with no fp32 twin, inside a layer) come from the same isolated run.
+    ``program_inputs``: the model inputs as the program takes them (one run axis of 1). Outputs are raw
+    (program dtype and layout), with the run axis, by op index."""
+    refs = reference_nodes(graph)
+    values: dict[str, np.ndarray] = dict(zip(graph.inputs, program_inputs, strict=True))
+    outputs: dict[int, np.ndarray] = {}
+    for index, op in enumerate(graph.ops):
+        ins = [None if not name else _isolated_input(graph, name, values, refs, fp32) for name in op.inputs]
+        outs = [np.zeros((1, *graph.tensors[n].shape), DTYPES[graph.tensors[n].dtype]) for n in op.outputs]
+        result = KERNELS[op.kind](op, ins, outs)
+        for name, dst, value in zip(op.outputs, outs, result if isinstance(result, list) else [result], strict=True):
+            dst[...] = np.asarray(value).astype(dst.dtype, copy=False).reshape(dst.shape)
+            values[name] = dst
+        outputs[index] = outs[0]
+    return outputs
+
+
+def _isolated_input(graph: Graph, name: str, values: dict[str, np.ndarray], refs: dict[str, str],
+                    fp32: dict[str, np.ndarray]) -> Any:
+    t = graph.tensors[name]
+    if t.dtype == INT4:
+        return PackedWeights(t.data, tuple(t.shape))
+    if t.is_constant:
+        return t.data[np.newaxis]
+    reference = fp32.get(refs.get(name, ""))
+    if reference is not None and t.dtype in ("int8", "float32"):
+        value = np.transpose(reference, NCHW_TO_NHWC) if t.layout == "nhwc" else reference
+        if tuple(value.shape) == tuple(t.shape):
+            if t.dtype == "int8" and t.qparams is not None:
+                value = quantize_per_tensor(value.astype(np.float32), t.qparams.scale, t.qparams.zero_point)
+            return np.ascontiguousarray(value, DTYPES[t.dtype])[np.newaxis]
+    return values[name]
+
+
+def raw_as_real_nchw(value: np.ndarray, info: dict[str, Any]) -> np.ndarray:
+    """A raw op output (program dtype and layout, no run axis) as real values in torch's order."""
+    value = value.astype(np.float64)
+    if info.get("scale") is not None and info["dtype"] != "float32":
+        value = (value - info["zero_point"]) * info["scale"]
+    return np.transpose(value, NHWC_TO_NCHW) if info["layout"] == "nhwc" else value
+
+
 def layer_ops(record: dict[str, Any]) -> list[dict[str, Any]]:
     """The op that gives each module's output: the last op (in program order) of each module path
     that has an fp32 reference node."""
@@ -101,9 +177,12 @@ def layer_ops(record: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def numeric_gap(record: dict[str, Any], full_trace: Trace, fp32: dict[str, np.ndarray],
-                baseline_sqnr: float) -> pd.DataFrame:
+                baseline_sqnr: float, isolated: dict[int, np.ndarray] | None = None) -> pd.DataFrame:
     """One row per layer, by position; ``sqnr_drop_db`` is how much SQNR the layer loses relative
-    to the layer before it (the first layer: relative to the input's quantization)."""
+    to the layer before it (the first layer: relative to the input's quantization). ``isolated``: each
+    op's output in isolation (:func:`isolated_outputs`), for the ``isolated_*`` columns (NaN without);
+    ``isolated_error_db`` is the per-channel-aware figure :func:`worst_layer` ranks by: the lower of the
+    isolated whole-tensor and median-channel SQNR."""
     rows = []
     previous = baseline_sqnr
     for op in layer_ops(record):
@@ -116,15 +195,31 @@ def numeric_gap(record: dict[str, Any], full_trace: Trace, fp32: dict[str, np.nd
         if actual.shape != reference.shape:
             continue  # not the same value after all (defensive: never compare unlike tensors)
         sqnr, mse, max_abs = error_stats(reference, actual)
+        worst, median = channel_sqnr(reference, actual)
+        iso = iso_worst = iso_median = float("nan")
+        if isolated is not None and op["index"] in isolated:
+            alone = raw_as_real_nchw(isolated[op["index"]][0], op["outputs"][0])
+            iso = error_stats(reference, alone)[0]
+            iso_worst, iso_median = channel_sqnr(reference, alone)
         rows.append({"op_index": op["index"], "module": op.get("module", ""), "kind": op["kind"],
                      "reference_node": node, "sqnr_db": sqnr, "mse": mse, "max_abs_error": max_abs,
-                     "sqnr_drop_db": previous - sqnr})
+                     "sqnr_drop_db": previous - sqnr, "channel_worst_sqnr_db": worst,
+                     "channel_median_sqnr_db": median, "isolated_sqnr_db": iso,
+                     "isolated_channel_worst_sqnr_db": iso_worst, "isolated_channel_median_sqnr_db": iso_median,
+                     "isolated_error_db": float(np.nanmin([iso, iso_median])) if not np.isnan(iso) else float("nan")})
         previous = sqnr
     return pd.DataFrame(rows, columns=GAP_COLUMNS)
 
 
-def worst_layer(gap: pd.DataFrame) -> str:
-    """The module of the layer where the error grows most (largest SQNR drop)."""
+def worst_layer(gap: pd.DataFrame, by: str = "isolated") -> str:
+    """The module of the layer that hurts most. ``by="isolated"`` (default): the lowest
+    ``isolated_error_db`` -- the error the layer adds by itself, per channel aware; ``by="drop"``: the
+    largest drop of whole-tensor SQNR along the program (what the error looks like downstream, where one
+    crushed channel often shows up layers later)."""
     if gap.empty:
         raise ValueError("no layer could be compared with the fp32 model")
-    return str(gap.loc[gap["sqnr_drop_db"].idxmax(), "module"])
+    if by == "drop" or gap["isolated_error_db"].isna().all():
+        return str(gap.loc[gap["sqnr_drop_db"].idxmax(), "module"])
+    if by != "isolated":
+        raise ValueError(f"worst_layer by {by!r}: 'isolated' or 'drop'")
+    return str(gap.loc[gap["isolated_error_db"].idxmin(), "module"])

@@ -86,6 +86,27 @@ def sqnr_figure(gap: pd.DataFrame) -> Figure:
     return fig
 
 
+def isolated_figure(gap: pd.DataFrame) -> Figure:
+    """Per layer: SQNR as the program runs, in isolation (the error the layer adds by itself), and its
+    worst and median output channel in isolation -- a crushed layer shows as a low median channel."""
+    fig = Figure(figsize=(9, 3.5))
+    ax = fig.add_subplot()
+    x = range(len(gap))
+    ax.plot(x, gap["sqnr_db"], marker="o", color="#888", label="in the program (inherited + own)")
+    ax.plot(x, gap["isolated_sqnr_db"], marker="s", color="#2f6db3", label="in isolation, whole tensor")
+    ax.plot(x, gap["isolated_channel_median_sqnr_db"], marker="^", color="#d9822b",
+            label="in isolation, median channel")
+    ax.plot(x, gap["isolated_channel_worst_sqnr_db"], marker="v", linestyle=":", color="#c0392b",
+            label="in isolation, worst channel")
+    labels = [m or f"op {i} {k}" for i, k, m in zip(gap["op_index"], gap["kind"], gap["module"], strict=True)]
+    ax.set_xticks(range(len(gap)), labels, rotation=70, fontsize=7)
+    ax.set_ylabel("SQNR vs fp32 (dB)")
+    ax.set_title("Error each layer adds by itself (isolation) and per channel")
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(alpha=0.3)
+    return fig
+
+
 def _table(df: pd.DataFrame) -> str:
     return df.to_html(border=0, float_format=lambda v: f"{v:,.4g}", escape=True)
 
@@ -122,7 +143,10 @@ def render_html(title: str, trace: Trace, df: pd.DataFrame, by_module: pd.DataFr
     if trace.allocs:
         parts.append(_section("Arena timeline", _image(arena_figure(trace, trace.op_count), "arena timeline")))
     if gap is not None and len(gap):
-        parts.append(_section("Numeric gap", _image(sqnr_figure(gap), "SQNR per layer") + _table(gap)))
+        images = _image(sqnr_figure(gap), "SQNR per layer")
+        if gap["isolated_sqnr_db"].notna().any():
+            images += _image(isolated_figure(gap), "error per layer in isolation")
+        parts.append(_section("Numeric gap", images + _table(gap)))
     if npu is not None and len(npu):  # a partially delegated program: the ops each NPU subgraph ran
         parts.append(_section("Ops on the NPU", _table(npu)))
     parts.append(_section("Totals per module", _table(by_module)))

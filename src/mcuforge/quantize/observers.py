@@ -143,3 +143,17 @@ class PerChannelMinMaxObserver(TorchaoPerChannelMinMaxObserver):
     def forward(self, x_orig: torch.Tensor) -> torch.Tensor:
         with one_thread():
             return super().forward(x_orig)
+
+    def calculate_qparams(self):  # noqa: ANN201 - torchao's signature
+        return zero_channels_take_largest_scale(*super().calculate_qparams(), self.min_val, self.max_val)
+
+
+def zero_channels_take_largest_scale(scale: torch.Tensor, zero_point: torch.Tensor, min_val: torch.Tensor,
+                                     max_val: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A channel whose weights are all zero (a dead channel) gets the tensor's largest scale instead of
+    torchao's eps: its weights are exact at any scale, but its int32 bias is quantized at input scale x
+    weight scale, and at eps a bias of a few units overflows int32 (the channel then outputs garbage)."""
+    dead = (min_val == 0) & (max_val == 0)
+    if scale.ndim == 0 or not bool(dead.any()) or bool(dead.all()):
+        return scale, zero_point
+    return torch.where(dead.reshape(scale.shape), scale.max(), scale), zero_point

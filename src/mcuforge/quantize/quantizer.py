@@ -36,6 +36,7 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
+from ..lower.builder import module_path
 from ..lstm_op import GRU_OPS, LSTM_CELL_STATE_OPS, LSTM_OPS
 from .int16 import S16_OPS, SIGMOID_TANH, PowerOfTwoObserver, activation_qspec_s16, q15_output_qspec
 from .observers import HistogramObserver, PerChannelMinMaxObserver
@@ -285,16 +286,21 @@ class CortexMQuantizer(Quantizer):
         bias = node.args[2] if len(node.args) > 2 else None
         if not isinstance(x, fx.Node) or not isinstance(weight, fx.Node) or weight.op != "get_attr":
             return  # dynamic weights: left in fp32
-        transposed = node.target in TRANSPOSE_CONV_OPS
-        # No s4 transposed convolution in CMSIS-NN: it keeps int8 weights under every scheme.
-        bits = 8 if transposed else self.scheme.weight_bits
-        per_channel = node.target not in LINEAR_OPS or self._linear_per_channel(weight, bits)
-        inputs = {x: self._input_qspec(x, node),
-                  weight: weight_qspec(self.observers, 1 if transposed else 0, bits, per_channel)}
+        spec = self.weight_qspec_of(node)
+        inputs = {x: self._input_qspec(x, node), weight: spec}
         # int16 inputs: the bias stays float, the lowering quantizes it to int64 (an int32 would overflow).
         if isinstance(bias, fx.Node) and not self._int16(node):
-            inputs[bias] = bias_qspec(x, weight, node, per_channel)
+            inputs[bias] = bias_qspec(x, weight, node, spec.qscheme == torch.per_channel_symmetric)
         self._annotate_with_activation(node, inputs)
+
+    def weight_qspec_of(self, node: fx.Node) -> QuantizationSpec:
+        """How the weights of the weighted op ``node`` are quantized: the layer's width (its scheme, or
+        its per-layer exception), per channel or per tensor."""
+        transposed = node.target in TRANSPOSE_CONV_OPS
+        # No s4 transposed convolution in CMSIS-NN: it keeps int8 weights under every scheme.
+        bits = 8 if transposed else self.scheme.weight_bits_of(module_path(node))
+        per_channel = node.target not in LINEAR_OPS or self._linear_per_channel(node.args[1], bits)
+        return weight_qspec(self.observers, 1 if transposed else 0, bits, per_channel)
 
     def _linear_per_channel(self, weight: fx.Node, bits: int) -> bool:
         """The scheme's choice, or by default: per channel where that lowers the weights' rounding error by

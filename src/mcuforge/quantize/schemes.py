@@ -25,6 +25,8 @@ class Scheme:
     ``gptq``: round the int8 weights of linear and ungrouped conv layers by GPTQ on the calibration data
     (``gptq.py``) instead of to nearest; with int16 activations the weights' rounding is most of what is
     left of the error. It needs per-channel weights (GPTQ rounds on the per-channel grid).
+    ``layers``: per-layer exceptions, (module path, scheme name) pairs -- a layer listed takes the weight width
+    of the named scheme (how ``precision="auto"`` mixes int8 and W4A8 layers in one program).
     """
 
     name: str
@@ -32,6 +34,14 @@ class Scheme:
     weight_bits: int = 8
     linear_per_channel: bool | None = None
     gptq: bool = False
+    layers: tuple[tuple[str, str], ...] = ()
+
+    def weight_bits_of(self, module: str) -> int:
+        """The weight width of the layer at ``module`` (its per-layer exception, else the scheme's)."""
+        for path, name in self.layers:
+            if path == module:
+                return SCHEMES[name].weight_bits
+        return self.weight_bits
 
 
 SCHEMES: dict[str, Scheme] = {
@@ -52,6 +62,10 @@ def get_scheme(quantization: str | Scheme) -> Scheme:
         if scheme.gptq and (scheme.weight_bits != 8 or scheme.linear_per_channel is not True):
             raise ValueError(f"quantization scheme {scheme.name!r}: gptq rounds 8-bit weights per channel "
                              "(weight_bits=8, linear_per_channel=True)")
+        for module, name in scheme.layers:
+            if name not in SCHEMES:
+                raise ValueError(f"quantization scheme {scheme.name!r}: layer {module!r} asks for {name!r}; "
+                                 f"per layer: {', '.join(repr(n) for n in SCHEMES)}")
         return scheme
     if quantization in SCHEMES:
         return SCHEMES[quantization]

@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 from torchao.quantization.pt2e import MinMaxObserver, PerChannelMinMaxObserver
 
+from .observers import zero_channels_take_largest_scale
+
 #: Candidate clipping ratios of the min/max range, searched per channel.
 CLIP_RATIOS = torch.linspace(1.0, 0.2, 81, dtype=torch.float64)
 #: A linear layer gets a scale per output channel when that lowers its weights' rounding error (min/max
@@ -64,6 +66,9 @@ class PerChannelMSEObserver(_ClippedScales, PerChannelMinMaxObserver):
     """Symmetric per-channel weight scales minimising sum((w - dequant(quant(w)))^2) per channel."""
 
     qscheme_searched = torch.per_channel_symmetric
+
+    def calculate_qparams(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return zero_channels_take_largest_scale(*super().calculate_qparams(), self.min_val, self.max_val)
 
     def _rows(self, weight: torch.Tensor) -> torch.Tensor:
         return weight.transpose(0, self.ch_axis).reshape(weight.shape[self.ch_axis], -1).double()

@@ -1,0 +1,160 @@
+"""Corrections of the float graph that need no retraining, applied before quantization.
+
+- Cross-layer equalization (Nagel et al., "Data-Free Quantization Through Weight Equalization and Bias
+  Correction", 2019): for two weighted layers with only a positive-homogeneous activation between them
+  (ReLU, leaky ReLU, or nothing), f(s x) = s f(x) for s > 0, so output channel i of the first can be divided
+  by s_i and input channel i of the second multiplied by s_i without changing the model. With
+  s_i = sqrt(r1_i / r2_i) (r1: range of the first layer's output channel i weights, r2: range of the
+  second's input channel i weights), both become sqrt(r1_i r2_i): the channel ranges of the tensor between
+  them are evened out too, which is what a per-tensor int8 activation needs.
+- Bias correction (the same paper's section 4.2, E[x] measured on the calibration data): rounding a
+  layer's weights shifts the mean of its output channels by (W_q - W) E[x]; that shift is subtracted
+  from the bias, so the part of the rounding error that does not average out is removed.
+
+Both change the graph's constants only (new ``get_attr`` tensors: the user's model is left untouched).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import fx
+
+from ..lower.fold_bn import _get_attr_value, _set_new_attr
+from ..quantize.patterns import LINEAR_OPS
+from ..quantize.quantizer import CortexMQuantizer, ObserverConfig
+from ..quantize.schemes import Scheme
+
+aten = torch.ops.aten
+CONV = aten.conv2d.default
+HOMOGENEOUS = {aten.relu.default, aten.relu_.default, aten.leaky_relu.default, aten.leaky_relu_.default}
+#: Scales are kept within this factor either way: a channel of near-zero weights would otherwise be
+#: blown up to meet its partner.
+MAX_SCALE = 1e3
+
+
+def _groups(node: fx.Node) -> int:
+    return int(node.args[6]) if node.target == CONV and len(node.args) > 6 else 1
+
+
+def _weighted(node: object) -> bool:
+    return (isinstance(node, fx.Node) and node.op == "call_function" and node.target in (CONV, *LINEAR_OPS)
+            and isinstance(node.args[1], fx.Node) and node.args[1].op == "get_attr"
+            and len(node.args[1].users) == 1)
+
+
+def equalization_pairs(gm: fx.GraphModule) -> list[tuple[fx.Node, fx.Node]]:
+    """(first, second) weighted layers with only a positive-homogeneous activation (or none) between them,
+    each value used once, and the second's input channels matching the first's output channels (a dense
+    or depthwise second layer)."""
+    pairs = []
+    for second in gm.graph.nodes:
+        if not _weighted(second):
+            continue
+        between = second.args[0]
+        first = between
+        if isinstance(between, fx.Node) and between.op == "call_function" and between.target in HOMOGENEOUS:
+            if len(between.users) != 1:
+                continue
+            first = between.args[0]
+        if not _weighted(first) or len(first.users) != 1:
+            continue
+        w1, w2 = _get_attr_value(gm, first.args[1]), _get_attr_value(gm, second.args[1])
+        if w1.shape[0] != (w2.shape[0] if _groups(second) > 1 else w2.shape[1]):
+            continue
+        if _groups(second) not in (1, w2.shape[0]) or (_groups(second) > 1 and w2.shape[1] != 1):
+            continue  # grouped but not depthwise: channel i does not meet one column
+        if first.target in LINEAR_OPS and second.target == CONV:
+            continue
+        pairs.append((first, second))
+    return pairs
+
+
+def _replace(gm: fx.GraphModule, node: fx.Node, index: int, value: torch.Tensor) -> None:
+    old = node.args[index]
+    new = _set_new_attr(gm, node, f"{str(old.target).replace('.', '_')}_eq", value.contiguous())
+    node.update_arg(index, new)
+    if not old.users:
+        gm.graph.erase_node(old)
+
+
+def equalize_cross_layer(gm: fx.GraphModule, iterations: int = 4) -> int:
+    """Equalize every pair of :func:`equalization_pairs` (a chain of layers is swept ``iterations``
+    times: each pair's scales change its neighbours' ranges). Returns the number of pairs."""
+    pairs = equalization_pairs(gm)
+    for _ in range(iterations):
+        for first, second in equalization_pairs(gm):
+            w1, w2 = _get_attr_value(gm, first.args[1]).double(), _get_attr_value(gm, second.args[1]).double()
+            depthwise = _groups(second) > 1
+            r1 = w1.reshape(w1.shape[0], -1).abs().amax(dim=1)
+            cols = w2.reshape(w2.shape[0], -1) if depthwise else w2.transpose(0, 1).reshape(w2.shape[1], -1)
+            r2 = cols.abs().amax(dim=1)
+            s = torch.where((r1 > 0) & (r2 > 0), torch.sqrt(r1 / r2.clamp(min=1e-30)), torch.ones_like(r1))
+            s = s.clamp(1 / MAX_SCALE, MAX_SCALE)
+            shape1 = (-1,) + (1,) * (w1.ndim - 1)
+            _replace(gm, first, 1, (w1 / s.reshape(shape1)).float())
+            bias = first.args[2] if len(first.args) > 2 else None
+            if isinstance(bias, fx.Node):
+                _replace(gm, first, 2, (_get_attr_value(gm, bias).double() / s).float())
+            shape2 = (-1,) + (1,) * (w2.ndim - 1) if depthwise else (1, -1) + (1,) * (w2.ndim - 2)
+            _replace(gm, second, 1, (w2 * s.reshape(shape2)).float())
+    gm.graph.lint()
+    gm.recompile()
+    return len(pairs)
+
+
+def _quantized_weight(quantizer: CortexMQuantizer, node: fx.Node, weight: torch.Tensor) -> torch.Tensor:
+    """The weight as the quantizer will round it (its observer's scales, symmetric, saturating)."""
+    spec = quantizer.weight_qspec_of(node)
+    observer = spec.observer_or_fake_quant_ctr(dtype=spec.dtype, qscheme=spec.qscheme, quant_min=spec.quant_min,
+                                               quant_max=spec.quant_max,
+                                               **({"ch_axis": spec.ch_axis} if spec.ch_axis is not None else {}))
+    observer(weight)
+    scale, _zero = observer.calculate_qparams()
+    if spec.qscheme in (torch.per_channel_symmetric, torch.per_channel_affine):
+        scale = scale.reshape((-1,) + (1,) * (weight.ndim - 1))
+    return torch.clamp(torch.round(weight / scale), spec.quant_min, spec.quant_max) * scale
+
+
+def correct_bias(gm: fx.GraphModule, calibration: Sequence[tuple[torch.Tensor, ...]], scheme: Scheme,
+                 observers: ObserverConfig | None = None) -> int:
+    """Bias correction of every conv2d/linear layer with a constant bias (see the module notes); returns
+    the number of layers corrected. A layer is linear in its weights, so the mean shift that rounding them
+    adds is the layer applied, without bias, to the mean input with the rounding error as its weights:
+    E[conv(x, W_q - W)] = conv(E[x], W_q - W), padding and borders included -- one float pass over the
+    calibration data gives every layer's E[x]."""
+    quantizer = CortexMQuantizer(observers, scheme)
+    layers = [n for n in gm.graph.nodes if _weighted(n) and len(n.args) > 2 and isinstance(n.args[2], fx.Node)
+              and n.args[2].op == "get_attr"]
+    means = _mean_inputs(gm, {n.args[0] for n in layers}, calibration)
+    for node in layers:
+        weight = _get_attr_value(gm, node.args[1]).double()
+        error = _quantized_weight(quantizer, node, weight.float()).double() - weight
+        mean = means[node.args[0]].double()
+        with torch.no_grad():
+            shift = node.target(mean, error, None, *node.args[3:])  # the layer itself, on E[x], bias-free
+        axis = 1 if node.target == CONV else shift.ndim - 1
+        shift = shift.mean(dim=[d for d in range(shift.ndim) if d != axis])
+        _replace(gm, node, 2, (_get_attr_value(gm, node.args[2]).double() - shift).float())
+    gm.graph.lint()
+    gm.recompile()
+    return len(layers)
+
+
+def _mean_inputs(gm: fx.GraphModule, nodes: set[fx.Node], items: Sequence[tuple[torch.Tensor, ...]]
+                 ) -> dict[fx.Node, torch.Tensor]:
+    """The mean value of each of ``nodes`` over the calibration items (float64), one pass per item."""
+    sums: dict[fx.Node, torch.Tensor] = {}
+
+    class Recorder(fx.Interpreter):
+        def run_node(self, n: fx.Node) -> object:
+            out = super().run_node(n)
+            if n in nodes:  # cloned: an in-place ReLU after it would change it
+                sums[n] = sums.get(n, 0) + out.detach().double()
+            return out
+
+    with torch.no_grad():
+        for item in items:
+            Recorder(gm).run(*item)
+    return {n: total / len(items) for n, total in sums.items()}
