@@ -212,6 +212,7 @@ def precision_case_programs() -> list[bytes]:
                                    {"begin": [0, 1], "end": [2, 6], "step": [1, 2]}))
     programs += [compiled(name)[2].to_bytes() for name in ("custom_fallback", "transformer_block")]
     programs.append(fuzz.seed_programs_of("every_s16_kernel"))  # the s16 kinds and the int8 <-> int16 conversions
+    programs.append(fuzz.seed_programs_of("recurrent"))  # lstm_s8, gru_s8
     return programs
 
 

@@ -346,8 +346,8 @@ class CortexMQuantizer(Quantizer):
         if self.fp32_recurrent or not _is_activation(x) or len(layers) != 1 or layers[0].args[0] is not x:
             return
         cell_spec = activation_qspec_s16(PowerOfTwoObserver)
-        _annotate(cells, {x: self._input_qspec(x)}, cell_spec)
-        _annotate(layers[0], {x: self._input_qspec(x), cells: cell_spec}, activation_qspec(self.observers))
+        _annotate(cells, {x: self._input_qspec(x, cells)}, cell_spec)
+        _annotate(layers[0], {x: self._input_qspec(x, layers[0]), cells: cell_spec}, activation_qspec(self.observers))
 
     def _annotate_own_output(self, node: fx.Node) -> None:
         x = node.args[0]
