@@ -10,6 +10,7 @@ options and mcuforge's own Python sources (a change to the quantizer or lowering
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -134,8 +135,7 @@ def _measure(model: nn.Module, example: tuple[torch.Tensor, ...], items: list, t
     rows = []
     work = [(module, cand) for module in layers for cand in candidates]
     for module, cand in tqdm(work, desc="sensitivity", unit="layer", disable=not progress):
-        scheme = Scheme(f"{base}+{module}:{cand}", base_scheme.activation_bits, base_scheme.weight_bits,
-                        base_scheme.linear_per_channel, ((module, cand),))
+        scheme = dataclasses.replace(base_scheme, name=f"{base}+{module}:{cand}", layers=((module, cand),))
         prog = compile_variant(model, example, items, target, scheme, compile_options)
         sqnr = output_sqnr(prog, reference, batch)
         rows.append({"module": module, "precision": cand, "output_sqnr_db": sqnr,
