@@ -49,6 +49,28 @@ def conv_output_hw(
     )
 
 
+def check_grouped_filters(w: np.ndarray, c: int) -> tuple[int, int, int, int]:
+    """(OC, KH, KW, C / G) of a (grouped) convolution's int8 filters ``w`` (O, KH, KW, C / G) on ``c`` input
+    channels: the channels and the filters must divide into equal groups."""
+    oc, kh, kw, wc = w.shape
+    if wc < 1 or c % wc or oc % (c // wc):
+        raise ValueError(f"w_ohwi has {wc} input channels per filter: x_nhwc's {c} channels (groups = {c} / {wc}) "
+                         f"and the {oc} filters must divide into equal groups")
+    return oc, kh, kw, wc
+
+
+def check_depthwise_filters(w: np.ndarray, c: int, depth_multiplier: int) -> tuple[int, int, int, int]:
+    """(KH, KW, OC, M) of a depthwise convolution's int8 filters ``w`` (1, KH, KW, C * M) on ``c`` input
+    channels with depth multiplier M."""
+    one, kh, kw, oc = w.shape
+    if not isinstance(depth_multiplier, int | np.integer) or depth_multiplier < 1:
+        raise ValueError(f"depth_multiplier must be an int >= 1, got {depth_multiplier!r}")
+    m = int(depth_multiplier)
+    if one != 1 or oc != c * m:
+        raise ValueError(f"w_1hwc must have shape (1, KH, KW, {c}*{m}={c * m}), got {w.shape}")
+    return kh, kw, oc, m
+
+
 def resolve_geometry(
     input_hw: tuple[int, int],
     kernel_hw: tuple[int, int],
@@ -288,10 +310,7 @@ def prepare_conv2d_s8(
     resolved and the weights and requantizer prepared once; returns ``x -> conv2d_s8(x, ...)``."""
     h, wd, c = (int(v) for v in input_hwc)
     w = check_int8("w_ohwi", w_ohwi, 4)
-    oc, kh, kw, wc = w.shape
-    if wc < 1 or c % wc or oc % (c // wc):
-        raise ValueError(f"w_ohwi has {wc} input channels per filter: x_nhwc's {c} channels (groups = {c} / {wc}) "
-                         f"and the {oc} filters must divide into equal groups")
+    oc, kh, kw, wc = check_grouped_filters(w, c)
     st, pd, dl, (oh, ow) = resolve_geometry((h, wd), (kh, kw), stride, padding, dilation, output_hw)
     b, mult, shift = check_weighted_params(bias, oc, multipliers, shifts, act_min, act_max, input_offset, output_offset)
     groups = c // wc

@@ -15,7 +15,15 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .conv import IntPair, im2col, padded_input, resolve_geometry, window_taps
+from .conv import (
+    IntPair,
+    check_depthwise_filters,
+    check_grouped_filters,
+    im2col,
+    padded_input,
+    resolve_geometry,
+    window_taps,
+)
 from .quant_s16 import (
     S16_MAX_DEPTH,
     check_activation_range_s16,
@@ -96,10 +104,7 @@ def prepare_conv2d_s16(
     """``conv2d_s16`` for inputs (N, *input_hwc) with the checks, geometry and weights done once."""
     h, wd, c = (int(v) for v in input_hwc)
     w = check_int8("w_ohwi", w_ohwi, 4)
-    oc, kh, kw, wc = w.shape
-    if wc < 1 or c % wc or oc % (c // wc):
-        raise ValueError(f"w_ohwi has {wc} input channels per filter: x_nhwc's {c} channels (groups = {c} / {wc}) "
-                         f"and the {oc} filters must divide into equal groups")
+    oc, kh, kw, wc = check_grouped_filters(w, c)
     st, pd, dl, (oh, ow) = resolve_geometry((h, wd), (kh, kw), stride, padding, dilation, output_hw)
     depth = kh * kw * wc
     b, reduced, shift = check_weighted_s16(bias, oc, multipliers, shifts, act_min, act_max, depth)
@@ -166,12 +171,7 @@ def prepare_depthwise_conv2d_s16(
     """``depthwise_conv2d_s16`` for inputs (N, *input_hwc) with the checks and geometry done once."""
     h, wd, c = (int(v) for v in input_hwc)
     w = check_int8("w_1hwc", w_1hwc, 4)
-    one, kh, kw, oc = w.shape
-    if not isinstance(depth_multiplier, int | np.integer) or depth_multiplier < 1:
-        raise ValueError(f"depth_multiplier must be an int >= 1, got {depth_multiplier!r}")
-    m = int(depth_multiplier)
-    if one != 1 or oc != c * m:
-        raise ValueError(f"w_1hwc must have shape (1, KH, KW, {c}*{m}={c * m}), got {w.shape}")
+    kh, kw, oc, m = check_depthwise_filters(w, c, depth_multiplier)
     st, pd, dl, out_hw = resolve_geometry((h, wd), (kh, kw), stride, padding, dilation, output_hw)
     b, reduced, shift = check_weighted_s16(bias, oc, multipliers, shifts, act_min, act_max, kh * kw)
     w_taps = w[0].astype(np.float64)  # (KH, KW, OC)

@@ -10,6 +10,7 @@ from numpy.typing import ArrayLike
 from .conv import (
     IntPair,
     batch_chunks,
+    check_depthwise_filters,
     check_input,
     padded_input,
     prepare_weights,
@@ -82,12 +83,7 @@ def prepare_depthwise_conv2d_s8(
     depend on the input values done once; returns ``x -> depthwise_conv2d_s8(x, ...)``."""
     h, wd, c = (int(v) for v in input_hwc)
     w = check_int8("w_1hwc", w_1hwc, 4)
-    one, kh, kw, oc = w.shape
-    if not isinstance(depth_multiplier, int | np.integer) or depth_multiplier < 1:
-        raise ValueError(f"depth_multiplier must be an int >= 1, got {depth_multiplier!r}")
-    m = int(depth_multiplier)
-    if one != 1 or oc != c * m:
-        raise ValueError(f"w_1hwc must have shape (1, KH, KW, {c}*{m}={c * m}), got {w.shape}")
+    kh, kw, oc, m = check_depthwise_filters(w, c, depth_multiplier)
     st, pd, dl, (oh, ow) = resolve_geometry((h, wd), (kh, kw), stride, padding, dilation, output_hw)
     b, mult, shift = check_weighted_params(bias, oc, multipliers, shifts, act_min, act_max, input_offset, output_offset)
 
