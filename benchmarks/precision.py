@@ -13,8 +13,9 @@ Linear layers (int8): one scale per tensor, one per output channel, and mcuforge
 A16W8 on the trained FC autoencoder and sensor-curve regression MLP (mcuforge.zoo.trained: random weights
 would make the SQNR meaningless: the zoo's random FC autoencoder gives nearly the same output for every input,
 its variance across inputs 1e-6 of its mean square): SQNR on held-out data (``trained_task``), the gain over
-int8, and two references: A16W8 with weights rounded to nearest (without GPTQ), and the fp32 model with only its weights
-rounded to int8 per channel (fp32 activations: the SQNR int8 weights allow).
+int8, and two references: A16W8 with weights rounded to nearest (without GPTQ), and the fp32 model with only its
+weights rounded to nearest int8 per channel (fp32 activations: what nearest-rounded int8 weights allow; GPTQ's
+rounding, fitted on the calibration data, goes beyond it).
 """
 
 from __future__ import annotations
