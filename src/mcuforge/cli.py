@@ -164,8 +164,16 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(memory_summary(prog))
     ops = prog.ops
     total = sum(op.macs for op in ops)
-    int8 = sum(op.macs for op in ops if op.backend != "fp32")  # int8 kernels and NPU subgraphs
-    print(f"MACs on int8    {int8 / total if total else 1.0:.1%} ({int8:,} of {total:,}; the rest runs in fp32)")
+    int8 = sum(op.macs for op in ops if op.backend != "fp32")  # integer kernels and NPU subgraphs
+    widths = {op.precision for op in ops if op.backend != "fp32" and op.macs} - {"a8w8", ""}
+    label = "MACs on int8   " if not widths else "MACs on integer"  # int16 / int4 kernels are not "int8"
+    print(f"{label} {int8 / total if total else 1.0:.1%} ({int8:,} of {total:,}; the rest runs in fp32)")
+    if widths:
+        shares = {}
+        for op in ops:
+            if op.backend != "fp32" and op.macs:
+                shares[op.precision or "npu"] = shares.get(op.precision or "npu", 0) + op.macs
+        print("MACs by width   " + ", ".join(f"{p} {m / total:.1%}" for p, m in sorted(shares.items())))
     if any(op.kind == "delegate" for op in prog.graph.ops):
         from .ethosu.report import npu_summary
 
