@@ -470,10 +470,14 @@ def compile_quiet(model, example):
         return mcuforge.compile(model.eval(), example, calibration=calibration, progress=False)
 
 
-@pytest.mark.parametrize("model", [PointwiseModel(True), PointwiseModel(False), ReduceResizeModel(True),
-                                   ReduceResizeModel(False)], ids=["pointwise-exact", "pointwise-approx",
-                                                                   "reduce-resize-exact", "reduce-resize-approx"])
-def test_compiled_models_python_vs_c(model):
+@pytest.mark.parametrize(("model_class", "exact"), [(PointwiseModel, True), (PointwiseModel, False),
+                                                    (ReduceResizeModel, True), (ReduceResizeModel, False)],
+                         ids=["pointwise-exact", "pointwise-approx", "reduce-resize-exact", "reduce-resize-approx"])
+def test_compiled_models_python_vs_c(model_class, exact):
+    # The weights from a fixed seed: built at collection, they depended on what the collection had drawn
+    # before (one run saw 5.9% of the approx outputs one step apart, against <= 0.4% over 48 seeds).
+    torch.manual_seed(2)
+    model = model_class(exact)
     torch.manual_seed(1)
     prog = compile_quiet(model, (torch.randn(1, 3, 6, 6),))
     assert cruntime.ops_without_c_kernel(prog.graph) == []
