@@ -8,6 +8,10 @@ whole pattern to one op. Scales: input and hidden state (= output) int8 as calib
 int8 per gate matrix (the kernel takes one multiplier per gate and matrix); bias int32 at input scale x
 weight scale; gate pre-activations int16 Q3.12 (scale 2^-12, the input of arm_nn_activation_s16); gates
 Q0.15; the cell state int16 at the calibrated power-of-two scale 2^p (p in [-12, 2]).
+
+Accuracy: an LSTM layer's error is set by its int8 input and its int8 hidden state fed back every step; the
+int16 gates and cell state and the per-gate weights cost little (``benchmarks/recurrent_error.py`` measures
+each on kws_lstm). CMSIS-NN's int16 LSTM (arm_lstm_unidirectional_s16) is what would remove those two.
 """
 
 from __future__ import annotations
