@@ -138,14 +138,14 @@ def choose(sens: Sensitivity, flash_budget: int | None, ram_budget: int | None, 
     for module in sens.layers:
         if module in picked:
             o = picked[module]
-            goal = ("among the cheapest bytes to meet the flash budget" if o.added_noise > 0 and o.flash_saved > 0
+            goal = ("among the cheapest bytes to meet the flash budget" if o.flash_saved > 0
                     else "the least noise within the budgets")
             choices.append(LayerChoice(module, o.precision, f"{o.precision}: {_figures(o, base)}: {goal}",
                                        o.flash_saved, o.sqnr_loss_db, o.ram_bytes))
             continue
         alternatives = [f"{o.precision} would {_figures(o, base)}" for o in options[module]]
         alternatives += [f"{p} left out: {why}" for (m, p), why in why_not.items() if m == module]
-        verdict = "the budgets are met with less noise without them" if options[module] else "nothing else fits"
+        verdict = "no choice with them meets the budgets with less noise" if options[module] else "nothing else fits"
         choices.append(LayerChoice(module, sens.base, f"{sens.base}: " + "; ".join([*alternatives, verdict])))
     return choices
 
