@@ -469,3 +469,44 @@ def test_cli_auto_precision_with_an_impossible_budget_is_one_line(tmp_path, monk
     err = capsys.readouterr().err
     assert code == 2 and "no per-layer choice meets flash_budget 1,024 B" in err and "smallest program" in err
     assert not (tmp_path / "x.mfp").exists()
+
+
+def test_auto_retries_when_the_combined_program_is_over_a_budget(monkeypatch):
+    """The loop after the choice, with the compiler replaced by sizes that are not additive: two A16W8 layers
+    whose arenas fit alone but not together (the one with the larger arena of its own, then the smaller gain,
+    is left out), and a program 20 B over the flash the options add up to (the choice asks 20 B more)."""
+    import sys
+    from types import SimpleNamespace
+
+    from mcuforge.accuracy import auto
+
+    uniform = {"int8": {"output_sqnr_db": 30.0, "flash_bytes": 1000, "ram_bytes": 100},
+               "w4a8": {"output_sqnr_db": 15.0, "flash_bytes": 800, "ram_bytes": 100}}
+    rows = [("a", "w4a8", 20.0, 10.0, 900, 100, 100), ("a", "a16w8", 36.0, -6.0, 1050, -50, 150),
+            ("b", "w4a8", 29.0, 1.0, 900, 100, 100), ("b", "a16w8", 33.0, -3.0, 1040, -40, 150)]
+    sens = synthetic(rows, uniform, ["a", "b"])
+    saved = {(r[0], r[1]): r[5] for r in rows}
+    compiled = []
+
+    def fake_compile(_model, _example, _items, _target, scheme, _options):
+        layers = dict(scheme.layers)
+        compiled.append(layers)
+        wide = sum(p == "a16w8" for p in layers.values())
+        return SimpleNamespace(program_bytes=1000 - sum(saved[m, p] for m, p in layers.items()) + 20 * ("w4a8" in
+                               layers.values()), arena_bytes=100 + 50 * wide + 100 * (wide == 2), meta={})
+
+    module = sys.modules["mcuforge.accuracy.sensitivity"]
+    monkeypatch.setattr(module, "sensitivity", lambda *a, **k: sens)
+    monkeypatch.setattr(module, "compile_variant", fake_compile)
+    monkeypatch.setattr(module, "fp32_outputs", lambda *a: None)
+    monkeypatch.setattr(module, "stacked", lambda *a: None)
+    monkeypatch.setattr(module, "output_sqnr", lambda *a: 31.0)
+    prog = auto.compile_auto(None, None, [], "cortex-m55", 1100, 200, False, {})
+    assert compiled == [{"a": "a16w8", "b": "a16w8"}, {"a": "a16w8"}]
+    choice = {c["module"]: c for c in prog.meta["precision_choice"]}
+    assert choice["a"]["precision"] == "a16w8" and choice["b"]["precision"] == "int8"
+    assert "a16w8 left out: with the other choices the program's arena came to 300 B" in choice["b"]["reason"]
+    compiled.clear()
+    prog = auto.compile_auto(None, None, [], "cortex-m55", 900, None, False, {})
+    assert compiled == [{"b": "w4a8"}, {"a": "w4a8", "b": "w4a8"}] and prog.program_bytes == 820
+    assert prog.meta["budgets"]["output_sqnr_db"] == 31.0
