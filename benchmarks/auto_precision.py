@@ -1,6 +1,7 @@
-"""precision="auto" on DS-CNN and the digits CNN, with a flash budget halfway between the all-W4A8 and
-all-int8 programs: the budget, each program's flash, arena and output SQNR on the calibration data, and
-the per-layer choice with its reasons.
+"""precision="auto" on DS-CNN and the digits CNN under three pairs of budgets: flash halfway between the
+all-W4A8 and all-int8 programs (no RAM budget); the same flash and a RAM budget halfway between the all-int8
+and all-A16W8 arenas; room: the all-A16W8 program's flash and that RAM budget. Each program's flash, arena
+and output SQNR on the calibration data, and the per-layer choice with its reasons.
 
     python benchmarks/auto_precision.py      # prints the tables and writes results/auto_precision.md
 
@@ -47,21 +48,35 @@ def measure(name: str, make) -> str:  # noqa: ANN001 - a factory of (model, exam
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         programs = {q: mcuforge.compile(model, example, calibration=calibration, progress=False, quantization=q)
-                    for q in ("int8", "w4a8")}
-        budget = (programs["int8"].program_bytes + programs["w4a8"].program_bytes) // 2
-        programs["auto"] = mcuforge.compile(model, example, calibration=calibration, progress=False,
-                                            precision="auto", flash_budget=budget)
-    rows = [[q, p.program_bytes, p.arena_bytes, round(output_sqnr(p, reference, batch), 2),
-             "yes" if p.program_bytes <= budget else "no"] for q, p in programs.items()]
-    choice = [[c["module"], c["precision"], c["reason"]] for c in programs["auto"].meta["precision_choice"]]
-    return (f"{name}: flash budget {budget:,} B (halfway between all-W4A8 and all-int8)\n"
-            + table(["program", "flash B", "arena B", "output SQNR dB", "within budget"], rows) + "\n\n"
-            + table(["layer", "precision", "why"], choice))
+                    for q in ("int8", "w4a8", "a16w8")}
+        int8, a16w8 = programs["int8"], programs["a16w8"]
+        flash = (int8.program_bytes + programs["w4a8"].program_bytes) // 2
+        ram = (int8.arena_bytes + a16w8.arena_bytes) // 2
+        cases = {"auto, flash": (flash, None), "auto, flash+RAM": (flash, ram),
+                 "auto, room": (a16w8.program_bytes, ram)}
+        budgets = {q: (None, None) for q in programs} | cases
+        programs |= {case: mcuforge.compile(model, example, calibration=calibration, progress=False,
+                                            precision="auto", flash_budget=f, ram_budget=r)
+                     for case, (f, r) in cases.items()}
+    rows = []
+    for q, p in programs.items():
+        f, r = budgets[q]
+        within = "-" if f is None else ("yes" if p.program_bytes <= f and (r is None or p.arena_bytes <= r) else "no")
+        rows.append([q, "-" if f is None else f"{f:,}", "-" if r is None else f"{r:,}", p.program_bytes,
+                     p.arena_bytes, round(output_sqnr(p, reference, batch), 2), within])
+    out = [f"{name}: flash budget {flash:,} B (halfway between all-W4A8 and all-int8), RAM budget {ram:,} B "
+           f"(halfway between the all-int8 and all-A16W8 arenas), room: {a16w8.program_bytes:,} B of flash\n"
+           + table(["program", "flash budget", "RAM budget", "flash B", "arena B", "output SQNR dB", "within budgets"],
+                   rows)]
+    for case in cases:
+        choice = [[c["module"], c["precision"], c["reason"]] for c in programs[case].meta["precision_choice"]]
+        out.append(f"{name}, {case}:\n" + table(["layer", "precision", "why"], choice))
+    return "\n\n".join(out)
 
 
 def main() -> None:
     text = "\n\n".join(measure(name, make) for name, make in (("DS-CNN", ds_cnn), ("digits CNN", digits)))
-    publish("auto_precision", 'precision="auto" under a flash budget', text,
+    publish("auto_precision", 'precision="auto" under flash and RAM budgets', text,
             "; SQNR on the calibration data against fp32")
 
 

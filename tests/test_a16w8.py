@@ -146,3 +146,67 @@ def test_scheme_widths_are_checked():
         get_scheme(Scheme("a16w4", activation_bits=16, weight_bits=4))
     with pytest.raises(ValueError, match="gptq rounds 8-bit weights per channel"):
         get_scheme(Scheme("gptq-per-tensor", activation_bits=16, gptq=True))
+
+
+# -- mixed precision: per-layer exceptions of a scheme (Scheme.layers), as precision="auto" makes them ------------
+
+MIXED = (("stem.0", "a16w8"), ("blocks.0.0.0", "w4a8"), ("blocks.1.1.0", "a16w8"), ("blocks.2.1.0", "w4a8"),
+         ("classifier", "a16w8"))
+
+
+@functools.cache
+def ds_cnn_program(quantization: str | tuple, target: str = "cortex-m55") -> mcuforge.Program:
+    """DS-CNN (zoo, random weights) under a uniform scheme, or the int8 scheme with the exceptions given."""
+    from mcuforge.quantize import Scheme
+    from mcuforge.zoo import MODELS
+
+    from conftest import calibration_set
+
+    model, example = MODELS["ds_cnn"]()
+    scheme = Scheme("mixed", layers=quantization) if isinstance(quantization, tuple) else quantization
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return mcuforge.compile(model, example, calibration=calibration_set(example, 16, seed=1), target=target,
+                                progress=False, quantization=scheme)
+
+
+def test_mixed_program_runs_each_layer_in_its_scheme():
+    prog = ds_cnn_program(MIXED)
+    layers = dict(MIXED)
+    weighted = [op for op in prog.ops if op.module and op.kind not in ("avgpool_s8", "reshape")]
+    assert [op.module for op in weighted] == ["stem.0", *(f"blocks.{i}.{j}.0" for i in range(4) for j in range(2)),
+                                              "classifier"]
+    for op in weighted:
+        assert op.precision == {"a16w8": "a16w8", "w4a8": "a8w4", None: "a8w8"}[layers.get(op.module)], op
+        assert op.kind.endswith({"a16w8": "_s16", "w4a8": "_s4"}.get(layers.get(op.module), "_s8")), op
+    # an int16 layer is int16 in and out: one conversion on each side where it meets int8 neighbours (the
+    # program input is int16 itself, the logits stay int16)
+    kinds = [op.kind for op in prog.ops]
+    assert kinds.count("convert_s8_s16") == 2 and kinds.count("convert_s16_s8") == 2, kinds
+    tensors = prog.graph.tensors
+    assert tensors[prog.graph.inputs[0]].dtype == "int16" and tensors[prog.graph.outputs[0]].dtype == "int16"
+    # each layer's weights are those of its scheme's uniform program: GPTQ-rounded in the A16W8 layers only
+    # (biases and requantization depend on the input scales, which GPTQ's weights upstream move a little)
+    uniform = {name: weights(ds_cnn_program(name)) for name in ("int8", "w4a8", "a16w8")}
+    for module, w in weights(prog).items():
+        assert np.array_equal(w, uniform[layers.get(module, "int8")][module]), module
+    assert not np.array_equal(uniform["a16w8"]["blocks.0.1.0"], uniform["int8"]["blocks.0.1.0"])
+
+
+def weights(prog: mcuforge.Program) -> dict[str, np.ndarray]:
+    """The weights of each weighted op, by module."""
+    return {op.debug["module"]: prog.graph.tensors[op.inputs[1]].data for op in prog.graph.ops
+            if len(op.inputs) > 1 and prog.graph.tensors[op.inputs[1]].is_constant}
+
+
+def test_mixed_program_three_way():
+    prog = ds_cnn_program(MIXED, "cortex-m55")
+    data = serialize(prog.graph)
+    inputs = program_inputs(prog.graph, np.random.default_rng(5))
+    python = execute(prog.graph, inputs)
+    c_host, _ = cruntime.run_program(data, inputs)
+    board, _, _ = firmware.run_on_qemu(data, inputs, "cortex-m55")
+    for i, (p, c, b) in enumerate(zip(python, c_host, board, strict=True)):
+        assert p.dtype == c.dtype == b.dtype and p.shape == c.shape == b.shape, i
+        assert c.tobytes() == b.tobytes(), f"output {i}: C on the host != cortex-m55 on QEMU"
+        assert p.tobytes() == c.tobytes(), f"output {i}: host Python != C runtime"

@@ -1,5 +1,6 @@
 """Accuracy tools: per-layer error that localizes (isolation, per channel)."""
 
+import functools
 import warnings
 
 import numpy as np
@@ -181,6 +182,7 @@ def test_sensitivity_per_layer_against_uniform_programs(tmp_path, monkeypatch):
 
 # -- precision="auto" -----------------------------------------------------------------------------------
 
+@functools.cache
 def digits():
     from mcuforge.examples.digits import load_digits_data, train_digits_cnn
 
@@ -189,6 +191,7 @@ def digits():
     return model, (data.x_test[:1],), [(data.x_train[i:i + 1],) for i in range(0, 320, 10)]
 
 
+@functools.cache
 def ds_cnn():
     from mcuforge.zoo import MODELS
 
@@ -198,39 +201,174 @@ def ds_cnn():
     return model, example, calibration_set(example, 16, seed=1)
 
 
-@pytest.mark.parametrize("make", [ds_cnn, digits], ids=["ds_cnn", "digits_cnn"])
-def test_auto_precision_meets_a_flash_budget_between_w4a8_and_int8(make, tmp_path, monkeypatch, capsys):
+@functools.cache
+def uniform_programs(make):
+    model, example, calibration = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {q: mcuforge.compile(model, example, calibration=calibration, progress=False, quantization=q)
+                for q in ("int8", "w4a8", "a16w8")}
+
+
+def auto_sqnr(model, calibration, programs):
     from mcuforge.accuracy.sensitivity import fp32_outputs, output_sqnr, stacked
+
+    batch = stacked(calibration)
+    reference = fp32_outputs(model, batch)
+    return {name: output_sqnr(p, reference, batch) for name, p in programs.items()}
+
+
+RUNS_IN = {"int8": "a8w8", "w4a8": "a8w4", "a16w8": "a16w8"}
+
+
+@pytest.mark.parametrize("make", [ds_cnn, digits], ids=["ds_cnn", "digits_cnn"])
+def test_auto_precision_meets_flash_and_ram_budgets(make, tmp_path, monkeypatch, capsys):
+    """Flash halfway between all-W4A8 and all-int8, RAM halfway between the all-int8 and all-A16W8 arenas."""
     from mcuforge.cli import main
 
     monkeypatch.setenv("MCUFORGE_CACHE", str(tmp_path))
     model, example, calibration = make()
+    programs = uniform_programs(make)
+    int8, a16w8 = programs["int8"], programs["a16w8"]
+    budget = (int8.program_bytes + programs["w4a8"].program_bytes) // 2
+    ram = (int8.arena_bytes + a16w8.arena_bytes) // 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        int8 = mcuforge.compile(model, example, calibration=calibration, progress=False)
-        w4a8 = mcuforge.compile(model, example, calibration=calibration, progress=False, quantization="w4a8")
-        budget = (int8.program_bytes + w4a8.program_bytes) // 2
         auto = mcuforge.compile(model, example, calibration=calibration, progress=False, precision="auto",
-                                flash_budget=budget)
-    assert auto.program_bytes <= budget < int8.program_bytes
-    batch = stacked(calibration)
-    reference = fp32_outputs(model, batch)
-    sqnr = {name: output_sqnr(p, reference, batch) for name, p in [("int8", int8), ("w4a8", w4a8), ("auto", auto)]}
+                                flash_budget=budget, ram_budget=ram)
+    assert auto.program_bytes <= budget < int8.program_bytes and auto.arena_bytes <= ram < a16w8.arena_bytes
+    sqnr = auto_sqnr(model, calibration, {**programs, "auto": auto})
     assert sqnr["auto"] > sqnr["w4a8"] + 3, sqnr
+    assert abs(auto.meta["budgets"]["output_sqnr_db"] - sqnr["auto"]) < 1e-9
     choice = {c["module"]: c for c in auto.meta["precision_choice"]}
-    assert {"int8", "w4a8"} == {c["precision"] for c in choice.values()}
+    assert "w4a8" in {c["precision"] for c in choice.values()}
+    # the RAM budget binds: some layer's A16W8 alone needs a larger arena, and is left out saying so
+    assert any("a16w8 left out: its arena" in c["reason"] for c in choice.values())
     # every layer runs in what was chosen for it, and says why
     for op in auto.ops:
         if op.module in choice and op.kind not in ("reshape",):
-            assert op.precision == {"int8": "a8w8", "w4a8": "a8w4"}[choice[op.module]["precision"]], op
+            assert op.precision == RUNS_IN[choice[op.module]["precision"]], op
     assert all(c["reason"].startswith(c["precision"]) for c in choice.values())
     # mcuforge info on the saved program shows each layer's precision and why
     path = auto.save(tmp_path / "auto.mfp")
     assert main(["info", str(path)]) == 0
     out = capsys.readouterr().out
-    assert 'precision="auto"' in out and f"flash budget {budget:,} B" in out
+    assert 'precision="auto"' in out and f"flash budget {budget:,} B" in out and f"RAM budget {ram:,} B" in out
     for module, c in choice.items():
         assert any(module in line and c["reason"][:40] in line for line in out.splitlines()), module
+
+
+@pytest.mark.parametrize("make", [ds_cnn, digits], ids=["ds_cnn", "digits_cnn"])
+def test_auto_precision_with_room_takes_a16w8_above_int8(make, tmp_path, monkeypatch):
+    """Flash as much as the all-A16W8 program, RAM halfway to its arena: A16W8 layers within an int8
+    program; with the whole arena as well, the uniform A16W8 program (above any per-layer mix measured)."""
+    monkeypatch.setenv("MCUFORGE_CACHE", str(tmp_path))
+    model, example, calibration = make()
+    programs = uniform_programs(make)
+    int8, a16w8 = programs["int8"], programs["a16w8"]
+    flash, ram = a16w8.program_bytes, (int8.arena_bytes + a16w8.arena_bytes) // 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        auto = mcuforge.compile(model, example, calibration=calibration, progress=False, precision="auto",
+                                flash_budget=flash, ram_budget=ram)
+        whole = mcuforge.compile(model, example, calibration=calibration, progress=False, precision="auto",
+                                 flash_budget=flash, ram_budget=a16w8.arena_bytes)
+    assert auto.program_bytes <= flash and auto.arena_bytes <= ram
+    sqnr = auto_sqnr(model, calibration, {**programs, "auto": auto, "whole": whole})
+    assert sqnr["auto"] > sqnr["int8"] + 1, sqnr
+    chosen = [c["precision"] for c in auto.meta["precision_choice"]]
+    assert "a16w8" in chosen and "int8" in chosen, chosen
+    a16 = [op for op in auto.ops if op.precision == "a16w8"]
+    assert a16 and all(op.kind.endswith("_s16") for op in a16)
+    assert {c["precision"] for c in whole.meta["precision_choice"]} == {"a16w8"}
+    assert whole.to_bytes() == a16w8.to_bytes() and sqnr["whole"] == sqnr["a16w8"] > sqnr["auto"]
+    assert "the uniform a16w8 program meets the budgets" in whole.meta["precision_choice"][0]["reason"]
+
+
+def synthetic(rows, uniform, layers):
+    import pandas as pd
+
+    from mcuforge.accuracy.sensitivity import COLUMNS, Sensitivity
+
+    table = pd.DataFrame([dict(zip(COLUMNS, r, strict=True)) for r in rows], columns=COLUMNS)
+    return Sensitivity("int8", table, uniform, layers)
+
+
+def random_sensitivity(rng, n_layers, scale):
+    """Random options: W4A8 saves flash and loses SQNR (or gains a little, by chance), A16W8 costs flash and RAM
+    and gains SQNR (or loses a little)."""
+    base_sqnr, base_flash, base_ram = 40.0, 1000 * scale, 1000
+    rows = []
+    layers = [f"l{i}" for i in range(n_layers)]
+    for m in layers:
+        for precision, saved, loss, ram in (("w4a8", rng.integers(1, 40), rng.uniform(-1, 12), base_ram),
+                                            ("a16w8", -rng.integers(1, 15), rng.uniform(-6, 0.5),
+                                             base_ram + rng.integers(0, 800))):
+            saved = int(saved) * scale
+            rows.append((m, precision, base_sqnr - loss, loss, base_flash - saved, saved, int(ram)))
+    uniform = {"int8": {"output_sqnr_db": base_sqnr, "flash_bytes": base_flash, "ram_bytes": base_ram},
+               "w4a8": {"output_sqnr_db": 10.0, "flash_bytes": 0, "ram_bytes": base_ram}}
+    return synthetic(rows, uniform, layers)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_auto_knapsack_is_exact_with_signed_costs_and_noises(seed):
+    """The DP against every combination: savings and noises of both signs, flash and RAM budgets."""
+    import itertools
+
+    from mcuforge.accuracy.auto import BudgetError, choose, options_of
+
+    rng = np.random.default_rng(seed)
+    sens = random_sensitivity(rng, 5, scale=1)  # bytes within DP_STEPS: one byte per step, exact
+    options = options_of(sens)
+    for need, ram in ((40, None), (-20, 1500), (0, 1300), (90, 1200)):
+        flash = sens.uniform["int8"]["flash_bytes"] - need
+        allowed = {m: [None, *(o for o in opts if ram is None or o.ram_bytes <= ram)] for m, opts in options.items()}
+        combos = [c for c in itertools.product(*allowed.values())
+                  if sum(o.flash_saved for o in c if o) >= need]
+        try:
+            choice = choose(sens, flash, ram)
+        except BudgetError:
+            assert not combos, (need, ram)
+            continue
+        assert combos
+        best = min(sum(o.added_noise for o in c if o) for c in combos)
+        picked = [next(o for o in options[c.module] if o.precision == c.precision)
+                  for c in choice if c.precision != "int8"]
+        assert sum(o.flash_saved for o in picked) >= need
+        assert all(ram is None or o.ram_bytes <= ram for o in picked)
+        assert sum(o.added_noise for o in picked) == pytest.approx(best, abs=1e-15), (need, ram)
+    # larger bytes (several per DP step): the choice still saves what is needed
+    sens = random_sensitivity(rng, 8, scale=997)
+    rows = sens.table.set_index(["module", "precision"])
+    need = int(rows["flash_saved"].clip(lower=0).sum()) - 5 * 997  # all but the smallest W4A8 saving or so
+    choice = choose(sens, sens.uniform["int8"]["flash_bytes"] - need, None)
+    assert sum(rows.loc[(c.module, c.precision), "flash_saved"] for c in choice if c.precision != "int8") >= need
+
+
+def test_auto_reasons_name_what_was_left_out():
+    from mcuforge.accuracy.auto import choose
+
+    uniform = {"int8": {"output_sqnr_db": 30.0, "flash_bytes": 1000, "ram_bytes": 100},
+               "w4a8": {"output_sqnr_db": 15.0, "flash_bytes": 800, "ram_bytes": 100}}
+    rows = [("a", "w4a8", 20.0, 10.0, 900, 100, 100), ("a", "a16w8", 36.0, -6.0, 1050, -50, 150),
+            ("b", "w4a8", 29.0, 1.0, 900, 100, 100), ("b", "a16w8", 33.0, -3.0, 1040, -40, 300)]
+    sens = synthetic(rows, uniform, ["a", "b"])
+    # 100 B to save and a 200 B arena: b at W4A8 (the cheap bytes); a's A16W8 would need 50 B more: int8
+    choice = {c.module: c for c in choose(sens, 900, 200)}
+    assert (choice["a"].precision, choice["b"].precision) == ("int8", "w4a8")
+    assert choice["b"].reason.startswith("w4a8: save 100 B of flash, output SQNR -1.0 dB (alone): among the cheapest")
+    assert ("w4a8 would save 100 B of flash, output SQNR -10.0 dB (alone); a16w8 would cost 50 B more flash, arena "
+            "150 B, output SQNR +6.0 dB (alone)") in choice["a"].reason
+    # 50 B of room: a's A16W8 (+6 dB) is taken; b's is over the RAM budget, and says so
+    choice = {c.module: c for c in choose(sens, 1050, 200)}
+    assert (choice["a"].precision, choice["b"].precision) == ("a16w8", "int8")
+    assert choice["a"].reason.startswith("a16w8: cost 50 B more flash, arena 150 B, output SQNR +6.0 dB (alone)")
+    assert "a16w8 left out: its arena (300 B) exceeds the RAM budget" in choice["b"].reason
+    assert "w4a8 would save 100 B of flash, output SQNR -1.0 dB (alone)" in choice["b"].reason
+    # a retry leaving a's A16W8 out (its program came out over the RAM budget): int8, saying why
+    choice = {c.module: c for c in choose(sens, 1050, 200, left_out={("a", "a16w8"): "the arena came to 250 B"})}
+    assert choice["a"].precision == "int8" and "a16w8 left out: the arena came to 250 B" in choice["a"].reason
 
 
 def test_auto_precision_impossible_budget_names_the_smallest_program(tmp_path, monkeypatch):
@@ -331,3 +469,44 @@ def test_cli_auto_precision_with_an_impossible_budget_is_one_line(tmp_path, monk
     err = capsys.readouterr().err
     assert code == 2 and "no per-layer choice meets flash_budget 1,024 B" in err and "smallest program" in err
     assert not (tmp_path / "x.mfp").exists()
+
+
+def test_auto_retries_when_the_combined_program_is_over_a_budget(monkeypatch):
+    """The loop after the choice, with the compiler replaced by sizes that are not additive: two A16W8 layers
+    whose arenas fit alone but not together (the one with the larger arena of its own, then the smaller gain,
+    is left out), and a program 20 B over the flash the options add up to (the choice asks 20 B more)."""
+    import sys
+    from types import SimpleNamespace
+
+    from mcuforge.accuracy import auto
+
+    uniform = {"int8": {"output_sqnr_db": 30.0, "flash_bytes": 1000, "ram_bytes": 100},
+               "w4a8": {"output_sqnr_db": 15.0, "flash_bytes": 800, "ram_bytes": 100}}
+    rows = [("a", "w4a8", 20.0, 10.0, 900, 100, 100), ("a", "a16w8", 36.0, -6.0, 1050, -50, 150),
+            ("b", "w4a8", 29.0, 1.0, 900, 100, 100), ("b", "a16w8", 33.0, -3.0, 1040, -40, 150)]
+    sens = synthetic(rows, uniform, ["a", "b"])
+    saved = {(r[0], r[1]): r[5] for r in rows}
+    compiled = []
+
+    def fake_compile(_model, _example, _items, _target, scheme, _options):
+        layers = dict(scheme.layers)
+        compiled.append(layers)
+        wide = sum(p == "a16w8" for p in layers.values())
+        return SimpleNamespace(program_bytes=1000 - sum(saved[m, p] for m, p in layers.items()) + 20 * ("w4a8" in
+                               layers.values()), arena_bytes=100 + 50 * wide + 100 * (wide == 2), meta={})
+
+    module = sys.modules["mcuforge.accuracy.sensitivity"]
+    monkeypatch.setattr(module, "sensitivity", lambda *a, **k: sens)
+    monkeypatch.setattr(module, "compile_variant", fake_compile)
+    monkeypatch.setattr(module, "fp32_outputs", lambda *a: None)
+    monkeypatch.setattr(module, "stacked", lambda *a: None)
+    monkeypatch.setattr(module, "output_sqnr", lambda *a: 31.0)
+    prog = auto.compile_auto(None, None, [], "cortex-m55", 1100, 200, False, {})
+    assert compiled == [{"a": "a16w8", "b": "a16w8"}, {"a": "a16w8"}]
+    choice = {c["module"]: c for c in prog.meta["precision_choice"]}
+    assert choice["a"]["precision"] == "a16w8" and choice["b"]["precision"] == "int8"
+    assert "a16w8 left out: with the other choices the program's arena came to 300 B" in choice["b"]["reason"]
+    compiled.clear()
+    prog = auto.compile_auto(None, None, [], "cortex-m55", 900, None, False, {})
+    assert compiled == [{"b": "w4a8"}, {"a": "w4a8", "b": "w4a8"}] and prog.program_bytes == 820
+    assert prog.meta["budgets"]["output_sqnr_db"] == 31.0

@@ -323,7 +323,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
     benchmarks/results/equalization.md says where each helps).
 
     ``precision``: the same as ``quantization`` for one scheme everywhere; ``"auto"`` chooses each weighted
-    layer's precision (int8 or W4A8) from a sensitivity analysis on the calibration data
+    layer's precision (int8, W4A8 or A16W8) from a sensitivity analysis on the calibration data
     (``mcuforge.accuracy``) to meet ``flash_budget`` (program bytes) and ``ram_budget`` (arena bytes; both
     default to ``flash_bytes`` / ``ram_bytes``) with the least loss of output SQNR; ``prog.meta
     ["precision_choice"]`` (and ``mcuforge info``) gives each layer's precision and why. A budget no choice

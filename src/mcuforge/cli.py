@@ -437,9 +437,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibration", help=".npz with one array per input, samples along the first axis")
     p.add_argument("--quantization", default="int8", type=_quantization, metavar="SCHEME",
                    help="int8 (default); w4a8: int4 weights for convolutions and linear layers (about half the "
-                        "flash); a16w8: int16 activations, int8 weights (CMSIS-NN's s16 kernels); auto: int8 or "
-                        "w4a8 per layer, chosen to meet --flash-budget / --ram-budget with the least loss of output "
-                        "SQNR on the calibration data")
+                        "flash); a16w8: int16 activations, int8 weights (CMSIS-NN's s16 kernels); auto: int8, "
+                        "w4a8 or a16w8 per layer, chosen to meet --flash-budget / --ram-budget with the least loss "
+                        "of output SQNR on the calibration data")
     p.add_argument("--flash-budget", type=byte_count, metavar="N", help="with --quantization auto: program bytes")
     p.add_argument("--ram-budget", type=byte_count, metavar="N", help="with --quantization auto: arena bytes")
     p.add_argument("--equalization", action="store_true", help="cross-layer equalization before quantizing")

@@ -11,6 +11,7 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from tqdm.auto import tqdm
 
 from ..capture import as_input_tuple
+from ..lower.builder import module_path
 from .gptq import gptq_weights
 from .quantizer import CortexMQuantizer, ObserverConfig
 from .schemes import SCHEMES, Scheme, get_scheme
@@ -67,9 +68,9 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
 
 def _quantize(captured: fx.GraphModule, calibration: Iterable[Sequence[torch.Tensor]], num_inputs: int,
               progress: bool, observers: ObserverConfig | None, scheme: Scheme | None) -> fx.GraphModule:
-    if scheme is not None and scheme.gptq:
+    if scheme is not None and scheme.any_gptq:
         calibration = list(calibration_batches(calibration, num_inputs))  # read twice: by GPTQ, then the observers
-        gptq_weights(captured, calibration)
+        gptq_weights(captured, calibration, lambda node: scheme.layer_scheme(module_path(node)).gptq)
     prepared = prepare_pt2e(captured, CortexMQuantizer(observers, scheme))
     total = len(calibration) if hasattr(calibration, "__len__") else None
     seen = 0

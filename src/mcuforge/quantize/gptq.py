@@ -15,7 +15,7 @@ would not stay at +-127 (so that the observer would pick another scale) keeps it
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import torch
 from torch import fx
@@ -118,14 +118,16 @@ def gptq_round(weight: torch.Tensor, gram: torch.Tensor) -> torch.Tensor:
     return torch.where(keep[:, None], levels, nearest)
 
 
-def gptq_weights(gm: fx.GraphModule, calibration: Iterable[Sequence[torch.Tensor]]) -> int:
+def gptq_weights(gm: fx.GraphModule, calibration: Iterable[Sequence[torch.Tensor]],
+                 select: Callable[[fx.Node], bool] | None = None) -> int:
     """Replace the weights of the linear and (ungrouped) convolution layers of the float graph ``gm`` by their
     GPTQ rounding on ``calibration`` (input tuples): each layer reads a new constant ``levels * (max |w| / 127)``
-    per output channel (the old one, perhaps the user's parameter, is left as it was). Returns the number of
-    layers rounded this way."""
+    per output channel (the old one, perhaps the user's parameter, is left as it was). ``select``: which layer
+    nodes to round (all by default; a mixed-precision scheme rounds its A16W8 layers only). Returns the number
+    of layers rounded this way."""
     layers = {}
     for node in gm.graph.nodes:
-        if node.op == "call_function" and node.target in LINEAR + CONV:
+        if node.op == "call_function" and node.target in LINEAR + CONV and (select is None or select(node)):
             found = _weight_attr(gm, node)
             if found is not None:
                 layers[node] = found[1]

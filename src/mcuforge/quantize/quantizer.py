@@ -3,7 +3,8 @@
 Activations are per-tensor affine int8 observed with histograms; weights are symmetric int8
 ([-127, 127]) per output channel observed with min/max -- or, under the "w4a8" scheme
 (``schemes.py``), int4 ([-7, 7]) for convolutions and linear layers; biases are int32 with scale
-input_scale * weight_scale[c] — the TFLite int8 spec that CMSIS-NN implements. Under "a16w8" the ops
+input_scale * weight_scale[c] — the TFLite int8 spec that CMSIS-NN implements. Under "a16w8" (the whole
+scheme, or the layers a scheme's per-layer exceptions give "a16w8", ``Scheme.layers``) the ops
 with s16 kernels (``int16.S16_OPS``) take symmetric int16 activations (``int16.py``) and leave their bias
 float (the lowering quantizes it to int64); the others keep int8, and PT2E's requantization where the two
 meet becomes a convert op.
@@ -234,16 +235,19 @@ class CortexMQuantizer(Quantizer):
         return None
 
     def _int16(self, node: fx.Node) -> bool:
-        """Whether ``node`` runs on an s16 kernel: the "a16w8" scheme and an op that has one. Data movement
-        moves the values of its input's width (a slice of an int8 concatenation stays int8)."""
-        if self.scheme.activation_bits != 16 or node.target not in S16_OPS:
+        """Whether ``node`` runs on an s16 kernel: an op that has one, in a layer whose scheme (the scheme's,
+        or the layer's exception, ``Scheme.layer_scheme``) has int16 activations. A fused activation is
+        annotated with its producer, so it follows the producer's layer. Data movement moves the values of
+        its input's width (a slice of an int8 concatenation stays int8, a flatten after an int16 layer int16)."""
+        if not self.scheme.any_int16 or node.target not in S16_OPS:
             return False
         x = node.args[0] if node.args else None
         if node.target in MOVEMENT_OPS and isinstance(x, fx.Node) and x.op != "placeholder":
             ann = x.meta.get(ANNOTATION_KEY)
             root = _spec_root(ann.output_qspec) if ann is not None else None
-            return root is None or getattr(root, "dtype", None) == torch.int16
-        return True
+            if root is not None:
+                return getattr(root, "dtype", None) == torch.int16
+        return self.scheme.activation_bits_of(module_path(node)) == 16
 
     def _input_qspec(self, x: object, node: fx.Node) -> QuantizationSpecBase:
         """The edge from ``x`` into ``node``: the producer's fixed quantization (softmax's) as is when it
@@ -298,15 +302,18 @@ class CortexMQuantizer(Quantizer):
         its per-layer exception), per channel or per tensor."""
         transposed = node.target in TRANSPOSE_CONV_OPS
         # No s4 transposed convolution in CMSIS-NN: it keeps int8 weights under every scheme.
-        bits = 8 if transposed else self.scheme.weight_bits_of(module_path(node))
-        per_channel = node.target not in LINEAR_OPS or self._linear_per_channel(node.args[1], bits)
+        layer = self.scheme.layer_scheme(module_path(node))
+        bits = 8 if transposed else layer.weight_bits
+        per_channel = node.target not in LINEAR_OPS or self._linear_per_channel(node.args[1], bits, layer)
         return weight_qspec(self.observers, 1 if transposed else 0, bits, per_channel)
 
-    def _linear_per_channel(self, weight: fx.Node, bits: int) -> bool:
-        """The scheme's choice, or by default: per channel where that lowers the weights' rounding error by
-        at least PER_CHANNEL_MIN_GAIN_DB (rows of different ranges), one scale for the tensor otherwise."""
-        if self.scheme.linear_per_channel is not None:
-            return self.scheme.linear_per_channel
+    @staticmethod
+    def _linear_per_channel(weight: fx.Node, bits: int, layer: Scheme) -> bool:
+        """The layer's scheme's choice, or by default: per channel where that lowers the weights' rounding
+        error by at least PER_CHANNEL_MIN_GAIN_DB (rows of different ranges), one scale for the tensor
+        otherwise."""
+        if layer.linear_per_channel is not None:
+            return layer.linear_per_channel
         value = weight.graph.owning_module
         for part in str(weight.target).split("."):
             value = getattr(value, part)

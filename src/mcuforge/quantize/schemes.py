@@ -25,8 +25,11 @@ class Scheme:
     ``gptq``: round the int8 weights of linear and ungrouped conv layers by GPTQ on the calibration data
     (``gptq.py``) instead of to nearest; with int16 activations the weights' rounding is most of what is
     left of the error. It needs per-channel weights (GPTQ rounds on the per-channel grid).
-    ``layers``: per-layer exceptions, (module path, scheme name) pairs -- a layer listed takes the weight width
-    of the named scheme (how ``precision="auto"`` mixes int8 and W4A8 layers in one program).
+    ``layers``: per-layer exceptions, (module path, scheme name) pairs -- a layer listed is quantized as the
+    named scheme says: its weight width, its activation width (under "a16w8" the layer's op and its fused
+    activation run in int16, int16 in and out, with convert ops where it meets int8 neighbours), its linear
+    weights' granularity and GPTQ rounding. How ``precision="auto"`` mixes int8, W4A8 and A16W8 layers in one
+    program. Ops outside the listed modules keep the scheme's own widths (data movement: its input's width).
     """
 
     name: str
@@ -36,12 +39,30 @@ class Scheme:
     gptq: bool = False
     layers: tuple[tuple[str, str], ...] = ()
 
-    def weight_bits_of(self, module: str) -> int:
-        """The weight width of the layer at ``module`` (its per-layer exception, else the scheme's)."""
+    def layer_scheme(self, module: str) -> Scheme:
+        """The scheme the layer at ``module`` is quantized with: its per-layer exception, else this one."""
         for path, name in self.layers:
             if path == module:
-                return SCHEMES[name].weight_bits
-        return self.weight_bits
+                return SCHEMES[name]
+        return self
+
+    def weight_bits_of(self, module: str) -> int:
+        """The weight width of the layer at ``module`` (its per-layer exception, else the scheme's)."""
+        return self.layer_scheme(module).weight_bits
+
+    def activation_bits_of(self, module: str) -> int:
+        """The activation width the ops of ``module`` run in (its per-layer exception, else the scheme's)."""
+        return self.layer_scheme(module).activation_bits
+
+    @property
+    def any_int16(self) -> bool:
+        """Whether some op of a program of this scheme may run in int16 (uniformly or by a layer's exception)."""
+        return self.activation_bits == 16 or any(SCHEMES[name].activation_bits == 16 for _p, name in self.layers)
+
+    @property
+    def any_gptq(self) -> bool:
+        """Whether some layer's weights are rounded by GPTQ (uniformly or by a layer's exception)."""
+        return self.gptq or any(SCHEMES[name].gptq for _p, name in self.layers)
 
 
 SCHEMES: dict[str, Scheme] = {
