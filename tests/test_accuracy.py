@@ -175,9 +175,48 @@ def test_sensitivity_per_layer_against_uniform_programs(tmp_path, monkeypatch):
     sensitivity_module._MEMORY.clear()
     again = sensitivity(model, example, calibration(), progress=False)
     assert again is not result and again.table.equals(result.table) and again.uniform == result.uniform
+    assert again.alone.equals(result.alone)
+    # only one layer quantized, the rest fp32: every layer at both precisions, 4-bit weights the lower,
+    # and each above the program that quantizes every layer
+    alone = result.alone.pivot(index="module", columns="precision", values="output_sqnr_db")
+    assert list(alone.index) == sorted(result.layers) and set(alone.columns) == {"int8", "w4a8"}
+    assert (alone["w4a8"] < alone["int8"]).all()
+    assert (alone["int8"] > int8["output_sqnr_db"]).all() and (alone["w4a8"] > w4a8["output_sqnr_db"]).all()
     # other data, another key
     other = sensitivity(model, example, calibration(seed=2), progress=False, cache=True)
     assert len(list((tmp_path / "sensitivity").glob("*.json"))) == 2 and not other.table.equals(result.table)
+
+
+def test_quantized_alone_matches_the_layers_compiled_on_their_own():
+    """Only one layer quantized, the rest fp32, checked against programs of that layer alone: PT2E calibrates
+    in fp32, so a layer's observers see the same values in the whole program and in a program of that layer
+    fed the fp32 values before it -- the same qparams, the same kernels."""
+    from mcuforge.accuracy.alone import quantized_alone
+    from mcuforge.accuracy.sensitivity import fp32_outputs, output_sqnr, stacked
+
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)).eval()
+    items = [(torch.randn(1, 8),) for _ in range(12)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        whole = mcuforge.compile(model, items[0], calibration=items, progress=False)
+        first = mcuforge.compile(model[:2], items[0], calibration=items, progress=False)
+        with torch.no_grad():
+            hidden = [(model[:2](x),) for (x,) in items]
+        second = mcuforge.compile(model[2:], hidden[0], calibration=hidden, progress=False)
+    alone = quantized_alone(whole, model, items, ["0", "2"])
+    batch = stacked(items)
+    reference = fp32_outputs(model, batch)
+    assert alone["2"] == pytest.approx(output_sqnr(second, reference, stacked(hidden)), abs=1e-3)
+    with torch.no_grad():
+        after_first = model[2](torch.from_numpy(first.run(*batch)[0])).numpy()
+    expected = numeric.error_stats(reference[0].astype(np.float64).reshape(-1),
+                                   after_first.astype(np.float64).reshape(-1))[0]
+    assert alone["0"] == pytest.approx(expected, abs=1e-3)
+    assert alone["0"] != pytest.approx(alone["2"], abs=0.5)  # two different layers, two different figures
+    # a calibration batch of 4 is 4 runs of the batch-1 program
+    batched = [(torch.cat([x for (x,) in items[i:i + 4]]),) for i in range(0, 12, 4)]
+    assert quantized_alone(whole, model, batched, ["0", "2"]) == pytest.approx(alone, abs=1e-9)
 
 
 # -- precision="auto" -----------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from torch import nn
 from .backends import run_backend
 from .capture import as_input_tuple, capture, check_compilable
 from .fit import check_fit
-from .ir import Graph, Op, op_precision
+from .ir import QUANTIZED_RANGES, Graph, Op, op_precision
 from .kernels import dequantize_per_tensor, quantize_per_tensor
 from .lower import lower_to_ir
 from .lower.builder import NCHW_TO_NHWC, NHWC_TO_NCHW
@@ -31,7 +31,6 @@ from .targets import get_target
 DEBUG_SUFFIX = ".dbg.json"
 #: The quantized dtypes of program inputs and outputs, with their ranges: float values in and out are
 #: quantized and dequantized by their qparams (torch's quantize_per_tensor).
-QUANTIZED_RANGES = {"int8": (-128, 127), "int16": (-32768, 32767)}
 
 
 @dataclass(frozen=True)

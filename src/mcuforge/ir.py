@@ -20,6 +20,8 @@ import numpy as np
 
 from .targets import get_target
 
+#: The value ranges of the quantized activation dtypes (int8, and A16W8's int16).
+QUANTIZED_RANGES: dict[str, tuple[int, int]] = {"int8": (-128, 127), "int16": (-32768, 32767)}
 DTYPES: dict[str, np.dtype] = {
     "int8": np.dtype(np.int8),
     "int16": np.dtype(np.int16),

@@ -1,5 +1,6 @@
 """Sensitivity analysis: the model's output SQNR on the calibration data when only one layer is changed
-to another precision (every other layer at the base precision), with the program's flash and RAM.
+to another precision (every other layer at the base precision), with the program's flash and RAM; and
+when only one layer is quantized, at each precision, every other layer in fp32 (``alone.py``).
 
 One compile per (layer, candidate): the quantizer takes per-layer exceptions (``Scheme.layers``), so each
 variant is the very program ``compile`` would make, measured on the host runtime against the fp32 model.
@@ -29,10 +30,12 @@ from tqdm.auto import tqdm
 from ..capture import as_input_tuple
 from ..inspect.numeric import error_stats
 from ..quantize import Scheme, calibration_batches, get_scheme
+from .alone import quantized_alone
 
 #: Op kinds whose weights a precision choice changes (transposed convolutions keep int8 weights).
 WEIGHTED_KINDS = ("conv2d_s8", "depthwise_conv2d_s8", "fully_connected_s8", "fully_connected_per_channel_s8")
 COLUMNS = ["module", "precision", "output_sqnr_db", "sqnr_loss_db", "flash_bytes", "flash_saved", "ram_bytes"]
+ALONE_COLUMNS = ["module", "precision", "output_sqnr_db"]
 
 _MEMORY: dict[str, Sensitivity] = {}
 
@@ -41,21 +44,26 @@ _MEMORY: dict[str, Sensitivity] = {}
 class Sensitivity:
     """``table``: one row per (layer, candidate precision): the output SQNR with only that layer at that
     precision, its loss against the all-base program, flash and RAM of that program, flash saved.
-    ``uniform``: the same figures of each uniform program (base and every candidate), by precision."""
+    ``uniform``: the same figures of each uniform program (base and every candidate), by precision.
+    ``alone``: one row per (layer, precision: the base and every candidate): the output SQNR with only that
+    layer quantized at that precision, every other layer in fp32 (:func:`alone.quantized_alone`)."""
 
     base: str
     table: pd.DataFrame
     uniform: dict[str, dict[str, float]] = field(default_factory=dict)
     layers: list[str] = field(default_factory=list)
+    alone: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ALONE_COLUMNS))
 
     def to_json(self) -> str:
         return json.dumps({"base": self.base, "table": self.table.to_dict(orient="records"),
-                           "uniform": self.uniform, "layers": self.layers})
+                           "uniform": self.uniform, "layers": self.layers,
+                           "alone": self.alone.to_dict(orient="records")})
 
     @classmethod
     def from_json(cls, text: str) -> Sensitivity:
         data = json.loads(text)
-        return cls(data["base"], pd.DataFrame(data["table"], columns=COLUMNS), data["uniform"], data["layers"])
+        return cls(data["base"], pd.DataFrame(data["table"], columns=COLUMNS), data["uniform"], data["layers"],
+                   pd.DataFrame(data["alone"], columns=ALONE_COLUMNS))
 
 
 def stacked(calibration: Sequence[tuple[torch.Tensor, ...]]) -> tuple[torch.Tensor, ...]:
@@ -125,13 +133,15 @@ def _measure(model: nn.Module, example: tuple[torch.Tensor, ...], items: list, t
     batch = stacked(items)
     reference = fp32_outputs(model, batch)
     uniform: dict[str, dict[str, float]] = {}
-    base_prog = None
+    programs = {}
     for name in (base, *candidates):
-        prog = compile_variant(model, example, items, target, get_scheme(name), compile_options)
+        prog = programs[name] = compile_variant(model, example, items, target, get_scheme(name), compile_options)
         uniform[name] = {"output_sqnr_db": output_sqnr(prog, reference, batch),
                          "flash_bytes": prog.program_bytes, "ram_bytes": prog.arena_bytes}
-        base_prog = base_prog or prog
-    layers = weighted_layers(base_prog)
+    layers = weighted_layers(programs[base])
+    alone = [{"module": module, "precision": name, "output_sqnr_db": sqnr}
+             for name, prog in programs.items()
+             for module, sqnr in quantized_alone(prog, model, items, layers).items()]
     rows = []
     work = [(module, cand) for module in layers for cand in candidates]
     for module, cand in tqdm(work, desc="sensitivity", unit="layer", disable=not progress):
@@ -141,7 +151,8 @@ def _measure(model: nn.Module, example: tuple[torch.Tensor, ...], items: list, t
         rows.append({"module": module, "precision": cand, "output_sqnr_db": sqnr,
                      "sqnr_loss_db": uniform[base]["output_sqnr_db"] - sqnr, "flash_bytes": prog.program_bytes,
                      "flash_saved": uniform[base]["flash_bytes"] - prog.program_bytes, "ram_bytes": prog.arena_bytes})
-    return Sensitivity(base, pd.DataFrame(rows, columns=COLUMNS), uniform, layers)
+    return Sensitivity(base, pd.DataFrame(rows, columns=COLUMNS), uniform, layers,
+                       pd.DataFrame(alone, columns=ALONE_COLUMNS))
 
 
 def cache_key(model: nn.Module, example: tuple[torch.Tensor, ...], items: list, target: str, base: str,

@@ -25,7 +25,7 @@ import torch
 from torch import fx, nn
 
 from ..capture import as_input_tuple, capture
-from ..ir import DTYPES, INT4, Graph
+from ..ir import DTYPES, INT4, QUANTIZED_RANGES, Graph
 from ..kernels import dequantize_per_tensor, quantize_per_tensor
 from ..lower.builder import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ..lower.cleanup import prepare_float_graph
@@ -149,11 +149,13 @@ def _isolated_input(graph: Graph, name: str, values: dict[str, np.ndarray], refs
     if t.is_constant:
         return t.data[np.newaxis]
     reference = fp32.get(refs.get(name, ""))
-    if reference is not None and t.dtype in ("int8", "float32"):
+    if reference is not None and t.dtype in ("int8", "int16", "float32"):
         value = np.transpose(reference, NCHW_TO_NHWC) if t.layout == "nhwc" else reference
         if tuple(value.shape) == tuple(t.shape):
-            if t.dtype == "int8" and t.qparams is not None:
-                value = quantize_per_tensor(value.astype(np.float32), t.qparams.scale, t.qparams.zero_point)
+            if t.dtype != "float32" and t.qparams is not None:
+                qmin, qmax = QUANTIZED_RANGES[t.dtype]  # int8, or an A16W8 program's int16
+                value = quantize_per_tensor(value.astype(np.float32), t.qparams.scale, t.qparams.zero_point,
+                                            qmin, qmax, np.dtype(t.dtype))
             return np.ascontiguousarray(value, DTYPES[t.dtype])[np.newaxis]
     return values[name]
 
