@@ -23,7 +23,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from . import jit
 from .lstm import FixedRequant, activation_tables, prepare_layer
+from .lut_s16 import SIGMOID_TABLE_U16
 from .quant_s16 import INT16_MAX, INT16_MIN
 from .quant_utils import wrap_int32
 
@@ -41,8 +43,14 @@ def prepare_gru_s8(w_ih: np.ndarray, w_hh: np.ndarray, input_bias: np.ndarray, h
     rq_o = FixedRequant(p["output_multiplier"], p["output_shift"])
     sigmoid, tanh = activation_tables((0, "sigmoid"), (0, "tanh"))
     offset, h2 = p["output_offset"], 2 * hidden
+    compiled = (*layer.jit_operands(), rq_o.columns(1)[:, 0].copy(), SIGMOID_TABLE_U16.astype(np.int64), offset)
 
     def run(x: np.ndarray) -> np.ndarray:
+        if jit.ENABLED:  # the same arithmetic, one compiled loop
+            x = layer.check_input(x)
+            out = np.empty((*x.shape[:2], hidden), np.int8)
+            jit.gru_layer(layer.input_dots(x), *compiled, out)
+            return out
         pre_x = layer.input_terms(x)
         n, steps, _ = pre_x.shape
         out = np.empty((n, steps, hidden), np.int8)

@@ -56,6 +56,22 @@ class _Loop:
 # ----------------------------------------------------------------------------------------------------------
 
 
+def _wrap32(x):  # noqa: ANN001, ANN202
+    """The int64 ``x`` taken modulo 2^32 as an int32 value (C's wrapping int32 arithmetic)."""
+    return ((x + 2147483648) & 0xFFFFFFFF) - 2147483648
+
+
+def _requantize(x, mult, left, right):  # noqa: ANN001, ANN202
+    """``arm_nn_requantize`` (double rounding) of the int32 value ``x`` (an int64) with ``left`` = max(shift, 0)
+    and ``right`` = max(-shift, 0), as ``quant_utils.requantize`` states it."""
+    x = _wrap32(x << left)  # wrapping 32-bit multiply
+    y = _wrap32((x * mult + 1073741824) >> 31)  # doubling_high_mult_no_sat: |x * m| <= 2^62, the int32 cast
+    # divide_by_power_of_two: shift, +1 if the remainder exceeds the threshold
+    mask = (np.int64(1) << right) - 1
+    r = y >> right
+    return r + ((y & mask) > ((mask >> 1) - (r >> 63)))  # r >> 63 is -1 for a negative result
+
+
 def _requantize_rows(acc, bias, mult, left, right, offset, act_min, act_max, out):  # noqa: ANN001, ANN202
     """``out[i, c] = clamp(requantize(wrap32(int64(acc[i, c]) + bias[c])) + offset)`` with per-channel
     ``mult``, ``left`` (= max(shift, 0)) and ``right`` (= max(-shift, 0)): ``arm_nn_requantize`` (double
@@ -63,18 +79,8 @@ def _requantize_rows(acc, bias, mult, left, right, offset, act_min, act_max, out
     rows, channels = acc.shape
     for i in range(rows):
         for c in range(channels):
-            x = np.int64(acc[i, c]) + bias[c]
-            x = ((x + 2147483648) & 0xFFFFFFFF) - 2147483648  # the int32 accumulator
-            x = (((x << left[c]) + 2147483648) & 0xFFFFFFFF) - 2147483648  # wrapping 32-bit multiply
-            # doubling_high_mult_no_sat: |x * m| <= 2^62, then the int32 cast
-            y = (x * mult[c] + 1073741824) >> 31
-            y = ((y + 2147483648) & 0xFFFFFFFF) - 2147483648
-            # divide_by_power_of_two: shift, +1 if the remainder exceeds the threshold
-            e = right[c]
-            mask = (np.int64(1) << e) - 1
-            r = y >> e
-            r += (y & mask) > ((mask >> 1) - (r >> 63))  # r >> 63 is -1 for a negative result
-            r = ((r + offset + 2147483648) & 0xFFFFFFFF) - 2147483648
+            x = _wrap32(np.int64(acc[i, c]) + bias[c])  # the int32 accumulator
+            r = _wrap32(_requantize(x, mult[c], left[c], right[c]) + offset)
             out[i, c] = min(max(r, act_min), act_max)
 
 
@@ -151,10 +157,113 @@ def _gather_pairs(table, high, low, out):  # noqa: ANN001, ANN202
         out[i] = table[(np.int64(high[i]) << 8) | low[i]]
 
 
-requantize_rows = _Loop(_requantize_rows)
+def _clamp16(x):  # noqa: ANN001, ANN202
+    return min(max(x, -32768), 32767)
+
+
+def _term(dot, bias, rq, j):  # noqa: ANN001, ANN202
+    """``requantize(wrap32(dot + bias[j]))`` with column ``j`` of ``rq`` (multiplier, left, right shift): a
+    gate's input or hidden term from its float64 dot product (an exact integer)."""
+    return _requantize(_wrap32(np.int64(dot) + bias[j]), rq[0, j], rq[1, j], rq[2, j])
+
+
+def _activation(x, left_shift, tanh, table):  # noqa: ANN001, ANN202
+    """``arm_nn_activation_s16`` of the int16 value ``x`` (an int64), tanh if ``tanh`` else sigmoid, as
+    ``lut_s16.activation_s16`` states it; ``table`` its 256-entry sigmoid table (int64)."""
+    k = 8 if tanh else 9
+    v = x * (3 << left_shift)
+    u = abs(v)
+    h = u >> k
+    low = table[min(h, 254)]  # read in range either way: a select, not a branch, in the compiled loop
+    r = (low << k) + (u & ((1 << k) - 1)) * (table[min(h, 254) + 1] - low)
+    if h >= 255:  # saturated
+        r = (0xFFFF << 8) if tanh else (0x7FFF << 10)
+    if tanh:
+        r = (r - (1 << 23) + (1 << 7) if v >= 0 else (1 << 23) - r + (1 << 7) - 1) >> 8
+    else:
+        r = (r + (1 << 9) if v >= 0 else (1 << 25) - r + (1 << 9) - 1) >> 10
+    return ((r + 32768) & 0xFFFF) - 32768  # the int16 cast
+
+
+def _lstm_layer(x_dots, wh, bx, bh, rq_x, rq_h, rq_cell, table, tanh_shift, clip, offset, out):  # noqa: ANN001, ANN202
+    """``lstm_s8`` (``kernels.lstm``, whose docstring states the math) into ``out`` (N, T, H), from the input's
+    dot products with the weights ``x_dots`` (N T, 4H) float64 (exact integers, ``lstm.Layer.input_dots``).
+    ``wh`` (H, 4H) the float64 recurrent weights (one BLAS product per step, exact), int64 effective biases;
+    ``rq_x`` / ``rq_h`` (3, 4H) the gates' multiplier, left and right shift per column; ``rq_cell`` (3, 3)
+    those of forget-to-cell, input-to-cell and output; ``table`` the activations' sigmoid table, ``tanh_shift``
+    the cell state's tanh left shift (cell_scale_power + 12). All batch rows step by step."""
+    n, steps, hidden = out.shape
+    gates = wh.shape[1]
+    h = np.zeros((n, hidden))  # the previous step's output
+    h_dots = np.zeros((n, gates))
+    cell = np.zeros((n, hidden), np.int64)
+    pre = np.empty(gates, np.int64)  # one row's gate pre-activations
+    for t in range(steps):
+        if t > 0:  # no hidden term at step 0: there is no hidden state yet
+            h_dots = np.dot(h, wh)
+        for b in range(n):
+            row = b * steps + t
+            for j in range(gates):
+                pre[j] = _clamp16(_term(x_dots[row, j], bx, rq_x, j))
+            if t > 0:
+                for j in range(gates):
+                    pre[j] = _clamp16(_wrap32(pre[j] + _term(h_dots[b, j], bh, rq_h, j)))
+            for j in range(hidden):
+                i = _activation(pre[j], 0, False, table)
+                f = _activation(pre[hidden + j], 0, False, table)
+                g = _activation(pre[2 * hidden + j], 0, True, table)
+                o = _activation(pre[3 * hidden + j], 0, False, table)
+                c = _clamp16(_requantize(f * cell[b, j], rq_cell[0, 0], rq_cell[0, 1], rq_cell[0, 2]))
+                c = _wrap32(c + _requantize(i * g, rq_cell[1, 0], rq_cell[1, 1], rq_cell[1, 2]))
+                c = min(max(c, -clip), clip)
+                cell[b, j] = c
+                y = _requantize(o * _activation(c, tanh_shift, True, table), rq_cell[2, 0], rq_cell[2, 1],
+                                rq_cell[2, 2])
+                y = min(max(_wrap32(y + offset), -128), 127)
+                out[b, t, j] = y
+                h[b, j] = y
+
+
+def _gru_layer(x_dots, wh, bx, bh, rq_x, rq_h, rq_out, table, offset, out):  # noqa: ANN001, ANN202
+    """``gru_s8`` (``kernels.gru``, whose docstring states the math) into ``out`` (N, T, H), from the input's
+    dot products with the weights ``x_dots`` (N T, 3H) float64 (exact integers, ``lstm.Layer.input_dots``).
+    ``wh`` (H, 3H) the float64 recurrent weights (one BLAS product per step, exact), int64 effective biases;
+    ``rq_x`` / ``rq_h`` (3, 3H) the gates' multiplier, left and right shift per column, ``rq_out`` the
+    output's (3,); ``table`` the activations' sigmoid table. All batch rows step by step."""
+    n, steps, hidden = out.shape
+    two = 2 * hidden
+    h = np.zeros((n, hidden))  # the Q0.15 state
+    rz = np.empty(two, np.int64)
+    for t in range(steps):
+        h_dots = np.dot(h, wh)
+        for b in range(n):
+            row = b * steps + t
+            for j in range(two):
+                v = _wrap32(_clamp16(_term(x_dots[row, j], bx, rq_x, j)) + _term(h_dots[b, j], bh, rq_h, j))
+                rz[j] = _activation(_clamp16(v), 0, False, table)
+            for j in range(hidden):
+                k = two + j
+                xn = _clamp16(_term(x_dots[row, k], bx, rq_x, k))
+                hn = _clamp16(_term(h_dots[b, k], bh, rq_h, k))
+                rn = _clamp16(_requantize(rz[j] * hn, 1073741824, 0, 14))  # q15
+                cand = _activation(_clamp16(xn + rn), 0, True, table)
+                v = _clamp16(cand + _requantize(rz[hidden + j] * (np.int64(h[b, j]) - cand), 1073741824, 0, 14))
+                h[b, j] = v
+                y = _requantize(v, rq_out[0], rq_out[1], rq_out[2])
+                out[b, t, j] = min(max(_wrap32(y + offset), -128), 127)
+
+
+wrap32 = _Loop(_wrap32)
+requantize = _Loop(_requantize, wrap32)
+requantize_rows = _Loop(_requantize_rows, wrap32, requantize)
 row_scales = _Loop(_row_scales)
 softmax_rows = _Loop(_softmax_rows, row_scales)
 quantize = _Loop(_quantize)
 dequantize = _Loop(_dequantize)
 gather = _Loop(_gather)
 gather_pairs = _Loop(_gather_pairs)
+clamp16 = _Loop(_clamp16)
+term = _Loop(_term, wrap32, requantize)
+activation = _Loop(_activation)
+lstm_layer = _Loop(_lstm_layer, wrap32, requantize, clamp16, term, activation)
+gru_layer = _Loop(_gru_layer, wrap32, requantize, clamp16, term, activation)

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .lut_s16 import activation_s16
+from . import jit
+from .lut_s16 import SIGMOID_TABLE_U16, activation_s16
 from .quant_s16 import INT16_MAX, INT16_MIN
 from .quant_utils import check_int8, requantize, wrap_int32
 
@@ -60,6 +61,10 @@ class FixedRequant:
         self.rounds = (self.right > 0).astype(np.int64)
         self.exact = not np.any(self.multiplier == -(2**31))
 
+    def columns(self, size: int) -> np.ndarray:
+        """(3, size) int64: the multiplier, left and right shift of each of ``size`` values (jit's loops)."""
+        return np.stack([np.broadcast_to(v, (size,)) for v in (self.multiplier, self.left, self.right)])
+
     def __call__(self, x: np.ndarray) -> np.ndarray:
         if not self.exact:
             return requantize(x, self.multiplier, self.shift).astype(np.int64)
@@ -85,15 +90,30 @@ class Layer:
     rq_h: FixedRequant
     scalars: dict[str, int]
 
-    def input_terms(self, x: np.ndarray) -> np.ndarray:
-        """clamp16(requantize(W_ih x_t + input_bias)) of every step at once (they do not depend on the state):
-        (N, T, gates H) int64; the int32 sum wraps as in C."""
+    def check_input(self, x: np.ndarray) -> np.ndarray:
+        """The int8 (N, T, I) input, checked (C-contiguous, as the compiled loops read it)."""
         x = check_int8("x", x, 3)
         if x.shape[2] != self.features:
             raise ValueError(f"{self.kind}: input has {x.shape[2]} features, the weights take {self.features}")
-        n, steps, _ = x.shape
-        acc = wrap_int32((x.reshape(n * steps, -1).astype(np.float64) @ self.wx).astype(np.int64) + self.bx)
-        return np.clip(self.rq_x(acc), INT16_MIN, INT16_MAX).reshape(n, steps, -1)
+        return np.ascontiguousarray(x)
+
+    def input_dots(self, x: np.ndarray) -> np.ndarray:
+        """W_ih x_t of every step at once (they do not depend on the state), (N T, gates H) float64 integers."""
+        return x.reshape(-1, self.features).astype(np.float64) @ self.wx
+
+    def jit_operands(self) -> tuple[np.ndarray, ...]:
+        """The compiled layer loops' operands after the input dot products: the recurrent weights (C order), the
+        biases, the per-column requantization of the input and hidden terms."""
+        columns = self.bx.size
+        return (np.ascontiguousarray(self.wh), self.bx, self.bh, self.rq_x.columns(columns),
+                self.rq_h.columns(columns))
+
+    def input_terms(self, x: np.ndarray) -> np.ndarray:
+        """clamp16(requantize(W_ih x_t + input_bias)) of every step at once: (N, T, gates H) int64; the int32
+        sum wraps as in C."""
+        x = self.check_input(x)
+        acc = wrap_int32(self.input_dots(x).astype(np.int64) + self.bx)
+        return np.clip(self.rq_x(acc), INT16_MIN, INT16_MAX).reshape(*x.shape[:2], -1)
 
     def hidden_terms(self, h: np.ndarray) -> np.ndarray:
         """requantize(W_hh h + hidden_bias), the int32 sum wrapping, int64 values."""
@@ -159,8 +179,15 @@ def prepare_lstm_s8(w_ih: np.ndarray, w_hh: np.ndarray, input_bias: np.ndarray, 
     rq_o = FixedRequant(p["output_multiplier"], p["output_shift"])
     sigmoid, tanh, tanh_cell = activation_tables((0, "sigmoid"), (0, "tanh"), (p["cell_scale_power"] + 12, "tanh"))
     clip, offset = p["cell_clip"], p["output_offset"]
+    compiled = (*layer.jit_operands(), np.stack([rq.columns(1)[:, 0] for rq in (rq_f, rq_i, rq_o)]),
+                SIGMOID_TABLE_U16.astype(np.int64), p["cell_scale_power"] + 12, clip, offset)
 
     def run(x: np.ndarray) -> np.ndarray:
+        if jit.ENABLED:  # the same arithmetic, one compiled loop
+            x = layer.check_input(x)
+            out = np.empty((*x.shape[:2], hidden), np.int8)
+            jit.lstm_layer(layer.input_dots(x), *compiled, out)
+            return out
         pre_x = layer.input_terms(x) - INT16_MIN  # as table indices
         n, steps, _ = pre_x.shape
         out = np.empty((n, steps, hidden), np.int8)
