@@ -167,35 +167,17 @@ def _term(dot, bias, rq, j):  # noqa: ANN001, ANN202
     return _requantize(_wrap32(np.int64(dot) + bias[j]), rq[0, j], rq[1, j], rq[2, j])
 
 
-def _activation(x, left_shift, tanh, table):  # noqa: ANN001, ANN202
-    """``arm_nn_activation_s16`` of the int16 value ``x`` (an int64), tanh if ``tanh`` else sigmoid, as
-    ``lut_s16.activation_s16`` states it; ``table`` its 256-entry sigmoid table (int64)."""
-    k = 8 if tanh else 9
-    v = x * (3 << left_shift)
-    u = abs(v)
-    h = u >> k
-    low = table[min(h, 254)]  # read in range either way: a select, not a branch, in the compiled loop
-    r = (low << k) + (u & ((1 << k) - 1)) * (table[min(h, 254) + 1] - low)
-    if h >= 255:  # saturated
-        r = (0xFFFF << 8) if tanh else (0x7FFF << 10)
-    if tanh:
-        r = (r - (1 << 23) + (1 << 7) if v >= 0 else (1 << 23) - r + (1 << 7) - 1) >> 8
-    else:
-        r = (r + (1 << 9) if v >= 0 else (1 << 25) - r + (1 << 9) - 1) >> 10
-    return ((r + 32768) & 0xFFFF) - 32768  # the int16 cast
-
-
-def _lstm_layer(x_dots, wh, bx, bh, rq_x, rq_h, rq_cell, table, tanh_shift, clip, offset, out):  # noqa: ANN001, ANN202
+def _lstm_layer(x_dots, h, wh, bx, bh, rq_x, rq_h, rq_cell, tables, clip, offset, out):  # noqa: ANN001, ANN202
     """``lstm_s8`` (``kernels.lstm``, whose docstring states the math) into ``out`` (N, T, H), from the input's
-    dot products with the weights ``x_dots`` (N T, 4H) float64 (exact integers, ``lstm.Layer.input_dots``).
-    ``wh`` (H, 4H) the float64 recurrent weights (one BLAS product per step, exact), int64 effective biases;
-    ``rq_x`` / ``rq_h`` (3, 4H) the gates' multiplier, left and right shift per column; ``rq_cell`` (3, 3)
-    those of forget-to-cell, input-to-cell and output; ``table`` the activations' sigmoid table, ``tanh_shift``
-    the cell state's tanh left shift (cell_scale_power + 12). All batch rows step by step."""
+    dot products with the weights ``x_dots`` (N T, 4H) (exact integers in floats, ``lstm.Layer.input_dots``).
+    ``h`` (N, H) zeros to hold the previous step's output, of the float type of ``wh`` (H, 4H), the recurrent
+    weights (one BLAS product per step, exact); int64 effective biases; ``rq_x`` / ``rq_h`` (3, 4H) the gates'
+    multiplier, left and right shift per column, ``rq_cell`` (3, 3) those of forget-to-cell, input-to-cell and
+    output; ``tables`` (3, 65536) int16: sigmoid, tanh and the cell state's tanh of every int16 code
+    (code + 32768), one load each. All batch rows step by step."""
     n, steps, hidden = out.shape
     gates = wh.shape[1]
-    h = np.zeros((n, hidden))  # the previous step's output
-    h_dots = np.zeros((n, gates))
+    h_dots = np.zeros((n, gates), wh.dtype)
     cell = np.zeros((n, hidden), np.int64)
     pre = np.empty(gates, np.int64)  # one row's gate pre-activations
     for t in range(steps):
@@ -209,27 +191,27 @@ def _lstm_layer(x_dots, wh, bx, bh, rq_x, rq_h, rq_cell, table, tanh_shift, clip
                 for j in range(gates):
                     pre[j] = _clamp16(_wrap32(pre[j] + _term(h_dots[b, j], bh, rq_h, j)))
             for j in range(hidden):
-                i = _activation(pre[j], 0, False, table)
-                f = _activation(pre[hidden + j], 0, False, table)
-                g = _activation(pre[2 * hidden + j], 0, True, table)
-                o = _activation(pre[3 * hidden + j], 0, False, table)
+                i = np.int64(tables[0, pre[j] + 32768])
+                f = np.int64(tables[0, pre[hidden + j] + 32768])
+                g = np.int64(tables[1, pre[2 * hidden + j] + 32768])
+                o = np.int64(tables[0, pre[3 * hidden + j] + 32768])
                 c = _clamp16(_requantize(f * cell[b, j], rq_cell[0, 0], rq_cell[0, 1], rq_cell[0, 2]))
                 c = _wrap32(c + _requantize(i * g, rq_cell[1, 0], rq_cell[1, 1], rq_cell[1, 2]))
                 c = min(max(c, -clip), clip)
                 cell[b, j] = c
-                y = _requantize(o * _activation(c, tanh_shift, True, table), rq_cell[2, 0], rq_cell[2, 1],
-                                rq_cell[2, 2])
+                y = _requantize(o * np.int64(tables[2, c + 32768]), rq_cell[2, 0], rq_cell[2, 1], rq_cell[2, 2])
                 y = min(max(_wrap32(y + offset), -128), 127)
                 out[b, t, j] = y
                 h[b, j] = y
 
 
-def _gru_layer(x_dots, wh, bx, bh, rq_x, rq_h, rq_out, table, offset, out):  # noqa: ANN001, ANN202
+def _gru_layer(x_dots, wh, bx, bh, rq_x, rq_h, rq_out, tables, offset, out):  # noqa: ANN001, ANN202
     """``gru_s8`` (``kernels.gru``, whose docstring states the math) into ``out`` (N, T, H), from the input's
-    dot products with the weights ``x_dots`` (N T, 3H) float64 (exact integers, ``lstm.Layer.input_dots``).
-    ``wh`` (H, 3H) the float64 recurrent weights (one BLAS product per step, exact), int64 effective biases;
-    ``rq_x`` / ``rq_h`` (3, 3H) the gates' multiplier, left and right shift per column, ``rq_out`` the
-    output's (3,); ``table`` the activations' sigmoid table. All batch rows step by step."""
+    dot products with the weights ``x_dots`` (N T, 3H) (exact integers in floats, ``lstm.Layer.input_dots``).
+    ``wh`` (H, 3H) the float64 recurrent weights (one BLAS product per step, exact for the int16 state), int64
+    effective biases; ``rq_x`` / ``rq_h`` (3, 3H) the gates' multiplier, left and right shift per column,
+    ``rq_out`` the output's (3,); ``tables`` (2, 65536) int16: sigmoid and tanh of every int16 code
+    (code + 32768), one load each. All batch rows step by step."""
     n, steps, hidden = out.shape
     two = 2 * hidden
     h = np.zeros((n, hidden))  # the Q0.15 state
@@ -240,13 +222,13 @@ def _gru_layer(x_dots, wh, bx, bh, rq_x, rq_h, rq_out, table, offset, out):  # n
             row = b * steps + t
             for j in range(two):
                 v = _wrap32(_clamp16(_term(x_dots[row, j], bx, rq_x, j)) + _term(h_dots[b, j], bh, rq_h, j))
-                rz[j] = _activation(_clamp16(v), 0, False, table)
+                rz[j] = tables[0, _clamp16(v) + 32768]
             for j in range(hidden):
                 k = two + j
                 xn = _clamp16(_term(x_dots[row, k], bx, rq_x, k))
                 hn = _clamp16(_term(h_dots[b, k], bh, rq_h, k))
                 rn = _clamp16(_requantize(rz[j] * hn, 1073741824, 0, 14))  # q15
-                cand = _activation(_clamp16(xn + rn), 0, True, table)
+                cand = np.int64(tables[1, _clamp16(xn + rn) + 32768])
                 v = _clamp16(cand + _requantize(rz[hidden + j] * (np.int64(h[b, j]) - cand), 1073741824, 0, 14))
                 h[b, j] = v
                 y = _requantize(v, rq_out[0], rq_out[1], rq_out[2])
@@ -264,6 +246,5 @@ gather = _Loop(_gather)
 gather_pairs = _Loop(_gather_pairs)
 clamp16 = _Loop(_clamp16)
 term = _Loop(_term, wrap32, requantize)
-activation = _Loop(_activation)
-lstm_layer = _Loop(_lstm_layer, wrap32, requantize, clamp16, term, activation)
-gru_layer = _Loop(_gru_layer, wrap32, requantize, clamp16, term, activation)
+lstm_layer = _Loop(_lstm_layer, wrap32, requantize, clamp16, term)
+gru_layer = _Loop(_gru_layer, wrap32, requantize, clamp16, term)
