@@ -180,6 +180,8 @@ def _lstm_layer(x_dots, h, wh, bx, bh, rq_x, rq_h, rq_cell, tables, clip, offset
     h_dots = np.zeros((n, gates), wh.dtype)
     cell = np.zeros((n, hidden), np.int64)
     pre = np.empty(gates, np.int64)  # one row's gate pre-activations
+    act = np.empty(gates, np.int64)  # and activations
+    tanh_cell = np.empty(hidden, np.int64)
     for t in range(steps):
         if t > 0:  # no hidden term at step 0: there is no hidden state yet
             h_dots = np.dot(h, wh)
@@ -190,16 +192,21 @@ def _lstm_layer(x_dots, h, wh, bx, bh, rq_x, rq_h, rq_cell, tables, clip, offset
             if t > 0:
                 for j in range(gates):
                     pre[j] = _clamp16(_wrap32(pre[j] + _term(h_dots[b, j], bh, rq_h, j)))
+            # separate passes: the lookups apart, the requantizations vectorize
+            for j in range(2 * hidden):
+                act[j] = tables[0, pre[j] + 32768]
+            for j in range(2 * hidden, 3 * hidden):
+                act[j] = tables[1, pre[j] + 32768]
+            for j in range(3 * hidden, gates):
+                act[j] = tables[0, pre[j] + 32768]
             for j in range(hidden):
-                i = np.int64(tables[0, pre[j] + 32768])
-                f = np.int64(tables[0, pre[hidden + j] + 32768])
-                g = np.int64(tables[1, pre[2 * hidden + j] + 32768])
-                o = np.int64(tables[0, pre[3 * hidden + j] + 32768])
-                c = _clamp16(_requantize(f * cell[b, j], rq_cell[0, 0], rq_cell[0, 1], rq_cell[0, 2]))
-                c = _wrap32(c + _requantize(i * g, rq_cell[1, 0], rq_cell[1, 1], rq_cell[1, 2]))
-                c = min(max(c, -clip), clip)
-                cell[b, j] = c
-                y = _requantize(o * np.int64(tables[2, c + 32768]), rq_cell[2, 0], rq_cell[2, 1], rq_cell[2, 2])
+                c = _clamp16(_requantize(act[hidden + j] * cell[b, j], rq_cell[0, 0], rq_cell[0, 1], rq_cell[0, 2]))
+                c = _wrap32(c + _requantize(act[j] * act[2 * hidden + j], rq_cell[1, 0], rq_cell[1, 1], rq_cell[1, 2]))
+                cell[b, j] = min(max(c, -clip), clip)
+            for j in range(hidden):
+                tanh_cell[j] = tables[2, cell[b, j] + 32768]
+            for j in range(hidden):
+                y = _requantize(act[3 * hidden + j] * tanh_cell[j], rq_cell[2, 0], rq_cell[2, 1], rq_cell[2, 2])
                 y = min(max(_wrap32(y + offset), -128), 127)
                 out[b, t, j] = y
                 h[b, j] = y
@@ -215,21 +222,28 @@ def _gru_layer(x_dots, wh, bx, bh, rq_x, rq_h, rq_out, tables, offset, out):  # 
     n, steps, hidden = out.shape
     two = 2 * hidden
     h = np.zeros((n, hidden))  # the Q0.15 state
-    rz = np.empty(two, np.int64)
+    pre = np.empty(two, np.int64)  # one row's r and z pre-activations, then the candidate's
+    act = np.empty(two, np.int64)  # r and z, then the candidate
     for t in range(steps):
         h_dots = np.dot(h, wh)
         for b in range(n):
             row = b * steps + t
+            # separate passes: the lookups apart, the requantizations vectorize
             for j in range(two):
-                v = _wrap32(_clamp16(_term(x_dots[row, j], bx, rq_x, j)) + _term(h_dots[b, j], bh, rq_h, j))
-                rz[j] = tables[0, _clamp16(v) + 32768]
+                xj = _clamp16(_term(x_dots[row, j], bx, rq_x, j))
+                pre[j] = _clamp16(_wrap32(xj + _term(h_dots[b, j], bh, rq_h, j)))
+            for j in range(two):
+                act[j] = tables[0, pre[j] + 32768]
             for j in range(hidden):
                 k = two + j
                 xn = _clamp16(_term(x_dots[row, k], bx, rq_x, k))
                 hn = _clamp16(_term(h_dots[b, k], bh, rq_h, k))
-                rn = _clamp16(_requantize(rz[j] * hn, 1073741824, 0, 14))  # q15
-                cand = np.int64(tables[1, _clamp16(xn + rn) + 32768])
-                v = _clamp16(cand + _requantize(rz[hidden + j] * (np.int64(h[b, j]) - cand), 1073741824, 0, 14))
+                pre[j] = _clamp16(xn + _clamp16(_requantize(act[j] * hn, 1073741824, 0, 14)))  # + q15(r hn)
+            for j in range(hidden):
+                act[j] = tables[1, pre[j] + 32768]  # the candidate, where r was
+            for j in range(hidden):
+                cand = act[j]
+                v = _clamp16(cand + _requantize(act[hidden + j] * (np.int64(h[b, j]) - cand), 1073741824, 0, 14))
                 h[b, j] = v
                 y = _requantize(v, rq_out[0], rq_out[1], rq_out[2])
                 out[b, t, j] = min(max(_wrap32(y + offset), -128), 127)
