@@ -10,13 +10,12 @@ downloads; the mean and each set's figure), and host speed at batch 32 beside fp
 first set (best of ``--repeat``; the machine may be shared), and the instructions of one inference on the
 QEMU cortex-m4 and cortex-m55 boards (-icount, deterministic).
 
-Flows: "fused" is mcuforge.compile (an LSTM layer is one lstm_s8 op with int16 gates and cell state; GRU
-has no fused kernel yet and is unrolled); "unrolled" compiles the model after mcuforge.rnn.rewrite_recurrent
+Flows: "fused" is mcuforge.compile (an LSTM layer is one lstm_s8 op with int16 gates and cell state, a GRU
+layer one gru_s8 op with an int16 state); "unrolled" compiles the model after mcuforge.rnn.rewrite_recurrent
 without fusion (the graph of FC + LUT + mul + add int8 ops, int8 state); "fp32 recurrent" is ExecuTorch's
 flow, which leaves the recurrent layers in fp32 and quantizes the rest to int8: measured as mcuforge's PT2E
-quantization with the fused LSTM ops left unannotated (CortexMQuantizer(fp32_recurrent=True)), the
-converted reference model run in torch (q/dq around the int8 layers, the LSTM in fp32); not available for
-GRU (its unrolled ops cannot be told apart from the rest).
+quantization with the fused LSTM / GRU ops left unannotated (CortexMQuantizer(fp32_recurrent=True)), the
+converted reference model run in torch (q/dq around the int8 layers, the recurrent layer in fp32).
 """
 
 from __future__ import annotations

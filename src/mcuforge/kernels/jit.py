@@ -3,7 +3,9 @@
 Each loop states the C kernel's integer arithmetic element by element, in int64 with explicit int32 wraps
 where the C code wraps (as ``quant_utils`` does with whole arrays), so it needs none of the bounds that the
 numpy float routes rest on. Used where they are faster than numpy (everywhere but the matmuls); the numpy
-paths stay, and run when numba is absent or ``MCUFORGE_JIT=0`` (tests run both).
+paths stay, and run when numba is absent or ``MCUFORGE_JIT=0`` (tests run both). The recurrent layers'
+loops (``lstm_layer``, ``gru_layer``) run their step recurrence whole, with one BLAS product per step
+(``np.dot``, which numba runs through SciPy's BLAS; SciPy comes with scikit-learn).
 
 numba is imported and each loop compiled on first use (``cache=True``: compiled code is kept on disk for
 later processes); ``ENABLED`` says whether the loops are used (tests switch it).
