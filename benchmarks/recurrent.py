@@ -3,6 +3,7 @@ recurrent layer kept in fp32 (ExecuTorch's Cortex-M flow), on ONE thread.
 
     python benchmarks/recurrent.py            # prints the tables and writes results/recurrent.md
     python benchmarks/recurrent.py --no-publish --repeat 5
+    python benchmarks/recurrent.py --clock cpu    # CPU time of this process: steadier on a shared machine
 
 Per model and flow: the program's ops, its integer kernels' share of the MACs, SQNR against the fp32 model
 on three fixed-seed sets of 128 generated clips, each after its own 32 generated calibration clips (nothing
@@ -31,11 +32,13 @@ is at least as accurate.
 from __future__ import annotations
 
 import argparse
-import time
+import os
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import torch
+from host_speed import CLOCKS, best_rate
 from threadpoolctl import threadpool_limits
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
@@ -69,16 +72,6 @@ def calibration_and_clips(example: torch.Tensor, index: int) -> tuple[torch.Tens
 
 def sqnr(want: np.ndarray, got: np.ndarray) -> float:
     return float(10 * np.log10((want.astype(np.float64) ** 2).sum() / ((got - want).astype(np.float64) ** 2).sum()))
-
-
-def best_seconds(fn, repeat: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def fp32_recurrent_outputs(model, example, calibration, evaluation) -> np.ndarray | None:
@@ -132,7 +125,7 @@ def paired(name: str) -> list[object]:
             f"{diff.min():+.2f} .. {diff.max():+.2f}", f"{int((diff >= 0).sum())} of {diff.size}"]
 
 
-def measure(name: str, repeat: int) -> list[list[object]]:
+def measure(name: str, repeat: int, clock: Callable[[], float]) -> list[list[object]]:
     model, (example,) = MODELS[name]()
     model.eval()
     sets = [calibration_and_clips(example, s) for s in range(SETS)]
@@ -145,7 +138,7 @@ def measure(name: str, repeat: int) -> list[list[object]]:
             for b in batches:
                 model(b)
 
-    eager_rate = len(evaluation) / best_seconds(eager, repeat)
+    eager_rate = best_rate(eager, len(evaluation), repeat, clock)
     fused_kernel = any(fusable(m) or fusable_gru(m) for m in model.modules())
     flows = {"fused": model} if fused_kernel else {}
     flows["unrolled"] = rewrite_recurrent(model, fused_lstm=False)
@@ -157,7 +150,7 @@ def measure(name: str, repeat: int) -> list[list[object]]:
             want = fp32_outputs(model, clips)
             sqnrs.append(sqnr(want, np.asarray(prog.run(clips.numpy())).reshape(want.shape)))
         prog = compiled(m, example, sets[0][0])
-        rate = len(evaluation) / best_seconds(lambda: [prog.run(b) for b in batches_np], repeat)  # noqa: B023
+        rate = best_rate(lambda: [prog.run(b) for b in batches_np], len(evaluation), repeat, clock)  # noqa: B023
         kinds = [op.kind for op in prog.ops]
         recurrent = sum(k in ("lstm_s8", "gru_s8") for k in kinds)
         board = []
@@ -179,13 +172,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="*", default=list(MODELS_RECURRENT), choices=list(MODELS_RECURRENT))
     parser.add_argument("--repeat", type=int, default=3, help="timings per figure; the best is kept (default 3)")
+    parser.add_argument("--clock", choices=list(CLOCKS), default="wall",
+                        help="wall: elapsed time; cpu: this process's CPU time, steadier on a busy machine")
     parser.add_argument("--no-publish", action="store_true", help="print only; do not write results/recurrent.md")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    load = os.getloadavg()[0]  # the machine may be shared: the results file says how busy it was
     rows, pairs = [], []
     with threadpool_limits(1):
         for name in args.models:
-            rows += measure(name, args.repeat)
+            rows += measure(name, args.repeat, CLOCKS[args.clock])
             pairs.append(paired(name))
     headers = ["model", "flow", "ops", "fused recurrent ops", "integer MAC share", "SQNR vs fp32, dB (per set)",
                "host inf/s (batch 32)", "fp32 eager inf/s (batch 32)", "host / eager",
@@ -196,7 +192,8 @@ def main() -> None:
     text += table(["model", "fused, mean", "fp32 recurrent, mean", "fused - fp32 recurrent, mean +- s.e.",
                    "per set, min .. max", "sets fused >= fp32 recurrent"], pairs)
     note = (f", one thread, SQNR: mean (and each) of {SETS} sets of 128 generated clips, each calibrated on 32 other "
-            f"generated clips; speed: best of {args.repeat}; "
+            f"generated clips; speed: best of {args.repeat} ({args.clock} clock), load average {load:.1f} on "
+            f"{os.cpu_count()} cores at the start; "
             f"numpy {np.__version__}, torch {torch.__version__}")
     if args.no_publish:
         print(text)

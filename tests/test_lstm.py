@@ -1,6 +1,7 @@
 """The fused recurrent layers (lstm_s8: CMSIS-NN's arm_lstm_unidirectional_s8; gru_s8 in its style): the
-Python kernels against the independent integer statement (tests/cmsis_reference_lstm.py), random and edge
-cases; host Python == host C (portable dot products) == QEMU cortex-m4 (DSP) and cortex-m55 (MVE); the fused
+Python kernels, both routes (the compiled loops of mcuforge.kernels.jit and the numpy route), against the
+independent integer statement (tests/cmsis_reference_lstm.py) and each other, random and edge cases; host
+Python == host C (portable dot products) == QEMU cortex-m4 (DSP) and cortex-m55 (MVE); the fused
 rewrites against nn.LSTM / nn.GRU in fp32; kws_lstm and kws_gru compiled to a handful of ops, every MAC on
 an integer kernel, at least as accurate as ExecuTorch's flow (recurrent layer in fp32)."""
 
@@ -17,6 +18,8 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 import mcuforge
 from mcuforge.capture import capture
 from mcuforge.ir import Graph, Op, Tensor
+from mcuforge.kernels import jit
+from mcuforge.kernels import lstm as lstm_module
 from mcuforge.kernels.gru import gru_s8
 from mcuforge.kernels.lstm import lstm_s8
 from mcuforge.lstm_op import FusedGRU, FusedLSTM
@@ -63,10 +66,13 @@ def lstm_case(rng, edge: str = "") -> tuple[dict, dict]:
 
 
 EDGES = ["", "saturate", "clip", "extremes"]
+#: The host kernels' two routes (the conftest fixture switches mcuforge.kernels.jit off for "numpy").
+ROUTES = pytest.mark.parametrize("kernel_route", ["jit", "numpy"])
 
 
+@ROUTES
 @pytest.mark.parametrize("edge", EDGES, ids=lambda e: e or "random")
-def test_lstm_s8_matches_cmsis_reference(edge):
+def test_lstm_s8_matches_cmsis_reference(edge, kernel_route):
     rng = np.random.default_rng(EDGES.index(edge))
     for _ in range(12):
         a, p = lstm_case(rng, edge)
@@ -103,8 +109,9 @@ def gru_case(rng, edge: str = "") -> tuple[dict, dict]:
 KERNELS = {"lstm_s8": (lstm_case, lstm_s8, ref_lstm_s8), "gru_s8": (gru_case, gru_s8, ref_gru_s8)}
 
 
+@ROUTES
 @pytest.mark.parametrize("edge", ["", "saturate", "extremes"], ids=lambda e: e or "random")
-def test_gru_s8_matches_reference(edge):
+def test_gru_s8_matches_reference(edge, kernel_route):
     rng = np.random.default_rng(10 + EDGES.index(edge))
     for _ in range(12):
         a, p = gru_case(rng, edge)
@@ -112,6 +119,86 @@ def test_gru_s8_matches_reference(edge):
         want = ref_gru_s8(a["x"].tolist(), a["w_ih"].tolist(), a["w_hh"].tolist(), a["input_bias"].tolist(),
                           a["hidden_bias"].tolist(), p)
         assert got.dtype == np.int8 and got.tolist() == want
+
+
+def _reference(kind: str, a: dict, p: dict) -> list:
+    ref = KERNELS[kind][2]
+    return ref(*(a[k].tolist() for k in ("x", "w_ih", "w_hh", "input_bias", "hidden_bias")), p)
+
+
+def _both_routes(kernel, a: dict, p: dict, monkeypatch) -> tuple[np.ndarray, np.ndarray]:
+    """(compiled loops, numpy route) of one layer."""
+    monkeypatch.setattr(jit, "ENABLED", True)
+    compiled = kernel(**a, **p)
+    monkeypatch.setattr(jit, "ENABLED", False)
+    return compiled, kernel(**a, **p)
+
+
+@pytest.mark.skipif(not jit.ENABLED, reason="numba is not installed (or MCUFORGE_JIT=0)")
+@pytest.mark.parametrize("kind", list(KERNELS))
+def test_recurrent_routes_agree(kind, monkeypatch):
+    """The compiled loops == the numpy route, byte for byte, on many random layers: batches of 1-9 rows,
+    sequences of 1-13 steps, hidden sizes not multiples of 4, every edge case (saturation, clipping, extremes)."""
+    case, kernel, _ref = KERNELS[kind]
+    rng = np.random.default_rng(20 + len(kind))
+    for i in range(150):
+        a, p = case(rng, EDGES[i % len(EDGES)])
+        n, t, hidden = int(rng.integers(1, 10)), int(rng.choice([1, 2, 3, 5, 8, 13])), a["w_hh"].shape[1]
+        if i % 3 == 0:  # wider layers too (hidden sizes 5 to 40)
+            hidden = int(rng.integers(5, 41))
+            a["w_hh"] = rng.integers(-128, 128, (a["w_hh"].shape[0] // a["w_hh"].shape[1] * hidden, hidden),
+                                     dtype=np.int8)
+            a["w_ih"] = rng.integers(-128, 128, (a["w_hh"].shape[0], a["w_ih"].shape[1]), dtype=np.int8)
+            a["input_bias"] = rng.integers(-(1 << 20), 1 << 20, a["w_hh"].shape[0]).astype(np.int32)
+            a["hidden_bias"] = rng.integers(-(1 << 16), 1 << 16, a["w_hh"].shape[0]).astype(np.int32)
+        a["x"] = rng.integers(-128, 128, (n, t, a["w_ih"].shape[1]), dtype=np.int8)
+        compiled, numpy_route = _both_routes(kernel, a, p, monkeypatch)
+        assert compiled.dtype == numpy_route.dtype == np.int8 and compiled.shape == (n, t, hidden)
+        assert compiled.tobytes() == numpy_route.tobytes(), (i, EDGES[i % len(EDGES)])
+
+
+def test_dot_weights_hold_every_dot_product_exactly():
+    """lstm.dot_weights' float type holds the BLAS dot products exactly: at FLOAT32_EXACT_DEPTH int8 features,
+    -128 x -128 but the last 127 x 1, a sum of 2^24 - 2^14 + 127, in float32; one feature deeper, 2^24 + 127,
+    which float32 rounds, in float64; int16 state vectors in float64."""
+    for depth in (lstm_module.FLOAT32_EXACT_DEPTH, lstm_module.FLOAT32_EXACT_DEPTH + 1):
+        w = np.full((3, depth), -128, np.int8)
+        w[:, -1] = 1
+        x = np.full((2, depth), -128, np.int8)
+        x[:, -1] = 127
+        weights = lstm_module.dot_weights(w, 8)
+        assert weights.dtype == (np.float32 if depth <= lstm_module.FLOAT32_EXACT_DEPTH else np.float64)
+        want = x.astype(np.int64) @ w.T.astype(np.int64)
+        assert np.array_equal((x.astype(weights.dtype) @ weights).astype(np.int64), want)
+    assert not np.array_equal((x.astype(np.float32) @ w.T.astype(np.float32)).astype(np.int64), want)
+    state = np.full((2, 40), -32768, np.int16)
+    weights = lstm_module.dot_weights(np.full((3, 40), -128, np.int8), 16)
+    assert weights.dtype == np.float64 and np.all(state.astype(np.float64) @ weights == 40 * 2**22)
+
+
+@ROUTES
+@pytest.mark.parametrize("kind", list(KERNELS))
+def test_recurrent_deep_dot_products(kind, kernel_route, monkeypatch):
+    """Layers with FLOAT32_EXACT_DEPTH features (float32 dot products) and one more (float64), at the extremes
+    and on random values, and every product in float64 (FLOAT32_EXACT_DEPTH 0) on random layers, against the
+    reference."""
+    case, kernel, _ref = KERNELS[kind]
+    rng = np.random.default_rng(30 + len(kind))
+    for features in (lstm_module.FLOAT32_EXACT_DEPTH, lstm_module.FLOAT32_EXACT_DEPTH + 1):
+        for fill in (-128, None):
+            a, p = case(rng, "")
+            gates = a["w_ih"].shape[0]
+            a["x"] = rng.integers(-128, 128, (2, 3, features), dtype=np.int8)
+            a["w_ih"] = rng.integers(-128, 128, (gates, features), dtype=np.int8)
+            if fill is not None:
+                a["x"][:], a["w_ih"][:] = fill, fill
+            p["input_shifts"] = [-14] * len(p["input_shifts"])  # 2^24 * m / 2^45: within int16
+            got = kernel(**a, **p)
+            assert got.tobytes() == np.asarray(_reference(kind, a, p), np.int8).tobytes(), (features, fill)
+    monkeypatch.setattr(lstm_module, "FLOAT32_EXACT_DEPTH", 0)
+    for i in range(8):
+        a, p = case(rng, EDGES[i % len(EDGES)] if kind == "lstm_s8" or i % 4 != 2 else "")
+        assert kernel(**a, **p).tobytes() == np.asarray(_reference(kind, a, p), np.int8).tobytes(), i
 
 
 def _sweep(count: int, seed: int) -> BoardSweep:
@@ -129,7 +216,8 @@ def _sweep(count: int, seed: int) -> BoardSweep:
     return sweep
 
 
-def test_recurrent_kernels_host_c_bit_exact():
+@ROUTES
+def test_recurrent_kernels_host_c_bit_exact(kernel_route):
     _sweep(40, seed=1).assert_same_on_host_c("cortex-m55", flags=())
 
 

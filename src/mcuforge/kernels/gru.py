@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from . import jit
 from .lstm import FixedRequant, activation_tables, prepare_layer
 from .quant_s16 import INT16_MAX, INT16_MIN
 from .quant_utils import wrap_int32
@@ -35,14 +36,21 @@ Q15_MULTIPLIER, Q15_SHIFT = 1 << 30, -14
 def prepare_gru_s8(w_ih: np.ndarray, w_hh: np.ndarray, input_bias: np.ndarray, hidden_bias: np.ndarray,
                    **params: object) -> Callable[[np.ndarray], np.ndarray]:
     """Check the layer's constants once; returns ``run(x)``: int8 (N, T, I) -> int8 (N, T, H)."""
-    layer = prepare_layer("gru_s8", 3, w_ih, w_hh, input_bias, hidden_bias, params, SCALAR_PARAMS)
+    layer = prepare_layer("gru_s8", 3, w_ih, w_hh, input_bias, hidden_bias, params, SCALAR_PARAMS, state_bits=16)
     p, hidden = layer.scalars, layer.hidden
     q15 = FixedRequant(Q15_MULTIPLIER, Q15_SHIFT)
     rq_o = FixedRequant(p["output_multiplier"], p["output_shift"])
-    sigmoid, tanh = activation_tables((0, "sigmoid"), (0, "tanh"))
+    tables = activation_tables((0, "sigmoid"), (0, "tanh"))
+    sigmoid, tanh = tables
     offset, h2 = p["output_offset"], 2 * hidden
+    compiled = (*layer.jit_operands(), rq_o.columns(1)[:, 0].copy(), np.stack(tables).astype(np.int16), offset)
 
     def run(x: np.ndarray) -> np.ndarray:
+        if jit.ENABLED:  # the same arithmetic, one compiled loop
+            x = layer.check_input(x)
+            out = np.empty((*x.shape[:2], hidden), np.int8)
+            jit.gru_layer(layer.input_dots(x), *compiled, out)
+            return out
         pre_x = layer.input_terms(x)
         n, steps, _ = pre_x.shape
         out = np.empty((n, steps, hidden), np.int8)

@@ -3,7 +3,9 @@
 Each loop states the C kernel's integer arithmetic element by element, in int64 with explicit int32 wraps
 where the C code wraps (as ``quant_utils`` does with whole arrays), so it needs none of the bounds that the
 numpy float routes rest on. Used where they are faster than numpy (everywhere but the matmuls); the numpy
-paths stay, and run when numba is absent or ``MCUFORGE_JIT=0`` (tests run both).
+paths stay, and run when numba is absent or ``MCUFORGE_JIT=0`` (tests run both). The recurrent layers'
+loops (``lstm_layer``, ``gru_layer``) run their step recurrence whole, with one BLAS product per step
+(``np.dot``, which numba runs through SciPy's BLAS; SciPy comes with scikit-learn).
 
 numba is imported and each loop compiled on first use (``cache=True``: compiled code is kept on disk for
 later processes); ``ENABLED`` says whether the loops are used (tests switch it).
@@ -56,6 +58,22 @@ class _Loop:
 # ----------------------------------------------------------------------------------------------------------
 
 
+def _wrap32(x):  # noqa: ANN001, ANN202
+    """The int64 ``x`` taken modulo 2^32 as an int32 value (C's wrapping int32 arithmetic)."""
+    return ((x + 2147483648) & 0xFFFFFFFF) - 2147483648
+
+
+def _requantize(x, mult, left, right):  # noqa: ANN001, ANN202
+    """``arm_nn_requantize`` (double rounding) of the int32 value ``x`` (an int64) with ``left`` = max(shift, 0)
+    and ``right`` = max(-shift, 0), as ``quant_utils.requantize`` states it."""
+    x = _wrap32(x << left)  # wrapping 32-bit multiply
+    y = _wrap32((x * mult + 1073741824) >> 31)  # doubling_high_mult_no_sat: |x * m| <= 2^62, the int32 cast
+    # divide_by_power_of_two: shift, +1 if the remainder exceeds the threshold
+    mask = (np.int64(1) << right) - 1
+    r = y >> right
+    return r + ((y & mask) > ((mask >> 1) - (r >> 63)))  # r >> 63 is -1 for a negative result
+
+
 def _requantize_rows(acc, bias, mult, left, right, offset, act_min, act_max, out):  # noqa: ANN001, ANN202
     """``out[i, c] = clamp(requantize(wrap32(int64(acc[i, c]) + bias[c])) + offset)`` with per-channel
     ``mult``, ``left`` (= max(shift, 0)) and ``right`` (= max(-shift, 0)): ``arm_nn_requantize`` (double
@@ -63,18 +81,8 @@ def _requantize_rows(acc, bias, mult, left, right, offset, act_min, act_max, out
     rows, channels = acc.shape
     for i in range(rows):
         for c in range(channels):
-            x = np.int64(acc[i, c]) + bias[c]
-            x = ((x + 2147483648) & 0xFFFFFFFF) - 2147483648  # the int32 accumulator
-            x = (((x << left[c]) + 2147483648) & 0xFFFFFFFF) - 2147483648  # wrapping 32-bit multiply
-            # doubling_high_mult_no_sat: |x * m| <= 2^62, then the int32 cast
-            y = (x * mult[c] + 1073741824) >> 31
-            y = ((y + 2147483648) & 0xFFFFFFFF) - 2147483648
-            # divide_by_power_of_two: shift, +1 if the remainder exceeds the threshold
-            e = right[c]
-            mask = (np.int64(1) << e) - 1
-            r = y >> e
-            r += (y & mask) > ((mask >> 1) - (r >> 63))  # r >> 63 is -1 for a negative result
-            r = ((r + offset + 2147483648) & 0xFFFFFFFF) - 2147483648
+            x = _wrap32(np.int64(acc[i, c]) + bias[c])  # the int32 accumulator
+            r = _wrap32(_requantize(x, mult[c], left[c], right[c]) + offset)
             out[i, c] = min(max(r, act_min), act_max)
 
 
@@ -151,10 +159,108 @@ def _gather_pairs(table, high, low, out):  # noqa: ANN001, ANN202
         out[i] = table[(np.int64(high[i]) << 8) | low[i]]
 
 
-requantize_rows = _Loop(_requantize_rows)
+def _clamp16(x):  # noqa: ANN001, ANN202
+    return min(max(x, -32768), 32767)
+
+
+def _term(dot, bias, rq, j):  # noqa: ANN001, ANN202
+    """``requantize(wrap32(dot + bias[j]))`` with column ``j`` of ``rq`` (multiplier, left, right shift): a
+    gate's input or hidden term from its float64 dot product (an exact integer)."""
+    return _requantize(_wrap32(np.int64(dot) + bias[j]), rq[0, j], rq[1, j], rq[2, j])
+
+
+def _lstm_layer(x_dots, h, wh, bx, bh, rq_x, rq_h, rq_cell, tables, clip, offset, out):  # noqa: ANN001, ANN202
+    """``lstm_s8`` (``kernels.lstm``, whose docstring states the math) into ``out`` (N, T, H), from the input's
+    dot products with the weights ``x_dots`` (N T, 4H) (exact integers in floats, ``lstm.Layer.input_dots``).
+    ``h`` (N, H) zeros to hold the previous step's output, of the float type of ``wh`` (H, 4H), the recurrent
+    weights (one BLAS product per step, exact); int64 effective biases; ``rq_x`` / ``rq_h`` (3, 4H) the gates'
+    multiplier, left and right shift per column, ``rq_cell`` (3, 3) those of forget-to-cell, input-to-cell and
+    output; ``tables`` (3, 65536) int16: sigmoid, tanh and the cell state's tanh of every int16 code
+    (code + 32768), one load each. All batch rows step by step."""
+    n, steps, hidden = out.shape
+    gates = wh.shape[1]
+    h_dots = np.zeros((n, gates), wh.dtype)
+    cell = np.zeros((n, hidden), np.int64)
+    pre = np.empty(gates, np.int64)  # one row's gate pre-activations
+    act = np.empty(gates, np.int64)  # and activations
+    tanh_cell = np.empty(hidden, np.int64)
+    for t in range(steps):
+        if t > 0:  # no hidden term at step 0: there is no hidden state yet
+            h_dots = np.dot(h, wh)
+        for b in range(n):
+            row = b * steps + t
+            for j in range(gates):
+                pre[j] = _clamp16(_term(x_dots[row, j], bx, rq_x, j))
+            if t > 0:
+                for j in range(gates):
+                    pre[j] = _clamp16(_wrap32(pre[j] + _term(h_dots[b, j], bh, rq_h, j)))
+            # separate passes: the lookups apart, the requantizations vectorize
+            for j in range(2 * hidden):
+                act[j] = tables[0, pre[j] + 32768]
+            for j in range(2 * hidden, 3 * hidden):
+                act[j] = tables[1, pre[j] + 32768]
+            for j in range(3 * hidden, gates):
+                act[j] = tables[0, pre[j] + 32768]
+            for j in range(hidden):
+                c = _clamp16(_requantize(act[hidden + j] * cell[b, j], rq_cell[0, 0], rq_cell[0, 1], rq_cell[0, 2]))
+                c = _wrap32(c + _requantize(act[j] * act[2 * hidden + j], rq_cell[1, 0], rq_cell[1, 1], rq_cell[1, 2]))
+                cell[b, j] = min(max(c, -clip), clip)
+            for j in range(hidden):
+                tanh_cell[j] = tables[2, cell[b, j] + 32768]
+            for j in range(hidden):
+                y = _requantize(act[3 * hidden + j] * tanh_cell[j], rq_cell[2, 0], rq_cell[2, 1], rq_cell[2, 2])
+                y = min(max(_wrap32(y + offset), -128), 127)
+                out[b, t, j] = y
+                h[b, j] = y
+
+
+def _gru_layer(x_dots, wh, bx, bh, rq_x, rq_h, rq_out, tables, offset, out):  # noqa: ANN001, ANN202
+    """``gru_s8`` (``kernels.gru``, whose docstring states the math) into ``out`` (N, T, H), from the input's
+    dot products with the weights ``x_dots`` (N T, 3H) (exact integers in floats, ``lstm.Layer.input_dots``).
+    ``wh`` (H, 3H) the float64 recurrent weights (one BLAS product per step, exact for the int16 state), int64
+    effective biases; ``rq_x`` / ``rq_h`` (3, 3H) the gates' multiplier, left and right shift per column,
+    ``rq_out`` the output's (3,); ``tables`` (2, 65536) int16: sigmoid and tanh of every int16 code
+    (code + 32768), one load each. All batch rows step by step."""
+    n, steps, hidden = out.shape
+    two = 2 * hidden
+    h = np.zeros((n, hidden))  # the Q0.15 state
+    pre = np.empty(two, np.int64)  # one row's r and z pre-activations, then the candidate's
+    act = np.empty(two, np.int64)  # r and z, then the candidate
+    for t in range(steps):
+        h_dots = np.dot(h, wh)
+        for b in range(n):
+            row = b * steps + t
+            # separate passes: the lookups apart, the requantizations vectorize
+            for j in range(two):
+                xj = _clamp16(_term(x_dots[row, j], bx, rq_x, j))
+                pre[j] = _clamp16(_wrap32(xj + _term(h_dots[b, j], bh, rq_h, j)))
+            for j in range(two):
+                act[j] = tables[0, pre[j] + 32768]
+            for j in range(hidden):
+                k = two + j
+                xn = _clamp16(_term(x_dots[row, k], bx, rq_x, k))
+                hn = _clamp16(_term(h_dots[b, k], bh, rq_h, k))
+                pre[j] = _clamp16(xn + _clamp16(_requantize(act[j] * hn, 1073741824, 0, 14)))  # + q15(r hn)
+            for j in range(hidden):
+                act[j] = tables[1, pre[j] + 32768]  # the candidate, where r was
+            for j in range(hidden):
+                cand = act[j]
+                v = _clamp16(cand + _requantize(act[hidden + j] * (np.int64(h[b, j]) - cand), 1073741824, 0, 14))
+                h[b, j] = v
+                y = _requantize(v, rq_out[0], rq_out[1], rq_out[2])
+                out[b, t, j] = min(max(_wrap32(y + offset), -128), 127)
+
+
+wrap32 = _Loop(_wrap32)
+requantize = _Loop(_requantize, wrap32)
+requantize_rows = _Loop(_requantize_rows, wrap32, requantize)
 row_scales = _Loop(_row_scales)
 softmax_rows = _Loop(_softmax_rows, row_scales)
 quantize = _Loop(_quantize)
 dequantize = _Loop(_dequantize)
 gather = _Loop(_gather)
 gather_pairs = _Loop(_gather_pairs)
+clamp16 = _Loop(_clamp16)
+term = _Loop(_term, wrap32, requantize)
+lstm_layer = _Loop(_lstm_layer, wrap32, requantize, clamp16, term)
+gru_layer = _Loop(_gru_layer, wrap32, requantize, clamp16, term)

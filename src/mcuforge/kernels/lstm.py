@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import jit
 from .lut_s16 import activation_s16
 from .quant_s16 import INT16_MAX, INT16_MIN
 from .quant_utils import check_int8, requantize, wrap_int32
@@ -60,6 +61,10 @@ class FixedRequant:
         self.rounds = (self.right > 0).astype(np.int64)
         self.exact = not np.any(self.multiplier == -(2**31))
 
+    def columns(self, size: int) -> np.ndarray:
+        """(3, size) int64: the multiplier, left and right shift of each of ``size`` values (jit's loops)."""
+        return np.stack([np.broadcast_to(v, (size,)) for v in (self.multiplier, self.left, self.right)])
+
     def __call__(self, x: np.ndarray) -> np.ndarray:
         if not self.exact:
             return requantize(x, self.multiplier, self.shift).astype(np.int64)
@@ -77,33 +82,63 @@ class Layer:
     kind: str
     hidden: int
     features: int
-    wx: np.ndarray  # (I, gates H) float64: exact BLAS dot products, |sum| <= K * 32768 * 127 < 2^53
-    wh: np.ndarray  # (H, gates H) float64
+    wx: np.ndarray  # (I, gates H) float32 or float64 (dot_weights): exact BLAS dot products
+    wh: np.ndarray  # (H, gates H), C order
     bx: np.ndarray  # int64 (gates H)
     bh: np.ndarray
     rq_x: FixedRequant  # per column: gate k's multiplier and shift over its H columns
     rq_h: FixedRequant
     scalars: dict[str, int]
 
-    def input_terms(self, x: np.ndarray) -> np.ndarray:
-        """clamp16(requantize(W_ih x_t + input_bias)) of every step at once (they do not depend on the state):
-        (N, T, gates H) int64; the int32 sum wraps as in C."""
+    def check_input(self, x: np.ndarray) -> np.ndarray:
+        """The int8 (N, T, I) input, checked (C-contiguous, as the compiled loops read it)."""
         x = check_int8("x", x, 3)
         if x.shape[2] != self.features:
             raise ValueError(f"{self.kind}: input has {x.shape[2]} features, the weights take {self.features}")
-        n, steps, _ = x.shape
-        acc = wrap_int32((x.reshape(n * steps, -1).astype(np.float64) @ self.wx).astype(np.int64) + self.bx)
-        return np.clip(self.rq_x(acc), INT16_MIN, INT16_MAX).reshape(n, steps, -1)
+        return np.ascontiguousarray(x)
+
+    def input_dots(self, x: np.ndarray) -> np.ndarray:
+        """W_ih x_t of every step at once (they do not depend on the state), (N T, gates H) float64 integers."""
+        return x.reshape(-1, self.features).astype(self.wx.dtype) @ self.wx
+
+    def jit_operands(self) -> tuple[np.ndarray, ...]:
+        """The compiled layer loops' operands after the input dot products: the recurrent weights (C order), the
+        biases, the per-column requantization of the input and hidden terms."""
+        columns = self.bx.size
+        return (self.wh, self.bx, self.bh, self.rq_x.columns(columns),
+                self.rq_h.columns(columns))
+
+    def input_terms(self, x: np.ndarray) -> np.ndarray:
+        """clamp16(requantize(W_ih x_t + input_bias)) of every step at once: (N, T, gates H) int64; the int32
+        sum wraps as in C."""
+        x = self.check_input(x)
+        acc = wrap_int32(self.input_dots(x).astype(np.int64) + self.bx)
+        return np.clip(self.rq_x(acc), INT16_MIN, INT16_MAX).reshape(*x.shape[:2], -1)
 
     def hidden_terms(self, h: np.ndarray) -> np.ndarray:
         """requantize(W_hh h + hidden_bias), the int32 sum wrapping, int64 values."""
-        return self.rq_h(wrap_int32((h.astype(np.float64) @ self.wh).astype(np.int64) + self.bh))
+        return self.rq_h(wrap_int32((h.astype(self.wh.dtype) @ self.wh).astype(np.int64) + self.bh))
+
+
+#: Deepest dot product of int8 vectors with int8 weights that float32 holds exactly: every partial sum is an
+#: integer of magnitude at most depth * 2^14 <= 2^24, whatever order BLAS adds in.
+FLOAT32_EXACT_DEPTH = 1 << 10
+
+
+def dot_weights(w: np.ndarray, vector_bits: int) -> np.ndarray:
+    """The int8 weights ``w`` (rows, depth) transposed for BLAS dot products with vectors of ``vector_bits``-bit
+    integers, exact: float32 for int8 vectors up to FLOAT32_EXACT_DEPTH deep (faster), else float64 (|sum| <=
+    depth * 2^22 < 2^53 for int16 vectors)."""
+    exact32 = vector_bits == 8 and w.shape[1] <= FLOAT32_EXACT_DEPTH
+    return np.ascontiguousarray(w.T, np.float32 if exact32 else np.float64)
 
 
 def prepare_layer(kind: str, gates: int, w_ih: np.ndarray, w_hh: np.ndarray, input_bias: np.ndarray,
-                  hidden_bias: np.ndarray, params: dict[str, object], scalar_names: tuple[str, ...]) -> Layer:
+                  hidden_bias: np.ndarray, params: dict[str, object], scalar_names: tuple[str, ...],
+                  state_bits: int = 8) -> Layer:
     """Check the operands of a recurrent kind with ``gates`` gates (weights (gates H, I) and (gates H, H), int32
-    biases of gates H, the per-gate lists, the shifts in [-31, 30] and the output offset) into a Layer."""
+    biases of gates H, the per-gate lists, the shifts in [-31, 30] and the output offset) into a Layer; the
+    hidden state the recurrent weights multiply is an int8 or int16 vector (``state_bits``)."""
     w_ih = check_int8("w_ih", w_ih, 2)
     w_hh = check_int8("w_hh", w_hh, 2)
     input_bias, hidden_bias = np.asarray(input_bias), np.asarray(hidden_bias)
@@ -131,7 +166,7 @@ def prepare_layer(kind: str, gates: int, w_ih: np.ndarray, w_hh: np.ndarray, inp
     if not -128 <= p["output_offset"] <= 127:
         raise ValueError(f"{kind}: output_offset must be in [-128, 127], got {p['output_offset']}")
     per_column = {name: np.repeat(values, hidden) for name, values in gate.items()}
-    return Layer(kind, hidden, w_ih.shape[1], w_ih.T.astype(np.float64), w_hh.T.astype(np.float64),
+    return Layer(kind, hidden, w_ih.shape[1], dot_weights(w_ih, 8), dot_weights(w_hh, state_bits),
                  input_bias.astype(np.int64), hidden_bias.astype(np.int64),
                  FixedRequant(per_column["input_multipliers"], per_column["input_shifts"]),
                  FixedRequant(per_column["hidden_multipliers"], per_column["hidden_shifts"]), p)
@@ -157,10 +192,19 @@ def prepare_lstm_s8(w_ih: np.ndarray, w_hh: np.ndarray, input_bias: np.ndarray, 
     rq_f = FixedRequant(p["forget_to_cell_multiplier"], p["forget_to_cell_shift"])
     rq_i = FixedRequant(p["input_to_cell_multiplier"], p["input_to_cell_shift"])
     rq_o = FixedRequant(p["output_multiplier"], p["output_shift"])
-    sigmoid, tanh, tanh_cell = activation_tables((0, "sigmoid"), (0, "tanh"), (p["cell_scale_power"] + 12, "tanh"))
+    tables = activation_tables((0, "sigmoid"), (0, "tanh"), (p["cell_scale_power"] + 12, "tanh"))
+    sigmoid, tanh, tanh_cell = tables
     clip, offset = p["cell_clip"], p["output_offset"]
+    compiled = (*layer.jit_operands(), np.stack([rq.columns(1)[:, 0] for rq in (rq_f, rq_i, rq_o)]),
+                np.stack(tables).astype(np.int16), clip, offset)
 
     def run(x: np.ndarray) -> np.ndarray:
+        if jit.ENABLED:  # the same arithmetic, one compiled loop
+            x = layer.check_input(x)
+            out = np.empty((*x.shape[:2], hidden), np.int8)
+            h = np.zeros((x.shape[0], hidden), layer.wh.dtype)  # the previous step's output
+            jit.lstm_layer(layer.input_dots(x), h, *compiled, out)
+            return out
         pre_x = layer.input_terms(x) - INT16_MIN  # as table indices
         n, steps, _ = pre_x.shape
         out = np.empty((n, steps, hidden), np.int8)
