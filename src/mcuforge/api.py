@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 import warnings
 from collections.abc import Iterable, Sequence
@@ -356,16 +357,19 @@ def compile(  # noqa: A001 - the public name the flow reads as
     check_compilable(captured)  # data-dependent shapes, complex or float64 values: one line, before quantizing
     decompose(captured)  # fused ops (scaled_dot_product_attention) -> ops with int8 kernels
     prepare_float_graph(captured)  # identities out; BatchNorm folded, or else a depthwise conv
+    corrections: dict[str, Any] = {}
     if equalization or bias_correction:
         from .accuracy import equalize
         from .quantize import calibration_batches
 
         calibration = list(calibration_batches(calibration, len(example)))
-        if equalization:
-            equalize.equalize_cross_layer(captured)
-        if bias_correction:
-            equalize.correct_bias(captured, calibration, scheme, observers)
-    converted = quantize(captured, calibration, len(example), progress=progress, observers=observers, scheme=scheme)
+        converted, corrections = equalize.quantize_corrected(
+            captured, calibration, scheme, observers, equalization=bool(equalization),
+            bias_correction=bool(bias_correction), guard=os.environ.get("MCUFORGE_NOGUARD") is None,
+            progress=progress)
+    else:
+        converted = quantize(captured, calibration, len(example), progress=progress, observers=observers,
+                             scheme=scheme)
     graph = lower_to_ir(converted, cpu_target)
     if npu is not None:
         from .ethosu.partition import partition_graph
@@ -375,7 +379,8 @@ def compile(  # noqa: A001 - the public name the flow reads as
     if fit_check:
         check_fit(graph, len(serialize(graph)), target, flash_bytes, ram_bytes)
     return Program(graph, compile_seconds=time.perf_counter() - start,
-                   meta={"model": type(model).__name__, "target": target, "quantization": scheme.name},
+                   meta={"model": type(model).__name__, "target": target, "quantization": scheme.name,
+                         **({"corrections": corrections} if corrections else {})},
                    reference=converted)
 
 

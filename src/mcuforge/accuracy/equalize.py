@@ -16,7 +16,8 @@ Both change the graph's constants only (new ``get_attr`` tensors: the user's mod
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch import fx
@@ -158,3 +159,183 @@ def _mean_inputs(gm: fx.GraphModule, nodes: set[fx.Node], items: Sequence[tuple[
         for item in items:
             Recorder(gm).run(*item)
     return {n: total / len(items) for n, total in sums.items()}
+
+
+
+# -- bias correction on the quantized graph (empirical, sequential) -----------------------------------------
+
+def _weighted_call(node: fx.Node) -> bool:
+    return node.op == "call_function" and node.target in (CONV, *LINEAR_OPS)
+
+
+def _channel_mean(node: fx.Node, value: torch.Tensor) -> torch.Tensor:
+    """Per output channel, the mean of a conv2d (channels on axis 1) or linear (last axis) output."""
+    axis = 1 if node.target == CONV else value.ndim - 1
+    return value.double().mean(dim=[d for d in range(value.ndim) if d != axis])
+
+
+def _run_lockstep(gm: fx.GraphModule, items: Sequence[tuple[torch.Tensor, ...]],
+                  visit: Callable[[fx.Node, list[Any]], list[Any] | None]) -> list[Any]:
+    """Run ``gm`` on every item at once, node by node: ``visit(node, values)`` sees each node's value on
+    every item before any later node runs and may return replacements. Returns the outputs per item."""
+    runs = [fx.Interpreter(gm) for _ in items]
+    for run, item in zip(runs, items, strict=True):
+        run.env, run.args_iter = {}, iter(item)
+    with torch.no_grad():
+        for node in gm.graph.nodes:
+            values = [run.run_node(node) for run in runs]
+            if node.op == "output":
+                return values
+            new = visit(node, values)
+            for run, value in zip(runs, values if new is None else new, strict=True):
+                run.env[node] = value
+                for dead in run.user_to_last_uses.get(node, []):
+                    del run.env[dead]
+    raise ValueError("the graph has no output")
+
+
+def layer_means(gm: fx.GraphModule, items: Sequence[tuple[torch.Tensor, ...]]) -> dict[str, torch.Tensor]:
+    """Per calibration item, the per-channel mean output of every conv2d/linear layer of ``gm`` (by node name):
+    (items, channels), float64. Taken as the layer computes it: an in-place activation after it runs later."""
+    means: dict[str, torch.Tensor] = {}
+
+    def record(node: fx.Node, values: list[Any]) -> None:
+        if _weighted_call(node):
+            means[node.name] = torch.stack([_channel_mean(node, v) for v in values])
+
+    _run_lockstep(gm, items, record)
+    return means
+
+
+def _bias_constant(gm: fx.GraphModule, bias: object) -> tuple[str, torch.Tensor, Any] | None:
+    """(attribute, stored value, scale) of a layer's bias in the converted graph: a float constant (scale
+    None), or an int32 constant behind a dequantize (its scale: a float or a per-channel tensor); None if
+    the bias is anything else or shared."""
+    if not isinstance(bias, fx.Node) or len(bias.users) != 1:
+        return None
+    if bias.op == "get_attr":
+        return str(bias.target), _get_attr_value(gm, bias), None
+    stored = bias.args[0] if bias.op == "call_function" and bias.args else None
+    if (str(bias.target).startswith("quantized_decomposed.dequantize_per_") and isinstance(stored, fx.Node)
+            and stored.op == "get_attr" and len(stored.users) == 1):
+        value = _get_attr_value(gm, stored)
+        if value.dtype == torch.int32:
+            scale = bias.args[1]
+            scale = _get_attr_value(gm, scale).double() if isinstance(scale, fx.Node) else float(scale)
+            return str(stored.target), value, scale
+    return None
+
+
+def _shift_bias(gm: fx.GraphModule, bias: object, shift: torch.Tensor) -> torch.Tensor | None:
+    """Subtract ``shift`` (per channel, float64) from the bias as stored (rounded to its int32 steps);
+    returns the shift actually applied, or None if the bias cannot be changed."""
+    found = _bias_constant(gm, bias)
+    if found is None:
+        return None
+    target, value, scale = found
+    if scale is None:
+        setattr(gm, target, (value.double() - shift).to(value.dtype))
+        return shift
+    steps = torch.round(shift / scale)
+    new = (value.long() - steps.long()).clamp(-(2**31), 2**31 - 1)
+    setattr(gm, target, new.to(torch.int32))
+    return (value.long() - new).double() * scale
+
+
+def correct_bias_quantized(converted: fx.GraphModule, reference: dict[str, torch.Tensor],
+                           items: Sequence[tuple[torch.Tensor, ...]], shrink: bool = True
+                           ) -> tuple[list[Any], dict[str, torch.Tensor]]:
+    """Empirical bias correction (Nagel et al. 2019, section 4.2, the empirical variant) of the quantized
+    reference graph, layer after layer in graph order: each conv2d/linear layer's output is measured on the
+    calibration items *with every layer before it quantized and already corrected*, and the mean difference
+    from the fp32 model's output (``reference``: :func:`layer_means` of the float graph) per channel is taken
+    out of its int32 bias. So the correction covers all that shifts a layer's mean -- its weights' rounding,
+    the clipping and rounding of its input's activation ranges, the upstream layers' leftovers -- as the
+    program computes it, not the float model's E[x] times the weight error alone.
+
+    ``shrink``: the mean is estimated on few items; each channel's correction is multiplied by
+    max(0, 1 - var / (n m^2)) (m, var: the mean and variance over the n items of that channel's per-item
+    mean difference), the positive-part James-Stein factor -- a shift that the item-to-item spread does not
+    tell apart from zero is left out, since subtracting a noise estimate adds its variance on other data.
+
+    Returns (the corrected graph's outputs per item, the shift applied per layer). ``converted`` is changed in
+    place (its bias constants)."""
+    applied: dict[str, torch.Tensor] = {}
+
+    def correct(node: fx.Node, values: list[Any]) -> list[Any] | None:
+        if not _weighted_call(node) or node.name not in reference or len(node.args) < 3:
+            return None
+        diff = torch.stack([_channel_mean(node, v) for v in values]) - reference[node.name]
+        mean = diff.mean(dim=0)
+        if shrink and len(values) > 1:
+            noise = diff.var(dim=0) / len(values)
+            mean = mean * (1 - noise / mean.square().clamp(min=1e-300)).clamp(0, 1)
+        shift = _shift_bias(converted, node.args[2], mean)
+        if shift is None:
+            return None
+        applied[node.name] = shift
+        axis = 1 if node.target == CONV else values[0].ndim - 1
+        shape = [1] * values[0].ndim
+        shape[axis] = -1
+        return [v - shift.reshape(shape).to(v.dtype) for v in values]
+
+    outputs = _run_lockstep(converted, items, correct)
+    converted.recompile()
+    return outputs, applied
+
+
+# -- the guarded corrections, as compile applies them -------------------------------------------------------
+
+def _outputs_sqnr(reference: list[Any], actual: list[Any]) -> float:
+    """The lowest SQNR (dB) over the model's outputs, each over every item."""
+    from torch.utils._pytree import tree_leaves
+
+    from ..inspect.numeric import error_stats
+
+    ref = [tree_leaves(r) for r in reference]
+    act = [tree_leaves(a) for a in actual]
+    return min(error_stats(torch.cat([r[k].double().reshape(-1) for r in ref]).numpy(),
+                           torch.cat([a[k].double().reshape(-1) for a in act]).numpy())[0]
+               for k in range(len(ref[0])))
+
+
+def quantize_corrected(captured: fx.GraphModule, items: Sequence[tuple[torch.Tensor, ...]], scheme: Scheme,
+                       observers: ObserverConfig | None, *, equalization: bool, bias_correction: bool,
+                       guard: bool = True, progress: bool = False) -> tuple[fx.GraphModule, dict[str, Any]]:
+    """Quantize ``captured`` (the float graph) with the corrections asked for: cross-layer equalization of the
+    float graph, then empirical bias correction of the quantized one. With ``guard``, each correction is kept
+    only if it raises the quantized graph's output SQNR against the fp32 graph on the calibration items (CLE
+    costs a second calibration, bias correction one more pass over the items). Returns the converted graph
+    and what was tried: {"tried": {config: calibration SQNR dB}, "kept": config}."""
+    import copy
+
+    from ..quantize import quantize
+
+    with torch.no_grad():
+        reference = [captured(*item) for item in items]
+    graphs = [("none", captured)]
+    if equalization:
+        equalized = copy.deepcopy(captured)
+        equalize_cross_layer(equalized)
+        graphs = [("CLE", equalized), *graphs] if not guard else [*graphs, ("CLE", equalized)]
+        if not guard:
+            graphs = graphs[:1]
+    tried: dict[str, float] = {}
+    best: tuple[float, str, fx.GraphModule] | None = None
+    for name, graph in graphs:
+        means = layer_means(graph, items) if bias_correction else {}
+        converted = quantize(graph, items, len(items[0]), progress=progress, observers=observers, scheme=scheme)
+        options = []
+        if not (bias_correction and not guard):
+            with torch.no_grad():
+                options.append((name, converted, [converted(*item) for item in items]))
+        if bias_correction:
+            corrected = copy.deepcopy(converted) if guard else converted
+            outputs, _shifts = correct_bias_quantized(corrected, means, items)
+            options.append(("BC" if name == "none" else f"{name}+BC", corrected, outputs))
+        for label, gm, outputs in options:
+            tried[label] = round(_outputs_sqnr(reference, outputs), 2)
+            if best is None or tried[label] > best[0]:
+                best = (tried[label], label, gm)
+    assert best is not None
+    return best[2], {"tried": tried, "kept": best[1]}
