@@ -80,29 +80,87 @@ def _replace(gm: fx.GraphModule, node: fx.Node, index: int, value: torch.Tensor)
         gm.graph.erase_node(old)
 
 
-def equalize_cross_layer(gm: fx.GraphModule, iterations: int = 4) -> int:
-    """Equalize every pair of :func:`equalization_pairs` (a chain of layers is swept ``iterations``
-    times: each pair's scales change its neighbours' ranges). Returns the number of pairs."""
+def _scale_pair(gm: fx.GraphModule, first: fx.Node, second: fx.Node, s: torch.Tensor) -> None:
+    """Divide output channel i of ``first`` (weights and bias) by s_i, multiply input channel i of ``second``
+    by s_i: the same function (a positive-homogeneous activation between)."""
+    w1, w2 = _get_attr_value(gm, first.args[1]).double(), _get_attr_value(gm, second.args[1]).double()
+    s = s.clamp(1 / MAX_SCALE, MAX_SCALE)
+    _replace(gm, first, 1, (w1 / s.reshape((-1,) + (1,) * (w1.ndim - 1))).float())
+    bias = first.args[2] if len(first.args) > 2 else None
+    if isinstance(bias, fx.Node):
+        _replace(gm, first, 2, (_get_attr_value(gm, bias).double() / s).float())
+    depthwise = _groups(second) > 1
+    shape2 = (-1,) + (1,) * (w2.ndim - 1) if depthwise else (1, -1) + (1,) * (w2.ndim - 2)
+    _replace(gm, second, 1, (w2 * s.reshape(shape2)).float())
+
+
+def _columns(gm: fx.GraphModule, second: fx.Node) -> torch.Tensor:
+    """The second layer's weights as (its input channels, the rest)."""
+    w2 = _get_attr_value(gm, second.args[1]).double()
+    return w2.reshape(w2.shape[0], -1) if _groups(second) > 1 else w2.transpose(0, 1).reshape(w2.shape[1], -1)
+
+
+def _ratio(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
+    return torch.where((num > 0) & (den > 0), num / den.clamp(min=1e-30), torch.ones_like(num))
+
+
+def equalize_cross_layer(gm: fx.GraphModule, iterations: int = 4,
+                         items: Sequence[tuple[torch.Tensor, ...]] | None = None) -> int:
+    """Equalize every pair of :func:`equalization_pairs`; returns the number of pairs.
+
+    Without ``items``: Nagel's rule on the weights, s_i = sqrt(r1_i / r2_i) (a chain of layers is swept
+    ``iterations`` times: each pair's scales change its neighbours' ranges). That rule is made for per-tensor
+    weights; mcuforge's convolution weights are per output channel, where a layer's own channel scales do
+    not matter and what a pair can still even out is the per-tensor *activation* between them.
+
+    With ``items`` (calibration inputs): the activation rule. a_i: the range of channel i of the tensor
+    between the layers, measured on the items; c_i: the range of the second layer's input channel i relative
+    to the range of each of its output channels (what its per-channel rounding sees, unchanged by scaling its
+    rows). A dense second layer gets s_i = sqrt(a_i / c_i), so a_i / s_i = c_i s_i: activation and weight
+    column meet halfway (a pair's scaling leaves the other pairs' a and c alone: one sweep). A depthwise second
+    layer rounds each channel on its own: s_i = a_i, every activation channel gets the same range."""
     pairs = equalization_pairs(gm)
-    for _ in range(iterations):
-        for first, second in equalization_pairs(gm):
-            w1, w2 = _get_attr_value(gm, first.args[1]).double(), _get_attr_value(gm, second.args[1]).double()
-            depthwise = _groups(second) > 1
-            r1 = w1.reshape(w1.shape[0], -1).abs().amax(dim=1)
-            cols = w2.reshape(w2.shape[0], -1) if depthwise else w2.transpose(0, 1).reshape(w2.shape[1], -1)
-            r2 = cols.abs().amax(dim=1)
-            s = torch.where((r1 > 0) & (r2 > 0), torch.sqrt(r1 / r2.clamp(min=1e-30)), torch.ones_like(r1))
-            s = s.clamp(1 / MAX_SCALE, MAX_SCALE)
-            shape1 = (-1,) + (1,) * (w1.ndim - 1)
-            _replace(gm, first, 1, (w1 / s.reshape(shape1)).float())
-            bias = first.args[2] if len(first.args) > 2 else None
-            if isinstance(bias, fx.Node):
-                _replace(gm, first, 2, (_get_attr_value(gm, bias).double() / s).float())
-            shape2 = (-1,) + (1,) * (w2.ndim - 1) if depthwise else (1, -1) + (1,) * (w2.ndim - 2)
-            _replace(gm, second, 1, (w2 * s.reshape(shape2)).float())
+    if items is None:
+        for _ in range(iterations):
+            for first, second in equalization_pairs(gm):
+                w1 = _get_attr_value(gm, first.args[1]).double()
+                r1 = w1.reshape(w1.shape[0], -1).abs().amax(dim=1)
+                _scale_pair(gm, first, second, torch.sqrt(_ratio(r1, _columns(gm, second).abs().amax(dim=1))))
+    else:
+        ranges = activation_ranges(gm, {second.args[0]: 1 if first.target == CONV else -1 for first, second in pairs},
+                                   items)
+        for first, second in pairs:
+            a = ranges[second.args[0]]
+            cols = _columns(gm, second).abs()
+            if _groups(second) > 1:
+                s = a
+            else:
+                rows = cols.amax(dim=0, keepdim=True)
+                c = (cols / rows.clamp(min=1e-30)).amax(dim=1)
+                s = torch.sqrt(_ratio(a, c))
+            alive = s[(s > 0) & (a > 0)]
+            if alive.numel():
+                s = torch.where(a > 0, s / alive.log().mean().exp(), torch.ones_like(s))  # around 1
+                _scale_pair(gm, first, second, s)
     gm.graph.lint()
     gm.recompile()
     return len(pairs)
+
+
+def activation_ranges(gm: fx.GraphModule, nodes: dict[fx.Node, int], items: Sequence[tuple[torch.Tensor, ...]]
+                      ) -> dict[fx.Node, torch.Tensor]:
+    """Per channel (``nodes``: each node's channel axis), the largest magnitude each node takes over the
+    items (float64)."""
+    ranges: dict[fx.Node, torch.Tensor] = {}
+
+    def record(node: fx.Node, values: list[Any]) -> None:
+        if node in nodes:
+            axis = nodes[node] % values[0].ndim
+            dims = [d for d in range(values[0].ndim) if d != axis]
+            ranges[node] = torch.stack([v.double().abs().amax(dim=dims) for v in values]).amax(dim=0)
+
+    _run_lockstep(gm, items, record)
+    return ranges
 
 
 def _quantized_weight(quantizer: CortexMQuantizer, node: fx.Node, weight: torch.Tensor) -> torch.Tensor:
@@ -308,6 +366,7 @@ def quantize_corrected(captured: fx.GraphModule, items: Sequence[tuple[torch.Ten
     costs a second calibration, bias correction one more pass over the items). Returns the converted graph
     and what was tried: {"tried": {config: calibration SQNR dB}, "kept": config}."""
     import copy
+    import os
 
     from ..quantize import quantize
 
@@ -316,7 +375,7 @@ def quantize_corrected(captured: fx.GraphModule, items: Sequence[tuple[torch.Ten
     graphs = [("none", captured)]
     if equalization:
         equalized = copy.deepcopy(captured)
-        equalize_cross_layer(equalized)
+        equalize_cross_layer(equalized, items=None if os.environ.get('MCUFORGE_CLE_WEIGHTS') else items)
         graphs = [("CLE", equalized), *graphs] if not guard else [*graphs, ("CLE", equalized)]
         if not guard:
             graphs = graphs[:1]
