@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 import warnings
 from collections.abc import Iterable, Sequence
@@ -298,8 +297,9 @@ def compile(  # noqa: A001 - the public name the flow reads as
     flash_bytes: int | None = None,
     ram_bytes: int | None = None,
     fit_check: bool = True,
-    equalization: bool = False,
-    bias_correction: bool = False,
+    equalization: bool | None = None,
+    bias_correction: bool | None = None,
+    guard: bool = True,
     precision: str | None = None,
     flash_budget: int | None = None,
     ram_budget: int | None = None,
@@ -319,9 +319,13 @@ def compile(  # noqa: A001 - the public name the flow reads as
     ``ethos-u`` extra).
 
     ``equalization``: cross-layer equalization of consecutive layers with a ReLU (or nothing) between
-    (Nagel et al. 2019); ``bias_correction``: the mean error that quantizing each layer's weights adds to its
-    output channels, measured on the calibration data, taken out of its bias (``mcuforge.accuracy.equalize``;
-    benchmarks/results/equalization.md says where each helps).
+    (Nagel et al. 2019; scales from the calibration ranges of the activation between); ``bias_correction``:
+    empirical bias correction -- each layer's mean output error per channel against the fp32 model, measured
+    on the calibration data with the layers before it quantized and corrected, taken out of its int32 bias
+    (``mcuforge.accuracy.equalize``). None: the scheme's default (``equalize.DEFAULTS``: on only where it
+    lost on no model of benchmarks/results/equalization.md). ``guard`` (default True): a correction asked
+    for is kept only if it raises the output SQNR against the fp32 model on the calibration data
+    (``prog.meta["corrections"]`` gives what was tried and kept); False applies it regardless.
 
     ``precision``: the same as ``quantization`` for one scheme everywhere; ``"auto"`` chooses each weighted
     layer's precision (int8 or W4A8) from a sensitivity analysis on the calibration data
@@ -357,6 +361,11 @@ def compile(  # noqa: A001 - the public name the flow reads as
     check_compilable(captured)  # data-dependent shapes, complex or float64 values: one line, before quantizing
     decompose(captured)  # fused ops (scaled_dot_product_attention) -> ops with int8 kernels
     prepare_float_graph(captured)  # identities out; BatchNorm folded, or else a depthwise conv
+    from .accuracy.equalize import DEFAULTS as CORRECTION_DEFAULTS
+
+    defaults = CORRECTION_DEFAULTS.get(scheme.name, {})
+    equalization = defaults.get("equalization", False) if equalization is None else equalization
+    bias_correction = defaults.get("bias_correction", False) if bias_correction is None else bias_correction
     corrections: dict[str, Any] = {}
     if equalization or bias_correction:
         from .accuracy import equalize
@@ -364,9 +373,8 @@ def compile(  # noqa: A001 - the public name the flow reads as
 
         calibration = list(calibration_batches(calibration, len(example)))
         converted, corrections = equalize.quantize_corrected(
-            captured, calibration, scheme, observers, equalization=bool(equalization),
-            bias_correction=bool(bias_correction), guard=os.environ.get("MCUFORGE_NOGUARD") is None,
-            progress=progress)
+            captured, calibration, scheme, observers, equalization=equalization, bias_correction=bias_correction,
+            guard=guard, progress=progress)
     else:
         converted = quantize(captured, calibration, len(example), progress=progress, observers=observers,
                              scheme=scheme)

@@ -30,6 +30,10 @@ from ..quantize.schemes import Scheme
 aten = torch.ops.aten
 CONV = aten.conv2d.default
 HOMOGENEOUS = {aten.relu.default, aten.relu_.default, aten.leaky_relu.default, aten.leaky_relu_.default}
+#: What ``compile`` applies when its ``equalization`` / ``bias_correction`` are None, per scheme: on only
+#: where the guarded correction lost on no model of benchmarks/results/equalization.md (held-out data).
+DEFAULTS: dict[str, dict[str, bool]] = {"int8": {"equalization": False, "bias_correction": False},
+                                        "w4a8": {"equalization": False, "bias_correction": False}}
 #: Scales are kept within this factor either way: a channel of near-zero weights would otherwise be
 #: blown up to meet its partner.
 MAX_SCALE = 1e3
@@ -366,19 +370,16 @@ def quantize_corrected(captured: fx.GraphModule, items: Sequence[tuple[torch.Ten
     costs a second calibration, bias correction one more pass over the items). Returns the converted graph
     and what was tried: {"tried": {config: calibration SQNR dB}, "kept": config}."""
     import copy
-    import os
 
     from ..quantize import quantize
 
     with torch.no_grad():
         reference = [captured(*item) for item in items]
-    graphs = [("none", captured)]
+    graphs = [("none", captured)] if guard or not equalization else []
     if equalization:
         equalized = copy.deepcopy(captured)
-        equalize_cross_layer(equalized, items=None if os.environ.get('MCUFORGE_CLE_WEIGHTS') else items)
-        graphs = [("CLE", equalized), *graphs] if not guard else [*graphs, ("CLE", equalized)]
-        if not guard:
-            graphs = graphs[:1]
+        equalize_cross_layer(equalized, items=items)
+        graphs.append(("CLE", equalized))
     tried: dict[str, float] = {}
     best: tuple[float, str, fx.GraphModule] | None = None
     for name, graph in graphs:
