@@ -289,10 +289,11 @@ def test_cross_layer_equalization_keeps_the_function_and_evens_the_ranges():
     assert before > 10 and imbalance() < 1.25, (before, imbalance())
     # the user's model is untouched
     assert model.b2[0].weight[0].abs().max() > 5 * model.b2[0].weight[1:].abs().max()
-    # the outlier channel no longer stretches b2's activation range: int8 does better
+    # compiled, the guard keeps it only where the calibration data says it helps: never lower on held-out
+    # data here (the guard's cross-validation on 16 items cannot tell the rules' gain here from noise)
     sqnr = [held_out_sqnr(model, example, calibration(16, 1), calibration(16, 3), equalization=on)[0]
             for on in (False, True)]
-    assert sqnr[1] > sqnr[0] + 1, sqnr
+    assert sqnr[1] >= sqnr[0], sqnr
 
 
 def held_out_sqnr(model, example, cal, held, **options):
@@ -372,7 +373,7 @@ def test_bias_correction_on_the_quantized_graph_does_not_lose_where_the_float_on
     none, _ = zoo_held_out("mobilenet_v1_025", quantization=quantization, bias_correction=False)
     corrected, prog = zoo_held_out("mobilenet_v1_025", quantization=quantization, bias_correction=True, guard=False)
     assert corrected > none + (10 if quantization == "w4a8" else -0.05), (corrected, none)
-    assert prog.meta["corrections"] == {"tried": {"BC": prog.meta["corrections"]["tried"]["BC"]}, "kept": "BC"}
+    assert prog.meta["corrections"] == {"tried": {}, "kept": "BC"}  # unguarded: applied, nothing scored
 
 
 def test_shrunk_mean_drops_a_mean_the_spread_cannot_tell_from_zero():
