@@ -7,11 +7,13 @@
   s_i = sqrt(r1_i / r2_i) (r1: range of the first layer's output channel i weights, r2: range of the
   second's input channel i weights), both become sqrt(r1_i r2_i): the channel ranges of the tensor between
   them are evened out too, which is what a per-tensor int8 activation needs.
-- Bias correction (the same paper's section 4.2, E[x] measured on the calibration data): rounding a
-  layer's weights shifts the mean of its output channels by (W_q - W) E[x]; that shift is subtracted
-  from the bias, so the part of the rounding error that does not average out is removed.
+- Bias correction (the same paper's section 4.2, its empirical variant), on the quantized graph: each
+  layer's mean output error per channel against the fp32 model, measured on the calibration data with the
+  layers before it quantized and corrected, taken out of its int32 bias (:func:`correct_bias_quantized`).
+- The guard (:func:`quantize_corrected`): a correction is kept only where cross-validation on the
+  calibration data says it raises the output SQNR.
 
-Both change the graph's constants only (new ``get_attr`` tensors: the user's model is left untouched).
+Both change the graphs' constants only (the user's model is left untouched).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from torch import fx
 
 from ..lower.fold_bn import _get_attr_value, _set_new_attr
 from ..quantize.patterns import LINEAR_OPS
-from ..quantize.quantizer import CortexMQuantizer, ObserverConfig
+from ..quantize.quantizer import ObserverConfig
 from ..quantize.schemes import Scheme
 
 aten = torch.ops.aten
@@ -165,63 +167,6 @@ def activation_ranges(gm: fx.GraphModule, nodes: dict[fx.Node, int], items: Sequ
 
     _run_lockstep(gm, items, record)
     return ranges
-
-
-def _quantized_weight(quantizer: CortexMQuantizer, node: fx.Node, weight: torch.Tensor) -> torch.Tensor:
-    """The weight as the quantizer will round it (its observer's scales, symmetric, saturating)."""
-    spec = quantizer.weight_qspec_of(node)
-    observer = spec.observer_or_fake_quant_ctr(dtype=spec.dtype, qscheme=spec.qscheme, quant_min=spec.quant_min,
-                                               quant_max=spec.quant_max,
-                                               **({"ch_axis": spec.ch_axis} if spec.ch_axis is not None else {}))
-    observer(weight)
-    scale, _zero = observer.calculate_qparams()
-    if spec.qscheme in (torch.per_channel_symmetric, torch.per_channel_affine):
-        scale = scale.reshape((-1,) + (1,) * (weight.ndim - 1))
-    return torch.clamp(torch.round(weight / scale), spec.quant_min, spec.quant_max) * scale
-
-
-def correct_bias(gm: fx.GraphModule, calibration: Sequence[tuple[torch.Tensor, ...]], scheme: Scheme,
-                 observers: ObserverConfig | None = None) -> int:
-    """Bias correction of every conv2d/linear layer with a constant bias (see the module notes); returns
-    the number of layers corrected. A layer is linear in its weights, so the mean shift that rounding them
-    adds is the layer applied, without bias, to the mean input with the rounding error as its weights:
-    E[conv(x, W_q - W)] = conv(E[x], W_q - W), padding and borders included -- one float pass over the
-    calibration data gives every layer's E[x]."""
-    quantizer = CortexMQuantizer(observers, scheme)
-    layers = [n for n in gm.graph.nodes if _weighted(n) and len(n.args) > 2 and isinstance(n.args[2], fx.Node)
-              and n.args[2].op == "get_attr"]
-    means = _mean_inputs(gm, {n.args[0] for n in layers}, calibration)
-    for node in layers:
-        weight = _get_attr_value(gm, node.args[1]).double()
-        error = _quantized_weight(quantizer, node, weight.float()).double() - weight
-        mean = means[node.args[0]].double()
-        with torch.no_grad():
-            shift = node.target(mean, error, None, *node.args[3:])  # the layer itself, on E[x], bias-free
-        axis = 1 if node.target == CONV else shift.ndim - 1
-        shift = shift.mean(dim=[d for d in range(shift.ndim) if d != axis])
-        _replace(gm, node, 2, (_get_attr_value(gm, node.args[2]).double() - shift).float())
-    gm.graph.lint()
-    gm.recompile()
-    return len(layers)
-
-
-def _mean_inputs(gm: fx.GraphModule, nodes: set[fx.Node], items: Sequence[tuple[torch.Tensor, ...]]
-                 ) -> dict[fx.Node, torch.Tensor]:
-    """The mean value of each of ``nodes`` over the calibration items (float64), one pass per item."""
-    sums: dict[fx.Node, torch.Tensor] = {}
-
-    class Recorder(fx.Interpreter):
-        def run_node(self, n: fx.Node) -> object:
-            out = super().run_node(n)
-            if n in nodes:  # cloned: an in-place ReLU after it would change it
-                sums[n] = sums.get(n, 0) + out.detach().double()
-            return out
-
-    with torch.no_grad():
-        for item in items:
-            Recorder(gm).run(*item)
-    return {n: total / len(items) for n, total in sums.items()}
-
 
 
 # -- bias correction on the quantized graph (empirical, sequential) -----------------------------------------
