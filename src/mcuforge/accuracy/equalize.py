@@ -1,4 +1,4 @@
-"""Corrections of the float graph that need no retraining, applied before quantization.
+"""Corrections that need no retraining: of the float graph before quantization, of the quantized one after.
 
 - Cross-layer equalization (Nagel et al., "Data-Free Quantization Through Weight Equalization and Bias
   Correction", 2019): for two weighted layers with only a positive-homogeneous activation between them
@@ -6,7 +6,8 @@
   by s_i and input channel i of the second multiplied by s_i without changing the model. With
   s_i = sqrt(r1_i / r2_i) (r1: range of the first layer's output channel i weights, r2: range of the
   second's input channel i weights), both become sqrt(r1_i r2_i): the channel ranges of the tensor between
-  them are evened out too, which is what a per-tensor int8 activation needs.
+  them are evened out too (Nagel's weight rule). With per-channel weights, :func:`equalize_cross_layer`'s
+  activation rule evens the per-tensor activation between them instead, from calibration ranges.
 - Bias correction (the same paper's section 4.2, its empirical variant), on the quantized graph: each
   layer's mean output error per channel against the fp32 model, measured on the calibration data with the
   layers before it quantized and corrected, taken out of its int32 bias (:func:`correct_bias_quantized`).
