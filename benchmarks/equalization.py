@@ -10,10 +10,10 @@ model measured reads it back instead (``--fresh`` measures everything again).
 
 Per model and precision (int8, w4a8): the logits' SQNR (dB) of the program compiled without either
 correction, with cross-layer equalization (CLE), with bias correction (BC), with both; calibrated on 8
-random normal inputs, measured on 16 others (held out). Each correction is compile's guarded one (kept
-only where it raises the output SQNR on the calibration data), every option given explicitly (the table
-does not depend on the defaults). The summary gives each option's mean gain and its worst case (a
-negative worst case: the option loses somewhere on held-out data, so it is not on by default).
+random normal inputs, measured on 16 others (held out). Every option is given explicitly (the table does
+not depend on the defaults), without compile's opt-in guard. The summary gives each option's mean gain
+and its worst case (a negative worst case: the option loses somewhere on held-out data, so it is not on
+by default).
 """
 
 from __future__ import annotations

@@ -291,7 +291,7 @@ def test_cross_layer_equalization_keeps_the_function_and_evens_the_ranges():
     assert model.b2[0].weight[0].abs().max() > 5 * model.b2[0].weight[1:].abs().max()
     # compiled, the guard keeps it only where the calibration data says it helps: never lower on held-out
     # data here (the guard's cross-validation on 16 items cannot tell the rules' gain here from noise)
-    sqnr = [held_out_sqnr(model, example, calibration(16, 1), calibration(16, 3), equalization=on)[0]
+    sqnr = [held_out_sqnr(model, example, calibration(16, 1), calibration(16, 3), equalization=on, guard=True)[0]
             for on in (False, True)]
     assert sqnr[1] >= sqnr[0], sqnr
 
@@ -352,7 +352,7 @@ def test_guard_keeps_cross_layer_equalization_out_where_it_loses():
     # sees the drop on the calibration data and compiles the model as it was
     none, plain = zoo_held_out("mobilenet_v1_025", quantization="w4a8", equalization=False)
     forced, _ = zoo_held_out("mobilenet_v1_025", quantization="w4a8", equalization=True, guard=False)
-    guarded, prog = zoo_held_out("mobilenet_v1_025", quantization="w4a8", equalization=True)
+    guarded, prog = zoo_held_out("mobilenet_v1_025", quantization="w4a8", equalization=True, guard=True)
     assert forced < none - 5, (forced, none)
     assert prog.meta["corrections"]["kept"] == "none" and prog.meta["corrections"]["tried"]["CLE"] < \
         prog.meta["corrections"]["tried"]["none"]

@@ -299,7 +299,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
     fit_check: bool = True,
     equalization: bool | None = None,
     bias_correction: bool | None = None,
-    guard: bool = True,
+    guard: bool = False,
     precision: str | None = None,
     flash_budget: int | None = None,
     ram_budget: int | None = None,
@@ -323,9 +323,10 @@ def compile(  # noqa: A001 - the public name the flow reads as
     empirical bias correction -- each layer's mean output error per channel against the fp32 model, measured
     on the calibration data with the layers before it quantized and corrected, taken out of its int32 bias
     (``mcuforge.accuracy.equalize``). None: the scheme's default (``equalize.DEFAULTS``: on only where it
-    lost on no model of benchmarks/results/equalization.md). ``guard`` (default True): a correction asked
-    for is kept only if it raises the output SQNR against the fp32 model on the calibration data
-    (``prog.meta["corrections"]`` gives what was tried and kept); False applies it regardless.
+    lost on no model of benchmarks/results/equalization.md). ``guard=True``: the configurations asked for
+    (without; with each correction) are scored by cross-validation on the calibration data and the best is
+    kept (``prog.meta["corrections"]`` gives the scores); off by default: with a few calibration items its
+    choice is noisy (docs/accuracy.md has the figures).
 
     ``precision``: the same as ``quantization`` for one scheme everywhere; ``"auto"`` chooses each weighted
     layer's precision (int8 or W4A8) from a sensitivity analysis on the calibration data

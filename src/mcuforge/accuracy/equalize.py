@@ -340,7 +340,7 @@ def _build(captured: fx.GraphModule, rule: str, correct: bool, items: Sequence[t
 
 def quantize_corrected(captured: fx.GraphModule, items: Sequence[tuple[torch.Tensor, ...]], scheme: Scheme,
                        observers: ObserverConfig | None, *, equalization: bool, bias_correction: bool,
-                       guard: bool = True, progress: bool = False) -> tuple[fx.GraphModule, dict[str, Any]]:
+                       guard: bool = False, progress: bool = False) -> tuple[fx.GraphModule, dict[str, Any]]:
     """Quantize ``captured`` (the float graph) with the corrections asked for: cross-layer equalization of the
     float graph, then empirical bias correction of the quantized one.
 
