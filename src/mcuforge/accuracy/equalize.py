@@ -34,7 +34,8 @@ aten = torch.ops.aten
 CONV = aten.conv2d.default
 HOMOGENEOUS = {aten.relu.default, aten.relu_.default, aten.leaky_relu.default, aten.leaky_relu_.default}
 #: What ``compile`` applies when its ``equalization`` / ``bias_correction`` are None, per scheme: on only
-#: where the guarded correction lost on no model of benchmarks/results/equalization.md (held-out data).
+#: where the correction lost on no model of benchmarks/results/equalization.md (held-out data). W4A8 bias
+#: correction does not lose there but stays off until precision="auto" applies it too (docs/accuracy.md).
 DEFAULTS: dict[str, dict[str, bool]] = {"int8": {"equalization": False, "bias_correction": False},
                                         "w4a8": {"equalization": False, "bias_correction": False}}
 #: Scales are kept within this factor either way: a channel of near-zero weights would otherwise be
