@@ -466,10 +466,11 @@ def test_cross_layer_equalization_keeps_the_function_and_evens_the_ranges():
     assert before > 10 and imbalance() < 1.25, (before, imbalance())
     # the user's model is untouched
     assert model.b2[0].weight[0].abs().max() > 5 * model.b2[0].weight[1:].abs().max()
-    # the outlier channel no longer stretches b2's activation range: int8 does better
-    sqnr = [held_out_sqnr(model, example, calibration(16, 1), calibration(16, 3), equalization=on)[0]
+    # compiled, the guard keeps it only where the calibration data says it helps: never lower on held-out
+    # data here (the guard's cross-validation on 16 items cannot tell the rules' gain here from noise)
+    sqnr = [held_out_sqnr(model, example, calibration(16, 1), calibration(16, 3), equalization=on, guard=True)[0]
             for on in (False, True)]
-    assert sqnr[1] > sqnr[0] + 1, sqnr
+    assert sqnr[1] >= sqnr[0], sqnr
 
 
 def held_out_sqnr(model, example, cal, held, **options):
@@ -549,3 +550,85 @@ def test_auto_retries_when_the_combined_program_is_over_a_budget(monkeypatch):
     prog = auto.compile_auto(None, None, [], "cortex-m55", 900, None, False, {})
     assert compiled == [{"b": "w4a8"}, {"a": "w4a8", "b": "w4a8"}] and prog.program_bytes == 820
     assert prog.meta["budgets"]["output_sqnr_db"] == 31.0
+
+
+def zoo_held_out(name, **options):
+    """(held-out output SQNR, program) of zoo model ``name``: calibrated on 8 random normal inputs, measured
+    on 16 others, as benchmarks/equalization.py does."""
+    from mcuforge.zoo import MODELS
+
+    from conftest import calibration_set
+
+    model, example = MODELS[name]()
+    example = example if isinstance(example, tuple) else (example,)
+    return held_out_sqnr(model.eval(), example, calibration_set(example, 8, seed=1),
+                         calibration_set(example, 16, seed=2), **options)
+
+
+def test_guard_keeps_cross_layer_equalization_out_where_it_loses():
+    # mobilenet_v1_025 under W4A8: equalized, its output SQNR drops by more than 5 dB (held out); the guard
+    # sees the drop on the calibration data and compiles the model as it was
+    none, plain = zoo_held_out("mobilenet_v1_025", quantization="w4a8", equalization=False)
+    forced, _ = zoo_held_out("mobilenet_v1_025", quantization="w4a8", equalization=True, guard=False)
+    guarded, prog = zoo_held_out("mobilenet_v1_025", quantization="w4a8", equalization=True, guard=True)
+    assert forced < none - 5, (forced, none)
+    assert prog.meta["corrections"]["kept"] == "none" and prog.meta["corrections"]["tried"]["CLE"] < \
+        prog.meta["corrections"]["tried"]["none"]
+    assert guarded == none and serialize_equal(prog, plain)
+
+
+def serialize_equal(a, b) -> bool:
+    from mcuforge.program import serialize
+
+    return serialize(a.graph) == serialize(b.graph)
+
+
+@pytest.mark.parametrize("quantization", ["int8", "w4a8"])
+def test_bias_correction_on_the_quantized_graph_does_not_lose_where_the_float_one_did(quantization):
+    # The first bias correction (weight rounding error times the fp32 model's E[x]) lost on mobilenet_v1_025:
+    # -3.76 dB in int8, -0.70 in W4A8 (held out). Measured on the quantized graph, layer after layer, with
+    # the shrunk per-channel means, it does not lose there, unguarded (W4A8: +13 dB).
+    none, _ = zoo_held_out("mobilenet_v1_025", quantization=quantization, bias_correction=False)
+    corrected, prog = zoo_held_out("mobilenet_v1_025", quantization=quantization, bias_correction=True, guard=False)
+    assert corrected > none + (10 if quantization == "w4a8" else -0.05), (corrected, none)
+    assert prog.meta["corrections"] == {"tried": {}, "kept": "BC"}  # unguarded: applied, nothing scored
+
+
+def test_shrunk_mean_drops_a_mean_the_spread_cannot_tell_from_zero():
+    from mcuforge.accuracy.equalize import shrunk_mean
+
+    gen = torch.Generator().manual_seed(0)
+    noise = torch.randn(8, 2, generator=gen, dtype=torch.float64)
+    diff = torch.stack([noise[:, 0] * 0.01 + 1.0, noise[:, 1] - noise[:, 1].mean() + 0.05], dim=1)
+    got = shrunk_mean(diff)
+    # channel 0: a clear shift of 1 (spread 0.01), kept nearly whole; channel 1: a mean of 0.05 in a spread
+    # of 1 (its standard error 0.35), dropped
+    assert abs(float(got[0]) - float(diff[:, 0].mean())) < 1e-3 and float(got[1]) == 0.0
+
+
+def test_cross_layer_equalization_by_the_activation_rule_keeps_the_function_and_evens_a_depthwise_input():
+    from mcuforge.accuracy import equalize
+    from mcuforge.zoo import MODELS
+
+    model, example = MODELS["mobilenet_v1_025"]()
+    model.eval()
+    example = example if isinstance(example, tuple) else (example,)
+    gen = torch.Generator().manual_seed(5)
+    items = [(torch.randn(example[0].shape, generator=gen),) for _ in range(4)]
+    gm = float_graph(model, example)
+    pairs = equalize.equalization_pairs(gm)
+    depthwise = [(f, s) for f, s in pairs if equalize._groups(s) > 1]
+    assert depthwise
+    between = {s.args[0]: 1 for _, s in depthwise}
+
+    def spread() -> float:  # the largest ratio of channel ranges within one depthwise layer's input
+        ranges = equalize.activation_ranges(gm, between, items)
+        return max(float(r.max() / r[r > 0].min()) for r in ranges.values())
+
+    before = spread()
+    with torch.no_grad():
+        expected = model(*example)
+    assert equalize.equalize_cross_layer(gm, items=items) == len(pairs)
+    with torch.no_grad():
+        assert torch.allclose(gm(*example)[0], expected, rtol=1e-4, atol=1e-4)
+    assert before > 3 and spread() < 1.01, (before, spread())

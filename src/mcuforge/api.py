@@ -296,8 +296,9 @@ def compile(  # noqa: A001 - the public name the flow reads as
     flash_bytes: int | None = None,
     ram_bytes: int | None = None,
     fit_check: bool = True,
-    equalization: bool = False,
-    bias_correction: bool = False,
+    equalization: bool | None = None,
+    bias_correction: bool | None = None,
+    guard: bool = False,
     precision: str | None = None,
     flash_budget: int | None = None,
     ram_budget: int | None = None,
@@ -317,9 +318,14 @@ def compile(  # noqa: A001 - the public name the flow reads as
     ``ethos-u`` extra).
 
     ``equalization``: cross-layer equalization of consecutive layers with a ReLU (or nothing) between
-    (Nagel et al. 2019); ``bias_correction``: the mean error that quantizing each layer's weights adds to its
-    output channels, measured on the calibration data, taken out of its bias (``mcuforge.accuracy.equalize``;
-    benchmarks/results/equalization.md says where each helps).
+    (Nagel et al. 2019; scales from the calibration ranges of the activation between); ``bias_correction``:
+    empirical bias correction -- each layer's mean output error per channel against the fp32 model, measured
+    on the calibration data with the layers before it quantized and corrected, taken out of its int32 bias
+    (``mcuforge.accuracy.equalize``). None: the scheme's default (``equalize.DEFAULTS``: on only where it
+    lost on no model of benchmarks/results/equalization.md). ``guard=True``: the configurations asked for
+    (without; with each correction) are scored by cross-validation on the calibration data and the best is
+    kept (``prog.meta["corrections"]`` gives the scores); off by default: with a few calibration items its
+    choice is noisy (docs/accuracy.md has the figures).
 
     ``precision``: the same as ``quantization`` for one scheme everywhere; ``"auto"`` chooses each weighted
     layer's precision (int8, W4A8 or A16W8) from a sensitivity analysis on the calibration data
@@ -355,16 +361,23 @@ def compile(  # noqa: A001 - the public name the flow reads as
     check_compilable(captured)  # data-dependent shapes, complex or float64 values: one line, before quantizing
     decompose(captured)  # fused ops (scaled_dot_product_attention) -> ops with int8 kernels
     prepare_float_graph(captured)  # identities out; BatchNorm folded, or else a depthwise conv
+    from .accuracy.equalize import DEFAULTS as CORRECTION_DEFAULTS
+
+    defaults = CORRECTION_DEFAULTS.get(scheme.name, {})
+    equalization = defaults.get("equalization", False) if equalization is None else equalization
+    bias_correction = defaults.get("bias_correction", False) if bias_correction is None else bias_correction
+    corrections: dict[str, Any] = {}
     if equalization or bias_correction:
         from .accuracy import equalize
         from .quantize import calibration_batches
 
         calibration = list(calibration_batches(calibration, len(example)))
-        if equalization:
-            equalize.equalize_cross_layer(captured)
-        if bias_correction:
-            equalize.correct_bias(captured, calibration, scheme, observers)
-    converted = quantize(captured, calibration, len(example), progress=progress, observers=observers, scheme=scheme)
+        converted, corrections = equalize.quantize_corrected(
+            captured, calibration, scheme, observers, equalization=equalization, bias_correction=bias_correction,
+            guard=guard, progress=progress)
+    else:
+        converted = quantize(captured, calibration, len(example), progress=progress, observers=observers,
+                             scheme=scheme)
     graph = lower_to_ir(converted, cpu_target)
     if npu is not None:
         from .ethosu.partition import partition_graph
@@ -374,7 +387,8 @@ def compile(  # noqa: A001 - the public name the flow reads as
     if fit_check:
         check_fit(graph, len(serialize(graph)), target, flash_bytes, ram_bytes)
     return Program(graph, compile_seconds=time.perf_counter() - start,
-                   meta={"model": type(model).__name__, "target": target, "quantization": scheme.name},
+                   meta={"model": type(model).__name__, "target": target, "quantization": scheme.name,
+                         **({"corrections": corrections} if corrections else {})},
                    reference=converted)
 
 
