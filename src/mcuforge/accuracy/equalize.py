@@ -373,7 +373,7 @@ def quantize_corrected(captured: fx.GraphModule, items: Sequence[tuple[torch.Ten
     rules = (["none"] + (["CLE", "CLE(weights)"] if equalization else [])) if guard else \
         ["CLE" if equalization else "none"]
     configs = [(rule, correct) for rule in rules
-               for correct in ((False, True) if guard and bias_correction else (bias_correction,))]
+               for correct in ((False, bias_correction) if guard and bias_correction else (bias_correction,))]
 
     def label(rule: str, correct: bool) -> str:
         return "+".join([*([rule] if rule != "none" else []), *(["BC"] if correct else [])]) or "none"
