@@ -154,9 +154,10 @@ def test_sensitivity_per_layer_against_uniform_programs(tmp_path, monkeypatch):
     sensitivity_module = sys.modules["mcuforge.accuracy.sensitivity"]
 
     monkeypatch.setenv("MCUFORGE_CACHE", str(tmp_path))
+    # without the default bias correction of the 4-bit layers (with it, W4A8 beats int8 on this model)
     model = planted("none")
     example = (torch.randn(1, 3, 16, 16),)
-    result = sensitivity(model, example, calibration(), progress=False)
+    result = sensitivity(model, example, calibration(), progress=False, bias_correction=False)
     table = result.table.set_index("module")
     assert list(table.index) == ["b1.0", "b2.0", "b3.0", "b4.0", "head"] == result.layers
     int8, w4a8 = result.uniform["int8"], result.uniform["w4a8"]
@@ -169,11 +170,11 @@ def test_sensitivity_per_layer_against_uniform_programs(tmp_path, monkeypatch):
     # the head's error is the output's, nothing averages it: the most sensitive layer at W4A8
     assert table["sqnr_loss_db"].idxmax() == "head" and table.loc["head", "sqnr_loss_db"] > 10
     # cached: in memory (the same object), and on disk (a fresh process would read it)
-    assert sensitivity(model, example, calibration(), progress=False) is result
+    assert sensitivity(model, example, calibration(), progress=False, bias_correction=False) is result
     files = list((tmp_path / "sensitivity").glob("*.json"))
     assert len(files) == 1
     sensitivity_module._MEMORY.clear()
-    again = sensitivity(model, example, calibration(), progress=False)
+    again = sensitivity(model, example, calibration(), progress=False, bias_correction=False)
     assert again is not result and again.table.equals(result.table) and again.uniform == result.uniform
     assert again.alone.equals(result.alone)
     # only one layer quantized, the rest fp32: every layer at both precisions, 4-bit weights the lower,
@@ -183,7 +184,7 @@ def test_sensitivity_per_layer_against_uniform_programs(tmp_path, monkeypatch):
     assert (alone["w4a8"] < alone["int8"]).all()
     assert (alone["int8"] > int8["output_sqnr_db"]).all() and (alone["w4a8"] > w4a8["output_sqnr_db"]).all()
     # other data, another key
-    other = sensitivity(model, example, calibration(seed=2), progress=False, cache=True)
+    other = sensitivity(model, example, calibration(seed=2), progress=False, cache=True, bias_correction=False)
     assert len(list((tmp_path / "sensitivity").glob("*.json"))) == 2 and not other.table.equals(result.table)
 
 
@@ -568,9 +569,11 @@ def zoo_held_out(name, **options):
 def test_guard_keeps_cross_layer_equalization_out_where_it_loses():
     # mobilenet_v1_025 under W4A8: equalized, its output SQNR drops by more than 5 dB (held out); the guard
     # sees the drop on the calibration data and compiles the model as it was
-    none, plain = zoo_held_out("mobilenet_v1_025", quantization="w4a8", equalization=False)
-    forced, _ = zoo_held_out("mobilenet_v1_025", quantization="w4a8", equalization=True, guard=False)
-    guarded, prog = zoo_held_out("mobilenet_v1_025", quantization="w4a8", equalization=True, guard=True)
+    none, plain = zoo_held_out("mobilenet_v1_025", quantization="w4a8", equalization=False, bias_correction=False)
+    forced, _ = zoo_held_out("mobilenet_v1_025", quantization="w4a8", equalization=True, bias_correction=False,
+                             guard=False)
+    guarded, prog = zoo_held_out("mobilenet_v1_025", quantization="w4a8", equalization=True, bias_correction=False,
+                                 guard=True)
     assert forced < none - 5, (forced, none)
     assert prog.meta["corrections"]["kept"] == "none" and prog.meta["corrections"]["tried"]["CLE"] < \
         prog.meta["corrections"]["tried"]["none"]
@@ -581,6 +584,37 @@ def serialize_equal(a, b) -> bool:
     from mcuforge.program import serialize
 
     return serialize(a.graph) == serialize(b.graph)
+
+
+def constants_by_op(prog) -> list[list[bytes]]:
+    """Each op's constant tensors, as bytes, in program order."""
+    tensors = prog.graph.tensors
+    return [[tensors[n].data.tobytes() for n in op.inputs if n and tensors[n].is_constant] for op in prog.graph.ops]
+
+
+def test_bias_correction_by_default_corrects_the_layers_with_4bit_weights_only():
+    from mcuforge.quantize import Scheme
+
+    model, example, cal = ds_cnn()
+
+    def compiled(**options):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return mcuforge.compile(model, example, calibration=cal, progress=False, **options)
+
+    # int8: nothing corrected; W4A8 (every layer 4-bit): the whole correction
+    assert serialize_equal(compiled(quantization="int8"), compiled(quantization="int8", bias_correction=False))
+    w4a8 = compiled(quantization="w4a8")
+    assert w4a8.meta["corrections"]["kept"] == "BC"
+    assert serialize_equal(w4a8, compiled(quantization="w4a8", bias_correction=True))
+    assert not serialize_equal(w4a8, compiled(quantization="w4a8", bias_correction=False))
+    # a mixed program (what precision="auto" compiles): only its W4A8 layer's bias moves
+    scheme = Scheme("mixed", layers=(("blocks.1.1.0", "w4a8"),))
+    default, plain = compiled(quantization=scheme), compiled(quantization=scheme, bias_correction=False)
+    changed = {op.debug.get("module") for op, a, b in zip(default.graph.ops, constants_by_op(default),
+                                                             constants_by_op(plain), strict=True) if a != b}
+    assert changed == {"blocks.1.1.0"}, changed
+    assert any(op.kind == "conv2d_s4" and op.debug.get("module") == "blocks.1.1.0" for op in default.graph.ops)
 
 
 @pytest.mark.parametrize("quantization", ["int8", "w4a8"])

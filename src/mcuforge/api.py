@@ -321,11 +321,12 @@ def compile(  # noqa: A001 - the public name the flow reads as
     (Nagel et al. 2019; scales from the calibration ranges of the activation between); ``bias_correction``:
     empirical bias correction -- each layer's mean output error per channel against the fp32 model, measured
     on the calibration data with the layers before it quantized and corrected, taken out of its int32 bias
-    (``mcuforge.accuracy.equalize``). None: the scheme's default (``equalize.DEFAULTS``: on only where it
-    lost on no model of benchmarks/results/equalization.md). ``guard=True``: the configurations asked for
-    (without; with each correction) are scored by cross-validation on the calibration data and the best is
-    kept (``prog.meta["corrections"]`` gives the scores); off by default: with a few calibration items its
-    choice is noisy (docs/accuracy.md has the figures).
+    (``mcuforge.accuracy.equalize``). None, the defaults: what lost on no model of
+    benchmarks/results/equalization.md -- no equalization, bias correction of the layers with 4-bit weights.
+    ``guard=True``: the configurations asked for (without; with each correction) are scored by
+    cross-validation on the calibration data and the best is kept (``prog.meta["corrections"]`` gives the
+    scores); off by default: with a few calibration items its choice is noisy (docs/accuracy.md has the
+    figures).
 
     ``precision``: the same as ``quantization`` for one scheme everywhere; ``"auto"`` chooses each weighted
     layer's precision (int8, W4A8 or A16W8) from a sensitivity analysis on the calibration data
@@ -361,19 +362,20 @@ def compile(  # noqa: A001 - the public name the flow reads as
     check_compilable(captured)  # data-dependent shapes, complex or float64 values: one line, before quantizing
     decompose(captured)  # fused ops (scaled_dot_product_attention) -> ops with int8 kernels
     prepare_float_graph(captured)  # identities out; BatchNorm folded, or else a depthwise conv
-    from .accuracy.equalize import DEFAULTS as CORRECTION_DEFAULTS
+    from .accuracy.equalize import DEFAULT_EQUALIZATION, FOUR_BIT_LAYERS
 
-    defaults = CORRECTION_DEFAULTS.get(scheme.name, {})
-    equalization = defaults.get("equalization", False) if equalization is None else equalization
-    bias_correction = defaults.get("bias_correction", False) if bias_correction is None else bias_correction
+    equalization = DEFAULT_EQUALIZATION if equalization is None else equalization
+    correct: bool | str = bias_correction
+    if bias_correction is None:  # by default the layers with 4-bit weights (there it never lost)
+        correct = FOUR_BIT_LAYERS if scheme.any_four_bit else False
     corrections: dict[str, Any] = {}
-    if equalization or bias_correction:
+    if equalization or correct:
         from .accuracy import equalize
         from .quantize import calibration_batches
 
         calibration = list(calibration_batches(calibration, len(example)))
         converted, corrections = equalize.quantize_corrected(
-            captured, calibration, scheme, observers, equalization=equalization, bias_correction=bias_correction,
+            captured, calibration, scheme, observers, equalization=equalization, bias_correction=correct,
             guard=guard, progress=progress)
     else:
         converted = quantize(captured, calibration, len(example), progress=progress, observers=observers,

@@ -444,10 +444,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ram-budget", type=byte_count, metavar="N", help="with --quantization auto: arena bytes")
     p.add_argument("--equalization", action=argparse.BooleanOptionalAction, default=None,
                    help="cross-layer equalization before quantizing, kept if it raises the calibration SQNR "
-                        "(default: the scheme's, mcuforge.accuracy.equalize.DEFAULTS)")
+                        "(default: off)")
     p.add_argument("--bias-correction", action=argparse.BooleanOptionalAction, default=None,
                    help="take each layer's mean output error (quantized against fp32, on the calibration data) "
-                        "out of its bias, kept if it raises the calibration SQNR (default: the scheme's)")
+                        "out of its bias (default: the layers with 4-bit weights only, where it lost on no model)")
     p.add_argument("-o", "--output", help="program file to write (default: FACTORY.mfp)")
     p.add_argument("--flash-bytes", type=byte_count, metavar="N",
                    help="your part's flash for the program file (e.g. 1M, 512K); default: the target's reference "

@@ -33,11 +33,14 @@ from ..quantize.schemes import Scheme
 aten = torch.ops.aten
 CONV = aten.conv2d.default
 HOMOGENEOUS = {aten.relu.default, aten.relu_.default, aten.leaky_relu.default, aten.leaky_relu_.default}
-#: What ``compile`` applies when its ``equalization`` / ``bias_correction`` are None, per scheme: on only
-#: where the correction lost on no model of benchmarks/results/equalization.md (held-out data). W4A8 bias
-#: correction does not lose there but stays off until precision="auto" applies it too (docs/accuracy.md).
-DEFAULTS: dict[str, dict[str, bool]] = {"int8": {"equalization": False, "bias_correction": False},
-                                        "w4a8": {"equalization": False, "bias_correction": False}}
+#: What ``compile`` applies when its ``equalization`` / ``bias_correction`` are None: on only where the
+#: correction lost on no model of benchmarks/results/equalization.md (held-out data, 20 models). That is
+#: bias correction of the layers with 4-bit weights (W4A8: +15.4 dB mean, +0.02 dB the least); CLE loses
+#: somewhere in both precisions, int8 bias correction on 4 of the 20.
+DEFAULT_EQUALIZATION = False
+#: ``bias_correction`` by default: the layers with 4-bit weights (every W4A8 layer, and the W4A8 layers of a
+#: per-layer scheme -- what precision="auto" compiles); True corrects every layer.
+FOUR_BIT_LAYERS = "4-bit layers"
 #: Scales are kept within this factor either way: a channel of near-zero weights would otherwise be
 #: blown up to meet its partner.
 MAX_SCALE = 1e3
@@ -262,7 +265,8 @@ def shrunk_mean(diff: torch.Tensor) -> torch.Tensor:
 
 
 def correct_bias_quantized(converted: fx.GraphModule, reference: dict[str, torch.Tensor],
-                           items: Sequence[tuple[torch.Tensor, ...]], shrink: bool = True
+                           items: Sequence[tuple[torch.Tensor, ...]], shrink: bool = True,
+                           select: Callable[[fx.Node], bool] | None = None
                            ) -> tuple[list[Any], dict[str, torch.Tensor]]:
     """Empirical bias correction (Nagel et al. 2019, section 4.2, the empirical variant) of the quantized
     reference graph, layer after layer in graph order: each conv2d/linear layer's output is measured on the
@@ -277,12 +281,16 @@ def correct_bias_quantized(converted: fx.GraphModule, reference: dict[str, torch
     mean difference), the positive-part James-Stein factor -- a shift that the item-to-item spread does not
     tell apart from zero is left out, since subtracting a noise estimate adds its variance on other data.
 
+    ``select``: the layers to correct (all by default); the others are measured and left as they are.
+
     Returns (the corrected graph's outputs per item, the shift applied per layer). ``converted`` is changed in
     place (its bias constants)."""
     applied: dict[str, torch.Tensor] = {}
 
     def correct(node: fx.Node, values: list[Any]) -> list[Any] | None:
         if not _weighted_call(node) or node.name not in reference or len(node.args) < 3:
+            return None
+        if select is not None and not select(node):
             return None
         diff = torch.stack([_channel_mean(node, v) for v in values]) - reference[node.name]
         shift = _shift_bias(converted, node.args[2], shrunk_mean(diff) if shrink else diff.mean(dim=0))
@@ -325,22 +333,30 @@ def _equalized(captured: fx.GraphModule, rule: str, items: Sequence[tuple[torch.
     return graph
 
 
-def _build(captured: fx.GraphModule, rule: str, correct: bool, items: Sequence[tuple[torch.Tensor, ...]],
+def four_bit_layers(scheme: Scheme) -> Callable[[fx.Node], bool]:
+    """Whether a weighted node of a graph quantized by ``scheme`` has 4-bit weights."""
+    from ..lower.builder import module_path
+
+    return lambda node: scheme.weight_bits_of(module_path(node)) == 4
+
+
+def _build(captured: fx.GraphModule, rule: str, correct: bool | str, items: Sequence[tuple[torch.Tensor, ...]],
            scheme: Scheme, observers: ObserverConfig | None, progress: bool) -> fx.GraphModule:
     """The converted graph of one configuration, fitted on ``items``: equalized by ``rule``, quantized,
-    bias-corrected if ``correct``."""
+    bias-corrected if ``correct`` (True: every layer; :data:`FOUR_BIT_LAYERS`: those with 4-bit weights)."""
     from ..quantize import quantize
 
     graph = _equalized(captured, rule, items)
     means = layer_means(graph, items) if correct else {}
     converted = quantize(graph, items, len(items[0]), progress=progress, observers=observers, scheme=scheme)
     if correct:
-        correct_bias_quantized(converted, means, items)
+        correct_bias_quantized(converted, means, items,
+                               select=four_bit_layers(scheme) if correct == FOUR_BIT_LAYERS else None)
     return converted
 
 
 def quantize_corrected(captured: fx.GraphModule, items: Sequence[tuple[torch.Tensor, ...]], scheme: Scheme,
-                       observers: ObserverConfig | None, *, equalization: bool, bias_correction: bool,
+                       observers: ObserverConfig | None, *, equalization: bool, bias_correction: bool | str,
                        guard: bool = False, progress: bool = False) -> tuple[fx.GraphModule, dict[str, Any]]:
     """Quantize ``captured`` (the float graph) with the corrections asked for: cross-layer equalization of the
     float graph, then empirical bias correction of the quantized one.
@@ -357,7 +373,7 @@ def quantize_corrected(captured: fx.GraphModule, items: Sequence[tuple[torch.Ten
     rules = (["none"] + (["CLE", "CLE(weights)"] if equalization else [])) if guard else \
         ["CLE" if equalization else "none"]
     configs = [(rule, correct) for rule in rules
-               for correct in ((False, True) if guard and bias_correction else (bias_correction,))]
+               for correct in ((False, bias_correction) if guard and bias_correction else (bias_correction,))]
 
     def label(rule: str, correct: bool) -> str:
         return "+".join([*([rule] if rule != "none" else []), *(["BC"] if correct else [])]) or "none"

@@ -60,6 +60,11 @@ class Scheme:
         return self.activation_bits == 16 or any(SCHEMES[name].activation_bits == 16 for _p, name in self.layers)
 
     @property
+    def any_four_bit(self) -> bool:
+        """Whether some layer has 4-bit weights (uniformly or by a layer's exception)."""
+        return self.weight_bits == 4 or any(SCHEMES[name].weight_bits == 4 for _p, name in self.layers)
+
+    @property
     def any_gptq(self) -> bool:
         """Whether some layer's weights are rounded by GPTQ (uniformly or by a layer's exception)."""
         return self.gptq or any(SCHEMES[name].gptq for _p, name in self.layers)
