@@ -19,25 +19,21 @@ import torch
 from torch import fx, nn
 
 from ..capture import capture
-from ..inspect.numeric import error_stats, isolated_outputs, raw_as_real_nchw, reference_nodes
+from ..inspect.numeric import error_stats, isolated_outputs, layer_ops, raw_as_real_nchw, reference_nodes
 from ..lower.cleanup import prepare_float_graph
 from ..lower.decompose import decompose
 from ..quantize.observers import one_thread
-from ..trace.debug_record import tensor_info
 
 
-def layer_output_ops(program: Any, modules: Sequence[str]) -> dict[str, int]:
-    """For each module path, the index of the last op of that module (program order) whose output holds
-    an fp32 node's value: the layer's output, where its quantized value replaces the float one."""
-    last: dict[str, int] = {}
-    for index, op in enumerate(program.graph.ops):
-        module = op.debug.get("module", "")
-        if module in modules and op.debug.get("reference") and op.outputs:
-            last[module] = index
+def layer_output_ops(program: Any, modules: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """For each module path, its layer's output op (``inspect.numeric.layer_ops``: the last op of the module
+    whose output holds an fp32 node's value), as the debug record describes it: where the quantized value
+    replaces the float one."""
+    last = {op.get("module", ""): op for op in layer_ops(program.debug_record())}
     missing = [m for m in modules if m not in last]
     if missing:
         raise ValueError(f"quantized_alone: no op of module(s) {', '.join(missing)} has an fp32 reference value")
-    return last
+    return {m: last[m] for m in modules}
 
 
 class _Substituting(fx.Interpreter):
@@ -81,7 +77,6 @@ def quantized_alone(program: Any, model: nn.Module, items: Sequence[tuple[torch.
     graph = program.graph
     outputs = layer_output_ops(program, modules)
     items = single_runs(program, items)
-    index_of = {name: i for i, name in enumerate(graph.tensors)}
     gm = prepare_float_graph(decompose(capture(model, tuple(items[0]))))  # the float graph compile quantized
     record = set(reference_nodes(graph).values())
     reference: list[list[np.ndarray]] = []
@@ -92,12 +87,9 @@ def quantized_alone(program: Any, model: nn.Module, items: Sequence[tuple[torch.
             reference.append(_outputs(truth.run(*item)))
             prepared, _runs, _single = program._program_inputs(item)
             isolated = isolated_outputs(graph, prepared, truth.values)
-            for module, index in outputs.items():
-                op = graph.ops[index]
-                value = raw_as_real_nchw(isolated[index][0], tensor_info(graph, op.outputs[0],
-                                                                           index_of[op.outputs[0]]))
-                node = op.debug["reference"]["node"]
-                replace = {node: torch.from_numpy(value.astype(np.float32))}
+            for module, op in outputs.items():
+                value = raw_as_real_nchw(isolated[op["index"]][0], op["outputs"][0])
+                replace = {op["reference"]["node"]: torch.from_numpy(value.astype(np.float32))}
                 actual[module].append(_outputs(_Substituting(gm, set(), replace).run(*item)))
     result = {}
     for module in modules:
