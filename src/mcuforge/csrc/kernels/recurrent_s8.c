@@ -83,6 +83,31 @@ static void read_gates(const mf_call *c, uint32_t gates, gate_requant *q) {
     }
 }
 
+/* One run's view of a layer: its dimensions, typed operands and per-gate requantization. */
+typedef struct {
+    uint32_t n, steps, in, h;
+    const int8_t *x, *wi, *wh;
+    const int32_t *bi, *bh;
+    int8_t *out;
+    gate_requant q;
+} layer_view;
+
+static void read_layer(const mf_call *c, uint32_t gates, layer_view *v) {
+    layer_operands t;
+    read_operands(c, &t);
+    v->n = t.x.shape[0];
+    v->steps = t.x.shape[1];
+    v->in = t.x.shape[2];
+    v->h = t.wh.shape[1];
+    v->x = (const int8_t *)t.x.data;
+    v->wi = (const int8_t *)t.wi.data;
+    v->wh = (const int8_t *)t.wh.data;
+    v->bi = (const int32_t *)t.bi.data;
+    v->bh = (const int32_t *)t.bh.data;
+    v->out = (int8_t *)t.o.data;
+    read_gates(c, gates, &v->q);
+}
+
 /* clamp16(requantize(w . x + bias)): a gate row's input term, Q3.12. */
 static int32_t input_term(const int8_t *xt, const int8_t *w, uint32_t in, int32_t bias, int32_t m, int32_t s) {
     return mf_clamp_s16(mf_requantize(mf_add_wrap(mf_dot_s8(xt, w, in, 0), bias), m, s), INT16_MIN, INT16_MAX);
@@ -108,14 +133,9 @@ static mf_status check_lstm(const mf_call *c) {
 }
 
 static mf_status run_lstm(const mf_call *c) {
-    layer_operands t;
-    gate_requant q;
-    read_operands(c, &t);
-    read_gates(c, 4, &q);
-    const uint32_t n = t.x.shape[0], steps = t.x.shape[1], in = t.x.shape[2], h = t.wh.shape[1];
-    const int8_t *xd = (const int8_t *)t.x.data, *wid = (const int8_t *)t.wi.data, *whd = (const int8_t *)t.wh.data;
-    const int32_t *bid = (const int32_t *)t.bi.data, *bhd = (const int32_t *)t.bh.data;
-    int8_t *out = (int8_t *)t.o.data;
+    layer_view lay;
+    read_layer(c, 4, &lay);
+    const uint32_t n = lay.n, steps = lay.steps, in = lay.in, h = lay.h;
     const int32_t f2c_m = mf_attr_int(c, L_F2C_MULT), f2c_s = mf_attr_int(c, L_F2C_SHIFT);
     const int32_t i2c_m = mf_attr_int(c, L_I2C_MULT), i2c_s = mf_attr_int(c, L_I2C_SHIFT);
     const int32_t out_m = mf_attr_int(c, L_OUT_MULT), out_s = mf_attr_int(c, L_OUT_SHIFT);
@@ -128,16 +148,16 @@ static mf_status run_lstm(const mf_call *c) {
     for (uint32_t b = 0; b < n; b++) {
         for (uint32_t j = 0; j < h; j++) cell[j] = 0;
         for (uint32_t s = 0; s < steps; s++) {
-            const int8_t *xt = xd + ((size_t)b * steps + s) * in;
-            const int8_t *hp = s ? out + ((size_t)b * steps + s - 1) * h : NULL; /* none at step 0 */
+            const int8_t *xt = lay.x + ((size_t)b * steps + s) * in;
+            const int8_t *hp = s ? lay.out + ((size_t)b * steps + s - 1) * h : NULL; /* none at step 0 */
             /* arm_nn_lstm_calculate_gate_s8_s16 before the activation: the input term, then the hidden
              * term added (an int32 sum, wrapping as on the core), each clamped to int16 */
             for (uint32_t r = 0; r < 4 * h; r++) {
                 const uint32_t g = r / h;
-                int32_t v = input_term(xt, wid + (size_t)r * in, in, bid[r], q.mi[g], q.si[g]);
+                int32_t v = input_term(xt, lay.wi + (size_t)r * in, in, lay.bi[r], lay.q.mi[g], lay.q.si[g]);
                 if (hp) {
-                    const int32_t hr = mf_requantize(mf_add_wrap(mf_dot_s8(hp, whd + (size_t)r * h, h, 0), bhd[r]),
-                                                     q.mh[g], q.sh[g]);
+                    const int32_t dot = mf_dot_s8(hp, lay.wh + (size_t)r * h, h, 0);
+                    const int32_t hr = mf_requantize(mf_add_wrap(dot, lay.bh[r]), lay.q.mh[g], lay.q.sh[g]);
                     v = mf_clamp_s16(mf_add_wrap(v, hr), INT16_MIN, INT16_MAX);
                 }
                 gates[r] = (int16_t)v;
@@ -152,7 +172,7 @@ static mf_status run_lstm(const mf_call *c) {
                 cell[j] = (int16_t)mf_clamp_s16(mf_add_wrap(kept, added), -clip, clip);
             }
             mf_activation_s16(cell, ig, h, tanh_shift, 1); /* tanh(c) where i was: i is used */
-            int8_t *ht = out + ((size_t)b * steps + s) * h;
+            int8_t *ht = lay.out + ((size_t)b * steps + s) * h;
             for (uint32_t j = 0; j < h; j++) {
                 ht[j] = mf_clamp_s8(mf_add_wrap(mf_requantize((int32_t)og[j] * ig[j], out_m, out_s), out_off), -128, 127);
             }
@@ -185,14 +205,9 @@ static int32_t dot_s16_s8(const int16_t *h, const int8_t *w, uint32_t n) {
 }
 
 static mf_status run_gru(const mf_call *c) {
-    layer_operands t;
-    gate_requant q;
-    read_operands(c, &t);
-    read_gates(c, 3, &q);
-    const uint32_t n = t.x.shape[0], steps = t.x.shape[1], in = t.x.shape[2], h = t.wh.shape[1];
-    const int8_t *xd = (const int8_t *)t.x.data, *wid = (const int8_t *)t.wi.data, *whd = (const int8_t *)t.wh.data;
-    const int32_t *bid = (const int32_t *)t.bi.data, *bhd = (const int32_t *)t.bh.data;
-    int8_t *out = (int8_t *)t.o.data;
+    layer_view lay;
+    read_layer(c, 3, &lay);
+    const uint32_t n = lay.n, steps = lay.steps, in = lay.in, h = lay.h;
     const int32_t out_m = mf_attr_int(c, G_OUT_MULT), out_s = mf_attr_int(c, G_OUT_SHIFT);
     const int32_t out_off = mf_attr_int(c, G_OUT_OFF);
     int16_t *state = (int16_t *)(void *)c->scratch; /* 16-byte aligned */
@@ -202,12 +217,12 @@ static mf_status run_gru(const mf_call *c) {
     for (uint32_t b = 0; b < n; b++) {
         for (uint32_t j = 0; j < h; j++) state[j] = 0;
         for (uint32_t s = 0; s < steps; s++) {
-            const int8_t *xt = xd + ((size_t)b * steps + s) * in;
+            const int8_t *xt = lay.x + ((size_t)b * steps + s) * in;
             for (uint32_t r = 0; r < 3 * h; r++) {
                 const uint32_t g = r / h;
-                const int32_t xi = input_term(xt, wid + (size_t)r * in, in, bid[r], q.mi[g], q.si[g]);
-                const int32_t hi = mf_requantize(mf_add_wrap(dot_s16_s8(state, whd + (size_t)r * h, h), bhd[r]),
-                                                 q.mh[g], q.sh[g]);
+                const int32_t xi = input_term(xt, lay.wi + (size_t)r * in, in, lay.bi[r], lay.q.mi[g], lay.q.si[g]);
+                const int32_t dot = dot_s16_s8(state, lay.wh + (size_t)r * h, h);
+                const int32_t hi = mf_requantize(mf_add_wrap(dot, lay.bh[r]), lay.q.mh[g], lay.q.sh[g]);
                 if (g < 2) {
                     rz[r] = mf_clamp_s16(mf_add_wrap(xi, hi), INT16_MIN, INT16_MAX);
                 } else {
@@ -222,7 +237,7 @@ static mf_status run_gru(const mf_call *c) {
                 xn[j] = mf_clamp_s16(xn[j] + rn, INT16_MIN, INT16_MAX);
             }
             mf_activation_s16(xn, xn, h, 0, 1); /* the candidate n */
-            int8_t *ht = out + ((size_t)b * steps + s) * h;
+            int8_t *ht = lay.out + ((size_t)b * steps + s) * h;
             for (uint32_t j = 0; j < h; j++) {
                 const int32_t cand = xn[j], z = rz[h + j];
                 const int32_t v = mf_clamp_s16(cand + mf_requantize(z * (state[j] - cand), Q15_MULT, Q15_SHIFT),
