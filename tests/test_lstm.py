@@ -76,10 +76,8 @@ def test_lstm_s8_matches_cmsis_reference(edge, kernel_route):
     rng = np.random.default_rng(EDGES.index(edge))
     for _ in range(12):
         a, p = lstm_case(rng, edge)
-        got = lstm_s8(a["x"], a["w_ih"], a["w_hh"], a["input_bias"], a["hidden_bias"], **p)
-        want = ref_lstm_s8(a["x"].tolist(), a["w_ih"].tolist(), a["w_hh"].tolist(), a["input_bias"].tolist(),
-                           a["hidden_bias"].tolist(), p)
-        assert got.dtype == np.int8 and got.tolist() == want
+        got = lstm_s8(**a, **p)
+        assert got.dtype == np.int8 and got.tolist() == _reference("lstm_s8", a, p)
 
 
 def test_lstm_s8_argument_checks():
@@ -109,21 +107,19 @@ def gru_case(rng, edge: str = "") -> tuple[dict, dict]:
 KERNELS = {"lstm_s8": (lstm_case, lstm_s8, ref_lstm_s8), "gru_s8": (gru_case, gru_s8, ref_gru_s8)}
 
 
+def _reference(kind: str, a: dict, p: dict) -> list:
+    ref = KERNELS[kind][2]
+    return ref(*(a[k].tolist() for k in ("x", "w_ih", "w_hh", "input_bias", "hidden_bias")), p)
+
+
 @ROUTES
 @pytest.mark.parametrize("edge", ["", "saturate", "extremes"], ids=lambda e: e or "random")
 def test_gru_s8_matches_reference(edge, kernel_route):
     rng = np.random.default_rng(10 + EDGES.index(edge))
     for _ in range(12):
         a, p = gru_case(rng, edge)
-        got = gru_s8(a["x"], a["w_ih"], a["w_hh"], a["input_bias"], a["hidden_bias"], **p)
-        want = ref_gru_s8(a["x"].tolist(), a["w_ih"].tolist(), a["w_hh"].tolist(), a["input_bias"].tolist(),
-                          a["hidden_bias"].tolist(), p)
-        assert got.dtype == np.int8 and got.tolist() == want
-
-
-def _reference(kind: str, a: dict, p: dict) -> list:
-    ref = KERNELS[kind][2]
-    return ref(*(a[k].tolist() for k in ("x", "w_ih", "w_hh", "input_bias", "hidden_bias")), p)
+        got = gru_s8(**a, **p)
+        assert got.dtype == np.int8 and got.tolist() == _reference("gru_s8", a, p)
 
 
 def _both_routes(kernel, a: dict, p: dict, monkeypatch) -> tuple[np.ndarray, np.ndarray]:
