@@ -70,14 +70,20 @@ def single_runs(program: Any, items: Sequence[tuple[torch.Tensor, ...]]) -> list
     return runs
 
 
+def float_graph(model: nn.Module, example: tuple[torch.Tensor, ...]) -> fx.GraphModule:
+    """The float graph ``compile`` quantized (captured, decomposed, BN folded): what the layers replace values in."""
+    return prepare_float_graph(decompose(capture(model, example)))
+
+
 def quantized_alone(program: Any, model: nn.Module, items: Sequence[tuple[torch.Tensor, ...]],
-                    modules: Sequence[str]) -> dict[str, float]:
+                    modules: Sequence[str], gm: fx.GraphModule | None = None) -> dict[str, float]:
     """Output SQNR (dB, the lowest over the model's outputs, all ``items`` together) of the fp32 model with
-    only the layer at each of ``modules`` quantized as ``program`` quantizes it; by module path."""
+    only the layer at each of ``modules`` quantized as ``program`` quantizes it; by module path. ``gm``: the
+    model's :func:`float_graph`, when the caller measures several programs of one model (captured once)."""
     graph = program.graph
     outputs = layer_output_ops(program, modules)
     items = single_runs(program, items)
-    gm = prepare_float_graph(decompose(capture(model, tuple(items[0]))))  # the float graph compile quantized
+    gm = gm if gm is not None else float_graph(model, tuple(items[0]))
     record = set(reference_nodes(graph).values())
     reference: list[list[np.ndarray]] = []
     actual: dict[str, list[list[np.ndarray]]] = {m: [] for m in modules}

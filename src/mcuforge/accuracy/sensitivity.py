@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 from ..capture import as_input_tuple
 from ..inspect.numeric import error_stats
 from ..quantize import Scheme, calibration_batches, get_scheme
-from .alone import quantized_alone
+from .alone import float_graph, quantized_alone, single_runs
 
 #: Op kinds whose weights a precision choice changes (transposed convolutions keep int8 weights).
 WEIGHTED_KINDS = ("conv2d_s8", "depthwise_conv2d_s8", "fully_connected_s8", "fully_connected_per_channel_s8")
@@ -139,9 +139,10 @@ def _measure(model: nn.Module, example: tuple[torch.Tensor, ...], items: list, t
         uniform[name] = {"output_sqnr_db": output_sqnr(prog, reference, batch),
                          "flash_bytes": prog.program_bytes, "ram_bytes": prog.arena_bytes}
     layers = weighted_layers(programs[base])
+    gm = float_graph(model, tuple(single_runs(programs[base], items[:1])[0]))
     alone = [{"module": module, "precision": name, "output_sqnr_db": sqnr}
              for name, prog in programs.items()
-             for module, sqnr in quantized_alone(prog, model, items, layers).items()]
+             for module, sqnr in quantized_alone(prog, model, items, layers, gm).items()]
     rows = []
     work = [(module, cand) for module in layers for cand in candidates]
     for module, cand in tqdm(work, desc="sensitivity", unit="layer", disable=not progress):
