@@ -47,7 +47,7 @@ static mf_status run_portable(const mf_call *c) {
                             acc += mf_dot_s4(xp, wd, ((oc * kh + ky) * kw + kx) * wc, wc, k.in_off);
                         }
                     }
-                    *out++ = mf_channel_requant_s8(&k.rq, oc, acc);
+                    *out++ = mf_s4_requant(&k.rq, oc, acc);
                 }
             }
         }
@@ -111,8 +111,8 @@ static void mat_mult_2cols(const int16_t *col0, const int16_t *col1, const int32
             a0 += col0[k] * wk;
             if (col1 != NULL) a1 += col1[k] * wk;
         }
-        out0[r] = mf_channel_requant_s8_inline(rq, oc, a0);
-        if (col1 != NULL) out1[r] = mf_channel_requant_s8_inline(rq, oc, a1);
+        out0[r] = mf_s4_requant_inline(rq, oc, a0);
+        if (col1 != NULL) out1[r] = mf_s4_requant_inline(rq, oc, a1);
     }
 }
 
@@ -149,13 +149,14 @@ static void mat_mult_4cols(const int8_t *const cols[4], uint32_t n_cols, const i
         const int32_t corr = ws * in_off; /* |sum(w)| <= 2^19, |in_off| <= 128 */
         if (vector_rq) {
             const uint32_t k = rq->per_channel ? oc : 0;
-            int32x4_t acc = vaddq_n_s32(vld1q_s32(a), rq->bias ? mf_add_wrap(corr, rq->bias[oc]) : corr);
-            acc = vaddq_n_s32(mf_requantize_x4(acc, vdupq_n_s32(rq->mult[k]), vdupq_n_s32(rq->shift[k])), rq->out_off);
+            int32x4_t acc = vaddq_n_s32(vld1q_s32(a), mf_add_wrap(corr, mf_s4_bias(rq, oc)));
+            acc = vaddq_n_s32(mf_requantize_x4(acc, vdupq_n_s32(mf_s4_mult(rq, oc)), vdupq_n_s32(rq->shift[k])),
+                              rq->out_off);
             acc = vminq_s32(vmaxq_s32(acc, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));
             vstrbq_scatter_offset_p_s32(out + r, pixel_offsets, acc, store);
         } else {
             for (uint32_t i = 0; i < n_cols; i++) {
-                out[vgetq_lane_u32(pixel_offsets, 1) * i + r] = mf_channel_requant_s8_inline(rq, oc,
+                out[vgetq_lane_u32(pixel_offsets, 1) * i + r] = mf_s4_requant_inline(rq, oc,
                                                                                              mf_add_wrap(a[i], corr));
             }
         }

@@ -48,7 +48,7 @@ static mf_status run_portable(const mf_call *c) {
                             acc += ((int32_t)xd[xi] + k.in_off) * mf_s4_at(wd, (ky * kw + kx) * oc_n + oc);
                         }
                     }
-                    *out++ = mf_channel_requant_s8(&k.rq, oc, acc);
+                    *out++ = mf_s4_requant(&k.rq, oc, acc);
                 }
             }
         }
@@ -110,10 +110,10 @@ static void pixel(const int8_t *xb, const int8_t *wdec, uint32_t ch, int32_t wi,
                 a3 = smlatt(x13, w13, a3);
             }
         }
-        out[c] = mf_channel_requant_s8_inline(rq, c, a0);
-        out[c + 1] = mf_channel_requant_s8_inline(rq, c + 1, a1);
-        out[c + 2] = mf_channel_requant_s8_inline(rq, c + 2, a2);
-        out[c + 3] = mf_channel_requant_s8_inline(rq, c + 3, a3);
+        out[c] = mf_s4_requant_inline(rq, c, a0);
+        out[c + 1] = mf_s4_requant_inline(rq, c + 1, a1);
+        out[c + 2] = mf_s4_requant_inline(rq, c + 2, a2);
+        out[c + 3] = mf_s4_requant_inline(rq, c + 3, a3);
     }
     for (; c < ch; c++) {
         int32_t acc = 0;
@@ -123,7 +123,7 @@ static void pixel(const int8_t *xb, const int8_t *wdec, uint32_t ch, int32_t wi,
                 acc += ((int32_t)xb[xi] + in_off) * wdec[((size_t)ky * (size_t)kw + (size_t)kx) * ch + c];
             }
         }
-        out[c] = mf_channel_requant_s8_inline(rq, c, acc);
+        out[c] = mf_s4_requant_inline(rq, c, acc);
     }
 }
 
@@ -137,14 +137,13 @@ static inline void store4(int32x4_t acc, const mf_channel_requant *rq, int vecto
         int32_t v[4];
         vst1q_s32(v, acc);
         for (uint32_t i = 0; i < 4; i++) {
-            if ((pred >> (4 * i)) & 1u) out[vgetq_lane_u32(lanes, 0) + 2 * i] = mf_channel_requant_s8_inline(
+            if ((pred >> (4 * i)) & 1u) out[vgetq_lane_u32(lanes, 0) + 2 * i] = mf_s4_requant_inline(
                 rq, c + vgetq_lane_u32(lanes, 0) + 2 * i, v[i]);
         }
         return;
     }
-    if (rq->bias) acc = vaddq_s32(acc, vldrwq_gather_shifted_offset_z_s32(rq->bias + c, lanes, pred));
-    const int32x4_t mult = rq->per_channel ? vldrwq_gather_shifted_offset_z_s32(rq->mult + c, lanes, pred)
-                                           : vdupq_n_s32(rq->mult[0]);
+    acc = vaddq_s32(acc, mf_s4_bias_gather_x4(rq, c, lanes, pred));
+    const int32x4_t mult = mf_s4_mult_gather_x4(rq, c, lanes, pred);
     const int32x4_t shift = rq->per_channel ? mf_shifts_gather_x4(rq->shift + c, lanes, pred)
                                             : vdupq_n_s32(rq->shift[0]);
     int32x4_t v = vaddq_n_s32(mf_requantize_x4(acc, mult, shift), rq->out_off);
