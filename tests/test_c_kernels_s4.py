@@ -131,8 +131,8 @@ def sweep_cases(seed: int) -> list[tuple[str, dict]]:
     for c in (1, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24, 64):  # multiplier 1: the DSP / MVE paths
         cases.append((f"dw1_c{c}", conv_case(rng, "depthwise_conv2d_s4", c, (3, 3), dm=1)))
     cases.append(("dw1_k1x5", conv_case(rng, "depthwise_conv2d_s4", 5, (1, 5), dm=1)))
-    cases.append(("dw1_k4x4", conv_case(rng, "depthwise_conv2d_s4", 6, (4, 4), dm=1)))  # 16 taps: int16 sums
-    cases.append(("dw1_k5x5_portable", conv_case(rng, "depthwise_conv2d_s4", 6, (5, 5), dm=1)))  # 25 taps
+    cases.append(("dw1_k4x4", conv_case(rng, "depthwise_conv2d_s4", 6, (4, 4), dm=1)))  # 16 taps
+    cases.append(("dw1_k5x5", conv_case(rng, "depthwise_conv2d_s4", 6, (5, 5), dm=1)))  # 25 taps
     cases.append(("dw1_no_scratch", conv_case(rng, "depthwise_conv2d_s4", 9, (3, 3), dm=1, scratch=False)))
     for depth in (1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 67):
         for oc in (1, 3, 5):

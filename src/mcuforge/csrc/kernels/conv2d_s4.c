@@ -149,15 +149,14 @@ static void mat_mult_4cols(const int8_t *const cols[4], uint32_t n_cols, const i
         const int32_t corr = ws * in_off; /* |sum(w)| <= 2^19, |in_off| <= 128 */
         if (vector_rq) {
             const uint32_t k = rq->per_channel ? oc : 0;
-            int32x4_t acc = vaddq_n_s32(vld1q_s32(a), mf_add_wrap(corr, mf_s4_bias(rq, oc)));
-            acc = vaddq_n_s32(mf_requantize_x4(acc, vdupq_n_s32(mf_s4_mult(rq, oc)), vdupq_n_s32(rq->shift[k])),
+            int32x4_t acc = vaddq_n_s32(vld1q_s32(a), mf_add_wrap(corr, mf_rq_bias(rq, oc)));
+            acc = vaddq_n_s32(mf_requantize_x4(acc, vdupq_n_s32(mf_rq_mult(rq, oc)), vdupq_n_s32(rq->shift[k])),
                               rq->out_off);
             acc = vminq_s32(vmaxq_s32(acc, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));
             vstrbq_scatter_offset_p_s32(out + r, pixel_offsets, acc, store);
         } else {
             for (uint32_t i = 0; i < n_cols; i++) {
-                out[vgetq_lane_u32(pixel_offsets, 1) * i + r] = mf_s4_requant_inline(rq, oc,
-                                                                                             mf_add_wrap(a[i], corr));
+                out[vgetq_lane_u32(pixel_offsets, 1) * i + r] = mf_s4_requant_inline(rq, oc, mf_add_wrap(a[i], corr));
             }
         }
     }

@@ -20,7 +20,9 @@
  *   CMSIS-NN's arm_requantize_mve, shorter when every shift is negative), saturating narrowing into
  *   channel order, clamp, one store of eight bytes. A multiplier of INT32_MIN (where VQRDMULH
  *   saturates and the C code wraps) takes the portable path; an -O0 build runs every pixel
- *   through dw_pixel (the asm needs an optimized build's registers).
+ *   through dw_pixel (the asm needs an optimized build's registers). The same path runs
+ *   depthwise_conv2d_s4 on its weights unpacked to int8 (mf_depthwise_mve), whose bias and multipliers
+ *   may be int16 (dw_group_init reads either).
  */
 #include "mf_scalar.h"
 
@@ -185,19 +187,12 @@ static void dw_group_init(const dw_geom *g, int32_t c0, dw_group *G) {
         /* lane i of accumulator j: channel c0 + 2 i + j (lanes past n read nothing) */
         const uint32x4_t chan = vaddq_n_u32(vmulq_n_u32(vidupq_n_u32(0, 1), 2), (uint32_t)j);
         const mve_pred16_t pj = vcmphiq_u32(vdupq_n_u32((uint32_t)n), chan);
-        const int32x4_t bias = q->bias ? vldrwq_gather_shifted_offset_z_s32(q->bias + c0, chan, pj) : vdupq_n_s32(0);
+        const int32x4_t bias = mf_rq_bias_gather_x4(q, (uint32_t)c0, chan, pj); /* int32, or s4's int16 */
         G->bias[j] = bias;
         /* |sum(w)| <= 2^23, |in_off| <= 128; the bias wraps as the C path's does */
         G->base[j] = vaddq_s32(bias, vmulq_n_s32(j ? so : se, g->in_off));
-        int32x4_t m, sh;
-        if (q->per_channel) {
-            m = vldrwq_gather_shifted_offset_z_s32(q->mult + c0, chan, pj);
-            sh = mf_shifts_gather_x4(q->shift + c0, chan, pj);
-        } else {
-            m = vdupq_n_s32(q->mult[0]);
-            sh = vdupq_n_s32(q->shift[0]);
-        }
-        G->mult[j] = m;
+        const int32x4_t sh = q->per_channel ? mf_shifts_gather_x4(q->shift + c0, chan, pj) : vdupq_n_s32(q->shift[0]);
+        G->mult[j] = mf_rq_mult_gather_x4(q, (uint32_t)c0, chan, pj);
         G->left[j] = vmaxq_s32(sh, vdupq_n_s32(0));
         G->nright[j] = vminq_s32(sh, vdupq_n_s32(0));
         G->fix[j] = vshrq_n_s32(G->nright[j], 31);
@@ -407,12 +402,12 @@ static inline const int8_t *dw_at(const int8_t *xb, ptrdiff_t off) {
     return (const int8_t *)(uintptr_t)((uintptr_t)xb + (uintptr_t)off);
 }
 
-static mf_status run(const mf_call *c) {
-    if (mf_attr_int(c, A_MULT) != 1) return run_portable(c);
+int mf_depthwise_mve(const mf_call *c, const int8_t *w) {
+    if (mf_attr_int(c, A_MULT) != 1) return 0;
     dw_geom g;
     dw_geom_read(c, &g);
-    if (!dw_geom_fits(&g)) return run_portable(c);
-    if (!mf_requant_vector_ok(&g.rq, (uint32_t)g.ch)) return run_portable(c);
+    g.w = w;
+    if (!dw_geom_fits(&g) || !mf_requant_vector_ok(&g.rq, (uint32_t)g.ch)) return 0;
     const int32_t C = g.ch, row = g.wi * C, dy = g.dl[0] * row, dx = g.dl[1] * C, step = g.st[1] * C;
     const int32_t ystep = g.st[0] * row, orow = g.ow * C;
     (void)dy, (void)dx, (void)step, (void)ystep; /* unused without the asm loops */
@@ -480,7 +475,13 @@ static mf_status run(const mf_call *c) {
 #endif
         }
     }
-    return MF_OK;
+    return 1;
+}
+
+static mf_status run(const mf_call *c) {
+    mf_tensor w;
+    mf_call_input(c, 1, &w);
+    return mf_depthwise_mve(c, (const int8_t *)w.data) ? MF_OK : run_portable(c);
 }
 
 #elif defined(MF_USE_DSP)

@@ -70,8 +70,8 @@ static void rows4(const int8_t *x, const int8_t *w, uint32_t oc, uint32_t n, uin
     if (vector_rq) { /* the four outputs requantized at once, as fully_connected_s8's MVE path */
         const mve_pred16_t p4 = vctp32q(n);
         int32x4_t acc = vmlaq_n_s32(vld1q_s32(a), vld1q_s32(ws), in_off); /* |ws| <= 2^19 */
-        acc = vaddq_s32(acc, mf_s4_bias_x4(rq, oc, p4));
-        const int32x4_t mult = mf_s4_mult_x4(rq, oc, p4);
+        acc = vaddq_s32(acc, mf_rq_bias_x4(rq, oc, p4));
+        const int32x4_t mult = mf_rq_mult_x4(rq, oc, p4);
         const int32x4_t shift = rq->per_channel ? mf_shifts_x4(rq->shift + oc, p4) : vdupq_n_s32(rq->shift[0]);
         int32x4_t v = vaddq_n_s32(mf_requantize_x4(acc, mult, shift), rq->out_off);
         v = vminq_s32(vmaxq_s32(v, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));

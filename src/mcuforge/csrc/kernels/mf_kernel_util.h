@@ -123,6 +123,16 @@ static inline void mf_channel_requant_init(mf_channel_requant *q, const mf_call 
     mf_attr_act(c, a_act_min, &q->lo, &q->hi);
 }
 
+/* The output stage's parameters of channel oc as CMSIS-NN's int32 arguments, whether the program stores
+ * them compactly (the s4 kinds: an int16 bias, 16-bit multipliers m << 16) or not. */
+static inline int32_t mf_rq_bias(const mf_channel_requant *q, uint32_t oc) {
+    return q->bias16 ? q->bias16[oc] : q->bias ? q->bias[oc] : 0;
+}
+static inline int32_t mf_rq_mult(const mf_channel_requant *q, uint32_t oc) {
+    const uint32_t k = q->per_channel ? oc : 0;
+    return q->mult16 ? (int32_t)((uint32_t)q->mult16[k] << 16) : q->mult[k];
+}
+
 /* What a weighted kernel's run reads first: input, weights, output, input offset, output stage and, for
  * a convolution, its window (stride, padding, dilation from attribute a_window on; a_window < 0: none). */
 typedef struct {

@@ -18,54 +18,19 @@ static inline int32_t mf_s4_at(const int8_t *packed, uint32_t k) {
     return (nibble ^ 8) - 8;
 }
 
-/* The output stage's parameters of channel oc as CMSIS-NN's int32 arguments, whether the program stores
- * them compactly (an int16 bias, 16-bit multipliers m << 16: mf_channel_requant's bias16 / mult16) or not. */
-static inline int32_t mf_s4_bias(const mf_channel_requant *q, uint32_t oc) {
-    return q->bias16 ? q->bias16[oc] : q->bias ? q->bias[oc] : 0;
-}
-static inline int32_t mf_s4_mult(const mf_channel_requant *q, uint32_t oc) {
-    const uint32_t k = q->per_channel ? oc : 0;
-    return q->mult16 ? (int32_t)((uint32_t)q->mult16[k] << 16) : q->mult[k];
-}
-
-/* mf_channel_requant_s8 of the s4 kinds: + bias (wrapping), requantization, offset, clamp. */
+/* mf_channel_requant_s8 of the s4 kinds, whose bias and multipliers may be compact (mf_rq_bias, mf_rq_mult):
+ * + bias (wrapping), requantization, offset, clamp. */
 static inline int8_t mf_s4_requant(const mf_channel_requant *q, uint32_t oc, int32_t acc) {
     const int32_t shift = q->shift[q->per_channel ? oc : 0];
-    return mf_requant_s8(mf_add_wrap(acc, mf_s4_bias(q, oc)), mf_s4_mult(q, oc), shift, q->out_off, q->lo, q->hi);
+    return mf_requant_s8(mf_add_wrap(acc, mf_rq_bias(q, oc)), mf_rq_mult(q, oc), shift, q->out_off, q->lo, q->hi);
 }
 
-#if defined(MF_USE_DSP) || defined(MF_USE_MVE)
 /* mf_s4_requant with the inlined requantization (mf_channel_requant_s8_inline's). */
 static inline int8_t mf_s4_requant_inline(const mf_channel_requant *q, uint32_t oc, int32_t acc) {
     const int32_t shift = q->shift[q->per_channel ? oc : 0];
-    const int32_t v = mf_requantize_inline(mf_add_wrap(acc, mf_s4_bias(q, oc)), mf_s4_mult(q, oc), shift);
+    const int32_t v = mf_requantize_inline(mf_add_wrap(acc, mf_rq_bias(q, oc)), mf_rq_mult(q, oc), shift);
     return mf_clamp_s8(mf_add_wrap(v, q->out_off), q->lo, q->hi);
 }
-#endif
-
-#if defined(MF_USE_MVE)
-/* Bias and multipliers of channels oc .. oc + 3 (lanes past pred: 0). */
-static inline int32x4_t mf_s4_bias_x4(const mf_channel_requant *q, uint32_t oc, mve_pred16_t pred) {
-    if (q->bias16) return vldrhq_z_s32(q->bias16 + oc, pred);
-    return q->bias ? vldrwq_z_s32(q->bias + oc, pred) : vdupq_n_s32(0);
-}
-static inline int32x4_t mf_s4_mult_x4(const mf_channel_requant *q, uint32_t oc, mve_pred16_t pred) {
-    if (!q->per_channel) return vdupq_n_s32(mf_s4_mult(q, 0));
-    return q->mult16 ? vshlq_n_s32(vldrhq_z_s32(q->mult16 + oc, pred), 16) : vldrwq_z_s32(q->mult + oc, pred);
-}
-/* The same for channels c + lanes[i] (gathered). */
-static inline int32x4_t mf_s4_bias_gather_x4(const mf_channel_requant *q, uint32_t c, uint32x4_t lanes,
-                                             mve_pred16_t pred) {
-    if (q->bias16) return vldrhq_gather_shifted_offset_z_s32(q->bias16 + c, lanes, pred);
-    return q->bias ? vldrwq_gather_shifted_offset_z_s32(q->bias + c, lanes, pred) : vdupq_n_s32(0);
-}
-static inline int32x4_t mf_s4_mult_gather_x4(const mf_channel_requant *q, uint32_t c, uint32x4_t lanes,
-                                             mve_pred16_t pred) {
-    if (!q->per_channel) return vdupq_n_s32(mf_s4_mult(q, 0));
-    if (q->mult16) return vshlq_n_s32(vldrhq_gather_shifted_offset_z_s32(q->mult16 + c, lanes, pred), 16);
-    return vldrwq_gather_shifted_offset_z_s32(q->mult + c, lanes, pred);
-}
-#endif
 
 /* sum((x[i] + x_offset) * w[start + i]) for i < n, w packed int4 (portable, DSP and MVE paths, the same
  * int32: no overflow within MF_MAX_DOT_DEPTH). */

@@ -185,6 +185,33 @@ static inline int32x4_t mf_shifts_gather_x4(const mf_shift *shift, uint32x4_t k,
 }
 
 /* 1 when no multiplier is INT32_MIN: mf_requantize_x4 then equals mf_requantize. */
+/* mf_rq_bias / mf_rq_mult of channels oc .. oc + 3 (lanes past pred: 0), and of channels c + lanes[i]
+ * (gathered). */
+static inline int32x4_t mf_rq_bias_x4(const mf_channel_requant *q, uint32_t oc, mve_pred16_t pred) {
+    if (q->bias16) return vldrhq_z_s32(q->bias16 + oc, pred);
+    return q->bias ? vldrwq_z_s32(q->bias + oc, pred) : vdupq_n_s32(0);
+}
+static inline int32x4_t mf_rq_mult_x4(const mf_channel_requant *q, uint32_t oc, mve_pred16_t pred) {
+    if (!q->per_channel) return vdupq_n_s32(mf_rq_mult(q, 0));
+    return q->mult16 ? vshlq_n_s32(vldrhq_z_s32(q->mult16 + oc, pred), 16) : vldrwq_z_s32(q->mult + oc, pred);
+}
+static inline int32x4_t mf_rq_bias_gather_x4(const mf_channel_requant *q, uint32_t c, uint32x4_t lanes,
+                                             mve_pred16_t pred) {
+    if (q->bias16) return vldrhq_gather_shifted_offset_z_s32(q->bias16 + c, lanes, pred);
+    return q->bias ? vldrwq_gather_shifted_offset_z_s32(q->bias + c, lanes, pred) : vdupq_n_s32(0);
+}
+static inline int32x4_t mf_rq_mult_gather_x4(const mf_channel_requant *q, uint32_t c, uint32x4_t lanes,
+                                             mve_pred16_t pred) {
+    if (!q->per_channel) return vdupq_n_s32(mf_rq_mult(q, 0));
+    if (q->mult16) return vshlq_n_s32(vldrhq_gather_shifted_offset_z_s32(q->mult16 + c, lanes, pred), 16);
+    return vldrwq_gather_shifted_offset_z_s32(q->mult + c, lanes, pred);
+}
+
+/* The MVE path of depthwise_conv2d_s8 (depth multiplier 1) on the int8 weights at w: the op's own, or
+ * depthwise_conv2d_s4's unpacked into its scratch. 0 when it does not apply (another depth multiplier, an
+ * absurd geometry, a multiplier of INT32_MIN): the caller then runs its portable path. */
+int mf_depthwise_mve(const mf_call *c, const int8_t *w);
+
 static inline int mf_requant_vector_ok(const mf_channel_requant *q, uint32_t channels) {
     const uint32_t n = q->per_channel ? channels : 1u;
     if (q->mult == NULL) return 1; /* 16-bit multipliers m << 16, m in [0, 32767]: never INT32_MIN */
