@@ -8,8 +8,9 @@
  * run_portable() is the readable statement of the math (a nibble read per tap). A depthwise layer
  * holds few weights (kh * kw per channel), so the DSP and MVE paths (depth multiplier 1, the op's
  * scratch: mcuforge.ir.kernel_scratch_bytes) first unpack them to int8 in the scratch, then:
- *   DSP: per output pixel, over the taps inside the input, four channels per word, SXTAB16 adds the
- *        input offset to two byte lanes, SMLABB/SMLATT accumulate per channel;
+ *   DSP: 3x3 kernels on a multiple of four channels: depthwise_conv2d_s8's DSP path (mf_depthwise_dsp_3x3)
+ *        on the unpacked weights; other kernels per output pixel, over the taps inside the input, four
+ *        channels per word, SXTAB16 adds the input offset to two byte lanes, SMLABB/SMLATT accumulate;
  *   MVE: depthwise_conv2d_s8's MVE path (mf_depthwise_mve) on the unpacked weights: the same int32 sums,
  *        the bias and multipliers read as the s4 kinds store them (int16 or int32) once per group of
  *        eight channels; where it does not apply (a multiplier of INT32_MIN, an absurd geometry), the
@@ -59,7 +60,13 @@ static mf_status run_portable(const mf_call *c) {
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
 /* The weights, packed, unpacked to int8 at wdec (the op's scratch: numel bytes). */
 static void unpack(const mf_tensor *w, int8_t *wdec) {
-    for (uint32_t i = 0; i < w->numel; i++) wdec[i] = (int8_t)mf_s4_at((const int8_t *)w->data, i);
+    const uint8_t *p = (const uint8_t *)w->data;
+    const uint32_t pairs = w->numel / 2u;
+    for (uint32_t j = 0; j < pairs; j++) { /* a byte at a time: its low nibble, then its high one */
+        wdec[2u * j] = (int8_t)((int32_t)((p[j] & 0xFu) ^ 8u) - 8);
+        wdec[2u * j + 1u] = (int8_t)((int32_t)((p[j] >> 4) ^ 8u) - 8);
+    }
+    if (w->numel & 1u) wdec[w->numel - 1u] = (int8_t)mf_s4_at((const int8_t *)w->data, w->numel - 1u);
 }
 #endif
 
@@ -129,12 +136,11 @@ static void pixel(const int8_t *xb, const int8_t *wdec, uint32_t ch, int32_t wi,
 }
 
 
-static mf_status run_fast(const mf_call *c) {
+/* The weights unpacked at wdec (taps, ch): pixel by pixel. */
+static mf_status run_fast(const mf_call *c, const int8_t *wdec) {
     mf_weighted_run k;
     mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
     const mf_tensor x = k.x, w = k.w, o = k.o;
-    int8_t *wdec = (int8_t *)c->scratch; /* the weights unpacked, (taps, ch) */
-    unpack(&w, wdec);
     const int32_t h = (int32_t)x.shape[1], wi = (int32_t)x.shape[2], kh = (int32_t)w.shape[1], kw = (int32_t)w.shape[2];
     const uint32_t ch = x.shape[3];
     int8_t *out = (int8_t *)o.data;
@@ -158,7 +164,13 @@ static mf_status run_fast(const mf_call *c) {
 
 static mf_status run(const mf_call *c) {
 #if defined(MF_USE_DSP)
-    if (fast_path_fits(c)) return run_fast(c);
+    if (fast_path_fits(c)) { /* 3x3: depthwise_conv2d_s8's DSP path on the unpacked weights */
+        mf_tensor w;
+        mf_call_input(c, 1, &w);
+        unpack(&w, (int8_t *)c->scratch);
+        if (mf_depthwise_dsp_3x3(c, (const int8_t *)c->scratch)) return MF_OK;
+        return run_fast(c, (const int8_t *)c->scratch);
+    }
 #elif defined(MF_USE_MVE)
     mf_tensor w;
     mf_call_input(c, 1, &w);

@@ -9,7 +9,8 @@
  * - DSP (cortex-m4/m7/m33): four channels per word, SXTAB16 adds the input offset to two byte
  *   lanes at once, SMLABB/SMLATT accumulate per channel; taps outside the input are skipped by
  *   loop bounds; 3x3 windows inside the input run along a row without bounds; the output stage is
- *   SMMULR-based (mf_dsp_requantize_small) when no accumulator can reach 2^30;
+ *   SMMULR-based (mf_dsp_requantize_small) when no accumulator can reach 2^30; the 3x3 path also
+ *   runs depthwise_conv2d_s4 on its unpacked weights (mf_depthwise_dsp_3x3);
  * - MVE (cortex-m55): groups of eight channels outer, products by VMULLB/VMULLT of int16 lanes
  *   into even/odd int32 accumulators (a vector of 16 int8 channels would need four accumulators
  *   plus operands: more than the eight Q registers). 3x3 kernels: the windows inside the input as
@@ -516,7 +517,8 @@ static inline int32_t dw_dsp_requant(int32_t acc, int32_t mult, int32_t shift) {
 static inline int8_t dw_dsp_out(const dw_geom *g, int32_t oc, int32_t acc) {
     const mf_channel_requant *q = &g->rq;
     const uint32_t k = q->per_channel ? (uint32_t)oc : 0u;
-    return mf_clamp_s8(mf_add_wrap(dw_dsp_requant(acc, q->mult[k], q->shift[k]), q->out_off), q->lo, q->hi);
+    return mf_clamp_s8(mf_add_wrap(dw_dsp_requant(acc, mf_rq_mult(q, (uint32_t)oc), q->shift[k]), q->out_off), q->lo,
+                       q->hi);
 }
 
 /* dw_dsp_tap4 with the weights' halfword pairs already sign-extended. */
@@ -611,6 +613,16 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
             }
         }
     }
+}
+
+int mf_depthwise_dsp_3x3(const mf_call *c, const int8_t *w) {
+    if (mf_attr_int(c, A_MULT) != 1) return 0;
+    dw_geom g;
+    dw_geom_read(c, &g);
+    g.w = w;
+    if (!dw_geom_fits(&g) || g.kh != 3 || g.kw != 3 || g.ch % 4) return 0;
+    dw_dsp_3x3_groups(&g);
+    return 1;
 }
 
 static mf_status run(const mf_call *c) {

@@ -119,12 +119,17 @@ static inline int mf_dsp_small_ok(const mf_channel_requant *q, uint32_t channels
         if (q->shift[i] > 0) return 0;
     }
     int64_t bias = 0;
-    for (uint32_t i = 0; q->bias && i < channels; i++) {
-        const int64_t b = q->bias[i] < 0 ? -(int64_t)q->bias[i] : q->bias[i];
+    for (uint32_t i = 0; (q->bias || q->bias16) && i < channels; i++) {
+        const int64_t b = mf_rq_bias(q, i) < 0 ? -(int64_t)mf_rq_bias(q, i) : mf_rq_bias(q, i);
         bias = b > bias ? b : bias;
     }
     return (int64_t)depth * 255 * 128 + bias < ((int64_t)1 << 30);
 }
+
+/* The DSP path of depthwise_conv2d_s8 for 3x3 kernels (depth multiplier 1, channels a multiple of 4) on the
+ * int8 weights at w: the op's own, or depthwise_conv2d_s4's unpacked into its scratch. 0 when it does not
+ * apply: the caller then runs another path. */
+int mf_depthwise_dsp_3x3(const mf_call *c, const int8_t *w);
 
 /* An output channel's parameters for mf_dsp_requantize_small, read once. */
 typedef struct {
@@ -133,7 +138,7 @@ typedef struct {
 
 static inline mf_dsp_channel mf_dsp_channel_of(const mf_channel_requant *q, uint32_t oc) {
     const uint32_t k = q->per_channel ? oc : 0;
-    mf_dsp_channel c = {q->bias ? q->bias[oc] : 0, q->mult[k], -q->shift[k]};
+    mf_dsp_channel c = {mf_rq_bias(q, oc), mf_rq_mult(q, oc), -q->shift[k]}; /* int32, or the s4 kinds' int16 */
     return c;
 }
 
