@@ -14,6 +14,8 @@
  *   MVE: 4 int8 patches; 32 weights decoded once (low and high nibbles of 16 bytes) for the four patches,
  *        each deinterleaved by VLD2 into its even and odd taps (VMLADAVA), the offset entering once per
  *        filter as offset * sum(weights) (VADDVA); the depth % 32 tail 16 weights at a time, predicated.
+ *        A 1x1 convolution without padding runs filters outer instead (pointwise_filters): each filter
+ *        unpacked once to int8 in the scratch, then met by the input pixels in place, four per pass.
  */
 #include "mf_s4.h"
 
