@@ -517,8 +517,13 @@ static inline int32_t dw_dsp_requant(int32_t acc, int32_t mult, int32_t shift) {
 static inline int8_t dw_dsp_out(const dw_geom *g, int32_t oc, int32_t acc) {
     const mf_channel_requant *q = &g->rq;
     const uint32_t k = q->per_channel ? (uint32_t)oc : 0u;
-    return mf_clamp_s8(mf_add_wrap(dw_dsp_requant(acc, mf_rq_mult(q, (uint32_t)oc), q->shift[k]), q->out_off), q->lo,
-                       q->hi);
+    return mf_clamp_s8(mf_add_wrap(dw_dsp_requant(acc, q->mult[k], q->shift[k]), q->out_off), q->lo, q->hi);
+}
+
+/* dw_dsp_out from the channel's parameters read once (mf_dsp_channel_any). */
+static inline int8_t dw_dsp_out_of(const dw_geom *g, const mf_dsp_channel *c, int32_t acc) {
+    const mf_channel_requant *q = &g->rq;
+    return mf_clamp_s8(mf_add_wrap(dw_dsp_requant(acc, c->mult, -c->n), q->out_off), q->lo, q->hi);
 }
 
 /* dw_dsp_tap4 with the weights' halfword pairs already sign-extended. */
@@ -533,13 +538,13 @@ static inline __attribute__((always_inline)) void dw_dsp_tap4w(int32_t *a, const
 }
 
 /* The four outputs of channels oc .. oc + 3: the short requantization when it serves the op (small),
- * dw_dsp_out otherwise. */
-static inline void dw_dsp_out4(const dw_geom *g, const mf_dsp_channel ch4[4], int small, int32_t oc, const int32_t a[4],
+ * dw_dsp_out_of otherwise. */
+static inline void dw_dsp_out4(const dw_geom *g, const mf_dsp_channel ch4[4], int small, const int32_t a[4],
                                int8_t *out) {
     if (small) {
         for (int i = 0; i < 4; i++) out[i] = mf_dsp_out_s8(&g->rq, &ch4[i], a[i]);
     } else {
-        for (int i = 0; i < 4; i++) out[i] = dw_dsp_out(g, oc + i, mf_add_wrap(a[i], ch4[i].bias));
+        for (int i = 0; i < 4; i++) out[i] = dw_dsp_out_of(g, &ch4[i], mf_add_wrap(a[i], ch4[i].bias));
     }
 }
 
@@ -567,7 +572,7 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
             wv[2 * t + 1] = mf_sxtb16_ror8(ww);
         }
         mf_dsp_channel ch4[4];
-        for (int i = 0; i < 4; i++) ch4[i] = mf_dsp_channel_of(&g->rq, (uint32_t)(oc + i));
+        for (int i = 0; i < 4; i++) ch4[i] = mf_dsp_channel_any(&g->rq, (uint32_t)(oc + i)); /* s8's or s4's */
         for (int32_t b = 0; b < g->batch; b++) {
             const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row + oc;
             int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + oc;
@@ -594,7 +599,7 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
                             dw_dsp_tap4w(p, r2, wv[12], wv[13], off16);
                             dw_dsp_tap4w(p, r2 + dx, wv[14], wv[15], off16);
                             dw_dsp_tap4w(p, r2 + 2 * dx, wv[16], wv[17], off16);
-                            dw_dsp_out4(g, ch4, small, oc, p, out);
+                            dw_dsp_out4(g, ch4, small, p, out);
                         }
                         ox--, out -= C;
                         continue;
@@ -608,7 +613,7 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
                             dw_dsp_tap4w(a, xpix + toff[t], wv[2 * t], wv[2 * t + 1], off16);
                         }
                     }
-                    dw_dsp_out4(g, ch4, small, oc, a, out);
+                    dw_dsp_out4(g, ch4, small, a, out);
                 }
             }
         }

@@ -119,8 +119,12 @@ static inline int mf_dsp_small_ok(const mf_channel_requant *q, uint32_t channels
         if (q->shift[i] > 0) return 0;
     }
     int64_t bias = 0;
-    for (uint32_t i = 0; (q->bias || q->bias16) && i < channels; i++) {
-        const int64_t b = mf_rq_bias(q, i) < 0 ? -(int64_t)mf_rq_bias(q, i) : mf_rq_bias(q, i);
+    for (uint32_t i = 0; q->bias && i < channels; i++) {
+        const int64_t b = q->bias[i] < 0 ? -(int64_t)q->bias[i] : q->bias[i];
+        bias = b > bias ? b : bias;
+    }
+    for (uint32_t i = 0; q->bias16 && i < channels; i++) { /* the s4 kinds' int16 bias */
+        const int64_t b = q->bias16[i] < 0 ? -(int64_t)q->bias16[i] : q->bias16[i];
         bias = b > bias ? b : bias;
     }
     return (int64_t)depth * 255 * 128 + bias < ((int64_t)1 << 30);
@@ -138,7 +142,14 @@ typedef struct {
 
 static inline mf_dsp_channel mf_dsp_channel_of(const mf_channel_requant *q, uint32_t oc) {
     const uint32_t k = q->per_channel ? oc : 0;
-    mf_dsp_channel c = {mf_rq_bias(q, oc), mf_rq_mult(q, oc), -q->shift[k]}; /* int32, or the s4 kinds' int16 */
+    mf_dsp_channel c = {q->bias ? q->bias[oc] : 0, q->mult[k], -q->shift[k]};
+    return c;
+}
+
+/* mf_dsp_channel_of whether the bias and multipliers are int32 or the s4 kinds' int16 (a branch more: for
+ * code that reads a channel's parameters once, not per output). */
+static inline mf_dsp_channel mf_dsp_channel_any(const mf_channel_requant *q, uint32_t oc) {
+    mf_dsp_channel c = {mf_rq_bias(q, oc), mf_rq_mult(q, oc), -q->shift[q->per_channel ? oc : 0]};
     return c;
 }
 
