@@ -3,12 +3,12 @@ A16W8 (int16 activations) on trained models.
 
     python benchmarks/precision.py      # prints the tables and writes results/precision.md
 
-Per model (int8, W4A8 and A16W8): constant bytes (weights, then bias + requantization constants: per output
-channel; A16W8's bias is int64), the ratio to int8 (for W4A8 beside the least ratio 4-bit weights allow when the
-per-channel bias, multiplier and shift keep CMSIS-NN's widths), the arena, SQNR of the output against the fp32 model (16
-random normal inputs, calibration on 16 others: the zoo models have random weights, so SQNR is the measure), and
-instructions per inference on the emulated cortex-m4 (DSP paths) and cortex-m55 (MVE paths), exact under QEMU
--icount (one run each).
+Per model (int8, W4A8 and A16W8): constant bytes (weights, then bias + requantization constants: per output channel;
+A16W8's bias is int64; W4A8's an int16 bias where it fits and 16-bit multipliers, format 3.0), the ratio to int8
+(for W4A8 beside the ratio it would have with CMSIS-NN's widths: int32 bias and multipliers), the arena, SQNR of the
+output against the fp32 model (16 random normal inputs, calibration on 16 others: the zoo models have random
+weights, so SQNR is the measure), and instructions per inference on the emulated cortex-m4 (DSP paths) and
+cortex-m55 (MVE paths), exact under QEMU -icount (one run each).
 The digits demo (a trained CNN): test accuracy of fp32, int8 and W4A8.
 Linear layers (int8): one scale per tensor, one per output channel, and mcuforge's choice per layer.
 A16W8 on the trained FC autoencoder and sensor-curve regression MLP (mcuforge.zoo.trained: random weights
@@ -78,9 +78,9 @@ def instructions(prog, example, target: str) -> int:
     return int(measured["instructions"])
 
 
-def least_w4a8_ratio(int8: mcuforge.Program) -> str:
-    """The least constants ratio 4-bit weights can reach in CMSIS-NN's argument layout: the weights halve, the
-    per-output-channel bias (int32), multiplier (int32) and shift do not."""
+def cmsis_widths_ratio(int8: mcuforge.Program) -> str:
+    """The constants ratio of 4-bit weights in CMSIS-NN's argument widths: the weights halve, the per-output-channel
+    bias (int32), multiplier (int32) and shift do not (what W4A8 stored before format 3.0)."""
     weights = weight_bytes(int8)
     return f"{(weights / 2 + int8.constant_bytes - weights) / int8.constant_bytes:.3f}"
 
@@ -95,7 +95,7 @@ def model_rows() -> list[list[object]]:
             ratio = prog.constant_bytes / progs["int8"].constant_bytes
             counts = [instructions(prog, example, t) for t in BOARDS]
             rows.append([name, q, prog.constant_bytes, weight_bytes(prog), other, f"{ratio:.3f}",
-                         least_w4a8_ratio(progs["int8"]) if q == "w4a8" else "-", prog.arena_bytes,
+                         cmsis_widths_ratio(progs["int8"]) if q == "w4a8" else "-", prog.arena_bytes,
                          round(sqnr_db(model, prog, example), 2), *counts])
     return rows
 
@@ -174,7 +174,7 @@ def a16w8_rows() -> list[list[object]]:
 
 def main() -> None:
     models = table(["model", "scheme", "constants B", "weights B", "bias+requant B", "vs int8",
-                    "least for 4-bit weights", "arena B", "SQNR dB",
+                    "with int32 bias+mult", "arena B", "SQNR dB",
                     *[f"{t} instr" for t in BOARDS]], model_rows())
     digits = table(["digits CNN", "test accuracy %", "vs fp32 (points)", "constants B"], digits_rows())
     linear = table(["model", "linear weights", "per-channel layers", "SQNR dB (int8)", "constants B"], linear_rows())

@@ -60,7 +60,8 @@ def act(name: str, shape, dtype: str = "int8") -> Tensor:
 
 
 def const(name: str, data: np.ndarray) -> Tensor:
-    dtype = {np.dtype(np.int8): "int8", np.dtype(np.int32): "int32", np.dtype(np.float32): "float32"}[data.dtype]
+    dtype = {np.dtype(np.int8): "int8", np.dtype(np.int16): "int16", np.dtype(np.int32): "int32",
+             np.dtype(np.float32): "float32"}[data.dtype]
     return Tensor(name, data.shape, dtype, data=data)
 
 

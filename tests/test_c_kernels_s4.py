@@ -43,11 +43,27 @@ def int4(name: str, shape, packed: np.ndarray) -> Tensor:
     return Tensor(name, tuple(shape), "int4", data=packed)
 
 
+def compact_params(rng, bias: np.ndarray | None, mult: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """The s4 kinds' compact form (format 3.0): an int16 bias over its whole range, 16-bit multipliers over
+    theirs, [0, 32767] (the Q31 multipliers m << 16), edges included."""
+    if bias is not None:
+        bias = rng.integers(-(1 << 15), 1 << 15, size=bias.size).astype(np.int16)
+        bias[rng.random(bias.size) < 0.1] = rng.choice([-(1 << 15), (1 << 15) - 1])
+    m16 = rng.integers(1 << 14, 1 << 15, size=mult.size) if rng.random() < 0.8 else rng.integers(0, 1 << 15,
+                                                                                                  size=mult.size)
+    m16[rng.random(mult.size) < 0.1] = rng.choice([0, 1, (1 << 15) - 1])
+    # int16 and int32 mixed: each of the two may be either
+    return (bias if rng.random() < 0.8 else (None if bias is None else bias.astype(np.int32)),
+            m16.astype(np.int16) if rng.random() < 0.8 else (m16.astype(np.int64) << 16).astype(np.int32))
+
+
 def weighted(rng, weight: Tensor, oc: int, per_channel_only: bool = False) -> tuple[list[Tensor], list[str]]:
     bias = rng.integers(-(1 << 16), 1 << 16, size=oc).astype(np.int32) if rng.random() < 0.8 else None
     mult, shift = requant_params(rng, oc)
     if per_channel_only and mult.size != oc:
         mult, shift = np.resize(mult, oc), np.resize(shift, oc)
+    if weight.dtype == "int4" and rng.random() < 0.5:
+        bias, mult = compact_params(rng, bias, mult)
     consts = [weight] + ([const("b", bias)] if bias is not None else []) + [const("m", mult), const("s", shift)]
     return consts, ["x", "w", "b" if bias is not None else "", "m", "s"]
 
@@ -115,8 +131,8 @@ def sweep_cases(seed: int) -> list[tuple[str, dict]]:
     for c in (1, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24, 64):  # multiplier 1: the DSP / MVE paths
         cases.append((f"dw1_c{c}", conv_case(rng, "depthwise_conv2d_s4", c, (3, 3), dm=1)))
     cases.append(("dw1_k1x5", conv_case(rng, "depthwise_conv2d_s4", 5, (1, 5), dm=1)))
-    cases.append(("dw1_k4x4", conv_case(rng, "depthwise_conv2d_s4", 6, (4, 4), dm=1)))  # 16 taps: int16 sums
-    cases.append(("dw1_k5x5_portable", conv_case(rng, "depthwise_conv2d_s4", 6, (5, 5), dm=1)))  # 25 taps
+    cases.append(("dw1_k4x4", conv_case(rng, "depthwise_conv2d_s4", 6, (4, 4), dm=1)))  # 16 taps
+    cases.append(("dw1_k5x5", conv_case(rng, "depthwise_conv2d_s4", 6, (5, 5), dm=1)))  # 25 taps
     cases.append(("dw1_no_scratch", conv_case(rng, "depthwise_conv2d_s4", 9, (3, 3), dm=1, scratch=False)))
     for depth in (1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 67):
         for oc in (1, 3, 5):
@@ -150,11 +166,64 @@ def test_board_equals_host(target):
     sweep.assert_same_on_board(target)
 
 
+def widened(case: dict) -> dict:
+    """The case with its compact parameters stored as the int32 ones they stand for."""
+    consts = []
+    for t in case["constants"]:
+        if t.dtype == "int16":
+            data = t.data.astype(np.int64) << (16 if t.name == "m" else 0)
+            t = const(t.name, data.astype(np.int32))
+        consts.append(t)
+    return {**case, "constants": consts}
+
+
+def test_compact_parameters_are_the_int32_ones_they_stand_for():
+    """An int16 bias and 16-bit multipliers give, on both hosts, the bytes of the same op with the int32 bias
+    and the multipliers m << 16; the sweep holds the compact form in about half its s4 cases."""
+    compact = [(name, case) for name, case in sweep_cases(23)
+               if any(t.dtype == "int16" for t in case["constants"])]
+    assert len(compact) > 30
+    for name, case in compact:
+        program, values = one_op(case)
+        python, c = run_both(program, values)
+        assert_same_bytes(python, c, name)
+        wide_python, wide_c = run_both(one_op(widened(case))[0], values)
+        assert_same_bytes(python, wide_python, name)
+        assert_same_bytes(c, wide_c, name)
+
+
+def test_readers_keep_compact_parameters_to_the_s4_kinds():
+    """int16 multipliers must be constants in [0, 32767], and only the s4 kinds take int16 ones (an s8 kind
+    would read them as int32): both readers reject either."""
+    rng = np.random.default_rng(8)
+    case = fc_case(rng, "fully_connected_s4", 9, 4, 1)
+    bias, mult = compact_params(rng, np.zeros(4, np.int32), np.zeros(4, np.int32))
+    consts = [case["constants"][0], const("b", bias.astype(np.int16)), const("m", np.resize(mult, 4).astype(np.int16)),
+              const("s", np.full(4, -3, np.int8))]
+    case = {**case, "constants": consts, "op_inputs": ["x", "w", "b", "m", "s"]}
+    program, values = one_op(case)
+    assert_same_bytes(*run_both(program, values), "valid as written")
+    m_at = h_at = read_header(program)
+    data_at = m_at.constants_offset + struct.unpack_from("<I", program, tensor_field(program, "m", 44))[0]
+    damaged = bytearray(program)
+    struct.pack_into("<h", damaged, data_at + 2, -5)  # a negative 16-bit multiplier
+    both_reject(fix_crcs(damaged), "negative", "MF_ERR_SHAPE")
+    int8_case = {**fc_case(rng, "fully_connected_s8", 9, 4, 1)}
+    int8_case["constants"] = [int8_case["constants"][0], *consts[1:]]
+    int8_case["op_inputs"] = ["x", "w", "b", "m", "s"]
+    with pytest.raises(ValueError, match="only the s4 kinds"):
+        one_op(int8_case)  # the writer refuses it
+    damaged = bytearray(program)
+    struct.pack_into("<H", damaged, h_at.ops_offset, OP_KINDS["fully_connected_s8"]["id"])
+    struct.pack_into("<B", damaged, h_at.ops_offset + 3, PRECISION_CODES["a8w8"])
+    both_reject(fix_crcs(damaged), "is int4|only the s4 kinds", "MF_ERR_FORMAT")
+
+
 # -- the readers: packing, sizes, precision ------------------------------------------------------
 
 def fc4_program(depth: int = 5, oc: int = 3) -> bytes:
     rng = np.random.default_rng(3)
-    program, _ = one_op(fc_case(rng, "fully_connected_s4", depth, oc, 1))
+    program, _ = one_op(widened(fc_case(rng, "fully_connected_s4", depth, oc, 1)))  # int32 parameters
     return program
 
 

@@ -201,7 +201,7 @@ def targeted_damage() -> list[tuple[str, bytes, str]]:
     x_offset = struct.unpack_from("<I", data, tensor(x) + 44)[0]
     gelu_target = data.index(b"aten.gelu.default")
     return [
-        ("version 3.0", patch(data, 4, "<H", 3), "MF_ERR_VERSION"),
+        ("version 4.0", patch(data, 4, "<H", 4), "MF_ERR_VERSION"),
         ("version 1.0", patch(data, 4, "<H", 1), "MF_ERR_VERSION"),
         ("magic", patch(data, 0, "<4s", b"MCUX"), "MF_ERR_MAGIC"),
         ("unknown target", patch(data, 20, "<H", 99), "MF_ERR_FORMAT"),
@@ -244,6 +244,13 @@ def test_targeted_damage_gives_the_right_error(case):
     assert c_status(damaged) == expected, what
     if expected not in KERNEL_LEVEL:
         assert not python_accepts(damaged), what
+
+
+def test_both_readers_take_a_2x_file_as_it_is():
+    """3.0 is 2.0's layout plus the s4 kinds' compact parameters, which a 2.x file does not hold."""
+    data = sample_program()
+    old = patch(data, 4, "<H", 2)
+    assert c_status(data) == c_status(old) == "MF_OK" and python_accepts(old)
 
 
 def test_unknown_aten_op_error_names_the_op():

@@ -112,8 +112,8 @@ def corruptions() -> list[tuple[str, bytes, str, str]]:
         ("wrong payload CRC with a valid header CRC", patch_payload_crc(data), "MF_ERR_CRC", r"payload CRC mismatch"),
         # -- header fields, each with both CRCs recomputed ------------------------------------------
         ("magic", with_header(data, 0, "<4s", b"MCUG"), "MF_ERR_MAGIC", r"not an mcuforge program: magic b'MCUG'"),
-        ("major version 3", with_header(data, 4, "<H", 3),
-         "MF_ERR_VERSION", r"program format 3\.0, this reader supports 2\.x"),
+        ("major version 4", with_header(data, 4, "<H", 4),
+         "MF_ERR_VERSION", r"program format 4\.0, this reader supports 2\.x and 3\.x"),
         ("header size not a multiple of 4", with_header(data, 8, "<I", 130),
          "MF_ERR_FORMAT", r"header size 130 \(byte 8\)"),
         ("header size below 128", with_header(data, 8, "<I", 124), "MF_ERR_FORMAT", r"header size 124"),

@@ -240,11 +240,14 @@ def test_target_and_isa_mismatch_rejected() -> None:
 
 def test_future_major_version_rejected_minor_accepted() -> None:
     data = serialize(make_graph())
-    with pytest.raises(ProgramFormatError, match=r"program format 3\.0, this reader supports 2\.x"):
-        deserialize(patch_header(data, 4, "<HH", 3, 0))
-    with pytest.raises(ProgramFormatError, match=r"program format 1\.0, this reader supports 2\.x"):
+    assert FORMAT_VERSION == (3, 0)
+    with pytest.raises(ProgramFormatError, match=r"program format 4\.0, this reader supports 2\.x and 3\.x"):
+        deserialize(patch_header(data, 4, "<HH", 4, 0))
+    with pytest.raises(ProgramFormatError, match=r"program format 1\.0, this reader supports 2\.x and 3\.x"):
         deserialize(patch_header(data, 4, "<HH", 1, 0))
-    assert_same_graph(deserialize(patch_header(data, 4, "<HH", 2, 7)), make_graph())
+    assert_same_graph(deserialize(patch_header(data, 4, "<HH", 3, 7)), make_graph())
+    # a 2.x file is 3.0's layout without the s4 kinds' compact parameters: read as it is
+    assert_same_graph(deserialize(patch_header(data, 4, "<HH", 2, 0)), make_graph())
 
 
 def test_empty_graph_round_trips() -> None:

@@ -195,9 +195,11 @@ def test_trace_timers(target, tmp_path, capsys):
     traces = {timer: Trace.from_bytes(run_on_qemu(prog.to_bytes(), inputs, target, trace=True, timer=timer)[1])
               for timer in firmware.builder.TIMERS}
     assert {t: tr.unit for t, tr in traces.items()} == {"icount": "instructions", "systick": "cycles", "dwt": "cycles"}
+    # Both clocks read SysTick (the icount one scaled to instructions and floored: board/timer.c), each at its own
+    # phase: a duration is within a tick of the truth in either, and the floor adds one instruction.
     for cycles, instructions in zip(traces["systick"].ops, traces["icount"].ops, strict=True):
         assert abs(cycles.duration * board.instructions_per_tick - instructions.duration) <= \
-            2 * board.instructions_per_tick
+            2 * board.instructions_per_tick + 1
     assert all(e.duration == 0 for e in traces["dwt"].ops)  # QEMU 7.2 does not count CYCCNT
     df = Inspector(prog, traces["systick"], clock_hz=board.clock_hz).to_dataframe()
     np.testing.assert_allclose(df["ms"], df["duration"] * 1e3 / board.clock_hz)

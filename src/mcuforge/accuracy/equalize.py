@@ -35,7 +35,7 @@ CONV = aten.conv2d.default
 HOMOGENEOUS = {aten.relu.default, aten.relu_.default, aten.leaky_relu.default, aten.leaky_relu_.default}
 #: What ``compile`` applies when its ``equalization`` / ``bias_correction`` are None: on only where the
 #: correction lost on no model of benchmarks/results/equalization.md (held-out data, 20 models). That is
-#: bias correction of the layers with 4-bit weights (W4A8: +15.4 dB mean, +0.02 dB the least); CLE loses
+#: bias correction of the layers with 4-bit weights (W4A8: +15.5 dB mean, +0.02 dB the least); CLE loses
 #: somewhere in both precisions, int8 bias correction on 4 of the 20.
 DEFAULT_EQUALIZATION = False
 #: ``bias_correction`` by default: the layers with 4-bit weights (every W4A8 layer, and the W4A8 layers of a

@@ -8,6 +8,13 @@ packing runs across rows, so with an odd row length every other row starts in a 
 element count leaves the high nibble of the last byte unused; it is written as 0 (CMSIS-NN's test data
 pads with a 0 weight) and the program readers reject anything else. Values are two's complement nibbles,
 -8..7; mcuforge's quantizer uses the symmetric -7..7.
+
+The s4 kinds also store their per-channel parameters compactly (format 3.0), since with the weights halved
+the bias, multiplier and shift of each output channel (9 bytes in CMSIS-NN's widths) become a third of a
+layer's flash: the bias as int16 when every value fits (4-bit weight scales are ~18x int8's, so the bias
+values are ~18x smaller), the multipliers as int16 holding their 16 high bits (``m`` stands for the Q31
+multiplier ``m << 16``: a relative error of at most 2^-15 in the requantization scale). Their arithmetic is
+still CMSIS-NN's, with those widened values as arguments.
 """
 
 from __future__ import annotations
@@ -15,6 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 INT4_MIN, INT4_MAX = -8, 7
+#: A 16-bit multiplier ``m`` of an s4 kind is the Q31 multiplier ``m << MULTIPLIER16_SHIFT``.
+MULTIPLIER16_SHIFT = 16
+INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
+SHIFT_MAX = 30  # the largest left shift of arm_nn_requantize
 
 
 def packed_size(count: int) -> int:
@@ -60,3 +71,32 @@ def packing_problem(packed: np.ndarray, count: int) -> str | None:
     if count % 2 and p.view(np.uint8)[-1] >> 4:
         return f"the unused high nibble of the last byte (odd count {count}) is {p.view(np.uint8)[-1] >> 4}, not 0"
     return None
+
+
+def multipliers16(multipliers: np.ndarray, shifts: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Q31 multipliers (non-negative) rounded to their 16 high bits: (int16 multipliers, int8 shifts) with
+    ``m16 << 16`` the new multiplier, or None when they cannot be (a negative multiplier, or a shift that
+    would leave arm_nn_requantize's range). One that rounds up to 2^31 becomes 2^30 with one more left shift."""
+    m, s = np.asarray(multipliers, np.int64), np.asarray(shifts, np.int64)
+    high = (m + (1 << (MULTIPLIER16_SHIFT - 1))) >> MULTIPLIER16_SHIFT  # round half up
+    carry = high > INT16_MAX
+    high, s = np.where(carry, high >> 1, high), s + carry
+    if m.size and (m.min() < 0 or s.max() > SHIFT_MAX):
+        return None
+    return high.astype(np.int16), s.astype(np.int8)
+
+
+def bias16(bias: np.ndarray) -> np.ndarray | None:
+    """The int32 bias as int16 when every value fits, else None."""
+    b = np.asarray(bias, np.int64)
+    if b.size and (b.min() < INT16_MIN or b.max() > INT16_MAX):
+        return None
+    return b.astype(np.int16)
+
+
+def widened_multipliers(stored: np.ndarray) -> np.ndarray:
+    """The int32 multipliers the kernels take from what a program stores (int16: the 16 high bits)."""
+    s = np.asarray(stored)
+    if s.dtype == np.int16:
+        return (s.astype(np.int64) << MULTIPLIER16_SHIFT).astype(np.int32)
+    return s

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcuforge.ir import OP_KINDS, RECURRENT_GATES, Op, Tensor
+from mcuforge.ir import INT4_WEIGHT_KINDS, OP_KINDS, RECURRENT_GATES, Op, Tensor
 from mcuforge.program.layout import CONSTANT_ALIGN
 
 SHIFT_RANGE = (-31, 30)  # a requantization shift (left-positive), what arm_nn_requantize takes
@@ -41,6 +41,29 @@ def shifts_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
     values = np.asarray(t.data)
     if values.size and (values.min() < lo or values.max() > hi):
         return f"shifts {name!r} hold values outside [{lo}, {hi}]"
+    return None
+
+
+def compact_params_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
+    """Why the bias or multipliers of ``op`` cannot be stored, or None: int16 ones (the compact per-channel
+    parameters, format 3.0: kernels/int4.py) only for the s4 kinds, which take them or int32 ones; int16
+    multipliers (the 16 high bits of Q31 ones) constants in [0, 32767], as the C loader checks them."""
+    spec = OP_KINDS[op.kind]["inputs"]
+    if "multipliers" not in spec:
+        return None
+    for slot in ("bias?", "multipliers"):
+        pos = spec.index(slot) if slot in spec else len(op.inputs)
+        name = op.inputs[pos] if pos < len(op.inputs) else ""
+        if not name or tensors[name].dtype != "int16":
+            continue
+        what = slot.rstrip("?")
+        if op.kind not in INT4_WEIGHT_KINDS:
+            return f"{what} {name!r} is int16, which only the s4 kinds ({', '.join(INT4_WEIGHT_KINDS)}) may store"
+        t = tensors[name]
+        if what == "multipliers" and not t.is_constant:  # the C loader checks their values once, at load
+            return f"16-bit multipliers {name!r} must be a constant"
+        if what == "multipliers" and t.numel and int(np.asarray(t.data).min()) < 0:
+            return f"16-bit multipliers {name!r} hold a negative value ({int(np.asarray(t.data).min())})"
     return None
 
 

@@ -33,7 +33,13 @@ from mcuforge.kernels.int4 import packing_problem
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.layout import Header, ProgramFormatError
-from mcuforge.program.op_checks import aten_index_problem, recurrent_problem, scratch_problem, shifts_problem
+from mcuforge.program.op_checks import (
+    aten_index_problem,
+    compact_params_problem,
+    recurrent_problem,
+    scratch_problem,
+    shifts_problem,
+)
 from mcuforge.program.values import ValueDecoder
 from mcuforge.targets import ISA_IDS, TARGET_BY_ID
 
@@ -135,9 +141,10 @@ def _check_magic_and_version(buf: bytes) -> None:
         raise ProgramFormatError(f"truncated: {len(buf)} bytes, the header alone is {L.HEADER.size}")
     major, minor = struct.unpack_from("<HH", buf, 4)
     # Minor versions only add what older readers may ignore; a new major changes the layout.
-    if major != L.FORMAT_VERSION[0]:
+    if major not in L.READABLE_MAJORS:
         raise ProgramFormatError(
-            f"program format {major}.{minor}, this reader supports {L.FORMAT_VERSION[0]}.x"
+            f"program format {major}.{minor}, this reader supports "
+            f"{' and '.join(f'{m}.x' for m in L.READABLE_MAJORS)}"
         )
 
 
@@ -363,7 +370,8 @@ class _OpReader:
         self._check_scratch(scratch, scratch_offset, inputs + outputs, where)
         op = Op(kind, inputs, outputs, attrs, backend=backend, scratch_bytes=scratch,
                 scratch_offset=scratch_offset if scratch else -1, precision=precision)
-        problem = shifts_problem(op, self.by_name) or aten_index_problem(op) or recurrent_problem(op, self.by_name)
+        problem = (shifts_problem(op, self.by_name) or compact_params_problem(op, self.by_name)
+                   or aten_index_problem(op) or recurrent_problem(op, self.by_name))
         if problem:
             raise ProgramFormatError(f"{where}: {problem}")
         return op

@@ -28,7 +28,13 @@ from mcuforge.ir import (
 from mcuforge.kernels.int4 import packing_problem
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
-from mcuforge.program.op_checks import aten_index_problem, recurrent_problem, scratch_problem, shifts_problem
+from mcuforge.program.op_checks import (
+    aten_index_problem,
+    compact_params_problem,
+    recurrent_problem,
+    scratch_problem,
+    shifts_problem,
+)
 from mcuforge.program.values import StringTable, ValueEncoder, float_to_word, word_to_float
 from mcuforge.targets import ISA_IDS, get_target
 
@@ -212,7 +218,8 @@ def _op_record(
     if problem is None and op.kind != "delegate" and op.backend == "npu":
         problem = "backend 'npu' on an op that is not a delegate"
     if problem is None:
-        problem = shifts_problem(op, graph.tensors) or aten_index_problem(op) or recurrent_problem(op, graph.tensors)
+        problem = (shifts_problem(op, graph.tensors) or compact_params_problem(op, graph.tensors)
+                   or aten_index_problem(op) or recurrent_problem(op, graph.tensors))
     if problem is None and scratch:
         problem = scratch_problem(scratch_offset, scratch, graph.arena_bytes,
                                     [(n, graph.tensors[n].offset, graph.tensors[n].nbytes)

@@ -21,6 +21,7 @@ from ..kernels.clamp import clamp_s8
 from ..kernels.conv import prepare_conv2d_s8
 from ..kernels.depthwise_conv import prepare_depthwise_conv2d_s8
 from ..kernels.fully_connected import prepare_fully_connected_s8
+from ..kernels.int4 import widened_multipliers
 from ..kernels.lut import prepare_lut_s8
 from ..kernels.mul import prepare_mul_s8
 from ..kernels.pooling import prepare_pool_s8
@@ -53,9 +54,12 @@ def constant(x: np.ndarray | PackedWeights | None) -> np.ndarray | PackedWeights
 
 
 def _s4(kernel: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
-    """An s4 kernel called like its s8 twin: the packed weights in the weight argument's place."""
-    def call(x: np.ndarray, w: PackedWeights, bias: np.ndarray | None, **params) -> np.ndarray:
-        return kernel(x, w.packed, w.shape, bias, **params)
+    """An s4 kernel called like its s8 twin: the packed weights in the weight argument's place, the compact
+    per-channel parameters (an int16 bias, 16-bit multipliers: kernels/int4.py) widened to CMSIS-NN's int32."""
+    def call(x: np.ndarray, w: PackedWeights, bias: np.ndarray | None, *, multipliers: np.ndarray, **params
+             ) -> np.ndarray:
+        bias = None if bias is None else bias.astype(np.int32)
+        return kernel(x, w.packed, w.shape, bias, multipliers=widened_multipliers(multipliers), **params)
     return call
 
 

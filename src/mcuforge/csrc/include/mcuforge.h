@@ -67,7 +67,7 @@ extern "C" {
 typedef enum {
     MF_OK = 0,
     MF_ERR_MAGIC = 1,            /* not an mcuforge program */
-    MF_ERR_VERSION = 2,          /* format major version other than 1 */
+    MF_ERR_VERSION = 2,          /* format major version other than 2 and 3 */
     MF_ERR_TRUNCATED = 3,        /* file shorter than its header says (or than a header) */
     MF_ERR_CRC = 4,              /* header or payload CRC mismatch */
     MF_ERR_BOUNDS = 5,           /* an offset, size, count or index outside its file/arena range */

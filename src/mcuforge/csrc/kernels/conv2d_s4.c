@@ -14,6 +14,8 @@
  *   MVE: 4 int8 patches; 32 weights decoded once (low and high nibbles of 16 bytes) for the four patches,
  *        each deinterleaved by VLD2 into its even and odd taps (VMLADAVA), the offset entering once per
  *        filter as offset * sum(weights) (VADDVA); the depth % 32 tail 16 weights at a time, predicated.
+ *        A 1x1 convolution without padding runs filters outer instead (pointwise_filters): each filter
+ *        unpacked once to int8 in the scratch, then met by the input pixels in place, four per pass.
  */
 #include "mf_s4.h"
 
@@ -47,7 +49,7 @@ static mf_status run_portable(const mf_call *c) {
                             acc += mf_dot_s4(xp, wd, ((oc * kh + ky) * kw + kx) * wc, wc, k.in_off);
                         }
                     }
-                    *out++ = mf_channel_requant_s8(&k.rq, oc, acc);
+                    *out++ = mf_s4_requant(&k.rq, oc, acc);
                 }
             }
         }
@@ -111,8 +113,8 @@ static void mat_mult_2cols(const int16_t *col0, const int16_t *col1, const int32
             a0 += col0[k] * wk;
             if (col1 != NULL) a1 += col1[k] * wk;
         }
-        out0[r] = mf_channel_requant_s8_inline(rq, oc, a0);
-        if (col1 != NULL) out1[r] = mf_channel_requant_s8_inline(rq, oc, a1);
+        out0[r] = mf_s4_requant_inline(rq, oc, a0);
+        if (col1 != NULL) out1[r] = mf_s4_requant_inline(rq, oc, a1);
     }
 }
 
@@ -149,14 +151,83 @@ static void mat_mult_4cols(const int8_t *const cols[4], uint32_t n_cols, const i
         const int32_t corr = ws * in_off; /* |sum(w)| <= 2^19, |in_off| <= 128 */
         if (vector_rq) {
             const uint32_t k = rq->per_channel ? oc : 0;
-            int32x4_t acc = vaddq_n_s32(vld1q_s32(a), rq->bias ? mf_add_wrap(corr, rq->bias[oc]) : corr);
-            acc = vaddq_n_s32(mf_requantize_x4(acc, vdupq_n_s32(rq->mult[k]), vdupq_n_s32(rq->shift[k])), rq->out_off);
+            int32x4_t acc = vaddq_n_s32(vld1q_s32(a), mf_add_wrap(corr, mf_rq_bias(rq, oc)));
+            acc = vaddq_n_s32(mf_requantize_x4(acc, vdupq_n_s32(mf_rq_mult(rq, oc)), vdupq_n_s32(rq->shift[k])),
+                              rq->out_off);
             acc = vminq_s32(vmaxq_s32(acc, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));
             vstrbq_scatter_offset_p_s32(out + r, pixel_offsets, acc, store);
         } else {
             for (uint32_t i = 0; i < n_cols; i++) {
-                out[vgetq_lane_u32(pixel_offsets, 1) * i + r] = mf_channel_requant_s8_inline(rq, oc,
-                                                                                             mf_add_wrap(a[i], corr));
+                out[vgetq_lane_u32(pixel_offsets, 1) * i + r] = mf_s4_requant_inline(rq, oc, mf_add_wrap(a[i], corr));
+            }
+        }
+    }
+}
+#endif
+
+#if defined(MF_USE_MVE)
+/* A 1x1 convolution without padding: filters outer, each unpacked once to int8 (wbuf: depth bytes of the
+ * scratch) with its weight sum, then met by the input pixels in place, four at a time: per 16 taps one load
+ * of the filter shared by the four (VMLADAVA); the outputs of a filter at out + pixel * oc_n. */
+static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint32_t pixels, uint32_t ow, const int8_t *w, uint32_t oc0,
+                              uint32_t rows, uint32_t depth, uint32_t oc_n, int32_t in_off, const mf_channel_requant *rq,
+                              int vector_rq, int8_t *wbuf, int8_t *out) {
+    const uint32x4_t pixel_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), oc_n);
+    const int unit_stride = g->st[0] == 1 && g->st[1] == 1 && ow == (uint32_t)g->w;
+    const uint32_t d16 = depth & ~15u;
+    for (uint32_t r = 0; r < rows; r++) {
+        const uint32_t oc = oc0 + r, start = oc * depth;
+        const uint8_t *p = (const uint8_t *)w + (start >> 1);
+        int32_t ws = 0;
+        for (uint32_t k = 0; k < depth; k += 16) {
+            const int8x16_t wv = mf_s4_decode16(p + k / 2, start & 1u, depth - k);
+            ws = vaddvaq_s8(ws, wv);
+            vstrbq_p_s8(wbuf + k, wv, vctp8q(depth - k));
+        }
+        const int32_t base = mf_add_wrap(ws * in_off, mf_rq_bias(rq, oc)); /* |sum(w)| <= 2^19, |in_off| <= 128 */
+        const int32_t mult = mf_rq_mult(rq, oc), shift = rq->shift[rq->per_channel ? oc : 0];
+        for (uint32_t p0 = 0; p0 < pixels; p0 += 4) {
+            const uint32_t n_cols = pixels - p0 < 4u ? pixels - p0 : 4u;
+            const int8_t *c0, *c1, *c2, *c3; /* pixels past n_cols repeat p0, their outputs not written */
+            if (unit_stride) { /* the pixels are consecutive in the input */
+                c0 = g->x + (size_t)p0 * g->ch;
+                c1 = n_cols > 1 ? c0 + g->ch : c0;
+                c2 = n_cols > 2 ? c0 + 2 * g->ch : c0;
+                c3 = n_cols > 3 ? c0 + 3 * g->ch : c0;
+            } else {
+                c0 = in_place(g, p0, ow);
+                c1 = n_cols > 1 ? in_place(g, p0 + 1, ow) : c0;
+                c2 = n_cols > 2 ? in_place(g, p0 + 2, ow) : c0;
+                c3 = n_cols > 3 ? in_place(g, p0 + 3, ow) : c0;
+            }
+            int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+            uint32_t k = 0;
+            const int8_t *wp = wbuf;
+            for (; k < d16; k += 16, wp += 16, c0 += 16, c1 += 16, c2 += 16, c3 += 16) { /* whole vectors */
+                const int8x16_t wv = vld1q_s8(wp);
+                a0 = vmladavaq_s8(a0, vld1q_s8(c0), wv);
+                a1 = vmladavaq_s8(a1, vld1q_s8(c1), wv);
+                a2 = vmladavaq_s8(a2, vld1q_s8(c2), wv);
+                a3 = vmladavaq_s8(a3, vld1q_s8(c3), wv);
+            }
+            c0 -= k, c1 -= k, c2 -= k, c3 -= k;
+            if (k < depth) { /* the tail, predicated */
+                const mve_pred16_t pred = vctp8q(depth - k);
+                const int8x16_t wv = vldrbq_z_s8(wbuf + k, pred);
+                a0 = vmladavaq_s8(a0, vldrbq_z_s8(c0 + k, pred), wv);
+                a1 = vmladavaq_s8(a1, vldrbq_z_s8(c1 + k, pred), wv);
+                a2 = vmladavaq_s8(a2, vldrbq_z_s8(c2 + k, pred), wv);
+                a3 = vmladavaq_s8(a3, vldrbq_z_s8(c3 + k, pred), wv);
+            }
+            const int32_t a[4] = {a0, a1, a2, a3};
+            int8_t *o = out + (size_t)p0 * oc_n + r;
+            if (vector_rq) {
+                int32x4_t acc = vaddq_n_s32(vld1q_s32(a), base);
+                acc = vaddq_n_s32(mf_requantize_x4(acc, vdupq_n_s32(mult), vdupq_n_s32(shift)), rq->out_off);
+                acc = vminq_s32(vmaxq_s32(acc, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));
+                vstrbq_scatter_offset_p_s32(o, pixel_offsets, acc, vctp32q(n_cols));
+            } else {
+                for (uint32_t i = 0; i < n_cols; i++) o[(size_t)i * oc_n] = mf_s4_requant_inline(rq, oc, mf_add_wrap(a[i], ws * in_off));
             }
         }
     }
@@ -193,6 +264,13 @@ static mf_status run_fast(const mf_call *c) {
         int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
         for (uint32_t grp = 0; grp < groups; grp++) {
             g.x = image + (size_t)grp * g.wc;
+#if defined(MF_USE_MVE)
+            if (pointwise) {
+                pointwise_filters(&g, pixels, ow, wd, grp * opg, opg, depth, oc_n, k.in_off, &k.rq, vector_rq, scratch,
+                                  out_image + grp * opg);
+                continue;
+            }
+#endif
             for (uint32_t p0 = 0; p0 < pixels; p0 += NCOLS) {
                 const uint32_t n_cols = pixels - p0 < NCOLS ? pixels - p0 : NCOLS;
                 int8_t *out0 = out_image + (size_t)p0 * oc_n + grp * opg;

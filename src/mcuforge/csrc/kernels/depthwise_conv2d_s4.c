@@ -7,13 +7,14 @@
  *
  * run_portable() is the readable statement of the math (a nibble read per tap). A depthwise layer
  * holds few weights (kh * kw per channel), so the DSP and MVE paths (depth multiplier 1, the op's
- * scratch: mcuforge.ir.kernel_scratch_bytes) first unpack them to int8 in the scratch, then per output
- * pixel, over the taps inside the input:
- *   DSP: four channels per word, SXTAB16 adds the input offset to two byte lanes, SMLABB/SMLATT
- *        accumulate per channel;
- *   MVE: eight channels in int16 lanes, (x + offset) * w accumulated in int16 (VMUL, VADD) -- exact: with at
- *        most 16 taps |sum| <= 16 * 255 * 8 < 2^15 -- then widened and requantized four lanes at a time
- *        (mf_requantize_x4; a multiplier of INT32_MIN takes the scalar requantization).
+ * scratch: mcuforge.ir.kernel_scratch_bytes) first unpack them to int8 in the scratch, then:
+ *   DSP: 3x3 kernels on a multiple of four channels: depthwise_conv2d_s8's DSP path (mf_depthwise_dsp_3x3)
+ *        on the unpacked weights; other kernels per output pixel, over the taps inside the input, four
+ *        channels per word, SXTAB16 adds the input offset to two byte lanes, SMLABB/SMLATT accumulate;
+ *   MVE: depthwise_conv2d_s8's MVE path (mf_depthwise_mve) on the unpacked weights: the same int32 sums,
+ *        the bias and multipliers read as the s4 kinds store them (int16 or int32) once per group of
+ *        eight channels; where it does not apply (a multiplier of INT32_MIN, an absurd geometry), the
+ *        portable path.
  */
 #include "mf_s4.h"
 
@@ -48,7 +49,7 @@ static mf_status run_portable(const mf_call *c) {
                             acc += ((int32_t)xd[xi] + k.in_off) * mf_s4_at(wd, (ky * kw + kx) * oc_n + oc);
                         }
                     }
-                    *out++ = mf_channel_requant_s8(&k.rq, oc, acc);
+                    *out++ = mf_s4_requant(&k.rq, oc, acc);
                 }
             }
         }
@@ -57,16 +58,24 @@ static mf_status run_portable(const mf_call *c) {
 }
 
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
-/* Largest kernel of the fast paths: the MVE path's int16 sums stay exact up to 16 taps. */
-#define DW_MAX_TAPS 16u
+/* The weights, packed, unpacked to int8 at wdec (the op's scratch: numel bytes). */
+static void unpack(const mf_tensor *w, int8_t *wdec) {
+    const uint8_t *p = (const uint8_t *)w->data;
+    const uint32_t pairs = w->numel / 2u;
+    for (uint32_t j = 0; j < pairs; j++) { /* a byte at a time: its low nibble, then its high one */
+        wdec[2u * j] = (int8_t)((int32_t)((p[j] & 0xFu) ^ 8u) - 8);
+        wdec[2u * j + 1u] = (int8_t)((int32_t)((p[j] >> 4) ^ 8u) - 8);
+    }
+    if (w->numel & 1u) wdec[w->numel - 1u] = (int8_t)mf_s4_at((const int8_t *)w->data, w->numel - 1u);
+}
+#endif
 
-/* Depth multiplier 1, the scratch for the unpacked weights, at most DW_MAX_TAPS taps, and a geometry within
- * the int32 index arithmetic. */
+#if defined(MF_USE_DSP)
+/* Depth multiplier 1, the scratch for the unpacked weights, and a geometry within the int32 index arithmetic. */
 static int fast_path_fits(const mf_call *c) {
     mf_tensor w;
     mf_call_input(c, 1, &w);
-    return mf_attr_int(c, A_MULT) == 1 && c->scratch_bytes >= w.numel && w.shape[1] * w.shape[2] <= DW_MAX_TAPS &&
-           mf_s4_window_fits(c, A_STRIDE);
+    return mf_attr_int(c, A_MULT) == 1 && c->scratch_bytes >= w.numel && mf_s4_window_fits(c, A_STRIDE);
 }
 
 /* The taps k in [*k0, *k1) (0 <= k < n) whose position start + k * dil lies in [0, size). */
@@ -77,7 +86,6 @@ static void tap_range(int32_t start, int32_t dil, int32_t n, int32_t size, int32
     *k1 = hi < n ? (hi > *k0 ? hi : *k0) : n;
 }
 
-#if defined(MF_USE_DSP)
 static inline int32_t smlabb(int32_t a, int32_t b, int32_t acc) {
     int32_t r;
     __asm__("smlabb %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
@@ -110,10 +118,10 @@ static void pixel(const int8_t *xb, const int8_t *wdec, uint32_t ch, int32_t wi,
                 a3 = smlatt(x13, w13, a3);
             }
         }
-        out[c] = mf_channel_requant_s8_inline(rq, c, a0);
-        out[c + 1] = mf_channel_requant_s8_inline(rq, c + 1, a1);
-        out[c + 2] = mf_channel_requant_s8_inline(rq, c + 2, a2);
-        out[c + 3] = mf_channel_requant_s8_inline(rq, c + 3, a3);
+        out[c] = mf_s4_requant_inline(rq, c, a0);
+        out[c + 1] = mf_s4_requant_inline(rq, c + 1, a1);
+        out[c + 2] = mf_s4_requant_inline(rq, c + 2, a2);
+        out[c + 3] = mf_s4_requant_inline(rq, c + 3, a3);
     }
     for (; c < ch; c++) {
         int32_t acc = 0;
@@ -123,69 +131,18 @@ static void pixel(const int8_t *xb, const int8_t *wdec, uint32_t ch, int32_t wi,
                 acc += ((int32_t)xb[xi] + in_off) * wdec[((size_t)ky * (size_t)kw + (size_t)kx) * ch + c];
             }
         }
-        out[c] = mf_channel_requant_s8_inline(rq, c, acc);
+        out[c] = mf_s4_requant_inline(rq, c, acc);
     }
 }
 
-#else /* MVE */
-static const uint32_t lanes_even[4] = {0, 2, 4, 6};
 
-/* Four outputs from int32 sums: channels c + lane offsets, bias, requantization, offset, clamp, store. */
-static inline void store4(int32x4_t acc, const mf_channel_requant *rq, int vector_rq, uint32_t c, uint32x4_t lanes,
-                          mve_pred16_t pred, int8_t *out) {
-    if (!vector_rq) {
-        int32_t v[4];
-        vst1q_s32(v, acc);
-        for (uint32_t i = 0; i < 4; i++) {
-            if ((pred >> (4 * i)) & 1u) out[vgetq_lane_u32(lanes, 0) + 2 * i] = mf_channel_requant_s8_inline(
-                rq, c + vgetq_lane_u32(lanes, 0) + 2 * i, v[i]);
-        }
-        return;
-    }
-    if (rq->bias) acc = vaddq_s32(acc, vldrwq_gather_shifted_offset_z_s32(rq->bias + c, lanes, pred));
-    const int32x4_t mult = rq->per_channel ? vldrwq_gather_shifted_offset_z_s32(rq->mult + c, lanes, pred)
-                                           : vdupq_n_s32(rq->mult[0]);
-    const int32x4_t shift = rq->per_channel ? mf_shifts_gather_x4(rq->shift + c, lanes, pred)
-                                            : vdupq_n_s32(rq->shift[0]);
-    int32x4_t v = vaddq_n_s32(mf_requantize_x4(acc, mult, shift), rq->out_off);
-    v = vminq_s32(vmaxq_s32(v, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));
-    vstrbq_scatter_offset_p_s32(out, lanes, v, pred);
-}
-
-static void pixel(const int8_t *xb, const int8_t *wdec, uint32_t ch, int32_t wi, int32_t iy0, int32_t ix0,
-                  const int32_t dl[2], int32_t kw, int32_t ky0, int32_t ky1, int32_t kx0, int32_t kx1, int32_t in_off,
-                  const mf_channel_requant *rq, int vector_rq, int8_t *out) {
-    const uint32x4_t even = vld1q_u32(lanes_even), odd = vaddq_n_u32(even, 1);
-    for (uint32_t c = 0; c < ch; c += 8) {
-        const uint32_t n = ch - c < 8u ? ch - c : 8u;
-        const mve_pred16_t p16 = vctp16q(n);
-        int16x8_t acc = vdupq_n_s16(0);
-        for (int32_t ky = ky0; ky < ky1; ky++) {
-            const int8_t *xr = xb + ((size_t)(iy0 + ky * dl[0]) * (size_t)wi) * ch + c;
-            const int8_t *wr = wdec + (size_t)ky * (size_t)kw * ch + c;
-            for (int32_t kx = kx0; kx < kx1; kx++) {
-                const int16x8_t xv = vaddq_n_s16(vldrbq_z_s16(xr + (size_t)(ix0 + kx * dl[1]) * ch, p16), (int16_t)in_off);
-                acc = vaddq_s16(acc, vmulq_s16(xv, vldrbq_z_s16(wr + (size_t)kx * ch, p16)));
-            }
-        }
-        /* channel c + 2i in lane i of the bottom half, c + 2i + 1 in the top half */
-        store4(vmovlbq_s16(acc), rq, vector_rq, c, even, vcmphiq_u32(vdupq_n_u32(n), even), out + c);
-        store4(vmovltq_s16(acc), rq, vector_rq, c, odd, vcmphiq_u32(vdupq_n_u32(n), odd), out + c);
-    }
-}
-#endif
-
-static mf_status run_fast(const mf_call *c) {
+/* The weights unpacked at wdec (taps, ch): pixel by pixel. */
+static mf_status run_fast(const mf_call *c, const int8_t *wdec) {
     mf_weighted_run k;
     mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
     const mf_tensor x = k.x, w = k.w, o = k.o;
-    int8_t *wdec = (int8_t *)c->scratch; /* the weights unpacked, (taps, ch) */
-    for (uint32_t i = 0; i < w.numel; i++) wdec[i] = (int8_t)mf_s4_at((const int8_t *)w.data, i);
     const int32_t h = (int32_t)x.shape[1], wi = (int32_t)x.shape[2], kh = (int32_t)w.shape[1], kw = (int32_t)w.shape[2];
     const uint32_t ch = x.shape[3];
-#if defined(MF_USE_MVE)
-    const int vector_rq = mf_requant_vector_ok(&k.rq, ch);
-#endif
     int8_t *out = (int8_t *)o.data;
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         const int8_t *xb = (const int8_t *)x.data + (size_t)n * (size_t)h * (size_t)wi * ch;
@@ -197,11 +154,7 @@ static mf_status run_fast(const mf_call *c) {
                 const int32_t x0 = (int32_t)ox * k.st[1] - k.pd[1];
                 int32_t kx0, kx1;
                 tap_range(x0, k.dl[1], kw, wi, &kx0, &kx1);
-#if defined(MF_USE_MVE)
-                pixel(xb, wdec, ch, wi, y0, x0, k.dl, kw, ky0, ky1, kx0, kx1, k.in_off, &k.rq, vector_rq, out);
-#else
                 pixel(xb, wdec, ch, wi, y0, x0, k.dl, kw, ky0, ky1, kx0, kx1, k.in_off, &k.rq, out);
-#endif
             }
         }
     }
@@ -210,8 +163,21 @@ static mf_status run_fast(const mf_call *c) {
 #endif
 
 static mf_status run(const mf_call *c) {
-#if defined(MF_USE_DSP) || defined(MF_USE_MVE)
-    if (fast_path_fits(c)) return run_fast(c);
+#if defined(MF_USE_DSP)
+    if (fast_path_fits(c)) { /* 3x3: depthwise_conv2d_s8's DSP path on the unpacked weights */
+        mf_tensor w;
+        mf_call_input(c, 1, &w);
+        unpack(&w, (int8_t *)c->scratch);
+        if (mf_depthwise_dsp_3x3(c, (const int8_t *)c->scratch)) return MF_OK;
+        return run_fast(c, (const int8_t *)c->scratch);
+    }
+#elif defined(MF_USE_MVE)
+    mf_tensor w;
+    mf_call_input(c, 1, &w);
+    if (c->scratch_bytes >= w.numel) { /* depthwise_conv2d_s8's MVE path on the unpacked weights */
+        unpack(&w, (int8_t *)c->scratch);
+        if (mf_depthwise_mve(c, (const int8_t *)c->scratch)) return MF_OK;
+    }
 #endif
     return run_portable(c);
 }

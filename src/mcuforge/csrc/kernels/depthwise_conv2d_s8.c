@@ -9,7 +9,8 @@
  * - DSP (cortex-m4/m7/m33): four channels per word, SXTAB16 adds the input offset to two byte
  *   lanes at once, SMLABB/SMLATT accumulate per channel; taps outside the input are skipped by
  *   loop bounds; 3x3 windows inside the input run along a row without bounds; the output stage is
- *   SMMULR-based (mf_dsp_requantize_small) when no accumulator can reach 2^30;
+ *   SMMULR-based (mf_dsp_requantize_small) when no accumulator can reach 2^30; the 3x3 path also
+ *   runs depthwise_conv2d_s4 on its unpacked weights (mf_depthwise_dsp_3x3);
  * - MVE (cortex-m55): groups of eight channels outer, products by VMULLB/VMULLT of int16 lanes
  *   into even/odd int32 accumulators (a vector of 16 int8 channels would need four accumulators
  *   plus operands: more than the eight Q registers). 3x3 kernels: the windows inside the input as
@@ -20,7 +21,9 @@
  *   CMSIS-NN's arm_requantize_mve, shorter when every shift is negative), saturating narrowing into
  *   channel order, clamp, one store of eight bytes. A multiplier of INT32_MIN (where VQRDMULH
  *   saturates and the C code wraps) takes the portable path; an -O0 build runs every pixel
- *   through dw_pixel (the asm needs an optimized build's registers).
+ *   through dw_pixel (the asm needs an optimized build's registers). The same path runs
+ *   depthwise_conv2d_s4 on its weights unpacked to int8 (mf_depthwise_mve), whose bias and multipliers
+ *   may be int16 (dw_group_init reads either).
  */
 #include "mf_scalar.h"
 
@@ -185,19 +188,12 @@ static void dw_group_init(const dw_geom *g, int32_t c0, dw_group *G) {
         /* lane i of accumulator j: channel c0 + 2 i + j (lanes past n read nothing) */
         const uint32x4_t chan = vaddq_n_u32(vmulq_n_u32(vidupq_n_u32(0, 1), 2), (uint32_t)j);
         const mve_pred16_t pj = vcmphiq_u32(vdupq_n_u32((uint32_t)n), chan);
-        const int32x4_t bias = q->bias ? vldrwq_gather_shifted_offset_z_s32(q->bias + c0, chan, pj) : vdupq_n_s32(0);
+        const int32x4_t bias = mf_rq_bias_gather_x4(q, (uint32_t)c0, chan, pj); /* int32, or s4's int16 */
         G->bias[j] = bias;
         /* |sum(w)| <= 2^23, |in_off| <= 128; the bias wraps as the C path's does */
         G->base[j] = vaddq_s32(bias, vmulq_n_s32(j ? so : se, g->in_off));
-        int32x4_t m, sh;
-        if (q->per_channel) {
-            m = vldrwq_gather_shifted_offset_z_s32(q->mult + c0, chan, pj);
-            sh = mf_shifts_gather_x4(q->shift + c0, chan, pj);
-        } else {
-            m = vdupq_n_s32(q->mult[0]);
-            sh = vdupq_n_s32(q->shift[0]);
-        }
-        G->mult[j] = m;
+        const int32x4_t sh = q->per_channel ? mf_shifts_gather_x4(q->shift + c0, chan, pj) : vdupq_n_s32(q->shift[0]);
+        G->mult[j] = mf_rq_mult_gather_x4(q, (uint32_t)c0, chan, pj);
         G->left[j] = vmaxq_s32(sh, vdupq_n_s32(0));
         G->nright[j] = vminq_s32(sh, vdupq_n_s32(0));
         G->fix[j] = vshrq_n_s32(G->nright[j], 31);
@@ -407,12 +403,12 @@ static inline const int8_t *dw_at(const int8_t *xb, ptrdiff_t off) {
     return (const int8_t *)(uintptr_t)((uintptr_t)xb + (uintptr_t)off);
 }
 
-static mf_status run(const mf_call *c) {
-    if (mf_attr_int(c, A_MULT) != 1) return run_portable(c);
+int mf_depthwise_mve(const mf_call *c, const int8_t *w) {
+    if (mf_attr_int(c, A_MULT) != 1) return 0;
     dw_geom g;
     dw_geom_read(c, &g);
-    if (!dw_geom_fits(&g)) return run_portable(c);
-    if (!mf_requant_vector_ok(&g.rq, (uint32_t)g.ch)) return run_portable(c);
+    g.w = w;
+    if (!dw_geom_fits(&g) || !mf_requant_vector_ok(&g.rq, (uint32_t)g.ch)) return 0;
     const int32_t C = g.ch, row = g.wi * C, dy = g.dl[0] * row, dx = g.dl[1] * C, step = g.st[1] * C;
     const int32_t ystep = g.st[0] * row, orow = g.ow * C;
     (void)dy, (void)dx, (void)step, (void)ystep; /* unused without the asm loops */
@@ -480,7 +476,13 @@ static mf_status run(const mf_call *c) {
 #endif
         }
     }
-    return MF_OK;
+    return 1;
+}
+
+static mf_status run(const mf_call *c) {
+    mf_tensor w;
+    mf_call_input(c, 1, &w);
+    return mf_depthwise_mve(c, (const int8_t *)w.data) ? MF_OK : run_portable(c);
 }
 
 #elif defined(MF_USE_DSP)
@@ -518,6 +520,12 @@ static inline int8_t dw_dsp_out(const dw_geom *g, int32_t oc, int32_t acc) {
     return mf_clamp_s8(mf_add_wrap(dw_dsp_requant(acc, q->mult[k], q->shift[k]), q->out_off), q->lo, q->hi);
 }
 
+/* dw_dsp_out from the channel's parameters read once (mf_dsp_channel_any). */
+static inline int8_t dw_dsp_out_of(const dw_geom *g, const mf_dsp_channel *c, int32_t acc) {
+    const mf_channel_requant *q = &g->rq;
+    return mf_clamp_s8(mf_add_wrap(dw_dsp_requant(acc, c->mult, -c->n), q->out_off), q->lo, q->hi);
+}
+
 /* dw_dsp_tap4 with the weights' halfword pairs already sign-extended. */
 static inline __attribute__((always_inline)) void dw_dsp_tap4w(int32_t *a, const int8_t *xp, int32_t w02, int32_t w13,
                                                                int32_t off16) {
@@ -530,13 +538,13 @@ static inline __attribute__((always_inline)) void dw_dsp_tap4w(int32_t *a, const
 }
 
 /* The four outputs of channels oc .. oc + 3: the short requantization when it serves the op (small),
- * dw_dsp_out otherwise. */
-static inline void dw_dsp_out4(const dw_geom *g, const mf_dsp_channel ch4[4], int small, int32_t oc, const int32_t a[4],
+ * dw_dsp_out_of otherwise. */
+static inline void dw_dsp_out4(const dw_geom *g, const mf_dsp_channel ch4[4], int small, const int32_t a[4],
                                int8_t *out) {
     if (small) {
         for (int i = 0; i < 4; i++) out[i] = mf_dsp_out_s8(&g->rq, &ch4[i], a[i]);
     } else {
-        for (int i = 0; i < 4; i++) out[i] = dw_dsp_out(g, oc + i, mf_add_wrap(a[i], ch4[i].bias));
+        for (int i = 0; i < 4; i++) out[i] = dw_dsp_out_of(g, &ch4[i], mf_add_wrap(a[i], ch4[i].bias));
     }
 }
 
@@ -564,7 +572,7 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
             wv[2 * t + 1] = mf_sxtb16_ror8(ww);
         }
         mf_dsp_channel ch4[4];
-        for (int i = 0; i < 4; i++) ch4[i] = mf_dsp_channel_of(&g->rq, (uint32_t)(oc + i));
+        for (int i = 0; i < 4; i++) ch4[i] = mf_dsp_channel_any(&g->rq, (uint32_t)(oc + i)); /* s8's or s4's */
         for (int32_t b = 0; b < g->batch; b++) {
             const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row + oc;
             int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + oc;
@@ -591,7 +599,7 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
                             dw_dsp_tap4w(p, r2, wv[12], wv[13], off16);
                             dw_dsp_tap4w(p, r2 + dx, wv[14], wv[15], off16);
                             dw_dsp_tap4w(p, r2 + 2 * dx, wv[16], wv[17], off16);
-                            dw_dsp_out4(g, ch4, small, oc, p, out);
+                            dw_dsp_out4(g, ch4, small, p, out);
                         }
                         ox--, out -= C;
                         continue;
@@ -605,11 +613,21 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
                             dw_dsp_tap4w(a, xpix + toff[t], wv[2 * t], wv[2 * t + 1], off16);
                         }
                     }
-                    dw_dsp_out4(g, ch4, small, oc, a, out);
+                    dw_dsp_out4(g, ch4, small, a, out);
                 }
             }
         }
     }
+}
+
+int mf_depthwise_dsp_3x3(const mf_call *c, const int8_t *w) {
+    if (mf_attr_int(c, A_MULT) != 1) return 0;
+    dw_geom g;
+    dw_geom_read(c, &g);
+    g.w = w;
+    if (!dw_geom_fits(&g) || g.kh != 3 || g.kw != 3 || g.ch % 4) return 0;
+    dw_dsp_3x3_groups(&g);
+    return 1;
 }
 
 static mf_status run(const mf_call *c) {

@@ -31,7 +31,7 @@ static void run_row_widened(const int16_t *cols, int32_t sum, const int8_t *w, u
         for (uint32_t g = 0; g < d8; g += 8, p += 4) acc = mf_s4_mac8(mf_s4_word(p, start & 1u), cols + g, acc);
         acc = mf_add_wrap(acc, -8 * sum);
         for (uint32_t k = d8; k < depth; k++) acc += cols[k] * mf_s4_at(w, start + k);
-        out[oc] = mf_channel_requant_s8_inline(rq, oc, acc);
+        out[oc] = mf_s4_requant_inline(rq, oc, acc);
     }
 }
 #endif
@@ -70,15 +70,15 @@ static void rows4(const int8_t *x, const int8_t *w, uint32_t oc, uint32_t n, uin
     if (vector_rq) { /* the four outputs requantized at once, as fully_connected_s8's MVE path */
         const mve_pred16_t p4 = vctp32q(n);
         int32x4_t acc = vmlaq_n_s32(vld1q_s32(a), vld1q_s32(ws), in_off); /* |ws| <= 2^19 */
-        if (rq->bias) acc = vaddq_s32(acc, vldrwq_z_s32(rq->bias + oc, p4));
-        const int32x4_t mult = rq->per_channel ? vldrwq_z_s32(rq->mult + oc, p4) : vdupq_n_s32(rq->mult[0]);
+        acc = vaddq_s32(acc, mf_rq_bias_x4(rq, oc, p4));
+        const int32x4_t mult = mf_rq_mult_x4(rq, oc, p4);
         const int32x4_t shift = rq->per_channel ? mf_shifts_x4(rq->shift + oc, p4) : vdupq_n_s32(rq->shift[0]);
         int32x4_t v = vaddq_n_s32(mf_requantize_x4(acc, mult, shift), rq->out_off);
         v = vminq_s32(vmaxq_s32(v, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));
         vstrbq_p_s32(out, v, p4);
         return;
     }
-    for (uint32_t i = 0; i < n; i++) out[i] = mf_channel_requant_s8_inline(rq, oc + i, mf_add_wrap(a[i], ws[i] * in_off));
+    for (uint32_t i = 0; i < n; i++) out[i] = mf_s4_requant_inline(rq, oc + i, mf_add_wrap(a[i], ws[i] * in_off));
 }
 #endif
 
@@ -111,7 +111,7 @@ static mf_status run(const mf_call *c) {
     for (uint32_t r = 0; r < rows; r++) {
         for (uint32_t oc = 0; oc < oc_n; oc++) {
             const int32_t acc = mf_dot_s4(xd + (size_t)r * depth, wd, oc * depth, depth, k.in_off);
-            *out++ = mf_channel_requant_s8(&k.rq, oc, acc);
+            *out++ = mf_s4_requant(&k.rq, oc, acc);
         }
     }
     return MF_OK;

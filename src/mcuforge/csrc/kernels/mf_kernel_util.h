@@ -100,21 +100,37 @@ mf_status mf_check_weighted_params(const mf_call *c, const mf_tensor *bias, cons
 /* A weighted op's output stage, read once per run: bias, per-channel (or per-tensor) requantization,
  * output offset and activation range. */
 typedef struct {
-    const int32_t *bias; /* NULL: no bias */
-    const int32_t *mult;
+    const int32_t *bias; /* NULL: no int32 bias */
+    const int32_t *mult; /* NULL: 16-bit multipliers */
     const mf_shift *shift;
     uint32_t per_channel; /* 0: mult[0] and shift[0] for every channel */
     int32_t out_off, lo, hi;
+    /* The s4 kinds' compact parameters (format 3.0), read through mf_s4.h's accessors: an int16 bias, and
+     * int16 multipliers m standing for the Q31 multiplier m << 16. NULL: int32 ones above (or no bias). */
+    const int16_t *bias16, *mult16;
 } mf_channel_requant;
 
 static inline void mf_channel_requant_init(mf_channel_requant *q, const mf_call *c, const mf_tensor *bias,
                                            const mf_tensor *mult, const mf_tensor *shift, uint32_t a_act_min) {
-    q->bias = bias ? (const int32_t *)bias->data : NULL;
-    q->mult = (const int32_t *)mult->data;
+    const int narrow_bias = bias && bias->dtype == MF_INT16, narrow_mult = mult->dtype == MF_INT16;
+    q->bias = bias && !narrow_bias ? (const int32_t *)bias->data : NULL;
+    q->bias16 = narrow_bias ? (const int16_t *)bias->data : NULL;
+    q->mult = narrow_mult ? NULL : (const int32_t *)mult->data;
+    q->mult16 = narrow_mult ? (const int16_t *)mult->data : NULL;
     q->shift = (const mf_shift *)shift->data;
     q->per_channel = mult->shape[0] != 1;
     q->out_off = mf_attr_int(c, MF_WEIGHTED_OUT_OFF);
     mf_attr_act(c, a_act_min, &q->lo, &q->hi);
+}
+
+/* The output stage's parameters of channel oc as CMSIS-NN's int32 arguments, whether the program stores
+ * them compactly (the s4 kinds: an int16 bias, 16-bit multipliers m << 16) or not. */
+static inline int32_t mf_rq_bias(const mf_channel_requant *q, uint32_t oc) {
+    return q->bias16 ? q->bias16[oc] : q->bias ? q->bias[oc] : 0;
+}
+static inline int32_t mf_rq_mult(const mf_channel_requant *q, uint32_t oc) {
+    const uint32_t k = q->per_channel ? oc : 0;
+    return q->mult16 ? (int32_t)((uint32_t)q->mult16[k] << 16) : q->mult[k];
 }
 
 /* What a weighted kernel's run reads first: input, weights, output, input offset, output stage and, for

@@ -18,6 +18,20 @@ static inline int32_t mf_s4_at(const int8_t *packed, uint32_t k) {
     return (nibble ^ 8) - 8;
 }
 
+/* mf_channel_requant_s8 of the s4 kinds, whose bias and multipliers may be compact (mf_rq_bias, mf_rq_mult):
+ * + bias (wrapping), requantization, offset, clamp. */
+static inline int8_t mf_s4_requant(const mf_channel_requant *q, uint32_t oc, int32_t acc) {
+    const int32_t shift = q->shift[q->per_channel ? oc : 0];
+    return mf_requant_s8(mf_add_wrap(acc, mf_rq_bias(q, oc)), mf_rq_mult(q, oc), shift, q->out_off, q->lo, q->hi);
+}
+
+/* mf_s4_requant with the inlined requantization (mf_channel_requant_s8_inline's). */
+static inline int8_t mf_s4_requant_inline(const mf_channel_requant *q, uint32_t oc, int32_t acc) {
+    const int32_t shift = q->shift[q->per_channel ? oc : 0];
+    const int32_t v = mf_requantize_inline(mf_add_wrap(acc, mf_rq_bias(q, oc)), mf_rq_mult(q, oc), shift);
+    return mf_clamp_s8(mf_add_wrap(v, q->out_off), q->lo, q->hi);
+}
+
 /* sum((x[i] + x_offset) * w[start + i]) for i < n, w packed int4 (portable, DSP and MVE paths, the same
  * int32: no overflow within MF_MAX_DOT_DEPTH). */
 int32_t mf_dot_s4(const int8_t *x, const int8_t *w, uint32_t start, uint32_t n, int32_t x_offset);

@@ -114,6 +114,7 @@ static inline int32_t mf_dsp_requantize_small(int32_t acc, int32_t mult, int32_t
  * of `depth` terms (x + offset) * w, |x + offset| <= 255, |w| <= 128, plus a bias) stays below 2^30. */
 static inline int mf_dsp_small_ok(const mf_channel_requant *q, uint32_t channels, uint32_t depth) {
     const uint32_t n = q->per_channel ? channels : 1u;
+    if (q->mult == NULL) return 1; /* 16-bit multipliers m << 16, m in [0, 32767]: never INT32_MIN */
     for (uint32_t i = 0; i < n; i++) {
         if (q->shift[i] > 0) return 0;
     }
@@ -122,8 +123,17 @@ static inline int mf_dsp_small_ok(const mf_channel_requant *q, uint32_t channels
         const int64_t b = q->bias[i] < 0 ? -(int64_t)q->bias[i] : q->bias[i];
         bias = b > bias ? b : bias;
     }
+    for (uint32_t i = 0; q->bias16 && i < channels; i++) { /* the s4 kinds' int16 bias */
+        const int64_t b = q->bias16[i] < 0 ? -(int64_t)q->bias16[i] : q->bias16[i];
+        bias = b > bias ? b : bias;
+    }
     return (int64_t)depth * 255 * 128 + bias < ((int64_t)1 << 30);
 }
+
+/* The DSP path of depthwise_conv2d_s8 for 3x3 kernels (depth multiplier 1, channels a multiple of 4) on the
+ * int8 weights at w: the op's own, or depthwise_conv2d_s4's unpacked into its scratch. 0 when it does not
+ * apply: the caller then runs another path. */
+int mf_depthwise_dsp_3x3(const mf_call *c, const int8_t *w);
 
 /* An output channel's parameters for mf_dsp_requantize_small, read once. */
 typedef struct {
@@ -133,6 +143,13 @@ typedef struct {
 static inline mf_dsp_channel mf_dsp_channel_of(const mf_channel_requant *q, uint32_t oc) {
     const uint32_t k = q->per_channel ? oc : 0;
     mf_dsp_channel c = {q->bias ? q->bias[oc] : 0, q->mult[k], -q->shift[k]};
+    return c;
+}
+
+/* mf_dsp_channel_of whether the bias and multipliers are int32 or the s4 kinds' int16 (a branch more: for
+ * code that reads a channel's parameters once, not per output). */
+static inline mf_dsp_channel mf_dsp_channel_any(const mf_channel_requant *q, uint32_t oc) {
+    mf_dsp_channel c = {mf_rq_bias(q, oc), mf_rq_mult(q, oc), -q->shift[q->per_channel ? oc : 0]};
     return c;
 }
 
@@ -184,8 +201,36 @@ static inline int32x4_t mf_shifts_gather_x4(const mf_shift *shift, uint32x4_t k,
 }
 
 /* 1 when no multiplier is INT32_MIN: mf_requantize_x4 then equals mf_requantize. */
+/* mf_rq_bias / mf_rq_mult of channels oc .. oc + 3 (lanes past pred: 0), and of channels c + lanes[i]
+ * (gathered). */
+static inline int32x4_t mf_rq_bias_x4(const mf_channel_requant *q, uint32_t oc, mve_pred16_t pred) {
+    if (q->bias16) return vldrhq_z_s32(q->bias16 + oc, pred);
+    return q->bias ? vldrwq_z_s32(q->bias + oc, pred) : vdupq_n_s32(0);
+}
+static inline int32x4_t mf_rq_mult_x4(const mf_channel_requant *q, uint32_t oc, mve_pred16_t pred) {
+    if (!q->per_channel) return vdupq_n_s32(mf_rq_mult(q, 0));
+    return q->mult16 ? vshlq_n_s32(vldrhq_z_s32(q->mult16 + oc, pred), 16) : vldrwq_z_s32(q->mult + oc, pred);
+}
+static inline int32x4_t mf_rq_bias_gather_x4(const mf_channel_requant *q, uint32_t c, uint32x4_t lanes,
+                                             mve_pred16_t pred) {
+    if (q->bias16) return vldrhq_gather_shifted_offset_z_s32(q->bias16 + c, lanes, pred);
+    return q->bias ? vldrwq_gather_shifted_offset_z_s32(q->bias + c, lanes, pred) : vdupq_n_s32(0);
+}
+static inline int32x4_t mf_rq_mult_gather_x4(const mf_channel_requant *q, uint32_t c, uint32x4_t lanes,
+                                             mve_pred16_t pred) {
+    if (!q->per_channel) return vdupq_n_s32(mf_rq_mult(q, 0));
+    if (q->mult16) return vshlq_n_s32(vldrhq_gather_shifted_offset_z_s32(q->mult16 + c, lanes, pred), 16);
+    return vldrwq_gather_shifted_offset_z_s32(q->mult + c, lanes, pred);
+}
+
+/* The MVE path of depthwise_conv2d_s8 (depth multiplier 1) on the int8 weights at w: the op's own, or
+ * depthwise_conv2d_s4's unpacked into its scratch. 0 when it does not apply (another depth multiplier, an
+ * absurd geometry, a multiplier of INT32_MIN): the caller then runs its portable path. */
+int mf_depthwise_mve(const mf_call *c, const int8_t *w);
+
 static inline int mf_requant_vector_ok(const mf_channel_requant *q, uint32_t channels) {
     const uint32_t n = q->per_channel ? channels : 1u;
+    if (q->mult == NULL) return 1; /* 16-bit multipliers m << 16, m in [0, 32767]: never INT32_MIN */
     for (uint32_t i = 0; i < n; i++) {
         if (q->mult[i] == INT32_MIN) return 0;
     }

@@ -5,6 +5,30 @@
  */
 #include "mf_kernel_util.h"
 
+/* mf_check_weighted_params, and for the s4 kinds (weight_dtype MF_INT4) their compact parameters too
+ * (format 3.0): an int16 bias, and int16 constant multipliers m (the Q31 multiplier m << 16), each m in
+ * [0, 32767]. Those are checked here, then as the int32 ones they stand for (shapes, lengths, shifts). */
+static mf_status check_params(const mf_call *c, uint8_t weight_dtype, const mf_tensor *b, const mf_tensor *m,
+                              const mf_tensor *s, uint32_t channels, uint32_t a_act_min) {
+    mf_tensor b32, m32;
+    if (weight_dtype == MF_INT4 && b && b->dtype == MF_INT16) {
+        b32 = *b;
+        b32.dtype = MF_INT32;
+        b = &b32;
+    }
+    if (weight_dtype == MF_INT4 && m->dtype == MF_INT16) {
+        if (!(m->flags & MF_TENSOR_FLAG_CONSTANT) || m->rank != 1) return MF_ERR_SHAPE;
+        const int16_t *v = (const int16_t *)m->data;
+        for (uint32_t i = 0; i < m->shape[0]; i++) {
+            if (v[i] < 0) return MF_ERR_SHAPE;
+        }
+        m32 = *m;
+        m32.dtype = MF_INT32;
+        m = &m32;
+    }
+    return mf_check_weighted_params(c, b, m, s, channels, a_act_min);
+}
+
 mf_status mf_check_conv2d(const mf_call *c, uint8_t weight_dtype) {
     enum { A_STRIDE = 2, A_ACT_MIN = 5 };
     mf_tensor x, w, b, m, s, o;
@@ -18,7 +42,7 @@ mf_status mf_check_conv2d(const mf_call *c, uint8_t weight_dtype) {
     if ((uint64_t)w.shape[1] * w.shape[2] * w.shape[3] > MF_MAX_DOT_DEPTH) return MF_ERR_SHAPE;
     int32_t st[2], pd[2], dl[2];
     if (!mf_attr_conv_window(c, A_STRIDE, st, pd, dl)) return MF_ERR_SHAPE;
-    return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, w.shape[0], A_ACT_MIN);
+    return check_params(c, weight_dtype, has_bias ? &b : NULL, &m, &s, w.shape[0], A_ACT_MIN);
 }
 
 mf_status mf_check_depthwise_conv2d(const mf_call *c, uint8_t weight_dtype) {
@@ -33,7 +57,7 @@ mf_status mf_check_depthwise_conv2d(const mf_call *c, uint8_t weight_dtype) {
     if ((uint64_t)w.shape[1] * w.shape[2] > MF_MAX_DOT_DEPTH) return MF_ERR_SHAPE;
     int32_t st[2], pd[2], dl[2];
     if (!mf_attr_conv_window(c, A_STRIDE, st, pd, dl)) return MF_ERR_SHAPE;
-    return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, w.shape[3], A_ACT_MIN);
+    return check_params(c, weight_dtype, has_bias ? &b : NULL, &m, &s, w.shape[3], A_ACT_MIN);
 }
 
 mf_status mf_check_fully_connected(const mf_call *c, uint8_t weight_dtype) {
@@ -45,5 +69,5 @@ mf_status mf_check_fully_connected(const mf_call *c, uint8_t weight_dtype) {
     const uint32_t depth = w.shape[1], oc = w.shape[0];
     if (depth == 0 || x.numel % depth || depth > MF_MAX_DOT_DEPTH) return MF_ERR_SHAPE;
     if ((uint64_t)(x.numel / depth) * oc != o.numel) return MF_ERR_SHAPE;
-    return mf_check_weighted_params(c, has_bias ? &b : NULL, &m, &s, oc, A_ACT_MIN);
+    return check_params(c, weight_dtype, has_bias ? &b : NULL, &m, &s, oc, A_ACT_MIN);
 }

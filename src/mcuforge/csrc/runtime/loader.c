@@ -28,7 +28,8 @@ static mf_status check_header(mf_program *p, const uint8_t *d, size_t len) {
     size_t n = len < 4 ? len : 4;
     if (memcmp(d, magic, n) != 0) return MF_ERR_MAGIC;
     if (len < 8) return MF_ERR_TRUNCATED;
-    if (mf_rd_u16(d + 4) != MF_FORMAT_MAJOR) return MF_ERR_VERSION;
+    const uint32_t major = mf_rd_u16(d + 4);
+    if (major != MF_FORMAT_MAJOR && major != MF_FORMAT_MAJOR_OLDEST) return MF_ERR_VERSION;
     if (len < MF_HEADER_SIZE) return MF_ERR_TRUNCATED;
     uint32_t header_size = mf_rd_u32(d + 8);
     if (header_size < MF_HEADER_SIZE || header_size % 4) return MF_ERR_FORMAT;

@@ -33,7 +33,9 @@ static inline float mf_rd_f32(const uint8_t *p) {
 uint32_t mf_crc32_update(uint32_t crc, const uint8_t *data, size_t n); /* crc starts at 0 */
 
 /* ---- format constants ---- */
-#define MF_FORMAT_MAJOR 2u
+#define MF_FORMAT_MAJOR 3u
+/* 2.x files are 3.0's layout without the s4 kinds' int16 bias and multipliers: read as they are. */
+#define MF_FORMAT_MAJOR_OLDEST 2u
 #define MF_HEADER_SIZE 128u
 #define MF_TENSOR_RECORD_SIZE 52u
 #define MF_OP_RECORD_SIZE 36u

@@ -17,7 +17,7 @@ import torch
 from torch import fx
 
 from ...ir import INT4, INT4_WEIGHT_KINDS, QParams, kernel_scratch_bytes
-from ...kernels.int4 import pack_int4
+from ...kernels.int4 import bias16, multipliers16, pack_int4
 from ...kernels.quant_utils import quantize_multipliers, quantize_per_tensor
 from ...quantize.quantizer import fused_activation
 from ..builder import (
@@ -215,9 +215,11 @@ def per_tensor_if_uniform(params):
 
 
 def requant_constants(b: GraphBuilder, base: str, params) -> tuple[str, str]:
-    """The multipliers (int32) and shifts (int8: every shift is in [-31, 30]) as constants."""
+    """The multipliers (int32, or the s4 kinds' int16) and shifts (int8: every shift is in [-31, 30]) as
+    constants."""
     mult, shift = params
-    return (b.constant(f"{base}_multipliers", np.asarray(mult, np.int32)),
+    mult = np.asarray(mult)
+    return (b.constant(f"{base}_multipliers", mult if mult.dtype == np.int16 else mult.astype(np.int32)),
             b.constant(f"{base}_shifts", np.asarray(shift).astype(np.int8)))
 
 
@@ -264,13 +266,17 @@ def emit_weighted_op(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.
         w_name = b.add_tensor(f"{base}_weight", weight.shape, INT4, data=pack_int4(weight))
     else:
         w_name = b.constant(f"{base}_weight", weight)
-    bias_name = b.constant(f"{base}_bias", bias_int)
     if kind in ("fully_connected_s8", "fully_connected_s4"):
         # Per-tensor requantization (arm_fully_connected_s8 / _s4) when every output channel has the same;
         # else per channel: fully_connected_per_channel_s8, or fully_connected_s4 with length-O parameters.
         requant = per_tensor_if_uniform(requant)
         if kind == "fully_connected_s8" and len(requant[0]) > 1:
             kind = "fully_connected_per_channel_s8"
+    if kind in INT4_WEIGHT_KINDS:  # the compact per-channel parameters (kernels/int4.py), where they fit
+        narrow = bias16(bias_int)
+        bias_int = bias_int if narrow is None else narrow
+        requant = multipliers16(*requant) or requant
+    bias_name = b.constant(f"{base}_bias", bias_int)
     mult, shift = requant_constants(b, base, requant)
     act_min, act_max = activation_range(act, qout)
     out = b.add_tensor(base, out_shape, "int8", qparams=qout, layout=out_layout)

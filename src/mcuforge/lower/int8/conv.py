@@ -22,7 +22,7 @@ from .common import (
 CONV_PRECISION = "int8 activations (per tensor), int8 symmetric weights per output channel, int32 bias"
 # With quantization="w4a8" the weights are int4 ([-7, 7], packed two per byte): the s4 kinds.
 CONV_S4_PRECISION = (CONV_PRECISION + " (a8w8); quantization=\"w4a8\": int4 symmetric weights per output channel, "
-                     "packed two per byte (a8w4)")
+                     "packed two per byte, an int16 bias where it fits and 16-bit multipliers (a8w4)")
 
 
 def _padding(padding_arg: object, kernel: tuple[int, int], dilation: tuple[int, int]) -> tuple[int, int]:
