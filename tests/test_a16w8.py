@@ -173,7 +173,8 @@ def ds_cnn_program(quantization: str | tuple, target: str = "cortex-m55") -> mcu
 def test_mixed_program_runs_each_layer_in_its_scheme():
     prog = ds_cnn_program(MIXED)
     layers = dict(MIXED)
-    weighted = [op for op in prog.ops if op.module and op.kind not in ("avgpool_s8", "reshape")]
+    converts = ("convert_s8_s16", "convert_s16_s8")
+    weighted = [op for op in prog.ops if op.module and op.kind not in ("avgpool_s8", "reshape", *converts)]
     assert [op.module for op in weighted] == ["stem.0", *(f"blocks.{i}.{j}.0" for i in range(4) for j in range(2)),
                                               "classifier"]
     for op in weighted:
@@ -183,6 +184,15 @@ def test_mixed_program_runs_each_layer_in_its_scheme():
     # program input is int16 itself, the logits stay int16)
     kinds = [op.kind for op in prog.ops]
     assert kinds.count("convert_s8_s16") == 2 and kinds.count("convert_s16_s8") == 2, kinds
+    # each conversion is counted in the module on its int16 side: the op it feeds, or the op that fed it
+    g = prog.graph
+    for i, op in enumerate(g.ops):
+        if op.kind == "convert_s8_s16":
+            (user,) = [o for o in g.ops if op.outputs[0] in o.inputs]
+            assert op.debug["module"] == user.debug["module"] != "", (i, op.kind)
+        elif op.kind == "convert_s16_s8":
+            (producer,) = [o for o in g.ops if op.inputs[0] in o.outputs]
+            assert op.debug["module"] == producer.debug["module"] != "", (i, op.kind)
     tensors = prog.graph.tensors
     assert tensors[prog.graph.inputs[0]].dtype == "int16" and tensors[prog.graph.outputs[0]].dtype == "int16"
     # each layer's weights are those of its scheme's uniform program: GPTQ-rounded in the A16W8 layers only

@@ -470,6 +470,9 @@ KIND_PRECISIONS: dict[str, tuple[str, ...]] = {
 
 # The kinds whose weights (input 1) are int4: the only place an int4 tensor may appear.
 INT4_WEIGHT_KINDS = ("conv2d_s4", "depthwise_conv2d_s4", "fully_connected_s4")
+#: The width changes the compiler inserts where int8 and int16 layers meet; each is counted in the module on its
+#: int16 side (lower/to_ir.py), but is not what that layer runs in nor its output.
+WIDTH_CONVERSIONS = ("convert_s8_s16", "convert_s16_s8")
 
 
 def kind_precisions(kind: str) -> tuple[str, ...]:

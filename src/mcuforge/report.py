@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .ir import WIDTH_CONVERSIONS
+
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A left-aligned text table (numbers right-aligned)."""
@@ -50,7 +52,7 @@ def precision_choice_table(prog: Any) -> str | None:
         return None
     runs_in: dict[str, set[str]] = {}
     for op in prog.ops:
-        if op.module:
+        if op.module and op.kind not in WIDTH_CONVERSIONS:  # a conversion at a layer's edge is not what it runs in
             runs_in.setdefault(op.module, set()).add(op.precision)
     rows = [[c["module"], c["precision"], ",".join(sorted(runs_in.get(c["module"], {"-"}))), c["reason"]]
             for c in choice]

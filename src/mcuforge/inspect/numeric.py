@@ -25,7 +25,7 @@ import torch
 from torch import fx, nn
 
 from ..capture import as_input_tuple, capture
-from ..ir import DTYPES, INT4, QUANTIZED_RANGES, Graph
+from ..ir import DTYPES, INT4, QUANTIZED_RANGES, WIDTH_CONVERSIONS, Graph
 from ..kernels import dequantize_per_tensor, quantize_per_tensor
 from ..lower.builder import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ..lower.cleanup import prepare_float_graph
@@ -170,9 +170,12 @@ def raw_as_real_nchw(value: np.ndarray, info: dict[str, Any]) -> np.ndarray:
 
 def layer_ops(record: dict[str, Any]) -> list[dict[str, Any]]:
     """The op that gives each module's output: the last op (in program order) of each module path
-    that has an fp32 reference node."""
+    that has an fp32 reference node, width conversions aside (counted in the module on their int16 side, they
+    only narrow or widen what the layer computed)."""
     last: dict[str, dict[str, Any]] = {}
     for op in record["ops"]:
+        if op["kind"] in WIDTH_CONVERSIONS:
+            continue
         if op.get("reference") and op["outputs"] and op["outputs"][0]["dtype"] in ("int8", "int16", "float32"):
             last[op.get("module", "")] = op
     return sorted(last.values(), key=lambda op: op["index"])

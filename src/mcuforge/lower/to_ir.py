@@ -22,6 +22,8 @@ from .builder import (
     is_dq,
     is_dq_channel,
     is_q,
+    module_path,
+    module_type,
     node_dtype,
     node_shape,
     qparams_of,
@@ -91,13 +93,32 @@ def _lower_width_change(b: GraphBuilder, node: fx.Node, qp: QParams, dtype: str)
         return False
     out = b.like(node.name, src, dtype=dtype, qparams=qp)
     if dtype == "int16":
-        b.add_op("convert_s8_s16", [src], [out], {"input_offset": -qin.zero_point, "multiplier": multiplier,
-                                                  "shift": shift}, nodes=[node])
+        op = b.add_op("convert_s8_s16", [src], [out], {"input_offset": -qin.zero_point, "multiplier": multiplier,
+                                                       "shift": shift}, nodes=[node])
     else:
-        b.add_op("convert_s16_s8", [src], [out], {"output_offset": qp.zero_point, "multiplier": multiplier,
-                                                  "shift": shift}, nodes=[node])
+        op = b.add_op("convert_s16_s8", [src], [out], {"output_offset": qp.zero_point, "multiplier": multiplier,
+                                                       "shift": shift}, nodes=[node])
+    if not op.debug.get("module"):  # PT2E's quantize nodes carry no module
+        op.debug.update(_int16_side_module(b, node, src, dtype))
     b.env[node] = out
     return True
+
+
+def _int16_side_module(b: GraphBuilder, node: fx.Node, src: str, dtype: str) -> dict[str, str]:
+    """The module a width change is counted in (``mcuforge info``, the Inspector's totals): that of the op on
+    its int16 side. int16 -> int8: the op that computed ``src``; int8 -> int16: the node the int16 values go
+    to (the quantize's users, past their dequantize), whose op is not emitted yet."""
+    if dtype == "int8":
+        producer = next((op for op in reversed(b.ops) if src in op.outputs), None)
+        found = producer.debug if producer is not None else {}
+        return {k: found[k] for k in ("module", "module_type") if found.get(k)}
+    frontier = [node]
+    for _ in range(3):
+        frontier = [n for f in frontier for n in f.users if isinstance(n, fx.Node)]
+        user = next((n for n in frontier if n.meta.get("nn_module_stack")), None)
+        if user is not None:
+            return {"module": module_path(user), "module_type": module_type(user)}
+    return {}
 
 
 def _output_tensor(b: GraphBuilder, value: object) -> str:
