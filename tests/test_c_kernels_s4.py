@@ -134,6 +134,14 @@ def sweep_cases(seed: int) -> list[tuple[str, dict]]:
     cases.append(("dw1_k4x4", conv_case(rng, "depthwise_conv2d_s4", 6, (4, 4), dm=1)))  # 16 taps
     cases.append(("dw1_k5x5", conv_case(rng, "depthwise_conv2d_s4", 6, (5, 5), dm=1)))  # 25 taps
     cases.append(("dw1_no_scratch", conv_case(rng, "depthwise_conv2d_s4", 9, (3, 3), dm=1, scratch=False)))
+    for c in (4, 8):  # 16-bit multipliers with left shifts, outputs mostly inside the range: the shifts must count
+        case = conv_case(rng, "depthwise_conv2d_s4", c, (3, 3), dm=1, pad=[1, 1])
+        consts = [case["constants"][0], const("b", rng.integers(-300, 300, c).astype(np.int16)),
+                  const("m", rng.integers(1, 64, c).astype(np.int16)),
+                  const("s", rng.integers(1, 4, c).astype(np.int8))]
+        case["attrs"].update(act_min=-128, act_max=127)
+        case.update(constants=consts, op_inputs=["x", "w", "b", "m", "s"])
+        cases.append((f"dw1_c{c}_m16_left_shift", case))
     for depth in (1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 67):
         for oc in (1, 3, 5):
             rows = int(rng.integers(1, 4))

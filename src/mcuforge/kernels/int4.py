@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .quant_s16 import INT16_MAX, INT16_MIN
+from .quant_utils import SHIFT_MAX
+
 INT4_MIN, INT4_MAX = -8, 7
 #: A 16-bit multiplier ``m`` of an s4 kind is the Q31 multiplier ``m << MULTIPLIER16_SHIFT``.
 MULTIPLIER16_SHIFT = 16
-INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
-SHIFT_MAX = 30  # the largest left shift of arm_nn_requantize
 
 
 def packed_size(count: int) -> int:

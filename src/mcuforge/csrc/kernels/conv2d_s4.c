@@ -169,9 +169,10 @@ static void mat_mult_4cols(const int8_t *const cols[4], uint32_t n_cols, const i
 /* A 1x1 convolution without padding: filters outer, each unpacked once to int8 (wbuf: depth bytes of the
  * scratch) with its weight sum, then met by the input pixels in place, four at a time: per 16 taps one load
  * of the filter shared by the four (VMLADAVA); the outputs of a filter at out + pixel * oc_n. */
-static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint32_t pixels, uint32_t ow, const int8_t *w, uint32_t oc0,
-                              uint32_t rows, uint32_t depth, uint32_t oc_n, int32_t in_off, const mf_channel_requant *rq,
-                              int vector_rq, int8_t *wbuf, int8_t *out) {
+static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint32_t pixels, uint32_t ow,
+                                                       const int8_t *w, uint32_t oc0, uint32_t rows, uint32_t depth,
+                                                       uint32_t oc_n, int32_t in_off, const mf_channel_requant *rq,
+                                                       int vector_rq, int8_t *wbuf, int8_t *out) {
     const uint32x4_t pixel_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), oc_n);
     const int unit_stride = g->st[0] == 1 && g->st[1] == 1 && ow == (uint32_t)g->w;
     const uint32_t d16 = depth & ~15u;
@@ -210,14 +211,13 @@ static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint
                 a2 = vmladavaq_s8(a2, vld1q_s8(c2), wv);
                 a3 = vmladavaq_s8(a3, vld1q_s8(c3), wv);
             }
-            c0 -= k, c1 -= k, c2 -= k, c3 -= k;
             if (k < depth) { /* the tail, predicated */
                 const mve_pred16_t pred = vctp8q(depth - k);
-                const int8x16_t wv = vldrbq_z_s8(wbuf + k, pred);
-                a0 = vmladavaq_s8(a0, vldrbq_z_s8(c0 + k, pred), wv);
-                a1 = vmladavaq_s8(a1, vldrbq_z_s8(c1 + k, pred), wv);
-                a2 = vmladavaq_s8(a2, vldrbq_z_s8(c2 + k, pred), wv);
-                a3 = vmladavaq_s8(a3, vldrbq_z_s8(c3 + k, pred), wv);
+                const int8x16_t wv = vldrbq_z_s8(wp, pred);
+                a0 = vmladavaq_s8(a0, vldrbq_z_s8(c0, pred), wv);
+                a1 = vmladavaq_s8(a1, vldrbq_z_s8(c1, pred), wv);
+                a2 = vmladavaq_s8(a2, vldrbq_z_s8(c2, pred), wv);
+                a3 = vmladavaq_s8(a3, vldrbq_z_s8(c3, pred), wv);
             }
             const int32_t a[4] = {a0, a1, a2, a3};
             int8_t *o = out + (size_t)p0 * oc_n + r;
@@ -227,7 +227,9 @@ static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint
                 acc = vminq_s32(vmaxq_s32(acc, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));
                 vstrbq_scatter_offset_p_s32(o, pixel_offsets, acc, vctp32q(n_cols));
             } else {
-                for (uint32_t i = 0; i < n_cols; i++) o[(size_t)i * oc_n] = mf_s4_requant_inline(rq, oc, mf_add_wrap(a[i], ws * in_off));
+                for (uint32_t i = 0; i < n_cols; i++) {
+                    o[(size_t)i * oc_n] = mf_s4_requant_inline(rq, oc, mf_add_wrap(a[i], ws * in_off));
+                }
             }
         }
     }

@@ -135,7 +135,6 @@ static void pixel(const int8_t *xb, const int8_t *wdec, uint32_t ch, int32_t wi,
     }
 }
 
-
 /* The weights unpacked at wdec (taps, ch): pixel by pixel. */
 static mf_status run_fast(const mf_call *c, const int8_t *wdec) {
     mf_weighted_run k;

@@ -118,6 +118,18 @@ static int dw_geom_fits(const dw_geom *g) {
     return y < lim && x < lim && (int64_t)g->h * g->wi * g->ch < lim;
 }
 
+#if defined(MF_USE_DSP) || defined(MF_USE_MVE)
+/* The geometry of the call on the int8 weights at w (the op's own, or depthwise_conv2d_s4's unpacked) for
+ * mf_depthwise_mve / mf_depthwise_dsp_3x3: 0 when they do not take it (a depth multiplier other than 1, an
+ * absurd geometry). */
+static int dw_geom_on(const mf_call *c, const int8_t *w, dw_geom *g) {
+    if (mf_attr_int(c, A_MULT) != 1) return 0;
+    dw_geom_read(c, g);
+    g->w = w;
+    return dw_geom_fits(g);
+}
+#endif
+
 /* First and one-past-last tap index k (0 <= k < n) with 0 <= start + k * dil < size. */
 static inline void dw_tap_range(int32_t start, int32_t dil, int32_t n, int32_t size, int32_t *k0, int32_t *k1) {
     int32_t lo = 0, hi = n;
@@ -404,11 +416,8 @@ static inline const int8_t *dw_at(const int8_t *xb, ptrdiff_t off) {
 }
 
 int mf_depthwise_mve(const mf_call *c, const int8_t *w) {
-    if (mf_attr_int(c, A_MULT) != 1) return 0;
     dw_geom g;
-    dw_geom_read(c, &g);
-    g.w = w;
-    if (!dw_geom_fits(&g) || !mf_requant_vector_ok(&g.rq, (uint32_t)g.ch)) return 0;
+    if (!dw_geom_on(c, w, &g) || !mf_requant_vector_ok(&g.rq, (uint32_t)g.ch)) return 0;
     const int32_t C = g.ch, row = g.wi * C, dy = g.dl[0] * row, dx = g.dl[1] * C, step = g.st[1] * C;
     const int32_t ystep = g.st[0] * row, orow = g.ow * C;
     (void)dy, (void)dx, (void)step, (void)ystep; /* unused without the asm loops */
@@ -621,11 +630,8 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
 }
 
 int mf_depthwise_dsp_3x3(const mf_call *c, const int8_t *w) {
-    if (mf_attr_int(c, A_MULT) != 1) return 0;
     dw_geom g;
-    dw_geom_read(c, &g);
-    g.w = w;
-    if (!dw_geom_fits(&g) || g.kh != 3 || g.kw != 3 || g.ch % 4) return 0;
+    if (!dw_geom_on(c, w, &g) || g.kh != 3 || g.kw != 3 || g.ch % 4) return 0;
     dw_dsp_3x3_groups(&g);
     return 1;
 }

@@ -114,7 +114,6 @@ static inline int32_t mf_dsp_requantize_small(int32_t acc, int32_t mult, int32_t
  * of `depth` terms (x + offset) * w, |x + offset| <= 255, |w| <= 128, plus a bias) stays below 2^30. */
 static inline int mf_dsp_small_ok(const mf_channel_requant *q, uint32_t channels, uint32_t depth) {
     const uint32_t n = q->per_channel ? channels : 1u;
-    if (q->mult == NULL) return 1; /* 16-bit multipliers m << 16, m in [0, 32767]: never INT32_MIN */
     for (uint32_t i = 0; i < n; i++) {
         if (q->shift[i] > 0) return 0;
     }
@@ -200,7 +199,6 @@ static inline int32x4_t mf_shifts_gather_x4(const mf_shift *shift, uint32x4_t k,
     return vldrbq_gather_offset_z_s32(shift, k, p);
 }
 
-/* 1 when no multiplier is INT32_MIN: mf_requantize_x4 then equals mf_requantize. */
 /* mf_rq_bias / mf_rq_mult of channels oc .. oc + 3 (lanes past pred: 0), and of channels c + lanes[i]
  * (gathered). */
 static inline int32x4_t mf_rq_bias_x4(const mf_channel_requant *q, uint32_t oc, mve_pred16_t pred) {
@@ -228,6 +226,7 @@ static inline int32x4_t mf_rq_mult_gather_x4(const mf_channel_requant *q, uint32
  * absurd geometry, a multiplier of INT32_MIN): the caller then runs its portable path. */
 int mf_depthwise_mve(const mf_call *c, const int8_t *w);
 
+/* 1 when no multiplier is INT32_MIN: mf_requantize_x4 then equals mf_requantize. */
 static inline int mf_requant_vector_ok(const mf_channel_requant *q, uint32_t channels) {
     const uint32_t n = q->per_channel ? channels : 1u;
     if (q->mult == NULL) return 1; /* 16-bit multipliers m << 16, m in [0, 32767]: never INT32_MIN */
