@@ -92,3 +92,21 @@ def op_outputs(graph, xs):
 
     execute(graph, xs, Observer())
     return values
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cmsis-nn", metavar="DIR", default=None,
+                     help="Arm CMSIS-NN source tree for the tests against the real library "
+                          "(default: $MCUFORGE_CMSIS_NN or ../shared/third_party/cmsis-nn)")
+
+
+@pytest.fixture(scope="session")
+def cmsis_nn_root(request):
+    """The CMSIS-NN source tree of ``--cmsis-nn`` (or the default); the test skips, saying why, without it."""
+    from mcuforge import cmsis_nn
+
+    option = request.config.getoption("--cmsis-nn")
+    reason = cmsis_nn.missing_reason(option)
+    if reason:
+        pytest.skip(reason)
+    return cmsis_nn.locate(option)
