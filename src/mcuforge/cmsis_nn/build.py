@@ -23,8 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 #: Where the project keeps a copy of CMSIS-NN's sources: ``shared/third_party/cmsis-nn`` beside the
-#: project's folder (this file is ``<project>/src/mcuforge/cmsis_nn.py``).
-DEFAULT_LOCATION = Path(__file__).resolve().parents[3] / "shared" / "third_party" / "cmsis-nn"
+#: project's folder (this file is ``<project>/src/mcuforge/cmsis_nn/build.py``).
+DEFAULT_LOCATION = Path(__file__).resolve().parents[4] / "shared" / "third_party" / "cmsis-nn"
 #: Set to a CMSIS-NN source tree to use another copy (the ``--cmsis-nn`` options default to it).
 ENV_VARIABLE = "MCUFORGE_CMSIS_NN"
 
@@ -71,7 +71,7 @@ def _headers(root: Path) -> list[Path]:
 
 
 def _cache_root() -> Path:
-    from .firmware.builder import cache_root
+    from ..firmware.builder import cache_root
 
     return cache_root() / "cmsis-nn"
 
@@ -135,7 +135,7 @@ def build_host(root: Path | str | None = None) -> Path:
 def target_flags(target: str) -> list[str]:
     """CMSIS-NN's flags on ``target``: the core's CPU/FPU flags (which select its DSP or MVE paths),
     Thumb, -O3 as mcuforge's firmware, without mcuforge's own warning set (not our code)."""
-    from .targets import get_target
+    from ..targets import get_target
 
     return [*get_target(target).gcc_flags, "-mthumb", "-O3", "-ffunction-sections", "-fdata-sections",
             "-fno-strict-aliasing"]
@@ -143,7 +143,7 @@ def target_flags(target: str) -> list[str]:
 
 def build_target(target: str, root: Path | str | None = None) -> Path:
     """CMSIS-NN's integer kernels as a static archive for ``target``'s core (arm-none-eabi-gcc), cached."""
-    from .firmware import toolchain
+    from ..firmware import toolchain
 
     root = _checked(root)
     gcc = toolchain.require("arm-none-eabi-gcc")
