@@ -391,10 +391,14 @@ class CortexMQuantizer(Quantizer):
 
     def _annotate_minmax(self, node: fx.Node) -> None:
         # maximum / minimum / clamp by tensors: one quantization for every tensor operand and the output, so
-        # the int8 kernel compares codes without requantizing. As for concatenation, the first operand's edge
-        # starts the group (it must come first in the map) and the others share it.
+        # the int8 kernel compares codes without requantizing. Only over int8 values (activations, model inputs)
+        # and constants: with an fp32 result as an operand (an fp32 island's), the op stays in that island
+        # rather than quantizing its fp32 operand just to compare. As for concatenation, the first operand's
+        # edge starts the group (it must come first in the map) and the others share it.
         tensors = [t for t in node.args if isinstance(t, fx.Node)]
         if not tensors or not isinstance(node.args[0], fx.Node):
+            return
+        if not all(_is_activation(t) or t.op == "get_attr" for t in tensors):
             return
         first = tensors[0]
         shared = SharedQuantizationSpec((first, node))
