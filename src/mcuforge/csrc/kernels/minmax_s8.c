@@ -4,8 +4,8 @@
  * quantization, so out[i] = a[i] >= b[i] ? a[i] : b[i] (minimum: <=). a and b broadcast like numpy over
  * ranks <= 4 (CMSIS-NN's N, H, W, C dims, any of which may be 1 in either input).
  *
- * The output is walked in rows along its last dim: each input either has that row (stride 1) or one value
- * repeated along it (stride 0). Equal element counts are one row; an input of one element is one value
+ * The output is walked in rows along its last dim (three plain loops over the others, as 4 dims): each
+ * input either has that row (stride 1) or one value repeated along it (stride 0). Equal element counts are one row; an input of one element is one value
  * for the whole output. A row runs 16 lanes at a time on MVE (VMAX/VMIN, the tail predicated), 4 on DSP
  * cores (SSUB8 sets a byte's GE flag where a >= b, SEL picks by it), one at a time elsewhere.
  */
@@ -90,17 +90,20 @@ static void row(const int8_t *a, uint32_t sa, const int8_t *b, uint32_t sb, int8
 
 #endif
 
-/* The last dim of t (1 for a scalar), and t without it (the rows' shape). */
-static uint32_t split_rows(const mf_tensor *t, mf_tensor *rows) {
-    *rows = *t;
-    if (t->rank == 0) return 1;
-    rows->rank = (uint8_t)(t->rank - 1);
-    return t->shape[t->rank - 1];
+/* t's shape as 4 dims (leading 1s: numpy's alignment, CMSIS-NN's N, H, W, C) and the element stride of
+ * each (0 along a dim of 1, which the output repeats). */
+static void dims4(const mf_tensor *t, uint32_t dim[4], uint32_t stride[4]) {
+    const uint32_t lead = 4u - t->rank; /* rank <= 4: checked at load */
+    uint32_t step = 1;
+    for (int k = 3; k >= 0; k--) {
+        dim[k] = (uint32_t)k < lead ? 1u : t->shape[(uint32_t)k - lead];
+        stride[k] = dim[k] == 1u ? 0u : step;
+        step *= dim[k];
+    }
 }
 
 static mf_status run_op(const mf_call *c, int is_max) {
-    mf_tensor a, b, o, ar, br;
-    mf_bcast it;
+    mf_tensor a, b, o;
     mf_call_binary_s8(c, &a, &b, &o);
     const int8_t *ad = (const int8_t *)a.data, *bd = (const int8_t *)b.data;
     int8_t *out = (int8_t *)o.data;
@@ -113,11 +116,17 @@ static mf_status run_op(const mf_call *c, int is_max) {
         row(ad, a.numel != 1, bd, b.numel != 1, out, o.numel, is_max);
         return MF_OK;
     }
-    /* o.rank >= 1 here (a rank-0 output has one element, handled above) */
-    const uint32_t la = split_rows(&a, &ar), lb = split_rows(&b, &br), n = o.shape[o.rank - 1];
-    mf_bcast_init(&it, &ar, &br);
-    for (uint32_t r = 0; r < it.numel; r++, mf_bcast_step(&it), out += n)
-        row(ad + it.ia * la, la == n, bd + it.ib * lb, lb == n, out, n, is_max);
+    /* Rows along the last dim: three plain loops over the others (the shapes broadcast: checked at load). */
+    uint32_t da[4], sa[4], db[4], sb[4], dout[4], so[4];
+    dims4(&a, da, sa);
+    dims4(&b, db, sb);
+    dims4(&o, dout, so);
+    const uint32_t n = dout[3], ra = da[3] == n, rb = db[3] == n;
+    for (uint32_t i = 0; i < dout[0]; i++)
+        for (uint32_t j = 0; j < dout[1]; j++)
+            for (uint32_t k = 0; k < dout[2]; k++, out += n)
+                row(ad + i * sa[0] + j * sa[1] + k * sa[2], ra, bd + i * sb[0] + j * sb[1] + k * sb[2], rb, out, n,
+                    is_max);
     return MF_OK;
 }
 
