@@ -151,6 +151,24 @@ def test_fp32_operand_keeps_the_op_in_fp32():
     assert "conv2d_s8" in kinds(prog) and not MINMAX & set(kinds(prog))
 
 
+def test_a16w8_runs_them_in_int8_between_int16_layers():
+    """No s16 maximum in CMSIS-NN: under "a16w8" the quantizer gives the op int8 quantization, and the int16
+    values of the convolutions around it reach it through convert_s16_s8 (requantizing casts), all integer."""
+    import warnings
+
+    import mcuforge
+
+    torch.manual_seed(0)
+    model = TwoBranch(lambda a, b: torch.maximum(a, b[:, :4])).eval()
+    calib = [(torch.randn(1, 3, 5, 5),) for _ in range(4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = mcuforge.compile(model, calib[0], calibration=calib, progress=False, quantization="a16w8")
+    assert_all_int8(prog)
+    assert {"conv2d_s16", "convert_s16_s8", "maximum_s8"} <= set(kinds(prog)), kinds(prog)
+    one_quantization(prog)
+
+
 def test_rank_5_falls_back_with_the_reason():
     torch.manual_seed(0)
     model = TwoBranch(lambda a, b: torch.maximum(a.unsqueeze(1), b[:, :4].unsqueeze(1)))
