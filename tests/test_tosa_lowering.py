@@ -21,7 +21,8 @@ from conftest import compiled, op_outputs
 
 #: Ops whose TOSA definition gives CMSIS-NN's bytes; every other lowered kind is listed in TOLERANCE.
 EXACT = {"conv2d_s8", "depthwise_conv2d_s8", "fully_connected_s8", "add_s8", "mul_s8", "batch_matmul_s8",
-         "maxpool_s8", "clamp_s8", "lut_s8", "pad_s8", "concat_s8", "reshape", "transpose", "slice", "avgpool_s8"}
+         "maxpool_s8", "clamp_s8", "lut_s8", "pad_s8", "concat_s8", "reshape", "transpose", "slice", "avgpool_s8",
+         "maximum_s8", "minimum_s8"}
 #: Kinds allowed to differ, with their bound in LSB: none. avgpool_s8 is exact too although TOSA divides by a
 #: reciprocal multiplier (reciprocal_scale: ((2^30 + 1) << k) / count, then apply_scale_32) and CMSIS-NN
 #: rounds the exact mean half away from zero: the "+1" makes negative ties round away from zero, and the
@@ -90,6 +91,9 @@ def single_op_graphs() -> dict[str, Graph]:
         "a_offset": 3, "b_offset": -9, "output_offset": 1, "output_multiplier": mm, "output_shift": ms,
         "act_min": -128, "act_max": 127}), [_act("a", (1, 5, 5, 8)), _act("b", (1, 1, 1, 8)), _act("y", (1, 5, 5, 8))],
         ["a", "b"])
+    for kind, b_shape in (("maximum_s8", (1, 5, 5, 8)), ("minimum_s8", (1, 5, 1, 8))):  # minimum: broadcast
+        graph(kind, Op(kind, ["a", "b"], ["y"], {}), [_act("a", (1, 5, 5, 8)), _act("b", b_shape),
+                                                      _act("y", (1, 5, 5, 8))], ["a", "b"])
     bm_, bs_ = quantize_multiplier(0.0007)
     graph("batch_matmul_s8", Op("batch_matmul_s8", ["a", "b"], ["y"], {
         "lhs_offset": 3, "rhs_offset": -2, "output_offset": 5, "output_multiplier": bm_, "output_shift": bs_,

@@ -69,6 +69,7 @@ def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
             y = F.relu(self.conv(x))
             z = F.relu6(self.dw(y))
             y = (y + z) * torch.sigmoid(z)
+            y = torch.maximum(y, torch.minimum(z, z.mean((2, 3), keepdim=True)))  # maximum_s8, minimum_s8
             y = torch.cat([F.avg_pool2d(y, 2), F.max_pool2d(y, 2)], 1)[:, :4]
             y = torch.clamp(self.up(F.pad(y, (1, 1, 1, 1)))[:, :, :4, :4], -1, 1)
             q = y.flatten(2)
@@ -123,7 +124,8 @@ def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
             b = torch.where(x > 0, torch.erf(x), F.elu(x)).pow(3).clamp_min(-2).floor()
             c = F.interpolate(self.group(a), scale_factor=2, mode="bilinear") + F.interpolate(b, scale_factor=2)
             v = c.var(dim=(2, 3)) + c.std(dim=1).sum(dim=(1, 2)).unsqueeze(1)
-            w = torch.maximum(v, torch.minimum(v, x.mean(dim=(2, 3)))).reciprocal()
+            # fp32 operands (floor, round), so maximum / minimum stay fp32 (int8 operands: maximum_s8 / minimum_s8)
+            w = torch.maximum(v.floor(), torch.minimum(v.round(), x.mean(dim=(2, 3)))).reciprocal()
             return w, self.embed(idx).round(), c.argmax(dim=1)
 
     class Recurrent(nn.Module):

@@ -207,6 +207,7 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
 # output, and no element after it (mcuforge.plan writes them in place where it saves memory).
 IN_PLACE_INPUTS: dict[str, tuple[int, ...]] = {
     "reshape": (0,), "clamp_s8": (0,), "lut_s8": (0,), "add_s8": (0, 1), "mul_s8": (0, 1),
+    "maximum_s8": (0, 1), "minimum_s8": (0, 1),
     "clamp_s16": (0,), "lut_s16": (0,), "activation_s16": (0,), "add_s16": (0, 1), "mul_s16": (0, 1),
 }
 
@@ -360,6 +361,10 @@ OP_KINDS: dict[str, dict[str, Any]] = {
     },
     # Table activation: out = table[x + 128], table int8[256].
     "lut_s8": {"id": 14, "inputs": ["x", "table"], "attrs": []},
+    # arm_maximum_s8 / arm_minimum_s8: elementwise max / min, no requantization (a, b and the output share
+    # one quantization); a and b broadcast like numpy over ranks <= 4 (CMSIS-NN's N, H, W, C dims).
+    "maximum_s8": {"id": 26, "inputs": ["a", "b"], "attrs": []},
+    "minimum_s8": {"id": 27, "inputs": ["a", "b"], "attrs": []},
     # Data movement, any element type.
     "reshape": {"id": 20, "inputs": ["x"], "attrs": []},
     "transpose": {"id": 21, "inputs": ["x"], "attrs": [("perm", "ints")]},

@@ -16,7 +16,8 @@ An op's inputs, outputs and scratch never share bytes, so every kernel may read 
 writing its output -- except where writing in place is legal and saves memory (``in_place_input``):
 
 - a ``reshape`` copies nothing: its output takes its input's bytes;
-- the elementwise int8 ops (``clamp_s8``, ``lut_s8``, ``add_s8``, ``mul_s8``) write their output
+- the elementwise int8 ops (``clamp_s8``, ``lut_s8``, ``add_s8``, ``mul_s8``, ``maximum_s8``,
+  ``minimum_s8``) write their output
   onto an input of the output's size: every kernel (Python, C portable, DSP, MVE) reads element i
   of that input before it writes element i of the output, and no other element after it;
 

@@ -24,6 +24,7 @@ vectorized with numpy and batched over the leading N axis. Where each op's math 
 - ``batch_matmul``: ``batch_matmul_s8`` (arm_batch_matmul_s8, broadcast batch dims, adj_x / adj_y).
 - ``transpose_conv``: ``transpose_conv2d_s8`` (arm_transpose_conv_s8) and ``transpose_conv_output_hw``.
 - ``lut``: ``lut_s8`` (int8[256] table lookup) and ``make_lut_s8`` (a table from an fp32 torch function).
+- ``minmax``: ``maximum_s8`` / ``minimum_s8`` (arm_maximum_s8 / arm_minimum_s8: no requantization, broadcast).
 
 int16 activations with int8 weights (A16W8, CMSIS-NN's s16 kernels; symmetric int16, zero point 0):
 
@@ -56,6 +57,7 @@ from .int4 import pack_int4, unpack_int4
 from .lstm import lstm_s8
 from .lut import lut_s8, make_lut_s8
 from .lut_s16 import activation_s16, lut_s16, make_lut_s16, sigmoid_s16, tanh_s16
+from .minmax import maximum_s8, minimum_s8
 from .mul import mul_quant_params, mul_s8
 from .pad import pad_s8
 from .pooling import avgpool_s8, maxpool_s8
@@ -114,7 +116,9 @@ __all__ = [
     "make_lut_s16",
     "make_lut_s8",
     "maxpool_s16",
+    "maximum_s8",
     "maxpool_s8",
+    "minimum_s8",
     "mul_quant_params",
     "mul_s16",
     "mul_s8",

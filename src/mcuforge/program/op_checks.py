@@ -83,6 +83,31 @@ def aten_index_problem(op: Op) -> str | None:
             f"(csrc/kernels/fp32/aten_list.h)")
 
 
+MINMAX_KINDS = ("maximum_s8", "minimum_s8")
+
+
+def minmax_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
+    """Why a maximum_s8 / minimum_s8 op cannot be stored or run, or None: the checks of its C kernel's
+    load-time check (csrc/kernels/minmax_s8.c): two int8 inputs of rank <= 4 (CMSIS-NN's N, H, W, C dims)
+    that broadcast (numpy rules) to exactly the int8 output's shape."""
+    if op.kind not in MINMAX_KINDS:
+        return None
+    names = [*op.inputs, *op.outputs]
+    if len(op.inputs) != 2 or len(op.outputs) != 1 or not all(n in tensors for n in names):
+        return f"{op.kind} takes two inputs and one output"
+    a, b, out = (tensors[n] for n in names)
+    if any(t.dtype != "int8" or len(t.shape) > 4 for t in (a, b, out)):
+        return f"{op.kind}: inputs and output must be int8 of rank <= 4 (CMSIS-NN's N, H, W, C)"
+    try:
+        shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+    except ValueError:
+        shape = None
+    if shape != tuple(out.shape):
+        return (f"{op.kind}: inputs {tuple(a.shape)} and {tuple(b.shape)} do not broadcast to the output "
+                f"{tuple(out.shape)}")
+    return None
+
+
 def recurrent_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
     """Why an lstm_s8 / gru_s8 op cannot be stored or run, or None: the checks of its C kernel's load-time
     check (csrc/kernels/recurrent_s8.c), so that a graph the writer accepts always loads."""

@@ -54,6 +54,16 @@ SLICE_OPS = {aten.slice.Tensor, aten.select.int, aten.narrow.default}
 SPLIT_OPS = {aten.chunk.default, aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int}
 # All inputs and the output share one quantization, so the kernel is a byte copy.
 CAT_OPS = {aten.cat.default, aten.concat.default}
+# Elementwise maximum / minimum (arm_maximum_s8 / arm_minimum_s8): no requantization, so every tensor operand
+# and the output share one quantization (quantization is monotonic: the max of the codes is the code of the
+# max). clamp by tensors is a maximum (min=) then a minimum (max=). fmax/fmin differ only on NaN, which no
+# int8 value is.
+MAXIMUM_OPS = {aten.maximum.default, aten.max.other, aten.fmax.default, aten.clamp_min.Tensor,
+               aten.clamp_min_.Tensor}
+MINIMUM_OPS = {aten.minimum.default, aten.min.other, aten.fmin.default, aten.clamp_max.Tensor,
+               aten.clamp_max_.Tensor}
+CLAMP_TENSOR_OPS = {aten.clamp.Tensor, aten.clamp_.Tensor}
+MINMAX_OPS = MAXIMUM_OPS | MINIMUM_OPS | CLAMP_TENSOR_OPS
 DATA_MOVEMENT_OPS = RESHAPE_OPS | PERMUTE_OPS | PAD_OPS | SLICE_OPS
 IDENTITY_OPS = {aten.clone.default, aten.contiguous.default, aten.dropout.default, aten.alias.default}
 SHARED_QPARAM_OPS = POOL_OPS | DATA_MOVEMENT_OPS | IDENTITY_OPS | FUSABLE_ACTIVATIONS

@@ -13,7 +13,8 @@ Annotation fuses conv/linear/add/mul with a following ReLU/ReLU6/hardtanh/clamp 
 activation's output is quantized, as the fused int8 kernel computes it), and gives pooling,
 data-movement and identity ops their input's quantization, since their int8 kernels do not
 requantize. Concatenation shares one quantization between all its inputs and its output (a
-byte copy); softmax has the fixed output quantization of ``arm_softmax_s8``; table (LUT)
+byte copy), and so do elementwise maximum / minimum (clamp by tensors included: arm_maximum_s8 /
+arm_minimum_s8 do not requantize); softmax has the fixed output quantization of ``arm_softmax_s8``; table (LUT)
 activations and batched matmuls observe their own output. A fused LSTM layer (mcuforge.lstm_op) has
 int8 input and output and its cell states observed in int16 at a power-of-two scale; a fused GRU layer
 int8 input and output (its int16 state is Q0.15, fixed); their weights are quantized by the lowering.
@@ -49,6 +50,7 @@ from .patterns import (
     LINEAR_OPS,
     LUT_ACTIVATIONS,
     MATMUL_OPS,
+    MINMAX_OPS,
     MUL_OPS,
     PERMUTE_OPS,
     POOL_OPS,
@@ -223,6 +225,8 @@ class CortexMQuantizer(Quantizer):
                 self._annotate_softmax(node)
             elif node.target in CAT_OPS:
                 self._annotate_cat(node)
+            elif node.target in MINMAX_OPS:
+                self._annotate_minmax(node)
             elif node.target in POOL_OPS:
                 self._annotate_shared(node)
             elif node.target in SPLIT_OPS and _is_activation(node.args[0]):
@@ -379,6 +383,23 @@ class CortexMQuantizer(Quantizer):
         # to. Listed after the other inputs' shared edges, the first edge would not exist yet when
         # no earlier observer (an int8 producer of another input) starts the group, e.g. the
         # unobserved halves of a chunked model input concatenated back.
+        first = tensors[0]
+        shared = SharedQuantizationSpec((first, node))
+        inputs = {first: self._input_qspec(first, node)}
+        inputs.update((t, shared) for t in tensors[1:] if t is not first)
+        _annotate(node, inputs, shared)
+
+    def _annotate_minmax(self, node: fx.Node) -> None:
+        # maximum / minimum / clamp by tensors: one quantization for every tensor operand and the output, so
+        # the int8 kernel compares codes without requantizing. Only over int8 values (activations, model inputs)
+        # and constants: with an fp32 result as an operand (an fp32 island's), the op stays in that island
+        # rather than quantizing its fp32 operand just to compare. As for concatenation, the first operand's
+        # edge starts the group (it must come first in the map) and the others share it.
+        tensors = [t for t in node.args if isinstance(t, fx.Node)]
+        if not tensors or not isinstance(node.args[0], fx.Node):
+            return
+        if not all(_is_activation(t) or t.op == "get_attr" for t in tensors):
+            return
         first = tensors[0]
         shared = SharedQuantizationSpec((first, node))
         inputs = {first: self._input_qspec(first, node)}

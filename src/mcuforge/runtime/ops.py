@@ -162,6 +162,13 @@ def _mul(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     return run(with_rank(ins[0], rank), with_rank(ins[1], rank))
 
 
+def _minmax(kernel: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Kernel:
+    def run(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+        rank = outs[0].ndim - 1
+        return kernel(with_rank(ins[0], rank), with_rank(ins[1], rank))
+    return run
+
+
 def _softmax(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     run = prepared(op, [], (), lambda: prepare_softmax_s8(**op.attrs))
     return run(ins[0])  # rows along the last axis: the run axis is one more batch axis
@@ -238,6 +245,8 @@ KERNELS: dict[str, Kernel] = {
     "maxpool_s8": _pool("max"),
     "clamp_s8": _clamp,
     "mul_s8": _mul,
+    "maximum_s8": _minmax(K.maximum_s8),
+    "minimum_s8": _minmax(K.minimum_s8),
     "softmax_s8": _softmax,
     "pad_s8": _pad,
     "concat_s8": _concat,

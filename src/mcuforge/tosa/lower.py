@@ -16,6 +16,8 @@ executable statement of CMSIS-NN's math, see ``mcuforge.kernels``):
   from zero; the two agree on every int8 window up to 65536 elements, ties included (the "+1" rounds
   negative ties away from zero; the multiplier's error stays far below the gap to a tie).
 - maxpool_s8: MAX_POOL2D (padding never wins, as CMSIS-NN) and CLAMP.
+- maximum_s8 / minimum_s8: RESCALE(int8 -> int32, unit scale) per input, MAXIMUM / MINIMUM (TOSA's INT
+  profile has them on int32), RESCALE back to int8 (exact: the values stay in int8's range).
 - clamp_s8: CLAMP; lut_s8: TABLE (out = table[x + 128], TOSA's int8 TABLE); pad_s8: PAD;
   concat_s8: CONCAT; reshape: RESHAPE; transpose: TRANSPOSE; slice (unit steps): SLICE.
 
@@ -36,7 +38,7 @@ from ..ir import Graph, Op
 LOWERED_KINDS = (
     "conv2d_s8", "depthwise_conv2d_s8", "fully_connected_s8", "add_s8", "mul_s8", "batch_matmul_s8",
     "avgpool_s8", "maxpool_s8", "clamp_s8", "lut_s8", "pad_s8", "concat_s8", "reshape", "transpose", "slice",
-    "fully_connected_per_channel_s8",
+    "fully_connected_per_channel_s8", "maximum_s8", "minimum_s8",
 )
 # Kinds lowered as another: the per-channel fully connected is fully_connected_s8 with length-O requant
 # constants, which the RESCALE takes per channel either way.
@@ -44,7 +46,7 @@ _SAME_AS = {"fully_connected_per_channel_s8": "fully_connected_s8"}
 
 _INT8_KINDS = {"conv2d_s8", "depthwise_conv2d_s8", "fully_connected_s8", "add_s8", "mul_s8", "batch_matmul_s8",
                "avgpool_s8", "maxpool_s8", "clamp_s8", "lut_s8", "pad_s8", "concat_s8",
-               "fully_connected_per_channel_s8"}
+               "fully_connected_per_channel_s8", "maximum_s8", "minimum_s8"}
 
 _WHY_NOT = {
     "softmax_s8": "softmax_s8: CMSIS-NN's fixed-point exp has no exact TOSA INT form (kept on the CPU for exact bytes)",
@@ -134,6 +136,8 @@ def unsupported_reason(graph: Graph, op: Op) -> str | None:
         if op.kind == "fully_connected_s8" and t[op.inputs[0]].numel != \
                 t[op.outputs[0]].numel // t[op.inputs[1]].shape[0] * t[op.inputs[1]].shape[1]:
             return "fully_connected_s8: input size is not batch x in_features"
+    if op.kind in ("maximum_s8", "minimum_s8") and len({len(t[n].shape) for n in [*op.inputs, *op.outputs]}) != 1:
+        return f"{op.kind}: operands of different ranks"
     if op.kind in ("add_s8", "mul_s8", "batch_matmul_s8"):
         ranks = {len(t[n].shape) for n in [*op.inputs, *op.outputs]}
         if len(ranks) != 1 and op.kind != "batch_matmul_s8":
@@ -348,6 +352,18 @@ def _lower_op(b: _Builder, op: Op) -> None:
         b.op("MUL", [*terms, b.const(np.array([0], np.int8))], [prod], "MulAttribute")
         b.requantize_clamp(prod, out_t.shape, b.out(op.outputs[0]), [a["output_multiplier"]], [a["output_shift"]],
                            a["output_offset"], a["act_min"], a["act_max"])
+        return
+    if kind in ("maximum_s8", "minimum_s8"):
+        out_t = t[op.outputs[0]]
+        wide = []
+        for src in op.inputs:  # int8 -> int32 unchanged: multiplier 2^30 with shift 1 is a unit scale
+            w32 = b.temp(t[src].shape, D.INT32)
+            b.rescale(b.tensor(src), w32, [1 << 30], [1], b.zp8(0), b.zp32(0), False)
+            wide.append(w32)
+        picked = b.temp(out_t.shape, D.INT32)
+        code, attr = ("MAXIMUM", "MaximumAttribute") if kind == "maximum_s8" else ("MINIMUM", "MinimumAttribute")
+        b.op(code, wide, [picked], attr, b.ts.NanPropagationMode.PROPAGATE)
+        b.requantize_clamp(picked, out_t.shape, b.out(op.outputs[0]), [1 << 30], [1], 0, -128, 127)
         return
     if kind == "batch_matmul_s8":
         lhs_t, rhs_t, out_t = t[op.inputs[0]], t[op.inputs[1]], t[op.outputs[0]]

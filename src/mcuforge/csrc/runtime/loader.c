@@ -312,8 +312,8 @@ static int arena_span(const mf_program *p, uint32_t e, uint32_t *lo, uint32_t *h
 }
 
 /* Whether op kind `kind` may write its output exactly onto its input `pos` (mcuforge.ir.IN_PLACE_INPUTS):
- * reshape copies nothing; clamp_s8, lut_s8, add_s8, mul_s8 and their s16 forms (and activation_s16) read
- * element i before writing element i. */
+ * reshape copies nothing; clamp_s8, lut_s8, add_s8, mul_s8 and their s16 forms (and activation_s16),
+ * maximum_s8 and minimum_s8 read element i before writing element i. */
 static int may_write_in_place(uint16_t kind, uint32_t pos) {
     switch (kind) {
     case 20u: /* reshape */
@@ -325,6 +325,8 @@ static int may_write_in_place(uint16_t kind, uint32_t pos) {
         return pos == 0;
     case 4u:  /* add_s8 */
     case 8u:  /* mul_s8 */
+    case 26u: /* maximum_s8 */
+    case 27u: /* minimum_s8 */
     case 63u: /* add_s16 */
     case 64u: /* mul_s16 */
         return pos <= 1;

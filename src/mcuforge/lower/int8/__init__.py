@@ -4,6 +4,7 @@ per op, grouped by family, each registered with its doc row (``OP_DOCS``) in ``I
 - ``conv``: conv2d / depthwise, conv1d (H = 1), transposed conv2d
 - ``linear``: linear, batched matmul
 - ``elementwise``: add, mul (broadcasting)
+- ``minmax``: maximum, minimum, clamp by tensors (no requantization, broadcasting)
 - ``pooling``: max / avg / adaptive avg pooling, spatial mean
 - ``activations``: standalone clamps, lookup-table activations
 - ``softmax``: softmax
@@ -11,7 +12,17 @@ per op, grouped by family, each registered with its doc row (``OP_DOCS``) in ``I
 - ``recurrent``: LSTM and GRU layers (mcuforge.lstm_op) as one lstm_s8 / gru_s8
 """
 
-from . import activations, conv, elementwise, linear, movement, pooling, recurrent, softmax  # noqa: F401 - registers
+from . import (  # noqa: F401 - registers
+    activations,
+    conv,
+    elementwise,
+    linear,
+    minmax,
+    movement,
+    pooling,
+    recurrent,
+    softmax,
+)
 from .common import INT8_LOWERINGS, OP_DOCS, NotInt8, OpDoc
 
 __all__ = ["INT8_LOWERINGS", "OP_DOCS", "NotInt8", "OpDoc"]
