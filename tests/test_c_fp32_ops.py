@@ -21,8 +21,17 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F  # noqa: N812
-from test_c_kernels import (act, assert_same_bytes, aten_program, check_fp32, const, floats, one_op_program, run_both,
-                            torch_reference)
+from test_c_kernels import (
+    act,
+    assert_same_bytes,
+    aten_program,
+    check_fp32,
+    const,
+    floats,
+    one_op_program,
+    run_both,
+    torch_reference,
+)
 from torch import nn
 
 import mcuforge

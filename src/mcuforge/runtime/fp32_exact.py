@@ -358,7 +358,8 @@ def _group_norm(native: bool) -> Callable[[_Args], Arrays]:
             # torch's form, as the C kernel: y = x * scale + shift, scale = rstd * gamma, shift = beta - scale * mean
             gamma = w.reshape(w.shape[0], 1, groups, cg) if w is not None else None
             beta = b.reshape(b.shape[0], 1, groups, cg) if b is not None else F32(0.0)
-            scale = rstd[..., None] * gamma if gamma is not None else np.broadcast_to(rstd[..., None], rstd.shape + (cg,))
+            scale = (rstd[..., None] * gamma if gamma is not None
+                     else np.broadcast_to(rstd[..., None], (*rstd.shape, cg)))
             shift = beta - scale * mean[..., None]
             y = per_channel * scale[..., None] + shift[..., None]
         outs = [_runs(fm.canon(y), a.outs)]
