@@ -3,7 +3,7 @@ order, so the host runtime and the C runtime (host and firmware) give the same b
 
 torch's own kernels differ from the C ones in the order of their sums (cascade / vectorized lanes against
 the C loops' left-to-right sums), in their transcendental functions (Sleef, libm against ``mf_math``) and in
-a few formulas (mean as a multiplication by 1/N, Welford's variance). These functions state the C kernels
+a few formulas (Welford's variance, fused multiply-adds). These functions state the C kernels
 of ``csrc/kernels/fp32`` (pointwise.c, reduce.c, reduce_dims.c, resize.c) in numpy float32:
 
 - sums run left to right over the reduced elements in row-major order, one float32 addition at a time
@@ -31,7 +31,6 @@ from ..kernels import fp32_math as fm
 
 F32 = np.float32
 Arrays = list[np.ndarray]
-_ABSENT = object()
 
 
 class _Args:
