@@ -3,7 +3,8 @@
 (a) accuracy against float64 references over a dense sweep of float32 (max ulp errors below);
 (b) determinism: the same output bits on the host (gcc) and on QEMU Cortex-M3 (soft float),
     Cortex-M4/M7/M33/M55 (hard float), compared as FNV-1a hashes of 100k outputs per function;
-(c) special values (inf, nan, -0, overflow, underflow) and the runtime's ops use mf_math.
+(c) special values (inf, nan, -0, overflow, underflow) and the runtime's ops use mf_math;
+(d) its numpy statement (kernels/fp32_math.py, the host runtime's) gives the same bits on the sweep.
 """
 
 from __future__ import annotations
@@ -141,6 +142,21 @@ def test_accuracy_against_float64(lib, xs, name):
         f"{name}: {err[worst]:.3f} ulp at x={xs[finite][worst]!r} "
         f"(got {y[finite][worst]!r}, want {ref[finite][worst]!r})"
     )
+
+
+PYTHON = {"exp": "expf", "log": "logf", "tanh": "tanhf", "erf": "erff", "sigmoid": "sigmoidf", "silu": "siluf",
+          "gelu": "geluf", "gelu_tanh": "gelu_tanhf"}
+
+
+@pytest.mark.parametrize("name", sorted(PYTHON))
+def test_python_port_same_bits(lib, xs, name):
+    """kernels/fp32_math.py (the host runtime's fp32 math) gives mf_math's bits on the whole sweep."""
+    from mcuforge.kernels import fp32_math
+
+    y = evaluate(lib, name, xs)
+    got = getattr(fp32_math, PYTHON[name])(xs)
+    differ = np.flatnonzero(got.view(np.uint32) != y.view(np.uint32))
+    assert differ.size == 0, f"{differ.size} differ, e.g. x={xs[differ[:5]]}: {got[differ[:5]]} vs {y[differ[:5]]}"
 
 
 def test_special_values(lib):

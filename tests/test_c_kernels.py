@@ -3,8 +3,10 @@
 Each case builds a one-op graph with random shapes and parameters, serializes it, runs it with the
 host runtime (``mcuforge.runtime.execute`` on the deserialized graph) and with the C runtime built
 for the host (``cruntime.run_program``), and compares the output bytes. int8 kernels, data
-movement, quantize/dequantize and the exact fp32 ops must be bit-exact; transcendental and
-reduction fp32 ops are checked to a stated float tolerance.
+movement, quantize/dequantize and every fp32 op in the C table must be bit-exact (the host runtime
+computes the fp32 ops as the C kernels do, ``runtime/fp32_exact.py``). The fp32 ops are also compared
+with torch's aten op itself: bit-exact for those computed by single IEEE operations or copies, within a
+stated float tolerance for the transcendental and reduction ops (other functions, other summation order).
 
 The 200-case int8 sweeps also run on a DSP board (Cortex-M4, QEMU mps2-an386), where the optimized
 paths the host build never compiles are taken (mf_dot_s8's SMLAD): each sweep's cases become one
@@ -18,6 +20,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+import torch
 
 from mcuforge import cruntime, firmware
 from mcuforge.ir import Graph, Op, QParams, Tensor, TensorRef
@@ -347,9 +350,9 @@ def test_sweep_on_dsp_board(sweep):
 # fp32 fallback ops
 # ---------------------------------------------------------------------------------------------
 
-#: fp32 ops computed by one IEEE operation per element (or a copy): identical to torch.
+#: fp32 ops computed by one IEEE operation per element (or a copy): identical to torch too.
 EXACT_UNARY = ["relu", "neg", "abs"]
-#: libm vs torch's vectorized (Sleef) functions: equal to within a few float32 ulp.
+#: mf_math vs torch's vectorized (Sleef) functions: equal to torch within a few float32 ulp.
 APPROX_UNARY = ["sigmoid", "tanh", "exp", "gelu", "silu", "hardswish", "hardsigmoid", "sqrt", "rsqrt", "log"]
 RTOL, ATOL = 2e-6, 1e-6
 #: Reductions sum in another order than torch: errors scale with the largest value, not each one.
@@ -365,14 +368,33 @@ def aten_program(target: str, in_shapes: list[tuple], out_shapes: list[tuple], a
                           backend="fp32")
 
 
+def torch_reference(program: bytes, values: list[np.ndarray]) -> list[np.ndarray]:
+    """A one-op aten_fp32 program's outputs computed by torch's aten op itself (the host runtime computes
+    as the C kernels do; this is the float semantics they approximate)."""
+    from mcuforge.runtime.fp32 import _decode, resolve_aten
+
+    graph = deserialize(program)
+    op = graph.ops[0]
+    given = dict(zip(graph.inputs, values, strict=True))
+    tensors = [torch.from_numpy(np.ascontiguousarray(given[n] if n in given else graph.tensors[n].data))
+               for n in op.inputs]
+    result = resolve_aten(op.attrs["target"])(*_decode(op.attrs["args"], tensors),
+                                              **{k: _decode(v, tensors) for k, v in op.attrs["kwargs"].items()})
+    results = result if isinstance(result, (list, tuple)) else [result]
+    return [r.numpy().reshape(graph.tensors[n].shape) for r, n in zip(results, op.outputs, strict=True)]
+
+
 def check_fp32(program: bytes, values: list[np.ndarray], exact: bool | str, what: str) -> None:
-    """exact=True: same bytes; False: within (RTOL, ATOL); "reduce": within REDUCE_RTOL of the
-    largest input or output magnitude (cancellation in a sum makes small results inexact)."""
+    """The host runtime and the C runtime: the same bytes, always. Against torch's aten op: exact=True,
+    the same bytes; False: within (RTOL, ATOL); "reduce": within REDUCE_RTOL of the largest input or
+    output magnitude (cancellation in a sum makes small results inexact)."""
     expected, got = run_both(program, values)
+    assert_same_bytes(expected, got, what)
+    reference = torch_reference(program, values)
     if exact is True:
-        assert_same_bytes(expected, got, what)
+        assert_same_bytes(reference, got, f"{what} (torch)")
         return
-    for e, g in zip(expected, got, strict=True):
+    for e, g in zip(reference, got, strict=True):
         if exact == "reduce":
             scale = max(float(np.max(np.abs(e))), *(float(np.max(np.abs(v))) for v in values))
             np.testing.assert_allclose(g, e, rtol=REDUCE_RTOL, atol=REDUCE_RTOL * scale, err_msg=what)

@@ -18,12 +18,12 @@ edit by hand.
 
 Each row lists the aten ops (as `torch.export` produces them) that lower to an int8 kernel, the
 kernel (op kind in the program file), the precision and the conditions. When a condition does not
-hold, or an op is not listed, the op runs as an **fp32 fallback** (`aten_fp32`, the aten op
-itself) between a `dequantize` and a `quantize`, and `prog.ops[i].reason` says why (e.g.
-"layer_norm has no int8 kernel"), if it is in the fp32 table at the end (the ops the C runtime
-implements); any other op is a compile error. Data movement between int8 ops stays int8. ReLU, ReLU6,
-hardtanh and clamp right after a conv / linear / add / mul / matmul are fused into its
-activation_min/max. The arithmetic of every kernel is in docs/numerics.md.
+hold, or an op is not listed, the op runs as an **fp32 fallback** (`aten_fp32`, the aten op in
+float32, with the same bytes on every backend) between a `dequantize` and a `quantize`, and
+`prog.ops[i].reason` says why (e.g. "layer_norm has no int8 kernel"), if it is in the fp32 table at
+the end (the ops the C runtime implements); any other op is a compile error. Data movement between
+int8 ops stays int8. ReLU, ReLU6, hardtanh and clamp right after a conv / linear / add / mul /
+matmul are fused into its activation_min/max. The arithmetic of every kernel is in docs/numerics.md.
 """
 
 

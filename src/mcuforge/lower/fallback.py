@@ -72,7 +72,7 @@ def aten_name(target: Any) -> str:
 
 def fp32_op_table() -> frozenset[str]:
     """The aten ops the compiler may emit as ``aten_fp32``: exactly those with a C kernel (each
-    also runs on the host Python runtime, which calls the aten op itself)."""
+    also runs on the host Python runtime: as the C kernel computes it, runtime/fp32_exact.py)."""
     from ..cruntime import c_aten_ops
 
     return c_aten_ops()

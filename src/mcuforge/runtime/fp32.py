@@ -1,4 +1,8 @@
-"""The fp32 fallback op: calls the aten op it was lowered from, with its recorded arguments.
+"""The fp32 fallback op. An op that computes (arithmetic, reductions, normalizations, transcendental
+functions) runs as the C runtime computes it (``fp32_exact``: the same float32 operations in the same
+order, so the host and C runtimes give the same bytes); the others (data movement, selection,
+comparisons, and ops outside the C table) call the aten op they were lowered from, with its recorded
+arguments.
 
 For many runs at once the op is vectorized over the run axis with ``torch.vmap``, which gives
 each run the op's own per-sample semantics (a recorded ``view(1, -1)`` stays valid); ops that
@@ -16,6 +20,7 @@ import numpy as np
 import torch
 
 from ..ir import Op, TensorRef
+from .fp32_exact import run_exact
 from .prepared import prepared, same_attrs
 
 
@@ -115,6 +120,9 @@ def _foldable(op: Op, batched: list[bool], tensors: list[torch.Tensor]) -> bool:
 
 
 def aten_fp32(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> list[np.ndarray]:
+    exact = run_exact(op, ins, outs)
+    if exact is not None:
+        return exact
     runs = outs[0].shape[0]
     bound = _bound(op, ins, runs)
     if bound is not None:

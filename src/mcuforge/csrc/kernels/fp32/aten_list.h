@@ -2,6 +2,9 @@
  * The fp32 fallback ops of this runtime, one line each: MF_ATEN(symbol) refers to the
  * `const mf_aten_op mf_aten_<symbol>` (with its aten name) defined in a kernels/fp32 source file.
  * Adding an op = its definition + one line here. Not include-guarded (runtime/registry.c).
+ * The host Python runtime computes every arithmetic op of this table as its kernel does, operation for
+ * operation (runtime/fp32_exact.py): changing a kernel's arithmetic or order means changing it there
+ * too (tests/test_fp32_exact.py compares the bytes of every op).
  *
  * Sorted by aten name ("aten.<op>.<overload>", byte order): an aten_fp32 op stores the position of
  * its name in this order (attribute table_index, mcuforge.cruntime.c_aten_table), the runtime
