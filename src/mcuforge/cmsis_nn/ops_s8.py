@@ -21,13 +21,17 @@ def _bias(bias: np.ndarray | None, channels: int) -> tuple[np.ndarray, int]:
 def conv2d_s8(graph: Graph, op: Op, values: list, function: str = "mfcmp_conv_wrapper_s8", name: str = "") -> Case:
     """arm_convolve_wrapper_s8 (or ``function``: mfcmp_conv_s8, mfcmp_conv_1x1_s8_fast, mfcmp_conv_1x1_s8,
     mfcmp_conv_1_x_n_s8, the paths the wrapper picks from). A grouped convolution (filter channels < input
-    channels) is arm_convolve_s8's: the wrapper sends it there."""
+    channels) is arm_convolve_s8's: the wrapper sends it there. Without a bias it gets zeros: arm_convolve_s8
+    steps its bias pointer per group even when it is NULL, and then reads the second group's bias from address
+    4 * channels per group (a fault on the host; the vector table's words on a board)."""
     x, w, bias, mult, shift = values
     a = op.attrs
     out = output_tensor(graph, op)
     n, h, wd, c = x.shape
     oc, kh, kw, fc = w.shape
     oh, ow = out.shape[1], out.shape[2]
+    if bias is None and fc != c:
+        bias = np.zeros(oc, np.int32)
     bias, has_bias = _bias(bias, oc)
     ints = [n, h, wd, c, oc, kh, kw, fc, oh, ow, a["input_offset"], a["output_offset"], *a["stride"],
             *a["padding"], *a["dilation"], a["act_min"], a["act_max"], has_bias]
