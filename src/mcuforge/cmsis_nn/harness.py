@@ -45,6 +45,8 @@ SUPPORT_SOURCES = ("support.c",)
 BOARD_SCRATCH_BYTES = 256 * 1024
 #: The host's first scratch buffer; a case that asks more (MFCMP_ERR_SCRATCH) is run again with what it asked.
 HOST_SCRATCH_BYTES = 1 << 20
+#: Guard bytes after the host's output and scratch buffers: a case that writes past either is an error.
+GUARD_BYTES, GUARD = 256, 0xA7
 
 #: Harness errors (c/mfcmp.h) and CMSIS-NN's arm_cmsis_nn_status, by value, for messages.
 STATUS_NAMES = {
@@ -180,7 +182,8 @@ def run_host(cases: Sequence[Case], root: Path | None = None) -> list[np.ndarray
     lib = _host_library(root)
     checked = _check_cases(cases, set(functions()))
     needed = ctypes.c_int32.in_dll(lib, "mfc_scratch_needed")
-    scratch = np.zeros(HOST_SCRATCH_BYTES, np.uint8)
+    scratch_bytes = HOST_SCRATCH_BYTES
+    scratch = np.full(scratch_bytes + GUARD_BYTES, GUARD, np.uint8)
     outputs = []
     for case, arrays in checked:
         fn = getattr(lib, case.function)
@@ -188,19 +191,23 @@ def run_host(cases: Sequence[Case], root: Path | None = None) -> list[np.ndarray
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32]
         ints = np.asarray([int(v) for v in case.ints] or [0], np.int32)
         pointers = (ctypes.c_void_p * max(1, len(arrays)))(*(a.ctypes.data for a in arrays))
-        raw = np.full(max(1, case.out_bytes), 0x5A, np.uint8)
+        raw = np.full(case.out_bytes + GUARD_BYTES, GUARD, np.uint8)
         while True:
             needed.value = 0
             status = fn(ints.ctypes.data, ctypes.addressof(pointers), raw.ctypes.data, scratch.ctypes.data,
-                        scratch.size)
-            if status == MFCMP_ERR_SCRATCH and needed.value > scratch.size:
-                scratch = np.zeros(needed.value, np.uint8)
+                        scratch_bytes)
+            if status == MFCMP_ERR_SCRATCH and needed.value > scratch_bytes:
+                scratch_bytes = needed.value
+                scratch = np.full(scratch_bytes + GUARD_BYTES, GUARD, np.uint8)
                 continue
             break
+        for what, buf, end in (("output", raw, case.out_bytes), ("scratch", scratch, scratch_bytes)):
+            if (buf[end:] != GUARD).any():
+                raise CmsisNNCaseError(case, status, "host", f"; and it wrote past the end of its {what}")
+            buf[end:] = GUARD
         if status != 0:
             raise CmsisNNCaseError(case, status, "host")
-        out = raw[:case.out_bytes].view(np.dtype(case.out_dtype)).reshape(case.out_shape).copy()
-        outputs.append(out)
+        outputs.append(raw[:case.out_bytes].view(np.dtype(case.out_dtype)).reshape(case.out_shape).copy())
     return outputs
 
 

@@ -35,7 +35,8 @@ typedef int32_t (*mfcmp_fn)(const int32_t *ints, const void *const *inputs, void
 /* The scratch size the last MFCMP_ERR_SCRATCH asked for (support.c). */
 extern int32_t mfc_scratch_needed;
 
-/* ctx for a CMSIS-NN call that asks `need` bytes of scratch: buf = scratch, size = need; returns
+/* ctx for a CMSIS-NN call that asks `need` bytes of scratch: buf = scratch (never NULL: some paths refuse a
+ * NULL buffer even where they ask none), size = need; returns
  * MFCMP_ERR_SCRATCH (and records need) when scratch_bytes is smaller, else 0. A negative need (a
  * *_get_buffer_size error) is MFCMP_ERR_ARGS. */
 static inline int32_t mfc_context(cmsis_nn_context *ctx, void *scratch, int32_t scratch_bytes, int32_t need) {
@@ -44,7 +45,7 @@ static inline int32_t mfc_context(cmsis_nn_context *ctx, void *scratch, int32_t 
         mfc_scratch_needed = need;
         return MFCMP_ERR_SCRATCH;
     }
-    ctx->buf = need > 0 ? scratch : NULL;
+    ctx->buf = scratch;
     ctx->size = need;
     return 0;
 }
