@@ -297,7 +297,12 @@ def main(argv: list[str]) -> None:
          "CMSIS-NN has no call for counting 0 on its side. Our overhead is below the per-op counts' "
          "resolution (one SysTick period each, and each traced op also reads the timer), so it can come out "
          "negative: the whole ratio then equals the kernel ratio with the ops CMSIS-NN has no call for "
-         "charged to us. Outputs: every call's output bytes against our op's, or the first op that differs."),
+         "charged to us. Outputs: every call's output bytes against our op's, or the first op that differs. "
+         "The calls are the harness's (mcuforge.cmsis_nn, c/cases_s8.c), each with its small wrapper (CMSIS-NN's "
+         "structs filled, its *_get_buffer_size); on cortex-m55 a fully connected call also runs "
+         "arm_vector_sum_s8, the kernel sums its MVE path needs, which TensorFlow Lite Micro computes once at "
+         "prepare time: those counts include that per-model cost (ours takes the weight sums inside its loop, "
+         "every inference)."),
         ("Instructions per op kind beside CMSIS-NN", cmsis_nn_kind_table(results, runs),
          "Per model and op kind, each target's optimized row: our per-op counts (traced run) and CMSIS-NN's "
          "calls on the same ops, summed over the ops of the kind."),
