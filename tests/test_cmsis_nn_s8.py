@@ -59,7 +59,7 @@ from test_c_kernels_ops import (
     transpose_conv_program,
 )
 
-from mcuforge import cruntime
+from mcuforge import cruntime, firmware
 from mcuforge.cmsis_nn import harness, ops
 from mcuforge.cmsis_nn.ops_s8 import conv_1xn_padding_ok, transpose_conv_problem
 from mcuforge.kernels import conv_output_hw
@@ -391,13 +391,26 @@ def test_every_int8_family_reaches_cmsis_nn():
             "mfcmp_reshape_s8"} <= functions
 
 
+@functools.cache
+def merged() -> tuple[bytes, list, list]:
+    """Every case as one program of independent ops (test_c_kernels.merged_program)."""
+    return merged_program([(i.name, i.program, i.values) for i in all_items()], "cortex-m55")
+
+
+@functools.cache
+def python_outputs() -> list[np.ndarray]:
+    """Each case's output from our Python kernels, in case order."""
+    program, values, owners = merged()
+    python = execute(deserialize(program), values)
+    return [python[indices[0]] for _, indices in owners]
+
+
 def test_int8_families_match_cmsis_nn_on_host(cmsis_nn_root):
     """Python kernels, host C runtime and CMSIS-NN's host build: the same bytes, case by case."""
     items = all_items()
-    program, values, owners = merged_program([(i.name, i.program, i.values) for i in items], "cortex-m55")
-    python = execute(deserialize(program), values)
+    program, values, owners = merged()
     host_c, _ = cruntime.run_program(program, values)
-    ours = [python[indices[0]] for _, indices in owners]
+    ours = python_outputs()
     assert_same(items, ours, [host_c[indices[0]] for _, indices in owners], "host C vs Python kernels")
     got = harness.run_host(cmsis_cases(items), cmsis_nn_root)
     assert_same(items, ours, got, "CMSIS-NN (host) vs Python kernels")
@@ -416,8 +429,8 @@ def test_int8_families_match_cmsis_nn_on_board(cmsis_nn_root, target):
                                                                                         strict=True)],
                         [g.tensors[n] for n in g.outputs], [t for t in g.tensors.values() if t.is_constant],
                         op_inputs=op.inputs)
-    python, ours, _facts = board_sweep.run(target)
-    assert_same(items, python, ours, f"mcuforge on {target} vs host Python")
+    ours, _trace, _facts = firmware.run_on_qemu(board_sweep.program(target), board_sweep.values, target)
+    assert_same(items, python_outputs(), ours, f"mcuforge on {target} vs host Python")
     cmsis, instructions = harness.run_board(cmsis_cases(items), target, cmsis_nn_root)
     assert len(instructions) == len(items) and all(n >= 0 for n in instructions)
     kept = [i for i, item in enumerate(items) if board_difference(item, target) is None]
