@@ -64,7 +64,7 @@ from mcuforge.cmsis_nn import harness, ops
 from mcuforge.cmsis_nn.ops_s8 import conv_1xn_padding_ok, transpose_conv_problem
 from mcuforge.kernels import conv_output_hw
 from mcuforge.kernels.transpose_conv import transpose_conv_output_hw
-from mcuforge.program import deserialize
+from mcuforge.program import deserialize, read_header
 from mcuforge.runtime import execute
 
 from conftest import compiled, op_outputs, program_inputs
@@ -462,3 +462,29 @@ def test_no_counterpart_names_the_kind():
     g = deserialize(one_op_program([act("x", (2, 3))], [act("y", (2, 3))], "clamp_s8", {"act_min": 0, "act_max": 9}))
     with pytest.raises(NotImplementedError, match="clamp_s8"):
         ops.case_for_op(g, g.ops[0], [np.zeros((2, 3), np.int8)])
+
+
+def test_filter_offset_is_an_optional_trailing_attribute():
+    """fully_connected_s8's filter_offset (format 3.1): stored only when nonzero (a program without one has the
+    bytes of one that says 0), read back as 0 when absent, refused outside [-127, 128] by both readers' checks."""
+    rng = np.random.default_rng(5)
+    attrs = {"input_offset": 3, "output_offset": -2, "act_min": -128, "act_max": 127}
+    consts = [const("w", int8(rng, (4, 6))), const("m", np.full(4, 1 << 30, np.int32)),
+              const("s", np.full(4, -12, np.int8))]
+
+    def program(extra):
+        return one_op_program([act("x", (2, 6))], [act("y", (2, 4))], "fully_connected_s8", {**attrs, **extra}, consts,
+                              op_inputs=["x", "w", "", "m", "s"])
+
+    assert program({}) == program({"filter_offset": 0})
+    assert deserialize(program({})).ops[0].attrs["filter_offset"] == 0
+    with_offset = program({"filter_offset": 100})
+    words = read_header(with_offset).attr_word_count - read_header(program({})).attr_word_count
+    assert words == 2 and deserialize(with_offset).ops[0].attrs["filter_offset"] == 100  # one int: tag and value
+    x = int8(rng, (2, 6))
+    python = execute(deserialize(with_offset), [x])[0]
+    host_c, _ = cruntime.run_program(with_offset, [x])
+    assert python.tobytes() == host_c[0].tobytes()
+    assert python.tobytes() != execute(deserialize(program({})), [x])[0].tobytes()
+    with pytest.raises(cruntime.CRuntimeError, match=r"MF_ERR_SHAPE at op 0 \(fully_connected_s8\)"):
+        cruntime.run_program(program({"filter_offset": 129}), [x])
