@@ -77,12 +77,17 @@ def test_python_harness_checks_on_random_damage():
 
 
 def test_c_harness_replays_the_regression_inputs():
-    """Each input the fuzzer found (tests/fuzz_regressions/c-*) through the sanitized harness once: no report."""
+    """Each input the fuzzer found (tests/fuzz_regressions/c-*) through the sanitized harness once: no report,
+    and the C loader still refuses it with the status it was saved for."""
     import subprocess
     from pathlib import Path
 
+    from test_hostile_programs import REJECTIONS, c_rejection
+
     files = sorted((Path(__file__).parent / "fuzz_regressions").glob("c-*"))
     assert files
+    for f in files:  # each still reaches the check it was saved for (the C loader's status and op)
+        assert c_rejection(f.read_bytes()) == REJECTIONS[f.name][1:], f.name
     done = subprocess.run([str(fuzz.build_fuzzer()), *map(str, files)], capture_output=True, text=True, check=False)
     assert done.returncode == 0 and "ERROR" not in done.stderr, done.stderr[-3000:]
     assert f"Executed {files[0]}" in done.stderr

@@ -113,7 +113,7 @@ def corruptions() -> list[tuple[str, bytes, str, str]]:
         # -- header fields, each with both CRCs recomputed ------------------------------------------
         ("magic", with_header(data, 0, "<4s", b"MCUG"), "MF_ERR_MAGIC", r"not an mcuforge program: magic b'MCUG'"),
         ("major version 4", with_header(data, 4, "<H", 4),
-         "MF_ERR_VERSION", r"program format 4\.0, this reader supports 2\.x and 3\.x"),
+         "MF_ERR_VERSION", r"program format 4\.\d+, this reader supports 2\.x and 3\.x"),
         ("header size not a multiple of 4", with_header(data, 8, "<I", 130),
          "MF_ERR_FORMAT", r"header size 130 \(byte 8\)"),
         ("header size below 128", with_header(data, 8, "<I", 124), "MF_ERR_FORMAT", r"header size 124"),
@@ -325,13 +325,100 @@ def test_regression_files_are_there():
     assert regression_files("c"), "tests/fuzz_regressions holds the C harness's findings"
 
 
+# Each saved program input and the exact rejection it was saved for: the Python reader's message, the
+# C loader's status and failing op. A file that no longer reaches its check (a format change stopping it
+# earlier, at the version say) fails here; scripts/fuzz_regressions.py rebuilds it in today's format.
+REJECTIONS = {
+    "c-concat-output-overlaps-input.bin": (
+        r"^op 0 \(concat_s8\): output 'y' \(arena bytes \[0, 256\)\) overlaps 'a' \(\[16, 144\)\): the kernel "
+        r"would overwrite what it reads$", "MF_ERR_FORMAT", 0),
+}
+
+
+def c_rejection(data: bytes) -> tuple[str, int | None]:
+    try:
+        cruntime.LoadedProgram(data)
+    except cruntime.CRuntimeError as err:
+        return err.status, err.op_index
+    return "MF_OK", None
+
+
 @pytest.mark.parametrize("path", regression_files("c") + regression_files("program"), ids=lambda p: p.name)
 def test_fuzz_regression_program(path):
     data = path.read_bytes()
+    assert path.name in REJECTIONS, f"say which rejection {path.name} was saved for (REJECTIONS)"
+    message, status, op_index = REJECTIONS[path.name]
     program_one_input(data)  # the Python harness's own checks: accepted and re-serializable, or refused
-    with pytest.raises(ProgramFormatError):
-        deserialize(fix_program_crcs(data))
-    assert c_load_status(fix_program_crcs(data)) != "MF_OK"
+    for variant in (data, fix_program_crcs(data)):  # saved with valid CRCs: recomputing them changes nothing
+        with pytest.raises(ProgramFormatError, match=message):
+            deserialize(variant)
+        assert c_rejection(variant) == (status, op_index)
+
+
+def tensor_records(data: bytes) -> list[tuple]:
+    h = read_header(data)
+    return [L.TENSOR.unpack_from(data, h.tensors_offset + i * h.tensor_record_size) for i in range(h.tensor_count)]
+
+
+def test_concat_regression_is_one_overlap_away_from_valid():
+    """The concat regression's only defect is the overlap: input 'a' moved to the arena's free bytes, the
+    same file loads in both readers (so nothing before the overlap check stops it)."""
+    data = (REGRESSIONS / "c-concat-output-overlaps-input.bin").read_bytes()
+    h = read_header(data)
+    records = tensor_records(data)
+    spans = [(r[-2], r[-2] + r[-1]) for r in records]
+    a = 0  # tensors in the writer's order: a, b, y
+    taken = [s for i, s in enumerate(spans) if i != a]
+    size = spans[a][1] - spans[a][0]
+    free = next(lo for lo in range(0, h.arena_bytes - size + 1, 16)
+                if all(lo + size <= s_lo or s_hi <= lo for s_lo, s_hi in taken))
+    fixed = patch(data, h.tensors_offset + a * h.tensor_record_size + 44, "<I", free)
+    graph = deserialize(fixed)
+    assert list(graph.tensors)[a] == "a" and [op.kind for op in graph.ops] == ["concat_s8"]
+    assert graph.ops[0].inputs == ["a", "b"]
+    assert c_rejection(fixed) == ("MF_OK", None)
+
+
+def format_version_problem(name: str, data: bytes) -> str | None:
+    """Why a saved regression input does not carry the current format version (None when it does): a
+    program file (c-*, program-*) its header's major.minor, a trace (trace-*) its STREAM_START's."""
+    from mcuforge.program import FORMAT_VERSION
+    from mcuforge.trace import format as TF
+
+    if name.startswith(("c-", "program-")):
+        if data[:4] != b"MCUF" or len(data) < 8:
+            return "not a program file (no MCUF magic)"
+        found, want = struct.unpack_from("<HH", data, 4), FORMAT_VERSION
+    elif name.startswith("trace-"):
+        start = TF.FRAME.size + TF.PAYLOADS[TF.STREAM_START].size
+        if len(data) < start or data[:2] != TF.SYNC or data[2] != TF.STREAM_START:
+            return "does not begin with a STREAM_START record"
+        found, want = struct.unpack_from("<HH", data, TF.FRAME.size), TF.VERSION
+    else:
+        return "unknown kind of input (names begin with c-, program- or trace-)"
+    if tuple(found) == tuple(want):
+        return None
+    return f"format {found[0]}.{found[1]}, the current one is {want[0]}.{want[1]}"
+
+
+def test_regression_files_carry_the_current_format_version():
+    files = sorted(p for p in REGRESSIONS.iterdir() if p.is_file())
+    assert files
+    problems = {p.name: format_version_problem(p.name, p.read_bytes()) for p in files}
+    assert not any(problems.values()), problems
+
+
+def test_format_version_check_catches_an_old_file():
+    """The check above fails on a file of another version (here the concat input written as 1.0, as it was)."""
+    data = (REGRESSIONS / "c-concat-output-overlaps-input.bin").read_bytes()
+    assert format_version_problem("c-x.bin", data) is None
+    old = bytearray(data)
+    struct.pack_into("<HH", old, 4, 1, 0)
+    assert format_version_problem("c-x.bin", bytes(old)).startswith("format 1.0, the current one is")
+    trace = regression_files("trace")[0].read_bytes()
+    assert format_version_problem("trace-x.bin", trace) is None
+    assert format_version_problem("trace-x.bin", trace[:8] + struct.pack("<HH", 0, 9) + trace[12:]) is not None
+    assert format_version_problem("notes.txt", b"") is not None
 
 
 @pytest.mark.parametrize("path", regression_files("trace"), ids=lambda p: p.name)
