@@ -211,7 +211,7 @@ def lut_case(rng, sweep: BoardSweep, case: str) -> None:
 def activation_case(rng, sweep: BoardSweep, case: str) -> None:
     shape = (int(rng.integers(1, 300)),)
     x = act("x", shape)
-    attrs = {"function": int(rng.integers(0, 2)), "left_shift": int(rng.choice([0, 1, 2, 5, 14]))}
+    attrs = {"function": int(rng.integers(0, 2)), "left_shift": int(rng.choice([-31, -3, -2, -1, 0, 1, 2, 5, 14]))}
     sweep.add(case, "activation_s16", attrs, [(x, int16(rng, shape))], [act("y", shape)])
 
 

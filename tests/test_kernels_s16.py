@@ -26,6 +26,7 @@ from cmsis_reference_s16 import (
     ref_table_lookup,
     sigmoid_table_q16,
     tflite_gen_lut,
+    tflite_gen_lut_float,
     tflite_softmax_s16_params,
 )
 
@@ -385,9 +386,15 @@ def test_gen_lut_s16_is_tflite_gen_lut():
     for fn, lo, hi, scale in ((lambda v: 1.0 / (1.0 + v), 0.0, 1.0, 32768.0),
                               (lambda v: v * v * 0.3 - 0.5 * v, -2.0, 2.0, 10000.0)):
         assert gen_lut_s16(fn, lo, hi, scale).tolist() == tflite_gen_lut(fn, lo, hi, scale)
-    exp_lut, one_by_one = softmax_s16_tables()
+    exp_lut, one_by_one = softmax_s16_tables()  # gen_lut<float>, as TFLite Micro builds them
+    f32 = np.float32
+    assert exp_lut.tolist() == tflite_gen_lut_float(lambda v: f32(math.exp(float(v))), -10.0, 0.0)
+    assert one_by_one.tolist() == tflite_gen_lut_float(lambda v: f32(1) / (f32(1) + v), 0.0, 1.0)
+    # the float arithmetic matters: gen_lut<double> differs in two entries of 1/(1+x), none of exp
+    double = tflite_gen_lut(lambda v: 1.0 / (1.0 + v), 0.0, 1.0)
+    assert [i for i in range(513) if double[i] != one_by_one[i]] == [160, 294]
+    assert (one_by_one[160], one_by_one[294], double[160], double[294]) == (24966, 20816, 24967, 20815)
     assert exp_lut.tolist() == tflite_gen_lut(math.exp, -10.0, 0.0)
-    assert one_by_one.tolist() == tflite_gen_lut(lambda v: 1.0 / (1.0 + v), 0.0, 1.0)
 
 
 @pytest.mark.parametrize("fn", [torch.sigmoid, torch.tanh, torch.nn.functional.gelu, torch.nn.functional.silu])
@@ -449,11 +456,16 @@ def test_softmax_s16_tracks_float_softmax():
 
 
 def test_sigmoid_table_is_its_definition():
+    # sigmoid(i / 24) rounded, one LSB higher at Arm's 44 tuned entries (checked against a CMSIS-NN tree's
+    # arm_nntables.c by tests/test_cmsis_nn_s16.py)
     assert SIGMOID_TABLE_U16.tolist() == sigmoid_table_q16()
+    rounded = np.floor(65536.0 / (1.0 + np.exp(-np.arange(256) / 24.0)) + 0.5)
+    assert np.count_nonzero(SIGMOID_TABLE_U16 - rounded) == 44
+    assert set(SIGMOID_TABLE_U16 - rounded) == {0, 1} and SIGMOID_TABLE_U16[255] == 65535
 
 
 @pytest.mark.parametrize("function", ["sigmoid", "tanh"])
-@pytest.mark.parametrize("left_shift", [0, 1, 2, 14])
+@pytest.mark.parametrize("left_shift", [-31, -16, -3, -2, -1, 0, 1, 2, 14])
 def test_activation_s16_matches_reference_for_every_code(function, left_shift):
     codes = np.arange(I16_MIN, I16_MAX + 1, dtype=np.int16)
     got = activation_s16(codes, left_shift=left_shift, function=function)

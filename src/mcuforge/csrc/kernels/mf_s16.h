@@ -116,9 +116,11 @@ static inline int16_t mf_requant_s16_channel(const mf_requant_s16 *q, uint32_t o
 }
 
 /* arm_nn_activation_s16 on n values: sigmoid (is_tanh 0) or tanh (1) of int16 inputs in Q3.12 shifted left
- * by left_shift (0 .. 14), Q0.15 outputs, from the 256-entry Q0.16 sigmoid table of mcuforge.kernels.lut_s16.
+ * by left_shift (-31 .. 14; a negative one is a right shift rounding half up), Q0.15 outputs, from the
+ * 256-entry Q0.16 sigmoid table of mcuforge.kernels.lut_s16 (CMSIS-NN's sigmoid_table_uint16).
  * Reusable by other kernels (the gates of recurrent cells). */
 void mf_activation_s16(const int16_t *x, int16_t *out, uint32_t n, int32_t left_shift, int is_tanh);
+#define MF_ACTIVATION_MIN_LEFT_SHIFT (-31)
 #define MF_ACTIVATION_MAX_LEFT_SHIFT 14
 
 #endif /* MF_S16_H */
