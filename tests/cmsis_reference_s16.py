@@ -44,8 +44,9 @@ def _channel(values, o: int) -> int:
     return int(values[o % len(values)])
 
 
-def ref_conv2d_s16(x, w, bias, mults, shifts, stride, pad, dil, out_hw, lo, hi):
-    """arm_convolve_s16 (im2col form): x [N][H][W][C], w [O][KH][KW][C/G], bias int64 per O or None."""
+def ref_conv2d_s16(x, w, bias, mults, shifts, stride, pad, dil, out_hw, lo, hi, int32_bias=False):
+    """arm_convolve_s16 (im2col form): x [N][H][W][C], w [O][KH][KW][C/G], bias int64 per O or None; with
+    int32_bias, its int32-bias form (int32 accumulator and bias, wrapping; arm_nn_requantize)."""
     n, h, wd, c = len(x), len(x[0]), len(x[0][0]), len(x[0][0][0])
     oc, kh, kw, wc = len(w), len(w[0]), len(w[0][0]), len(w[0][0][0])
     ocg = oc // (c // wc)
@@ -69,7 +70,10 @@ def ref_conv2d_s16(x, w, bias, mults, shifts, stride, pad, dil, out_hw, lo, hi):
                                     acc += x[b][iy][ix][c0 + k] * w[o][i][j][k]
                     if bias is not None:
                         acc += int(bias[o])
-                    r = c_requantize_s64(acc, c_reduce_multiplier(_channel(mults, o)), _channel(shifts, o))
+                    if int32_bias:
+                        r = c_requantize(c_wrap32(acc), _channel(mults, o), _channel(shifts, o))
+                    else:
+                        r = c_requantize_s64(acc, c_reduce_multiplier(_channel(mults, o)), _channel(shifts, o))
                     pixel.append(clamp(r, lo, hi))
                 row.append(pixel)
             plane.append(row)

@@ -112,6 +112,26 @@ def conv_case(rng, sweep: BoardSweep, case: str) -> None:
               [(x, int16(rng, x.shape))], [act("y", (n, oh, ow, oc))], consts, names, scratch=rng.random() < 0.8)
 
 
+def conv_int32_bias_case(rng, sweep: BoardSweep, case: str) -> None:
+    """arm_convolve_s16's int32-bias form: int32 bias, any int32 multiplier, shifts in [-31, 30]; extreme
+    inputs and weights overflow the int32 sum (it wraps, as CMSIS-NN's)."""
+    h, w, kh, kw, st, pd, dl, oh, ow = geometry(rng)
+    wc = int(rng.choice([1, 3, 4, 8, 9, 16]))
+    oc, n = int(rng.integers(1, 7)), int(rng.integers(1, 3))
+    extreme = rng.random() < 0.3
+    weight = rng.choice(np.array([-128, 127], np.int8), (oc, kh, kw, wc)) if extreme else int8(rng, (oc, kh, kw, wc))
+    bias = rng.integers(-(1 << 31), 1 << 31, size=oc).astype(np.int32)
+    pc = rng.random() < 0.7
+    mult = rng.integers(-(1 << 31), 1 << 31, size=oc if pc else 1).astype(np.int32)
+    shift = rng.integers(-31, 31, size=oc if pc else 1).astype(np.int8)
+    consts = [const("w", weight), const("b", bias), const("m", mult), const("s", shift)]
+    x = act("x", (n, h, w, wc))
+    xv = rng.choice(np.array([I16_MIN, I16_MAX], np.int16), x.shape) if extreme else int16(rng, x.shape)
+    sweep.add(case, "conv2d_s16", {"stride": st, "padding": pd, "dilation": dl, **act_range(rng)},
+              [(x, xv)], [act("y", (n, oh, ow, oc))], consts, ["x", "w", "b", "m", "s"],
+              scratch=rng.random() < 0.8)
+
+
 def depthwise_case(rng, sweep: BoardSweep, case: str) -> None:
     h, w, kh, kw, st, pd, dl, oh, ow = geometry(rng)
     c = int(rng.integers(1, 20))
@@ -251,6 +271,7 @@ def quantize_case(rng, sweep: BoardSweep, case: str) -> None:
 
 CASES: dict[str, Callable] = {
     "conv2d_s16": conv_case,
+    "conv2d_s16_int32_bias": conv_int32_bias_case,
     "depthwise_conv2d_s16": depthwise_case,
     "fully_connected_s16": fully_connected_case,
     "add_s16": add_case,

@@ -164,6 +164,29 @@ def test_conv2d_s16_matches_reference(case):
     assert got.dtype == np.int16 and got.tolist() == expected
 
 
+@pytest.mark.parametrize("case", range(30))
+def test_conv2d_s16_int32_bias_matches_reference(case):
+    """arm_convolve_s16's int32-bias form: int32 accumulator and bias (wrapping), arm_nn_requantize with the
+    full Q31 multiplier and shifts up to 30; the extreme cases overflow the int32 sum."""
+    rng = np.random.default_rng(700 + case)
+    h, w, c, kh, kw, stride, pad, dil, out_hw = conv_geometry(rng)
+    oc = int(rng.integers(1, 5))
+    x = int16(rng, (int(rng.integers(1, 3)), h, w, c), extreme=case % 3 == 0)
+    wt = rng.integers(-128, 128, size=(oc, kh, kw, c), dtype=np.int8)
+    if case % 3 == 0:
+        wt[:] = rng.choice(np.array([-128, 127], np.int8), wt.shape)
+    bias = rng.integers(-(1 << 31), 1 << 31, oc).astype(np.int32) if case % 2 else np.zeros(oc, np.int32)
+    mult = rng.integers(-(1 << 31), 1 << 31, oc).astype(np.int32)
+    mult[0] = int(rng.choice([-(1 << 31), (1 << 31) - 1, 1 << 30]))
+    shift = rng.integers(-31, 31, oc).astype(np.int8)
+    lo, hi = act_range_s16(rng)
+    got = conv2d_s16(x, wt, bias, multipliers=mult, shifts=shift, stride=stride, padding=pad, dilation=dil,
+                     act_min=lo, act_max=hi, output_hw=out_hw)
+    expected = ref_conv2d_s16(x.tolist(), wt.tolist(), bias, mult.tolist(), shift.tolist(), stride, pad, dil,
+                              out_hw, lo, hi, int32_bias=True)
+    assert got.dtype == np.int16 and got.tolist() == expected
+
+
 @pytest.mark.parametrize("case", range(60))
 def test_depthwise_conv2d_s16_matches_reference(case):
     rng = np.random.default_rng(200 + case)

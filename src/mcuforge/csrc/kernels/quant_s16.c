@@ -5,6 +5,20 @@
  */
 #include "mf_s16.h"
 
+mf_status mf_check_weighted_s16_any_bias(const mf_call *c, const mf_tensor *bias, const mf_tensor *mult,
+                                         const mf_tensor *shift, uint32_t channels, uint64_t depth,
+                                         uint32_t a_act_min) {
+    int32_t lo, hi;
+    if (!bias || bias->dtype != MF_INT32) {
+        return mf_check_weighted_s16(c, bias, mult, shift, channels, depth, a_act_min);
+    }
+    if (depth == 0 || depth > MF_S16_MAX_DEPTH) return MF_ERR_SHAPE;
+    if (!mf_attr_act_s16(c, a_act_min, &lo, &hi)) return MF_ERR_SHAPE;
+    if (!mf_is(bias, MF_INT32, 1) || bias->shape[0] != channels) return MF_ERR_SHAPE;
+    if (!(mult->flags & MF_TENSOR_FLAG_CONSTANT)) return MF_ERR_SHAPE; /* mf_check_requant checks the shifts' */
+    return mf_check_requant(mult, shift, channels);
+}
+
 mf_status mf_check_weighted_s16(const mf_call *c, const mf_tensor *bias, const mf_tensor *mult,
                                 const mf_tensor *shift, uint32_t channels, uint64_t depth, uint32_t a_act_min) {
     int32_t lo, hi;
@@ -34,6 +48,7 @@ mf_status mf_check_weighted_s16(const mf_call *c, const mf_tensor *bias, const m
 void mf_requant_s16_init(mf_requant_s16 *q, const mf_call *c, const mf_tensor *bias, const mf_tensor *mult,
                          const mf_tensor *shift, uint32_t a_act_min) {
     q->bias = bias ? (const uint8_t *)bias->data : NULL;
+    q->int32_bias = bias && bias->dtype == MF_INT32;
     q->mult = (const int32_t *)mult->data;
     q->shift = (const mf_shift *)shift->data;
     q->per_channel = mult->shape[0] != 1;
