@@ -206,24 +206,39 @@ def the_sweep() -> BoardSweep:
     return sweep
 
 
-def cmsis_cases(program: bytes, sweep: BoardSweep) -> list[harness.Case]:
-    """Each op of the sweep's program as its CMSIS-NN call (named by its case)."""
+#: Kinds whose cases also run through a CMSIS-NN path the wrapper would not pick for them everywhere.
+EXTRA_PATHS = {"conv2d_s16": "mfcmp_conv_s16", "depthwise_conv2d_s16": "mfcmp_dw_s16"}
+
+
+def cmsis_cases(program: bytes, sweep: BoardSweep) -> tuple[list[harness.Case], list[int]]:
+    """Each op of the sweep's program as its CMSIS-NN call (named by its case), and for the kinds of
+    EXTRA_PATHS once more through that path; with the index of the sweep output each case computes."""
     graph = deserialize(program)
     values = dict(zip(sweep.inputs, sweep.values, strict=True))
-    cases = []
-    for op in graph.ops:
+    cases, outputs = [], []
+    for i, op in enumerate(graph.ops):
         acts = [values[n] for n in op.inputs if n and not graph.tensors[n].is_constant]
-        cases.append(ops.case_for_op(graph, op, acts, name=op.outputs[0].split(".")[0]))
-    return cases
+        name = op.outputs[0].split(".")[0]
+        cases.append(ops.case_for_op(graph, op, acts, name=name))
+        outputs.append(i)
+        if op.kind in EXTRA_PATHS:
+            cases.append(ops.case_for_op(graph, op, acts, function=EXTRA_PATHS[op.kind], name=name))
+            outputs.append(i)
+    return cases, outputs
 
 
-def assert_same(where: str, sweep: BoardSweep, ours: list[np.ndarray], theirs: list[np.ndarray]) -> None:
+def assert_same(where: str, names: list[str], ours: list[np.ndarray], theirs: list[np.ndarray]) -> None:
     bad = []
-    for case, a, b in zip(sweep.case_of_output, ours, theirs, strict=True):
+    for case, a, b in zip(names, ours, theirs, strict=True):
         if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
             n = int(np.count_nonzero(a.reshape(-1) != b.reshape(-1))) if a.shape == b.shape else -1
             bad.append(f"{case} ({n} of {a.size} differ)")
     assert not bad, f"{where}: {len(bad)} of {len(ours)} cases differ: " + "; ".join(bad[:20])
+
+
+def assert_same_as_cmsis(where: str, cases: list[harness.Case], outputs: list[int], ours: list[np.ndarray],
+                         theirs: list[np.ndarray]) -> None:
+    assert_same(where, [c.label for c in cases], [ours[i] for i in outputs], theirs)
 
 
 def test_every_family_is_covered():
@@ -237,9 +252,10 @@ def test_host_python_c_and_cmsis_nn_are_identical(cmsis_nn_root):
     program = sweep.program("cortex-m55")
     ours = execute(deserialize(program), sweep.values)
     host_c, _ = cruntime.LoadedProgram(program).run(sweep.values)
-    assert_same("host C vs Python", sweep, ours, host_c)
-    theirs = harness.run_host(cmsis_cases(program, sweep), cmsis_nn_root)
-    assert_same("CMSIS-NN (host) vs ours", sweep, ours, theirs)
+    assert_same("host C vs Python", sweep.case_of_output, ours, host_c)
+    cases, outputs = cmsis_cases(program, sweep)
+    theirs = harness.run_host(cases, cmsis_nn_root)
+    assert_same_as_cmsis("CMSIS-NN (host) vs ours", cases, outputs, ours, theirs)
 
 
 def gcc12_mve_miscompiled(case: harness.Case) -> bool:
@@ -257,12 +273,12 @@ def gcc12_mve_miscompiled(case: harness.Case) -> bool:
 def test_boards_equal_cmsis_nn_on_the_board(cmsis_nn_root, target):
     sweep = the_sweep()
     ours_host, ours_board, _ = sweep.run(target)
-    assert_same(f"our firmware on {target} vs host", sweep, ours_host, ours_board)
-    cases = cmsis_cases(sweep.program(target), sweep)
+    assert_same(f"our firmware on {target} vs host", sweep.case_of_output, ours_host, ours_board)
+    cases, outputs = cmsis_cases(sweep.program(target), sweep)
     theirs, _ = harness.run_board(cases, target, cmsis_nn_root)
     if target == "cortex-m55":
         miscompiled = [i for i, case in enumerate(cases) if gcc12_mve_miscompiled(case)]
         host = harness.run_host([cases[i] for i in miscompiled], cmsis_nn_root)
         for i, value in zip(miscompiled, host, strict=True):
             theirs[i] = value
-    assert_same(f"CMSIS-NN on {target} vs ours", sweep, ours_board, theirs)
+    assert_same_as_cmsis(f"CMSIS-NN on {target} vs ours", cases, outputs, ours_board, theirs)

@@ -256,8 +256,13 @@ def test_batch_matmul_s16_matches_reference(case):
 def test_weighted_s16_argument_checks():
     x = np.zeros((1, 2, 2, 1), np.int16)
     w = np.ones((1, 1, 1, 1), np.int8)
-    with pytest.raises(ValueError, match="int64"):
-        conv2d_s16(x, w, np.zeros(1, np.int32), multipliers=[1 << 30], shifts=[0])
+    with pytest.raises(ValueError, match="int64"):  # int32 is conv2d_s16's other form; int16 is neither
+        conv2d_s16(x, w, np.zeros(1, np.int16), multipliers=[1 << 30], shifts=[0])
+    with pytest.raises(ValueError, match="int64"):  # arm_depthwise_conv_s16 has no int32-bias form
+        depthwise_conv2d_s16(x, w, np.zeros(1, np.int32), multipliers=[1 << 30], shifts=[0])
+    with pytest.raises(ValueError, match="shifts"):  # the int32 form: arm_nn_requantize's [-31, 30]
+        conv2d_s16(x, w, np.zeros(1, np.int32), multipliers=[1 << 30], shifts=[31])
+    assert conv2d_s16(x, w, np.zeros(1, np.int32), multipliers=[1 << 30], shifts=[30]).dtype == np.int16
     with pytest.raises(ValueError, match="2\\^46"):
         conv2d_s16(x, w, np.array([1 << 46]), multipliers=[1 << 30], shifts=[0])
     with pytest.raises(ValueError, match="shifts"):

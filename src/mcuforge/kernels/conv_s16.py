@@ -2,13 +2,15 @@
 ``arm_depthwise_conv_s16`` (A16W8).
 
 Activations are symmetric int16 (zero point 0: no input or output offset), weights int8 symmetric per
-output channel, bias int64. The accumulator is the exact int64 sum (CMSIS-NN sums in int32 for up to 512
-terms, where it cannot overflow, and in int64 beyond), requantized by ``requantize_s64`` with the
+output channel, bias int64. The accumulator is the exact int64 sum (CMSIS-NN sums in int32 blocks of up
+to 512 terms and in int64 beyond), requantized by ``requantize_s64`` with the
 channel's reduced multiplier. ``conv2d_s16`` also has arm_convolve_s16's int32-bias form (an int32 bias
 array selects it): the sum wraps to int32, plus the bias (wrapping), then ``arm_nn_requantize`` with the
 full Q31 multiplier and a shift in [-31, 30], as the int8 kernels requantize. Taps outside the input are
-skipped, which for a zero point of 0 is the same
-as a zero pad. Window geometry as ``conv.py``.
+skipped, which for a zero point of 0 is the same as a zero pad. Window geometry as ``conv.py``.
+
+Where CMSIS-NN's int32 partial sums overflow (past 512 products of +-2^22, or its last odd output pixel
+summing the whole depth in int32: undefined in C) this module's exact sum differs: docs/numerics.md.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@
  * modulo 2^32, + bias wrapping, arm_nn_requantize; mf_requant_s16_channel). Taps outside the input are
  * skipped (a zero pad). Grouped convolution as conv2d_s8 takes it.
  *
- * The accumulator is the exact sum in int64 (CMSIS-NN sums up to 512 products in int32, where they
- * cannot overflow, and goes on in int64). run_portable is the statement of the math, one filter tap row
+ * The accumulator is the exact sum in int64 (CMSIS-NN sums blocks of up to 512 products in int32 and goes
+ * on in int64; where its int32 blocks overflow, undefined in C, the two differ: docs/numerics.md). run_portable is the statement of the math, one filter tap row
  * at a time (mf_dot_s16). On DSP and MVE cores with the op's scratch (2 bytes per patch element,
  * mcuforge.ir.kernel_scratch_bytes), CMSIS-NN's way: each output pixel's patch is copied into the scratch
  * (im2col; zeros outside the input) and multiplied by 4 filters of its group at a time
