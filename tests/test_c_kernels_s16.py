@@ -59,13 +59,13 @@ def act_range(rng) -> dict:
 
 
 def s64_requant(rng, channels: int) -> list[Tensor]:
-    """Multipliers (REDUCE_MULTIPLIER's edges among them) and shifts over [-31, 7]."""
+    """Multipliers (REDUCE_MULTIPLIER's edges among them) and shifts over [-31, 14]."""
     n = channels if rng.random() < 0.7 else 1
     mult = rng.integers(1 << 30, 1 << 31, size=n, dtype=np.int64)
     mult[rng.random(n) < 0.15] = 0x7FFF0000
     if rng.random() < 0.2:
         mult = rng.integers(-(1 << 31) + 1, 1 << 31, size=n, dtype=np.int64)
-    shift = rng.integers(-31, 8, size=n) if rng.random() < 0.3 else rng.integers(-22, 1, size=n)
+    shift = rng.integers(-31, 15, size=n) if rng.random() < 0.3 else rng.integers(-22, 1, size=n)
     return [const("m", mult.astype(np.int32)), const("s", shift.astype(np.int8))]  # int8 shifts: format 2.0
 
 

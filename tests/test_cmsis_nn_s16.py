@@ -70,7 +70,7 @@ def test_sigmoid_table_is_cmsis_nns(cmsis_nn_root):
 
 def conv_s16_case(rng, sweep: BoardSweep, case: str, int32_bias: bool) -> None:
     """conv2d_s16 without groups: the int64 form (bias below 2^46 or none; REDUCE_MULTIPLIER's edges,
-    shifts over [-31, 7]) or the int32 one (any bias, multiplier and shift in [-31, 30]; extreme inputs
+    shifts over [-31, 14]) or the int32 one (any bias, multiplier and shift in [-31, 30]; extreme inputs
     and weights wrap the int32 sum)."""
     h, w, kh, kw, st, pd, dl, oh, ow = geometry(rng)
     c = int(rng.choice([1, 2, 3, 4, 5, 8, 9, 16, 17]))  # every tail of the 2-, 4- and 8-lane loops

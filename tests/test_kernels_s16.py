@@ -71,13 +71,13 @@ def int16(rng, shape, extreme: bool = False) -> np.ndarray:
 
 
 def s64_params(rng, channels: int) -> tuple[np.ndarray, np.ndarray]:
-    """Q31 multipliers with the REDUCE_MULTIPLIER edge values among them, shifts over [-31, 7]."""
+    """Q31 multipliers with the REDUCE_MULTIPLIER edge values among them, shifts over [-31, 14]."""
     n = channels if rng.random() < 0.7 else 1
     mult = rng.integers(1 << 30, 1 << 31, size=n, dtype=np.int64)
     edges = np.array([0x7FFF0000 - 1, 0x7FFF0000, (1 << 31) - 1, 0x7FFF7FFF, 0x40008000, 1, 0], dtype=np.int64)
     pick = rng.random(n) < 0.2
     mult[pick] = rng.choice(edges, size=int(pick.sum()))
-    shift = rng.integers(-31, 8, size=n) if rng.random() < 0.3 else rng.integers(-20, 1, size=n)
+    shift = rng.integers(-31, 15, size=n) if rng.random() < 0.3 else rng.integers(-20, 1, size=n)
     return mult.astype(np.int32), shift.astype(np.int32)
 
 
@@ -109,7 +109,7 @@ def test_requantize_s64_matches_reference_with_ties_and_wraps():
     rng = np.random.default_rng(0)
     acc = np.concatenate([rng.integers(-(1 << 47), 1 << 47, size=4000), rng.integers(-4096, 4096, size=2000)])
     rm = rng.integers(-(1 << 15), 1 << 15, size=acc.size)
-    shift = rng.integers(-31, 8, size=acc.size)
+    shift = rng.integers(-31, 15, size=acc.size)
     # exact ties of the final halving, both signs: acc * rm = (2k + 1) * 2^(14 - shift)
     k = rng.integers(-1000, 1000, size=500)
     tie_shift = rng.integers(-10, 8, size=500)
@@ -124,8 +124,9 @@ def test_requantize_s64_matches_reference_with_ties_and_wraps():
     # results beyond int32 wrap in the int64 -> int32 cast, as the C code does
     big = np.array([1 << 46], dtype=np.int64)
     assert requantize_s64(big, 0x7FFF, 7).tolist() == [c_requantize_s64(1 << 46, 0x7FFF, 7)]
+    assert requantize_s64(big, 0x7FFF, 14).tolist() == [c_requantize_s64(1 << 46, 0x7FFF, 14)]  # right shift 0
     with pytest.raises(ValueError, match="shift"):
-        requantize_s64(big, 1, 8)
+        requantize_s64(big, 1, 15)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -266,7 +267,7 @@ def test_weighted_s16_argument_checks():
     with pytest.raises(ValueError, match="2\\^46"):
         conv2d_s16(x, w, np.array([1 << 46]), multipliers=[1 << 30], shifts=[0])
     with pytest.raises(ValueError, match="shifts"):
-        conv2d_s16(x, w, None, multipliers=[1 << 30], shifts=[8])
+        conv2d_s16(x, w, None, multipliers=[1 << 30], shifts=[15])
     with pytest.raises(ValueError, match="int16"):
         conv2d_s16(x.astype(np.int8), w, None, multipliers=[1 << 30], shifts=[0])
 

@@ -97,7 +97,7 @@ def conv2d_s16(
     ``acc[n,y,x,o] = bias[o] + sum_{i,j,c} x[n, y*sh-ph+i*dh, x*sw-pw+j*dw, c] * w[o,i,j,c]`` over in-bounds
     taps (exact, int64), then ``requantize_s64(acc, REDUCE_MULTIPLIER(multipliers[o]), shifts[o])``, clamp to
     [act_min, act_max]. x (N, H, W, C) int16, w (O, KH, KW, C / G) int8 (G groups as ``conv2d_s8``), bias (O,)
-    int64 or None (zeros), multipliers/shifts length O (or 1), shifts in [-31, 7]. Returns int16 (N, OH, OW, O).
+    int64 or None (zeros), multipliers/shifts length O (or 1), shifts in [-31, 14]. Returns int16 (N, OH, OW, O).
 
     An int32 bias selects the int32-bias form (``bias_data->is_int32_bias``): ``acc`` wraps to int32 as
     CMSIS-NN's int32 accumulator does, ``+ bias`` (wrapping), then ``requantize(acc, multipliers[o],

@@ -25,8 +25,11 @@ from numpy.typing import ArrayLike
 from .quant_utils import INT32_MAX, INT32_MIN, wrap_int32
 
 INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
-#: Shift range of ``arm_nn_requantize_s64`` (positive = left): its right shift ``14 - shift`` is 7..45.
-S64_SHIFT_MIN, S64_SHIFT_MAX = -31, 7
+#: Shift range of ``arm_nn_requantize_s64`` (positive = left): its right shift ``14 - shift`` is 0..45. CMSIS-NN
+#: documents [-31, 7] and computes any shift up to 14 (a right shift of 0) the same way; mcuforge takes them all.
+S64_SHIFT_MIN, S64_SHIFT_MAX = -31, 14
+#: The largest shift CMSIS-NN documents for arm_nn_requantize_s64, the most the compiler emits.
+S64_SHIFT_DOCUMENTED_MAX = 7
 #: |int64 bias| limit of the s16 weighted kernels: the accumulator stays within arm_nn_requantize_s64's
 #: documented input range (+-2^47) for any input, so ``acc * reduced_multiplier`` cannot overflow int64.
 S64_BIAS_LIMIT = 1 << 46
@@ -47,7 +50,7 @@ def requantize_s64(acc: ArrayLike, reduced_multiplier: ArrayLike, shift: ArrayLi
     """``arm_nn_requantize_s64``: ``r = int32((acc * rm) >> (14 - shift))``, then ``int32(r + 1) >> 1``.
 
     ``acc`` is int64 (|acc| < 2^48 so the product fits), ``rm`` a reduced multiplier (``reduce_multiplier``),
-    ``shift`` in [-31, 7] (positive = left), scalars or arrays broadcast against acc (per-channel values
+    ``shift`` in [-31, 14] (positive = left), scalars or arrays broadcast against acc (per-channel values
     along its last axis). The net effect is ``acc * rm / 2^(15 - shift)`` rounded half up (toward +inf); the
     two int32 casts wrap as the C code does when the result does not fit. Returns int32.
     """
@@ -159,7 +162,7 @@ def check_bias_s64(bias: Any, channels: int) -> np.ndarray:
 
 def check_requant_s64(multipliers: ArrayLike, shifts: ArrayLike, channels: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-channel (length ``channels``) or per-tensor (length 1 / scalar) Q31 multipliers (int32 above
-    INT32_MIN, as arm_nn_requantize_s64 documents) and shifts in [-31, 7]; returns (reduced multipliers,
+    INT32_MIN, as arm_nn_requantize_s64 documents) and shifts in [-31, 14]; returns (reduced multipliers,
     shifts) as int64 arrays."""
     m = np.atleast_1d(np.asarray(multipliers))
     s = np.atleast_1d(np.asarray(shifts))

@@ -11,9 +11,10 @@
 
 #include "mf_kernel_util.h"
 
-/* shifts of arm_nn_requantize_s64 (its right shift 14 - shift stays in 7 .. 45) */
+/* shifts of arm_nn_requantize_s64 (its right shift 14 - shift stays in 0 .. 45; CMSIS-NN documents up to 7
+ * and computes up to 14 the same way) */
 #define MF_S64_SHIFT_MIN (-31)
-#define MF_S64_SHIFT_MAX 7
+#define MF_S64_SHIFT_MAX 14
 /* |bias| < 2^46 and depth <= 2^24 keep |acc| < 2^47: acc * reduced multiplier fits int64 */
 #define MF_S16_BIAS_LIMIT (1ll << 46)
 #define MF_S16_MAX_DEPTH (1u << 24)
@@ -87,7 +88,7 @@ static inline int mf_attr_act_s16(const mf_call *c, uint32_t k, int32_t *lo, int
 
 /* The load-time checks of an s16 weighted op (conv2d_s16, depthwise_conv2d_s16, fully_connected_s16):
  * an int64 constant bias of `channels` values below 2^46 in magnitude (NULL: none), constant int32
- * multipliers (above INT32_MIN) and int8 shifts (mf_shift, in [-31, 7]) of length 1 or `channels`, the activation
+ * multipliers (above INT32_MIN) and int8 shifts (mf_shift, in [-31, 14]) of length 1 or `channels`, the activation
  * range in attributes a_act_min and a_act_min + 1, and a depth of at most MF_S16_MAX_DEPTH. */
 mf_status mf_check_weighted_s16(const mf_call *c, const mf_tensor *bias, const mf_tensor *mult,
                                 const mf_tensor *shift, uint32_t channels, uint64_t depth, uint32_t a_act_min);
