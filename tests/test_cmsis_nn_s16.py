@@ -1,9 +1,16 @@
 """The int16-activation, int4-weight and LSTM kernels against Arm's CMSIS-NN itself.
 
-Every case is a one-op program; all of them make one BoardSweep. Each is run by our Python kernels, our host
-C runtime and CMSIS-NN built for the host (``mcuforge.cmsis_nn``: ``case_for_op`` + ``run_host``): all three
-byte-identical. Then on Cortex-M4 (CMSIS-NN's DSP build vs our DSP paths) and Cortex-M55 (MVE): one QEMU
-boot per board for CMSIS-NN (``run_board``) and one for ours (``BoardSweep``), compared byte for byte.
+Every case is a one-op program; all of them (320, seeded) make one BoardSweep. Each is run by our Python
+kernels, our host C runtime and CMSIS-NN built for the host (``mcuforge.cmsis_nn``: ``case_for_op`` +
+``run_host``; conv2d_s16 and depthwise_conv2d_s16 also through arm_convolve_s16 / arm_depthwise_conv_s16
+directly: 404 CMSIS-NN calls): all byte-identical. Then on Cortex-M4 (CMSIS-NN's DSP build vs our DSP paths)
+and Cortex-M55 (MVE): one QEMU boot per board for CMSIS-NN (``run_board``) and one for ours (``BoardSweep``),
+compared byte for byte.
+
+Differences on purpose (docs/numerics.md, "Verified against CMSIS-NN itself"), where the cases are made:
+odd-channel depthwise_conv2d_s4 through CMSIS-NN's generic path only without padding and with multiplier 1
+(``s4_case``); s4 output offsets not at the int32 ends (``s4_offsets``); on cortex-m55 the
+arm_depthwise_conv_s4_opt cases against CMSIS-NN's host build (``gcc12_mve_miscompiled``).
 
 Families: conv2d_s16 (int64 and int32 bias, through arm_convolve_wrapper_s16 and arm_convolve_s16),
 depthwise_conv2d_s16 (the wrapper: its fast path for multiplier 1, and the generic one), fully_connected_s16,
