@@ -7,7 +7,8 @@ directly: 404 CMSIS-NN calls): all byte-identical. Then on Cortex-M4 (CMSIS-NN's
 and Cortex-M55 (MVE): one QEMU boot per board for CMSIS-NN (``run_board``) and one for ours (``BoardSweep``),
 compared byte for byte.
 
-Differences on purpose (docs/numerics.md, "Verified against CMSIS-NN itself"), where the cases are made:
+Differences on purpose (docs/numerics.md, "Against CMSIS-NN itself: the s16, s4 and LSTM kinds"), where the
+cases are made:
 odd-channel depthwise_conv2d_s4 through CMSIS-NN's generic path only without padding and with multiplier 1
 (``s4_case``); s4 output offsets not at the int32 ends (``s4_offsets``); on cortex-m55 the
 arm_depthwise_conv_s4_opt cases against CMSIS-NN's host build (``gcc12_mve_miscompiled``).

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mcuforge.cruntime import aten_table_index
-from mcuforge.ir import DTYPES, OP_KINDS, Graph, Op, QParams, Tensor, TensorRef, kernel_scratch_bytes
+from mcuforge.ir import DTYPES, OP_KINDS, OPTIONAL_ATTRS, Graph, Op, QParams, Tensor, TensorRef, kernel_scratch_bytes
 from mcuforge.lower.fallback import aten_fp32_attrs
 from mcuforge.program import FORMAT_VERSION, MAGIC, ProgramFormatError, deserialize, read_header, serialize
 from mcuforge.program import layout as L
@@ -146,7 +146,8 @@ def assert_same_graph(got: Graph, want: Graph) -> None:
             w.kind, w.inputs, w.outputs, w.backend, w.scratch_bytes, w.scratch_offset)
         specs = OP_KINDS[w.kind]["attrs"]
         assert list(g.attrs) == [name for name, _ in specs]
-        assert g.attrs == {name: expected_attr(w.attrs[name], t) for name, t in specs}
+        want = {**OPTIONAL_ATTRS.get(w.kind, {}), **w.attrs}  # an absent optional attribute reads as its default
+        assert g.attrs == {name: expected_attr(want[name], t) for name, t in specs}
         assert (g.reason, g.debug) == ("", {})
 
 
@@ -240,7 +241,7 @@ def test_target_and_isa_mismatch_rejected() -> None:
 
 def test_future_major_version_rejected_minor_accepted() -> None:
     data = serialize(make_graph())
-    assert FORMAT_VERSION == (3, 0)
+    assert FORMAT_VERSION == (3, 1)
     with pytest.raises(ProgramFormatError, match=r"program format 4\.0, this reader supports 2\.x and 3\.x"):
         deserialize(patch_header(data, 4, "<HH", 4, 0))
     with pytest.raises(ProgramFormatError, match=r"program format 1\.0, this reader supports 2\.x and 3\.x"):

@@ -21,19 +21,48 @@ def _bias(bias: np.ndarray | None, channels: int) -> tuple[np.ndarray, int]:
 def conv2d_s8(graph: Graph, op: Op, values: list, function: str = "mfcmp_conv_wrapper_s8", name: str = "") -> Case:
     """arm_convolve_wrapper_s8 (or ``function``: mfcmp_conv_s8, mfcmp_conv_1x1_s8_fast, mfcmp_conv_1x1_s8,
     mfcmp_conv_1_x_n_s8, the paths the wrapper picks from). A grouped convolution (filter channels < input
-    channels) is arm_convolve_s8's: the wrapper sends it there."""
+    channels) is arm_convolve_s8's: the wrapper sends it there. A 1xN convolution whose padding is not TensorFlow
+    Lite's (``conv_1xn_padding_ok``) goes to arm_convolve_s8 too: the wrapper would pick arm_convolve_1_x_n_s8, whose
+    MVE path refuses it (ARM_CMSIS_NN_FAILURE) or computes other bytes. Without a bias it gets zeros: arm_convolve_s8
+    steps its bias pointer per group even when it is NULL, and then reads the second group's bias from address
+    4 * channels per group (a fault on the host; the vector table's words on a board)."""
     x, w, bias, mult, shift = values
     a = op.attrs
     out = output_tensor(graph, op)
     n, h, wd, c = x.shape
     oc, kh, kw, fc = w.shape
     oh, ow = out.shape[1], out.shape[2]
+    if bias is None and fc != c:
+        bias = np.zeros(oc, np.int32)
+    if function == "mfcmp_conv_wrapper_s8" and is_conv_1xn(a, (h, wd, c), (kh, kw, fc)) and \
+            not conv_1xn_padding_ok(a["padding"], wd, kw, a["stride"][1], oh, ow):
+        function = "mfcmp_conv_s8"
     bias, has_bias = _bias(bias, oc)
     ints = [n, h, wd, c, oc, kh, kw, fc, oh, ow, a["input_offset"], a["output_offset"], *a["stride"],
             *a["padding"], *a["dilation"], a["act_min"], a["act_max"], has_bias]
     inputs = [np.ascontiguousarray(x, I8), np.ascontiguousarray(w, I8), bias, per_channel(mult, oc),
               per_channel(shift, oc)]
     return Case(function, [int(v) for v in ints], inputs, tuple(out.shape), I8, name)
+
+
+def is_conv_1xn(attrs: dict, input_hwc, filter_hwc) -> bool:
+    """arm_nn_is_convolve_1_x_n: where arm_convolve_wrapper_s8 picks arm_convolve_1_x_n_s8 (a 1x1 kernel without
+    padding goes to the 1x1 paths first)."""
+    (h, _, c), (kh, kw, fc) = input_hwc, filter_hwc
+    one_by_one = attrs["padding"] == [0, 0] and (kh, kw) == (1, 1) and list(attrs["dilation"]) == [1, 1] and c == fc
+    return (not one_by_one and h == 1 and attrs["dilation"][1] == 1 and kh == 1
+            and (attrs["stride"][1] * c) % 4 == 0 and c == fc)
+
+
+def conv_1xn_padding_ok(padding, width: int, kernel: int, stride: int, out_h: int, out_w: int) -> bool:
+    """Whether arm_convolve_1_x_n_s8's MVE path computes this 1xN geometry: one output row (no vertical padding:
+    it ignores padding.h) and TensorFlow Lite's horizontal padding, ``2 * pad + total % 2 == total`` with
+    ``total = (out - 1) * stride + kernel - width >= 0``. With torch's padding, a stride that does not divide the
+    padded width leaves the right side short (it returns ARM_CMSIS_NN_FAILURE); an input longer than the windows
+    reach (``total < 0``, passing its check through C's negative remainder) gets other bytes in its last
+    outputs, as does vertical padding (its rows)."""
+    total = (out_w - 1) * stride + kernel - width
+    return padding[0] == 0 and out_h == 1 and total >= 0 and 2 * padding[1] + total % 2 == total
 
 
 @converts("depthwise_conv2d_s8")
