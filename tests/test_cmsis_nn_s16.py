@@ -60,7 +60,7 @@ from test_lstm import lstm_case
 from mcuforge import cruntime
 from mcuforge.cmsis_nn import harness, ops
 from mcuforge.ir import Tensor
-from mcuforge.kernels.lut_s16 import SIGMOID_TABLE_U16
+from mcuforge.kernels.lut_s16 import SIGMOID_TABLE_U16, activation_s16
 from mcuforge.program import deserialize
 from mcuforge.runtime import execute
 
@@ -72,6 +72,19 @@ def test_sigmoid_table_is_cmsis_nns(cmsis_nn_root):
     """Our table (the rounded definition and Arm's 44 one-LSB corrections) is arm_nntables.c's, entry for entry."""
     table = read_sigmoid_table(cmsis_nn_root)
     assert table == SIGMOID_TABLE_U16.tolist() == sigmoid_table_q16()
+
+
+@pytest.mark.parametrize("left_shift", [-31, -13, -3, -1, 0, 1, 3, 14])
+def test_sigmoid_and_tanh_of_every_code_equal_cmsis_nn(cmsis_nn_root, left_shift):
+    """activation_s16 of all 65536 int16 codes, sigmoid and tanh, against arm_nn_activation_s16 (host build):
+    every table entry and every interpolation, the rounding right shifts of negative left shifts included."""
+    codes = np.arange(I16_MIN, I16_MAX + 1, dtype=np.int16)
+    cases = [harness.Case("mfcmp_activation_s16", [codes.size, left_shift, function], [codes], codes.shape,
+                          np.dtype(np.int16), f"{name} << {left_shift}")
+             for function, name in enumerate(("sigmoid", "tanh"))]
+    sigmoid, tanh = harness.run_host(cases, cmsis_nn_root)
+    assert activation_s16(codes, left_shift=left_shift, function="sigmoid").tolist() == sigmoid.tolist()
+    assert activation_s16(codes, left_shift=left_shift, function="tanh").tolist() == tanh.tolist()
 
 
 # ------------------------------------------------------------------------------------- case generators
