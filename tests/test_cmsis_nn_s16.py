@@ -17,7 +17,8 @@ Families: conv2d_s16 (int64 and int32 bias, through arm_convolve_wrapper_s16 and
 depthwise_conv2d_s16 (the wrapper: its fast path for multiplier 1, and the generic one), fully_connected_s16,
 batch_matmul_s16, avg/max pool s16, add/mul s16, softmax_s16 (our tables and random ones), activation_s16
 (sigmoid/tanh, negative left shifts included), conv2d_s4 (1x1, 1xN, even and generic paths), depthwise_conv2d_s4,
-fully_connected_s4 and lstm_s8 (vs arm_lstm_unidirectional_s8, cell scales 2^-15 .. 2^2).
+fully_connected_s4 and lstm_s8 (vs arm_lstm_unidirectional_s8, cell scales 2^-16 .. 2^2 and 2^-43); and
+sigmoid/tanh of every int16 code at eight left shifts.
 
 Where mcuforge's form is wider or narrower than CMSIS-NN's arguments, the converter (cmsis_nn/ops_s16.py)
 widens ours to the exact int32 values they stand for: the s4 kinds' int16 bias and 16-bit multipliers
@@ -185,7 +186,8 @@ def s4_case(rng, sweep: BoardSweep, case: str, kind: str) -> None:
 
 
 def lstm_sweep_case(rng, sweep: BoardSweep, case: str, edge: str) -> None:
-    """lstm_s8 (test_lstm's generator: saturating, clipped and extreme edges), cell scales down to 2^-15."""
+    """lstm_s8 (test_lstm's generator: saturating, clipped and extreme edges; cell scales 2^-16 .. 2^2 and
+    2^-43), often at the cell scales 2^-13 .. 2^-15 that take a negative tanh shift."""
     a, p = lstm_case(rng, edge)
     if rng.random() < 0.4:
         p["cell_scale_power"] = int(rng.choice([-15, -14, -13]))
