@@ -113,7 +113,7 @@ def corruptions() -> list[tuple[str, bytes, str, str]]:
         # -- header fields, each with both CRCs recomputed ------------------------------------------
         ("magic", with_header(data, 0, "<4s", b"MCUG"), "MF_ERR_MAGIC", r"not an mcuforge program: magic b'MCUG'"),
         ("major version 4", with_header(data, 4, "<H", 4),
-         "MF_ERR_VERSION", r"program format 4\.0, this reader supports 2\.x and 3\.x"),
+         "MF_ERR_VERSION", r"program format 4\.\d+, this reader supports 2\.x and 3\.x"),
         ("header size not a multiple of 4", with_header(data, 8, "<I", 130),
          "MF_ERR_FORMAT", r"header size 130 \(byte 8\)"),
         ("header size below 128", with_header(data, 8, "<I", 124), "MF_ERR_FORMAT", r"header size 124"),
