@@ -44,8 +44,9 @@ def _channel(values, o: int) -> int:
     return int(values[o % len(values)])
 
 
-def ref_conv2d_s16(x, w, bias, mults, shifts, stride, pad, dil, out_hw, lo, hi):
-    """arm_convolve_s16 (im2col form): x [N][H][W][C], w [O][KH][KW][C/G], bias int64 per O or None."""
+def ref_conv2d_s16(x, w, bias, mults, shifts, stride, pad, dil, out_hw, lo, hi, int32_bias=False):
+    """arm_convolve_s16 (im2col form): x [N][H][W][C], w [O][KH][KW][C/G], bias int64 per O or None; with
+    int32_bias, its int32-bias form (int32 accumulator and bias, wrapping; arm_nn_requantize)."""
     n, h, wd, c = len(x), len(x[0]), len(x[0][0]), len(x[0][0][0])
     oc, kh, kw, wc = len(w), len(w[0]), len(w[0][0]), len(w[0][0][0])
     ocg = oc // (c // wc)
@@ -69,7 +70,10 @@ def ref_conv2d_s16(x, w, bias, mults, shifts, stride, pad, dil, out_hw, lo, hi):
                                     acc += x[b][iy][ix][c0 + k] * w[o][i][j][k]
                     if bias is not None:
                         acc += int(bias[o])
-                    r = c_requantize_s64(acc, c_reduce_multiplier(_channel(mults, o)), _channel(shifts, o))
+                    if int32_bias:
+                        r = c_requantize(c_wrap32(acc), _channel(mults, o), _channel(shifts, o))
+                    else:
+                        r = c_requantize_s64(acc, c_reduce_multiplier(_channel(mults, o)), _channel(shifts, o))
                     pixel.append(clamp(r, lo, hi))
                 row.append(pixel)
             plane.append(row)
@@ -218,7 +222,10 @@ def ref_activation_s16(value: int, left_shift: int, sigmoid: bool, table) -> int
     """arm_nn_activation_s16 for one element, with the uint32 arithmetic of the C code; ``table`` is the
     256-entry uint16 sigmoid table."""
     abs_shift, saturation = (9, 0x7FFF << 10) if sigmoid else (8, 0xFFFF << 8)
-    input_data = c_wrap32(value * (3 << left_shift))
+    multiplier = 3 if left_shift < 0 else 3 << left_shift
+    right = -left_shift if left_shift < 0 else 0
+    rounding = 1 << (right - 1) if right > 0 else 0
+    input_data = c_wrap32(value * multiplier + rounding) >> right
     abs_input = c_u32(input_data if input_data > 0 else -input_data)
     uh = abs_input >> abs_shift
     if uh >= 255:
@@ -236,14 +243,32 @@ def ref_activation_s16(value: int, left_shift: int, sigmoid: bool, table) -> int
     return c_wrap16(result)
 
 
+#: The entries of arm_nntables.c's sigmoid_table_uint16 that are one above the rounded definition (Arm's
+#: table is tuned; tests/test_cmsis_nn_s16.py checks this reference against the table in a CMSIS-NN tree).
+SIGMOID_TABLE_BUMPS = frozenset({4, 8, 12, 14, 15, 16, 17, 19, 20, 21, 22, 25, 27, 28, 29, 30, 31, 33, 34, 35,
+                                 37, 39, 40, 41, 43, 44, 45, 46, 49, 50, 54, 62, 63, 64, 66, 82, 86, 93, 100,
+                                 103, 112, 116, 135, 255})
+
+
 def sigmoid_table_q16() -> list[int]:
-    """sigmoid(i / 24) in Q0.16 for i = 0..255, rounded to nearest, capped at 65535 (the definition in
-    arm_nntables.c's comment, computed here with math.exp)."""
-    return [min(int(math.floor(65536.0 / (1.0 + math.exp(-i / 24.0)) + 0.5)), 65535) for i in range(256)]
+    """CMSIS-NN's sigmoid_table_uint16: sigmoid(i / 24) in Q0.16 for i = 0..255 (the definition in
+    arm_nntables.c's comment, computed here with math.exp), rounded to nearest, plus one at the entries of
+    SIGMOID_TABLE_BUMPS."""
+    return [int(math.floor(65536.0 / (1.0 + math.exp(-i / 24.0)) + 0.5)) + (i in SIGMOID_TABLE_BUMPS)
+            for i in range(256)]
+
+
+def read_sigmoid_table(cmsis_nn_root) -> list[int]:
+    """sigmoid_table_uint16 as a CMSIS-NN tree defines it (Source/NNSupportFunctions/arm_nntables.c)."""
+    import re
+    from pathlib import Path
+    text = (Path(cmsis_nn_root) / "Source" / "NNSupportFunctions" / "arm_nntables.c").read_text()
+    body = text.split("sigmoid_table_uint16[256] = {", 1)[1].split("}", 1)[0]
+    return [int(v) for v in re.findall(r"\d+", body)]
 
 
 def tflite_gen_lut(func, lo: float, hi: float, scaling: float = 32768.0) -> list[int]:
-    """TFLite's gen_lut (double, std::round), 513 entries."""
+    """TFLite's gen_lut<double> (std::round), 513 entries."""
     def rnd(v: float) -> float:
         return math.copysign(math.floor(abs(v) + 0.5), v)
 
@@ -258,6 +283,30 @@ def tflite_gen_lut(func, lo: float, hi: float, scaling: float = 32768.0) -> list
         bias = rnd((midpoint_interp - midpoint) / 2)
         table.append(int(min(max(sample - bias, -32768.0), 32767.0)))
     table.append(int(min(max(rnd(func(hi) * scaling), -32768.0), 32767.0)))
+    return table
+
+
+def tflite_gen_lut_float(func, lo: float, hi: float, scaling: float = 32768.0) -> list[int]:
+    """TFLite's gen_lut<float> (TFLite Micro's softmax tables): the same steps with every operation rounded
+    to float32 (numpy float32 scalars; std::round applied exactly in float64). ``func`` takes and returns a
+    numpy float32."""
+    import numpy as np
+    f = np.float32
+
+    def rnd(v) -> np.float32:
+        return f(math.copysign(math.floor(abs(float(v)) + 0.5), float(v)))
+
+    lo, hi, scaling = f(lo), f(hi), f(scaling)
+    step = (hi - lo) / f(512)
+    half = step / f(2)
+    table = []
+    for i in range(512):
+        sample = rnd(func(lo + f(i) * step) * scaling)
+        midpoint_interp = rnd((func(lo + f(i + 1) * step) * scaling + sample) / f(2))
+        midpoint = rnd(func(lo + f(i) * step + half) * scaling)
+        bias = rnd((midpoint_interp - midpoint) / f(2))
+        table.append(int(min(max(float(sample - bias), -32768.0), 32767.0)))
+    table.append(int(min(max(float(rnd(func(hi) * scaling)), -32768.0), 32767.0)))
     return table
 
 

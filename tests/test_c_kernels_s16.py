@@ -59,13 +59,13 @@ def act_range(rng) -> dict:
 
 
 def s64_requant(rng, channels: int) -> list[Tensor]:
-    """Multipliers (REDUCE_MULTIPLIER's edges among them) and shifts over [-31, 7]."""
+    """Multipliers (REDUCE_MULTIPLIER's edges among them) and shifts over [-31, 14]."""
     n = channels if rng.random() < 0.7 else 1
     mult = rng.integers(1 << 30, 1 << 31, size=n, dtype=np.int64)
     mult[rng.random(n) < 0.15] = 0x7FFF0000
     if rng.random() < 0.2:
         mult = rng.integers(-(1 << 31) + 1, 1 << 31, size=n, dtype=np.int64)
-    shift = rng.integers(-31, 8, size=n) if rng.random() < 0.3 else rng.integers(-22, 1, size=n)
+    shift = rng.integers(-31, 15, size=n) if rng.random() < 0.3 else rng.integers(-22, 1, size=n)
     return [const("m", mult.astype(np.int32)), const("s", shift.astype(np.int8))]  # int8 shifts: format 2.0
 
 
@@ -110,6 +110,26 @@ def conv_case(rng, sweep: BoardSweep, case: str) -> None:
     # on the boards with its scratch the im2col path runs, without it (one case in five) the portable one
     sweep.add(case, "conv2d_s16", {"stride": st, "padding": pd, "dilation": dl, **act_range(rng)},
               [(x, int16(rng, x.shape))], [act("y", (n, oh, ow, oc))], consts, names, scratch=rng.random() < 0.8)
+
+
+def conv_int32_bias_case(rng, sweep: BoardSweep, case: str) -> None:
+    """arm_convolve_s16's int32-bias form: int32 bias, any int32 multiplier, shifts in [-31, 30]; extreme
+    inputs and weights overflow the int32 sum (it wraps, as CMSIS-NN's)."""
+    h, w, kh, kw, st, pd, dl, oh, ow = geometry(rng)
+    wc = int(rng.choice([1, 3, 4, 8, 9, 16]))
+    oc, n = int(rng.integers(1, 7)), int(rng.integers(1, 3))
+    extreme = rng.random() < 0.3
+    weight = rng.choice(np.array([-128, 127], np.int8), (oc, kh, kw, wc)) if extreme else int8(rng, (oc, kh, kw, wc))
+    bias = rng.integers(-(1 << 31), 1 << 31, size=oc).astype(np.int32)
+    pc = rng.random() < 0.7
+    mult = rng.integers(-(1 << 31), 1 << 31, size=oc if pc else 1).astype(np.int32)
+    shift = rng.integers(-31, 31, size=oc if pc else 1).astype(np.int8)
+    consts = [const("w", weight), const("b", bias), const("m", mult), const("s", shift)]
+    x = act("x", (n, h, w, wc))
+    xv = rng.choice(np.array([I16_MIN, I16_MAX], np.int16), x.shape) if extreme else int16(rng, x.shape)
+    sweep.add(case, "conv2d_s16", {"stride": st, "padding": pd, "dilation": dl, **act_range(rng)},
+              [(x, xv)], [act("y", (n, oh, ow, oc))], consts, ["x", "w", "b", "m", "s"],
+              scratch=rng.random() < 0.8)
 
 
 def depthwise_case(rng, sweep: BoardSweep, case: str) -> None:
@@ -211,7 +231,7 @@ def lut_case(rng, sweep: BoardSweep, case: str) -> None:
 def activation_case(rng, sweep: BoardSweep, case: str) -> None:
     shape = (int(rng.integers(1, 300)),)
     x = act("x", shape)
-    attrs = {"function": int(rng.integers(0, 2)), "left_shift": int(rng.choice([0, 1, 2, 5, 14]))}
+    attrs = {"function": int(rng.integers(0, 2)), "left_shift": int(rng.choice([-31, -3, -2, -1, 0, 1, 2, 5, 14]))}
     sweep.add(case, "activation_s16", attrs, [(x, int16(rng, shape))], [act("y", shape)])
 
 
@@ -251,6 +271,7 @@ def quantize_case(rng, sweep: BoardSweep, case: str) -> None:
 
 CASES: dict[str, Callable] = {
     "conv2d_s16": conv_case,
+    "conv2d_s16_int32_bias": conv_int32_bias_case,
     "depthwise_conv2d_s16": depthwise_case,
     "fully_connected_s16": fully_connected_case,
     "add_s16": add_case,

@@ -68,9 +68,17 @@ def weighted(rng, weight: Tensor, oc: int, per_channel_only: bool = False) -> tu
     return consts, ["x", "w", "b" if bias is not None else "", "m", "s"]
 
 
+def output_offset(rng) -> int:
+    """The s4 kinds take any int32 output offset (as arm_*_s4 do; added wrapping before the clamp): mostly a
+    zero point, else past int8 or at the int32 ends."""
+    if rng.random() < 0.6:
+        return int(rng.integers(-128, 128))
+    return int(rng.choice([128, -129, 1000, -1000, -(1 << 31), (1 << 31) - 1]))
+
+
 def offsets(rng) -> dict:
     lo, hi = act_range(rng)
-    return {"input_offset": int(rng.integers(-127, 129)), "output_offset": int(rng.integers(-128, 128)),
+    return {"input_offset": int(rng.integers(-127, 129)), "output_offset": output_offset(rng),
             "act_min": lo, "act_max": hi}
 
 
@@ -109,7 +117,10 @@ def fc_case(rng, kind: str, depth: int, oc: int, rows: int) -> dict:
         weight = const("w", int8(rng, (oc, depth)))
     consts, names = weighted(rng, weight, oc, per_channel_only=kind == "fully_connected_per_channel_s8")
     x = act("x", (rows, depth))
-    return {"kind": kind, "attrs": offsets(rng), "inputs": [(x, int8(rng, x.shape))],
+    attrs = offsets(rng)
+    if kind != "fully_connected_s4":  # the s8 kind's output offset is an int8 zero point
+        attrs["output_offset"] = min(max(attrs["output_offset"], -128), 127)
+    return {"kind": kind, "attrs": attrs, "inputs": [(x, int8(rng, x.shape))],
             "outputs": [act("y", (rows, oc))], "constants": consts, "op_inputs": names,
             "scratch": True}
 

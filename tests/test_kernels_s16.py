@@ -26,6 +26,7 @@ from cmsis_reference_s16 import (
     ref_table_lookup,
     sigmoid_table_q16,
     tflite_gen_lut,
+    tflite_gen_lut_float,
     tflite_softmax_s16_params,
 )
 
@@ -70,13 +71,13 @@ def int16(rng, shape, extreme: bool = False) -> np.ndarray:
 
 
 def s64_params(rng, channels: int) -> tuple[np.ndarray, np.ndarray]:
-    """Q31 multipliers with the REDUCE_MULTIPLIER edge values among them, shifts over [-31, 7]."""
+    """Q31 multipliers with the REDUCE_MULTIPLIER edge values among them, shifts over [-31, 14]."""
     n = channels if rng.random() < 0.7 else 1
     mult = rng.integers(1 << 30, 1 << 31, size=n, dtype=np.int64)
     edges = np.array([0x7FFF0000 - 1, 0x7FFF0000, (1 << 31) - 1, 0x7FFF7FFF, 0x40008000, 1, 0], dtype=np.int64)
     pick = rng.random(n) < 0.2
     mult[pick] = rng.choice(edges, size=int(pick.sum()))
-    shift = rng.integers(-31, 8, size=n) if rng.random() < 0.3 else rng.integers(-20, 1, size=n)
+    shift = rng.integers(-31, 15, size=n) if rng.random() < 0.3 else rng.integers(-20, 1, size=n)
     return mult.astype(np.int32), shift.astype(np.int32)
 
 
@@ -108,7 +109,7 @@ def test_requantize_s64_matches_reference_with_ties_and_wraps():
     rng = np.random.default_rng(0)
     acc = np.concatenate([rng.integers(-(1 << 47), 1 << 47, size=4000), rng.integers(-4096, 4096, size=2000)])
     rm = rng.integers(-(1 << 15), 1 << 15, size=acc.size)
-    shift = rng.integers(-31, 8, size=acc.size)
+    shift = rng.integers(-31, 15, size=acc.size)
     # exact ties of the final halving, both signs: acc * rm = (2k + 1) * 2^(14 - shift)
     k = rng.integers(-1000, 1000, size=500)
     tie_shift = rng.integers(-10, 8, size=500)
@@ -123,8 +124,9 @@ def test_requantize_s64_matches_reference_with_ties_and_wraps():
     # results beyond int32 wrap in the int64 -> int32 cast, as the C code does
     big = np.array([1 << 46], dtype=np.int64)
     assert requantize_s64(big, 0x7FFF, 7).tolist() == [c_requantize_s64(1 << 46, 0x7FFF, 7)]
+    assert requantize_s64(big, 0x7FFF, 14).tolist() == [c_requantize_s64(1 << 46, 0x7FFF, 14)]  # right shift 0
     with pytest.raises(ValueError, match="shift"):
-        requantize_s64(big, 1, 8)
+        requantize_s64(big, 1, 15)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -160,6 +162,29 @@ def test_conv2d_s16_matches_reference(case):
                      act_min=lo, act_max=hi, output_hw=out_hw)
     expected = ref_conv2d_s16(x.tolist(), wt.tolist(), bias, mult.tolist(), shift.tolist(), stride, pad, dil,
                               out_hw, lo, hi)
+    assert got.dtype == np.int16 and got.tolist() == expected
+
+
+@pytest.mark.parametrize("case", range(30))
+def test_conv2d_s16_int32_bias_matches_reference(case):
+    """arm_convolve_s16's int32-bias form: int32 accumulator and bias (wrapping), arm_nn_requantize with the
+    full Q31 multiplier and shifts up to 30; the extreme cases overflow the int32 sum."""
+    rng = np.random.default_rng(700 + case)
+    h, w, c, kh, kw, stride, pad, dil, out_hw = conv_geometry(rng)
+    oc = int(rng.integers(1, 5))
+    x = int16(rng, (int(rng.integers(1, 3)), h, w, c), extreme=case % 3 == 0)
+    wt = rng.integers(-128, 128, size=(oc, kh, kw, c), dtype=np.int8)
+    if case % 3 == 0:
+        wt[:] = rng.choice(np.array([-128, 127], np.int8), wt.shape)
+    bias = rng.integers(-(1 << 31), 1 << 31, oc).astype(np.int32) if case % 2 else np.zeros(oc, np.int32)
+    mult = rng.integers(-(1 << 31), 1 << 31, oc).astype(np.int32)
+    mult[0] = int(rng.choice([-(1 << 31), (1 << 31) - 1, 1 << 30]))
+    shift = rng.integers(-31, 31, oc).astype(np.int8)
+    lo, hi = act_range_s16(rng)
+    got = conv2d_s16(x, wt, bias, multipliers=mult, shifts=shift, stride=stride, padding=pad, dilation=dil,
+                     act_min=lo, act_max=hi, output_hw=out_hw)
+    expected = ref_conv2d_s16(x.tolist(), wt.tolist(), bias, mult.tolist(), shift.tolist(), stride, pad, dil,
+                              out_hw, lo, hi, int32_bias=True)
     assert got.dtype == np.int16 and got.tolist() == expected
 
 
@@ -232,12 +257,17 @@ def test_batch_matmul_s16_matches_reference(case):
 def test_weighted_s16_argument_checks():
     x = np.zeros((1, 2, 2, 1), np.int16)
     w = np.ones((1, 1, 1, 1), np.int8)
-    with pytest.raises(ValueError, match="int64"):
-        conv2d_s16(x, w, np.zeros(1, np.int32), multipliers=[1 << 30], shifts=[0])
+    with pytest.raises(ValueError, match="int64"):  # int32 is conv2d_s16's other form; int16 is neither
+        conv2d_s16(x, w, np.zeros(1, np.int16), multipliers=[1 << 30], shifts=[0])
+    with pytest.raises(ValueError, match="int64"):  # arm_depthwise_conv_s16 has no int32-bias form
+        depthwise_conv2d_s16(x, w, np.zeros(1, np.int32), multipliers=[1 << 30], shifts=[0])
+    with pytest.raises(ValueError, match="shifts"):  # the int32 form: arm_nn_requantize's [-31, 30]
+        conv2d_s16(x, w, np.zeros(1, np.int32), multipliers=[1 << 30], shifts=[31])
+    assert conv2d_s16(x, w, np.zeros(1, np.int32), multipliers=[1 << 30], shifts=[30]).dtype == np.int16
     with pytest.raises(ValueError, match="2\\^46"):
         conv2d_s16(x, w, np.array([1 << 46]), multipliers=[1 << 30], shifts=[0])
     with pytest.raises(ValueError, match="shifts"):
-        conv2d_s16(x, w, None, multipliers=[1 << 30], shifts=[8])
+        conv2d_s16(x, w, None, multipliers=[1 << 30], shifts=[15])
     with pytest.raises(ValueError, match="int16"):
         conv2d_s16(x.astype(np.int8), w, None, multipliers=[1 << 30], shifts=[0])
 
@@ -385,9 +415,15 @@ def test_gen_lut_s16_is_tflite_gen_lut():
     for fn, lo, hi, scale in ((lambda v: 1.0 / (1.0 + v), 0.0, 1.0, 32768.0),
                               (lambda v: v * v * 0.3 - 0.5 * v, -2.0, 2.0, 10000.0)):
         assert gen_lut_s16(fn, lo, hi, scale).tolist() == tflite_gen_lut(fn, lo, hi, scale)
-    exp_lut, one_by_one = softmax_s16_tables()
+    exp_lut, one_by_one = softmax_s16_tables()  # gen_lut<float>, as TFLite Micro builds them
+    f32 = np.float32
+    assert exp_lut.tolist() == tflite_gen_lut_float(lambda v: f32(math.exp(float(v))), -10.0, 0.0)
+    assert one_by_one.tolist() == tflite_gen_lut_float(lambda v: f32(1) / (f32(1) + v), 0.0, 1.0)
+    # the float arithmetic matters: gen_lut<double> differs in two entries of 1/(1+x), none of exp
+    double = tflite_gen_lut(lambda v: 1.0 / (1.0 + v), 0.0, 1.0)
+    assert [i for i in range(513) if double[i] != one_by_one[i]] == [160, 294]
+    assert (one_by_one[160], one_by_one[294], double[160], double[294]) == (24966, 20816, 24967, 20815)
     assert exp_lut.tolist() == tflite_gen_lut(math.exp, -10.0, 0.0)
-    assert one_by_one.tolist() == tflite_gen_lut(lambda v: 1.0 / (1.0 + v), 0.0, 1.0)
 
 
 @pytest.mark.parametrize("fn", [torch.sigmoid, torch.tanh, torch.nn.functional.gelu, torch.nn.functional.silu])
@@ -449,11 +485,16 @@ def test_softmax_s16_tracks_float_softmax():
 
 
 def test_sigmoid_table_is_its_definition():
+    # sigmoid(i / 24) rounded, one LSB higher at Arm's 44 tuned entries (checked against a CMSIS-NN tree's
+    # arm_nntables.c by tests/test_cmsis_nn_s16.py)
     assert SIGMOID_TABLE_U16.tolist() == sigmoid_table_q16()
+    rounded = np.floor(65536.0 / (1.0 + np.exp(-np.arange(256) / 24.0)) + 0.5)
+    assert np.count_nonzero(SIGMOID_TABLE_U16 - rounded) == 44
+    assert set(SIGMOID_TABLE_U16 - rounded) == {0, 1} and SIGMOID_TABLE_U16[255] == 65535
 
 
 @pytest.mark.parametrize("function", ["sigmoid", "tanh"])
-@pytest.mark.parametrize("left_shift", [0, 1, 2, 14])
+@pytest.mark.parametrize("left_shift", [-31, -16, -3, -2, -1, 0, 1, 2, 14])
 def test_activation_s16_matches_reference_for_every_code(function, left_shift):
     codes = np.arange(I16_MIN, I16_MAX + 1, dtype=np.int16)
     got = activation_s16(codes, left_shift=left_shift, function=function)

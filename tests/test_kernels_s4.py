@@ -37,11 +37,19 @@ def requant(rng, channels: int) -> tuple[np.ndarray, np.ndarray]:
     return mult.astype(np.int32), shift.astype(np.int32)
 
 
+def output_offset(rng) -> int:
+    """The s4 kinds take any int32 output offset (as arm_*_s4 do; added wrapping before the clamp): mostly a
+    zero point, else past int8 or at the int32 ends."""
+    if rng.random() < 0.6:
+        return int(rng.integers(-128, 128))
+    return int(rng.choice([128, -129, 1000, -1000, -(1 << 31), (1 << 31) - 1]))
+
+
 def common(rng, channels: int) -> dict:
     lo = int(rng.integers(-128, 0)) if rng.random() < 0.3 else -128
     hi = int(rng.integers(0, 128)) if rng.random() < 0.3 else 127
     mult, shift = requant(rng, channels)
-    return {"input_offset": int(rng.integers(-127, 129)), "output_offset": int(rng.integers(-128, 128)),
+    return {"input_offset": int(rng.integers(-127, 129)), "output_offset": output_offset(rng),
             "multipliers": mult, "shifts": shift, "act_min": lo, "act_max": hi}
 
 
@@ -129,7 +137,8 @@ def test_fully_connected_s4_and_per_channel_s8_match_cmsis_reference():
         mult, shift = requant(rng, oc)
         if mult.size != oc:
             mult, shift = np.resize(mult, oc), np.resize(shift, oc)
-        p.update(multipliers=mult, shifts=shift)
+        # the s8 kind takes an int8 zero point as its output offset
+        p.update(multipliers=mult, shifts=shift, output_offset=int(np.clip(p["output_offset"], -128, 127)))
         got = K.fully_connected_per_channel_s8(x, w, b, **p)
         flat = w.reshape(-1)
         want = ref_fully_connected(x.tolist(), lambda k, flat=flat: int(flat[k]), oc, depth, b, p["input_offset"],

@@ -47,7 +47,7 @@ def lstm_case(rng, edge: str = "") -> tuple[dict, dict]:
          "input_to_cell_multiplier": int(rng.integers(1 << 30, (1 << 31) - 1)),
          "input_to_cell_shift": int(rng.integers(-25, -14)),
          "output_multiplier": int(rng.integers(1 << 30, (1 << 31) - 1)), "output_shift": int(rng.integers(-24, -18)),
-         "output_offset": int(rng.integers(-128, 128)), "cell_scale_power": int(rng.integers(-12, 3)),
+         "output_offset": int(rng.integers(-128, 128)), "cell_scale_power": int(rng.integers(-16, 3)),
          "cell_clip": 32767}
     if edge == "saturate":  # pre-activations and products past int16 / int8, wrapping biases
         p["input_shifts"], p["hidden_shifts"] = shifts(0, 8), shifts(0, 8)
@@ -59,7 +59,7 @@ def lstm_case(rng, edge: str = "") -> tuple[dict, dict]:
         x[:] = rng.choice(np.array([-128, 127], np.int8), x.shape)
         w_ih[:] = rng.choice(np.array([-127, 127], np.int8), w_ih.shape)
         p["output_offset"] = int(rng.choice([-128, 127]))
-        p["cell_scale_power"] = int(rng.choice([-12, 2]))
+        p["cell_scale_power"] = int(rng.choice([-43, -15, -14, -12, 2]))  # -13 and below: a right shift
         p["forget_to_cell_multiplier"], p["forget_to_cell_shift"] = (1 << 31) - 1, int(rng.integers(-20, -5))
     arrays = {"x": x, "w_ih": w_ih, "w_hh": w_hh, "input_bias": b_ih, "hidden_bias": b_hh}
     return arrays, p
@@ -236,7 +236,7 @@ def test_lstm_s8_needs_its_scratch():
         serialize(graph)
 
 
-@pytest.mark.parametrize("bad", [{"cell_scale_power": -13}, {"input_shifts": [0, 0, 0]}, {"output_offset": 128},
+@pytest.mark.parametrize("bad", [{"cell_scale_power": -44}, {"input_shifts": [0, 0, 0]}, {"output_offset": 128},
                                  {"cell_clip": 0}, {"hidden_shifts": [0, 0, 31, 0]}], ids=str)
 def test_writer_refuses_a_malformed_lstm_s8(bad):
     a, p = lstm_case(np.random.default_rng(4))

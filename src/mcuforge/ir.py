@@ -412,8 +412,9 @@ for _kind in ("fully_connected_s8", "fully_connected_per_channel_s8"):
     OPTIONAL_ATTRS[_kind] = {"filter_offset": 0}
 
 # int16 activations (A16W8: symmetric int16, zero point 0, so no offsets), CMSIS-NN's s16 kernels. The weighted
-# kinds take int8 weights, an optional int64 bias, int32 multipliers and int8 shifts (in [-31, 7], the range
+# kinds take int8 weights, an optional int64 bias, int32 multipliers and int8 shifts (in [-31, 14], the range
 # of arm_nn_requantize_s64); fully_connected_s16 reads length-1 (arm_fully_connected_s16) or length-O ones.
+# conv2d_s16 also takes an int32 bias: arm_convolve_s16's int32-bias form (arm_nn_requantize, shifts [-31, 30]).
 _S16_ACT = [("act_min", "int"), ("act_max", "int")]
 _S16_WINDOW = [("stride", "ints"), ("padding", "ints"), ("dilation", "ints")]
 _S16_POOL = [("kernel", "ints"), ("stride", "ints"), ("padding", "ints"), *_S16_ACT, ("output_hw", "ints")]

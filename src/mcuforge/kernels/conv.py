@@ -16,7 +16,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from numpy.typing import ArrayLike
 
-from .quant_utils import Requantizer, check_int8, check_weighted_params
+from .quant_utils import OUTPUT_OFFSET_RANGE, S4_OUTPUT_OFFSET_RANGE, Requantizer, check_int8, check_weighted_params
 
 IntPair = int | tuple[int, int]
 
@@ -264,6 +264,7 @@ def conv2d_s8(
     act_min: int = -128,
     act_max: int = 127,
     output_hw: tuple[int, int] | None = None,
+    output_offset_range: tuple[int, int] = OUTPUT_OFFSET_RANGE,
 ) -> np.ndarray:
     """int8 convolution, bit-exact with CMSIS-NN ``arm_convolve_s8``.
 
@@ -280,7 +281,8 @@ def conv2d_s8(
     x = check_int8("x_nhwc", x_nhwc, 4)
     return prepare_conv2d_s8(x.shape[1:], w_ohwi, bias, input_offset=input_offset, output_offset=output_offset,
                              multipliers=multipliers, shifts=shifts, stride=stride, padding=padding,
-                             dilation=dilation, act_min=act_min, act_max=act_max, output_hw=output_hw)(x)
+                             dilation=dilation, act_min=act_min, act_max=act_max, output_hw=output_hw,
+                             output_offset_range=output_offset_range)(x)
 
 
 def check_input(x: np.ndarray, input_shape: tuple[int, ...], kernel: str) -> None:
@@ -305,6 +307,7 @@ def prepare_conv2d_s8(
     act_min: int = -128,
     act_max: int = 127,
     output_hw: tuple[int, int] | None = None,
+    output_offset_range: tuple[int, int] = OUTPUT_OFFSET_RANGE,
 ) -> Callable[[np.ndarray], np.ndarray]:
     """``conv2d_s8`` for inputs of shape (N, *input_hwc), any N: the parameters checked, the geometry
     resolved and the weights and requantizer prepared once; returns ``x -> conv2d_s8(x, ...)``."""
@@ -312,7 +315,8 @@ def prepare_conv2d_s8(
     w = check_int8("w_ohwi", w_ohwi, 4)
     oc, kh, kw, wc = check_grouped_filters(w, c)
     st, pd, dl, (oh, ow) = resolve_geometry((h, wd), (kh, kw), stride, padding, dilation, output_hw)
-    b, mult, shift = check_weighted_params(bias, oc, multipliers, shifts, act_min, act_max, input_offset, output_offset)
+    b, mult, shift = check_weighted_params(bias, oc, multipliers, shifts, act_min, act_max, input_offset, output_offset,
+                                          output_offset_range)
     groups = c // wc
     if groups > 1:
         # Grouped convolution (arm_convolve_s8 with input channels = groups x filter channels): group g
@@ -325,7 +329,7 @@ def prepare_conv2d_s8(
             parts.append(prepare_conv2d_s8(
                 (h, wd, wc), w[f], b[f].astype(np.int32), input_offset=input_offset, output_offset=output_offset,
                 multipliers=mult[f], shifts=shift[f], stride=st, padding=pd, dilation=dl, act_min=act_min,
-                act_max=act_max, output_hw=(oh, ow)))
+                act_max=act_max, output_hw=(oh, ow), output_offset_range=output_offset_range))
 
         def run_groups(x: np.ndarray) -> np.ndarray:
             check_input(x, (h, wd, c), "conv2d_s8")
@@ -387,6 +391,8 @@ def conv2d_s4(
     ``w_packed``: the (O, KH, KW, C / G) weights of ``filter_shape`` packed two per byte (``pack_int4``:
     element 2k in the low nibble of byte k, an odd count padded with a 0 nibble), as ``arm_convolve_s4``'s
     packed_filter_data and filter_dims. The arithmetic is ``conv2d_s8``'s with those weights (the s4 kernels
-    widen each nibble to the int16 the s8 kernels widen each byte to); ``params`` are conv2d_s8's keywords.
+    widen each nibble to the int16 the s8 kernels widen each byte to); ``params`` are conv2d_s8's keywords (the
+    output offset any int32, as arm_convolve_s4 takes it).
     """
-    return conv2d_s8(x_nhwc, unpacked_filter("conv2d_s4", w_packed, filter_shape, 4), bias, **params)
+    return conv2d_s8(x_nhwc, unpacked_filter("conv2d_s4", w_packed, filter_shape, 4), bias,
+                     output_offset_range=S4_OUTPUT_OFFSET_RANGE, **params)

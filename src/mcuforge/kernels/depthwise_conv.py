@@ -17,7 +17,7 @@ from .conv import (
     resolve_geometry,
     window_view,
 )
-from .quant_utils import check_int8, check_weighted_params
+from .quant_utils import OUTPUT_OFFSET_RANGE, S4_OUTPUT_OFFSET_RANGE, check_int8, check_weighted_params
 
 #: Working set (bytes) of one batch chunk.
 DEPTHWISE_BUDGET_BYTES = 1 << 20
@@ -41,6 +41,7 @@ def depthwise_conv2d_s8(
     act_min: int = -128,
     act_max: int = 127,
     output_hw: tuple[int, int] | None = None,
+    output_offset_range: tuple[int, int] = OUTPUT_OFFSET_RANGE,
 ) -> np.ndarray:
     """int8 depthwise convolution, bit-exact with CMSIS-NN ``arm_depthwise_conv_s8``.
 
@@ -59,7 +60,7 @@ def depthwise_conv2d_s8(
     return prepare_depthwise_conv2d_s8(
         x.shape[1:], w_1hwc, bias, input_offset=input_offset, output_offset=output_offset, multipliers=multipliers,
         shifts=shifts, stride=stride, padding=padding, dilation=dilation, depth_multiplier=depth_multiplier,
-        act_min=act_min, act_max=act_max, output_hw=output_hw)(x)
+        act_min=act_min, act_max=act_max, output_hw=output_hw, output_offset_range=output_offset_range)(x)
 
 
 def prepare_depthwise_conv2d_s8(
@@ -78,6 +79,7 @@ def prepare_depthwise_conv2d_s8(
     act_min: int = -128,
     act_max: int = 127,
     output_hw: tuple[int, int] | None = None,
+    output_offset_range: tuple[int, int] = OUTPUT_OFFSET_RANGE,
 ) -> Callable[[np.ndarray], np.ndarray]:
     """``depthwise_conv2d_s8`` for inputs of shape (N, *input_hwc), any N, with everything that does not
     depend on the input values done once; returns ``x -> depthwise_conv2d_s8(x, ...)``."""
@@ -85,7 +87,8 @@ def prepare_depthwise_conv2d_s8(
     w = check_int8("w_1hwc", w_1hwc, 4)
     kh, kw, oc, m = check_depthwise_filters(w, c, depth_multiplier)
     st, pd, dl, (oh, ow) = resolve_geometry((h, wd), (kh, kw), stride, padding, dilation, output_hw)
-    b, mult, shift = check_weighted_params(bias, oc, multipliers, shifts, act_min, act_max, input_offset, output_offset)
+    b, mult, shift = check_weighted_params(bias, oc, multipliers, shifts, act_min, act_max, input_offset, output_offset,
+                                          output_offset_range)
 
     # As in conv2d_s8: padding with the zero point lets every tap be summed, the input offset moves into the
     # bias (bias + input_offset * sum of taps), and int8 x keeps float32 exact (matmul_dtype bound).
@@ -147,9 +150,10 @@ def depthwise_conv2d_s4(
 
     ``w_packed``: the (1, KH, KW, C*M) weights of ``filter_shape`` packed two per byte in that element order
     (``pack_int4``), so with an odd C*M a tap's channels start in a high nibble every other tap. The
-    arithmetic is ``depthwise_conv2d_s8``'s with those weights; ``params`` are its keywords.
+    arithmetic is ``depthwise_conv2d_s8``'s with those weights; ``params`` are its keywords (the output offset
+    any int32, as arm_depthwise_conv_s4 takes it).
     """
     from .conv import unpacked_filter
 
     return depthwise_conv2d_s8(x_nhwc, unpacked_filter("depthwise_conv2d_s4", w_packed, filter_shape, 4), bias,
-                               **params)
+                               output_offset_range=S4_OUTPUT_OFFSET_RANGE, **params)

@@ -10,7 +10,14 @@ from numpy.typing import ArrayLike
 
 from . import jit
 from .conv import check_float64_exact, prepare_weights, unpacked_filter, with_ones_column
-from .quant_utils import check_int8, check_weighted_params, requantize_output, wrap_int32
+from .quant_utils import (
+    OUTPUT_OFFSET_RANGE,
+    S4_OUTPUT_OFFSET_RANGE,
+    check_int8,
+    check_weighted_params,
+    requantize_output,
+    wrap_int32,
+)
 
 
 def fully_connected_s8(
@@ -24,6 +31,7 @@ def fully_connected_s8(
     shifts: ArrayLike,
     act_min: int = -128,
     act_max: int = 127,
+    output_offset_range: tuple[int, int] = OUTPUT_OFFSET_RANGE,
     filter_offset: int = 0,
 ) -> np.ndarray:
     """int8 fully connected, bit-exact with CMSIS-NN ``arm_fully_connected_s8`` (per-tensor: multipliers and
@@ -38,7 +46,7 @@ def fully_connected_s8(
     x = check_int8("x", x, (1, 2))
     return prepare_fully_connected_s8(w_oi, bias, input_offset=input_offset, output_offset=output_offset,
                                       multipliers=multipliers, shifts=shifts, act_min=act_min, act_max=act_max,
-                                      filter_offset=filter_offset)(x)
+                                      output_offset_range=output_offset_range, filter_offset=filter_offset)(x)
 
 
 def prepare_fully_connected_s8(
@@ -51,13 +59,15 @@ def prepare_fully_connected_s8(
     shifts: ArrayLike,
     act_min: int = -128,
     act_max: int = 127,
+    output_offset_range: tuple[int, int] = OUTPUT_OFFSET_RANGE,
     filter_offset: int = 0,
 ) -> Callable[[np.ndarray], np.ndarray]:
     """``fully_connected_s8`` with its parameters checked and its weights and requantizer prepared once;
     returns ``x -> fully_connected_s8(x, w_oi, bias, ...)``."""
     w = check_int8("w_oi", w_oi, 2)
     oc, depth = w.shape
-    b, mult, shift = check_weighted_params(bias, oc, multipliers, shifts, act_min, act_max, input_offset, output_offset)
+    b, mult, shift = check_weighted_params(bias, oc, multipliers, shifts, act_min, act_max, input_offset, output_offset,
+                                          output_offset_range)
     check_float64_exact(depth, input_offset)
     if not isinstance(filter_offset, int | np.integer) or not -127 <= filter_offset <= 128:
         raise ValueError(f"filter_offset must be an int in [-127, 128], got {filter_offset!r}")
@@ -139,6 +149,8 @@ def fully_connected_s4(
     the other, so with an odd I every other row starts in a high nibble. The arithmetic is
     ``fully_connected_s8``'s with those weights; multipliers and shifts of length 1 are
     ``arm_fully_connected_s4``'s per-tensor requantization, of length O per channel (CMSIS-NN has no
-    per-channel s4 fully connected: that is ``arm_fully_connected_per_channel_s8``'s output stage).
+    per-channel s4 fully connected: that is ``arm_fully_connected_per_channel_s8``'s output stage). The output
+    offset may be any int32, as arm_fully_connected_s4 takes it.
     """
-    return fully_connected_s8(x, unpacked_filter("fully_connected_s4", w_packed, filter_shape, 2), bias, **params)
+    return fully_connected_s8(x, unpacked_filter("fully_connected_s4", w_packed, filter_shape, 2), bias,
+                              output_offset_range=S4_OUTPUT_OFFSET_RANGE, **params)

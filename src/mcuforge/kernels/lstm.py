@@ -19,7 +19,7 @@ matrix. From the zero state, for every step t of the (N, T, I) input, each gate 
 
 ``input_bias`` holds the input zero point (bias - zp_x * row sums of W_ih), ``hidden_bias`` the output's
 (-zp_h * row sums of W_hh): the products are of raw int8 codes, as CMSIS-NN's effective biases make them.
-The cell state has scale 2^cell_scale_power (cell_scale_power in [-12, 2]). Products and sums are int32
+The cell state has scale 2^cell_scale_power (cell_scale_power in [-43, 2]). Products and sums are int32
 (wrapping, as in C). Vectorized over the batch; the input terms of every step are computed at once (they do
 not depend on the state).
 """
@@ -32,12 +32,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import jit
-from .lut_s16 import activation_s16
+from .lut_s16 import ACTIVATION_MIN_LEFT_SHIFT, activation_s16
 from .quant_s16 import INT16_MAX, INT16_MIN
 from .quant_utils import check_int8, requantize, wrap_int32
 
-#: cell_scale_power range: the tanh of the cell state is arm_nn_activation_s16 with left shift power + 12.
-CELL_SCALE_POWER_MIN, CELL_SCALE_POWER_MAX = -12, 2
+#: cell_scale_power range: the tanh of the cell state is arm_nn_activation_s16 with left shift power + 12,
+#: which takes -31 .. 14 (a negative one a rounding right shift: 2^-14 and 2^-15 are common cell scales).
+CELL_SCALE_POWER_MIN, CELL_SCALE_POWER_MAX = ACTIVATION_MIN_LEFT_SHIFT - 12, 2
 #: Scalar parameters of lstm_s8 (the op's attributes besides the per-gate lists).
 SCALAR_PARAMS = ("forget_to_cell_multiplier", "forget_to_cell_shift", "input_to_cell_multiplier",
                  "input_to_cell_shift", "output_multiplier", "output_shift", "output_offset", "cell_scale_power",

@@ -74,29 +74,41 @@ def prepare_lut_s16(table: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
 # ----------------------------------------------------------------------------------------------------------
 
 
+#: Entries of CMSIS-NN's ``sigmoid_table_uint16`` that are one above sigmoid(i / 24) * 65536 rounded to
+#: nearest. Arm's table is tuned, not a rounding of one formula: 44 of its 256 entries sit one LSB higher
+#: (most where the sigmoid bends most and linear interpolation between entries falls below the curve,
+#: and the last, 65535, so that the top segment meets the saturation value), with no rule that a closed
+#: form reproduces (no rounding mode, float width or sampling offset does; see docs/numerics.md). mcuforge
+#: derives the table from the definition plus these one-LSB corrections, and tests/test_cmsis_nn_s16.py
+#: reads Arm's table from a CMSIS-NN tree to check that the result is the same, entry for entry.
+CMSIS_NN_SIGMOID_BUMPS = (4, 8, 12, 14, 15, 16, 17, 19, 20, 21, 22, 25, 27, 28, 29, 30, 31, 33, 34, 35, 37, 39,
+                          40, 41, 43, 44, 45, 46, 49, 50, 54, 62, 63, 64, 66, 82, 86, 93, 100, 103, 112, 116,
+                          135, 255)
+
+
 def _sigmoid_table() -> np.ndarray:
-    """sigmoid(i / 24) for i = 0..255 in Q0.16, rounded to nearest, capped at 65535.
-
-    CMSIS-NN ships a table of the same definition (``sigmoid_table_uint16``) whose entries are tuned: 43 of
-    them are one above this rounding (presumably to offset the chord error of the interpolation). mcuforge
-    computes its own from the definition, so ``sigmoid_s16`` / ``tanh_s16`` are arm_nn_activation_s16's
-    arithmetic on this table and can differ from a CMSIS-NN build by one LSB where those entries are used.
-    """
+    """CMSIS-NN's Q0.16 sigmoid table: sigmoid(i / 24) * 65536 for i = 0..255, rounded to nearest, plus one
+    at the entries of ``CMSIS_NN_SIGMOID_BUMPS`` (the top entry becomes 65535; none exceeds it)."""
     i = np.arange(256, dtype=np.float64)
-    return np.minimum(np.floor(65536.0 / (1.0 + np.exp(-i / 24.0)) + 0.5), 65535).astype(np.uint16)
+    table = np.floor(65536.0 / (1.0 + np.exp(-i / 24.0)) + 0.5).astype(np.int64)
+    table[list(CMSIS_NN_SIGMOID_BUMPS)] += 1
+    assert table.max() <= 0xFFFF
+    return table.astype(np.uint16)
 
 
-#: The 256-entry Q0.16 sigmoid table of ``sigmoid_s16`` / ``tanh_s16`` (the C kernels hold the same values,
-#: tests/test_c_kernels_s16.py compares them through every input code).
+#: The 256-entry Q0.16 sigmoid table of ``sigmoid_s16`` / ``tanh_s16`` (= CMSIS-NN's sigmoid_table_uint16; the
+#: C kernels hold the same values, tests/test_c_kernels_s16.py compares them through every input code).
 SIGMOID_TABLE_U16 = _sigmoid_table()
-#: Largest ``left_shift`` of ``activation_s16``: ``x * (3 << left_shift)`` stays within int32.
-ACTIVATION_MAX_LEFT_SHIFT = 14
+#: Left shift range of ``activation_s16`` (arm_nn_activation_s16): up to 14 ``x * (3 << left_shift)`` stays
+#: within int32; a negative one is a rounding right shift of ``3 x`` (half up), valid down to -31.
+ACTIVATION_MIN_LEFT_SHIFT, ACTIVATION_MAX_LEFT_SHIFT = -31, 14
 
 
 def activation_s16(x: np.ndarray, *, left_shift: int, function: str) -> np.ndarray:
     """``arm_nn_activation_s16``: sigmoid (``function="sigmoid"``) or tanh of int16 x, Q0.15 out.
 
-    ``v = x * (3 << left_shift)`` (so a Q3.12 input with left_shift 0 reads the table at 24 * real);
+    ``v = x * (3 << left_shift)`` (so a Q3.12 input with left_shift 0 reads the table at 24 * real), or for a
+    negative left_shift ``v = (3 x + 2^(n - 1)) >> n`` with n = -left_shift (a right shift rounding half up);
     ``u = |v|``; sigmoid: ``h = u >> 9``, tanh: ``h = u >> 8`` (tanh(x) = 2 sigmoid(2x) - 1). For h >= 255
     the result saturates, else ``r = (T[h] << k) + frac * (T[h+1] - T[h])`` (k = 9 or 8, frac the low k bits
     of u). Sigmoid: ``(v >= 0 ? r + 2^9 : 2^25 - r + 2^9 - 1) >> 10``; tanh: ``(v >= 0 ? r - 2^23 + 2^7 :
@@ -105,12 +117,17 @@ def activation_s16(x: np.ndarray, *, left_shift: int, function: str) -> np.ndarr
     x = check_int16("x", x, None)
     if function not in ("sigmoid", "tanh"):
         raise ValueError(f"activation_s16: function must be 'sigmoid' or 'tanh', got {function!r}")
-    if not isinstance(left_shift, int | np.integer) or not 0 <= left_shift <= ACTIVATION_MAX_LEFT_SHIFT:
-        raise ValueError(f"activation_s16: left_shift must be an int in [0, {ACTIVATION_MAX_LEFT_SHIFT}], "
-                         f"got {left_shift!r}")
+    if (not isinstance(left_shift, int | np.integer)
+            or not ACTIVATION_MIN_LEFT_SHIFT <= left_shift <= ACTIVATION_MAX_LEFT_SHIFT):
+        raise ValueError(f"activation_s16: left_shift must be an int in [{ACTIVATION_MIN_LEFT_SHIFT}, "
+                         f"{ACTIVATION_MAX_LEFT_SHIFT}], got {left_shift!r}")
     sigmoid = function == "sigmoid"
     k = 9 if sigmoid else 8
-    v = x.astype(np.int64) * (3 << int(left_shift))
+    if left_shift >= 0:
+        v = x.astype(np.int64) * (3 << int(left_shift))
+    else:
+        n = -int(left_shift)
+        v = (x.astype(np.int64) * 3 + (1 << (n - 1))) >> n
     u = np.abs(v)
     h = u >> k
     inside = h < 255

@@ -25,8 +25,11 @@ from numpy.typing import ArrayLike
 from .quant_utils import INT32_MAX, INT32_MIN, wrap_int32
 
 INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
-#: Shift range of ``arm_nn_requantize_s64`` (positive = left): its right shift ``14 - shift`` is 7..45.
-S64_SHIFT_MIN, S64_SHIFT_MAX = -31, 7
+#: Shift range of ``arm_nn_requantize_s64`` (positive = left): its right shift ``14 - shift`` is 0..45. CMSIS-NN
+#: documents [-31, 7] and computes any shift up to 14 (a right shift of 0) the same way; mcuforge takes them all.
+S64_SHIFT_MIN, S64_SHIFT_MAX = -31, 14
+#: The largest shift CMSIS-NN documents for arm_nn_requantize_s64, the most the compiler emits.
+S64_SHIFT_DOCUMENTED_MAX = 7
 #: |int64 bias| limit of the s16 weighted kernels: the accumulator stays within arm_nn_requantize_s64's
 #: documented input range (+-2^47) for any input, so ``acc * reduced_multiplier`` cannot overflow int64.
 S64_BIAS_LIMIT = 1 << 46
@@ -47,7 +50,7 @@ def requantize_s64(acc: ArrayLike, reduced_multiplier: ArrayLike, shift: ArrayLi
     """``arm_nn_requantize_s64``: ``r = int32((acc * rm) >> (14 - shift))``, then ``int32(r + 1) >> 1``.
 
     ``acc`` is int64 (|acc| < 2^48 so the product fits), ``rm`` a reduced multiplier (``reduce_multiplier``),
-    ``shift`` in [-31, 7] (positive = left), scalars or arrays broadcast against acc (per-channel values
+    ``shift`` in [-31, 14] (positive = left), scalars or arrays broadcast against acc (per-channel values
     along its last axis). The net effect is ``acc * rm / 2^(15 - shift)`` rounded half up (toward +inf); the
     two int32 casts wrap as the C code does when the result does not fit. Returns int32.
     """
@@ -83,28 +86,40 @@ def round_half_away(v: ArrayLike) -> np.ndarray:
 
 
 def gen_lut_s16(fn: Callable[[np.ndarray], np.ndarray], input_min: float, input_max: float,
-                output_scaling: float = 32768.0) -> np.ndarray:
-    """TFLite's ``gen_lut`` (float64): the int16[513] table of ``fn`` over [input_min, input_max].
+                output_scaling: float = 32768.0, dtype: type[np.floating] = np.float64) -> np.ndarray:
+    """TFLite's ``gen_lut``: the int16[513] table of ``fn`` over [input_min, input_max].
 
     Entry i < 512 samples ``fn(input_min + i * step)`` (step = range / 512) times ``output_scaling``,
     rounded half away from zero, less half the interpolation error at the segment's midpoint (rounded), so
     that linear interpolation between entries errs both ways; entry 512 is ``fn(input_max)``. Every entry
-    is clamped to int16. ``fn`` maps a float64 array to a float64 array elementwise. The softmax tables:
-    exp over [-10, 0] and 1/(1+x) over [0, 1], scaling 32768.
+    is clamped to int16. ``fn`` maps an array of ``dtype`` to one of the same dtype, elementwise.
+
+    ``dtype`` is gen_lut's FloatT: float64 is TFLite's ``gen_lut<double>`` (the tables of ``lut_s16``);
+    float32 is ``gen_lut<float>``, every step (the sample points, the scaling, the halvings) rounded to
+    float32 as C's float arithmetic does: TFLite Micro builds the softmax tables so, and CMSIS-NN's test
+    data comes from it (``softmax_s16_tables``).
     """
-    step = (input_max - input_min) / 512.0
-    i = np.arange(513, dtype=np.float64)  # sample 512 is the last segment's end, as TFLite computes it
-    points = np.concatenate([input_min + i * step, input_min + i[:512] * step + step / 2.0, [input_max]])
-    values = np.asarray(fn(points), dtype=np.float64) * output_scaling
+    f = dtype
+    lo, hi = f(input_min), f(input_max)
+    step = (hi - lo) / f(512)
+    i = np.arange(513).astype(f)
+    points = lo + i * step  # sample 512 is the last segment's end, as gen_lut computes it
+    points = np.concatenate([points, points[:512] + step / f(2), np.array([hi], dtype=f)])
+    values = np.asarray(fn(points))
     if values.shape != points.shape:
         raise ValueError("gen_lut_s16: fn must be elementwise")
+    values = values.astype(f) * f(output_scaling)
     samples, midpoints, end = values[:513], values[513:1025], values[1025]
-    sample = round_half_away(samples[:512])
-    midpoint_interp = round_half_away((samples[1:] + sample) / 2.0)
-    bias = round_half_away((midpoint_interp - round_half_away(midpoints)) / 2.0)
+
+    def rnd(v: np.ndarray) -> np.ndarray:  # std::round; exact in float64 for any float32 or float64 here
+        return round_half_away(np.asarray(v, dtype=np.float64)).astype(f)
+
+    sample = rnd(samples[:512])
+    midpoint_interp = rnd((samples[1:] + sample) / f(2))
+    bias = rnd((midpoint_interp - rnd(midpoints)) / f(2))
     table = np.empty(LUT_S16_ENTRIES, dtype=np.float64)
     table[:512] = sample - bias
-    table[512] = round_half_away(end)
+    table[512] = rnd(end)
     return np.clip(table, INT16_MIN, INT16_MAX).astype(np.int16)
 
 
@@ -147,7 +162,7 @@ def check_bias_s64(bias: Any, channels: int) -> np.ndarray:
 
 def check_requant_s64(multipliers: ArrayLike, shifts: ArrayLike, channels: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-channel (length ``channels``) or per-tensor (length 1 / scalar) Q31 multipliers (int32 above
-    INT32_MIN, as arm_nn_requantize_s64 documents) and shifts in [-31, 7]; returns (reduced multipliers,
+    INT32_MIN, as arm_nn_requantize_s64 documents) and shifts in [-31, 14]; returns (reduced multipliers,
     shifts) as int64 arrays."""
     m = np.atleast_1d(np.asarray(multipliers))
     s = np.atleast_1d(np.asarray(shifts))

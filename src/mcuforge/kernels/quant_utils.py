@@ -242,7 +242,7 @@ class Requantizer:
         self.plain = bool(np.any(m == INT32_MIN))
         # |result| <= (|x| * |m| + 2^30) / 2^31 + 1, divided by 2^e, + 1
         r_b = ((x_b * m_abs + 2.0**30) / 2.0**31 + 1.0) / np.exp2(right) * safe + 1.0
-        self.wrap_offset = bool(np.max(r_b) + 128 > INT32_MAX)
+        self.wrap_offset = bool(np.max(r_b) + max(abs(off), 128) > INT32_MAX)  # any int32 offset (s4 kinds)
         fold_bias = not (self.plain or self.wrap_acc or self.wrap_left or bool(np.any(left)))
         fold_offset = not (self.plain or self.wrap_offset)
 
@@ -658,13 +658,23 @@ def check_activation_range(act_min: int, act_max: int) -> None:
         raise ValueError(f"need -128 <= act_min <= act_max <= 127, got [{act_min}, {act_max}]")
 
 
-def check_offsets(input_offsets: dict[str, int], output_offset: int) -> None:
-    """Offsets from int8 zero points: input offsets (-zp) in [-127, 128], output offset in [-128, 127]."""
+#: Output offset range of the int8 kinds (an int8 zero point); the s4 kinds take any int32 (S4_OUTPUT_OFFSET_RANGE).
+OUTPUT_OFFSET_RANGE = (-128, 127)
+#: arm_convolve_s4 / arm_depthwise_conv_s4 / arm_fully_connected_s4 add their int32 output offset to the int32
+#: requantized value (wrapping) before the clamp, whatever its value: mcuforge's s4 kinds take every int32.
+S4_OUTPUT_OFFSET_RANGE = (INT32_MIN, INT32_MAX)
+
+
+def check_offsets(input_offsets: dict[str, int], output_offset: int,
+                  output_range: tuple[int, int] = OUTPUT_OFFSET_RANGE) -> None:
+    """Offsets from int8 zero points: input offsets (-zp) in [-127, 128], output offset in ``output_range``
+    ([-128, 127] unless given)."""
     for name, value in input_offsets.items():
         if not isinstance(value, int | np.integer) or not -127 <= value <= 128:
             raise ValueError(f"{name} must be an int in [-127, 128] (minus a zero point), got {value!r}")
-    if not isinstance(output_offset, int | np.integer) or not -128 <= output_offset <= 127:
-        raise ValueError(f"output_offset must be an int in [-128, 127], got {output_offset!r}")
+    lo, hi = output_range
+    if not isinstance(output_offset, int | np.integer) or not lo <= output_offset <= hi:
+        raise ValueError(f"output_offset must be an int in [{lo}, {hi}], got {output_offset!r}")
 
 
 def check_weighted_params(
@@ -676,6 +686,7 @@ def check_weighted_params(
     act_max: int,
     input_offset: int,
     output_offset: int,
+    output_offset_range: tuple[int, int] = OUTPUT_OFFSET_RANGE,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The output-stage checks of a weighted op (conv2d, depthwise conv2d, transposed conv2d, fully
     connected): bias, requant parameters for ``channels`` outputs, activation range, offsets.
@@ -683,7 +694,7 @@ def check_weighted_params(
     b = check_bias(bias, channels)
     mult, shift = check_requant_params(multipliers, shifts, channels)
     check_activation_range(act_min, act_max)
-    check_offsets({"input_offset": input_offset}, output_offset)
+    check_offsets({"input_offset": input_offset}, output_offset, output_offset_range)
     return b, mult, shift
 
 

@@ -34,9 +34,20 @@ def softmax_s16_params(input_scale: float, beta: float = 1.0) -> tuple[int, int]
 
 
 def softmax_s16_tables() -> tuple[np.ndarray, np.ndarray]:
-    """The two int16[513] tables of ``arm_softmax_s16``, as TFLite's prepare builds them (``gen_lut``):
-    exp(x) for x in [-10, 0] and 1/(1+x) for x in [0, 1], both as Q0.15."""
-    return gen_lut_s16(np.exp, -10.0, 0.0), gen_lut_s16(lambda v: 1.0 / (1.0 + v), 0.0, 1.0)
+    """The two int16[513] tables of ``arm_softmax_s16``: exp(x) for x in [-10, 0] and 1/(1+x) for x in
+    [0, 1], both as Q0.15, by ``gen_lut<float>`` as TFLite Micro's softmax prepare builds them (CMSIS-NN's
+    test data comes from it). The float32 arithmetic matters: ``gen_lut<double>`` gives two different
+    entries of the 1/(1+x) table (160: 24967, 294: 20815 instead of 24966 and 20816)."""
+    f32 = np.float32
+
+    def exp(v: np.ndarray) -> np.ndarray:  # expf: exp correctly rounded to float32
+        return np.exp(v.astype(np.float64)).astype(f32)
+
+    def one_by_one_plus(v: np.ndarray) -> np.ndarray:  # 1.0f / (1.0f + v), float32 at every step
+        return f32(1.0) / (f32(1.0) + v)
+
+    return (gen_lut_s16(exp, -10.0, 0.0, dtype=f32),
+            gen_lut_s16(one_by_one_plus, 0.0, 1.0, dtype=f32))
 
 
 def check_softmax_s16_tables(exp_lut: object, one_by_one_lut: object) -> tuple[np.ndarray, np.ndarray]:

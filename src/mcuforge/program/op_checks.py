@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcuforge.ir import INT4_WEIGHT_KINDS, OP_KINDS, RECURRENT_GATES, Op, Tensor
+from mcuforge.kernels.lstm import CELL_SCALE_POWER_MAX, CELL_SCALE_POWER_MIN
 from mcuforge.program.layout import CONSTANT_ALIGN
 
 SHIFT_RANGE = (-31, 30)  # a requantization shift (left-positive), what arm_nn_requantize takes
@@ -137,7 +138,8 @@ def recurrent_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
               *(a[n] for n in ("forget_to_cell_shift", "input_to_cell_shift") if n in a)]
     if any(not lo <= s <= hi for s in shifts):
         return f"{kind}: every shift must be in [{lo}, {hi}], got {shifts}"
-    ranges = {"output_offset": (-128, 127), "cell_scale_power": (-12, 2), "cell_clip": (1, 32767)}
+    ranges = {"output_offset": (-128, 127), "cell_scale_power": (CELL_SCALE_POWER_MIN, CELL_SCALE_POWER_MAX),
+              "cell_clip": (1, 32767)}
     for name, (vlo, vhi) in ranges.items():
         if name in a and not vlo <= a[name] <= vhi:
             return f"{kind}: {name} must be in [{vlo}, {vhi}], got {a[name]}"

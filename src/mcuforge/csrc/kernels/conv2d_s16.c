@@ -1,11 +1,12 @@
 /*
  * conv2d_s16: int16 x int8 2-D convolution, bit-exact with CMSIS-NN arm_convolve_s16 and
  * mcuforge.kernels.conv2d_s16. NHWC int16 input (zero point 0), OHWI int8 weights, optional int64
- * bias, per-channel arm_nn_requantize_s64. Taps outside the input are skipped (a zero pad). Grouped
- * convolution as conv2d_s8 takes it.
+ * bias, per-channel arm_nn_requantize_s64; or arm_convolve_s16's int32-bias form (an int32 bias: the sum
+ * modulo 2^32, + bias wrapping, arm_nn_requantize; mf_requant_s16_channel). Taps outside the input are
+ * skipped (a zero pad). Grouped convolution as conv2d_s8 takes it.
  *
- * The accumulator is the exact sum in int64 (CMSIS-NN sums up to 512 products in int32, where they
- * cannot overflow, and goes on in int64). run_portable is the statement of the math, one filter tap row
+ * The accumulator is the exact sum in int64 (CMSIS-NN sums blocks of up to 512 products in int32 and goes
+ * on in int64; where its int32 blocks overflow, undefined in C, the two differ: docs/numerics.md). run_portable is the statement of the math, one filter tap row
  * at a time (mf_dot_s16). On DSP and MVE cores with the op's scratch (2 bytes per patch element,
  * mcuforge.ir.kernel_scratch_bytes), CMSIS-NN's way: each output pixel's patch is copied into the scratch
  * (im2col; zeros outside the input) and multiplied by 4 filters of its group at a time
@@ -28,7 +29,7 @@ static mf_status check(const mf_call *c) {
     int32_t st[2], pd[2], dl[2];
     if (!mf_attr_conv_window(c, A_STRIDE, st, pd, dl)) return MF_ERR_SHAPE;
     const uint64_t depth = (uint64_t)w.shape[1] * w.shape[2] * w.shape[3];
-    return mf_check_weighted_s16(c, has_bias ? &b : NULL, &m, &s, w.shape[0], depth, A_ACT_MIN);
+    return mf_check_weighted_s16_any_bias(c, has_bias ? &b : NULL, &m, &s, w.shape[0], depth, A_ACT_MIN);
 }
 
 static mf_status run_portable(const mf_call *c) {

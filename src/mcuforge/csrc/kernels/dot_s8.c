@@ -62,12 +62,18 @@ mf_status mf_check_requant(const mf_tensor *mult, const mf_tensor *shift, uint32
     return MF_OK;
 }
 
-mf_status mf_check_weighted_params(const mf_call *c, const mf_tensor *bias, const mf_tensor *mult,
-                                   const mf_tensor *shift, uint32_t channels, uint32_t a_act_min) {
+mf_status mf_check_weighted_params_ex(const mf_call *c, const mf_tensor *bias, const mf_tensor *mult,
+                                      const mf_tensor *shift, uint32_t channels, uint32_t a_act_min,
+                                      int any_out_off) {
     int32_t lo, hi;
     if (bias && (!mf_is(bias, MF_INT32, 1) || bias->shape[0] != channels)) return MF_ERR_SHAPE;
     if (!mf_attr_act(c, a_act_min, &lo, &hi)) return MF_ERR_SHAPE;
     if (!mf_in_range(mf_attr_int(c, MF_WEIGHTED_IN_OFF), -127, 128)) return MF_ERR_SHAPE;
-    if (!mf_in_range(mf_attr_int(c, MF_WEIGHTED_OUT_OFF), -128, 127)) return MF_ERR_SHAPE;
+    if (!any_out_off && !mf_in_range(mf_attr_int(c, MF_WEIGHTED_OUT_OFF), -128, 127)) return MF_ERR_SHAPE;
     return mf_check_requant(mult, shift, channels);
+}
+
+mf_status mf_check_weighted_params(const mf_call *c, const mf_tensor *bias, const mf_tensor *mult,
+                                   const mf_tensor *shift, uint32_t channels, uint32_t a_act_min) {
+    return mf_check_weighted_params_ex(c, bias, mult, shift, channels, a_act_min, 0);
 }

@@ -4,7 +4,7 @@
  *   lut_s16: an interpolated int16[513] table (input 1, built by the compiler from the op's function),
  *            mf_table_lookup_s16 per element (arm_softmax_s16's interpolation);
  *   activation_s16: CMSIS-NN's arm_nn_activation_s16 (attribute function: 0 sigmoid, 1 tanh; Q3.12 input
- *            shifted left by left_shift), mf_activation_s16 of kernels/quant_s16.c.
+ *            shifted by left_shift, -31 .. 14), mf_activation_s16 of kernels/quant_s16.c.
  */
 #include "mf_s16.h"
 
@@ -38,7 +38,8 @@ static mf_status check_activation(const mf_call *c) {
     mf_call_output(c, 0, &o);
     if (!mf_is(&x, MF_INT16, -1) || !mf_is(&o, MF_INT16, -1) || x.numel != o.numel) return MF_ERR_SHAPE;
     if (!mf_in_range(mf_attr_int(c, A_FUNCTION), 0, 1)) return MF_ERR_SHAPE;
-    return mf_in_range(mf_attr_int(c, A_LEFT_SHIFT), 0, MF_ACTIVATION_MAX_LEFT_SHIFT) ? MF_OK : MF_ERR_SHAPE;
+    return mf_in_range(mf_attr_int(c, A_LEFT_SHIFT), MF_ACTIVATION_MIN_LEFT_SHIFT, MF_ACTIVATION_MAX_LEFT_SHIFT)
+               ? MF_OK : MF_ERR_SHAPE;
 }
 
 static mf_status run_activation(const mf_call *c) {

@@ -109,6 +109,12 @@ static inline int mf_call_weighted(const mf_call *c, mf_tensor *x, mf_tensor *w,
  * [-127, 128], the output offset in [-128, 127] and the requant constants (mf_check_requant). */
 mf_status mf_check_weighted_params(const mf_call *c, const mf_tensor *bias, const mf_tensor *mult,
                                    const mf_tensor *shift, uint32_t channels, uint32_t a_act_min);
+/* The same with any int32 output offset when any_out_off is non-zero (the s4 kinds: arm_convolve_s4,
+ * arm_depthwise_conv_s4 and arm_fully_connected_s4 add it to the int32 requantized value, wrapping, before
+ * the clamp, as every output stage here does). */
+mf_status mf_check_weighted_params_ex(const mf_call *c, const mf_tensor *bias, const mf_tensor *mult,
+                                      const mf_tensor *shift, uint32_t channels, uint32_t a_act_min,
+                                      int any_out_off);
 
 /* A weighted op's output stage, read once per run: bias, per-channel (or per-tensor) requantization,
  * output offset and activation range. */

@@ -11,9 +11,10 @@
 
 #include "mf_kernel_util.h"
 
-/* shifts of arm_nn_requantize_s64 (its right shift 14 - shift stays in 7 .. 45) */
+/* shifts of arm_nn_requantize_s64 (its right shift 14 - shift stays in 0 .. 45; CMSIS-NN documents up to 7
+ * and computes up to 14 the same way) */
 #define MF_S64_SHIFT_MIN (-31)
-#define MF_S64_SHIFT_MAX 7
+#define MF_S64_SHIFT_MAX 14
 /* |bias| < 2^46 and depth <= 2^24 keep |acc| < 2^47: acc * reduced multiplier fits int64 */
 #define MF_S16_BIAS_LIMIT (1ll << 46)
 #define MF_S16_MAX_DEPTH (1u << 24)
@@ -87,14 +88,20 @@ static inline int mf_attr_act_s16(const mf_call *c, uint32_t k, int32_t *lo, int
 
 /* The load-time checks of an s16 weighted op (conv2d_s16, depthwise_conv2d_s16, fully_connected_s16):
  * an int64 constant bias of `channels` values below 2^46 in magnitude (NULL: none), constant int32
- * multipliers (above INT32_MIN) and int8 shifts (mf_shift, in [-31, 7]) of length 1 or `channels`, the activation
+ * multipliers (above INT32_MIN) and int8 shifts (mf_shift, in [-31, 14]) of length 1 or `channels`, the activation
  * range in attributes a_act_min and a_act_min + 1, and a depth of at most MF_S16_MAX_DEPTH. */
 mf_status mf_check_weighted_s16(const mf_call *c, const mf_tensor *bias, const mf_tensor *mult,
                                 const mf_tensor *shift, uint32_t channels, uint64_t depth, uint32_t a_act_min);
+/* The same, also taking arm_convolve_s16's int32-bias form (conv2d_s16): an int32 constant bias, then the
+ * multipliers and shifts as arm_nn_requantize takes them (mf_check_requant: shifts in [-31, 30]). */
+mf_status mf_check_weighted_s16_any_bias(const mf_call *c, const mf_tensor *bias, const mf_tensor *mult,
+                                         const mf_tensor *shift, uint32_t channels, uint64_t depth,
+                                         uint32_t a_act_min);
 
 /* A weighted s16 op's output stage, read once per run. */
 typedef struct {
-    const uint8_t *bias; /* int64 little-endian values; NULL: no bias */
+    const uint8_t *bias; /* int64 (or, int32_bias, int32) little-endian values; NULL: no bias */
+    int int32_bias;      /* arm_convolve_s16's int32-bias form: int32 accumulator, arm_nn_requantize */
     const int32_t *mult;
     const mf_shift *shift;
     uint32_t per_channel;
@@ -104,21 +111,33 @@ typedef struct {
 void mf_requant_s16_init(mf_requant_s16 *q, const mf_call *c, const mf_tensor *bias, const mf_tensor *mult,
                          const mf_tensor *shift, uint32_t a_act_min);
 
-/* Output channel oc from its exact int64 accumulator: + bias, arm_nn_requantize_s64, clamp. */
+/* Output channel oc from its exact int64 accumulator: + bias, arm_nn_requantize_s64, clamp; in the int32-bias
+ * form the accumulator modulo 2^32 (CMSIS-NN's int32 sum) + bias (wrapping), arm_nn_requantize, clamp. */
 static inline int16_t mf_requant_s16_channel(const mf_requant_s16 *q, uint32_t oc, int64_t acc) {
+    const uint32_t k = q->per_channel ? oc : 0;
+    if (q->int32_bias) {
+        int32_t sum = mf_s16_wrap32((uint32_t)(uint64_t)acc);
+        if (q->bias) {
+            int32_t b;
+            memcpy(&b, q->bias + 4u * oc, 4);
+            sum = mf_add_wrap(sum, b);
+        }
+        return mf_clamp_s16(mf_requantize(sum, q->mult[k], q->shift[k]), q->lo, q->hi);
+    }
     if (q->bias) {
         int64_t b;
         memcpy(&b, q->bias + 8u * oc, 8); /* little-endian targets; the constant need not be 8-aligned */
         acc += b;
     }
-    const uint32_t k = q->per_channel ? oc : 0;
     return mf_clamp_s16(mf_requantize_s64(acc, mf_reduce_multiplier(q->mult[k]), q->shift[k]), q->lo, q->hi);
 }
 
 /* arm_nn_activation_s16 on n values: sigmoid (is_tanh 0) or tanh (1) of int16 inputs in Q3.12 shifted left
- * by left_shift (0 .. 14), Q0.15 outputs, from the 256-entry Q0.16 sigmoid table of mcuforge.kernels.lut_s16.
+ * by left_shift (-31 .. 14; a negative one is a right shift rounding half up), Q0.15 outputs, from the
+ * 256-entry Q0.16 sigmoid table of mcuforge.kernels.lut_s16 (CMSIS-NN's sigmoid_table_uint16).
  * Reusable by other kernels (the gates of recurrent cells). */
 void mf_activation_s16(const int16_t *x, int16_t *out, uint32_t n, int32_t left_shift, int is_tanh);
+#define MF_ACTIVATION_MIN_LEFT_SHIFT (-31)
 #define MF_ACTIVATION_MAX_LEFT_SHIFT 14
 
 #endif /* MF_S16_H */

@@ -118,7 +118,9 @@ enum {
     L_F2C_MULT = 4, L_F2C_SHIFT, L_I2C_MULT, L_I2C_SHIFT, L_OUT_MULT, L_OUT_SHIFT, L_OUT_OFF, L_CELL_POWER,
     L_CELL_CLIP
 };
-enum { CELL_POWER_MIN = -12, CELL_POWER_MAX = 2 };
+/* tanh of the cell state: arm_nn_activation_s16 with left shift power + 12, which takes -31 .. 14 (a negative
+ * one is a rounding right shift); 2 keeps the int16 cell within the table's reach */
+enum { CELL_POWER_MIN = MF_ACTIVATION_MIN_LEFT_SHIFT - 12, CELL_POWER_MAX = 2 };
 
 static mf_status check_lstm(const mf_call *c) {
     const mf_status s = check_layer(c, 4);

@@ -5,8 +5,8 @@
  */
 #include "mf_kernel_util.h"
 
-/* mf_check_weighted_params, and for the s4 kinds (weight_dtype MF_INT4) their compact parameters too
- * (format 3.0): an int16 bias, and int16 constant multipliers m (the Q31 multiplier m << 16), each m in
+/* mf_check_weighted_params, and for the s4 kinds (weight_dtype MF_INT4) any int32 output offset and their
+ * compact parameters too (format 3.0): an int16 bias, and int16 constant multipliers m (the Q31 multiplier m << 16), each m in
  * [0, 32767]. Those are checked here, then as the int32 ones they stand for (shapes, lengths, shifts). */
 static mf_status check_params(const mf_call *c, uint8_t weight_dtype, const mf_tensor *b, const mf_tensor *m,
                               const mf_tensor *s, uint32_t channels, uint32_t a_act_min) {
@@ -26,7 +26,7 @@ static mf_status check_params(const mf_call *c, uint8_t weight_dtype, const mf_t
         m32.dtype = MF_INT32;
         m = &m32;
     }
-    return mf_check_weighted_params(c, b, m, s, channels, a_act_min);
+    return mf_check_weighted_params_ex(c, b, m, s, channels, a_act_min, weight_dtype == MF_INT4);
 }
 
 mf_status mf_check_conv2d(const mf_call *c, uint8_t weight_dtype) {

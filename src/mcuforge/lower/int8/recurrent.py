@@ -7,7 +7,8 @@ reading the same int8 input. The lowering runs at the cell-states node (the firs
 whole pattern to one op. Scales: input and hidden state (= output) int8 as calibrated; weights symmetric
 int8 per gate matrix (the kernel takes one multiplier per gate and matrix); bias int32 at input scale x
 weight scale; gate pre-activations int16 Q3.12 (scale 2^-12, the input of arm_nn_activation_s16); gates
-Q0.15; the cell state int16 at the calibrated power-of-two scale 2^p (p in [-12, 2]).
+Q0.15; the cell state int16 at the calibrated power-of-two scale 2^p (the quantizer gives p in [-12, 2];
+lstm_s8 takes [-43, 2]).
 
 Accuracy: an LSTM layer's error is set by its int8 input and its int8 hidden state fed back every step; the
 int16 gates and cell state and the per-gate weights cost little (``benchmarks/recurrent_error.py`` measures

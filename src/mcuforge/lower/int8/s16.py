@@ -3,7 +3,8 @@ scheme quantized them so), the lowering that recognises it emits CMSIS-NN's s16 
 
 What differs from int8: no offsets (int16 activations are symmetric, zero point 0), the activation range is
 [-32768, 32767], the bias is int64, and the weighted kernels requantize by ``arm_nn_requantize_s64`` (its
-shift range is [-31, 7]). ``Width`` carries what the lowerings of both widths share.
+shift range is [-31, 7] as CMSIS-NN documents it; the kernels take up to 14). ``Width`` carries what the
+lowerings of both widths share.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from torch import fx
 
-from ...kernels.quant_s16 import S64_BIAS_LIMIT, S64_SHIFT_MAX
+from ...kernels.quant_s16 import S64_BIAS_LIMIT, S64_SHIFT_DOCUMENTED_MAX
 from ..builder import GraphBuilder, get_attr_value, is_dq_channel
 
 
@@ -64,11 +65,13 @@ def bias_int64(b: GraphBuilder, bias: object, input_scale: float, weight_scales:
 
 
 def s64_requant(params: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Per-channel (multipliers, shifts) for arm_nn_requantize_s64: shifts at most 7; one pair when every
+    """Per-channel (multipliers, shifts) for arm_nn_requantize_s64: shifts at most 7 (CMSIS-NN's documented
+    range; the kernels take up to 14); one pair when every
     channel has the same (the same bits, O - 1 fewer pairs in flash)."""
     mult, shift = (np.asarray(p, np.int64) for p in params)
-    if np.any(shift > S64_SHIFT_MAX):
-        raise WidthError(f"requantization scale too large for arm_nn_requantize_s64 (shift > {S64_SHIFT_MAX})")
+    if np.any(shift > S64_SHIFT_DOCUMENTED_MAX):
+        raise WidthError("requantization scale too large for arm_nn_requantize_s64 "
+                         f"(shift > {S64_SHIFT_DOCUMENTED_MAX})")
     if mult.size > 1 and (mult == mult[0]).all() and (shift == shift[0]).all():
         return mult[:1], shift[:1]
     return mult, shift
