@@ -240,7 +240,7 @@ def test_target_and_isa_mismatch_rejected() -> None:
 
 def test_future_major_version_rejected_minor_accepted() -> None:
     data = serialize(make_graph())
-    assert FORMAT_VERSION == (3, 0)
+    assert FORMAT_VERSION == (3, 1)
     with pytest.raises(ProgramFormatError, match=r"program format 4\.0, this reader supports 2\.x and 3\.x"):
         deserialize(patch_header(data, 4, "<HH", 4, 0))
     with pytest.raises(ProgramFormatError, match=r"program format 1\.0, this reader supports 2\.x and 3\.x"):

@@ -396,6 +396,16 @@ for _kind, _like, _id in (("conv2d_s4", "conv2d_s8", 15), ("depthwise_conv2d_s4"
                           ("fully_connected_per_channel_s8", "fully_connected_s8", 18)):
     OP_KINDS[_kind] = {**OP_KINDS[_like], "id": _id}
 
+# Optional trailing attributes (format 3.1): an op may leave them out (its attrs, and its record in the file, then
+# end before them) and its kernel takes the default given here; the writer stores them only where they differ from
+# it, so programs without them are read by every 3.x reader. fully_connected_s8 and its per-channel form take
+# CMSIS-NN's fc_params->filter_offset, the negated weight zero point in [-127, 128] (the compiler's weights are
+# symmetric: 0, left out).
+OPTIONAL_ATTRS: dict[str, dict[str, Any]] = {}
+for _kind in ("fully_connected_s8", "fully_connected_per_channel_s8"):
+    OP_KINDS[_kind] = {**OP_KINDS[_kind], "attrs": [*OP_KINDS[_kind]["attrs"], ("filter_offset", "int")]}
+    OPTIONAL_ATTRS[_kind] = {"filter_offset": 0}
+
 # int16 activations (A16W8: symmetric int16, zero point 0, so no offsets), CMSIS-NN's s16 kernels. The weighted
 # kinds take int8 weights, an optional int64 bias, int32 multipliers and int8 shifts (in [-31, 7], the range
 # of arm_nn_requantize_s64); fully_connected_s16 reads length-1 (arm_fully_connected_s16) or length-O ones.

@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike
 
 from . import jit
 from .conv import check_float64_exact, prepare_weights, unpacked_filter, with_ones_column
-from .quant_utils import check_int8, check_weighted_params
+from .quant_utils import check_int8, check_weighted_params, requantize_output, wrap_int32
 
 
 def fully_connected_s8(
@@ -24,17 +24,21 @@ def fully_connected_s8(
     shifts: ArrayLike,
     act_min: int = -128,
     act_max: int = 127,
+    filter_offset: int = 0,
 ) -> np.ndarray:
     """int8 fully connected, bit-exact with CMSIS-NN ``arm_fully_connected_s8`` (per-tensor: multipliers and
     shifts of length 1) or ``arm_fully_connected_per_channel_s8`` (length O).
 
-    ``acc[n, o] = bias[o] + sum_i (x[n, i] + input_offset) * w[o, i]`` (int32, wrapping), then ``requantize``,
-    ``+ output_offset``, clamp to [act_min, act_max]. x is (N, I) or (I,) (one row; the result then has
-    shape (O,)); w is (O, I); bias (O,) int32 or None. The dot products are an exact float32/float64 matmul.
+    ``acc[n, o] = bias[o] + sum_i (x[n, i] + input_offset) * (w[o, i] + filter_offset)`` (int32, wrapping), then
+    ``requantize``, ``+ output_offset``, clamp to [act_min, act_max]. x is (N, I) or (I,) (one row; the result
+    then has shape (O,)); w is (O, I); bias (O,) int32 or None; ``filter_offset`` is CMSIS-NN's
+    ``fc_params->filter_offset``, the negated weight zero point, in [-127, 128]. The dot products are an exact
+    float32/float64 matmul (an int64 one with a filter offset).
     """
     x = check_int8("x", x, (1, 2))
     return prepare_fully_connected_s8(w_oi, bias, input_offset=input_offset, output_offset=output_offset,
-                                      multipliers=multipliers, shifts=shifts, act_min=act_min, act_max=act_max)(x)
+                                      multipliers=multipliers, shifts=shifts, act_min=act_min, act_max=act_max,
+                                      filter_offset=filter_offset)(x)
 
 
 def prepare_fully_connected_s8(
@@ -47,6 +51,7 @@ def prepare_fully_connected_s8(
     shifts: ArrayLike,
     act_min: int = -128,
     act_max: int = 127,
+    filter_offset: int = 0,
 ) -> Callable[[np.ndarray], np.ndarray]:
     """``fully_connected_s8`` with its parameters checked and its weights and requantizer prepared once;
     returns ``x -> fully_connected_s8(x, w_oi, bias, ...)``."""
@@ -54,6 +59,11 @@ def prepare_fully_connected_s8(
     oc, depth = w.shape
     b, mult, shift = check_weighted_params(bias, oc, multipliers, shifts, act_min, act_max, input_offset, output_offset)
     check_float64_exact(depth, input_offset)
+    if not isinstance(filter_offset, int | np.integer) or not -127 <= filter_offset <= 128:
+        raise ValueError(f"filter_offset must be an int in [-127, 128], got {filter_offset!r}")
+    if filter_offset:
+        return _with_filter_offset(w, b, mult, shift, int(input_offset), int(filter_offset), int(output_offset),
+                                   int(act_min), int(act_max))
 
     # As conv2d_s8: acc = (bias + input_offset * sum(w)) + x . w, an exact float32 (or float64) matmul of the
     # int8 rows, wrapped to int32 and requantized by the cached requantizer of these parameters.
@@ -75,6 +85,24 @@ def prepare_fully_connected_s8(
         if w_scaled is not None:
             return requant(with_ones_column(rows) @ w_scaled, scaled=True).reshape(x.shape[:-1] + (oc,))
         return requant(rows.astype(dtype) @ w_t).reshape(x.shape[:-1] + (oc,))
+    return run
+
+
+def _with_filter_offset(w: np.ndarray, bias: np.ndarray, mult: np.ndarray, shift: np.ndarray, input_offset: int,
+                        filter_offset: int, output_offset: int, act_min: int, act_max: int
+                        ) -> Callable[[np.ndarray], np.ndarray]:
+    """The kernel of a nonzero filter offset: ``(x + input_offset) @ (w + filter_offset).T + bias`` in int64 (exact:
+    |each term| <= 256 * 255 and the depth at most 65536), wrapped to int32, then CMSIS-NN's requantization."""
+    oc, depth = w.shape
+    w_t = np.ascontiguousarray((w.astype(np.int64) + filter_offset).T)
+    b64 = bias.astype(np.int64)
+
+    def run(x: np.ndarray) -> np.ndarray:
+        if x.dtype != np.int8 or x.ndim not in (1, 2) or x.shape[-1] != depth:
+            raise ValueError(f"x must be int8 of rank 1 or 2 with {depth} features, got {x.dtype}{list(x.shape)}")
+        rows = x.reshape(-1, depth).astype(np.int64) + input_offset
+        acc = wrap_int32(rows @ w_t + b64)
+        return requantize_output(acc, mult, shift, output_offset, act_min, act_max).reshape(x.shape[:-1] + (oc,))
     return run
 
 

@@ -12,9 +12,11 @@ import zlib
 from typing import NamedTuple
 
 MAGIC = b"MCUF"
-FORMAT_VERSION = (3, 0)  # (major, minor): a reader accepts its own major and any minor
+FORMAT_VERSION = (3, 1)  # (major, minor): a reader accepts its own major and any minor
 #: 3.0 is 2.0's layout with the s4 kinds' compact per-channel parameters (int16 bias and multipliers), which a
-#: 2.x reader must not read as int32 ones; a 2.x file holds none, so a 3.x reader reads it as it is.
+#: 2.x reader must not read as int32 ones; a 2.x file holds none, so a 3.x reader reads it as it is. 3.1 adds an
+#: optional trailing attribute (fully connected's filter_offset, ir.OPTIONAL_ATTRS), stored only where nonzero: a 3.0
+#: reader reads every 3.1 file without it and refuses one with it (attribute words left over).
 READABLE_MAJORS = (2, 3)
 
 CONSTANT_ALIGN = 16  # constants are read in place from flash, with SIMD loads on MVE

@@ -20,6 +20,7 @@ from mcuforge.ir import (
     INT4_WEIGHT_KINDS,
     OP_KIND_BY_ID,
     OP_KINDS,
+    OPTIONAL_ATTRS,
     Graph,
     Op,
     QParams,
@@ -366,7 +367,8 @@ class _OpReader:
                 f"{where}: attrs words [{attrs_start}, {attrs_start + attr_words}) are outside the "
                 f"{self.h.attr_word_count}-word attrs pool"
             )
-        attrs = self.decoder.decode_attrs(attrs_start, attr_words, spec["attrs"], in_count, where)
+        attrs = self.decoder.decode_attrs(attrs_start, attr_words, spec["attrs"], in_count, where,
+                                          OPTIONAL_ATTRS.get(kind, {}))
         self._check_scratch(scratch, scratch_offset, inputs + outputs, where)
         op = Op(kind, inputs, outputs, attrs, backend=backend, scratch_bytes=scratch,
                 scratch_offset=scratch_offset if scratch else -1, precision=precision)

@@ -191,14 +191,18 @@ class ValueDecoder:
         self.read_string = read_string
 
     def decode_attrs(
-        self, start: int, n_words: int, specs: list[tuple[str, str]], n_inputs: int, where: str
+        self, start: int, n_words: int, specs: list[tuple[str, str]], n_inputs: int, where: str,
+        optional: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """The op's attributes (``specs`` from OP_KINDS) from words [start, start + n_words)."""
+        """The op's attributes (``specs`` from OP_KINDS) from words [start, start + n_words); the ``optional``
+        trailing ones (ir.OPTIONAL_ATTRS) may be absent, and are then left out of the result."""
         end = start + n_words
         attrs: dict[str, Any] = {}
         pos = start
         for name, attr_type in specs:
             ctx = f"{where}, attr {name!r}"
+            if pos >= end and optional and name in optional:
+                break
             if pos >= end:
                 raise self._error(ctx, pos, f"value missing: the op's {n_words} attrs words end here")
             expected = L.TAG_OF_ATTR_TYPE.get(attr_type)

@@ -17,6 +17,7 @@ from mcuforge.ir import (
     DTYPES,
     INT4,
     OP_KINDS,
+    OPTIONAL_ATTRS,
     Graph,
     Op,
     Tensor,
@@ -263,15 +264,23 @@ def _op_outputs(op: Op, index_of: dict[str, int], graph: Graph, where: str) -> l
 
 def _op_attrs(op: Op, specs: list[tuple[str, str]], strings: StringTable, where: str) -> list[int]:
     declared = [name for name, _ in specs]
-    missing = [name for name in declared if name not in op.attrs]
+    optional = OPTIONAL_ATTRS.get(op.kind, {})
+    missing = [name for name in declared if name not in op.attrs and name not in optional]
     extra = [name for name in op.attrs if name not in declared]
     # The file has no attribute names: a missing or unknown one cannot be stored faithfully.
     if missing or extra:
-        raise ValueError(f"{where}: attrs must be exactly {declared}; missing {missing}, unknown {extra}")
+        raise ValueError(f"{where}: attrs must be exactly {declared} ({', '.join(optional) or 'none'} optional); "
+                         f"missing {missing}, unknown {extra}")
+    # Optional trailing attributes are stored up to the last one that differs from its default.
+    stored = list(specs)
+    while stored and stored[-1][0] in optional and op.attrs.get(stored[-1][0], optional[stored[-1][0]]) == \
+            optional[stored[-1][0]]:
+        stored.pop()
     encoder = ValueEncoder(strings, len(op.inputs))
     words: list[int] = []
-    for name, attr_type in specs:
-        words += encoder.encode_attr(op.attrs[name], attr_type, f"{where}, attr {name!r}")
+    for name, attr_type in stored:
+        value = op.attrs.get(name, optional.get(name))
+        words += encoder.encode_attr(value, attr_type, f"{where}, attr {name!r}")
     return words
 
 

@@ -113,7 +113,8 @@ def _fully_connected(op: Op, ins: list[np.ndarray], outs: list[np.ndarray],
     if fc is None:
         run = prepared(op, ins[1:], (), lambda: prepare_fully_connected_s8(
             constant(w), constant(bias), input_offset=a["input_offset"], output_offset=a["output_offset"],
-            multipliers=constant(mult), shifts=constant(shift), act_min=a["act_min"], act_max=a["act_max"]))
+            multipliers=constant(mult), shifts=constant(shift), act_min=a["act_min"], act_max=a["act_max"],
+            filter_offset=a.get("filter_offset", 0)))
         return run(x.reshape(-1, w.shape[2]))
     depth = w.shape[1] if isinstance(w, PackedWeights) else w.shape[2]
     return fc(x.reshape(-1, depth), constant(w), constant(bias), input_offset=a["input_offset"],

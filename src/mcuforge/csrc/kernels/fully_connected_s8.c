@@ -12,18 +12,37 @@
  *        lowering folds the input offset into the bias of every fully connected layer; then the loop
  *        is one tail-predicated asm block (rows4_asm). With an offset, the weights' sums are taken
  *        by VADDVA in the same (C) loop and the offset enters as offset * sum(weights).
+ *
+ * filter_offset (optional fifth attribute, 0 when absent: CMSIS-NN's fc_params->filter_offset, the negated
+ * weight zero point, in [-127, 128]): sum((x + in_off) * (w + f_off)) = sum((x + in_off) * w) + f_off * sum(x +
+ * in_off), the second term one int32 per input row (`extra`), added to every output of the row on every
+ * path; all of it wraps as CMSIS-NN's int32 sums do.
  */
 #include "mf_scalar.h"
 
-enum { A_IN_OFF, A_OUT_OFF, A_ACT_MIN, A_ACT_MAX };
+enum { A_IN_OFF, A_OUT_OFF, A_ACT_MIN, A_ACT_MAX, A_FILTER_OFF };
 
-static mf_status check(const mf_call *c) { return mf_check_fully_connected(c, MF_INT8); }
+static mf_status check(const mf_call *c) {
+    const mf_status s = mf_check_fully_connected(c, MF_INT8);
+    if (s != MF_OK) return s;
+    const int32_t f_off = mf_attr_int_or(c, A_FILTER_OFF, 0);
+    return -127 <= f_off && f_off <= 128 ? MF_OK : MF_ERR_SHAPE;
+}
+
+/* f_off * sum(x[k] + in_off) over one input row (wrapping): what the filter offset adds to each output. */
+static int32_t filter_offset_term(const int8_t *x, uint32_t depth, int32_t in_off, int32_t f_off) {
+    if (f_off == 0) return 0;
+    int32_t sum = 0; /* |sum| <= 128 * MF_MAX_DOT_DEPTH */
+    for (uint32_t k = 0; k < depth; k++) sum += x[k];
+    return mf_mul_wrap(f_off, sum + (int32_t)depth * in_off);
+}
 
 #if defined(MF_USE_DSP)
 /* Outputs oc .. oc + n - 1 (n <= 3) of one input row; weight rows past n repeat row oc, unwritten.
  * Three rows keep the loop's 14 values in registers. */
 static void rows3(const int8_t *x, const int8_t *p0, const int8_t *p1, const int8_t *p2, uint32_t n,
-                  uint32_t depth, int32_t in_off, const mf_channel_requant *rq, uint32_t oc, int8_t *out) {
+                  uint32_t depth, int32_t in_off, int32_t extra, const mf_channel_requant *rq, uint32_t oc,
+                  int8_t *out) {
     const int32_t off16 = mf_pack_off16(in_off);
     const uint32_t d4 = depth & ~3u;
     int32_t a0 = 0, a1 = 0, a2 = 0;
@@ -50,14 +69,14 @@ static void rows3(const int8_t *x, const int8_t *p0, const int8_t *p1, const int
         a1 += xo * p1[k];
         a2 += xo * p2[k];
     }
-    out[0] = mf_channel_requant_s8_inline(rq, oc, a0);
-    if (n > 1) out[1] = mf_channel_requant_s8_inline(rq, oc + 1, a1);
-    if (n > 2) out[2] = mf_channel_requant_s8_inline(rq, oc + 2, a2);
+    out[0] = mf_channel_requant_s8_inline(rq, oc, mf_add_wrap(a0, extra));
+    if (n > 1) out[1] = mf_channel_requant_s8_inline(rq, oc + 1, mf_add_wrap(a1, extra));
+    if (n > 2) out[2] = mf_channel_requant_s8_inline(rq, oc + 2, mf_add_wrap(a2, extra));
 }
 
 /* Outputs oc and oc + 1 of one input row (the last two when the count is not a multiple of 3). */
 static void rows2(const int8_t *x, const int8_t *p0, const int8_t *p1, uint32_t depth, int32_t in_off,
-                  const mf_channel_requant *rq, uint32_t oc, int8_t *out) {
+                  int32_t extra, const mf_channel_requant *rq, uint32_t oc, int8_t *out) {
     const int32_t off16 = mf_pack_off16(in_off);
     const uint32_t d4 = depth & ~3u;
     int32_t a0 = 0, a1 = 0;
@@ -79,21 +98,22 @@ static void rows2(const int8_t *x, const int8_t *p0, const int8_t *p1, uint32_t 
         a0 += xo * p0[k];
         a1 += xo * p1[k];
     }
-    out[0] = mf_channel_requant_s8_inline(rq, oc, a0);
-    out[1] = mf_channel_requant_s8_inline(rq, oc + 1, a1);
+    out[0] = mf_channel_requant_s8_inline(rq, oc, mf_add_wrap(a0, extra));
+    out[1] = mf_channel_requant_s8_inline(rq, oc + 1, mf_add_wrap(a1, extra));
 }
 
-static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t in_off,
+static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t in_off, int32_t extra,
                     const mf_channel_requant *rq, int vector_rq, int8_t *out) {
     (void)vector_rq;
     uint32_t oc = 0;
     for (; oc + 3 <= oc_n; oc += 3) {
         const int8_t *p0 = w + (size_t)oc * depth;
-        rows3(x, p0, p0 + depth, p0 + 2u * depth, 3, depth, in_off, rq, oc, out + oc);
+        rows3(x, p0, p0 + depth, p0 + 2u * depth, 3, depth, in_off, extra, rq, oc, out + oc);
     }
     const int8_t *p0 = w + (size_t)oc * depth;
-    if (oc_n - oc == 2) rows2(x, p0, p0 + depth, depth, in_off, rq, oc, out + oc);
-    if (oc_n - oc == 1) out[oc] = mf_channel_requant_s8_inline(rq, oc, mf_dot_s8(x, p0, depth, in_off));
+    if (oc_n - oc == 2) rows2(x, p0, p0 + depth, depth, in_off, extra, rq, oc, out + oc);
+    if (oc_n - oc == 1)
+        out[oc] = mf_channel_requant_s8_inline(rq, oc, mf_add_wrap(mf_dot_s8(x, p0, depth, in_off), extra));
 }
 #define MF_FC_FAST 1
 
@@ -169,7 +189,7 @@ static __attribute__((noinline)) void rows4_asm(const int8_t *x, const int8_t *w
     a[0] = a0, a[1] = a1, a[2] = a2, a[3] = a3;
 }
 
-static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t in_off,
+static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t in_off, int32_t extra,
                     const mf_channel_requant *rq, int vector_rq, int8_t *out) {
     const int32x4_t zero = vdupq_n_s32(0);
     for (uint32_t oc = 0; oc < oc_n; oc += 4) {
@@ -186,7 +206,7 @@ static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t de
         if (vector_rq) {
             const mve_pred16_t p = vctp32q(n);
             /* sum((x + off) * w) = sum(x * w) + off * sum(w): |sum(w)| <= 2^23, |off| <= 128 */
-            int32x4_t acc = vmlaq_n_s32(vldrwq_s32(sums), vldrwq_s32(sums + 4), in_off);
+            int32x4_t acc = vaddq_n_s32(vmlaq_n_s32(vldrwq_s32(sums), vldrwq_s32(sums + 4), in_off), extra);
             if (rq->bias) acc = vaddq_s32(acc, vldrwq_z_s32(rq->bias + oc, p));
             const int32x4_t mult = rq->per_channel ? vldrwq_z_s32(rq->mult + oc, p) : vdupq_n_s32(rq->mult[0]);
             const int32x4_t shift = rq->per_channel ? mf_shifts_x4(rq->shift + oc, p) : vdupq_n_s32(rq->shift[0]);
@@ -195,7 +215,8 @@ static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t de
             vstrbq_p_s32(out + oc, v, p);
         } else {
             for (uint32_t i = 0; i < n; i++) {
-                out[oc + i] = mf_channel_requant_s8_inline(rq, oc + i, mf_add_wrap(sums[i], sums[4 + i] * in_off));
+                const int32_t acc = mf_add_wrap(mf_add_wrap(sums[i], sums[4 + i] * in_off), extra);
+                out[oc + i] = mf_channel_requant_s8_inline(rq, oc + i, acc);
             }
         }
     }
@@ -205,18 +226,24 @@ static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t de
 #elif defined(MF_USE_SCALAR_FAST)
 /* Scalar cores (cortex-m3): four output channels per loop, one input load and its offset shared by four
  * LDRSB + MLA (mf_sc_dot4), then the four outputs through mf_sc_store_channels. */
-static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t in_off,
+static void add_extra(int32_t sums[4], int32_t extra) {
+    for (int i = 0; i < 4; i++) sums[i] = mf_add_wrap(sums[i], extra);
+}
+
+static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t in_off, int32_t extra,
                     const mf_channel_requant *rq, int variant, int8_t *out) {
     int32_t sums[4];
     uint32_t oc = 0;
     for (const int8_t *p = w; oc + 4 <= oc_n; oc += 4, p += 4 * depth) {
         mf_sc_dot4(x, p, p + depth, p + 2 * depth, p + 3 * depth, depth, in_off, sums);
+        add_extra(sums, extra);
         mf_sc_store_channels(rq, variant, sums, 4, oc, out + oc);
     }
     if (oc < oc_n) { /* rows past the last repeat it; their outputs are not written */
         const uint32_t n = oc_n - oc;
         const int8_t *p = w + (size_t)oc * depth, *last = p + (size_t)(n - 1) * depth;
         mf_sc_dot4(x, p, n > 1 ? p + depth : last, n > 2 ? p + 2 * depth : last, last, depth, in_off, sums);
+        add_extra(sums, extra);
         mf_sc_store_channels(rq, variant, sums, n, oc, out + oc);
     }
 }
@@ -226,7 +253,7 @@ static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t de
 static mf_status run(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
-    const int32_t in_off = mf_attr_int(c, A_IN_OFF);
+    const int32_t in_off = mf_attr_int(c, A_IN_OFF), f_off = mf_attr_int_or(c, A_FILTER_OFF, 0);
     mf_channel_requant rq;
     mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
     const uint32_t depth = w.shape[1], oc_n = w.shape[0], rows = x.numel / depth;
@@ -241,12 +268,16 @@ static mf_status run(const mf_call *c) {
     const int vector_rq = 0;
 #endif
     for (uint32_t r = 0; r < rows; r++) {
-        run_row(xd + (size_t)r * depth, wd, oc_n, depth, in_off, &rq, vector_rq, out + (size_t)r * oc_n);
+        const int8_t *row = xd + (size_t)r * depth;
+        run_row(row, wd, oc_n, depth, in_off, filter_offset_term(row, depth, in_off, f_off), &rq, vector_rq,
+                out + (size_t)r * oc_n);
     }
 #else
     for (uint32_t r = 0; r < rows; r++) {
+        const int8_t *row = xd + (size_t)r * depth;
+        const int32_t extra = filter_offset_term(row, depth, in_off, f_off);
         for (uint32_t oc = 0; oc < oc_n; oc++) {
-            const int32_t acc = mf_dot_s8(xd + (size_t)r * depth, wd + (size_t)oc * depth, depth, in_off);
+            const int32_t acc = mf_add_wrap(mf_dot_s8(row, wd + (size_t)oc * depth, depth, in_off), extra);
             *out++ = mf_channel_requant_s8(&rq, oc, acc);
         }
     }
@@ -254,7 +285,7 @@ static mf_status run(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_fully_connected_s8 = {3, "fully_connected_s8", 4, 5, 1u << 2, "iiii", check, run};
+const mf_kernel mf_kernel_fully_connected_s8 = {3, "fully_connected_s8", 4, 5, 1u << 2, "iiii?i", check, run};
 
 /* arm_fully_connected_per_channel_s8: fully_connected_s8 with multipliers and shifts of length O. */
 static mf_status check_per_channel(const mf_call *c) {
@@ -267,4 +298,4 @@ static mf_status check_per_channel(const mf_call *c) {
 }
 
 const mf_kernel mf_kernel_fully_connected_per_channel_s8 = {18, "fully_connected_per_channel_s8", 4, 5, 1u << 2,
-                                                            "iiii", check_per_channel, run};
+                                                            "iiii?i", check_per_channel, run};

@@ -42,8 +42,21 @@ static inline int32_t mf_add_wrap(int32_t a, int32_t b) {
     return v;
 }
 
+/* int32 multiplication with two's complement wrap-around. */
+static inline int32_t mf_mul_wrap(int32_t a, int32_t b) {
+    uint32_t u = (uint32_t)a * (uint32_t)b;
+    int32_t v;
+    memcpy(&v, &u, 4);
+    return v;
+}
+
 /* Integer attribute k. */
 static inline int32_t mf_attr_int(const mf_call *c, uint32_t k) { return mf_value_int(mf_attr(c, k)); }
+
+/* Integer attribute k, or `otherwise` where the op has none (an optional trailing attribute). */
+static inline int32_t mf_attr_int_or(const mf_call *c, uint32_t k, int32_t otherwise) {
+    return mf_attr_present(c, k) ? mf_attr_int(c, k) : otherwise;
+}
 
 /* A requantization shift: the weighted ops' `shifts` input is an int8 constant (program format 2.0),
  * each value in [-31, 30]. Kernels read it through mf_channel_requant: q->shift[k] (an int8, promoted

@@ -278,15 +278,24 @@ static mf_status check_value(const mf_program *p, uint32_t pos, uint32_t end, ui
 
 static mf_status check_attrs(const mf_program *p, const mf_call *c, const char *types) {
     uint32_t end = c->attrs_start + c->attr_words, pos = c->attrs_start;
+    int optional = 0; /* past a '?': the attributes may end here */
     for (const char *t = types; *t; t++) {
-        if (pos >= end) return MF_ERR_BOUNDS;
+        if (*t == '?') {
+            optional = 1;
+            continue;
+        }
+        if (pos >= end) {
+            if (optional) break;
+            return MF_ERR_BOUNDS;
+        }
         mf_status s = check_value(p, pos, end, 0, c->n_in, &pos);
         if (s != MF_OK) return s;
     }
     if (pos != end) return MF_ERR_FORMAT;
     /* typed attributes: the tag of their type */
     pos = c->attrs_start;
-    for (const char *t = types; *t; t++) {
+    for (const char *t = types; *t && pos < end; t++) {
+        if (*t == '?') continue;
         mf_value v = {p, pos};
         uint8_t tag = mf_value_tag(v);
         uint8_t want = *t == 'i' ? MF_TAG_INT : *t == 'f' ? MF_TAG_FLOAT : *t == 'I' ? MF_TAG_INTS

@@ -49,7 +49,9 @@ enum {
     MF_TAG_FLOATS = 6, MF_TAG_STR = 7, MF_TAG_TENSOR = 8, MF_TAG_LIST = 9, MF_TAG_DICT = 10
 };
 
-/* Attribute type letters of a kind's attribute list: i int, f float, I ints, s str, a any. */
+/* Attribute type letters of a kind's attribute list: i int, f float, I ints, s str, a any; a '?' marks the
+ * attributes after it as optional trailing ones: an op's attributes may end before any of them (format 3.1,
+ * docs/format.md), and its kernel reads their defaults (mf_attr_present). */
 
 /* ---- tensors ---- */
 typedef struct {
@@ -110,6 +112,8 @@ static inline mf_value mf_value_next(mf_value v) {
 }
 /* Attribute k of the op, in the kind's attribute order. */
 mf_value mf_attr(const mf_call *c, uint32_t k);
+/* 1 when the op has attribute k (an optional trailing one may be absent), else 0. */
+int mf_attr_present(const mf_call *c, uint32_t k);
 /* INT (and INT64, saturated to int32) and BOOL as an int32. */
 int32_t mf_value_int(mf_value v);
 int64_t mf_value_int64(mf_value v);

@@ -137,6 +137,13 @@ mf_value mf_attr(const mf_call *c, uint32_t k) {
     return v;
 }
 
+int mf_attr_present(const mf_call *c, uint32_t k) {
+    mf_value v = {c->prog, c->attrs_start};
+    const uint32_t end = c->attrs_start + c->attr_words;
+    for (uint32_t i = 0; i < k && v.pos < end; i++) v = mf_value_next(v);
+    return v.pos < end;
+}
+
 int64_t mf_value_int64(mf_value v) {
     uint8_t tag = mf_value_tag(v);
     if (tag == MF_TAG_INT || tag == MF_TAG_BOOL) return (int64_t)(int32_t)mf_attr_word(v.prog, v.pos + 1);

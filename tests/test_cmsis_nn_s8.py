@@ -1,0 +1,418 @@
+"""The int8 kernels against Arm's CMSIS-NN itself, not our transcription of it.
+
+Each case is a one-op program (the random generators of test_c_kernels.py and test_c_kernels_ops.py, and
+targeted ones here that reach each CMSIS-NN path: the conv wrapper's 1x1 / 1xN / generic paths and groups,
+the depthwise 3x3 / opt / generic paths and depth multipliers, per-tensor and per-channel fully connected with
+and without a weight zero point, transposed conv's direct and reverse-conv paths, ...). Every case is run by
+our Python kernels, our host C runtime and CMSIS-NN built for the host (``mcuforge.cmsis_nn``:
+``case_for_op`` + ``run_host``): all three byte-identical. Then on the boards, Cortex-M4 (CMSIS-NN's DSP
+build vs our firmware's DSP paths) and Cortex-M55 (MVE): one QEMU boot per board for CMSIS-NN
+(``run_board``) and one for ours (``BoardSweep``), compared byte for byte.
+
+Differences on purpose, named where the cases are made:
+
+- softmax_s8 rows of 512 or more entries: once the sum of exps reaches 2^28, CMSIS-NN's C shifts an int32 by
+  32 or more (undefined; x86 and Arm give different bytes); ours rounds exactly (kernels/softmax.py).
+- transpose_conv2d_s8 geometries outside what CMSIS-NN computes (``ops_s8.transpose_conv_problem``: torch's
+  padding and output padding beyond TFLite's; arm_transpose_conv_s8 writes past its output or leaves rows
+  unwritten there); ``case_for_op`` refuses them.
+- pad_s8 padding more than 4 dims, batch_matmul_s8 broadcasting more than 2 batch dims, transpose of more than 4
+  dims (once size-1 dims are dropped and dims that stay together merged): arm_pad_s8, arm_batch_matmul_s8 and
+  arm_transpose_s8 have 4 dims; no counterpart.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from board_sweep import BoardSweep
+from test_c_kernels import (
+    act,
+    act_range,
+    add_sweep,
+    clamp_reshape_transpose_sweep,
+    const,
+    int8,
+    merged_program,
+    one_op_program,
+    pooling_sweep,
+)
+from test_c_kernels_ops import (
+    batch_matmul_case,
+    concat_sweep,
+    mul_case,
+    pad_case,
+    softmax_case,
+    sweep,
+    transpose_conv_program,
+)
+
+from mcuforge import cruntime
+from mcuforge.cmsis_nn import harness, ops
+from mcuforge.cmsis_nn.ops_s8 import transpose_conv_problem
+from mcuforge.kernels import conv_output_hw
+from mcuforge.kernels.transpose_conv import transpose_conv_output_hw
+from mcuforge.program import deserialize
+from mcuforge.runtime import execute
+
+from conftest import compiled, op_outputs, program_inputs
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+@dataclass
+class Item:
+    family: str
+    what: str
+    program: bytes
+    values: list
+    function: str | None = None  # a specific CMSIS-NN path instead of the converter's default
+
+    @property
+    def name(self) -> str:
+        return f"{self.family}: {self.what}" + (f" [{self.function}]" if self.function else "")
+
+
+# ------------------------------------------------------------------------------------- random parameters
+
+def requant(rng, channels: int) -> tuple[np.ndarray, np.ndarray]:
+    """Multipliers and shifts (program dtypes), per tensor or per channel, reaching every requantization
+    path: realistic right shifts, unsaturated left shifts, left shifts that overflow (wrap) the shifted
+    accumulator, and extreme multipliers and shifts."""
+    n = channels if rng.random() < 0.7 else 1
+    r = rng.random()
+    mult = rng.integers(1 << 30, INT32_MAX, size=n, dtype=np.int64)
+    if r < 0.45:
+        shift = rng.integers(-12, 1, size=n)
+    elif r < 0.6:
+        shift = rng.integers(1, 5, size=n)
+    elif r < 0.75:
+        shift = rng.integers(5, 31, size=n)
+    else:
+        mult = rng.choice([INT32_MIN, INT32_MAX, 0, 1, -1, 1 << 30, int(rng.integers(INT32_MIN, INT32_MAX))], size=n)
+        shift = rng.choice([-31, -20, -1, 0, 1, 12, 30], size=n)
+    return np.asarray(mult, np.int64).astype(np.int32), np.asarray(shift).astype(np.int8)
+
+
+def in_offset(rng) -> int:
+    """[-127, 128], the extremes (zero points 127 and -128) often."""
+    return int(rng.choice([-127, 128])) if rng.random() < 0.25 else int(rng.integers(-127, 129))
+
+
+def out_offset(rng) -> int:
+    return int(rng.choice([-128, 127])) if rng.random() < 0.2 else int(rng.integers(-128, 128))
+
+
+def channels(rng) -> int:
+    """1..17: every tail of the 4-, 8- and 16-lane loops."""
+    return int(rng.integers(1, 18))
+
+
+def maybe_bias(rng, oc: int) -> np.ndarray | None:
+    if rng.random() < 0.15:
+        return None
+    if rng.random() < 0.1:  # accumulators near the int32 ends: the sums wrap
+        return rng.choice([INT32_MIN, INT32_MAX - 1000, INT32_MAX], size=oc).astype(np.int32)
+    return rng.integers(-(1 << 18), 1 << 18, size=oc).astype(np.int32)
+
+
+def weighted(kind, rng, x_shape, out_shape, weight, attrs) -> tuple[bytes, list]:
+    oc = out_shape[-1]
+    bias = maybe_bias(rng, oc)
+    mult, shift = requant(rng, oc)
+    consts = [const("w", weight)] + ([const("b", bias)] if bias is not None else [])
+    consts += [const("m", mult), const("s", shift)]
+    names = ["x", "w", "b" if bias is not None else "", "m", "s"]
+    program = one_op_program([act("x", x_shape)], [act("y", out_shape)], kind, attrs, consts, op_inputs=names)
+    return program, [int8(rng, x_shape)]
+
+
+# ------------------------------------------------------------------------------------------- conv2d_s8
+
+#: conv geometries: the wrapper's paths (1x1 unit stride, 1x1 strided, 1xN, generic) and what only the generic
+#: path takes (groups, dilation); each case runs through the wrapper and through the path it names.
+CONV_PATHS = {"1x1": ["mfcmp_conv_1x1_s8_fast", "mfcmp_conv_1x1_s8"], "1x1 strided": ["mfcmp_conv_1x1_s8"],
+              "1xN": ["mfcmp_conv_1_x_n_s8"], "generic": ["mfcmp_conv_s8"], "grouped": ["mfcmp_conv_s8"],
+              "dilated": ["mfcmp_conv_s8"]}
+
+
+def conv_case(rng, geometry: str) -> tuple[bytes, list, str]:
+    n, groups, dil, pad, stride = int(rng.integers(1, 3)), 1, [1, 1], [0, 0], [1, 1]
+    c, oc = channels(rng), channels(rng)
+    h, w = int(rng.integers(1, 7)), int(rng.integers(1, 7))
+    kh, kw = 1, 1
+    if geometry == "1x1 strided":
+        stride = [int(rng.integers(1, 4)), int(rng.integers(2, 4))]
+    elif geometry == "1xN":
+        h, kw = 1, int(rng.integers(1, 5))
+        w = int(rng.integers(kw, 12))
+        stride = [1, int(rng.integers(1, 3))]
+        c = int(rng.choice([4, 8, 12, 16])) if stride[1] % 4 else c  # stride_w * c % 4 == 0
+        c = c if (stride[1] * c) % 4 == 0 else 4
+        pad = [0, int(rng.integers(0, 2))]
+    elif geometry in ("generic", "grouped", "dilated"):
+        kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        h, w = int(rng.integers(kh, 8)), int(rng.integers(kw, 8))
+        stride = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
+        pad = [int(rng.integers(0, 2)), int(rng.integers(0, 2))]
+        if geometry == "grouped":
+            groups = int(rng.integers(2, 4))
+            c, oc = groups * int(rng.integers(1, 5)), groups * int(rng.integers(1, 4))
+        if geometry == "dilated":
+            dil = [int(rng.integers(1, 3)), int(rng.integers(2, 4))]
+            h, w = h + 2 * dil[0], w + 2 * dil[1]
+    oh, ow = conv_output_hw((h, w), (kh, kw), stride, pad, dil)
+    lo, hi = act_range(rng)
+    attrs = {"input_offset": in_offset(rng), "output_offset": out_offset(rng), "stride": stride, "padding": pad,
+             "dilation": dil, "act_min": lo, "act_max": hi}
+    program, values = weighted("conv2d_s8", rng, (n, h, w, c), (n, oh, ow, oc), int8(rng, (oc, kh, kw, c // groups)),
+                               attrs)
+    return program, values, f"{geometry} x{(n, h, w, c)} k{(kh, kw)} oc{oc} s{stride} p{pad} d{dil} g{groups}"
+
+
+# ------------------------------------------------------------------------------------- depthwise_conv2d_s8
+
+#: depthwise geometries: the generic path (depth multiplier > 1, batch, dilation), the 3x3 path (DSP cores),
+#: the opt path, and a one-channel input with many outputs (a convolution, on MVE).
+DW_PATHS = {"generic": ["mfcmp_dw_s8"], "3x3": ["mfcmp_dw_3x3_s8", "mfcmp_dw_s8_opt"], "opt": ["mfcmp_dw_s8_opt"],
+            "one channel": ["mfcmp_dw_s8"], "dilated": ["mfcmp_dw_s8"]}
+
+
+def depthwise_case(rng, geometry: str) -> tuple[bytes, list, str]:
+    n, dm, dil = 1, 1, [1, 1]
+    c = channels(rng)
+    kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    stride = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
+    pad = [int(rng.integers(0, 3)), int(rng.integers(0, 3))]
+    if geometry == "generic":
+        n, dm = int(rng.integers(1, 3)), int(rng.integers(1, 4))
+    elif geometry == "3x3":
+        kh, kw, pad = 3, 3, [int(rng.integers(0, 2)), int(rng.integers(0, 2))]
+    elif geometry == "one channel":
+        c, dm = 1, int(rng.integers(2, 18))
+    elif geometry == "dilated":
+        dil = [int(rng.integers(1, 3)), int(rng.integers(2, 4))]
+    pad = [min(pad[0], (kh - 1) * dil[0]), min(pad[1], (kw - 1) * dil[1])]
+    h, w = int(rng.integers((kh - 1) * dil[0] + 1, 10)), int(rng.integers((kw - 1) * dil[1] + 1, 10))
+    oh, ow = conv_output_hw((h, w), (kh, kw), stride, pad, dil)
+    oc = c * dm
+    lo, hi = act_range(rng)
+    attrs = {"input_offset": in_offset(rng), "output_offset": out_offset(rng), "stride": stride, "padding": pad,
+             "dilation": dil, "depth_multiplier": dm, "act_min": lo, "act_max": hi}
+    program, values = weighted("depthwise_conv2d_s8", rng, (n, h, w, c), (n, oh, ow, oc), int8(rng, (1, kh, kw, oc)),
+                               attrs)
+    return program, values, f"{geometry} x{(n, h, w, c)} k{(kh, kw)} dm{dm} s{stride} p{pad} d{dil}"
+
+
+# ------------------------------------------------------------------------------------------ fully connected
+
+def fully_connected_case(rng, kind: str, filter_offset: bool) -> tuple[bytes, list, str]:
+    rows, depth, oc = int(rng.integers(1, 4)), int(rng.integers(1, 40)), channels(rng)
+    if rng.random() < 0.1:
+        depth = int(rng.integers(100, 600))
+    mult, shift = requant(rng, oc)
+    if kind == "fully_connected_s8":  # one multiplier and shift: arm_fully_connected_s8
+        mult, shift = mult[:1], shift[:1]
+    else:  # one per channel (the kind requires length O)
+        mult, shift = np.resize(mult, oc), np.resize(shift, oc)
+    bias = maybe_bias(rng, oc)
+    lo, hi = act_range(rng)
+    attrs = {"input_offset": in_offset(rng), "output_offset": out_offset(rng), "act_min": lo, "act_max": hi}
+    if filter_offset:
+        attrs["filter_offset"] = in_offset(rng)
+    consts = [const("w", int8(rng, (oc, depth)))] + ([const("b", bias)] if bias is not None else [])
+    consts += [const("m", mult), const("s", shift)]
+    x_shape = (rows, depth) if rng.random() < 0.5 else (rows, 1, depth)
+    program = one_op_program([act("x", x_shape)], [act("y", (rows, oc))], kind, attrs, consts,
+                             op_inputs=["x", "w", "b" if bias is not None else "", "m", "s"])
+    return program, [int8(rng, x_shape)], f"{kind} {x_shape} -> {oc} {attrs}"
+
+
+# -------------------------------------------------------------------------------------- transpose conv
+
+def transpose_conv_case(rng, reverse: bool) -> tuple[bytes, list, str]:
+    """A geometry CMSIS-NN computes (``transpose_conv_problem``): the direct path's, or with ``reverse`` the
+    wrapper's reverse-conv path (strides <= 2, more than 16 input channels)."""
+    while True:
+        n, h, w = int(rng.integers(1, 3)), int(rng.integers(1, 6)), int(rng.integers(1, 6))
+        c = int(rng.integers(17, 24)) if reverse else channels(rng)
+        oc, kh, kw = channels(rng), int(rng.integers(1, 5)), int(rng.integers(1, 5))
+        top = 3 if reverse else 4
+        stride = (int(rng.integers(1, top)), int(rng.integers(1, top)))
+        pad = (int(rng.integers(0, 3)), int(rng.integers(0, 3)))
+        base = transpose_conv_output_hw((h, w), (kh, kw), stride, pad)
+        extra = (int(rng.integers(0, stride[0])), int(rng.integers(0, stride[1])))
+        out = (base[0] + extra[0], base[1] + extra[1])
+        paths = (True,) if reverse else (True, False)  # direct cases run through the wrapper and the direct path
+        if min(base) >= 1 and all(transpose_conv_problem(wrapper, (h, w), c, (kh, kw), stride, pad, out) is None
+                                  for wrapper in paths):
+            break
+    program = transpose_conv_program(rng, n, h, w, c, oc, kh, kw, stride, pad, extra)
+    return program, [int8(rng, (n, h, w, c))], f"{(n, h, w, c)} k{(kh, kw)} oc{oc} s{stride} p{pad} +{extra}"
+
+
+# ------------------------------------------------------------------------------------------ all families
+
+def _items(family: str, cases, functions=(None,)) -> list[Item]:
+    return [Item(family, what, program, values, fn) for what, program, values in cases for fn in functions]
+
+
+def _made(maker, seed: int, count: int, *args) -> list[tuple[str, bytes, list]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(count):
+        program, values, what = maker(rng, *args)
+        out.append((f"case {i}: {what}", program, values))
+    return out
+
+
+def _short_softmax_rows(cases):
+    """softmax_s8 cases whose rows are shorter than 512 entries (see the module's docstring)."""
+    return [c for c in cases if deserialize(c[1]).tensors["x"].shape[-1] < 512]
+
+
+def _cmsis_convertible(cases):
+    """The cases whose op has a CMSIS-NN counterpart (more than 4 dims: see the module's docstring)."""
+    kept = []
+    for case in cases:
+        g = deserialize(case[1])
+        try:
+            ops.case_for_op(g, g.ops[0], case[2])
+        except NotImplementedError:
+            continue
+        kept.append(case)
+    return kept
+
+
+@functools.cache
+def families() -> dict[str, list[Item]]:
+    """Every int8 family's cases, by family (seeded: the host and board tests run the same ones)."""
+    fam: dict[str, list[Item]] = {}
+    fam["conv2d_s8"] = [item for seed, geometry in enumerate(CONV_PATHS)
+                        for item in _items("conv2d_s8", _made(conv_case, 1000 + seed, 24, geometry),
+                                           (None, *CONV_PATHS[geometry]))]
+    fam["depthwise_conv2d_s8"] = [item for seed, geometry in enumerate(DW_PATHS)
+                                  for item in _items("depthwise_conv2d_s8",
+                                                     _made(depthwise_case, 1100 + seed, 24, geometry),
+                                                     (None, *DW_PATHS[geometry]))]
+    fc = []
+    for seed, (kind, offset) in enumerate([("fully_connected_s8", False), ("fully_connected_per_channel_s8", False),
+                                           ("fully_connected_s8", True), ("fully_connected_per_channel_s8", True)]):
+        fc += _items("fully_connected_s8", _made(fully_connected_case, 1200 + seed, 40, kind, offset),
+                     (None, "mfcmp_fc_wrapper_s8"))
+    fam["fully_connected_s8"] = fc
+    fam["batch_matmul_s8"] = _items("batch_matmul_s8", _cmsis_convertible(sweep(batch_matmul_case, 501, 100)))
+    fam["transpose_conv2d_s8"] = (
+        _items("transpose_conv2d_s8", _made(transpose_conv_case, 1300, 60, False),
+               (None, "mfcmp_transpose_conv_s8"))
+        + _items("transpose_conv2d_s8", _made(transpose_conv_case, 1301, 30, True)))
+    fam["avgpool_s8"] = _items("avgpool_s8", pooling_sweep("avgpool_s8")[:100])
+    fam["maxpool_s8"] = _items("maxpool_s8", pooling_sweep("maxpool_s8")[:100])
+    fam["add_s8"] = _items("add_s8", add_sweep()[:100])
+    fam["mul_s8"] = _items("mul_s8", sweep(mul_case, 101, 100))
+    fam["softmax_s8"] = _items("softmax_s8", _short_softmax_rows(sweep(softmax_case, 201, 100)))
+    fam["pad_s8"] = _items("pad_s8", _cmsis_convertible(sweep(pad_case, 301, 100)))
+    fam["concat_s8"] = _items("concat_s8", [c for rank in range(1, 6) for c in concat_sweep(rank)[::3]])
+    moves = clamp_reshape_transpose_sweep()
+    fam["transpose"] = _items("transpose", _cmsis_convertible(
+        [c for c in moves if c[0].startswith("transpose") and deserialize(c[1]).tensors["x"].dtype == "int8"]))
+    fam["reshape"] = _items("reshape", [c for c in moves if c[0].startswith("reshape")][:40])
+    return fam
+
+
+def all_items() -> list[Item]:
+    return [item for items in families().values() for item in items]
+
+
+def cmsis_cases(items: list[Item]) -> list[harness.Case]:
+    cases = []
+    for item in items:
+        g = deserialize(item.program)
+        options = {"function": item.function} if item.function else {}
+        cases.append(ops.case_for_op(g, g.ops[0], item.values, name=item.name, **options))
+    return cases
+
+
+def assert_same(items: list[Item], expected: list[np.ndarray], got: list[np.ndarray], what: str) -> None:
+    bad = []
+    for item, e, g in zip(items, expected, got, strict=True):
+        if e.dtype != g.dtype or e.shape != g.shape or e.tobytes() != g.tobytes():
+            diff = int(np.count_nonzero(e != g)) if e.shape == g.shape else -1
+            bad.append(f"{item.name} ({diff} of {e.size} differ)")
+    assert not bad, f"{what}: {len(bad)} of {len(items)} cases differ: " + "; ".join(bad[:10])
+
+
+def test_every_int8_family_reaches_cmsis_nn():
+    """The tier covers each family, and each CMSIS-NN path named, with a real number of cases."""
+    fam = families()
+    counts = {name: len(items) for name, items in fam.items()}
+    print("cases per family:", counts)
+    assert all(n >= 20 for n in counts.values()), counts
+    functions = {c.function for c in cmsis_cases(all_items())}
+    defined = {f for f in harness.functions() if f.startswith("mfcmp_") and f in {
+        *(f for fs in CONV_PATHS.values() for f in fs), *(f for fs in DW_PATHS.values() for f in fs)}}
+    assert defined <= functions
+    assert {"mfcmp_conv_wrapper_s8", "mfcmp_dw_wrapper_s8", "mfcmp_fc_s8", "mfcmp_fc_per_channel_s8",
+            "mfcmp_fc_wrapper_s8", "mfcmp_transpose_conv_wrapper_s8", "mfcmp_transpose_conv_s8",
+            "mfcmp_batch_matmul_s8", "mfcmp_avgpool_s8", "mfcmp_max_pool_s8", "mfcmp_add_s8", "mfcmp_mul_s8",
+            "mfcmp_softmax_s8", "mfcmp_pad_s8", "mfcmp_concat_s8", "mfcmp_transpose_s8",
+            "mfcmp_reshape_s8"} <= functions
+
+
+def test_int8_families_match_cmsis_nn_on_host(cmsis_nn_root):
+    """Python kernels, host C runtime and CMSIS-NN's host build: the same bytes, case by case."""
+    items = all_items()
+    program, values, owners = merged_program([(i.name, i.program, i.values) for i in items], "cortex-m55")
+    python = execute(deserialize(program), values)
+    host_c, _ = cruntime.run_program(program, values)
+    ours = [python[indices[0]] for _, indices in owners]
+    assert_same(items, ours, [host_c[indices[0]] for _, indices in owners], "host C vs Python kernels")
+    got = harness.run_host(cmsis_cases(items), cmsis_nn_root)
+    assert_same(items, ours, got, "CMSIS-NN (host) vs Python kernels")
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_int8_families_match_cmsis_nn_on_board(cmsis_nn_root, target):
+    """CMSIS-NN's DSP (Cortex-M4) or MVE (Cortex-M55) build and our firmware on the same board, one boot each:
+    the same bytes as each other and as the host Python kernels."""
+    items = all_items()
+    board_sweep = BoardSweep()
+    for i, item in enumerate(items):
+        g = deserialize(item.program)
+        (op,) = g.ops
+        board_sweep.add(f"c{i}", op.kind, op.attrs, [(g.tensors[n], v) for n, v in zip(g.inputs, item.values,
+                                                                                        strict=True)],
+                        [g.tensors[n] for n in g.outputs], [t for t in g.tensors.values() if t.is_constant],
+                        op_inputs=op.inputs)
+    python, ours, _facts = board_sweep.run(target)
+    assert_same(items, python, ours, f"mcuforge on {target} vs host Python")
+    cmsis, instructions = harness.run_board(cmsis_cases(items), target, cmsis_nn_root)
+    assert len(instructions) == len(items) and all(n >= 0 for n in instructions)
+    assert_same(items, ours, cmsis, f"CMSIS-NN on {target} vs mcuforge on {target}")
+
+
+@pytest.mark.parametrize("model", ["ds_cnn", "mobilenet_v1_025", "resnet8", "fc_autoencoder"])
+def test_zoo_model_int8_ops_match_cmsis_nn_on_host(cmsis_nn_root, model):
+    """Every op of a compiled MLPerf Tiny model converts to its CMSIS-NN call, and CMSIS-NN's host build gives
+    each op's output from the op's inputs in the model's own run."""
+    _, _, prog = compiled(model)
+    graph = prog.graph
+    xs = program_inputs(graph, np.random.default_rng(7))
+    values = op_outputs(graph, xs)
+    cases, expected = [], []
+    for index, op in enumerate(graph.ops):
+        inputs = [values[n] for n in op.inputs if n and not graph.tensors[n].is_constant]
+        cases.append(ops.case_for_op(graph, op, inputs, name=f"{model} op {index} ({op.kind})"))
+        expected.append(values[op.outputs[0]])
+    got = harness.run_host(cases, cmsis_nn_root)
+    for case, e, g in zip(cases, expected, got, strict=True):
+        assert e.tobytes() == g.tobytes(), f"{case.name}: {int(np.count_nonzero(e != g))} of {e.size} values differ"
+
+
+def test_no_counterpart_names_the_kind():
+    g = deserialize(one_op_program([act("x", (2, 3))], [act("y", (2, 3))], "clamp_s8", {"act_min": 0, "act_max": 9}))
+    with pytest.raises(NotImplementedError, match="clamp_s8"):
+        ops.case_for_op(g, g.ops[0], [np.zeros((2, 3), np.int8)])
