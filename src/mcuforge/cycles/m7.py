@@ -1,10 +1,10 @@
 """Cortex-M7 (Armv7E-M, six-stage dual-issue superscalar): an approximation.
 
-Arm publishes no per-instruction cycle table for the Cortex-M7 (its TRM, ARM DDI 0489F §1.2 and §2.1,
-describes the pipeline: six stages, in-order, dual issue of two instructions per cycle, one
-load/store pipe with a 64-bit data path to the TCMs, one MAC pipe, a branch predictor with a branch
-target address cache). The pairing rules below are the measured ones of quinapalus.com's "Cortex-M7
-instruction cycle counts, timings, and dual-issue combinations" (STM32H730, caches on), simplified:
+Arm publishes no per-instruction cycle table for the Cortex-M7 (its TRM, ARM DDI 0489, chapter 1
+"Introduction", describes the pipeline: six stages, in-order, dual issue, a 64-bit path to the TCMs,
+branch prediction with a branch target address cache). The pairing rules below are the measured
+ones of quinapalus.com's "Cortex-M7 instruction cycle counts, timings, and dual-issue combinations"
+(STM32H730, caches on), simplified:
 
 - Two adjacent instructions issue together (one cycle for both) when: the second does not read a
   register the first writes; at most one of them accesses memory; at most one multiplies; neither is
@@ -73,4 +73,4 @@ def cost_block(insns: Sequence[Insn], memory: Memory) -> tuple[float, float]:
 
 
 CORTEX_M7 = Core("cortex-m7", cost_block, REFILL,
-                 "Cortex-M7 TRM r1p2 §1.2/§2.1 (pipeline); quinapalus.com cm7cycles (measured pairings)")
+                 "Cortex-M7 TRM (DDI 0489) ch. 1 (pipeline); quinapalus.com cm7cycles (measured pairings)")

@@ -125,3 +125,18 @@ def estimate_between(counts: Counts, elf: str | Path, target: str, start: Sequen
     costs = block_costs(counts, elf, target, model, memory)
     wanted = {a & ~1 for a in start}
     return [span([s], costs) for s in counts.segments if s.mark in wanted]
+
+
+def timed_calls(counts: Counts, elf: str | Path, target: str, marker: str = CLOCK, core: str | None = None,
+                memory: Memory = ZERO_WAIT) -> list[Span]:
+    """The estimate of each call timed between two reads of a clock function (``marker``, called before
+    and after each call: e.g. the CMSIS-NN comparison firmware, mcuforge.cmsis_nn's c/board/main.c,
+    reads ``mf_icount_now`` around each case): one span per pair of reads, from the first read to the
+    second. Run the ELF with ``plugin.qemu_args(out, [symbols(elf)[marker]])``."""
+    address = symbols(elf).get(marker)
+    if address is None:
+        raise PluginError(f"{elf} has no {marker}: cannot segment its run")
+    model = get_core(core or target)
+    costs = block_costs(counts, elf, target, model, memory)
+    reads = [s for s in counts.segments if s.mark == address]
+    return [span([s], costs) for s in reads[0::2]]

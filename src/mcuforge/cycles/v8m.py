@@ -1,19 +1,18 @@
 """Cortex-M33 (Armv8-M Mainline) and Cortex-M55 (Armv8.1-M with Helium): extrapolated tables.
 
-Arm publishes no per-instruction cycle table for the Cortex-M33; its TRM (ARM 100230, §1.2, §2.1)
-describes a three-stage pipeline like the Cortex-M4's with limited dual issue of 16-bit instruction
-pairs. The model therefore takes the Cortex-M4 table and rules (:mod:`.v7m`) and issues two adjacent
-independent 16-bit data-processing instructions in one cycle.
+Arm publishes no per-instruction cycle table for the Cortex-M33 or the Cortex-M55 scalar pipeline. The
+Cortex-M33 TRM (Arm 100230, chapter 1, "Introduction") describes a three-stage pipeline like the
+Cortex-M4's with limited dual issue of 16-bit instruction pairs. The model therefore takes the Cortex-M4
+table and rules (:mod:`.v7m`) and issues two adjacent independent 16-bit data-processing instructions in
+one cycle; the Cortex-M55's scalar instructions are costed the same way.
 
-The Cortex-M55 scalar pipeline is costed the same way (its Software Optimization Guide, Arm 102692,
-§3 gives scalar latencies of the same order). Helium (MVE) follows the Armv8.1-M "beat" model (Arm
-v8.1-M Architecture Reference Manual, DDI 0553, §B5.2 "Beat-wise execution"; Cortex-M55 TRM 101051
-§2.2: a dual-beat implementation, two 32-bit beats per cycle): a 128-bit vector instruction takes 2
-cycles, and overlaps by one cycle with the vector instruction before it when they use different
-units (load/store, multiply-accumulate, other vector ALU), so an interleaved VLDR/VMLA stream runs
-at one instruction per cycle. A scalar instruction between them ends the overlap (a VPT/VPST does
-not: 1 cycle). Low-overhead loops: DLS/WLS 1 cycle; a taken LE/LETP costs nothing (the loop end is
-handled by the loop logic: no cycle, no refill), a not-taken one 1.
+Helium (MVE) follows the beat model of Armv8.1-M as the Cortex-M55 implements it (J. Yiu, "Introduction
+to the Arm Cortex-M55 Processor", Arm white paper, §4.3.1): a dual-beat implementation, so a 128-bit
+vector instruction (four 32-bit beats) takes 2 cycles, and it overlaps with the vector instruction
+before it when they use different hardware (load/store, multiply-accumulate, other vector ALU), so an
+interleaved VLDR/VMLA stream runs at one instruction per cycle. A scalar instruction between them ends
+the overlap (a VPT/VPST does not: 1 cycle). Low-overhead loops: DLS/WLS 1 cycle; a taken LE/LETP costs
+nothing (the loop end is handled by the loop logic: no cycle, no refill), a not-taken one 1.
 """
 
 from __future__ import annotations
@@ -64,6 +63,6 @@ def _cost(insns: Sequence[Insn], memory: Memory, mve: bool) -> tuple[float, floa
 
 
 CORTEX_M33 = Core("cortex-m33", lambda insns, mem: _cost(insns, mem, mve=False), REFILL,
-                  "Cortex-M4 tables (v7m) + 16-bit dual issue (Cortex-M33 TRM §1.2)")
+                  "Cortex-M4 tables (v7m) + 16-bit dual issue (Cortex-M33 TRM, Arm 100230, ch. 1)")
 CORTEX_M55 = Core("cortex-m55", lambda insns, mem: _cost(insns, mem, mve=True), REFILL,
-                  "M33-like scalar + Helium beats (Armv8.1-M ARM §B5.2, Cortex-M55 TRM §2.2)")
+                  "M4 tables + 16-bit dual issue; Helium dual-beat overlap (Yiu, M55 white paper §4.3.1)")
