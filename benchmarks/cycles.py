@@ -2,6 +2,7 @@
 the published silicon results.
 
     python benchmarks/cycles.py          # writes benchmarks/results/cycles.md
+    python benchmarks/cycles.py --zoo    # every zoo model on every board, traced: every op gets an estimate
 
 Per model (ds_cnn, mobilenet_v1_025, resnet8, fc_autoencoder, compiled as benchmarks/firmware.py does)
 and core (cortex-m3, m4, m7, m33, m55; each its own build: scalar, DSP or MVE paths): one untraced
@@ -206,7 +207,38 @@ def validation_table(results: dict, models: list[str]) -> str:
                   "est. cycles (5 wait states on every refill)", "error"], rows)
 
 
+def zoo_check() -> int:
+    """Every zoo model on every board, traced with cycles: each op has an estimate in the trace and the
+    Inspector, and its plugin-counted instructions agree with the trace's SysTick count (to its resolution
+    plus the clock read). Prints one line per run; returns the number of failures."""
+    from mcuforge.inspect import Inspector
+
+    failures = 0
+    for name in MODELS:
+        for target in TARGETS:
+            try:
+                model, example = MODELS[name]()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    prog = mcuforge.compile(model, example, calibration=[example], target=target, progress=False)
+                facts: dict = {}
+                _out, trace = prog.run(*example, backend="qemu", trace=True, measured=facts, board={"cycles": True})
+                est = facts["cycles"]
+                df = Inspector(prog, trace).to_dataframe()
+                ok = len(est.op_cycles) == len(prog.graph.ops) == len(df) and bool(df["est_cycles"].notna().all())
+                worst = max(abs(n - ev.duration) for ev, n in zip(trace.ops, est.op_instructions, strict=True))
+                print(f"{name} {target}: {len(df)} ops, estimates {'ok' if ok else 'MISSING'}, "
+                      f"{est.cycles / 1e6:.2f} M cycles, worst op instruction difference {worst}")
+                failures += not ok
+            except Exception as exc:  # noqa: BLE001 (a check over many runs reports each failure)
+                print(f"{name} {target}: FAILED {type(exc).__name__}: {exc}")
+                failures += 1
+    return failures
+
+
 def main(argv: list[str]) -> None:
+    if "--zoo" in argv:
+        sys.exit(1 if zoo_check() else 0)
     root = cmsis_build.locate(None)
     if root is None:
         print(f"CMSIS-NN not found ({cmsis_build.missing_reason(None)}): its column is left out", file=sys.stderr)

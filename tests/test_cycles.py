@@ -257,3 +257,33 @@ def test_run_marks_need_the_firmware_symbols(synthetic):
     elf, _counts, _marks = synthetic
     with pytest.raises(plugin.PluginError, match="mf_invoke"):
         cycle_run.marks(elf, traced=False)
+
+
+def test_timed_calls_segment_any_elf(synthetic):
+    """The harness-style segmentation (one marker, its calls paired) on the synthetic firmware: the span
+    from the kernel's entry to the next mark is the kernel."""
+    elf, counts, _marks = synthetic
+    (kernel,) = cycle_run.timed_calls(counts, elf, TARGET, marker="kernel")
+    assert (kernel.cycles, kernel.instructions) == (EXPECTED_CYCLES, EXPECTED_INSTRUCTIONS)
+
+
+def test_cli_run_and_info_show_estimates(tmp_path, capsys):
+    """`mcuforge run --on qemu` and `mcuforge info --cycles` print estimated cycles and milliseconds at the
+    given clock, labelled as estimates."""
+    torch = pytest.importorskip("torch")
+    import mcuforge
+    from mcuforge.cli import main
+
+    model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4)).eval()
+    example = (torch.randn(1, 16),)
+    prog = mcuforge.compile(model, example, calibration=[example], target=TARGET, progress=False)
+    path = tmp_path / "m.mfp"
+    prog.save(path)
+    assert main(["run", str(path), "--on", "qemu", "--clock-mhz", "120"]) == 0
+    out = capsys.readouterr().out
+    assert "est. cycles" in out and "est. ms @ 120 MHz" in out and "timing model, an estimate" in out
+    assert main(["info", str(path), "--cycles", "--clock-mhz", "80"]) == 0
+    out = capsys.readouterr().out
+    assert "ESTIMATED cycles on cortex-m4" in out and "est. ms @ 80 MHz" in out and "cycles/MAC" in out
+    assert main(["run", str(path), "--on", "qemu", "--no-cycles"]) == 0
+    assert "est. cycles" not in capsys.readouterr().out
