@@ -287,3 +287,10 @@ def test_cli_run_and_info_show_estimates(tmp_path, capsys):
     assert "ESTIMATED cycles on cortex-m4" in out and "est. ms @ 80 MHz" in out and "cycles/MAC" in out
     assert main(["run", str(path), "--on", "qemu", "--no-cycles"]) == 0
     assert "est. cycles" not in capsys.readouterr().out
+    trace = tmp_path / "run.trace"
+    assert main(["run", str(path), "--on", "qemu", "--trace", str(trace), "--clock-mhz", "64"]) == 0
+    assert (tmp_path / "run.trace.cycles.json").is_file()  # the estimate is kept beside the trace
+    capsys.readouterr()
+    assert main(["inspect", str(path), str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "est. ms @ 64 MHz" in out and "timing model, an estimate" in out

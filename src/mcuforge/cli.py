@@ -248,6 +248,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.trace:
             trace.save(args.trace)
             print(f"wrote {args.trace} ({len(trace.to_bytes()):,} bytes): {trace.status_line}")
+            if trace.cycles is not None:  # the estimate is not part of the stream: kept beside it
+                from .cycles.run import SIDECAR
+
+                print(f"wrote {trace.cycles.save(str(args.trace) + SIDECAR)} (estimated cycles)")
         if backend == "qemu":
             from .firmware import describe_run
             from .inspect import Inspector
@@ -312,6 +316,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
     insp = Inspector.load(args.program, args.trace, clock_hz=args.clock_hz)
     df = print_inspection(insp, args.depth)
+    if insp.trace.cycles is not None:
+        print(f"{insp.trace.cycles.summary()} ({args.trace}.cycles.json)")
     for path, write in ((args.html, insp.to_html), (args.chrome, insp.to_chrome_trace), (args.csv, df.to_csv)):
         if path:
             write(path)

@@ -25,6 +25,7 @@ from .plugin import Counts, PluginError, Segment
 INVOKE = "mf_invoke"
 CLOCK = "mf_icount_now"
 TRACE_CLOCK = "mf_timer_now"
+SIDECAR = ".cycles.json"  # a trace file's estimate sits beside it as <trace>.cycles.json
 
 
 @dataclass
@@ -55,6 +56,30 @@ class CycleEstimate:
         return (f"estimated {self.cycles:,.0f} cycles per inference = {self.ms:.3f} ms at "
                 f"{self.clock_hz / 1e6:g} MHz ({self.core} timing model, an estimate; "
                 f"{self.cycles / max(self.instructions, 1):.2f} cycles per instruction)")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CycleEstimate:
+        """The inverse of :meth:`to_dict` (a trace's ``.cycles.json`` sidecar)."""
+        return cls(target=data["target"], core=data["core"], clock_hz=float(data["clock_hz"]),
+                   cycles=float(data["cycles"]), instructions=int(data["instructions"]),
+                   op_cycles=data.get("op_cycles"), op_instructions=data.get("op_instructions"),
+                   taken_branches=int(data.get("taken_branches", 0)), mix=dict(data.get("mix", {})),
+                   memory=Memory(int(data.get("fetch_wait_states", 0)), int(data.get("load_wait_states", 0))),
+                   note=data.get("note", MODEL_NOTE))
+
+    def save(self, path: str | Path) -> Path:
+        """Write it as JSON (``mcuforge run --trace FILE`` keeps it beside the trace as FILE.cycles.json)."""
+        import json
+
+        path = Path(path)
+        path.write_text(json.dumps(self.to_dict(), indent=1))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> CycleEstimate:
+        import json
+
+        return cls.from_dict(json.loads(Path(path).read_text()))
 
     def to_dict(self) -> dict[str, Any]:
         return {"target": self.target, "core": self.core, "clock_hz": self.clock_hz, "cycles": self.cycles,
