@@ -60,6 +60,14 @@ PUBLISHED = {
 # github.com/mlcommons/tiny_results_v1.0, closed/OctoML/results/microtvm_cmsis_nn/NUCLEO_L4R5ZI/*/performance/
 # results.txt. The validation case: the same CMSIS-NN kernels on silicon.
 OCTOML_CMSIS_NN_M4 = {"ds_cnn": 10.019, "mobilenet_v1_025": 3.320, "resnet8": 2.567, "fc_autoencoder": 116.212}
+# ExecuTorch's Cortex-M backend (CMSIS-NN kernels) running torchvision's MobileNetV2 (224x224) on an Alif
+# Ensemble E8, HP Cortex-M55 core, per-op cycles from its ETDump: github.com/pytorch/executorch issue 17651
+# (comment of 2026-03-03), events 3-10 = features[0] .. features[3].conv[1]. Silicon; the memory system
+# (SRAM over AXI with caches, MRAM) and the compiler are the board's, not modelled.
+ALIF_E8_M55_MV2 = (("features.0 conv 3->32 3x3 s2", 13_754_047), ("features.1 depthwise 3x3, 32", 13_715_766),
+                   ("features.1 pointwise 32->16", 4_915_937), ("features.2 pointwise 16->96", 24_249_462),
+                   ("features.2 depthwise 3x3 s2, 96", 10_286_711), ("features.2 pointwise 96->24", 2_791_555),
+                   ("features.3 pointwise 24->144", 10_329_014), ("features.3 depthwise 3x3, 144", 15_319_785))
 L4R5_HZ = 120e6
 L4R5_FLASH_WAIT_STATES = 5  # RM0432 §3.3.3: 5 wait states at 120 MHz (range 1 boost), behind the ART accelerator
 
@@ -165,6 +173,36 @@ def measure(name: str, target: str, root: Path | None) -> dict:
     return result
 
 
+def mv2_validation(root: Path) -> str:
+    """CMSIS-NN's kernels on the first eight layers of torchvision's MobileNetV2 (224x224, random weights),
+    estimated for the Cortex-M55, against the same kernels' cycles on silicon (ALIF_E8_M55_MV2)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # torchvision without its C part
+    import torchvision_zoo  # its torchvision.models, imported after the stub
+
+    torch.manual_seed(0)
+    model = torchvision_zoo.models.mobilenet_v2().features[:4].eval()
+    example = (torch.randn(1, 3, 224, 224),)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = mcuforge.compile(model, example, calibration=[example], target="cortex-m55", progress=False)
+    xs = program_inputs(prog)
+    cases, _missing = cmsis_nn_cases(prog, xs)
+    counts, elf = cmsis_nn_counts(cases, "cortex-m55", root)
+    spans = cycle_run.timed_calls(counts, elf, "cortex-m55")
+    kinds = ("conv2d_s8", "depthwise_conv2d_s8")
+    convs = [(op, sp) for op, sp in zip(prog.ops, spans, strict=True) if op.kind in kinds]
+    rows, total_si, total_est = [], 0, 0.0
+    for (label, silicon), (op, sp) in zip(ALIF_E8_M55_MV2, convs[: len(ALIF_E8_M55_MV2)], strict=True):
+        rows.append([label, f"{op.macs / 1e6:.2f} M", f"{silicon / 1e6:.2f} M", f"{sp.cycles / 1e6:.2f} M",
+                     f"{(sp.cycles - silicon) / silicon:+.0%}"])
+        total_si += silicon
+        total_est += sp.cycles
+    rows.append(["all eight", "", f"{total_si / 1e6:.2f} M", f"{total_est / 1e6:.2f} M",
+                 f"{(total_est - total_si) / total_si:+.0%}"])
+    return table(["layer", "MACs", "silicon cycles (Alif E8 HP M55, ExecuTorch + CMSIS-NN)",
+                  "CMSIS-NN kernel, est. cycles (cortex-m55 model)", "error"], rows)
+
+
 def m(n: float) -> str:
     return f"{n / 1e6:.2f} M"
 
@@ -248,6 +286,9 @@ def main(argv: list[str]) -> None:
             + estimate_table(results, models)
             + "\n\nValidation: CMSIS-NN's kernels on the same layers, estimated for the Cortex-M4, against the same "
               "kernels measured on silicon\n\n" + validation_table(results, models))
+    if root is not None:
+        body += ("\n\nValidation, per layer: CMSIS-NN's kernels on MobileNetV2's first layers, estimated for the "
+                 "Cortex-M55, against the same kernels on silicon\n\n" + mv2_validation(root))
     note = ("\n\nEstimates: mcuforge.cycles timing models (docs/cycles.md), zero wait states unless stated; one "
             "untraced inference per model and core (cortex-m3/m4/m7/m33/m55 builds: scalar, DSP, DSP, DSP, MVE "
             "paths), random int8 inputs. CMSIS-NN: its kernels on exactly these layers and inputs "
@@ -256,7 +297,8 @@ def main(argv: list[str]) -> None:
             "states and real memories), cycles = ms x the board's clock. Validation: MLPerf Tiny v1.0 closed, "
             "OctoML microtvm_cmsis_nn on NUCLEO-L4R5ZI (median throughput, tiny_results_v1.0); it runs microTVM's "
             "own code between the CMSIS-NN calls and the MLPerf runner's per-inference overhead, which the "
-            "estimate leaves out.")
+            "estimate leaves out. Per layer (M55): ExecuTorch's Cortex-M backend (CMSIS-NN) on an Alif Ensemble E8 HP "
+            "Cortex-M55, torchvision MobileNetV2 224x224, per-op cycles from pytorch/executorch issue 17651.")
     publish("cycles", "Estimated cycles per inference, MLPerf Tiny", body, note)
 
 

@@ -229,7 +229,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     backend = {"host": "python", "c": "c", "qemu": "qemu"}[args.on]
     board = _board_options(args, backend)
     if backend == "qemu" and args.cycles:
-        board.update(cycles=True, clock_mhz=args.clock_mhz)
+        from .cycles.plugin import PluginError, build
+
+        try:
+            build()  # the plugin needs the host C compiler: without one, run without the estimate
+            board.update(cycles=True, clock_mhz=args.clock_mhz)
+        except PluginError as exc:
+            print(f"warning: no estimated cycles: {exc}", file=sys.stderr)
     if args.inputs:
         inputs = load_arrays(args.inputs)
     else:
