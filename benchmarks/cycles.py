@@ -132,21 +132,17 @@ def cmsis_nn_cases(prog: mcuforge.Program, xs: list[np.ndarray]) -> tuple[list, 
 
 
 def cmsis_nn_counts(cases: list, target: str, root: Path) -> tuple[plugin.Counts, Path]:
-    """CMSIS-NN's comparison firmware running ``cases`` in one boot under the plugin."""
+    """CMSIS-NN's comparison firmware running ``cases`` in one boot under the plugin, segmented at its
+    clock reads around each case."""
     elf, names = harness.build_firmware(target, root)
     checked = harness._check_cases(cases, set(names))
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         (folder / "cases.bin").write_bytes(harness.case_stream(checked, names))
-        marker = cycle_run.symbols(elf)[cycle_run.CLOCK]
-        command = qemu.qemu_command(target, elf, extra=plugin.qemu_args(folder / "counts.txt", [marker]))
-        import subprocess
-
-        done = subprocess.run(command, cwd=folder, stdin=subprocess.DEVNULL, capture_output=True, timeout=900,
-                              check=False)
+        done, counts = plugin.run_qemu(target, elf, folder, [cycle_run.symbols(elf)[cycle_run.CLOCK]], 900.0)
         if done.returncode != 0:
             raise RuntimeError(f"CMSIS-NN firmware on {target}: QEMU exit {done.returncode}: {done.stderr[-500:]}")
-        return plugin.parse(folder / "counts.txt"), elf
+        return counts, elf
 
 
 def measure(name: str, target: str, root: Path | None) -> dict:

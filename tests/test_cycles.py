@@ -19,7 +19,6 @@ from mcuforge.cycles.model import ZERO_WAIT, Memory
 from mcuforge.cycles.v7m import M3_CYCLES, M4_CYCLES, insn_cycles
 from mcuforge.firmware import toolchain
 from mcuforge.firmware.boards import get_board
-from mcuforge.firmware.qemu import qemu_command
 
 TARGET = "cortex-m4"
 
@@ -107,10 +106,9 @@ def synthetic(tmp_path_factory):
                     f"-Tdata={board.ram:#x}", "-Wl,--section-start=.vectors=0", "-o", str(elf), str(folder / "s.S")],
                    check=True, capture_output=True)
     marks = [isa.symbol_address(elf, "kernel"), isa.symbol_address(elf, "done")]
-    command = qemu_command(TARGET, elf, extra=plugin.qemu_args(folder / "counts.txt", marks))
-    done = subprocess.run(command, capture_output=True, timeout=60, check=False)
+    done, counts = plugin.run_qemu(TARGET, elf, folder, marks, timeout=60)
     assert done.returncode == 0, done.stderr.decode(errors="replace")
-    return elf, plugin.parse(folder / "counts.txt"), marks
+    return elf, counts, marks
 
 
 def test_the_synthetic_kernel_costs_exactly_what_the_m4_tables_say(synthetic):

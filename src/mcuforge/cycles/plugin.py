@@ -126,3 +126,21 @@ def parse(path: Path) -> Counts:
     if not ended:
         raise PluginError(f"{path.name} is incomplete: QEMU stopped before the plugin wrote its counts")
     return Counts(blocks, segments)
+
+
+def run_qemu(target: str, elf: Path, folder: Path, marks: Sequence[int], timeout: float = 600.0
+             ) -> tuple[subprocess.CompletedProcess, Counts]:
+    """Boot ``elf`` on ``target``'s QEMU board in ``folder`` (its semihosting files are there) with the
+    plugin segmenting at ``marks``; (QEMU's result, the counts). For any firmware, e.g. CMSIS-NN's
+    comparison firmware: ``run_qemu(target, elf, folder, [symbols(elf)["mf_icount_now"]])`` then
+    :func:`mcuforge.cycles.run.timed_calls`."""
+    from ..firmware.qemu import qemu_command
+
+    out = folder / "cycles-counts.txt"
+    command = qemu_command(target, elf, extra=qemu_args(out, marks))
+    done = subprocess.run(command, cwd=folder, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
+                          check=False)
+    if not out.is_file():
+        raise PluginError(f"QEMU exited with {done.returncode} before the plugin wrote its counts: "
+                          f"{(done.stdout + done.stderr).decode(errors='replace')[-1000:]}")
+    return done, parse(out)
