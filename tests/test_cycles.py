@@ -138,6 +138,8 @@ def test_the_synthetic_kernel_on_other_cores_tables(synthetic):
     assert m0 != EXPECTED_CYCLES
     waits = span(segs, block_costs(counts, elf, TARGET, get_core(TARGET), Memory(fetch_wait_states=3))).cycles
     assert waits == EXPECTED_CYCLES + 3 * 6  # six taken exits, each refilling from a 3-wait-state memory
+    slow_data = span(segs, block_costs(counts, elf, TARGET, get_core(TARGET), Memory(load_wait_states=1))).cycles
+    assert slow_data == EXPECTED_CYCLES + 3 + 3 * 2 + 3 + 7  # words loaded: B1 3, B2 2 x 3, B3 1 + LDRD 2, POP 7
 
 
 def test_plugin_counts_every_instruction_once(synthetic):

@@ -17,8 +17,6 @@ from .isa import Insn
 
 #: Classes of data-processing instructions (their result register can feed a load's address).
 DATA_PROCESSING = frozenset({"alu", "mul", "mla", "mull", "mlal", "div"})
-#: Classes whose last-in-block position means a branch (the block always ends after them).
-BRANCHES = frozenset({"branch", "call", "bx", "cbz", "tb", "loop_end", "loop_start"})
 
 
 @dataclass(frozen=True)
@@ -45,11 +43,6 @@ class Core:
     cost_block: Callable[[Sequence[Insn], Memory], tuple[float, float]]
     refill: int  # the taken-branch pipeline refill its table assumes (P)
     sources: str  # where its numbers come from (docs/cycles.md cites the sections)
-
-
-def is_branch_exit(insn: Insn) -> bool:
-    """Whether the block's last instruction is a branch (else the block was cut for another reason)."""
-    return insn.cls in BRANCHES or insn.writes_pc
 
 
 def loads_count(insns: Sequence[Insn]) -> int:
