@@ -246,6 +246,8 @@ def test_a_traced_model_run_estimates_every_op(tmp_path):
         assert cycles >= instructions > 0
     assert abs(estimate.instructions - measured["instructions"]) <= resolution + 50 * len(trace.ops) + 200
     assert estimate.clock_hz == 120e6 and estimate.ms == pytest.approx(estimate.cycles / 120e3)
+    assert sum(estimate.functions.values()) == pytest.approx(estimate.cycles)
+    assert next(iter(estimate.functions)).startswith(("mf_", "conv", "run"))  # a function of the firmware
     df = Inspector(prog, trace).to_dataframe()
     assert list(df["est_cycles"]) == estimate.op_cycles
     assert df.attrs["cycle_model"] == TARGET and "estimate" in df.attrs["cycle_note"]
@@ -285,6 +287,7 @@ def test_cli_run_and_info_show_estimates(tmp_path, capsys):
     assert main(["info", str(path), "--cycles", "--clock-mhz", "80"]) == 0
     out = capsys.readouterr().out
     assert "ESTIMATED cycles on cortex-m4" in out and "est. ms @ 80 MHz" in out and "cycles/MAC" in out
+    assert "where the estimated cycles go" in out and "fully_connected" in out  # the kernels' functions
     assert main(["run", str(path), "--on", "qemu", "--no-cycles"]) == 0
     assert "est. cycles" not in capsys.readouterr().out
     trace = tmp_path / "run.trace"

@@ -197,6 +197,9 @@ def _print_cycle_estimate(prog: Any, args: argparse.Namespace) -> None:
     print(f"\nESTIMATED cycles on {estimate.core} (timing model over QEMU's executed instructions, "
           f"not a measurement; docs/cycles.md):")
     _print_estimate_table(prog, estimate)
+    top = list(estimate.functions.items())[:8]
+    print("where the estimated cycles go (firmware functions): " + ", ".join(
+        f"{name} {cycles / estimate.cycles:.1%}" for name, cycles in top))
     print(describe_run(measured))
 
 

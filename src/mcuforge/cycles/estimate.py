@@ -60,6 +60,20 @@ class Span:
         self.mix.update(other.mix)
 
 
+def by_function(segments: Sequence[Segment], costs: dict[int, BlockCost], counts_blocks: dict, elf: str | Path
+                ) -> dict[str, float]:
+    """Estimated cycles of ``segments`` per ELF function (the function holding each block's start),
+    largest first."""
+    from .isa import function_at
+
+    totals: Counter = Counter()
+    for seg in segments:
+        for bid, (runs, taken) in seg.counts.items():
+            cost = costs[bid]
+            totals[function_at(elf, counts_blocks[bid].pc)] += runs * cost.fall_through + taken * cost.taken_extra
+    return dict(totals.most_common())
+
+
 def span(segments: Sequence[Segment], costs: dict[int, BlockCost], mix: bool = False) -> Span:
     """Cycles and instructions of ``segments`` (``mix``: also count executions per class)."""
     out = Span()

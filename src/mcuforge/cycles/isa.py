@@ -252,3 +252,27 @@ def symbols(elf: str | Path) -> dict[str, int]:
     """Function symbols of the ELF: name -> address."""
     path = Path(elf)
     return _symbols(str(path), path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _functions(path: str, mtime_ns: int) -> tuple[tuple[int, int, str], ...]:
+    del mtime_ns
+    out = subprocess.run([toolchain.require("arm-none-eabi-nm"), "-S", "--defined-only", path], capture_output=True,
+                         text=True, check=True)
+    found = []
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "Tt":
+            start = int(parts[0], 16) & ~1
+            found.append((start, start + int(parts[1], 16), parts[3]))
+    return tuple(sorted(found))
+
+
+def function_at(elf: str | Path, address: int) -> str:
+    """The name of the ELF function that holds ``address`` ("?" outside every sized function)."""
+    import bisect
+
+    path = Path(elf)
+    table = _functions(str(path), path.stat().st_mtime_ns)
+    i = bisect.bisect_right(table, (address, float("inf"), "")) - 1
+    return table[i][2] if i >= 0 and table[i][0] <= address < table[i][1] else "?"

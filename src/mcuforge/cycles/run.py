@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import get_core
-from .estimate import MODEL_NOTE, Span, block_costs, span
+from .estimate import MODEL_NOTE, Span, block_costs, by_function, span
 from .isa import symbols
 from .model import ZERO_WAIT, Memory
 from .plugin import Counts, PluginError, Segment
@@ -41,6 +41,7 @@ class CycleEstimate:
     op_instructions: list[int] | None = None
     taken_branches: int = 0
     mix: dict[str, int] = field(default_factory=dict)  # instruction class -> executions in mf_invoke
+    functions: dict[str, float] = field(default_factory=dict)  # firmware function -> cycles in mf_invoke
     memory: Memory = ZERO_WAIT
     note: str = MODEL_NOTE
 
@@ -64,6 +65,7 @@ class CycleEstimate:
                    cycles=float(data["cycles"]), instructions=int(data["instructions"]),
                    op_cycles=data.get("op_cycles"), op_instructions=data.get("op_instructions"),
                    taken_branches=int(data.get("taken_branches", 0)), mix=dict(data.get("mix", {})),
+                   functions=dict(data.get("functions", {})),
                    memory=Memory(int(data.get("fetch_wait_states", 0)), int(data.get("load_wait_states", 0))),
                    note=data.get("note", MODEL_NOTE))
 
@@ -85,8 +87,9 @@ class CycleEstimate:
         return {"target": self.target, "core": self.core, "clock_hz": self.clock_hz, "cycles": self.cycles,
                 "ms": self.ms, "instructions": self.instructions, "op_cycles": self.op_cycles,
                 "op_instructions": self.op_instructions, "taken_branches": self.taken_branches,
-                "mix": dict(self.mix), "fetch_wait_states": self.memory.fetch_wait_states,
-                "load_wait_states": self.memory.load_wait_states, "note": self.note}
+                "mix": dict(self.mix), "functions": dict(self.functions),
+                "fetch_wait_states": self.memory.fetch_wait_states, "load_wait_states": self.memory.load_wait_states,
+                "note": self.note}
 
 
 def marks(elf: str | Path, traced: bool) -> list[int]:
@@ -139,7 +142,8 @@ def estimate_run(counts: Counts, elf: str | Path, target: str, *, op_count: int 
         cycles=total.cycles, instructions=total.instructions,
         op_cycles=None if per_op is None else [s.cycles for s in per_op],
         op_instructions=None if per_op is None else [s.instructions for s in per_op],
-        taken_branches=total.taken_branches, mix=dict(total.mix), memory=memory)
+        taken_branches=total.taken_branches, mix=dict(total.mix), memory=memory,
+        functions=by_function(invoke, costs, counts.blocks, elf))
 
 
 def estimate_between(counts: Counts, elf: str | Path, target: str, start: Sequence[int], core: str | None = None,
