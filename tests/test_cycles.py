@@ -6,6 +6,7 @@ on the Cortex-M4 board through the plugin: its estimated cycles must be exactly 
 tables (docs/cycles.md) give by hand, block by block.
 """
 
+import re
 import subprocess
 
 import numpy as np
@@ -286,8 +287,12 @@ def test_cli_run_and_info_show_estimates(tmp_path, capsys):
     assert "est. cycles" in out and "est. ms @ 120 MHz" in out and "timing model, an estimate" in out
     assert main(["info", str(path), "--cycles", "--clock-mhz", "80"]) == 0
     out = capsys.readouterr().out
+    plain = int(re.search(r"estimated ([\d,]+) cycles per inference", out).group(1).replace(",", ""))
     assert "ESTIMATED cycles on cortex-m4" in out and "est. ms @ 80 MHz" in out and "cycles/MAC" in out
     assert "where the estimated cycles go" in out and "fully_connected" in out  # the kernels' functions
+    assert main(["info", str(path), "--cycles", "--fetch-wait-states", "5"]) == 0
+    slow = re.search(r"estimated ([\d,]+) cycles per inference", capsys.readouterr().out).group(1)
+    assert int(slow.replace(",", "")) > plain  # every taken branch refills from a 5-wait-state memory
     assert main(["run", str(path), "--on", "qemu", "--no-cycles"]) == 0
     assert "est. cycles" not in capsys.readouterr().out
     trace = tmp_path / "run.trace"

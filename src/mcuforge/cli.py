@@ -192,7 +192,8 @@ def _print_cycle_estimate(prog: Any, args: argparse.Namespace) -> None:
     target = args.target or prog.target
     measured: dict[str, Any] = {}
     _outputs, trace = prog.run(*_random_inputs(prog), backend="qemu", target=target, trace=True,
-                               measured=measured, board={"cycles": True, "clock_mhz": args.clock_mhz})
+                               measured=measured, board={"cycles": True, "clock_mhz": args.clock_mhz,
+                                                         "memory": _memory(args)})
     estimate = measured["cycles"]
     print(f"\nESTIMATED cycles on {estimate.core} (timing model over QEMU's executed instructions, "
           f"not a measurement; docs/cycles.md):")
@@ -201,6 +202,21 @@ def _print_cycle_estimate(prog: Any, args: argparse.Namespace) -> None:
     print("where the estimated cycles go (firmware functions): " + ", ".join(
         f"{name} {cycles / estimate.cycles:.1%}" for name, cycles in top))
     print(describe_run(measured))
+
+
+def _memory(args: argparse.Namespace) -> Any:
+    """--fetch-wait-states / --load-wait-states as the timing model's memory."""
+    from .cycles import Memory
+
+    return Memory(fetch_wait_states=args.fetch_wait_states, load_wait_states=args.load_wait_states)
+
+
+def _add_memory_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fetch-wait-states", type=int, default=0, metavar="N",
+                   help="estimated cycles: wait states added to every taken branch's refill (a flash without a "
+                        "cache; 0 behind a cache that holds the loops, as ST's ART; default 0)")
+    p.add_argument("--load-wait-states", type=int, default=0, metavar="N",
+                   help="estimated cycles: wait states added to every data load (default 0)")
 
 
 def _print_estimate_table(prog: Any, estimate: Any) -> None:
@@ -236,7 +252,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         try:
             build()  # the plugin needs the host C compiler: without one, run without the estimate
-            board.update(cycles=True, clock_mhz=args.clock_mhz)
+            board.update(cycles=True, clock_mhz=args.clock_mhz, memory=_memory(args))
         except PluginError as exc:
             print(f"warning: no estimated cycles: {exc}", file=sys.stderr)
     if args.inputs:
@@ -516,6 +532,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", choices=sorted(TARGETS), help="with --cycles: the board (default: the program's)")
     p.add_argument("--clock-mhz", type=float, help="with --cycles: the clock of the milliseconds (default: the "
                                                    "board's)")
+    _add_memory_options(p)
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("run", help="run a program on the host (Python or C runtime) or on an emulated board")
@@ -540,6 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "default: on)")
     p.add_argument("--clock-mhz", type=float, help="--on qemu: the clock of the estimated milliseconds (default: "
                                                    "the board's)")
+    _add_memory_options(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("inspect", help="a trace of a program: op table, totals per module and kind, reports")
