@@ -6,6 +6,7 @@ on the Cortex-M4 board through the plugin: its estimated cycles must be exactly 
 tables (docs/cycles.md) give by hand, block by block.
 """
 
+import json
 import re
 import subprocess
 
@@ -252,6 +253,9 @@ def test_a_traced_model_run_estimates_every_op(tmp_path):
     df = Inspector(prog, trace).to_dataframe()
     assert list(df["est_cycles"]) == estimate.op_cycles
     assert df.attrs["cycle_model"] == TARGET and "estimate" in df.attrs["cycle_note"]
+    chrome = json.loads(Inspector(prog, trace).to_chrome_trace(tmp_path / "t.json").read_text())
+    ops = [e for e in chrome["traceEvents"] if e.get("cat") not in (None, "run") and e["ph"] == "X"]
+    assert [e["args"]["estimated_cycles"] for e in ops] == estimate.op_cycles
     html = Inspector(prog, trace).to_html(tmp_path / "r.html").read_text()
     assert 'id="cycle-estimate"' in html and "estimated cycles" in html
 
