@@ -112,6 +112,12 @@ def conv_sweep(seed: int) -> BoardSweep:
     for wc in (1, 3, 8, 17, 33, 64):  # offset 0: the lowering's 1x1 and unpadded layers
         conv_case(rng, sweep, f"folded_pw_c{wc}_{len(sweep)}", wc, (1, 1), pad=[0, 0], input_offset=0)
         conv_case(rng, sweep, f"folded_3x3_c{wc}_{len(sweep)}", wc, (3, 3), pad=[0, 0], input_offset=0)
+    # the DSP 2 x 2 tile (depth a multiple of 8, per-channel requantization with a bias, the short
+    # requantization): 2 and 4 groups of taps per loop iteration, odd filter and pixel counts, both clamps
+    for wc, kernel in ((8, (1, 1)), (16, (1, 1)), (24, (1, 1)), (64, (1, 1)), (2, (2, 2)), (1, (10, 4))):
+        for opg in (2, 5):
+            conv_case(rng, sweep, f"tile_c{wc}_k{kernel[0]}x{kernel[1]}_o{opg}_{len(sweep)}", wc, kernel,
+                      pad=[0, 0] if kernel == (1, 1) else None, oc_per_group=opg, bias=True, per_channel=True)
     # no scratch: the portable path, its dot product the optimized mf_dot_s8
     for wc in (3, 17, 20):
         conv_case(rng, sweep, f"no_scratch_c{wc}", wc, (3, 3), scratch=False)
