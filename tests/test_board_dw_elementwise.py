@@ -150,13 +150,14 @@ def elementwise_sweep(kind: str, seed: int) -> BoardSweep:
     return sweep
 
 
-def avgpool_sweep(seed: int) -> BoardSweep:
-    """avgpool_s8: windows of at most 255 inputs (the MVE int16 sums) and more, channel counts around 8,
-    padding (fewer inputs in the edge windows), strides, global pools."""
+def avgpool_sweep(seed: int, kind: str = "avgpool_s8") -> BoardSweep:
+    """avgpool_s8 (or maxpool_s8): windows of at most 255 inputs (the DSP and MVE int16 sums) and more,
+    channel counts around 4, 8 and 16 (the DSP words, the MVE vectors and their tails), padding (fewer
+    inputs in the edge windows), strides, global pools."""
     rng = np.random.default_rng(seed)
     sweep = BoardSweep()
     for i in range(40):
-        c = int(rng.choice([1, 3, 7, 8, 9, 16, 17, 64]))
+        c = int(rng.choice([1, 3, 4, 7, 8, 9, 16, 17, 33, 64]))
         if i < 6:  # global: 25 x 5 (DS-CNN), 8 x 8, and windows past 255 inputs
             h, w = [(25, 5), (8, 8), (16, 16), (17, 16), (3, 3), (1, 1)][i]
             k, st, pd = [h, w], [h, w], [0, 0]
@@ -169,7 +170,7 @@ def avgpool_sweep(seed: int) -> BoardSweep:
         lo, hi = act_range(rng)
         attrs = {"kernel": k, "stride": st, "padding": pd, "act_min": lo, "act_max": hi, "output_hw": [oh, ow]}
         x = act("x", (1, h, w, c))
-        sweep.add(f"avgpool_{h}x{w}_k{k[0]}x{k[1]}_c{c}_{i}", "avgpool_s8", attrs, [(x, int8(rng, x.shape))],
+        sweep.add(f"{kind[:7]}_{h}x{w}_k{k[0]}x{k[1]}_c{c}_{i}", kind, attrs, [(x, int8(rng, x.shape))],
                   [act("y", (1, oh, ow, c))])
     return sweep
 
@@ -177,6 +178,12 @@ def avgpool_sweep(seed: int) -> BoardSweep:
 @pytest.mark.parametrize("target", BOARDS)
 def test_avgpool_fast_path_on_board(target):
     sweep = avgpool_sweep(seed=14)
+    sweep.assert_same_on_board(target)
+
+
+@pytest.mark.parametrize("target", BOARDS)
+def test_maxpool_fast_path_on_board(target):
+    sweep = avgpool_sweep(seed=15, kind="maxpool_s8")
     sweep.assert_same_on_board(target)
 
 
