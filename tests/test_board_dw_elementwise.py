@@ -28,7 +28,7 @@ CHANNELS = (1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 40, 64)
 
 def depthwise_case(rng, sweep: BoardSweep, case: str, channels: int, kernel: tuple[int, int], dm: int = 1,
                    negative_shifts: bool = False, hw: tuple[int, int] | None = None,
-                   dil: list[int] | None = None) -> None:
+                   dil: list[int] | None = None, shifts: tuple[int, ...] = ()) -> None:
     for _ in range(100):
         n = 1 if rng.random() < 0.8 else 2
         h, w = hw or (int(rng.integers(1, 9)), int(rng.integers(1, 9)))
@@ -44,6 +44,8 @@ def depthwise_case(rng, sweep: BoardSweep, case: str, channels: int, kernel: tup
     mult, shift = requant_params(rng, oc)
     if negative_shifts:  # the MVE loops' shorter requantization (every shift < 0)
         shift = np.minimum(shift, -1).astype(np.int8)
+    if shifts:  # the shifts drawn from these values
+        shift = rng.choice(shifts, size=len(shift)).astype(np.int8)
     lo, hi = act_range(rng)
     attrs = {"input_offset": int(rng.integers(-127, 129)), "output_offset": int(rng.integers(-128, 128)),
              "stride": stride, "padding": pad, "dilation": dil, "depth_multiplier": dm, "act_min": lo,
@@ -80,6 +82,10 @@ def depthwise_sweep(seed: int) -> BoardSweep:
             hw = (int(rng.integers(1, 13)), int(rng.integers(1, 13))) if i < 6 else ((25, 5) if c == 64 else (12, 12))
             depthwise_case(rng, sweep, f"dw3x3_c{c}_n{negative:d}_{len(sweep)}", c, (3, 3), negative_shifts=negative,
                            hw=hw)
+    # the DSP 3x3 output stage's rounding at the ends of the shifts' range (0: none; -31: 2^30 added)
+    for c in (8, 16):
+        depthwise_case(rng, sweep, f"dw3x3_shift_ends_c{c}_{len(sweep)}", c, (3, 3), hw=(6, 5),
+                       shifts=(0, -1, -30, -31))
     return sweep
 
 

@@ -314,7 +314,7 @@ static inline __attribute__((always_inline)) void tiled_rows(const int16_t *cols
         int32_t acc[4];
         dsp_tile_2x2(cols, w, depth, depth, acc);
         for (uint32_t f = 0; f < 2; f++) {
-            const int32_t b = *bias++, m = *mult++, n = -*shift++, half = (1 << n) >> 1, neg = (-half) >> 31;
+            const int32_t b = *bias++, m = *mult++, n = -*shift++, half = (int32_t)((1u << n) >> 1), neg = (-half) >> 31;
             const int32_t v0 = dsp_tile_out(acc[2 * f] + b, m, n, neg, half) + out_off;
             const int32_t v1 = dsp_tile_out(acc[2 * f + 1] + b, m, n, neg, half) + out_off;
             out0[f] = dsp_tile_clamp(v0, lo, hi, full);

@@ -568,7 +568,7 @@ typedef struct {
 static void dw_out_params_of(const dw_geom *g, const mf_dsp_channel ch4[4], dw_out_params *q) {
     for (int i = 0; i < 4; i++) {
         q->bias[i] = ch4[i].bias, q->mult[i] = ch4[i].mult, q->n[i] = ch4[i].n;
-        q->half[i] = (1 << ch4[i].n) >> 1;
+        q->half[i] = (int32_t)((1u << ch4[i].n) >> 1); /* n <= 31: 2^30 at most */
         q->neg[i] = ch4[i].n > 0 ? -1 : 0;
     }
     q->out_off = g->rq.out_off, q->lo = g->rq.lo, q->hi = g->rq.hi;
