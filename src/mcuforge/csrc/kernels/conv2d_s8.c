@@ -12,7 +12,11 @@
  * and a block of columns is multiplied by every filter of its group:
  *   DSP: columns widened to int16 with the offset added (lanes of each group of 4 in the order
  *        0, 2, 1, 3 to match SXTB16 on the weights), 2 filters x 2 pixels per SMLAD loop; the output
- *        stage is SMMULR-based (mf_dsp_requantize_small) when no accumulator can reach 2^30;
+ *        stage is SMMULR-based (mf_dsp_requantize_small) when no accumulator can reach 2^30. With that
+ *        stage, per-channel parameters with a bias and a patch of a multiple of 8 taps, the tap loop is
+ *        asm (DSP_TILE_ASM: 14 registers, loads in runs, 2 or 4 groups of taps per iteration) and, for
+ *        the full int8 range, so is the output stage (dsp_tile_out_asm): shaped by the Cortex-M4 cycle
+ *        model (mcuforge.cycles), where the compiler's code reloaded values from the stack;
  *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
  *        them), and for every filter one asm block (MVE_ROWS_ASM): a tail-predicated WLSTP/LETP
  *        loop of VMLADAVA over 16 lanes, then the four pixels requantized as one vector (VQRDMULH +
@@ -303,7 +307,7 @@ static inline __attribute__((always_inline)) int8_t dsp_tile_clamp(int32_t v, in
     return (int8_t)(v > hi ? hi : v);
 }
 
-/* One filter's two outputs in DSP_TILE_OUT_ASM: bias, 2 acc, SMMULR by the multiplier, then the rounding
+/* One filter's two outputs in dsp_tile_out_asm: bias, 2 acc, SMMULR by the multiplier, then the rounding
  * divide by 2^n (n = -shift in [0, 31]): + (v < 0 ? -1 : 0) when n > 0, + 2^(n - 1) (0 when n = 0),
  * arithmetic shift; + output offset, SSAT to int8 (the full range only). */
 #define DSP_TILE_OUT_FILTER(A, B)                                                                      \
@@ -379,7 +383,8 @@ static inline __attribute__((always_inline)) void tiled_rows(const int16_t *cols
         int32_t acc[4];
         dsp_tile_2x2(cols, w, depth, depth, acc);
         for (uint32_t f = 0; f < 2; f++) {
-            const int32_t b = *bias++, m = *mult++, n = -*shift++, half = (int32_t)((1u << n) >> 1), neg = (-half) >> 31;
+            const int32_t b = *bias++, m = *mult++, n = -*shift++;
+            const int32_t half = (int32_t)((1u << n) >> 1), neg = (-half) >> 31;
             const int32_t v0 = dsp_tile_out(acc[2 * f] + b, m, n, neg, half) + out_off;
             const int32_t v1 = dsp_tile_out(acc[2 * f + 1] + b, m, n, neg, half) + out_off;
             out0[f] = dsp_tile_clamp(v0, lo, hi, full);

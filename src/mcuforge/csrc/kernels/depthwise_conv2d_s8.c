@@ -10,7 +10,9 @@
  *   lanes at once, SMLABB/SMLATT accumulate per channel; taps outside the input are skipped by
  *   loop bounds; 3x3 windows inside the input run along a row without bounds; the output stage is
  *   SMMULR-based (mf_dsp_requantize_small) when no accumulator can reach 2^30; the 3x3 path also
- *   runs depthwise_conv2d_s4 on its unpacked weights (mf_depthwise_dsp_3x3);
+ *   runs depthwise_conv2d_s4 on its unpacked weights (mf_depthwise_dsp_3x3), takes the padding's
+ *   windows by their tap masks, unrolled (the usual edge and corner masks as constants), and reads
+ *   each channel group's output parameters once (dw_out_params);
  * - MVE (cortex-m55): groups of eight channels outer, products by VMULLB/VMULLT of int16 lanes
  *   into even/odd int32 accumulators (a vector of 16 int8 channels would need four accumulators
  *   plus operands: more than the eight Q registers). 3x3 kernels: the windows inside the input as

@@ -7,7 +7,8 @@
  *
  * run() is the portable statement of the math. The optimized paths give the same int32 sums:
  *   DSP: 3 output channels per loop (the last 2 or 1 apart), 4 features per step -- the input widened once per step with
- *        the offset added (SXTAB16), the weights with SXTB16, two SMLADs per channel;
+ *        the offset added (SXTAB16), the weights with SXTB16, two SMLADs per channel (the loop in asm,
+ *        fc_rows3_asm, over whole groups of 8 features);
  *   MVE: 4 output channels per loop over 16 lanes: one input load, VMLADAVA per channel. The
  *        lowering folds the input offset into the bias of every fully connected layer; then the loop
  *        is one tail-predicated asm block (rows4_asm). With an offset, the weights' sums are taken
