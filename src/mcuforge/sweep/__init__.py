@@ -1,5 +1,6 @@
 """Design-space sweeps: model variants x precisions x budgets x boards, measured (docs/sweeps.md).
 
+    table = mcuforge.sweep("examples/sweep_dscnn.yaml", out="sweep-out")              # = mcuforge.sweep.run
     table = mcuforge.sweep.run("examples/sweep_dscnn.yaml", out="sweep-out")          # local processes
     table = mcuforge.sweep.run("examples/sweep_dscnn.yaml", out="sweep-out", ray="local")  # a Ray cluster
     mcuforge.sweep.report("sweep-out")                                                  # Pareto plot + HTML
@@ -8,6 +9,8 @@
 from __future__ import annotations
 
 import json
+import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -57,3 +60,13 @@ def run(spec: str | Path | dict[str, Any] | Sweep, out: str | Path, *, ray: str 
     order = {key: i for i, key in enumerate(k for t in tasks for k in t.keys)}
     table = table[table["key"].isin(order)]
     return table.sort_values("key", key=lambda s: s.map(order)).reset_index(drop=True)
+
+
+class _CallableModule(types.ModuleType):
+    """``mcuforge.sweep(...)`` is ``mcuforge.sweep.run(...)``: the package is the entry point."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> pd.DataFrame:
+        return run(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -183,8 +183,12 @@ def run_task(task: Task, executor: str = "") -> list[dict[str, Any]]:
         except Exception as exc:  # noqa: BLE001
             rows.append({**row, "status": "error", "stage": "evaluate", "message": _message(exc)})
             continue
+        runs = int(options.get("board_runs", 1))
+        if runs <= 0:  # host figures only: no QEMU run
+            rows.append(row)
+            continue
         try:
-            row.update(_board_figures(prog, inputs, int(options.get("board_runs", 1)), options))
+            row.update(_board_figures(prog, inputs, runs, options))
         except Exception as exc:  # noqa: BLE001
             rows.append({**row, "status": "error", "stage": "board", "message": _message(exc)})
             continue

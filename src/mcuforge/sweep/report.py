@@ -37,10 +37,15 @@ def quality_column(table: pd.DataFrame, objective: str | None = None) -> str:
     return "sqnr_db"
 
 
+def _costs(table: pd.DataFrame) -> list[str]:
+    """The cost columns measured (``est_ms`` is absent when the sweep ran no board or no cycle model)."""
+    return [c for c in COSTS if c in table.columns and table[c].notna().any()]
+
+
 def _ok(table: pd.DataFrame, quality: str) -> pd.DataFrame:
     if table.empty or "status" not in table.columns:
         return table.iloc[0:0]
-    cols = [quality, *(c for c in COSTS if c in table.columns)]
+    cols = [quality, *_costs(table)]
     ok = table[table["status"] == "ok"]
     return ok[ok[cols].notna().all(axis=1)]
 
@@ -49,7 +54,7 @@ def pareto_front(table: pd.DataFrame, objective: str | None = None) -> pd.DataFr
     """The finished points no other point dominates (see the module notes), best quality first."""
     quality = quality_column(table, objective) if not table.empty else "sqnr_db"
     ok = _ok(table, quality)
-    costs = [c for c in COSTS if c in ok.columns]
+    costs = _costs(ok)
     values = np.column_stack([-ok[quality].to_numpy(float), *(ok[c].to_numpy(float) for c in costs)]) \
         if len(ok) else np.zeros((0, 1))
     keep = []
@@ -66,7 +71,7 @@ def best_points(table: pd.DataFrame, objective: str | None = None) -> pd.DataFra
     ok = _ok(table, quality)
     if ok.empty:
         return ok
-    costs = [c for c in COSTS if c in ok.columns]
+    costs = _costs(ok)
     ranked = ok.sort_values([quality, *costs], ascending=[False, *[True] * len(costs)])
     groups = ranked.fillna({"flash_budget": -1, "ram_budget": -1}).groupby(
         ["board", "flash_budget", "ram_budget"], sort=True)
@@ -79,8 +84,11 @@ def pareto_figure(table: pd.DataFrame, front: pd.DataFrame, quality: str) -> Fig
     fig = Figure(figsize=(11, 4.5))
     ok = _ok(table, quality)
     boards = sorted(ok["board"].unique()) if len(ok) else []
-    for ax, x, label in ((fig.add_subplot(1, 2, 1), "est_ms", "estimated ms per inference (lower is better)"),
-                         (fig.add_subplot(1, 2, 2), "arena_bytes", "arena (RAM) bytes (lower is better)")):
+    panels = [(x, label) for x, label in (("est_ms", "estimated ms per inference (lower is better)"),
+                                          ("arena_bytes", "arena (RAM) bytes (lower is better)"))
+              if x in _costs(table)]
+    for i, (x, label) in enumerate(panels):
+        ax = fig.add_subplot(1, len(panels), i + 1)
         for b, board in enumerate(boards):
             for precision, color in PRECISION_COLORS.items():
                 part = ok[(ok["board"] == board) & (ok["precision"] == precision)]
@@ -94,7 +102,8 @@ def pareto_figure(table: pd.DataFrame, front: pd.DataFrame, quality: str) -> Fig
         ax.set_xlabel(label)
         ax.set_ylabel(f"{quality} (higher is better)")
         ax.grid(alpha=0.3)
-    fig.axes[0].legend(fontsize=7, loc="lower right")
+    if fig.axes:
+        fig.axes[0].legend(fontsize=7, loc="lower right")
     fig.suptitle(f"Pareto front: {quality} vs estimated ms, RAM and flash ({len(front)} of {len(ok)} points)")
     return fig
 
@@ -140,6 +149,7 @@ def best_text(best: pd.DataFrame, quality: str) -> str:
         budget = ", ".join(f"{n} <= {int(v):,} B" for n, v in (("flash", r.get("flash_budget")),
                                                                 ("ram", r.get("ram_budget"))) if pd.notna(v))
         lines.append(f"{r['board']} [{budget or 'no budget'}]: {r['model'].rpartition(':')[2]} {r['params']} "
-                     f"{r['precision']}: {quality} {r[quality]:.4g}, {r['est_ms']:.4g} ms (est.), "
-                     f"arena {int(r['arena_bytes']):,} B, program {int(r['program_bytes']):,} B")
+                     f"{r['precision']}: {quality} {r[quality]:.4g}, "
+                     + (f"{r['est_ms']:.4g} ms (est.), " if pd.notna(r.get("est_ms")) else "")
+                     + f"arena {int(r['arena_bytes']):,} B, program {int(r['program_bytes']):,} B")
     return "\n".join(lines)
