@@ -164,12 +164,9 @@ def run_task(task: Task, executor: str = "") -> list[dict[str, Any]]:
                 row["compile_s"] = time.perf_counter() - t0
             else:
                 prog = retarget(shared, board)
-                from ..fit import FitError, board_for, fit_problem
+                from ..fit import check_fit
 
-                problem = fit_problem(prog.graph, prog.program_bytes,
-                                      board_for(board, task.flash_budget, task.ram_budget))
-                if problem:
-                    raise FitError(problem)
+                check_fit(prog.graph, prog.program_bytes, board, task.flash_budget, task.ram_budget)  # as compile
                 row["compile_s"] = first
             first = row["compile_s"] if first is None else first
         except Exception as exc:  # noqa: BLE001
