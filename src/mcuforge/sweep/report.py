@@ -94,7 +94,7 @@ def pareto_figure(table: pd.DataFrame, front: pd.DataFrame, quality: str) -> Fig
                 part = ok[(ok["board"] == board) & (ok["precision"] == precision)]
                 if len(part):
                     ax.scatter(part[x], part[quality], c=color, marker=BOARD_MARKERS[b % len(BOARD_MARKERS)],
-                               s=36, label=f"{precision} {board}")
+                               s=36, alpha=0.75, label=f"{precision} {board}")
         if len(front):
             ax.scatter(front[x], front[quality], facecolors="none", edgecolors="black", s=140, linewidths=1.2,
                        label="Pareto front")
@@ -102,8 +102,10 @@ def pareto_figure(table: pd.DataFrame, front: pd.DataFrame, quality: str) -> Fig
         ax.set_xlabel(label)
         ax.set_ylabel(f"{quality} (higher is better)")
         ax.grid(alpha=0.3)
-    if fig.axes:
-        fig.axes[0].legend(fontsize=7, loc="lower right")
+    if fig.axes:  # below the panels, clear of the points
+        handles, labels = fig.axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=min(5, max(1, len(labels))),
+                   bbox_to_anchor=(0.5, -0.12))
     fig.suptitle(f"Pareto front: {quality} vs estimated ms, RAM and flash ({len(front)} of {len(ok)} points)")
     return fig
 
