@@ -14,8 +14,9 @@ fi
 if ! python -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.13.0') else 1)" 2>/dev/null; then
     pip install --quiet --disable-pip-version-check torch==2.13.0
 fi
-# ethos-u: tosa-tools and ethos-u-vela, for the Ethos-U path (mcuforge.tosa, mcuforge.ethosu) and its tests.
-pip install --quiet --disable-pip-version-check -e ".[dev,ethos-u]"
+# ethos-u: tosa-tools and ethos-u-vela, for the Ethos-U path (mcuforge.tosa, mcuforge.ethosu) and its tests;
+# ray: sweeps on a Ray cluster (mcuforge sweep --ray), which tests/test_sweep.py runs on a local one.
+pip install --quiet --disable-pip-version-check -e ".[dev,ethos-u,ray]"
 # torchvision's model zoo for tests/test_public_models.py (a test dependency). 0.28.0 is the release
 # that pairs with torch 2.13.0; --no-deps so that pip never swaps the CPU torch for another build.
 # Its C extension does not load with the CPU torch (the tests stub it: tests/torchvision_zoo.py); the

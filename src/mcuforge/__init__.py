@@ -26,6 +26,16 @@ from .trace import Trace  # noqa: E402
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> object:
+    """``mcuforge.sweep``: imported on first use (it loads pandas, Parquet and matplotlib)."""
+    if name == "sweep":
+        import importlib
+
+        return importlib.import_module(".sweep", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "TARGETS", "CaptureError", "Inspector", "LoweringError", "OpRecord", "Program", "ProgramFormatError", "Trace",
     "capture", "compile", "evaluate", "get_target", "kernels", "load",

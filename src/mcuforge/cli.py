@@ -493,6 +493,25 @@ def _compile_target(value: str) -> str:
     return value
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    """Run a sweep (points not yet in --out's table), or with --report draw its Pareto front."""
+    from . import sweep
+
+    if args.report:
+        done = sweep.report(args.out, objective=args.objective)
+        print(f"{len(done['table'])} points, {len(done['front'])} on the Pareto front ({done['quality']}); "
+              f"plot {done['png']}, report {done['html']}")
+        print(sweep.report_module.best_text(done["best"], done["quality"]))
+        return 0
+    if not args.spec:
+        raise CliError("mcuforge sweep: give the sweep description (sweep.yaml), or --report")
+    table = sweep.run(args.spec, args.out, ray=args.ray, workers=args.workers, progress=not args.quiet,
+                      retry_failed=args.retry_failed)
+    counts = table["status"].value_counts().to_dict() if len(table) else {}
+    print(f"{len(table)} points in {args.out}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="mcuforge", description="PyTorch models to int8 Cortex-M programs.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -601,6 +620,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host-only", action="store_true", help="skip step 4 (C runtime and the emulated board)")
     p.add_argument("--html", help="write the Inspector's HTML report of the board run here")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("sweep", help="a design-space sweep: models x precisions x budgets x boards, measured; "
+                                     "--report draws its Pareto front")
+    p.add_argument("spec", nargs="?", help="the sweep description (YAML, docs/sweeps.md)")
+    p.add_argument("--out", required=True, help="the result folder (Parquet table; a rerun resumes)")
+    p.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster ('local' starts one; needs the ray extra)")
+    p.add_argument("--workers", type=int, help="local processes (or the local Ray cluster's CPUs); default: cores")
+    p.add_argument("--retry-failed", action="store_true", help="compute failed points again")
+    p.add_argument("--report", action="store_true", help="write the Pareto plot and HTML table, print the best")
+    p.add_argument("--objective", help="the report's quality column (default: accuracy with labels, else sqnr_db)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_sweep)
     return parser
 
 

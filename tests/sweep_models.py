@@ -1,0 +1,28 @@
+"""Model factories for the sweep's failure tests (tests/test_sweep.py): each fails in its own way."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+from torch import nn
+
+
+def raises(width: float = 1.0) -> nn.Module:
+    raise RuntimeError(f"this factory cannot build width {width}")
+
+
+def dies(width: float = 1.0) -> nn.Module:
+    """The worker process ends without a word, as a segfault or the OOM killer would end it."""
+    os._exit(7)
+
+
+class DataDependent(nn.Module):
+    """Output shape depends on the values: not compilable (a compile-stage error)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nonzero(x > 0).float()
+
+
+def data_dependent(width: float = 1.0) -> nn.Module:
+    return DataDependent()
