@@ -13,6 +13,7 @@ from tqdm.auto import tqdm
 from ..capture import as_input_tuple
 from ..lower.builder import module_path
 from .gptq import gptq_weights
+from .linear_choice import input_grams, undecided_linear_layers
 from .quantizer import CortexMQuantizer, ObserverConfig
 from .schemes import SCHEMES, Scheme, get_scheme
 
@@ -68,10 +69,15 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
 
 def _quantize(captured: fx.GraphModule, calibration: Iterable[Sequence[torch.Tensor]], num_inputs: int,
               progress: bool, observers: ObserverConfig | None, scheme: Scheme | None) -> fx.GraphModule:
-    if scheme is not None and scheme.any_gptq:
+    scheme = scheme or SCHEMES["int8"]
+    if scheme.any_gptq:
         calibration = list(calibration_batches(calibration, num_inputs))  # read twice: by GPTQ, then the observers
         gptq_weights(captured, calibration, lambda node: scheme.layer_scheme(module_path(node)).gptq)
-    prepared = prepare_pt2e(captured, CortexMQuantizer(observers, scheme))
+    grams = {}
+    if undecided_linear_layers(captured, scheme):  # the per-channel choice needs the linear layers' inputs
+        calibration = list(calibration_batches(calibration, num_inputs))
+        grams = input_grams(captured, scheme, calibration)
+    prepared = prepare_pt2e(captured, CortexMQuantizer(observers, scheme, linear_inputs=grams))
     total = len(calibration) if hasattr(calibration, "__len__") else None
     seen = 0
     with torch.no_grad():
