@@ -83,7 +83,7 @@ def test_int8_precisions():
 
 
 def crafted_linear(per_channel_helps_the_output: bool) -> tuple[nn.Module, list[tuple[torch.Tensor]]]:
-    """A linear layer (64 inputs, 16 outputs) fed inputs that are zero on columns 8..63, where the weights' own
+    """A linear layer (256 inputs, 16 outputs) fed inputs that are zero on columns 8..255, where the weights' own
     rounding error and the error on the layer's output disagree. 12 rows of range 1, their weights on the
     live columns on the per-tensor grid (1/127: no error either way), and 4 rows of range 0.02, which a scale
     of their own rounds finely. Per channel helps the output: the small rows are nonzero on the live
@@ -91,22 +91,22 @@ def crafted_linear(per_channel_helps_the_output: bool) -> tuple[nn.Module, list[
     ones (a large error either way, which the weights' error counts and the output never sees). It does
     not: the small rows are nonzero on dead columns only, the large rows on the grid everywhere."""
     gen = torch.Generator().manual_seed(4)
-    weight = torch.zeros(16, 64)
+    weight = torch.zeros(16, 256)
     weight[:12, :8] = torch.randint(-127, 128, (12, 8), generator=gen) / 127
     weight[:12, 0] = 1.0  # every large row's range is 1: per channel gives them the per-tensor scale
     small = torch.rand(4, 8, generator=gen) * 0.04 - 0.02
     if per_channel_helps_the_output:
-        weight[:12, 8:] = torch.rand(12, 56, generator=gen) * 2 - 1
+        weight[:12, 8:] = torch.rand(12, 248, generator=gen) * 2 - 1
         weight[12:, :8] = small
     else:
-        weight[:12, 8:] = torch.randint(-127, 128, (12, 56), generator=gen) / 127
+        weight[:12, 8:] = torch.randint(-127, 128, (12, 248), generator=gen) / 127
         weight[12:, 8:16] = small
-    layer = nn.Linear(64, 16).eval()
+    layer = nn.Linear(256, 16).eval()
     with torch.no_grad():
         layer.weight.copy_(weight)
     items = []
     for _ in range(16):
-        x = torch.zeros(1, 64)
+        x = torch.zeros(1, 256)
         x[:, :8] = torch.randn(1, 8, generator=gen)
         items.append((x,))
     return layer, items
