@@ -44,7 +44,7 @@ def rule_before() -> Iterator[None]:
     """The rule this one replaced: per channel where the weights' own rounding error (``G = I``: the quantizer's
     fallback when it is given no calibration inputs) falls by at least 1 dB."""
     saved = (quantize.input_grams, weight_observers.PER_CHANNEL_MIN_GAIN_DB, linear_choice.PER_CHANNEL_MIN_GAIN_DB)
-    quantize.input_grams = lambda *_args: {}
+    quantize.input_grams = lambda *_args: {}  # the layers' inputs withheld
     weight_observers.PER_CHANNEL_MIN_GAIN_DB = linear_choice.PER_CHANNEL_MIN_GAIN_DB = 1.0
     try:
         yield

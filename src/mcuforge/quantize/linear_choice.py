@@ -14,8 +14,6 @@ clipped scales (``weight_observers.clipped_scales``) for int4.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-
 import torch
 from torch import fx
 
@@ -25,7 +23,8 @@ from .patterns import LINEAR_OPS
 from .schemes import Scheme
 from .weight_observers import PER_CHANNEL_MIN_GAIN_DB, clipped_scales
 
-__all__ = ["choose_per_channel", "input_grams", "output_error", "per_channel_output_gain_db", "rounded_weight",
+__all__ = ["choose_per_channel", "gram_collector", "input_grams", "output_error", "per_channel_output_gain_db",
+           "rounded_weight",
            "undecided_linear_layers"]
 
 
@@ -94,20 +93,18 @@ def undecided_linear_layers(gm: fx.GraphModule, scheme: Scheme) -> dict[fx.Node,
     return layers
 
 
-def input_grams(gm: fx.GraphModule, scheme: Scheme, calibration: Iterable[Sequence[torch.Tensor]]
-                ) -> dict[str, torch.Tensor]:
-    """``sum x x^T`` (float64) of the calibration inputs of each undecided linear layer (one pass of the float
-    graph), keyed by its weight's attribute (a weight two layers share: their inputs together)."""
+def gram_collector(gm: fx.GraphModule, scheme: Scheme) -> _Collector | None:
+    """A runner of the float graph that accumulates ``sum x x^T`` (float64) of the inputs of each undecided linear
+    layer (``collector.run(*inputs)`` per calibration item, then :func:`input_grams`); None if there is none."""
     layers = undecided_linear_layers(gm, scheme)
-    if not layers:
-        return {}
-    collector = _Collector(gm, layers)
-    with torch.no_grad():
-        for inputs in calibration:
-            collector.run(*inputs)
+    return _Collector(gm, layers) if layers else None
+
+
+def input_grams(collector: _Collector | None) -> dict[str, torch.Tensor]:
+    """What ``collector`` accumulated, keyed by each layer's weight attribute (a weight two layers share: their
+    inputs together)."""
     grams: dict[str, torch.Tensor] = {}
-    for node, gram in collector.gram.items():
+    for node, gram in ({} if collector is None else collector.gram).items():
         key = str(node.args[1].target)
         grams[key] = grams[key] + gram if key in grams else gram
     return grams
-
