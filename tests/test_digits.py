@@ -1,8 +1,8 @@
 """Real accuracy, as a sanity floor: the digits CNN's int8 and W4A8 programs classify the test images within 5
 points of the fp32 model (a wrong kernel, scale or layout gives chance, 10 %). How close they really come
-(int8 and W4A8 both +0.00 points here, 128 calibration images) is a method-quality figure of one trained model, whose weights and hence
-figures move with the CPU's float arithmetic: benchmarks/precision.py (docs/accuracy.md, "Figures that move
-between CPUs")."""
+(int8 and W4A8 both +0.00 points here, 128 calibration images) is a method-quality figure of one trained
+model, whose weights and hence figures move with the CPU's float arithmetic: benchmarks/precision.py
+(docs/accuracy.md, "Figures that move between CPUs")."""
 
 import warnings
 
