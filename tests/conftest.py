@@ -98,6 +98,9 @@ def pytest_addoption(parser):
     parser.addoption("--cmsis-nn", metavar="DIR", default=None,
                      help="Arm CMSIS-NN source tree for the tests against the real library "
                           "(default: $MCUFORGE_CMSIS_NN or ../shared/third_party/cmsis-nn)")
+    parser.addoption("--update-guards", action="store_true", default=False,
+                     help="tests/test_guards.py: write the measured figures into tests/guards/*.json instead of "
+                          "checking them (after a change that moves them on purpose)")
 
 
 @pytest.fixture(scope="session")

@@ -45,16 +45,18 @@ EXPECTED_KINDS = {
     "unet": {"conv2d_s8": 11, "transpose_conv2d_s8": 2, "concat_s8": 2, "maxpool_s8": 2},
 }
 
-# SQNR (dB) of the int8 program against the fp32 model on 16 held-out inputs: floors ~3 dB
-# below what was measured (measured value in the comment; 32 calibration samples).
+# SQNR (dB) of the int8 program against the fp32 model on 16 held-out inputs (32 calibration samples):
+# sanity floors, 10 dB under the SQNR measured on one seed: these random-weight models' figures are rounding
+# draws that move by a couple of dB with the CPU's float arithmetic (docs/accuracy.md); a broken kernel or
+# scale lands far lower. Regressions of a few tenths are the SQNR guard's (tests/test_guards.py).
 SQNR_FLOOR = {
-    "mobilenet_v2": 40.5,  # measured 43.7
-    "mobilenet_v3_small": 46.0,  # measured 49.2
-    "kws_conv1d": 43.0,  # measured 46.3
-    "kws_lstm": 36.0,  # measured 39.0 (fused lstm_s8; 34.2 unrolled)
-    "kws_gru": 36.4,  # measured 39.4 (fused gru_s8; 30.7 unrolled)
-    "transformer_block": 32.5,  # measured 35.8
-    "unet": 49.0,  # measured 52.3
+    "mobilenet_v2": 33.7,  # measured 43.7
+    "mobilenet_v3_small": 39.2,  # measured 49.2
+    "kws_conv1d": 36.3,  # measured 46.3
+    "kws_lstm": 29.0,  # measured 39.0 (fused lstm_s8; 34.2 unrolled)
+    "kws_gru": 29.4,  # measured 39.4 (fused gru_s8; 30.7 unrolled)
+    "transformer_block": 25.8,  # measured 35.8
+    "unet": 42.3,  # measured 52.3
 }
 
 

@@ -47,21 +47,46 @@ def load_digits_data(seed: int = 0) -> DigitsData:
     return DigitsData(*(torch.from_numpy(a) for a in (x_tr, y_tr, x_te, y_te)))
 
 
+#: Significant bits the trained parameters keep (float32 has 24): see ``train_digits_cnn``.
+KEPT_BITS = 12
+
+
 def train_digits_cnn(data: DigitsData, epochs: int = 12, seed: int = 0, progress: bool = True) -> DigitsCNN:
-    torch.manual_seed(seed)
-    model = DigitsCNN()
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    loss_fn = nn.CrossEntropyLoss()
-    gen = torch.Generator().manual_seed(seed)
-    model.train()
-    for _ in tqdm(range(epochs), desc="training", unit="epoch", disable=not progress):
-        order = torch.randperm(len(data.x_train), generator=gen)
-        for i in range(0, len(order), 64):
-            idx = order[i:i + 64]
-            opt.zero_grad()
-            loss_fn(model(data.x_train[idx]), data.y_train[idx]).backward()
-            opt.step()
-    return model.eval()
+    """Adam, batches of 64, ``epochs`` passes in a seeded order; the same model on every x86 CPU.
+
+    Trained in float32, the weights depend on the CPU: oneDNN and MKL pick kernels by instruction set (AVX-512,
+    AVX2) and torch splits sums over its threads, each summing in its own order, and 276 steps of Adam carry
+    the last-bit differences into every weight (here, default vs ``ONEDNN_MAX_CPU_ISA=AVX2`` or one thread:
+    different float32 weights, different int8 programs, SQNR figures a few tenths of a dB apart). So it trains
+    in float64 on one thread (float64 convolutions do not go through oneDNN) -- the weights then differ between
+    those set-ups by ~1e-11 relative -- and rounds every parameter and statistic to KEPT_BITS significant bits
+    (2.4e-4 relative, far below int8's resolution), where such differences almost never cross a rounding
+    boundary (docs/accuracy.md, "Figures that move between CPUs")."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(seed)
+        model = DigitsCNN().double()
+        opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+        loss_fn = nn.CrossEntropyLoss()
+        gen = torch.Generator().manual_seed(seed)
+        x_train = data.x_train.double()
+        model.train()
+        for _ in tqdm(range(epochs), desc="training", unit="epoch", disable=not progress):
+            order = torch.randperm(len(x_train), generator=gen)
+            for i in range(0, len(order), 64):
+                idx = order[i:i + 64]
+                opt.zero_grad()
+                loss_fn(model(x_train[idx]), data.y_train[idx]).backward()
+                opt.step()
+    finally:
+        torch.set_num_threads(threads)
+    with torch.no_grad():
+        for value in (*model.parameters(), *model.buffers()):
+            if value.is_floating_point():
+                mantissa, exponent = torch.frexp(value)
+                value.copy_(torch.ldexp(torch.round(mantissa * 2**KEPT_BITS) / 2**KEPT_BITS, exponent))
+    return model.float().eval()
 
 
 def make_digits_cnn() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:

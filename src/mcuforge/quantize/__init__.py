@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import torch
 from torch import fx
@@ -13,6 +13,7 @@ from tqdm.auto import tqdm
 from ..capture import as_input_tuple
 from ..lower.builder import module_path
 from .gptq import gptq_weights
+from .linear_choice import gram_collector, input_grams
 from .quantizer import CortexMQuantizer, ObserverConfig
 from .schemes import SCHEMES, Scheme, get_scheme
 
@@ -68,22 +69,34 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
 
 def _quantize(captured: fx.GraphModule, calibration: Iterable[Sequence[torch.Tensor]], num_inputs: int,
               progress: bool, observers: ObserverConfig | None, scheme: Scheme | None) -> fx.GraphModule:
-    if scheme is not None and scheme.any_gptq:
+    scheme = scheme or SCHEMES["int8"]
+    if scheme.any_gptq:
         calibration = list(calibration_batches(calibration, num_inputs))  # read twice: by GPTQ, then the observers
         gptq_weights(captured, calibration, lambda node: scheme.layer_scheme(module_path(node)).gptq)
-    prepared = prepare_pt2e(captured, CortexMQuantizer(observers, scheme))
+    collector = gram_collector(captured, scheme)
+    if collector is not None:  # the per-channel choice needs the linear layers' inputs: one pass of the float graph
+        calibration = list(calibration_batches(calibration, num_inputs))
+        _run_each(calibration, num_inputs, collector.run)
+    prepared = prepare_pt2e(captured, CortexMQuantizer(observers, scheme, linear_inputs=input_grams(collector)))
     total = len(calibration) if hasattr(calibration, "__len__") else None
+    batches = tqdm(calibration_batches(calibration, num_inputs), total=total, desc="calibrating", unit="batch",
+                   disable=not progress)
+    if _run_each(batches, num_inputs, prepared) == 0:
+        raise ValueError("the calibration data is empty: give at least one input tuple")
+    return convert_pt2e(prepared)
+
+
+def _run_each(calibration: Iterable[Sequence[torch.Tensor]], num_inputs: int, run: Callable[..., object]) -> int:
+    """``run(*inputs)`` on every calibration item, without gradients; an item that fails is named with its
+    index and shapes. Returns the number of items."""
     seen = 0
     with torch.no_grad():
-        for inputs in tqdm(calibration_batches(calibration, num_inputs), total=total, desc="calibrating",
-                           unit="batch", disable=not progress):
+        for inputs in calibration_batches(calibration, num_inputs):
             try:
-                prepared(*inputs)
+                run(*inputs)
             except Exception as exc:  # noqa: BLE001 - re-raised with the item's index and shapes
                 shapes = ", ".join(str(list(x.shape)) for x in inputs)
                 raise ValueError(f"calibration item {seen} (input shapes {shapes}) failed in the model: "
                                  f"{type(exc).__name__}: {exc}") from exc
             seen += 1
-    if seen == 0:
-        raise ValueError("the calibration data is empty: give at least one input tuple")
-    return convert_pt2e(prepared)
+    return seen

@@ -41,6 +41,7 @@ from torchao.quantization.pt2e.quantizer import (
 from ..lower.builder import module_path
 from ..lstm_op import GRU_OPS, LSTM_CELL_STATE_OPS, LSTM_OPS
 from .int16 import S16_OPS, SIGMOID_TANH, PowerOfTwoObserver, activation_qspec_s16, q15_output_qspec
+from .linear_choice import choose_per_channel
 from .observers import HistogramObserver, PerChannelMinMaxObserver
 from .patterns import (
     ADD_OPS,
@@ -66,7 +67,7 @@ from .patterns import (
     WEIGHTED_OPS,
 )
 from .schemes import SCHEMES, Scheme
-from .weight_observers import PER_CHANNEL_MIN_GAIN_DB, MSEObserver, PerChannelMSEObserver, per_channel_gain_db
+from .weight_observers import MSEObserver, PerChannelMSEObserver
 
 ANNOTATION_KEY = "quantization_annotation"
 # Byte movement: any width (under "a16w8" the width of the values moved).
@@ -194,13 +195,17 @@ class CortexMQuantizer(Quantizer):
     activations)."""
 
     def __init__(self, observers: ObserverConfig | None = None, scheme: Scheme | None = None,
-                 fp32_recurrent: bool = False) -> None:
+                 fp32_recurrent: bool = False, linear_inputs: dict[str, torch.Tensor] | None = None) -> None:
         """``fp32_recurrent`` leaves the fused LSTM and GRU layers unannotated (fp32 between int8 layers, as
-        ExecuTorch's Cortex-M flow runs recurrent layers): a reference for the fused int16-state kernel."""
+        ExecuTorch's Cortex-M flow runs recurrent layers): a reference for the fused int16-state kernel.
+        ``linear_inputs``: per linear layer's weight attribute, ``sum x x^T`` of its calibration inputs
+        (``linear_choice.input_grams``), by which a layer left to the data is given one weight scale or one
+        per output channel; a layer without it is decided on its weights' own rounding error."""
         super().__init__()
         self.observers = observers or ObserverConfig()
         self.scheme = scheme or SCHEMES["int8"]
         self.fp32_recurrent = fp32_recurrent
+        self.linear_inputs = linear_inputs or {}
 
     def annotate(self, model: fx.GraphModule) -> fx.GraphModule:
         for node in model.graph.nodes:
@@ -311,17 +316,16 @@ class CortexMQuantizer(Quantizer):
         per_channel = node.target not in LINEAR_OPS or self._linear_per_channel(node.args[1], bits, layer)
         return weight_qspec(self.observers, 1 if transposed else 0, bits, per_channel)
 
-    @staticmethod
-    def _linear_per_channel(weight: fx.Node, bits: int, layer: Scheme) -> bool:
-        """The layer's scheme's choice, or by default: per channel where that lowers the weights' rounding
-        error by at least PER_CHANNEL_MIN_GAIN_DB (rows of different ranges), one scale for the tensor
-        otherwise."""
+    def _linear_per_channel(self, weight: fx.Node, bits: int, layer: Scheme) -> bool:
+        """The layer's scheme's choice, or by default: per channel where that lowers the error on the layer's
+        output over its calibration inputs by at least PER_CHANNEL_MIN_GAIN_DB, one scale for the tensor
+        otherwise (``linear_choice``)."""
         if layer.linear_per_channel is not None:
             return layer.linear_per_channel
         value = weight.graph.owning_module
         for part in str(weight.target).split("."):
             value = getattr(value, part)
-        return per_channel_gain_db(value, bits) >= PER_CHANNEL_MIN_GAIN_DB
+        return choose_per_channel(value, self.linear_inputs.get(str(weight.target)), bits)
 
     def _annotate_add(self, node: fx.Node) -> None:
         a, b = node.args[0], node.args[1]

@@ -20,8 +20,9 @@ class Scheme:
     127]) or 4 ([-7, 7], packed two per byte in CMSIS-NN's s4 layout). Transposed convolutions keep int8 weights
     (CMSIS-NN has no s4 transposed convolution). ``linear_per_channel``: linear weights per output channel
     (True, run by ``fully_connected_per_channel_s8``), one scale per tensor (False: ``fully_connected_s8``), or
-    by default (None) per layer: per channel where that lowers the weights' rounding error by at least 1 dB
-    (``weight_observers.PER_CHANNEL_MIN_GAIN_DB``), else one scale (8 bytes of flash less per output).
+    by default (None) per layer: per channel where that lowers the error on the layer's output over its
+    calibration inputs by at least 0.1 dB (``linear_choice``, ``weight_observers.PER_CHANNEL_MIN_GAIN_DB``), else
+    one scale (8 bytes of flash less per output).
     ``gptq``: round the int8 weights of linear and ungrouped conv layers by GPTQ on the calibration data
     (``gptq.py``) instead of to nearest; with int16 activations the weights' rounding is most of what is
     left of the error. It needs per-channel weights (GPTQ rounds on the per-channel grid).

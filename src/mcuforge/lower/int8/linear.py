@@ -25,8 +25,9 @@ from .s16 import S8, S16, WidthError, s64_requant, width_of
 @int8_lowering(LINEAR_OPS, kernels="fully_connected_per_channel_s8 / fully_connected_s8 (int4 weights: "
                "fully_connected_s4)",
                precision="int8 activations (per tensor), int8 symmetric weights, int32 bias (a8w8): per output "
-                         "channel (fully_connected_per_channel_s8) where that lowers the weights' rounding error "
-                         "by at least 1 dB, else per tensor (fully_connected_s8); quantization=\"w4a8\": int4 "
+                         "channel (fully_connected_per_channel_s8) where that lowers the error on its output over "
+                         "the calibration inputs "
+                         "by at least 0.1 dB, else per tensor (fully_connected_s8); quantization=\"w4a8\": int4 "
                          "symmetric weights, packed two per byte, an int16 bias where it fits and 16-bit "
                          "multipliers, the same choice (a8w4)",
                constraints="constant weight; any leading dims (rows); fused ReLU/ReLU6/hardtanh/clamp")
