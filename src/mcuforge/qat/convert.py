@@ -39,7 +39,6 @@ def convert_qat(qat_model: fx.GraphModule, example: tuple[torch.Tensor, ...]) ->
     if len(example) != info.num_inputs:
         raise ValueError(f"the QAT model takes {info.num_inputs} input(s), got {len(example)}")
     model = freeze(copy.deepcopy(qat_model))
-    model.eval()
     with quiet_torch_logs():
         converted = convert_pt2e(model)
     specialize(converted, example)

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 from torch import fx, nn
+from torchao.quantization.pt2e import allow_exported_model_train_eval
 from torchao.quantization.pt2e.quantize_pt2e import prepare_qat_pt2e
 from torchao.quantization.pt2e.quantizer import QuantizationSpec
 from tqdm.auto import tqdm
@@ -147,6 +148,8 @@ def prepare_qat(
     _trainable(gm)
     with quiet_torch_logs():
         prepared = prepare_qat_pt2e(gm, QATQuantizer(observers, scheme))
+    # Exported in eval mode (dropout off, BatchNorm folded): train()/eval() switch nothing, but user loops call them.
+    allow_exported_model_train_eval(prepared)
     prepared.meta[META_KEY] = QATInfo(scheme, len(example), tuple(tuple(x.shape) for x in example))
     calibrate(prepared, calibration, len(example), progress)
     return prepared
