@@ -17,8 +17,10 @@ from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e
 
 from ..capture import quiet_torch_logs
-from .fake_quant import set_observers
+from .fake_quant import fake_quants, set_observers
 from .prepare import META_KEY, QATInfo
+from .requant import restore
+from .snap import snap
 
 aten = torch.ops.aten
 #: Guards torch.export leaves on symbolic sizes: meaningless once the sizes are numbers.
@@ -30,6 +32,9 @@ def freeze(qat_model: fx.GraphModule) -> fx.GraphModule:
     """Freeze every observer (in place): the qparams stop moving; the forward is then what compile turns into
     the program (``mcuforge.compile`` freezes a copy itself)."""
     set_observers(qat_model, False)
+    with torch.no_grad():
+        for fq in fake_quants(qat_model):
+            snap(fq)  # against the final input and output scales
     return qat_model
 
 
@@ -39,6 +44,7 @@ def convert_qat(qat_model: fx.GraphModule, example: tuple[torch.Tensor, ...]) ->
     if len(example) != info.num_inputs:
         raise ValueError(f"the QAT model takes {info.num_inputs} input(s), got {len(example)}")
     model = freeze(copy.deepcopy(qat_model))
+    restore(model)
     with quiet_torch_logs():
         converted = convert_pt2e(model)
     specialize(converted, example)

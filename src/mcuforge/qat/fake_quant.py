@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 
 import torch
+from torchao.quantization.pt2e import DerivedObserverOrFakeQuantize
 from torchao.quantization.pt2e.fake_quantize import FakeQuantize
 
 
@@ -34,12 +35,26 @@ class ObserverFakeQuantize(FakeQuantize):
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:  # noqa: N803 - torch's name
         observer = self.activation_post_process
-        if self.weight and self.observer_enabled[0] == 1 and hasattr(observer, "reset_min_max_vals"):
+        observing = self.observer_enabled[0] == 1
+        if self.weight and observing and hasattr(observer, "reset_min_max_vals"):
             observer.reset_min_max_vals()
+        if observing and getattr(self, "snap_to", None) is not None:
+            self.activation_post_process(X.detach())  # observe, store the scale snapped (snap.py), then quantize
+            scale, zero_point = observer.calculate_qparams()
+            self.scale.resize_(scale.shape).copy_(scale)
+            self.zero_point.resize_(zero_point.shape).copy_(zero_point)
+            from .snap import snap
+
+            snap(self)
+            self.enable_observer(False)
+            try:
+                return super().forward(X)
+            finally:
+                self.enable_observer(True)
         return super().forward(X)
 
     def calculate_qparams(self) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.observer_enabled[0] == 1:
+        if self.observer_enabled[0] == 1 and getattr(self, "snap_to", None) is None:
             return self.activation_post_process.calculate_qparams()
         return self.scale.detach().clone(), self.zero_point.detach().clone()
 
@@ -73,3 +88,36 @@ def set_fake_quant(model: torch.nn.Module, enabled: bool) -> None:
     for m in model.modules():
         if isinstance(m, FakeQuantize):
             m.enable_fake_quant(enabled)
+
+
+class BiasFakeQuantize(DerivedObserverOrFakeQuantize):
+    """The int32 bias, fake-quantized in the forward as convert_pt2e quantizes it (PT2E's derived observer passes
+    the float bias through): scale input_scale x weight_scale from the same function, rounded by the same
+    quantize op. Left float, the bias's rounding (up to half of input_scale x weight_scale) shifts outputs by up
+    to half the requantization multiplier in output steps, enough to move a few percent of the codes across a
+    rounding boundary; fake-quantized, the forward's bias is the program's exactly."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not all(getattr(fq, "fake_quant_enabled", torch.ones(1))[0] == 1 for fq in self.obs_or_fqs):
+            return x  # calibrating: float values, as PTQ's observers see them
+        scale, zero_point = self.calculate_qparams()
+        ops = torch.ops.quantized_decomposed
+        if scale.numel() > 1 or self.qscheme in (torch.per_channel_symmetric, torch.per_channel_affine):
+            q = ops.quantize_per_channel(x, scale, zero_point, self.ch_axis, self.quant_min, self.quant_max, self.dtype)
+            dq = ops.dequantize_per_channel(q, scale, zero_point, self.ch_axis, self.quant_min, self.quant_max,
+                                            self.dtype)
+        else:
+            s, z = float(scale.reshape(-1)[0]), int(zero_point.reshape(-1)[0])
+            q = ops.quantize_per_tensor(x, s, z, self.quant_min, self.quant_max, self.dtype)
+            dq = ops.dequantize_per_tensor(q, s, z, self.quant_min, self.quant_max, self.dtype)
+        return x + (dq - x).detach()  # straight-through: the bias trains as a float
+
+
+def fake_quantize_biases(model: torch.nn.Module) -> int:
+    """PT2E's derived (bias) observers of ``model`` become :class:`BiasFakeQuantize` (in place); how many."""
+    count = 0
+    for m in model.modules():
+        if type(m) is DerivedObserverOrFakeQuantize and m.dtype == torch.int32:
+            m.__class__ = BiasFakeQuantize
+            count += 1
+    return count

@@ -34,7 +34,9 @@ from ..quantize import calibration_batches, get_scheme
 from ..quantize.quantizer import ANNOTATION_KEY, CortexMQuantizer, ObserverConfig
 from ..quantize.schemes import Scheme
 from ..rnn import rewrite_recurrent
-from .fake_quant import fake_quant_class, set_fake_quant, set_observers
+from .fake_quant import fake_quant_class, fake_quantize_biases, set_fake_quant, set_observers
+from .requant import emulate_requantization
+from .snap import link_four_bit_layers
 
 #: Where a QAT model keeps what compile needs (GraphModule.meta survives deepcopy).
 META_KEY = "mcuforge_qat"
@@ -148,6 +150,9 @@ def prepare_qat(
     _trainable(gm)
     with quiet_torch_logs():
         prepared = prepare_qat_pt2e(gm, QATQuantizer(observers, scheme))
+    fake_quantize_biases(prepared)
+    link_four_bit_layers(prepared)
+    emulate_requantization(prepared)
     # Exported in eval mode (dropout off, BatchNorm folded): train()/eval() switch nothing, but user loops call them.
     allow_exported_model_train_eval(prepared)
     prepared.meta[META_KEY] = QATInfo(scheme, len(example), tuple(tuple(x.shape) for x in example))
