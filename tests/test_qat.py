@@ -197,3 +197,33 @@ def test_trained_qat_program_same_bytes_host_python_c_and_board():
         board, _, _ = firmware.run_on_qemu(program, inputs, "cortex-m4")
         for p, c, b in zip(python, c_host, board, strict=True):
             assert p.tobytes() == c.tobytes() == b.tobytes()
+
+
+class Recurrent(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(16, 8)
+        self.rnn = nn.LSTM(8, 8, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h, _ = self.rnn(torch.relu(self.proj(x)))
+        return torch.softmax(h[:, -1], -1)
+
+
+def test_lstm_and_softmax_train_and_compile():
+    """The fused LSTM op has a backward under QAT (mcuforge.qat.recurrent): its weights train; the program keeps
+    the int16-state lstm_s8 kernel and softmax's fixed output quantization."""
+    torch.manual_seed(0)
+    model = Recurrent().eval()
+    x = torch.randn(64, 5, 16)
+    qat = prepare_qat(model, x[:1], [(x[:32],)], "w4a8", progress=False)
+    before = {n: p.detach().clone() for n, p in qat.named_parameters()}
+    targets = torch.softmax(torch.randn(64, 8), -1)
+    train_qat(qat, [(x[i:i + 16], targets[i:i + 16]) for i in range(0, 64, 16)], nn.functional.mse_loss, epochs=1,
+              lr=1e-2, progress=False)
+    moved = {n for n, p in qat.named_parameters() if not torch.equal(before[n], p)}
+    assert len(moved) == len(before)  # the LSTM's weights and bias included
+    prog = mcuforge.compile(qat, x[:1], target="cortex-m4")
+    assert [op.kind for op in prog.ops if op.kind in ("lstm_s8", "softmax_s8")] == ["lstm_s8", "softmax_s8"]
+    out = prog.graph.tensors[prog.graph.outputs[0]].qparams
+    assert (out.scale, out.zero_point) == (1 / 256, -128)

@@ -8,7 +8,10 @@
 from .convert import convert_qat, freeze
 from .fake_quant import fake_quants, set_fake_quant, set_observers
 from .prepare import QATQuantizer, is_qat_model, prepare_qat, scheme_of
+from .recurrent import register as _register_recurrent_gradients
 from .train import TrainLog, train_qat
+
+_register_recurrent_gradients()
 
 __all__ = ["QATQuantizer", "TrainLog", "convert_qat", "fake_quants", "freeze", "is_qat_model", "prepare_qat",
            "scheme_of", "set_fake_quant", "set_observers", "train_qat"]
