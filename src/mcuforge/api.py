@@ -335,6 +335,9 @@ def compile(  # noqa: A001 - the public name the flow reads as
     ["precision_choice"]`` (and ``mcuforge info``) gives each layer's precision and why. A budget no choice
     meets raises ``mcuforge.accuracy.auto.BudgetError`` naming the smallest program.
 
+    ``model`` may also be a model from :func:`mcuforge.prepare_qat`, trained: its frozen fake quants give the
+    qparams (``calibration`` and the quantization options are then not used; ``mcuforge.qat``).
+
     The program must fit the target's reference board (``mcuforge.targets``: its QEMU board, or a named
     part) or the part given by ``flash_bytes`` / ``ram_bytes``: else :class:`mcuforge.fit.FitError` says by
     how much and which constants or activations are the largest. ``fit_check=False`` skips the check.
