@@ -131,6 +131,7 @@ def test_per_layer_plan_carries_over():
     bits = sorted(fq.quant_max for fq in fake_quants(qat) if fq.weight)
     assert bits == [7, 127, 127, 127]
     prog = mcuforge.compile(qat, x[:1], target="cortex-m4")
+    assert not any(fq.frozen for fq in fake_quants(qat) if fq.weight)  # compile froze a copy, not the model
     assert sorted(op.kind for op in prog.ops if op.kind.startswith("conv2d")) == ["conv2d_s4", "conv2d_s8",
                                                                                   "conv2d_s8"]
 
