@@ -28,11 +28,14 @@ BOARDS = ("cortex-m3", "cortex-m4", "cortex-m55")
 
 
 def weighted_consts(rng, weight: np.ndarray, oc: int, bias_bits: int = 16, bias: bool | None = None,
-                    per_channel: bool | None = None) -> tuple[list, list[str]]:
-    """Weights, bias (``bias`` None: 80 % of the cases) and requantization (``per_channel`` None: either)."""
+                    per_channel: bool | None = None, shifts: tuple[int, ...] = ()) -> tuple[list, list[str]]:
+    """Weights, bias (``bias`` None: 80 % of the cases) and requantization (``per_channel`` None: either;
+    ``shifts``: the shifts drawn from these values)."""
     with_bias = rng.random() < 0.8 if bias is None else bias
     bias = rng.integers(-(1 << bias_bits), 1 << bias_bits, size=oc).astype(np.int32) if with_bias else None
     mult, shift = requant_params(rng, oc)
+    if shifts:
+        shift = rng.choice(shifts, size=len(shift)).astype(np.int8)
     if per_channel is not None and (len(mult) == oc) != per_channel:
         mult, shift = (np.resize(mult, oc), np.resize(shift, oc)) if per_channel else (mult[:1], shift[:1])
     consts = [const("w", weight)] + ([const("b", bias)] if bias is not None else [])
@@ -49,7 +52,7 @@ def offsets(rng, input_offset: int | None = None) -> dict:
 def conv_case(rng, sweep: BoardSweep, case: str, wc: int, kernel: tuple[int, int], groups: int = 1,
               oc_per_group: int | None = None, stride=None, pad=None, dil=None, hw=None, batch: int = 1,
               scratch: bool = True, input_offset: int | None = None, bias: bool | None = None,
-              per_channel: bool | None = None) -> None:
+              per_channel: bool | None = None, shifts: tuple[int, ...] = ()) -> None:
     for _ in range(100):
         h, w = hw or (int(rng.integers(1, 10)), int(rng.integers(1, 10)))
         st = stride or [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
@@ -60,7 +63,8 @@ def conv_case(rng, sweep: BoardSweep, case: str, wc: int, kernel: tuple[int, int
             break
     opg = oc_per_group or int(rng.integers(1, 10))
     oc = opg * groups
-    consts, names = weighted_consts(rng, int8(rng, (oc, *kernel, wc)), oc, bias=bias, per_channel=per_channel)
+    consts, names = weighted_consts(rng, int8(rng, (oc, *kernel, wc)), oc, bias=bias, per_channel=per_channel,
+                                    shifts=shifts)
     o = offsets(rng, input_offset)
     attrs = {"input_offset": o["input_offset"], "output_offset": o["output_offset"], "stride": st, "padding": pd,
              "dilation": dl, "act_min": o["act_min"], "act_max": o["act_max"]}
@@ -112,6 +116,16 @@ def conv_sweep(seed: int) -> BoardSweep:
     for wc in (1, 3, 8, 17, 33, 64):  # offset 0: the lowering's 1x1 and unpadded layers
         conv_case(rng, sweep, f"folded_pw_c{wc}_{len(sweep)}", wc, (1, 1), pad=[0, 0], input_offset=0)
         conv_case(rng, sweep, f"folded_3x3_c{wc}_{len(sweep)}", wc, (3, 3), pad=[0, 0], input_offset=0)
+    # the DSP 2 x 2 tile (depth a multiple of 8, per-channel requantization with a bias, the short
+    # requantization): 2 and 4 groups of taps per loop iteration, odd filter and pixel counts, both clamps
+    for wc, kernel in ((8, (1, 1)), (16, (1, 1)), (24, (1, 1)), (64, (1, 1)), (2, (2, 2)), (1, (10, 4))):
+        for opg in (2, 5):
+            conv_case(rng, sweep, f"tile_c{wc}_k{kernel[0]}x{kernel[1]}_o{opg}_{len(sweep)}", wc, kernel,
+                      pad=[0, 0] if kernel == (1, 1) else None, oc_per_group=opg, bias=True, per_channel=True)
+    # the tile's rounding at the ends of the shifts' range (0: none; -31: 2^30 added before the shift)
+    for wc in (8, 16):
+        conv_case(rng, sweep, f"tile_shift_ends_c{wc}_{len(sweep)}", wc, (1, 1), pad=[0, 0], oc_per_group=6,
+                  bias=True, per_channel=True, shifts=(0, -1, -30, -31))
     # no scratch: the portable path, its dot product the optimized mf_dot_s8
     for wc in (3, 17, 20):
         conv_case(rng, sweep, f"no_scratch_c{wc}", wc, (3, 3), scratch=False)

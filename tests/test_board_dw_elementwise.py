@@ -28,7 +28,7 @@ CHANNELS = (1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 40, 64)
 
 def depthwise_case(rng, sweep: BoardSweep, case: str, channels: int, kernel: tuple[int, int], dm: int = 1,
                    negative_shifts: bool = False, hw: tuple[int, int] | None = None,
-                   dil: list[int] | None = None) -> None:
+                   dil: list[int] | None = None, shifts: tuple[int, ...] = ()) -> None:
     for _ in range(100):
         n = 1 if rng.random() < 0.8 else 2
         h, w = hw or (int(rng.integers(1, 9)), int(rng.integers(1, 9)))
@@ -44,6 +44,8 @@ def depthwise_case(rng, sweep: BoardSweep, case: str, channels: int, kernel: tup
     mult, shift = requant_params(rng, oc)
     if negative_shifts:  # the MVE loops' shorter requantization (every shift < 0)
         shift = np.minimum(shift, -1).astype(np.int8)
+    if shifts:  # the shifts drawn from these values
+        shift = rng.choice(shifts, size=len(shift)).astype(np.int8)
     lo, hi = act_range(rng)
     attrs = {"input_offset": int(rng.integers(-127, 129)), "output_offset": int(rng.integers(-128, 128)),
              "stride": stride, "padding": pad, "dilation": dil, "depth_multiplier": dm, "act_min": lo,
@@ -80,6 +82,10 @@ def depthwise_sweep(seed: int) -> BoardSweep:
             hw = (int(rng.integers(1, 13)), int(rng.integers(1, 13))) if i < 6 else ((25, 5) if c == 64 else (12, 12))
             depthwise_case(rng, sweep, f"dw3x3_c{c}_n{negative:d}_{len(sweep)}", c, (3, 3), negative_shifts=negative,
                            hw=hw)
+    # the DSP 3x3 output stage's rounding at the ends of the shifts' range (0: none; -31: 2^30 added)
+    for c in (8, 16):
+        depthwise_case(rng, sweep, f"dw3x3_shift_ends_c{c}_{len(sweep)}", c, (3, 3), hw=(6, 5),
+                       shifts=(0, -1, -30, -31))
     return sweep
 
 
@@ -150,13 +156,14 @@ def elementwise_sweep(kind: str, seed: int) -> BoardSweep:
     return sweep
 
 
-def avgpool_sweep(seed: int) -> BoardSweep:
-    """avgpool_s8: windows of at most 255 inputs (the MVE int16 sums) and more, channel counts around 8,
-    padding (fewer inputs in the edge windows), strides, global pools."""
+def avgpool_sweep(seed: int, kind: str = "avgpool_s8") -> BoardSweep:
+    """avgpool_s8 (or maxpool_s8): windows of at most 255 inputs (the DSP and MVE int16 sums) and more,
+    channel counts around 4, 8 and 16 (the DSP words, the MVE vectors and their tails), padding (fewer
+    inputs in the edge windows), strides, global pools."""
     rng = np.random.default_rng(seed)
     sweep = BoardSweep()
     for i in range(40):
-        c = int(rng.choice([1, 3, 7, 8, 9, 16, 17, 64]))
+        c = int(rng.choice([1, 3, 4, 7, 8, 9, 16, 17, 33, 64]))
         if i < 6:  # global: 25 x 5 (DS-CNN), 8 x 8, and windows past 255 inputs
             h, w = [(25, 5), (8, 8), (16, 16), (17, 16), (3, 3), (1, 1)][i]
             k, st, pd = [h, w], [h, w], [0, 0]
@@ -169,7 +176,7 @@ def avgpool_sweep(seed: int) -> BoardSweep:
         lo, hi = act_range(rng)
         attrs = {"kernel": k, "stride": st, "padding": pd, "act_min": lo, "act_max": hi, "output_hw": [oh, ow]}
         x = act("x", (1, h, w, c))
-        sweep.add(f"avgpool_{h}x{w}_k{k[0]}x{k[1]}_c{c}_{i}", "avgpool_s8", attrs, [(x, int8(rng, x.shape))],
+        sweep.add(f"{kind[:7]}_{h}x{w}_k{k[0]}x{k[1]}_c{c}_{i}", kind, attrs, [(x, int8(rng, x.shape))],
                   [act("y", (1, oh, ow, c))])
     return sweep
 
@@ -177,6 +184,12 @@ def avgpool_sweep(seed: int) -> BoardSweep:
 @pytest.mark.parametrize("target", BOARDS)
 def test_avgpool_fast_path_on_board(target):
     sweep = avgpool_sweep(seed=14)
+    sweep.assert_same_on_board(target)
+
+
+@pytest.mark.parametrize("target", BOARDS)
+def test_maxpool_fast_path_on_board(target):
+    sweep = avgpool_sweep(seed=15, kind="maxpool_s8")
     sweep.assert_same_on_board(target)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -352,9 +353,21 @@ def build_fuzzer() -> Path:
 def harness_command(harness: str, corpus: Path, args: Sequence[str]) -> list[str]:
     """The command that runs ``harness`` on ``corpus`` with libFuzzer flags ``args``."""
     if harness == "c":
-        return [str(build_fuzzer()), f"-max_len={MAX_LEN}", "-timeout=20", "-rss_limit_mb=2048",
-                *args, str(corpus)]
+        return [str(build_fuzzer()), f"-max_len={MAX_LEN}", "-timeout=20", *args, str(corpus)]
     return atheris_command(harness, [*args, str(corpus)])
+
+
+#: What one input may make a harness allocate (libFuzzer's -malloc_limit_mb) and grow its resident memory by.
+MEMORY_LIMIT_MB = 2048
+
+
+def memory_limits() -> list[str]:
+    """libFuzzer's memory flags: at most MEMORY_LIMIT_MB in one allocation, and a resident-memory limit of
+    that much above this process's peak. Linux keeps a process's peak RSS across fork and exec, so a
+    harness started from a large process (a long pytest run) reports that process's peak as its own from
+    its first input: an absolute -rss_limit_mb would call that an out-of-memory crash."""
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024  # kilobytes on Linux
+    return [f"-malloc_limit_mb={MEMORY_LIMIT_MB}", f"-rss_limit_mb={MEMORY_LIMIT_MB + peak_mb}"]
 
 
 def campaign(harness: str, runs: int | None = None, seconds: int | None = None, *,
@@ -366,7 +379,7 @@ def campaign(harness: str, runs: int | None = None, seconds: int | None = None, 
     artifacts = artifacts or fuzz_root() / harness / "crashes"
     write_seeds(corpus, harness)
     artifacts.mkdir(parents=True, exist_ok=True)
-    args = ["-print_final_stats=1", f"-artifact_prefix={artifacts}/"]
+    args = ["-print_final_stats=1", f"-artifact_prefix={artifacts}/", *memory_limits()]
     if runs is not None:
         args.append(f"-runs={runs}")
     if seconds is not None:

@@ -12,7 +12,11 @@
  * and a block of columns is multiplied by every filter of its group:
  *   DSP: columns widened to int16 with the offset added (lanes of each group of 4 in the order
  *        0, 2, 1, 3 to match SXTB16 on the weights), 2 filters x 2 pixels per SMLAD loop; the output
- *        stage is SMMULR-based (mf_dsp_requantize_small) when no accumulator can reach 2^30;
+ *        stage is SMMULR-based (mf_dsp_requantize_small) when no accumulator can reach 2^30. With that
+ *        stage, per-channel parameters with a bias and a patch of a multiple of 8 taps, the tap loop is
+ *        asm (DSP_TILE_ASM: 14 registers, loads in runs, 2 or 4 groups of taps per iteration) and, for
+ *        the full int8 range, so is the output stage (dsp_tile_out_asm): shaped by the Cortex-M4 cycle
+ *        model (mcuforge.cycles), where the compiler's code reloaded values from the stack;
  *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
  *        them), and for every filter one asm block (MVE_ROWS_ASM): a tail-predicated WLSTP/LETP
  *        loop of VMLADAVA over 16 lanes, then the four pixels requantized as one vector (VQRDMULH +
@@ -232,6 +236,179 @@ static inline int8_t channel_out_s8(const mf_channel_requant *q, const mf_dsp_ch
     return mf_clamp_s8(mf_add_wrap(v, q->out_off), q->lo, q->hi);
 }
 
+#if defined(__OPTIMIZE__)
+/* One group of 4 taps of the 2 filters x 2 columns tile (DSP_TILE_ASM): the filters' words, then
+ * column 0's two words, as one run of loads (the Cortex-M4 pipelines a load after a load: 5 cycles
+ * for 4), each weight word unpacked once for both columns, column 1's two words as a second run. */
+#define DSP_TILE_GROUP                                                                                 \
+    "   ldr     %[va], [%[w]], #4\n"                                                                  \
+    "   ldr     %[vb], [%[w], %[d]]\n"                                                               \
+    "   ldr     %[xa], [%[x]], #4\n"                                                                  \
+    "   ldr     %[xb], [%[x]], #4\n"                                                                  \
+    "   sxtb16  %[t], %[va]\n"                                                                        \
+    "   sxtb16  %[va], %[va], ror #8\n"                                                               \
+    "   smlad   %[a00], %[t], %[xa], %[a00]\n"                                                        \
+    "   smlad   %[a00], %[va], %[xb], %[a00]\n"                                                       \
+    "   sxtb16  %[u], %[vb]\n"                                                                        \
+    "   sxtb16  %[vb], %[vb], ror #8\n"                                                               \
+    "   smlad   %[a10], %[u], %[xa], %[a10]\n"                                                        \
+    "   smlad   %[a10], %[vb], %[xb], %[a10]\n"                                                       \
+    "   ldr     %[xa], [%[x]], #4\n"                                                                  \
+    "   ldr     %[xb], [%[x]], #4\n"                                                                  \
+    "   smlad   %[a01], %[t], %[xa], %[a01]\n"                                                        \
+    "   smlad   %[a01], %[va], %[xb], %[a01]\n"                                                       \
+    "   smlad   %[a11], %[u], %[xa], %[a11]\n"                                                        \
+    "   smlad   %[a11], %[vb], %[xb], %[a11]\n"
+
+/* The 2 x 2 tile's loop over the taps' groups of 4 in asm, `GROUPS` groups per iteration: GCC's own
+ * code for it spills the second filter's offset and reloads it before each load through it, and reads
+ * the columns by LDRD (3 cycles, never pipelined). Fourteen registers: every core register but sp and
+ * pc. x runs to `end`; w is the first filter's row (the second's at w + d + 4). */
+#define DSP_TILE_ASM(GROUPS)                                                                           \
+    __asm__ volatile("1:\n" GROUPS                                                                     \
+                     "   cmp     %[x], %[end]\n"                                                       \
+                     "   bne     1b\n"                                                                 \
+                     : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [w] "+r"(wp), \
+                       [x] "+r"(xp), [va] "=&r"(va), [vb] "=&r"(vb), [t] "=&r"(t), [u] "=&r"(u),           \
+                       [xa] "=&r"(xa), [xb] "=&r"(xb)                                                    \
+                     : [d] "r"(dstep), [end] "r"(xend)                                                  \
+                     : "cc", "memory")
+
+/* The four sums of the 2 x 2 tile over the first d4 taps (d4 a multiple of 8, > 0): filters w and
+ * w + depth, the interleaved columns cols. */
+static inline __attribute__((always_inline)) void dsp_tile_2x2(const int16_t *cols, const int8_t *w, uint32_t depth,
+                                                              uint32_t d4, int32_t acc[4]) {
+    int32_t a00 = 0, a01 = 0, a10 = 0, a11 = 0, va, vb, t, u, xa, xb;
+    const int8_t *wp = w;
+    const int16_t *xp = cols, *xend = cols + 2u * d4;
+    const int32_t dstep = (int32_t)depth - 4;
+    if ((d4 & 15u) == 0) {
+        DSP_TILE_ASM(DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP);
+    } else {
+        DSP_TILE_ASM(DSP_TILE_GROUP DSP_TILE_GROUP);
+    }
+    (void)va, (void)vb, (void)t, (void)u, (void)xa, (void)xb;
+    acc[0] = a00, acc[1] = a01, acc[2] = a10, acc[3] = a11;
+}
+#define DSP_TILE 1
+
+/* One output of the short requantization (mf_dsp_out_s8's bits), the channel's rounding in two constants:
+ * half = 2^(n - 1) (0 when n = 0) and neg = -1 when n > 0, else 0. */
+static inline int32_t dsp_tile_out(int32_t acc, int32_t mult, int32_t n, int32_t neg, int32_t half) {
+    int32_t v;
+    __asm__("smmulr %0, %1, %2" : "=r"(v) : "r"(mf_wrap32((uint32_t)acc << 1)), "r"(mult));
+    return (v + ((v >> 31) & neg) + half) >> n;
+}
+
+/* The clamp to [lo, hi]; full (lo = -128, hi = 127, the usual int8 range): one SSAT. */
+static inline __attribute__((always_inline)) int8_t dsp_tile_clamp(int32_t v, int32_t lo, int32_t hi, int full) {
+    if (full) return (int8_t)__ssat(v, 8);
+    v = v < lo ? lo : v;
+    return (int8_t)(v > hi ? hi : v);
+}
+
+/* One filter's two outputs in dsp_tile_out_asm: bias, 2 acc, SMMULR by the multiplier, then the rounding
+ * divide by 2^n (n = -shift in [0, 31]): + (v < 0 ? -1 : 0) when n > 0, + 2^(n - 1) (0 when n = 0),
+ * arithmetic shift; + output offset, SSAT to int8 (the full range only). */
+#define DSP_TILE_OUT_FILTER(A, B)                                                                      \
+    "   ldr     %[t], [%[bp]], #4\n"                                                                  \
+    "   ldr     %[n], [%[mp]], #4\n"                                                                  \
+    "   add     %[" A "], %[" A "], %[t]\n"                                                           \
+    "   add     %[" B "], %[" B "], %[t]\n"                                                           \
+    "   lsl     %[" A "], %[" A "], #1\n"                                                             \
+    "   lsl     %[" B "], %[" B "], #1\n"                                                             \
+    "   smmulr  %[" A "], %[" A "], %[n]\n"                                                           \
+    "   smmulr  %[" B "], %[" B "], %[n]\n"                                                           \
+    "   ldrsb   %[n], [%[sp]], #1\n"                                                                  \
+    "   rsb     %[n], %[n], #0\n"                                                                     \
+    "   mov     %[h], #1\n"                                                                           \
+    "   lsl     %[h], %[h], %[n]\n"                                                                   \
+    "   lsr     %[h], %[h], #1\n"                                                                     \
+    "   rsb     %[g], %[h], #0\n"                                                                     \
+    "   asr     %[g], %[g], #31\n"                                                                    \
+    "   and     %[t], %[g], %[" A "], asr #31\n"                                                      \
+    "   add     %[" A "], %[" A "], %[t]\n"                                                           \
+    "   add     %[" A "], %[" A "], %[h]\n"                                                           \
+    "   asr     %[" A "], %[" A "], %[n]\n"                                                           \
+    "   add     %[" A "], %[" A "], %[off]\n"                                                         \
+    "   ssat    %[" A "], #8, %[" A "]\n"                                                             \
+    "   and     %[t], %[g], %[" B "], asr #31\n"                                                      \
+    "   add     %[" B "], %[" B "], %[t]\n"                                                           \
+    "   add     %[" B "], %[" B "], %[h]\n"                                                           \
+    "   asr     %[" B "], %[" B "], %[n]\n"                                                           \
+    "   add     %[" B "], %[" B "], %[off]\n"                                                         \
+    "   ssat    %[" B "], #8, %[" B "]\n"
+
+/* The 2 x 2 tile's output stage (full clamp) in asm: the compiler's code for it reloads its state from
+ * the stack between steps (108 estimated cycles on the Cortex-M4 against about 60 here). a<f><c>: filter
+ * f's sum for column c; the parameter and output pointers move on past the tile's two filters. */
+static inline __attribute__((always_inline)) void dsp_tile_out_asm(int32_t a00, int32_t a01, int32_t a10, int32_t a11,
+                                                                  const int32_t **bias, const int32_t **mult,
+                                                                  const mf_shift **shift, int8_t **out0, int8_t **out1,
+                                                                  int32_t out_off) {
+    const int32_t *bp = *bias, *mp = *mult;
+    const mf_shift *sp = *shift;
+    int8_t *o0 = *out0, *o1 = *out1;
+    int32_t n, h, g, t;
+    __asm__ volatile(DSP_TILE_OUT_FILTER("a00", "a01") DSP_TILE_OUT_FILTER("a10", "a11")
+                     "   strb    %[a00], [%[o0]], #1\n"
+                     "   strb    %[a10], [%[o0]], #1\n"
+                     "   strb    %[a01], [%[o1]], #1\n"
+                     "   strb    %[a11], [%[o1]], #1\n"
+                     : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [bp] "+r"(bp),
+                       [mp] "+r"(mp), [sp] "+r"(sp), [o0] "+r"(o0), [o1] "+r"(o1), [n] "=&r"(n), [h] "=&r"(h),
+                       [g] "=&r"(g), [t] "=&r"(t)
+                     : [off] "r"(out_off)
+                     : "memory");
+    (void)n, (void)h, (void)g, (void)t;
+    *bias = bp, *mult = mp, *shift = sp, *out0 = o0, *out1 = o1;
+}
+
+/* mat_mult_2cols_tiled's loop; `full`: a constant, dsp_tile_clamp's (full: the asm output stage). */
+static inline __attribute__((always_inline)) void tiled_rows(const int16_t *cols, const int8_t *w, uint32_t pairs,
+                                                            uint32_t depth, const mf_channel_requant *rq, uint32_t oc0,
+                                                            int8_t *out0, int8_t *out1, int full) {
+    const int32_t out_off = rq->out_off, lo = rq->lo, hi = rq->hi;
+    const int32_t *bias = rq->bias + oc0, *mult = rq->mult + oc0;
+    const mf_shift *shift = rq->shift + oc0;
+    if (full) {
+        for (uint32_t r = 0; r < pairs; r++, w += 2u * depth) {
+            int32_t acc[4];
+            dsp_tile_2x2(cols, w, depth, depth, acc);
+            dsp_tile_out_asm(acc[0], acc[1], acc[2], acc[3], &bias, &mult, &shift, &out0, &out1, out_off);
+        }
+        return;
+    }
+    for (uint32_t r = 0; r < pairs; r++, w += 2u * depth, out0 += 2, out1 += 2) {
+        int32_t acc[4];
+        dsp_tile_2x2(cols, w, depth, depth, acc);
+        for (uint32_t f = 0; f < 2; f++) {
+            const int32_t b = *bias++, m = *mult++, n = -*shift++;
+            const int32_t half = (int32_t)((1u << n) >> 1), neg = (-half) >> 31;
+            const int32_t v0 = dsp_tile_out(acc[2 * f] + b, m, n, neg, half) + out_off;
+            const int32_t v1 = dsp_tile_out(acc[2 * f + 1] + b, m, n, neg, half) + out_off;
+            out0[f] = dsp_tile_clamp(v0, lo, hi, full);
+            out1[f] = dsp_tile_clamp(v1, lo, hi, full);
+        }
+    }
+}
+
+/* mat_mult_2cols for two columns when every output takes the short requantization (small), the
+ * requantization is per channel with a bias and depth is a multiple of 8: the 2 x 2 tiles' sums by
+ * DSP_TILE_ASM, each filter's parameters read once for its two outputs. Returns the rows done (the
+ * even ones; 0 when it does not apply). */
+static uint32_t mat_mult_2cols_tiled(const int16_t *cols, const int8_t *w, uint32_t rows, uint32_t depth,
+                                     const mf_channel_requant *rq, uint32_t oc0, int8_t *out0, int8_t *out1) {
+    if (!rq->per_channel || rq->bias == NULL) return 0;
+    if (rq->lo == -128 && rq->hi == 127) {
+        tiled_rows(cols, w, rows / 2u, depth, rq, oc0, out0, out1, 1);
+    } else {
+        tiled_rows(cols, w, rows / 2u, depth, rq, oc0, out0, out1, 0);
+    }
+    return rows & ~1u;
+}
+#endif
+
 /* Outputs of `rows` filters (weights w, row after row of `depth`) for a pair of interleaved widened
  * patches (word-aligned); out1 NULL: the second column repeats the first, its outputs unwritten. */
 static void mat_mult_2cols(const int16_t *cols, const int8_t *w, uint32_t rows, uint32_t depth,
@@ -239,12 +416,26 @@ static void mat_mult_2cols(const int16_t *cols, const int8_t *w, uint32_t rows, 
     const uint32_t d4 = depth & ~3u;
     const int16_t *tail = cols + 2u * d4; /* column 0's last values; column 1's at tail + 4 */
     uint32_t r = 0;
+#if defined(DSP_TILE)
+    if (small && out1 != NULL && d4 == depth && depth != 0 && (depth & 7u) == 0) {
+        r = mat_mult_2cols_tiled(cols, w, rows, depth, rq, oc0, out0, out1);
+    }
+#endif
     for (; r + 2 <= rows; r += 2) {
         const int8_t *wa = w + (size_t)r * depth + d4, *wb = wa + depth; /* ends of the rows' groups */
         const int32_t *x = (const int32_t *)(const void *)cols;
         int32_t a00 = 0, a01 = 0, a10 = 0, a11 = 0; /* a<filter><column> */
+        int32_t i = -(int32_t)d4;
+#if defined(DSP_TILE)
+        if (d4 != 0 && (d4 & 7u) == 0) {
+            int32_t acc[4];
+            dsp_tile_2x2(cols, w + (size_t)r * depth, depth, d4, acc);
+            a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
+            i = 0;
+        }
+#endif
         /* a negative index running up to 0: the loop's add sets the flags, no end pointer to hold */
-        for (int32_t i = -(int32_t)d4; i != 0; i += 4) {
+        for (; i != 0; i += 4) {
             const int32_t va = mf_ld32(wa + i), vb = mf_ld32(wb + i);
             const int32_t wa02 = mf_sxtb16(va), wa13 = mf_sxtb16_ror8(va);
             const int32_t wb02 = mf_sxtb16(vb), wb13 = mf_sxtb16_ror8(vb);

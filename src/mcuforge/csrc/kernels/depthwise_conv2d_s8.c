@@ -10,7 +10,9 @@
  *   lanes at once, SMLABB/SMLATT accumulate per channel; taps outside the input are skipped by
  *   loop bounds; 3x3 windows inside the input run along a row without bounds; the output stage is
  *   SMMULR-based (mf_dsp_requantize_small) when no accumulator can reach 2^30; the 3x3 path also
- *   runs depthwise_conv2d_s4 on its unpacked weights (mf_depthwise_dsp_3x3);
+ *   runs depthwise_conv2d_s4 on its unpacked weights (mf_depthwise_dsp_3x3), takes the padding's
+ *   windows by their tap masks, unrolled (the usual edge and corner masks as constants), and reads
+ *   each channel group's output parameters once (dw_out_params);
  * - MVE (cortex-m55): groups of eight channels outer, products by VMULLB/VMULLT of int16 lanes
  *   into even/odd int32 accumulators (a vector of 16 int8 channels would need four accumulators
  *   plus operands: more than the eight Q registers). 3x3 kernels: the windows inside the input as
@@ -557,10 +559,63 @@ static inline void dw_dsp_out4(const dw_geom *g, const mf_dsp_channel ch4[4], in
     }
 }
 
+/* A channel group's output stage for the short requantization (small): each channel's bias, multiplier
+ * and rounding (half = 2^(n - 1), 0 when n = 0; neg = -1 when n > 0) read once, the same bits as
+ * mf_dsp_out_s8; full: the clamp is the int8 range (one SSAT). */
+typedef struct {
+    int32_t bias[4], mult[4], n[4], neg[4], half[4];
+    int32_t out_off, lo, hi, full;
+} dw_out_params;
+
+static void dw_out_params_of(const dw_geom *g, const mf_dsp_channel ch4[4], dw_out_params *q) {
+    for (int i = 0; i < 4; i++) {
+        q->bias[i] = ch4[i].bias, q->mult[i] = ch4[i].mult, q->n[i] = ch4[i].n;
+        q->half[i] = (int32_t)((1u << ch4[i].n) >> 1); /* n <= 31: 2^30 at most */
+        q->neg[i] = ch4[i].n > 0 ? -1 : 0;
+    }
+    q->out_off = g->rq.out_off, q->lo = g->rq.lo, q->hi = g->rq.hi;
+    q->full = g->rq.lo == -128 && g->rq.hi == 127;
+}
+
+static inline __attribute__((always_inline)) void dw_out4_small(const dw_out_params *q, const int32_t a[4],
+                                                                int8_t *out) {
+    int32_t v[4];
+    for (int i = 0; i < 4; i++) {
+        int32_t t;
+        __asm__("smmulr %0, %1, %2" : "=r"(t) : "r"(mf_wrap32((uint32_t)(a[i] + q->bias[i]) << 1)), "r"(q->mult[i]));
+        v[i] = ((t + ((t >> 31) & q->neg[i]) + q->half[i]) >> q->n[i]) + q->out_off;
+    }
+    if (q->full) {
+        for (int i = 0; i < 4; i++) out[i] = (int8_t)__ssat(v[i], 8);
+    } else {
+        for (int i = 0; i < 4; i++) out[i] = mf_clamp_s8(v[i], q->lo, q->hi);
+    }
+}
+
+/* The taps of one 3x3 window whose bit t (ky * 3 + kx) is set in mask, for 4 channels: x at xpix +
+ * (t / 3) dy + (t % 3) dx. A constant mask of 0x1ff (inside the input) leaves no test. */
+static inline __attribute__((always_inline)) void dw_win9(int32_t p[4], const int8_t *xpix, int32_t dx, int32_t dy,
+                                                          const int32_t *wv, int32_t off16, uint32_t mask) {
+    for (int t = 0; t < 9; t++) {
+        if (mask & (1u << t)) dw_dsp_tap4w(p, xpix + (t / 3) * dy + (t % 3) * dx, wv[2 * t], wv[2 * t + 1], off16);
+    }
+}
+
+/* The 3-bit mask of the taps k (0..2) whose position start + k * dil lies in [0, size). */
+static inline uint32_t dw_dsp_mask3(int32_t start, int32_t dil, int32_t size) {
+    uint32_t m = 0;
+    for (int32_t k = 0; k < 3; k++) {
+        const int32_t at = start + k * dil;
+        m |= (at >= 0 && at < size) ? 1u << k : 0u;
+    }
+    return m;
+}
+
 /* 3x3 windows, channel groups of four outer, pixels inner: the group's nine weight words,
  * sign-extended once into 18 halfword pairs, and its channels' output parameters, read once. A row's
  * windows inside the input run without bounds (three row pointers, the taps dx apart); the others
- * take their inside taps from the tap ranges. Channels [0, ch & ~3). */
+ * (the padding's edges) take the taps of their row and column masks, unrolled (dw_win9). Channels
+ * [0, ch & ~3). */
 static void dw_dsp_3x3_groups(const dw_geom *g) {
     const int32_t C = g->ch, row = g->wi * C, off16 = mf_pack_off16(g->in_off);
     const int32_t dy = g->dl[0] * row, dx = g->dl[1] * C, step = g->st[1] * C;
@@ -571,8 +626,6 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
     int32_t ox_hi = span_x < 0 ? 0 : span_x / g->st[1] + 1;
     if (ox_hi > g->ow) ox_hi = g->ow;
     if (ox_hi < ox_lo) ox_hi = ox_lo;
-    int32_t toff[9];
-    for (int32_t t = 0; t < 9; t++) toff[t] = (t / 3) * dy + (t % 3) * dx;
     for (int32_t oc = 0; oc + 4 <= C; oc += 4) {
         int32_t wv[18];
         for (int32_t t = 0; t < 9; t++) {
@@ -582,14 +635,15 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
         }
         mf_dsp_channel ch4[4];
         for (int i = 0; i < 4; i++) ch4[i] = mf_dsp_channel_any(&g->rq, (uint32_t)(oc + i)); /* s8's or s4's */
+        dw_out_params q;
+        dw_out_params_of(g, ch4, &q);
         for (int32_t b = 0; b < g->batch; b++) {
             const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row + oc;
             int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + oc;
             for (int32_t oy = 0; oy < g->oh; oy++) {
                 const int32_t y0 = oy * g->st[0] - g->pd[0];
-                int32_t ky0, ky1;
-                dw_tap_range(y0, g->dl[0], 3, g->h, &ky0, &ky1);
-                const int row_in = ky0 == 0 && ky1 == 3;
+                const uint32_t rmask = dw_dsp_mask3(y0, g->dl[0], g->h);
+                const int row_in = rmask == 7u;
                 for (int32_t ox = 0; ox < g->ow; ox++, out += C) {
                     const int32_t x0 = ox * g->st[1] - g->pd[1];
                     int32_t a[4] = {0, 0, 0, 0};
@@ -597,32 +651,37 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
                         /* inside: the windows up to ox_hi without bounds */
                         const int8_t *r0 = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)x0 * C;
                         for (; ox < ox_hi; ox++, out += C, r0 += step) {
-                            const int8_t *r1 = r0 + dy, *r2 = r1 + dy;
                             int32_t p[4] = {0, 0, 0, 0};
-                            dw_dsp_tap4w(p, r0, wv[0], wv[1], off16);
-                            dw_dsp_tap4w(p, r0 + dx, wv[2], wv[3], off16);
-                            dw_dsp_tap4w(p, r0 + 2 * dx, wv[4], wv[5], off16);
-                            dw_dsp_tap4w(p, r1, wv[6], wv[7], off16);
-                            dw_dsp_tap4w(p, r1 + dx, wv[8], wv[9], off16);
-                            dw_dsp_tap4w(p, r1 + 2 * dx, wv[10], wv[11], off16);
-                            dw_dsp_tap4w(p, r2, wv[12], wv[13], off16);
-                            dw_dsp_tap4w(p, r2 + dx, wv[14], wv[15], off16);
-                            dw_dsp_tap4w(p, r2 + 2 * dx, wv[16], wv[17], off16);
-                            dw_dsp_out4(g, ch4, small, p, out);
+                            dw_win9(p, r0, dx, dy, wv, off16, 0x1ffu);
+                            if (small) {
+                                dw_out4_small(&q, p, out);
+                            } else {
+                                dw_dsp_out4(g, ch4, 0, p, out);
+                            }
                         }
                         ox--, out -= C;
                         continue;
                     }
-                    int32_t kx0, kx1;
-                    dw_tap_range(x0, g->dl[1], 3, g->wi, &kx0, &kx1);
+                    const uint32_t cmask = dw_dsp_mask3(x0, g->dl[1], g->wi);
+                    const uint32_t mask = (rmask & 1u ? cmask : 0u) | (rmask & 2u ? cmask << 3 : 0u) |
+                                          (rmask & 4u ? cmask << 6 : 0u);
                     const int8_t *xpix = xb + (ptrdiff_t)y0 * row + (ptrdiff_t)x0 * C;
-                    for (int32_t ky = ky0; ky < ky1; ky++) {
-                        for (int32_t kx = kx0; kx < kx1; kx++) {
-                            const int32_t t = ky * 3 + kx;
-                            dw_dsp_tap4w(a, xpix + toff[t], wv[2 * t], wv[2 * t + 1], off16);
-                        }
+                    switch (mask) { /* the padding's usual windows with their mask a constant: no tests */
+                    case 0x1b6u: dw_win9(a, xpix, dx, dy, wv, off16, 0x1b6u); break; /* left column */
+                    case 0x0dbu: dw_win9(a, xpix, dx, dy, wv, off16, 0x0dbu); break; /* right column */
+                    case 0x1f8u: dw_win9(a, xpix, dx, dy, wv, off16, 0x1f8u); break; /* top row */
+                    case 0x03fu: dw_win9(a, xpix, dx, dy, wv, off16, 0x03fu); break; /* bottom row */
+                    case 0x1b0u: dw_win9(a, xpix, dx, dy, wv, off16, 0x1b0u); break; /* corners */
+                    case 0x0d8u: dw_win9(a, xpix, dx, dy, wv, off16, 0x0d8u); break;
+                    case 0x036u: dw_win9(a, xpix, dx, dy, wv, off16, 0x036u); break;
+                    case 0x01bu: dw_win9(a, xpix, dx, dy, wv, off16, 0x01bu); break;
+                    default: dw_win9(a, xpix, dx, dy, wv, off16, mask); break;
                     }
-                    dw_dsp_out4(g, ch4, small, a, out);
+                    if (small) {
+                        dw_out4_small(&q, a, out);
+                    } else {
+                        dw_dsp_out4(g, ch4, 0, a, out);
+                    }
                 }
             }
         }

@@ -7,7 +7,8 @@
  *
  * run() is the portable statement of the math. The optimized paths give the same int32 sums:
  *   DSP: 3 output channels per loop (the last 2 or 1 apart), 4 features per step -- the input widened once per step with
- *        the offset added (SXTAB16), the weights with SXTB16, two SMLADs per channel;
+ *        the offset added (SXTAB16), the weights with SXTB16, two SMLADs per channel (the loop in asm,
+ *        fc_rows3_asm, over whole groups of 8 features);
  *   MVE: 4 output channels per loop over 16 lanes: one input load, VMLADAVA per channel. The
  *        lowering folds the input offset into the bias of every fully connected layer; then the loop
  *        is one tail-predicated asm block (rows4_asm). With an offset, the weights' sums are taken
@@ -38,15 +39,69 @@ static int32_t filter_offset_term(const int8_t *x, uint32_t depth, int32_t in_of
 }
 
 #if defined(MF_USE_DSP)
+#if defined(__OPTIMIZE__)
+/* One group of 4 features of rows3's loop: the input word and two rows' weight words as one run of
+ * loads (pipelined: 4 cycles for 3 on the Cortex-M4), the third row's word after. */
+#define FC_ROWS3_GROUP                                                                                 \
+    "   ldr     %[xv], [%[x]], #4\n"                                                                  \
+    "   ldr     %[v], [%[p0]], #4\n"                                                                  \
+    "   ldr     %[v2], [%[p1]], #4\n"                                                                 \
+    "   sxtab16 %[x02], %[off], %[xv]\n"                                                              \
+    "   sxtab16 %[xv], %[off], %[xv], ror #8\n"                                                       \
+    "   sxtb16  %[t], %[v]\n"                                                                         \
+    "   sxtb16  %[v], %[v], ror #8\n"                                                                 \
+    "   smlad   %[a0], %[x02], %[t], %[a0]\n"                                                         \
+    "   smlad   %[a0], %[xv], %[v], %[a0]\n"                                                          \
+    "   sxtb16  %[t], %[v2]\n"                                                                        \
+    "   sxtb16  %[v2], %[v2], ror #8\n"                                                               \
+    "   smlad   %[a1], %[x02], %[t], %[a1]\n"                                                         \
+    "   smlad   %[a1], %[xv], %[v2], %[a1]\n"                                                        \
+    "   ldr     %[v], [%[p2]], #4\n"                                                                  \
+    "   sxtb16  %[t], %[v]\n"                                                                         \
+    "   sxtb16  %[v], %[v], ror #8\n"                                                                 \
+    "   smlad   %[a2], %[x02], %[t], %[a2]\n"                                                         \
+    "   smlad   %[a2], %[xv], %[v], %[a2]\n"
+
+/* rows3's loop over the first n8 features (a multiple of 8, > 0) in asm, two groups per iteration: the
+ * compiler's code reloads values from the stack in it. Fourteen registers: every core register but sp
+ * and pc. Moves x, p0, p1, p2 past them. */
+static inline __attribute__((always_inline)) void fc_rows3_asm(const int8_t **xp, const int8_t **q0,
+                                                              const int8_t **q1, const int8_t **q2, uint32_t n8,
+                                                              int32_t off16, int32_t acc[3]) {
+    const int8_t *x = *xp, *p0 = *q0, *p1 = *q1, *p2 = *q2, *xend = x + n8;
+    int32_t a0 = 0, a1 = 0, a2 = 0, xv, v, v2, t, x02;
+    __asm__ volatile("1:\n" FC_ROWS3_GROUP FC_ROWS3_GROUP
+                     "   cmp     %[x], %[xend]\n"
+                     "   bne     1b\n"
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [x] "+r"(x), [p0] "+r"(p0), [p1] "+r"(p1),
+                       [p2] "+r"(p2), [xv] "=&r"(xv), [v] "=&r"(v), [v2] "=&r"(v2), [t] "=&r"(t), [x02] "=&r"(x02)
+                     : [xend] "r"(xend), [off] "r"(off16)
+                     : "cc", "memory");
+    (void)xv, (void)v, (void)v2, (void)t, (void)x02;
+    *xp = x, *q0 = p0, *q1 = p1, *q2 = p2;
+    acc[0] = a0, acc[1] = a1, acc[2] = a2;
+}
+#define FC_ROWS3_ASM 1
+#endif
+
 /* Outputs oc .. oc + n - 1 (n <= 3) of one input row; weight rows past n repeat row oc, unwritten.
- * Three rows keep the loop's 14 values in registers. */
+ * Three rows keep the loop's 14 values in registers (the loop in asm: fc_rows3_asm). */
 static void rows3(const int8_t *x, const int8_t *p0, const int8_t *p1, const int8_t *p2, uint32_t n,
                   uint32_t depth, int32_t in_off, int32_t extra, const mf_channel_requant *rq, uint32_t oc,
                   int8_t *out) {
     const int32_t off16 = mf_pack_off16(in_off);
     const uint32_t d4 = depth & ~3u;
     int32_t a0 = 0, a1 = 0, a2 = 0;
-    for (uint32_t i = d4 >> 2; i > 0; i--) {
+    uint32_t i = d4 >> 2;
+#if defined(FC_ROWS3_ASM)
+    if (d4 >= 8) {
+        int32_t acc[3];
+        fc_rows3_asm(&x, &p0, &p1, &p2, d4 & ~7u, off16, acc);
+        a0 = acc[0], a1 = acc[1], a2 = acc[2];
+        i = (d4 & 7u) >> 2; /* one group left when d4 is not a multiple of 8 */
+    }
+#endif
+    for (; i > 0; i--) {
         const int32_t xv = mf_ld32(x);
         x += 4;
         const int32_t x02 = mf_sxtab16(off16, xv), x13 = mf_sxtab16_ror8(off16, xv);

@@ -8,7 +8,11 @@
  *
  * MVE (cortex-m55): an average over a window of at most 255 inputs (so that the int16 sums cannot
  * overflow: 255 * 128 < 2^15) sums eight channels per VLDRB.S16 + VADD, then divides each channel's
- * sum in scalar code exactly as below; other windows and maxpool take the portable loop.
+ * sum in scalar code exactly as below; a maximum takes 16 channels per VLDRB + VMAX (tail-predicated),
+ * clamped as a vector.
+ * DSP (cortex-m4/m7/m33): four channels per word: an average (at most 255 inputs) sums them as two
+ * pairs of int16 lanes (SXTAB16), a maximum keeps four byte lanes by SSUB8 + SEL; the last ch % 4
+ * channels and larger averages take the portable loop.
  */
 #include "mf_pool.h"
 #include "mf_simd.h"
@@ -47,6 +51,68 @@ static void avg_window_mve(const int8_t *xd, uint32_t w, uint32_t ch, uint32_t y
 }
 #endif
 
+#if defined(MF_USE_MVE)
+/* The maxima of window [y_lo, y_hi) x [x_lo, x_hi) of image xd, all channels, clamped to [lo, hi]. */
+static void max_window_mve(const int8_t *xd, uint32_t w, uint32_t ch, uint32_t y_lo, uint32_t y_hi, uint32_t x_lo,
+                           uint32_t x_hi, int32_t lo, int32_t hi, int8_t *out) {
+    const int8x16_t vlo = vdupq_n_s8((int8_t)lo), vhi = vdupq_n_s8((int8_t)hi);
+    for (uint32_t c0 = 0; c0 < ch; c0 += 16) {
+        const mve_pred16_t p = vctp8q(ch - c0);
+        int8x16_t m = vdupq_n_s8(-128); /* every window holds an input (>= -128): the same as -129 */
+        for (uint32_t iy = y_lo; iy < y_hi; iy++) {
+            const int8_t *xp = xd + ((size_t)iy * w + x_lo) * ch + c0;
+            for (uint32_t ix = x_lo; ix < x_hi; ix++, xp += ch) m = vmaxq_s8(m, vldrbq_z_s8(xp, p));
+        }
+        vstrbq_p_s8(out + c0, vminq_s8(vmaxq_s8(m, vlo), vhi), p);
+    }
+}
+#endif
+
+#if defined(MF_USE_DSP)
+/* Four signed byte lanes' maxima (SSUB8 sets the GE flags where a >= b, SEL picks those lanes of a). */
+static inline int32_t max8x4(int32_t a, int32_t b) {
+    int32_t r;
+    __asm__("ssub8 %0, %1, %2\n\tsel %0, %1, %2" : "=&r"(r) : "r"(a), "r"(b) : "cc");
+    return r;
+}
+
+/* Channels [0, ch & ~3) of window [y_lo, y_hi) x [x_lo, x_hi) of image xd: the maxima (is_max) or the
+ * averages of `count` inputs (count <= 255: the int16 lanes' sums stay below 2^15), clamped; the same
+ * bits as the portable loop. */
+static void window_dsp(const int8_t *xd, uint32_t w, uint32_t ch, uint32_t y_lo, uint32_t y_hi, uint32_t x_lo,
+                       uint32_t x_hi, int32_t count, int32_t lo, int32_t hi, int is_max, int8_t *out) {
+    const size_t row = (size_t)w * ch;
+    for (uint32_t c0 = 0; c0 + 4 <= ch; c0 += 4) {
+        const int8_t *xr = xd + (size_t)y_lo * row + (size_t)x_lo * ch + c0;
+        int32_t v[4];
+        if (is_max) {
+            int32_t m = mf_wrap32(0x80808080u);
+            for (uint32_t iy = y_lo; iy < y_hi; iy++, xr += row) {
+                const int8_t *xp = xr;
+                for (uint32_t ix = x_lo; ix < x_hi; ix++, xp += ch) m = max8x4(m, mf_ld32(xp));
+            }
+            for (int i = 0; i < 4; i++) v[i] = (int8_t)(m >> (8 * i));
+        } else {
+            int32_t s02 = 0, s13 = 0;
+            for (uint32_t iy = y_lo; iy < y_hi; iy++, xr += row) {
+                const int8_t *xp = xr;
+                for (uint32_t ix = x_lo; ix < x_hi; ix++, xp += ch) {
+                    const int32_t x4 = mf_ld32(xp);
+                    s02 = mf_sxtab16(s02, x4);
+                    s13 = mf_sxtab16_ror8(s13, x4);
+                }
+            }
+            const int32_t sums[4] = {(int16_t)s02, (int16_t)s13, s02 >> 16, s13 >> 16};
+            for (int i = 0; i < 4; i++) {
+                const int32_t a = sums[i];
+                v[i] = a > 0 ? (a + count / 2) / count : (a - count / 2) / count;
+            }
+        }
+        for (int i = 0; i < 4; i++) out[c0 + (uint32_t)i] = mf_clamp_s8(v[i], lo, hi);
+    }
+}
+#endif
+
 static mf_status run(const mf_call *c, int is_max) {
     mf_tensor x, o;
     mf_pool_window p;
@@ -67,14 +133,26 @@ static mf_status run(const mf_call *c, int is_max) {
                 uint32_t x_lo, x_hi;
                 mf_pool_clip((int64_t)ox * p.st[1] - p.pd[1], p.k[1], w, &x_lo, &x_hi);
                 const int32_t count = (int32_t)((y_hi - y_lo) * (x_hi - x_lo));
+                uint32_t cc = 0; /* channels before it are done */
 #if defined(MF_USE_MVE)
                 if (!is_max && count <= 255) {
                     avg_window_mve(xd + (size_t)n * h * w * ch, w, ch, y_lo, y_hi, x_lo, x_hi, count, lo, hi, out);
                     out += ch;
                     continue;
                 }
+                if (is_max) {
+                    max_window_mve(xd + (size_t)n * h * w * ch, w, ch, y_lo, y_hi, x_lo, x_hi, lo, hi, out);
+                    out += ch;
+                    continue;
+                }
+#elif defined(MF_USE_DSP)
+                if (is_max || count <= 255) {
+                    window_dsp(xd + (size_t)n * h * w * ch, w, ch, y_lo, y_hi, x_lo, x_hi, count, lo, hi, is_max, out);
+                    cc = ch & ~3u;
+                    out += cc;
+                }
 #endif
-                for (uint32_t cc = 0; cc < ch; cc++) {
+                for (; cc < ch; cc++) {
                     int32_t acc = is_max ? -129 : 0;
                     for (uint32_t iy = y_lo; iy < y_hi; iy++) {
                         for (uint32_t ix = x_lo; ix < x_hi; ix++) {
