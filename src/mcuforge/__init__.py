@@ -21,6 +21,7 @@ from .evaluate import evaluate  # noqa: E402
 from .inspect import Inspector  # noqa: E402
 from .lower import LoweringError  # noqa: E402
 from .program import ProgramFormatError  # noqa: E402
+from .qat import prepare_qat, train_qat  # noqa: E402
 from .targets import TARGETS, get_target  # noqa: E402
 from .trace import Trace  # noqa: E402
 
@@ -38,5 +39,5 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "TARGETS", "CaptureError", "Inspector", "LoweringError", "OpRecord", "Program", "ProgramFormatError", "Trace",
-    "capture", "compile", "evaluate", "get_target", "kernels", "load",
+    "capture", "compile", "evaluate", "get_target", "kernels", "load", "prepare_qat", "train_qat",
 ]

@@ -335,6 +335,9 @@ def compile(  # noqa: A001 - the public name the flow reads as
     ["precision_choice"]`` (and ``mcuforge info``) gives each layer's precision and why. A budget no choice
     meets raises ``mcuforge.accuracy.auto.BudgetError`` naming the smallest program.
 
+    ``model`` may also be a model from :func:`mcuforge.prepare_qat`, trained: its frozen fake quants give the
+    qparams (``calibration`` and the quantization options are then not used; ``mcuforge.qat``).
+
     The program must fit the target's reference board (``mcuforge.targets``: its QEMU board, or a named
     part) or the part given by ``flash_bytes`` / ``ram_bytes``: else :class:`mcuforge.fit.FitError` says by
     how much and which constants or activations are the largest. ``fit_check=False`` skips the check.
@@ -343,6 +346,11 @@ def compile(  # noqa: A001 - the public name the flow reads as
 
     cpu_target, npu = split_target(target)
     get_target(cpu_target)
+    from .qat.prepare import is_qat_model
+
+    if is_qat_model(model):  # trained with fake quantization: its own qparams, no calibration
+        return _compile_qat(model, example_inputs, calibration, target, flash_bytes=flash_bytes, ram_bytes=ram_bytes,
+                            fit_check=fit_check)
     if precision == "auto":
         return _compile_auto(model, example_inputs, calibration, target, progress=progress, observers=observers,
                              flash_bytes=flash_bytes, ram_bytes=ram_bytes, fit_check=fit_check,
@@ -391,6 +399,35 @@ def compile(  # noqa: A001 - the public name the flow reads as
     return Program(graph, compile_seconds=time.perf_counter() - start,
                    meta={"model": type(model).__name__, "target": target, "quantization": scheme.name,
                          **({"corrections": corrections} if corrections else {})},
+                   reference=converted)
+
+
+def _compile_qat(model: Any, example_inputs: Any, calibration: Iterable[Any] | None, target: str, *,
+                 flash_bytes: int | None, ram_bytes: int | None, fit_check: bool) -> Program:
+    """A model from :func:`mcuforge.prepare_qat`, trained: its frozen fake quants' qparams become the program's
+    (``mcuforge.qat.convert``); calibration, scheme and corrections were fixed when it was prepared."""
+    from .ethosu.npu import split_target
+    from .qat.convert import convert_qat
+    from .qat.prepare import META_KEY
+
+    if calibration is not None:
+        warnings.warn("compiling a QAT model: its qparams come from training, the calibration data is not used",
+                      stacklevel=3)
+    start = time.perf_counter()
+    cpu_target, npu = split_target(target)
+    converted = convert_qat(model, as_input_tuple(example_inputs))
+    graph = lower_to_ir(converted, cpu_target)
+    if npu is not None:
+        from .ethosu.partition import partition_graph
+
+        graph, _subgraphs = partition_graph(graph, npu)
+    plan_arena(graph)
+    if fit_check:
+        check_fit(graph, len(serialize(graph)), target, flash_bytes, ram_bytes)
+    scheme = model.meta[META_KEY].scheme
+    return Program(graph, compile_seconds=time.perf_counter() - start,
+                   meta={"model": "qat", "target": target, "quantization": scheme.name, "qat": True,
+                         **({"qat_layers": [list(layer) for layer in scheme.layers]} if scheme.layers else {})},
                    reference=converted)
 
 

@@ -1,0 +1,173 @@
+"""Quantization-aware training against post-training quantization, on trained models with real or
+synthetic-but-learnable data (nothing downloaded).
+
+    python benchmarks/qat.py [--seeds 3] [--models digits,ds_cnn,resnet8]   # writes results/qat.md
+
+Models: the digits CNN (scikit-learn's digits, mcuforge.examples.digits), the MLPerf Tiny DS-CNN on synthetic
+keyword spectrograms (12 classes: a smooth random template per class, shifted in time, scaled, under noise)
+and ResNet-8 on synthetic images (10 classes: gratings at one orientation per class, random phase,
+frequency and colour, under noise). Per seed (data split, fp32 training, QAT) each model is trained in fp32,
+then: PTQ int8 and PTQ W4A8 (``mcuforge.compile``, calibrated on 128 training inputs), QAT W4A8 and QAT int8
+(``prepare_qat`` on the same calibration, ``train_qat``: 3 epochs, Adam, lr 3e-4, observers frozen for the
+last epoch). Accuracy is the compiled program's (host runtime, bit-exact with the C runtime and the boards)
+on held-out data; SQNR is the program's logits against the fp32 model's; "differ" is the share of the
+program's output codes that differ from the frozen fake-quant forward's (and the largest difference, in
+codes). Means over seeds with the spread (min..max).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+import warnings
+
+import numpy as np
+import torch
+from torch import nn
+
+import mcuforge
+from mcuforge.examples.digits import load_digits_data, train_digits_cnn
+from mcuforge.qat import freeze, prepare_qat, train_qat
+from mcuforge.report import table
+from mcuforge.zoo.mlperf_tiny import DSCNN, ResNet8
+
+from results_file import publish
+
+QAT_EPOCHS, QAT_LR, BATCH = 3, 3e-4, 64
+
+
+def keyword_task(seed: int, train: int = 2400, test: int = 600) -> tuple[torch.Tensor, ...]:
+    gen = torch.Generator().manual_seed(1000 + seed)
+    templates = torch.nn.functional.avg_pool2d(torch.randn(12, 1, 53, 14, generator=gen), 5, 1)  # smooth, 49x10
+    templates = templates / templates.std(dim=(1, 2, 3), keepdim=True)
+    n = train + test
+    y = torch.randint(0, 12, (n,), generator=gen)
+    shift = torch.randint(-4, 5, (n,), generator=gen)
+    x = torch.stack([torch.roll(templates[c], int(s), dims=1) for c, s in zip(y, shift, strict=True)])
+    x = x * (0.7 + 0.6 * torch.rand(n, 1, 1, 1, generator=gen)) + 1.0 * torch.randn(x.shape, generator=gen)
+    return x[:train], y[:train], x[train:], y[train:]
+
+
+def grating_task(seed: int, train: int = 2000, test: int = 500) -> tuple[torch.Tensor, ...]:
+    gen = torch.Generator().manual_seed(2000 + seed)
+    n = train + test
+    y = torch.randint(0, 10, (n,), generator=gen)
+    theta = y.float() * math.pi / 10
+    freq = 0.25 + 0.25 * torch.rand(n, generator=gen)
+    phase = 2 * math.pi * torch.rand(n, generator=gen)
+    yy, xx = torch.meshgrid(torch.arange(32.0), torch.arange(32.0), indexing="ij")
+    proj = xx[None] * torch.cos(theta)[:, None, None] + yy[None] * torch.sin(theta)[:, None, None]
+    wave = torch.sin(freq[:, None, None] * proj + phase[:, None, None])
+    colour = 0.5 + torch.rand(n, 3, 1, 1, generator=gen)
+    x = wave[:, None] * colour + 0.8 * torch.randn(n, 3, 32, 32, generator=gen)
+    return x[:train], y[:train], x[train:], y[train:]
+
+
+def batches(x: torch.Tensor, y: torch.Tensor, seed: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    order = torch.randperm(len(x), generator=torch.Generator().manual_seed(seed))
+    return [(x[order[i:i + BATCH]], y[order[i:i + BATCH]]) for i in range(0, len(x), BATCH)]
+
+
+def train_fp32(model: nn.Module, x: torch.Tensor, y: torch.Tensor, epochs: int, seed: int) -> nn.Module:
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    model.train()
+    for epoch in range(epochs):
+        for xb, yb in batches(x, y, seed * 100 + epoch):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(xb), yb).backward()
+            opt.step()
+    return model.eval()
+
+
+def trained(name: str, seed: int) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    torch.manual_seed(seed)
+    if name == "digits":
+        d = load_digits_data(seed)
+        return train_digits_cnn(d, seed=seed, progress=False), (d.x_train, d.y_train, d.x_test, d.y_test)
+    data = keyword_task(seed) if name == "ds_cnn" else grating_task(seed)
+    model = DSCNN() if name == "ds_cnn" else ResNet8()
+    return train_fp32(model, data[0], data[1], 8 if name == "ds_cnn" else 6, seed), data
+
+
+def sqnr_db(ref: np.ndarray, out: np.ndarray) -> float:
+    return float(10 * np.log10(np.sum(ref.astype(np.float64) ** 2) / max(np.sum((ref - out) ** 2), 1e-30)))
+
+
+def measure(name: str, seed: int) -> dict[str, dict[str, float]]:
+    model, (x_tr, y_tr, x_te, y_te) = trained(name, seed)
+    example = x_te[:1]
+    calibration = [(x_tr[i:i + 16],) for i in range(0, 128, 16)]
+    with torch.no_grad():
+        ref = model(x_te).numpy()
+    rows = {"fp32": {"acc": float((ref.argmax(1) == y_te.numpy()).mean()) * 100, "sqnr": math.inf}}
+
+    def score(prog: mcuforge.Program) -> dict[str, float]:
+        out = prog.run(x_te)[0]
+        return {"acc": float((out.argmax(1) == y_te.numpy()).mean()) * 100, "sqnr": sqnr_db(ref, out)}
+
+    for scheme in ("int8", "w4a8"):
+        prog = mcuforge.compile(model, example, calibration, target="cortex-m55", quantization=scheme, progress=False)
+        rows[f"PTQ {scheme}"] = score(prog)
+    for scheme in ("w4a8", "int8"):
+        start = time.perf_counter()
+        qat = prepare_qat(model, example, calibration, scheme, progress=False)
+        train_qat(qat, batches(x_tr, y_tr, seed), nn.functional.cross_entropy, epochs=QAT_EPOCHS, lr=QAT_LR,
+                  progress=False)
+        seconds = time.perf_counter() - start
+        prog = mcuforge.compile(qat, example, target="cortex-m55")
+        row = score(prog)
+        with torch.no_grad():
+            fq = freeze(qat)(x_te).numpy()
+        out = prog.run(x_te)[0]
+        scale = prog.graph.tensors[prog.graph.outputs[0]].qparams.scale
+        codes = np.rint((out - fq) / scale)
+        row.update(seconds=seconds, differ=float((codes != 0).mean()) * 100, max_diff=float(np.abs(codes).max()))
+        rows[f"QAT {scheme}"] = row
+    return rows
+
+
+def spread(values: list[float], fmt: str = "{:.1f}") -> str:
+    if any(math.isinf(v) for v in values):
+        return "-"
+    mean = fmt.format(float(np.mean(values)))
+    return mean if len(values) == 1 else f"{mean} ({fmt.format(min(values))}..{fmt.format(max(values))})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--models", default="digits,ds_cnn,resnet8")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(1)
+    lines = []
+    for name in args.models.split(","):
+        runs = []
+        for seed in range(args.seeds):
+            start = time.perf_counter()
+            runs.append(measure(name, seed))
+            print(f"{name} seed {seed}: {time.perf_counter() - start:.0f} s", flush=True)
+        fp32 = [r["fp32"]["acc"] for r in runs]
+        body = []
+        for variant in runs[0]:
+            acc = [r[variant]["acc"] for r in runs]
+            cols = [variant, spread(acc), spread([a - f for a, f in zip(acc, fp32, strict=True)], "{:+.1f}"),
+                    spread([r[variant]["sqnr"] for r in runs])]
+            if variant.startswith("QAT"):
+                cols += [spread([r[variant]["seconds"] for r in runs], "{:.0f}"),
+                         spread([r[variant]["differ"] for r in runs], "{:.2f}"),
+                         f"{max(r[variant]['max_diff'] for r in runs):.0f}"]
+            else:
+                cols += ["", "", ""]
+            body.append(cols)
+        lines.append(f"{name} ({args.seeds} seeds)")
+        lines.append(table(["variant", "accuracy %", "vs fp32", "SQNR dB", "QAT s", "differ %", "max diff"], body))
+        lines.append("")
+    publish("qat", "QAT vs PTQ", "\n".join(lines),
+            f"\n\nQAT: {QAT_EPOCHS} epochs, Adam lr {QAT_LR}, batch {BATCH}, one torch thread; 'QAT s' is "
+            "prepare + training seconds.")
+
+
+if __name__ == "__main__":
+    main()
