@@ -31,6 +31,7 @@ from ..diagnose import check_model, explain_export_failure
 from ..lower.cleanup import prepare_float_graph
 from ..lower.decompose import decompose
 from ..quantize import calibration_batches, get_scheme
+from ..quantize.linear_choice import gram_collector, input_grams
 from ..quantize.quantizer import ANNOTATION_KEY, CortexMQuantizer, ObserverConfig
 from ..quantize.schemes import Scheme
 from ..rnn import rewrite_recurrent
@@ -148,8 +149,16 @@ def prepare_qat(
     decompose(gm)
     prepare_float_graph(gm)  # the PTQ passes: BatchNorm folded with its running statistics
     _trainable(gm)
+    # The linear layers' per-channel choice, as PTQ makes it: by each layer's output error over its calibration
+    # inputs (quantize.linear_choice), decided here once and kept through training.
+    collector = gram_collector(gm, scheme)
+    if collector is not None:
+        calibration = list(calibration_batches(calibration, len(example)))
+        with torch.no_grad():
+            for inputs in calibration:
+                collector.run(*inputs)
     with quiet_torch_logs():
-        prepared = prepare_qat_pt2e(gm, QATQuantizer(observers, scheme))
+        prepared = prepare_qat_pt2e(gm, QATQuantizer(observers, scheme, linear_inputs=input_grams(collector)))
     fake_quantize_biases(prepared)
     link_four_bit_layers(prepared)
     emulate_requantization(prepared)
