@@ -20,12 +20,14 @@ from ..kernels.batch_matmul import prepare_batch_matmul_s8
 from ..kernels.clamp import clamp_s8
 from ..kernels.conv import prepare_conv2d_s8
 from ..kernels.depthwise_conv import prepare_depthwise_conv2d_s8
+from ..kernels.embedding import embedding_s8
 from ..kernels.fully_connected import prepare_fully_connected_s8
 from ..kernels.int4 import widened_multipliers
 from ..kernels.lut import prepare_lut_s8
 from ..kernels.mul import prepare_mul_s8
 from ..kernels.pooling import prepare_pool_s8
 from ..kernels.softmax import prepare_softmax_s8
+from ..kernels.upsample import upsample_nearest2d_s8
 from .fp32 import aten_fp32
 from .ops_s16 import S16_KERNELS
 from .prepared import prepared
@@ -211,6 +213,14 @@ def _lut(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     return prepared(op, ins[1:], (), lambda: prepare_lut_s8(constant(ins[1])))(ins[0])
 
 
+def _embedding(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+    return embedding_s8(ins[0], constant(ins[1]))
+
+
+def _upsample_nearest(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+    return upsample_nearest2d_s8(ins[0], outs[0].shape[-3:-1])
+
+
 def _slice(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     a = op.attrs
     index = (slice(None), *(slice(b, e, s) for b, e, s in zip(a["begin"], a["end"], a["step"], strict=True)))
@@ -255,6 +265,8 @@ KERNELS: dict[str, Kernel] = {
     "transpose_conv2d_s8": _transpose_conv,
     "lut_s8": _lut,
     "slice": _slice,
+    "embedding_s8": _embedding,
+    "upsample_nearest2d_s8": _upsample_nearest,
     "reshape": _reshape,
     "transpose": _transpose,
     "quantize": _quantize,
