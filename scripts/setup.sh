@@ -25,3 +25,6 @@ if ! python -c "import importlib.metadata as m, sys; sys.exit(m.version('torchvi
 fi
 # The Arm cross compiler and QEMU for the firmware (apt-get, only when missing).
 bash scripts/toolchain.sh
+# The QEMU plugin behind the estimated cycles (mcuforge.cycles), built from our source with the host gcc
+# and cached under ~/.cache/mcuforge (it is also built on first use).
+python -c "from mcuforge.cycles import plugin; print('cycle plugin:', plugin.build())"

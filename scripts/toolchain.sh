@@ -3,11 +3,13 @@
 # missing: gcc-arm-none-eabi (compiler), libnewlib-arm-none-eabi (C library, semihosting specs),
 # qemu-system-arm (the mps2/mps3 boards), cmake (the exported project's CMake build), chromium
 # (headless: the Inspector's HTML report test renders the report and checks a screenshot), clang and
-# libclang-rt-14-dev (libFuzzer and the sanitizer runtimes: the fuzzing harness, docs/fuzzing.md).
+# libclang-rt-14-dev (libFuzzer and the sanitizer runtimes: the fuzzing harness, docs/fuzzing.md), gcc
+# (the host compiler: the C runtime's host build and the QEMU plugin of the estimated cycles).
 # Needs root or sudo; prints what to run otherwise.
 set -euo pipefail
 
 missing=()
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v arm-none-eabi-gcc >/dev/null 2>&1 || missing+=(gcc-arm-none-eabi)
 # newlib's semihosting specs file is how we know libnewlib-arm-none-eabi is there.
 arm-none-eabi-gcc -print-file-name=rdimon.specs 2>/dev/null | grep -q / || missing+=(libnewlib-arm-none-eabi)

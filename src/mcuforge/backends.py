@@ -50,8 +50,10 @@ def run_backend(prog: Program, inputs: list[np.ndarray], runs: int, *, backend: 
     """Run ``runs`` runs of ``prog``; returns the outputs (leading run axis) and the trace
     (a :class:`mcuforge.trace.Trace`, or None when tracing is off). ``measured``, if given, is
     filled with what a board measured on the last run (instructions, stack high-water, ...);
-    ``board``: keyword options of :func:`mcuforge.firmware.run_on_qemu` (via, timer, progress)."""
+    ``board``: keyword options of :func:`mcuforge.firmware.run_on_qemu` (via, timer, progress, cycles,
+    clock_mhz); with ``cycles`` the returned trace carries the estimate (``trace.cycles``)."""
     mode = trace_mode(trace)
+    estimate: list[Any] = [None]
     if board and backend != "qemu":
         raise ValueError("board= options are for backend='qemu'")
     if backend == "python":
@@ -73,9 +75,11 @@ def run_backend(prog: Program, inputs: list[np.ndarray], runs: int, *, backend: 
         def run_qemu(program: bytes, xs: list[np.ndarray], how: str | None) -> tuple[list[np.ndarray], bytes | None]:
             outs, recorded, facts = firmware.run_on_qemu(program, xs, board_target, trace=how or False,
                                                          **(board or {}))
+            estimate[0] = facts.get("cycles")
             if measured is not None:
                 measured.update(facts)
             return outs, recorded
+
         outputs, recorded = _one_run_at_a_time(run_qemu, prog, inputs, runs, mode)
     else:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
@@ -83,4 +87,7 @@ def run_backend(prog: Program, inputs: list[np.ndarray], runs: int, *, backend: 
         return outputs, None
     from .trace import Trace
 
-    return outputs, Trace.from_bytes(recorded)
+    parsed = Trace.from_bytes(recorded)
+    if backend == "qemu" and estimate[0] is not None:
+        parsed.cycles = estimate[0]  # estimated cycles per op: the Inspector's est_cycles column
+    return outputs, parsed

@@ -178,7 +178,57 @@ def cmd_info(args: argparse.Namespace) -> int:
         from .ethosu.report import npu_summary
 
         print(npu_summary(prog))
+    if args.cycles:
+        _print_cycle_estimate(prog, args)
     return 0
+
+
+def _print_cycle_estimate(prog: Any, args: argparse.Namespace) -> None:
+    """info --cycles: one traced run on the emulated board with the cycle plugin; estimated cycles and
+    milliseconds per op and per inference (random inputs: the kernels' instruction paths do not depend
+    on the values, except divides and early-terminating multiplies)."""
+    from .firmware import describe_run
+
+    target = args.target or prog.target
+    measured: dict[str, Any] = {}
+    _outputs, trace = prog.run(*_random_inputs(prog), backend="qemu", target=target, trace=True,
+                               measured=measured, board={"cycles": True, "clock_mhz": args.clock_mhz,
+                                                         "memory": _memory(args)})
+    estimate = measured["cycles"]
+    print(f"\nESTIMATED cycles on {estimate.core} (timing model over QEMU's executed instructions, "
+          f"not a measurement; docs/cycles.md):")
+    _print_estimate_table(prog, estimate)
+    top = list(estimate.functions.items())[:8]
+    print("where the estimated cycles go (firmware functions): " + ", ".join(
+        f"{name} {cycles / estimate.cycles:.1%}" for name, cycles in top))
+    print(describe_run(measured))
+
+
+def _memory(args: argparse.Namespace) -> Any:
+    """--fetch-wait-states / --load-wait-states as the timing model's memory."""
+    from .cycles import Memory
+
+    return Memory(fetch_wait_states=args.fetch_wait_states, load_wait_states=args.load_wait_states)
+
+
+def _add_memory_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--fetch-wait-states", type=int, default=0, metavar="N",
+                   help="estimated cycles: wait states added to every taken branch's refill (a flash without a "
+                        "cache; 0 behind a cache that holds the loops, as ST's ART; default 0)")
+    p.add_argument("--load-wait-states", type=int, default=0, metavar="N",
+                   help="estimated cycles: wait states added to every data load (default 0)")
+
+
+def _print_estimate_table(prog: Any, estimate: Any) -> None:
+    import pandas as pd
+
+    ops = prog.ops
+    rows = [{"op": i, "kind": ops[i].kind if i < len(ops) else "?", "instructions": n, "est. cycles": round(c),
+             f"est. ms @ {estimate.clock_hz / 1e6:g} MHz": c * 1e3 / estimate.clock_hz,
+             "cycles/MAC": c / ops[i].macs if i < len(ops) and ops[i].macs else float("nan")}
+            for i, (c, n) in enumerate(zip(estimate.op_cycles or [], estimate.op_instructions or [], strict=True))]
+    with pd.option_context("display.max_rows", None, "display.width", 160):
+        print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
 
 
 def _random_inputs(prog: Any) -> list[np.ndarray]:
@@ -197,6 +247,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     prog = api.load(args.program)
     backend = {"host": "python", "c": "c", "qemu": "qemu"}[args.on]
     board = _board_options(args, backend)
+    if backend == "qemu" and args.cycles:
+        from .cycles.plugin import PluginError, build
+
+        try:
+            build()  # the plugin needs the host C compiler: without one, run without the estimate
+            board.update(cycles=True, clock_mhz=args.clock_mhz, memory=_memory(args))
+        except PluginError as exc:
+            print(f"warning: no estimated cycles: {exc}", file=sys.stderr)
     if args.inputs:
         inputs = load_arrays(args.inputs)
     else:
@@ -215,6 +273,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.trace:
             trace.save(args.trace)
             print(f"wrote {args.trace} ({len(trace.to_bytes()):,} bytes): {trace.status_line}")
+            if trace.cycles is not None:  # the estimate is not part of the stream: kept beside it
+                from .cycles.run import SIDECAR
+
+                print(f"wrote {trace.cycles.save(str(args.trace) + SIDECAR)} (estimated cycles)")
         if backend == "qemu":
             from .firmware import describe_run
             from .inspect import Inspector
@@ -240,6 +302,8 @@ def _board_options(args: argparse.Namespace, backend: str) -> dict[str, Any] | N
     if backend != "qemu":
         if args.via != "semihosting" or args.timer != "icount":
             raise CliError("--via and --timer are options of --on qemu")
+        if args.clock_mhz is not None:
+            raise CliError("--clock-mhz is an option of --on qemu (the estimated cycles' clock)")
         return None
     return {"via": args.via, "timer": args.timer, "progress": args.via == "uart"}
 
@@ -255,9 +319,11 @@ def print_inspection(insp: Any, depth: int | None) -> Any:
     df = insp.to_dataframe()
     shown = ["run", "op_index", "kind", "backend", "module", "duration"]
     shown += ["ms"] if "ms" in df else []
+    shown += ["est_cycles", "est_ms"] if "est_cycles" in df else []  # a core's timing model: estimates
     shown += ["run_gaps"] if insp.trace.gaps else []  # a run that lost records says so on every row
     table = df[shown].rename(columns={"op_index": "op", "duration": f"time ({insp.unit})",
-                                      "run_gaps": "gaps in run"})
+                                      "run_gaps": "gaps in run", "est_cycles": "est. cycles",
+                                      "est_ms": f"est. ms @ {df.attrs.get('cycle_clock_hz', 0) / 1e6:g} MHz"})
     with pd.option_context("display.max_rows", None, "display.width", 160):
         print(table.to_string(index=False))
         for by in ("module", "kind"):
@@ -275,6 +341,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
     insp = Inspector.load(args.program, args.trace, clock_hz=args.clock_hz)
     df = print_inspection(insp, args.depth)
+    if insp.trace.cycles is not None:
+        print(f"{insp.trace.cycles.summary()} ({args.trace}.cycles.json)")
     for path, write in ((args.html, insp.to_html), (args.chrome, insp.to_chrome_trace), (args.csv, df.to_csv)):
         if path:
             write(path)
@@ -458,6 +526,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("info", help="show a program's ops, where each runs and why, and its memory")
     p.add_argument("program")
+    p.add_argument("--cycles", action="store_true",
+                   help="also run it once on the emulated board and show ESTIMATED cycles and milliseconds per "
+                        "op and per inference (a per-core timing model over the executed instructions)")
+    p.add_argument("--target", choices=sorted(TARGETS), help="with --cycles: the board (default: the program's)")
+    p.add_argument("--clock-mhz", type=float, help="with --cycles: the clock of the milliseconds (default: the "
+                                                   "board's)")
+    _add_memory_options(p)
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser("run", help="run a program on the host (Python or C runtime) or on an emulated board")
@@ -476,6 +551,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timer", choices=("icount", "systick", "dwt"), default="icount",
                    help="--on qemu: the trace's clock, built into the firmware: instructions (icount), cycles "
                         "from SysTick, or DWT CYCCNT cycles (which QEMU does not count)")
+    p.add_argument("--cycles", action=argparse.BooleanOptionalAction, default=True,
+                   help="--on qemu: ESTIMATED cycles and milliseconds per op and per inference, from a per-core "
+                        "timing model over the executed instructions (a QEMU plugin built with the host gcc; "
+                        "default: on)")
+    p.add_argument("--clock-mhz", type=float, help="--on qemu: the clock of the estimated milliseconds (default: "
+                                                   "the board's)")
+    _add_memory_options(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("inspect", help="a trace of a program: op table, totals per module and kind, reports")

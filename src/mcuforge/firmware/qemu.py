@@ -90,13 +90,15 @@ def _write_run_files(folder: Path, program_bytes: bytes, inputs: Sequence[bytes]
         (folder / f"input{i}.bin").write_bytes(data)
 
 
-def qemu_command(target: str, elf: Path, serial_port: int | None = None) -> list[str]:
+def qemu_command(target: str, elf: Path, serial_port: int | None = None, extra: Sequence[str] = ()) -> list[str]:
     """The QEMU command line that runs ``elf`` on the board of ``target``, counting instructions;
-    with ``serial_port`` its UART0 is served on that local TCP port (QEMU waits for the client)."""
+    with ``serial_port`` its UART0 is served on that local TCP port (QEMU waits for the client);
+    ``extra``: more QEMU arguments (e.g. the cycle plugin's, :func:`mcuforge.cycles.plugin.qemu_args`)."""
     board = get_board(target)
     serial = ["-serial", f"tcp:127.0.0.1:{serial_port},server=on,wait=on"] if serial_port is not None else []
     return [toolchain.require("qemu-system-arm"), "-M", board.machine, "-nographic", "-monitor", "none",
-            *serial, "-semihosting-config", "enable=on,target=native", "-icount", "shift=0", "-kernel", str(elf)]
+            *serial, "-semihosting-config", "enable=on,target=native", "-icount", "shift=0", *extra,
+            "-kernel", str(elf)]
 
 
 def free_port() -> int:
@@ -137,7 +139,8 @@ def _run_with_uart_capture(command: list[str], folder: Path, port: int, timeout:
 def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str, trace: bool | str = False,
                 *, timeout: float = DEFAULT_TIMEOUT_SECONDS, via: str = "semihosting", timer: str = "icount",
                 progress: bool = False, build_flags: Sequence[str] = (),
-                trace_compiled_in: bool | None = None) -> tuple[list[np.ndarray], bytes | None, dict[str, Any]]:
+                trace_compiled_in: bool | None = None, cycles: bool | str = False, clock_mhz: float | None = None,
+                memory: Any = None) -> tuple[list[np.ndarray], bytes | None, dict[str, Any]]:
     """Run a program once on the emulated board of ``target``.
 
     ``inputs`` and the returned outputs are as :func:`mcuforge.runtime.execute` takes and returns
@@ -151,17 +154,38 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
     count resolution. ``build_flags``: more compiler flags of the firmware (``build``), e.g.
     ``("-DMF_PORTABLE=1",)``; ``trace_compiled_in``: a firmware built with ``MF_TRACE=1`` (by
     default exactly when tracing; True with ``trace=False`` runs the traced build untraced).
+    ``cycles``: also ESTIMATE the core's cycles (opt-in: QEMU runs with the counting plugin of
+    :mod:`mcuforge.cycles`, a host-gcc build on first use): True for the board's core, or the name
+    of another core's timing model; facts["cycles"] is then a :class:`mcuforge.cycles.run.CycleEstimate`
+    (the inference, and each op when tracing), in milliseconds at ``clock_mhz`` (the board's clock by
+    default); ``memory``: a :class:`mcuforge.cycles.Memory` (wait states; zero by default).
     """
     board = get_board(target)
     mode = trace_mode(trace)
     graph = deserialize(bytes(program_bytes))
+    elf = firmware_for(target, mode, timer, build_flags, trace_compiled_in)  # cached: the ELF boot runs
+    traced = mode != "off"
+    estimate = None
     with tempfile.TemporaryDirectory(prefix="mcuforge-qemu-") as tmp:
         folder = Path(tmp)
+        plugin_args: list[str] = []
+        if cycles:
+            from ..cycles import plugin as cycle_plugin
+            from ..cycles import run as cycle_run
+
+            plugin_args = cycle_plugin.qemu_args(folder / "cycles.txt", cycle_run.marks(elf, traced))
         result, seconds, recorded = boot(folder, target, bytes(program_bytes), input_bytes(graph, inputs), mode,
                                          timeout=timeout, via=via, timer=timer, progress=progress,
-                                         build_flags=build_flags, trace_compiled_in=trace_compiled_in)
+                                         build_flags=build_flags, trace_compiled_in=trace_compiled_in,
+                                         qemu_args=plugin_args)
         outputs = _read_outputs(folder, graph)
-    elf = firmware_for(target, mode, timer, build_flags, trace_compiled_in)  # cached: the ELF boot ran
+        if cycles:
+            from ..cycles.model import Memory
+
+            estimate = cycle_run.estimate_run(
+                cycle_plugin.parse(folder / "cycles.txt"), elf, target, op_count=len(graph.ops), traced=traced,
+                core=cycles if isinstance(cycles, str) else None, memory=memory or Memory(),
+                clock_hz=clock_mhz * 1e6 if clock_mhz else None)
     facts = {
         "target": target, "board": board.machine, "firmware": str(elf),
         "instructions": result["invoke_instructions"],
@@ -175,6 +199,8 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
         "trace_via": via if mode != "off" else None, "timer": timer,
         "qemu_seconds": seconds,
     }
+    if estimate is not None:
+        facts["cycles"] = estimate
     return outputs, recorded, facts
 
 
@@ -191,11 +217,13 @@ def firmware_for(target: str, mode: str, timer: str = "icount", build_flags: Seq
 def boot(folder: Path, target: str, program_bytes: bytes, inputs: Sequence[bytes], mode: str = "off", *,
          timeout: float = DEFAULT_TIMEOUT_SECONDS, via: str = "semihosting", timer: str = "icount",
          progress: bool = False, build_flags: Sequence[str] = (), trace_compiled_in: bool | None = None,
-         arena_shortfall: int = 0, trace_buffer_bytes: int = 0) -> tuple[dict[str, Any], float, bytes | None]:
+         arena_shortfall: int = 0, trace_buffer_bytes: int = 0,
+         qemu_args: Sequence[str] = ()) -> tuple[dict[str, Any], float, bytes | None]:
     """Boot the firmware once in ``folder`` on these exact bytes (no checks on the host side: the
     board's runtime is the one that must refuse what is wrong). ``via``, ``timer``, ``progress``,
     ``build_flags``, ``trace_compiled_in``: as :func:`run_on_qemu`; ``arena_shortfall``: give mf_init
-    that many bytes less than the program needs; ``trace_buffer_bytes``: the firmware's trace buffer (0: its default).
+    that many bytes less than the program needs; ``trace_buffer_bytes``: the firmware's trace buffer (0: its default);
+    ``qemu_args``: more QEMU arguments (the cycle plugin's).
     Returns (result.bin's fields, QEMU seconds, the trace stream or None); FirmwareRunError if the
     firmware failed, naming the stage, the mf_status and the op."""
     if via not in TRACE_SINKS:
@@ -203,7 +231,8 @@ def boot(folder: Path, target: str, program_bytes: bytes, inputs: Sequence[bytes
     board = get_board(target)
     uart = via == "uart" and mode != "off"
     port = free_port() if uart else None
-    command = qemu_command(target, firmware_for(target, mode, timer, build_flags, trace_compiled_in), port)
+    command = qemu_command(target, firmware_for(target, mode, timer, build_flags, trace_compiled_in), port,
+                           qemu_args)
     _write_run_files(folder, program_bytes, inputs, mode, via, arena_shortfall, trace_buffer_bytes)
     where = f"{target} on QEMU {board.machine}"
     recorded = None
@@ -256,4 +285,5 @@ def describe_run(facts: dict[str, Any]) -> str:
     """One line for the CLI: board, instructions of the inference (with their resolution), stack."""
     return (f"{facts['target']} on QEMU {facts['board']}: {facts['instructions']:,} instructions per inference "
             f"(counted to {facts['instruction_resolution']:g}), stack high-water {facts['stack_bytes']} B "
-            f"({facts['invoke_stack_bytes']} B in mcuforge), arena {facts['arena_bytes']} B")
+            f"({facts['invoke_stack_bytes']} B in mcuforge), arena {facts['arena_bytes']} B"
+            + (f"\n  {facts['cycles'].summary()}" if facts.get("cycles") is not None else ""))

@@ -33,12 +33,16 @@ def chrome_trace(df: pd.DataFrame, trace: Trace) -> dict[str, Any]:
         events.append({"ph": "X", "pid": 0, "tid": run.index, "cat": "run", "name": f"run {run.index}",
                        "ts": offset / 1000, "dur": length / 1000,
                        "args": {"unit": unit, "duration": length, "status": run.status, "complete": run.complete}})
+        estimated = "est_cycles" in df.columns  # a core's timing model costed the run (estimates)
         for row in rows.itertuples():
+            args = {"module": row.module, "source": row.source, "aten": row.aten, "unit": unit,
+                    "start": int(row.start), "duration": int(row.duration), "output_shape": row.output_shape}
+            if estimated:
+                args.update(estimated_cycles=float(row.est_cycles), estimated_ms=float(row.est_ms))
             events.append({
                 "ph": "X", "pid": 0, "tid": run.index, "cat": row.backend,
                 "name": f"{row.op_index} {row.kind}", "ts": (offset + row.start) / 1000, "dur": row.duration / 1000,
-                "args": {"module": row.module, "source": row.source, "aten": row.aten, "unit": unit,
-                         "start": int(row.start), "duration": int(row.duration), "output_shape": row.output_shape},
+                "args": args,
             })
         offset += length + RUN_GAP_TICKS
     tick = "1 ns" if unit == "ns" else f"1 {unit.rstrip('s')} drawn as 1 ns"

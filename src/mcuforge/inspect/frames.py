@@ -48,7 +48,20 @@ def op_frame(record: dict[str, Any], trace: Trace, macs: dict[int, int] | None =
         })
     df = pd.DataFrame(rows, columns=OP_COLUMNS)
     df.attrs.update(trace_attrs(trace))
-    return df
+    return add_cycle_estimate(df, trace.cycles)
+
+
+def add_cycle_estimate(df: pd.DataFrame, estimate: Any) -> pd.DataFrame:
+    """The op table with ``est_cycles`` and ``est_ms`` (at the estimate's clock) when the run was
+    costed by a core's timing model (:mod:`mcuforge.cycles`): ESTIMATES, labelled so in ``attrs``."""
+    op_cycles = getattr(estimate, "op_cycles", None)
+    if op_cycles is None:
+        return df
+    cycles = df["op_index"].map(lambda i: op_cycles[i] if i < len(op_cycles) else float("nan"))
+    out = df.assign(est_cycles=cycles, est_ms=cycles * 1e3 / estimate.clock_hz)
+    out.attrs.update(df.attrs, cycle_model=estimate.core, cycle_clock_hz=estimate.clock_hz,
+                     cycle_note=estimate.note)
+    return out
 
 
 def module_prefix(path: str, depth: int | None) -> str:

@@ -45,7 +45,8 @@ class Inspector:
 
     @classmethod
     def load(cls, program_path: str | Path, trace_path: str | Path, clock_hz: float | None = None) -> Inspector:
-        """The program file, its debug record (``<program>.dbg.json``) and a trace file."""
+        """The program file, its debug record (``<program>.dbg.json``) and a trace file (with its
+        estimated cycles when ``<trace>.cycles.json`` is beside it)."""
         from ..api import DEBUG_SUFFIX, load
 
         program = load(program_path)
@@ -56,7 +57,13 @@ class Inspector:
             if stored is not None and stored != crc:
                 raise TraceMismatchError(f"{debug_path} belongs to program 0x{stored:08x}, not {program_path} "
                                          f"(0x{crc:08x})")
-        return cls(program, Trace.load(trace_path), clock_hz)
+        trace = Trace.load(trace_path)
+        from ..cycles.run import SIDECAR, CycleEstimate
+
+        sidecar = Path(str(trace_path) + SIDECAR)
+        if sidecar.is_file():  # estimated cycles saved beside the trace by `mcuforge run --trace`
+            trace.cycles = CycleEstimate.load(sidecar)
+        return cls(program, trace, clock_hz)
 
     # -- state of the trace ----------------------------------------------------------------------------
     @property

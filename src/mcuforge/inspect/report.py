@@ -127,6 +127,11 @@ def render_html(title: str, trace: Trace, df: pd.DataFrame, by_module: pd.DataFr
         kind=("kind", "first"), backend=("backend", "first"), module=("module", "first"),
         source=("source", "first"), output_shape=("output_shape", "first"), bytes=("bytes", "first"),
         duration=("duration", "mean"))
+    estimate = trace.cycles
+    if "est_cycles" in df.columns:  # a core's timing model costed the run: estimated cycles and ms per op
+        est = df.groupby("op_index").agg(est_cycles=("est_cycles", "mean"), est_ms=("est_ms", "mean"))
+        per_op = per_op.join(est.rename(columns={"est_cycles": "estimated cycles",
+                                                 "est_ms": f"estimated ms at {estimate.clock_hz / 1e6:g} MHz"}))
     banner_class = "intact" if trace.intact else "truncated"
     parts = [
         f"<h1>{html.escape(title)}</h1>",
@@ -134,6 +139,9 @@ def render_html(title: str, trace: Trace, df: pd.DataFrame, by_module: pd.DataFr
         f"<p>program CRC 0x{trace.program_crc:08x}; {trace.op_count} ops in the program; time unit "
         f"<b>{html.escape(unit)}</b>; {len(trace.runs)} run(s).</p>",
     ]
+    if estimate is not None:
+        parts.append(f'<p id="cycle-estimate"><b>Estimated</b> (not measured): {html.escape(estimate.summary())}. '
+                     f"{html.escape(estimate.note)}.</p>")
     if len(per_op):
         parts.append(_section("Time per op", _image(op_time_figure(per_op, unit), "time per op")))
     if trace.gaps:  # where records were lost, and the runs they fall in

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..program.layout import DTYPE_BY_CODE
 from . import format as F
@@ -121,6 +122,9 @@ class Trace:
     truncated: bool = False  # the stream was cut short (no intact STREAM_END) or its count disagrees
     truncation_reason: str = ""
     truncation_offset: int | None = None  # byte offset where the readable part ends
+    # Estimated cycles of the run (a mcuforge.cycles.run.CycleEstimate, when it ran on QEMU with the
+    # cycle plugin): attached by the backend, not part of the stream (to_bytes/save leave it out).
+    cycles: Any = field(default=None, repr=False)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Trace:
