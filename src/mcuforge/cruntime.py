@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .firmware.builder import cache_root
+from .firmware.builder import runtime_sources as builder_runtime_sources
 from .firmware.toolchain import PORTABLE_C_FLAGS, ToolchainMissing
 from .trace.format import trace_mode
 
@@ -99,8 +100,8 @@ def status_name(code: int) -> str:
 
 
 def runtime_sources() -> list[Path]:
-    """The portable runtime and kernels (what a firmware build compiles too)."""
-    return sorted(p for sub in ("runtime", "kernels") for p in (CSRC / sub).rglob("*.c"))
+    """The portable runtime and kernels (the firmware's manifest, mcuforge.firmware.builder.RUNTIME_DIRS)."""
+    return builder_runtime_sources()
 
 
 def _all_inputs() -> list[Path]:
