@@ -104,7 +104,7 @@ KINDS: tuple[KindSpec, ...] = (
     KindSpec("quantize", 30, ("x",), (("scale", "float"), ("zero_point", "int")), ("fp32",), cmsis_nn="none"),
     KindSpec("dequantize", 31, ("x",), (("scale", "float"), ("zero_point", "int")), ("fp32",), cmsis_nn="none"),
     # An aten op with its arguments (TensorRef for tensor arguments) and its position in the C runtime's fp32
-    # table (mcuforge.cruntime.aten_table_index; -1 for an op the table does not have).
+    # table (mcuforge.aten_table.aten_table_index; -1 for an op the table does not have).
     KindSpec("aten_fp32", 40, ("*",), (("target", "str"), ("args", "any"), ("kwargs", "any"), ("table_index", "int")),
              ("fp32",), min_inputs=0, macs="aten", cmsis_nn="none (fp32)"),
     # A subgraph compiled for an NPU (Ethos-U, by Vela): input_count activations, then the constant blobs command
