@@ -84,8 +84,9 @@ class BoardSweep:
     def run(self, target: str) -> tuple[list[np.ndarray], list[np.ndarray], dict]:
         """(host Python outputs, board outputs, the board's facts)."""
         program = self.program(target)
-        expected = execute(deserialize(program), self.values)
-        got, _trace, facts = firmware.run_on_qemu(program, self.values, target)
+        graph = deserialize(program)
+        expected = execute(graph, self.values)
+        got, _trace, facts = firmware.run_on_qemu(program, self.values, target, graph=graph)
         return expected, got, facts
 
     def _assert_same(self, where: str, expected: list[np.ndarray], got: list[np.ndarray]) -> None:

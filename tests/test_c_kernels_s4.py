@@ -301,12 +301,14 @@ def precision_case_programs() -> list[bytes]:
     programs += [compiled(name)[2].to_bytes() for name in ("custom_fallback", "transformer_block")]
     programs.append(fuzz.seed_programs_of("every_s16_kernel"))  # the s16 kinds and the int8 <-> int16 conversions
     programs.append(fuzz.seed_programs_of("recurrent"))  # lstm_s8, gru_s8
+    programs.append(fuzz.seed_programs_of("every_int8_kernel"))  # clamp_s8, maximum_s8, minimum_s8 among others
+    programs.append(fuzz.seed_programs_of("gather_and_resample"))  # embedding_s8, upsample_nearest2d_s8
     return programs
 
 
 def test_readers_check_the_precision_byte():
     """Each op's precision byte against the kind's precisions (mcuforge.ir.KIND_PRECISIONS): every code on every
-    op, C and Python readers agreeing (the C loader's own table, csrc/runtime/loader.c kind_precisions)."""
+    op, C and Python readers agreeing (the C loader's, csrc/runtime/kind_table.h mf_kind_precisions)."""
     seen = set()
     for program in precision_case_programs():
         h = read_header(program)

@@ -36,7 +36,7 @@ from mcuforge.kernels import (
 )
 from mcuforge.kernels import conv as conv_mod
 from mcuforge.kernels import mul as mul_mod
-from mcuforge.kernels import quant_utils as qu
+from mcuforge.kernels import requant_engine as qu
 from mcuforge.kernels.quant_utils import Requantizer
 
 from cmsis_reference import INT32_MAX, INT32_MIN, c_output, c_requantize, c_wrap32, clamp

@@ -19,6 +19,7 @@ from .capture import as_input_tuple, capture, check_compilable
 from .fit import check_fit
 from .ir import QUANTIZED_RANGES, Graph, Op, op_precision
 from .kernels import dequantize_per_tensor, quantize_per_tensor
+from .kinds import KIND
 from .lower import lower_to_ir
 from .lower.builder import NCHW_TO_NHWC, NHWC_TO_NCHW
 from .lower.cleanup import prepare_float_graph
@@ -53,25 +54,22 @@ class OpRecord:
 
 
 def _macs(graph: Graph, op: Op) -> int:
-    if op.kind in ("conv2d_s8", "depthwise_conv2d_s8", "conv2d_s4", "depthwise_conv2d_s4", "conv2d_s16",
-                   "depthwise_conv2d_s16"):
-        out = graph.tensors[op.outputs[0]]
-        kh, kw = graph.tensors[op.inputs[1]].shape[1:3]
-        cin = graph.tensors[op.inputs[1]].shape[3] if op.kind.startswith("conv2d") else 1
-        return out.numel * kh * kw * cin
-    if op.kind in ("fully_connected_s8", "fully_connected_per_channel_s8", "fully_connected_s4", "fully_connected_s16"):
-        return graph.tensors[op.outputs[0]].numel * graph.tensors[op.inputs[1]].shape[1]
-    if op.kind == "transpose_conv2d_s8":  # every input pixel meets every tap of every output channel
-        oc, kh, kw, _cin = graph.tensors[op.inputs[1]].shape
-        return graph.tensors[op.inputs[0]].numel * kh * kw * oc
-    if op.kind in ("batch_matmul_s8", "batch_matmul_s16"):  # one K-long dot product per output element
-        lhs = graph.tensors[op.inputs[0]].shape
-        return graph.tensors[op.outputs[0]].numel * lhs[-2 if op.attrs.get("adj_x") else -1]
-    if op.kind in ("lstm_s8", "gru_s8"):  # every step: 4H (3H) dot products over the input and the state
-        _n, _t, features = graph.tensors[op.inputs[0]].shape
-        gates = 4 if op.kind == "lstm_s8" else 3
-        return graph.tensors[op.outputs[0]].numel * gates * (features + graph.tensors[op.inputs[2]].shape[1])
-    if op.kind == "aten_fp32":
+    """The op's multiply-accumulates, by its kind's MAC rule (mcuforge.kinds: KindSpec.macs)."""
+    rule, t = KIND[op.kind].macs if op.kind in KIND else "", graph.tensors
+    if rule in ("conv", "depthwise"):
+        kh, kw = t[op.inputs[1]].shape[1:3]
+        return t[op.outputs[0]].numel * kh * kw * (t[op.inputs[1]].shape[3] if rule == "conv" else 1)
+    if rule == "fully_connected":
+        return t[op.outputs[0]].numel * t[op.inputs[1]].shape[1]
+    if rule == "transpose_conv":  # every input pixel meets every tap of every output channel
+        oc, kh, kw, _cin = t[op.inputs[1]].shape
+        return t[op.inputs[0]].numel * kh * kw * oc
+    if rule == "batch_matmul":  # one K-long dot product per output element
+        return t[op.outputs[0]].numel * t[op.inputs[0]].shape[-2 if op.attrs.get("adj_x") else -1]
+    if rule == "recurrent":  # every step: 4H (3H) dot products over the input and the state
+        features = t[op.inputs[0]].shape[2]
+        return t[op.outputs[0]].numel * KIND[op.kind].recurrent_gates * (features + t[op.inputs[2]].shape[1])
+    if rule == "aten":
         return _aten_macs(graph, op)
     return 0
 

@@ -8,11 +8,9 @@ hash of the C sources, the flags and the compiler, so a rebuild happens only whe
 
 from __future__ import annotations
 
-import bisect
 import ctypes
 import hashlib
 import os
-import re
 import shutil
 import struct
 import subprocess
@@ -24,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from .aten_table import aten_table_index, c_aten_table  # noqa: F401 - re-exported: their old home
 from .firmware.builder import cache_root
+from .firmware.builder import runtime_sources as builder_runtime_sources
 from .firmware.toolchain import PORTABLE_C_FLAGS, ToolchainMissing
 from .trace.format import trace_mode
 
@@ -68,21 +68,6 @@ def c_aten_ops() -> frozenset[str]:
     return frozenset(c_aten_table())
 
 
-@cache
-def c_aten_table() -> tuple[str, ...]:
-    """The C runtime's fp32 table in its order (``kernels/fp32/aten_list.h``): the aten names sorted."""
-    return tuple(sorted({name for src in (CSRC / "kernels" / "fp32").glob("*.c")
-                         for name in re.findall(r'"(aten\.[\w.]+)"', src.read_text())}))
-
-
-def aten_table_index(name: str) -> int:
-    """Position of the aten op ``name`` in the C runtime's fp32 table (an aten_fp32 op's
-    ``table_index``, by which the runtime dispatches it); -1 when the table does not have it."""
-    table = c_aten_table()
-    i = bisect.bisect_left(table, name)
-    return i if i < len(table) and table[i] == name else -1
-
-
 def ops_without_c_kernel(graph: Any) -> list[int]:
     """Indices of fp32 fallback ops that the C runtime (and so the firmware) cannot run."""
     known = c_aten_ops()
@@ -99,8 +84,8 @@ def status_name(code: int) -> str:
 
 
 def runtime_sources() -> list[Path]:
-    """The portable runtime and kernels (what a firmware build compiles too)."""
-    return sorted(p for sub in ("runtime", "kernels") for p in (CSRC / sub).rglob("*.c"))
+    """The portable runtime and kernels (the firmware's manifest, mcuforge.firmware.builder.RUNTIME_DIRS)."""
+    return builder_runtime_sources()
 
 
 def _all_inputs() -> list[Path]:

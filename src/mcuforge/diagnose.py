@@ -131,7 +131,7 @@ def explain_export_failure(exc: BaseException, model: nn.Module, inputs: tuple[t
 
 
 def _node_where(node: fx.Node) -> str:
-    from .lower.builder import module_path, module_type
+    from .nodes import module_path, module_type
 
     path = module_path(node) or "<top>"
     kind = module_type(node)

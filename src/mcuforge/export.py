@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .firmware.boards import BOARDS
-from .firmware.builder import BOARD_SRC, CSRC, NOT_RUNTIME, icount_scale
+from .firmware.builder import BOARD_SRC, CSRC, icount_scale, runtime_files
 from .firmware.toolchain import PORTABLE_C_FLAGS
 from .ir import DTYPES, Graph, input_bytes
 from .program import deserialize, read_header
@@ -43,15 +43,14 @@ def _c_float(value: float) -> str:
 
 
 def _copy_runtime(out: Path) -> None:
-    """The portable runtime: csrc/ without the firmware, the export templates and host-only code,
-    folders kept as they are (sources include each other by relative path); and the board support
-    (UART trace sink, timers, CMSDK UART driver) in mcuforge/board/."""
-    for path in sorted(CSRC.rglob("*")):
-        rel = path.relative_to(CSRC)
-        if path.suffix in (".c", ".h") and (not NOT_RUNTIME.intersection(rel.parts[:-1]) or path.parent == BOARD_SRC):
-            dest = out / "mcuforge" / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, dest)
+    """The portable runtime (the firmware's manifest, ``runtime_files``), folders kept as they are (sources
+    include each other by relative path); and the board support (UART trace sink, timers, CMSDK UART driver) in
+    mcuforge/board/."""
+    board = sorted(p for p in BOARD_SRC.iterdir() if p.suffix in (".c", ".h"))
+    for path in [*runtime_files(), *board]:
+        dest = out / "mcuforge" / path.relative_to(CSRC)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, dest)
 
 
 def _keep_used_kernels(out: Path, graph: Graph) -> None:

@@ -140,6 +140,18 @@ def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
         def forward(self, x):
             return self.gru(self.lstm(x)[0])[0]
 
+    class GatherAndResample(nn.Module):
+        """The int8 embedding (token indices into a table) and nearest upsampling kinds."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Embedding(12, 6)
+            self.fc = nn.Linear(6, 3)
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+        def forward(self, tokens, x):
+            return self.fc(self.embed(tokens)), F.interpolate(F.relu(self.conv(x)), scale_factor=2)
+
     torch.manual_seed(0)
     x = (torch.randn(1, 3, 8, 8),)
     every = EveryInt8Kernel()
@@ -152,7 +164,9 @@ def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
             ("fp32_kernels", Fp32Kernels(), (torch.randn(1, 4, 4, 4), torch.tensor([[1, 7, 3]])), "cortex-m4",
              "int8"),
             ("every_s16_kernel", EveryS16Kernel(), x, "cortex-m55", "a16w8"),
-            ("recurrent", Recurrent(), (torch.randn(1, 5, 3),), "cortex-m4", "int8")]
+            ("recurrent", Recurrent(), (torch.randn(1, 5, 3),), "cortex-m4", "int8"),
+            ("gather_and_resample", GatherAndResample(), (torch.tensor([[3, 0, 11, 5]]), torch.randn(1, 3, 4, 4)),
+             "cortex-m4", "int8")]
 
 
 def seed_model(name: str) -> tuple[object, tuple, str, str]:

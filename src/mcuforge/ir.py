@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .kinds import KINDS, kinds_where
 from .targets import get_target
 
 #: The value ranges of the quantized activation dtypes (int8, and A16W8's int16).
@@ -140,7 +141,7 @@ class Graph:
 
 
 #: The recurrent kinds and their gates per layer (weights (gates x H, .)).
-RECURRENT_GATES = {"lstm_s8": 4, "gru_s8": 3}
+RECURRENT_GATES = {s.name: s.recurrent_gates for s in KINDS if s.recurrent_gates}
 
 
 def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, out_shape: Sequence[int] = (),
@@ -205,11 +206,7 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
 # Op kinds whose kernels may write their output exactly onto an input (by position): a reshape copies
 # nothing; the elementwise int8 and int16 kernels read element i of that input before writing element i of the
 # output, and no element after it (mcuforge.plan writes them in place where it saves memory).
-IN_PLACE_INPUTS: dict[str, tuple[int, ...]] = {
-    "reshape": (0,), "clamp_s8": (0,), "lut_s8": (0,), "add_s8": (0, 1), "mul_s8": (0, 1),
-    "maximum_s8": (0, 1), "minimum_s8": (0, 1),
-    "clamp_s16": (0,), "lut_s16": (0,), "activation_s16": (0,), "add_s16": (0, 1), "mul_s16": (0, 1),
-}
+IN_PLACE_INPUTS: dict[str, tuple[int, ...]] = {s.name: s.in_place for s in KINDS if s.in_place}
 
 
 def arena_overlap_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
@@ -271,221 +268,26 @@ def input_bytes(graph: Graph, inputs: Sequence[np.ndarray]) -> list[bytes]:
     return data
 
 
-# Op kinds: a stable numeric id for the program file and the attribute names in file order.
-# Attribute types: "int", "float", "ints" (list of int), "str", "any" (a generic value list,
-# used by the fp32 fallback op). Inputs are listed for readers; optional ones end with "?".
+# Op kinds: derived from mcuforge.kinds (one KindSpec per kind, the place to read and to add one). OP_KINDS gives
+# each kind's stable numeric id for the program file, its inputs (optional ones end with "?", ["*"]: any number)
+# and its attribute names and types in file order ("int", "float", "ints", "str", "any").
 OP_KINDS: dict[str, dict[str, Any]] = {
-    "conv2d_s8": {
-        "id": 1,
-        "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
-        "attrs": [
-            ("input_offset", "int"), ("output_offset", "int"), ("stride", "ints"),
-            ("padding", "ints"), ("dilation", "ints"), ("act_min", "int"), ("act_max", "int"),
-        ],
-    },
-    "depthwise_conv2d_s8": {
-        "id": 2,
-        "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
-        "attrs": [
-            ("input_offset", "int"), ("output_offset", "int"), ("stride", "ints"),
-            ("padding", "ints"), ("dilation", "ints"), ("depth_multiplier", "int"),
-            ("act_min", "int"), ("act_max", "int"),
-        ],
-    },
-    "fully_connected_s8": {
-        "id": 3,
-        "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
-        "attrs": [("input_offset", "int"), ("output_offset", "int"), ("act_min", "int"), ("act_max", "int")],
-    },
-    "add_s8": {
-        "id": 4,
-        "inputs": ["a", "b"],
-        "attrs": [
-            ("a_offset", "int"), ("a_multiplier", "int"), ("a_shift", "int"),
-            ("b_offset", "int"), ("b_multiplier", "int"), ("b_shift", "int"),
-            ("left_shift", "int"), ("output_offset", "int"), ("output_multiplier", "int"),
-            ("output_shift", "int"), ("act_min", "int"), ("act_max", "int"),
-        ],
-    },
-    # arm_avgpool_s8 / arm_max_pool_s8: windows over in-bounds elements only; the output size is explicit
-    # (output_hw, as CMSIS-NN takes it: torch's ceil_mode is one choice of it), every window must hit the input.
-    "avgpool_s8": {
-        "id": 5,
-        "inputs": ["x"],
-        "attrs": [
-            ("kernel", "ints"), ("stride", "ints"), ("padding", "ints"),
-            ("act_min", "int"), ("act_max", "int"), ("output_hw", "ints"),
-        ],
-    },
-    "maxpool_s8": {
-        "id": 6,
-        "inputs": ["x"],
-        "attrs": [
-            ("kernel", "ints"), ("stride", "ints"), ("padding", "ints"),
-            ("act_min", "int"), ("act_max", "int"), ("output_hw", "ints"),
-        ],
-    },
-    "clamp_s8": {"id": 7, "inputs": ["x"], "attrs": [("act_min", "int"), ("act_max", "int")]},
-    # Elementwise multiply (arm_elementwise_mul_s8); a and b broadcast like numpy over equal ranks.
-    "mul_s8": {
-        "id": 8,
-        "inputs": ["a", "b"],
-        "attrs": [
-            ("a_offset", "int"), ("b_offset", "int"), ("output_offset", "int"), ("output_multiplier", "int"),
-            ("output_shift", "int"), ("act_min", "int"), ("act_max", "int"),
-        ],
-    },
-    # Softmax over the last stored axis (arm_softmax_s8); output scale 1/256, zero point -128.
-    "softmax_s8": {"id": 9, "inputs": ["x"], "attrs": [("multiplier", "int"), ("shift", "int"), ("diff_min", "int")]},
-    # Constant pad: pads = (before, after) per stored dim, flattened; pad_value is int8.
-    "pad_s8": {"id": 10, "inputs": ["x"], "attrs": [("pads", "ints"), ("pad_value", "int")]},
-    # Concatenation along a stored axis; all inputs share the output's quantization (byte copy).
-    "concat_s8": {"id": 11, "inputs": ["*"], "attrs": [("axis", "int")]},
-    # arm_batch_matmul_s8: lhs (..., M, K) [adj_x: (..., K, M)], rhs (..., K, N) [adj_y: (..., N, K)].
-    "batch_matmul_s8": {
-        "id": 12,
-        "inputs": ["lhs", "rhs"],
-        "attrs": [
-            ("lhs_offset", "int"), ("rhs_offset", "int"), ("output_offset", "int"), ("output_multiplier", "int"),
-            ("output_shift", "int"), ("act_min", "int"), ("act_max", "int"), ("adj_x", "int"), ("adj_y", "int"),
-        ],
-    },
-    # arm_transpose_conv_s8: NHWC, OHWI weights, per-channel requantization; output size = output shape.
-    "transpose_conv2d_s8": {
-        "id": 13,
-        "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
-        "attrs": [
-            ("input_offset", "int"), ("output_offset", "int"), ("stride", "ints"), ("padding", "ints"),
-            ("act_min", "int"), ("act_max", "int"),
-        ],
-    },
-    # Table activation: out = table[x + 128], table int8[256].
-    "lut_s8": {"id": 14, "inputs": ["x", "table"], "attrs": []},
-    # arm_maximum_s8 / arm_minimum_s8: elementwise max / min, no requantization (a, b and the output share
-    # one quantization); a and b broadcast like numpy over ranks <= 4 (CMSIS-NN's N, H, W, C dims).
-    "maximum_s8": {"id": 26, "inputs": ["a", "b"], "attrs": []},
-    "minimum_s8": {"id": 27, "inputs": ["a", "b"], "attrs": []},
-    # Data movement, any element type.
-    "reshape": {"id": 20, "inputs": ["x"], "attrs": []},
-    "transpose": {"id": 21, "inputs": ["x"], "attrs": [("perm", "ints")]},
-    # x[begin:end:step] per stored dim of x; the output may drop size-1 dims (same elements, same order).
-    "slice": {"id": 22, "inputs": ["x"], "attrs": [("begin", "ints"), ("end", "ints"), ("step", "ints")]},
-    # Precision boundaries of the fp32 fallback.
-    "quantize": {"id": 30, "inputs": ["x"], "attrs": [("scale", "float"), ("zero_point", "int")]},
-    "dequantize": {"id": 31, "inputs": ["x"], "attrs": [("scale", "float"), ("zero_point", "int")]},
-    # fp32 fallback: an aten op with its arguments (TensorRef for tensor arguments) and its position in the
-    # C runtime's fp32 table (mcuforge.cruntime.aten_table_index; -1 for an op the table does not have).
-    "aten_fp32": {
-        "id": 40, "inputs": ["*"],
-        "attrs": [("target", "str"), ("args", "any"), ("kwargs", "any"), ("table_index", "int")],
-    },
-    # A subgraph compiled for an NPU (Ethos-U, by Vela): input_count activations, then the constant blobs
-    # command stream, weights and (optional) TOSA flatbuffer; see mcuforge.program.delegate and docs/format.md.
-    "delegate": {
-        "id": 50, "inputs": ["*"],
-        "attrs": [
-            ("npu", "str"), ("input_count", "int"), ("input_offsets", "ints"), ("output_offsets", "ints"),
-            ("npu_cycles", "int"), ("sram_bytes", "int"), ("flash_bytes", "int"), ("macs", "int"),
-        ],
-    },
+    s.name: {"id": s.id, "inputs": list(s.inputs), "attrs": list(s.attrs)} for s in KINDS
 }
-
-# int4 weights (dtype "int4", CMSIS-NN's s4 packing) with int8 activations: the inputs, attributes and
-# arithmetic of the s8 kinds -- arm_convolve_s4 (any groups, as conv2d_s8), arm_depthwise_conv_s4,
-# arm_fully_connected_s4 (per-tensor; length-O multipliers and shifts requantize per channel as the
-# per-channel s8 kernel does). fully_connected_per_channel_s8 is arm_fully_connected_per_channel_s8:
-# multipliers and shifts of length O (fully_connected_s8 is the per-tensor arm_fully_connected_s8; it
-# still reads length-O ones, as format 1.0 files hold them).
-for _kind, _like, _id in (("conv2d_s4", "conv2d_s8", 15), ("depthwise_conv2d_s4", "depthwise_conv2d_s8", 16),
-                          ("fully_connected_s4", "fully_connected_s8", 17),
-                          ("fully_connected_per_channel_s8", "fully_connected_s8", 18)):
-    OP_KINDS[_kind] = {**OP_KINDS[_like], "id": _id}
+OP_KIND_BY_ID = {spec["id"]: name for name, spec in OP_KINDS.items()}
 
 # Optional trailing attributes (format 3.1): an op may leave them out (its attrs, and its record in the file, then
 # end before them) and its kernel takes the default given here; the writer stores them only where they differ from
-# it, so programs without them are read by every 3.x reader. fully_connected_s8 and its per-channel form take
-# CMSIS-NN's fc_params->filter_offset, the negated weight zero point in [-127, 128] (the compiler's weights are
-# symmetric: 0, left out).
-OPTIONAL_ATTRS: dict[str, dict[str, Any]] = {}
-for _kind in ("fully_connected_s8", "fully_connected_per_channel_s8"):
-    OP_KINDS[_kind] = {**OP_KINDS[_kind], "attrs": [*OP_KINDS[_kind]["attrs"], ("filter_offset", "int")]}
-    OPTIONAL_ATTRS[_kind] = {"filter_offset": 0}
+# it, so programs without them are read by every 3.x reader.
+OPTIONAL_ATTRS: dict[str, dict[str, Any]] = {s.name: dict(s.optional_attrs) for s in KINDS if s.optional_attrs}
 
-# int16 activations (A16W8: symmetric int16, zero point 0, so no offsets), CMSIS-NN's s16 kernels. The weighted
-# kinds take int8 weights, an optional int64 bias, int32 multipliers and int8 shifts (in [-31, 14], the range
-# of arm_nn_requantize_s64); fully_connected_s16 reads length-1 (arm_fully_connected_s16) or length-O ones.
-# conv2d_s16 also takes an int32 bias: arm_convolve_s16's int32-bias form (arm_nn_requantize, shifts [-31, 30]).
-_S16_ACT = [("act_min", "int"), ("act_max", "int")]
-_S16_WINDOW = [("stride", "ints"), ("padding", "ints"), ("dilation", "ints")]
-_S16_POOL = [("kernel", "ints"), ("stride", "ints"), ("padding", "ints"), *_S16_ACT, ("output_hw", "ints")]
-OP_KINDS.update({
-    "conv2d_s16": {"id": 60, "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
-                   "attrs": [*_S16_WINDOW, *_S16_ACT]},
-    "depthwise_conv2d_s16": {"id": 61, "inputs": ["x", "weight", "bias?", "multipliers", "shifts"],
-                             "attrs": [*_S16_WINDOW, ("depth_multiplier", "int"), *_S16_ACT]},
-    "fully_connected_s16": {"id": 62, "inputs": ["x", "weight", "bias?", "multipliers", "shifts"], "attrs": _S16_ACT},
-    # arm_elementwise_add_s16 (TFLite int16 ADD parameters, left_shift 15); a and b broadcast like numpy.
-    "add_s16": {"id": 63, "inputs": ["a", "b"], "attrs": [
-        ("a_multiplier", "int"), ("a_shift", "int"), ("b_multiplier", "int"), ("b_shift", "int"),
-        ("left_shift", "int"), ("output_multiplier", "int"), ("output_shift", "int"), *_S16_ACT]},
-    "mul_s16": {"id": 64, "inputs": ["a", "b"],
-                "attrs": [("output_multiplier", "int"), ("output_shift", "int"), *_S16_ACT]},
-    "avgpool_s16": {"id": 65, "inputs": ["x"], "attrs": _S16_POOL},
-    "maxpool_s16": {"id": 66, "inputs": ["x"], "attrs": _S16_POOL},
-    # arm_softmax_s16 over the last stored axis with its two int16[513] tables; output scale 1/32768.
-    "softmax_s16": {"id": 67, "inputs": ["x", "exp_lut", "one_by_one_lut"],
-                    "attrs": [("multiplier", "int"), ("shift", "int")]},
-    "batch_matmul_s16": {"id": 68, "inputs": ["lhs", "rhs"], "attrs": [
-        ("output_multiplier", "int"), ("output_shift", "int"), *_S16_ACT, ("adj_x", "int"), ("adj_y", "int")]},
-    # Interpolated int16[513] table (mcuforge.kernels.lut_s16).
-    "lut_s16": {"id": 69, "inputs": ["x", "table"], "attrs": []},
-    # arm_nn_activation_s16: function 0 sigmoid, 1 tanh; Q3.12 input shifted left by left_shift, Q0.15 output.
-    "activation_s16": {"id": 70, "inputs": ["x"], "attrs": [("function", "int"), ("left_shift", "int")]},
-    "clamp_s16": {"id": 71, "inputs": ["x"], "attrs": _S16_ACT},
-    # Where int8 and int16 values meet: requantizing casts (arm_nn_requantize arithmetic).
-    "convert_s8_s16": {"id": 72, "inputs": ["x"],
-                       "attrs": [("input_offset", "int"), ("multiplier", "int"), ("shift", "int")]},
-    "convert_s16_s8": {"id": 73, "inputs": ["x"],
-                       "attrs": [("output_offset", "int"), ("multiplier", "int"), ("shift", "int")]},
-})
-
-# Recurrent layers as one op (ids 80-83). lstm_s8: CMSIS-NN's arm_lstm_unidirectional_s8, batch first
-# (N, T, I) -> (N, T, H) from the zero state; int8 weights (4H, I) and (4H, H) in torch's gate order
-# (i, f, g, o), int32 effective biases (zero points folded in), one multiplier/shift per gate and matrix,
-# int16 gates and cell state (scale 2^cell_scale_power); scratch of int16 cell state and gates.
-OP_KINDS.update({
-    "lstm_s8": {"id": 80, "inputs": ["x", "w_ih", "w_hh", "input_bias", "hidden_bias"], "attrs": [
-        ("input_multipliers", "ints"), ("input_shifts", "ints"), ("hidden_multipliers", "ints"),
-        ("hidden_shifts", "ints"), ("forget_to_cell_multiplier", "int"), ("forget_to_cell_shift", "int"),
-        ("input_to_cell_multiplier", "int"), ("input_to_cell_shift", "int"), ("output_multiplier", "int"),
-        ("output_shift", "int"), ("output_offset", "int"), ("cell_scale_power", "int"), ("cell_clip", "int")]},
-    # gru_s8: a GRU layer in the same style (mcuforge.kernels.gru), gates (r, z, n), int16 Q0.15 hidden state.
-    "gru_s8": {"id": 81, "inputs": ["x", "w_ih", "w_hh", "input_bias", "hidden_bias"], "attrs": [
-        ("input_multipliers", "ints"), ("input_shifts", "ints"), ("hidden_multipliers", "ints"),
-        ("hidden_shifts", "ints"), ("output_multiplier", "int"), ("output_shift", "int"), ("output_offset", "int")]},
-})
-
-OP_KIND_BY_ID = {spec["id"]: name for name, spec in OP_KINDS.items()}
-
-# The precisions an op of each kind may record in the program (the readers check it); kinds not listed
-# here are int8 kernels without weights: "a8". Data movement takes the precision of the values it moves.
-KIND_PRECISIONS: dict[str, tuple[str, ...]] = {
-    "conv2d_s8": ("a8w8",), "depthwise_conv2d_s8": ("a8w8",), "fully_connected_s8": ("a8w8",),
-    "transpose_conv2d_s8": ("a8w8",), "fully_connected_per_channel_s8": ("a8w8",),
-    "conv2d_s4": ("a8w4",), "depthwise_conv2d_s4": ("a8w4",), "fully_connected_s4": ("a8w4",),
-    "conv2d_s16": ("a16w8",), "depthwise_conv2d_s16": ("a16w8",), "fully_connected_s16": ("a16w8",),
-    # The other s16 kernels, and the conversions where int8 and int16 values meet (int16 on one side).
-    **{k: ("a16",) for k in ("add_s16", "mul_s16", "avgpool_s16", "maxpool_s16", "softmax_s16", "batch_matmul_s16",
-                             "lut_s16", "activation_s16", "clamp_s16", "convert_s8_s16", "convert_s16_s8")},
-    "reshape": ("a8", "a16", "fp32"), "transpose": ("a8", "a16", "fp32"), "slice": ("a8", "a16", "fp32"),
-    "quantize": ("fp32",), "dequantize": ("fp32",), "aten_fp32": ("fp32",),
-    "delegate": ("a8w8",),  # an int8 TOSA subgraph on the NPU
-    "lstm_s8": ("a8w8",), "gru_s8": ("a8w8",),  # int8 in, out and weights (the int16 state stays inside)
-}
+# The precisions an op of each kind may record in the program (the readers check it). Data movement takes the
+# precision of the values it moves.
+KIND_PRECISIONS: dict[str, tuple[str, ...]] = {s.name: s.precisions for s in KINDS}
 
 
 # The kinds whose weights (input 1) are int4: the only place an int4 tensor may appear.
-INT4_WEIGHT_KINDS = ("conv2d_s4", "depthwise_conv2d_s4", "fully_connected_s4")
+INT4_WEIGHT_KINDS = kinds_where(int4_weights=True)
 #: The width changes the compiler inserts where int8 and int16 layers meet; each is counted in the module on its
 #: int16 side (lower/to_ir.py), but is not what that layer runs in nor its output.
 WIDTH_CONVERSIONS = ("convert_s8_s16", "convert_s16_s8")

@@ -29,11 +29,12 @@ from tqdm.auto import tqdm
 
 from ..capture import as_input_tuple
 from ..inspect.numeric import error_stats
+from ..kinds import kinds_where
 from ..quantize import Scheme, calibration_batches, get_scheme
 from .alone import float_graph, quantized_alone, single_runs
 
 #: Op kinds whose weights a precision choice changes (transposed convolutions keep int8 weights).
-WEIGHTED_KINDS = ("conv2d_s8", "depthwise_conv2d_s8", "fully_connected_s8", "fully_connected_per_channel_s8")
+WEIGHTED_KINDS = kinds_where(searchable_weights=True)
 COLUMNS = ["module", "precision", "output_sqnr_db", "sqnr_loss_db", "flash_bytes", "flash_saved", "ram_bytes"]
 ALONE_COLUMNS = ["module", "precision", "output_sqnr_db"]
 

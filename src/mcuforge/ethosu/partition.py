@@ -18,14 +18,13 @@ from typing import Any
 import numpy as np
 
 from ..ir import Graph, Op, Tensor, op_precision
+from ..kinds import kinds_where
 from ..tosa import boundary, lower_ops, unsupported_reason
 from .npu import get_npu, npu_reason
 from .vela import VelaError, VelaResult, compile_tosa
 
 #: Op kinds that do arithmetic; a delegated run must hold at least one.
-COMPUTE_KINDS = {"conv2d_s8", "depthwise_conv2d_s8", "fully_connected_s8", "add_s8", "mul_s8", "batch_matmul_s8",
-                 "avgpool_s8", "maxpool_s8", "lut_s8", "clamp_s8", "fully_connected_per_channel_s8", "maximum_s8",
-                 "minimum_s8"}
+COMPUTE_KINDS = set(kinds_where(npu_compute=True))
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The emulated boards: one QEMU machine per Cortex-M target, with its memory map and clock.
 
-Addresses and clocks were checked on QEMU 7.2 (see /work/shared/examples/qemu-boards): a wrong
+Addresses and clocks were checked on QEMU 7.2 against its machine models (mps2-an385/386/500/505, mps3-an547): a wrong
 address hangs QEMU silently, so these are facts, not guesses.
 """
 

@@ -28,10 +28,11 @@ CSRC = Path(__file__).resolve().parent.parent / "csrc"
 FIRMWARE_SRC = CSRC / "firmware"
 BOARD_SRC = CSRC / "board"
 INCLUDE = CSRC / "include"
-# Folders of csrc that are not the portable runtime: the firmware, board support (UART trace sink,
-# timers), the export-c templates, and host-only code (the Python binding, host test programs, the
-# fuzzer harness).
-NOT_RUNTIME = {"firmware", "board", "export", "host", "fuzz", "python", "binding", "tests", "test"}
+# The one manifest of the portable C runtime: these folders of csrc/ (the public header, the runtime, its kernels),
+# which the host builds (mcuforge.cruntime), the firmware and export-c all take. The other folders are the
+# firmware, board support (UART trace sink, timers), the export-c templates and host-only code (host test
+# programs, the fuzzer harness).
+RUNTIME_DIRS = ("include", "runtime", "kernels")
 # The trace's timing source (csrc/board/mf_timer.h): instructions under QEMU, or what a real core has.
 TIMERS = ("icount", "systick", "dwt")
 
@@ -50,14 +51,14 @@ def cache_root() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "mcuforge"
 
 
+def runtime_files() -> list[Path]:
+    """Every .c and .h of the portable runtime (:data:`RUNTIME_DIRS`)."""
+    return sorted(p for d in RUNTIME_DIRS for p in (CSRC / d).rglob("*") if p.suffix in (".c", ".h") and p.is_file())
+
+
 def runtime_sources() -> list[Path]:
-    """The C runtime's portable sources (every .c under csrc/ outside the non-runtime folders)."""
-    found = []
-    for path in sorted(CSRC.rglob("*.c")):
-        parts = path.relative_to(CSRC).parts[:-1]
-        if not NOT_RUNTIME.intersection(parts):
-            found.append(path)
-    return found
+    """The portable runtime's C sources: what every build of it compiles."""
+    return [p for p in runtime_files() if p.suffix == ".c"]
 
 
 def firmware_sources() -> list[Path]:

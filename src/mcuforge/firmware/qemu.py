@@ -140,8 +140,11 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
                 *, timeout: float = DEFAULT_TIMEOUT_SECONDS, via: str = "semihosting", timer: str = "icount",
                 progress: bool = False, build_flags: Sequence[str] = (),
                 trace_compiled_in: bool | None = None, cycles: bool | str = False, clock_mhz: float | None = None,
-                memory: Any = None) -> tuple[list[np.ndarray], bytes | None, dict[str, Any]]:
+                memory: Any = None, graph: Any = None) -> tuple[list[np.ndarray], bytes | None, dict[str, Any]]:
     """Run a program once on the emulated board of ``target``.
+
+    ``graph``: the program's graph (``deserialize(program_bytes)``) when the caller has it already: the bytes are
+    then not read a second time.
 
     ``inputs`` and the returned outputs are as :func:`mcuforge.runtime.execute` takes and returns
     them (program dtype, NHWC layout). ``trace``: False, True/"events" (per-op instruction counts)
@@ -162,7 +165,7 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
     """
     board = get_board(target)
     mode = trace_mode(trace)
-    graph = deserialize(bytes(program_bytes))
+    graph = graph if graph is not None else deserialize(bytes(program_bytes))
     elf = firmware_for(target, mode, timer, build_flags, trace_compiled_in)  # cached: the ELF boot runs
     traced = mode != "off"
     estimate = None

@@ -65,7 +65,7 @@ def size_report(target: str, program: Any = None) -> SizeReport:
     data = _program_bytes(program)
     graph = deserialize(data)
     zeros = [np.zeros(graph.tensors[n].shape, DTYPES[graph.tensors[n].dtype]) for n in graph.inputs]
-    _outputs, _trace, facts = run_on_qemu(data, zeros, target)
+    _outputs, _trace, facts = run_on_qemu(data, zeros, target, graph=graph)
     report.program_bytes = len(data)
     report.constant_bytes = graph.constant_bytes
     report.arena_bytes = facts["arena_bytes"]

@@ -3,7 +3,8 @@
 Every kernel is bit-exact with the CMSIS-NN function it names (default build, double-rounding requantize),
 vectorized with numpy and batched over the leading N axis. Where each op's math lives:
 
-- ``quant_utils``: fixed-point arithmetic -- ``quantize_multiplier(s)`` (TFLite QuantizeMultiplier),
+- ``quant_utils`` (re-exporting ``requant``, the contract; ``requant_engine``, the vectorized requantizer; and
+  ``arg_checks``): fixed-point arithmetic -- ``quantize_multiplier(s)`` (TFLite QuantizeMultiplier),
   ``doubling_high_mult_no_sat`` / ``divide_by_power_of_two`` / ``requantize`` (arm_nn_requantize),
   ``add_quant_params`` (TFLite int8 ADD prepare), ``quantize_per_tensor`` / ``dequantize_per_tensor``
   (torch quantized_decomposed, fp32).

@@ -22,6 +22,7 @@ from torch import fx
 
 from ..ir import DTYPES, Graph, Op, QParams, Tensor, op_precision
 from ..kernels.quant_utils import dequantize_per_tensor
+from ..nodes import describe, module_path, module_type, op_name, source_line  # noqa: F401 - their old home
 
 qd = torch.ops.quantized_decomposed
 Q_PER_TENSOR = {qd.quantize_per_tensor.default}
@@ -98,39 +99,6 @@ def node_dtype(node: fx.Node) -> str:
     return TORCH_TO_IR_DTYPE[dtype]
 
 
-def module_path(node: fx.Node) -> str:
-    """The user's module path of a node, e.g. ``features.3.conv.0`` (empty for the top module)."""
-    stack = node.meta.get("nn_module_stack")
-    if not stack:
-        return ""
-    path, _cls = list(stack.values())[-1]
-    return re.sub(r"^L__self__[._]?", "", str(path)).replace("L__self___", "")
-
-
-def module_type(node: fx.Node) -> str:
-    stack = node.meta.get("nn_module_stack")
-    if not stack:
-        return ""
-    _path, cls = list(stack.values())[-1]
-    return getattr(cls, "__name__", str(cls)).rsplit(".", 1)[-1]
-
-
-def source_line(node: fx.Node) -> str:
-    """The innermost ``file:line`` of the user's code that produced the node."""
-    trace = node.meta.get("stack_trace") or ""
-    frames = re.findall(r'File "([^"]+)", line (\d+)', trace)
-    user = [f for f in frames if "/torch/" not in f[0]] or frames
-    return f"{user[-1][0]}:{user[-1][1]}" if user else ""
-
-
-def op_name(node: fx.Node) -> str:
-    target = node.target
-    return str(getattr(target, "__name__", target)) if node.op == "call_function" else node.op
-
-
-def describe(node: fx.Node) -> str:
-    path = module_path(node)
-    return f"{op_name(node)} in module '{path or '<top>'}' (node {node.name})"
 
 
 def get_attr_value(gm: fx.GraphModule, node: fx.Node) -> torch.Tensor:

@@ -81,7 +81,7 @@ def fp32_op_table() -> frozenset[str]:
 def aten_fp32_attrs(target: str, args: list, kwargs: dict) -> dict[str, Any]:
     """The attributes of an ``aten_fp32`` op: the aten op, its arguments, and its position in the C
     runtime's fp32 table (the index the runtime dispatches by; -1 for an op the table lacks)."""
-    from ..cruntime import aten_table_index
+    from ..aten_table import aten_table_index
 
     return {"target": target, "args": args, "kwargs": kwargs, "table_index": aten_table_index(target)}
 

@@ -74,7 +74,7 @@ def aten_index_problem(op: Op) -> str | None:
     the table, or -1 for an aten op the table does not have (which no C runtime then runs)."""
     if op.kind != "aten_fp32":
         return None
-    from mcuforge.cruntime import aten_table_index
+    from mcuforge.aten_table import aten_table_index
 
     want, got = aten_table_index(op.attrs["target"]), op.attrs["table_index"]
     if got == want:

@@ -11,7 +11,7 @@ from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 from tqdm.auto import tqdm
 
 from ..capture import as_input_tuple
-from ..lower.builder import module_path
+from ..nodes import module_path
 from .gptq import gptq_weights
 from .linear_choice import gram_collector, input_grams
 from .quantizer import CortexMQuantizer, ObserverConfig

@@ -64,6 +64,10 @@ MINIMUM_OPS = {aten.minimum.default, aten.min.other, aten.fmin.default, aten.cla
                aten.clamp_max_.Tensor}
 CLAMP_TENSOR_OPS = {aten.clamp.Tensor, aten.clamp_.Tensor}
 MINMAX_OPS = MAXIMUM_OPS | MINIMUM_OPS | CLAMP_TENSOR_OPS
-DATA_MOVEMENT_OPS = RESHAPE_OPS | PERMUTE_OPS | PAD_OPS | SLICE_OPS
+# Nearest-neighbour upsampling: a copy of input values, so it shares its input's quantization.
+UPSAMPLE_NEAREST_OPS = {aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default}
+# An embedding's table is a float weight quantized at lowering, in its output's quantization (mcuforge.lower.int8).
+EMBEDDING_OPS = {aten.embedding.default}
+DATA_MOVEMENT_OPS = RESHAPE_OPS | PERMUTE_OPS | PAD_OPS | SLICE_OPS | UPSAMPLE_NEAREST_OPS
 IDENTITY_OPS = {aten.clone.default, aten.contiguous.default, aten.dropout.default, aten.alias.default}
 SHARED_QPARAM_OPS = POOL_OPS | DATA_MOVEMENT_OPS | IDENTITY_OPS | FUSABLE_ACTIVATIONS

@@ -38,8 +38,8 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
-from ..lower.builder import module_path
 from ..lstm_op import GRU_OPS, LSTM_CELL_STATE_OPS, LSTM_OPS
+from ..nodes import module_path
 from .int16 import S16_OPS, SIGMOID_TANH, PowerOfTwoObserver, activation_qspec_s16, q15_output_qspec
 from .linear_choice import choose_per_channel
 from .observers import HistogramObserver, PerChannelMinMaxObserver

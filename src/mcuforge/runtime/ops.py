@@ -8,7 +8,6 @@ executor writes them into the arena. The math itself lives in ``mcuforge.kernels
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -20,38 +19,21 @@ from ..kernels.batch_matmul import prepare_batch_matmul_s8
 from ..kernels.clamp import clamp_s8
 from ..kernels.conv import prepare_conv2d_s8
 from ..kernels.depthwise_conv import prepare_depthwise_conv2d_s8
+from ..kernels.embedding import embedding_s8
 from ..kernels.fully_connected import prepare_fully_connected_s8
 from ..kernels.int4 import widened_multipliers
 from ..kernels.lut import prepare_lut_s8
 from ..kernels.mul import prepare_mul_s8
 from ..kernels.pooling import prepare_pool_s8
 from ..kernels.softmax import prepare_softmax_s8
+from ..kernels.upsample import upsample_nearest2d_s8
 from .fp32 import aten_fp32
+from .operands import PackedWeights, constant, fold_runs, with_rank
+from .ops_recurrent import RECURRENT_KERNELS
 from .ops_s16 import S16_KERNELS
 from .prepared import prepared
 
 Kernel = Callable[[Op, list[np.ndarray], list[np.ndarray]], np.ndarray | list[np.ndarray]]
-
-def fold_runs(x: np.ndarray, rank: int) -> np.ndarray:
-    """Merge the run axis into the tensor's own leading (batch) axis: ``(G, N, ...) -> (G*N, ...)``."""
-    return x.reshape((-1, *x.shape[x.ndim - rank + 1:]))
-
-
-@dataclass(frozen=True)
-class PackedWeights:
-    """An int4 constant as the host runtime hands it to a kernel: the packed bytes (CMSIS-NN's s4 layout)
-    and the logical shape they hold, the two arguments (filter data, filter_dims) the s4 kernels take."""
-
-    packed: np.ndarray
-    shape: tuple[int, ...]
-
-
-def constant(x: np.ndarray | PackedWeights | None) -> np.ndarray | PackedWeights | None:
-    """A constant operand without its run axis (``None`` for an absent optional input)."""
-    if x is None or isinstance(x, PackedWeights):
-        return x
-    return x[0]
-
 
 def _s4(kernel: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     """An s4 kernel called like its s8 twin: the packed weights in the weight argument's place, the compact
@@ -151,12 +133,6 @@ def _transpose(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndar
     return np.transpose(ins[0], (0, *(p + 1 for p in op.attrs["perm"])))
 
 
-def with_rank(x: np.ndarray, rank: int) -> np.ndarray:
-    """Leading 1s after the run axis, so operands of a broadcasting op line up: ``(G, *shape)``
-    with ``len(shape) == rank``."""
-    return x.reshape((x.shape[0], *(1,) * (rank + 1 - x.ndim), *x.shape[1:]))
-
-
 def _mul(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     rank = outs[0].ndim - 1
     run = prepared(op, [], (), lambda: prepare_mul_s8(**op.attrs))
@@ -211,6 +187,14 @@ def _lut(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     return prepared(op, ins[1:], (), lambda: prepare_lut_s8(constant(ins[1])))(ins[0])
 
 
+def _embedding(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+    return embedding_s8(ins[0], constant(ins[1]))
+
+
+def _upsample_nearest(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+    return upsample_nearest2d_s8(ins[0], outs[0].shape[-3:-1])
+
+
 def _slice(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     a = op.attrs
     index = (slice(None), *(slice(b, e, s) for b, e, s in zip(a["begin"], a["end"], a["step"], strict=True)))
@@ -255,6 +239,8 @@ KERNELS: dict[str, Kernel] = {
     "transpose_conv2d_s8": _transpose_conv,
     "lut_s8": _lut,
     "slice": _slice,
+    "embedding_s8": _embedding,
+    "upsample_nearest2d_s8": _upsample_nearest,
     "reshape": _reshape,
     "transpose": _transpose,
     "quantize": _quantize,
@@ -262,4 +248,5 @@ KERNELS: dict[str, Kernel] = {
     "aten_fp32": aten_fp32,
     "delegate": _delegate,
     **S16_KERNELS,
+    **RECURRENT_KERNELS,
 }

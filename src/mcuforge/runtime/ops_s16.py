@@ -10,34 +10,21 @@ from ..ir import Op
 from ..kernels.conv_s16 import prepare_conv2d_s16, prepare_depthwise_conv2d_s16
 from ..kernels.elementwise_s16 import clamp_s16, convert_s8_s16, convert_s16_s8, prepare_add_s16, prepare_mul_s16
 from ..kernels.fully_connected_s16 import prepare_batch_matmul_s16, prepare_fully_connected_s16
-from ..kernels.gru import prepare_gru_s8
-from ..kernels.lstm import prepare_lstm_s8
 from ..kernels.lut_s16 import activation_s16, prepare_lut_s16
 from ..kernels.pooling_s16 import prepare_pool_s16
 from ..kernels.softmax_s16 import prepare_softmax_s16
+from .operands import constant, fold_runs, with_rank
 from .prepared import prepared
 
 ACTIVATION_FUNCTIONS = ("sigmoid", "tanh")  # activation_s16's "function" attribute: 0, 1
 
 
-def _fold(x: np.ndarray, rank: int) -> np.ndarray:
-    return x.reshape((-1, *x.shape[x.ndim - rank + 1:]))
-
-
-def _const(x: np.ndarray | None) -> np.ndarray | None:
-    return None if x is None else x[0]
-
-
-def _with_rank(x: np.ndarray, rank: int) -> np.ndarray:
-    return x.reshape((x.shape[0], *(1,) * (rank + 1 - x.ndim), *x.shape[1:]))
-
-
 def _conv(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     x, w, bias, mult, shift = ins
     a = op.attrs
-    x = _fold(x, 4)
+    x = fold_runs(x, 4)
     run = prepared(op, ins[1:], x.shape[1:], lambda: prepare_conv2d_s16(
-        x.shape[1:], _const(w), _const(bias), multipliers=_const(mult), shifts=_const(shift),
+        x.shape[1:], constant(w), constant(bias), multipliers=constant(mult), shifts=constant(shift),
         stride=tuple(a["stride"]), padding=tuple(a["padding"]), dilation=tuple(a["dilation"]), act_min=a["act_min"],
         act_max=a["act_max"], output_hw=tuple(outs[0].shape[2:4])))
     return run(x)
@@ -46,9 +33,9 @@ def _conv(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
 def _depthwise(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     x, w, bias, mult, shift = ins
     a = op.attrs
-    x = _fold(x, 4)
+    x = fold_runs(x, 4)
     run = prepared(op, ins[1:], x.shape[1:], lambda: prepare_depthwise_conv2d_s16(
-        x.shape[1:], _const(w), _const(bias), multipliers=_const(mult), shifts=_const(shift),
+        x.shape[1:], constant(w), constant(bias), multipliers=constant(mult), shifts=constant(shift),
         stride=tuple(a["stride"]), padding=tuple(a["padding"]), dilation=tuple(a["dilation"]),
         depth_multiplier=a["depth_multiplier"], act_min=a["act_min"], act_max=a["act_max"],
         output_hw=tuple(outs[0].shape[2:4])))
@@ -59,7 +46,7 @@ def _fully_connected(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> n
     x, w, bias, mult, shift = ins
     a = op.attrs
     run = prepared(op, ins[1:], (), lambda: prepare_fully_connected_s16(
-        _const(w), _const(bias), multipliers=_const(mult), shifts=_const(shift), act_min=a["act_min"],
+        constant(w), constant(bias), multipliers=constant(mult), shifts=constant(shift), act_min=a["act_min"],
         act_max=a["act_max"]))
     return run(x.reshape(-1, w.shape[2]))
 
@@ -67,19 +54,19 @@ def _fully_connected(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> n
 def _add(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     rank = outs[0].ndim - 1
     run = prepared(op, [], (), lambda: prepare_add_s16(**op.attrs))
-    return run(_with_rank(ins[0], rank), _with_rank(ins[1], rank))
+    return run(with_rank(ins[0], rank), with_rank(ins[1], rank))
 
 
 def _mul(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     rank = outs[0].ndim - 1
     run = prepared(op, [], (), lambda: prepare_mul_s16(**op.attrs))
-    return run(_with_rank(ins[0], rank), _with_rank(ins[1], rank))
+    return run(with_rank(ins[0], rank), with_rank(ins[1], rank))
 
 
 def _pool(kind: str):
     def run(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
         a = op.attrs
-        x = _fold(ins[0], 4)
+        x = fold_runs(ins[0], 4)
         pool = prepared(op, [], x.shape[1:], lambda: prepare_pool_s16(
             kind, x.shape[1:], tuple(a["kernel"]), tuple(a["stride"]), tuple(a["padding"]), a["act_min"],
             a["act_max"], tuple(a["output_hw"])))
@@ -89,8 +76,8 @@ def _pool(kind: str):
 
 def _softmax(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     run = prepared(op, ins[1:], (), lambda: prepare_softmax_s16(
-        multiplier=op.attrs["multiplier"], shift=op.attrs["shift"], exp_lut=_const(ins[1]),
-        one_by_one_lut=_const(ins[2])))
+        multiplier=op.attrs["multiplier"], shift=op.attrs["shift"], exp_lut=constant(ins[1]),
+        one_by_one_lut=constant(ins[2])))
     return run(ins[0])
 
 
@@ -100,11 +87,11 @@ def _batch_matmul(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.n
     run = prepared(op, [], (), lambda: prepare_batch_matmul_s16(
         output_multiplier=a["output_multiplier"], output_shift=a["output_shift"], act_min=a["act_min"],
         act_max=a["act_max"], adj_x=bool(a["adj_x"]), adj_y=bool(a["adj_y"])))
-    return run(_with_rank(ins[0], rank), _with_rank(ins[1], rank))
+    return run(with_rank(ins[0], rank), with_rank(ins[1], rank))
 
 
 def _lut(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
-    return prepared(op, ins[1:], (), lambda: prepare_lut_s16(_const(ins[1])))(ins[0])
+    return prepared(op, ins[1:], (), lambda: prepare_lut_s16(constant(ins[1])))(ins[0])
 
 
 def _activation(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
@@ -126,14 +113,6 @@ def _to_s8(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     return convert_s16_s8(ins[0], **op.attrs)
 
 
-def _recurrent(prepare):
-    def run_layer(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
-        x = ins[0]
-        run = prepared(op, ins[1:], (), lambda: prepare(*(_const(c) for c in ins[1:]), **op.attrs))
-        return run(x.reshape(-1, *x.shape[2:])).reshape(outs[0].shape)  # the run axis: more batch rows
-    return run_layer
-
-
 S16_KERNELS = {
     "conv2d_s16": _conv,
     "depthwise_conv2d_s16": _depthwise,
@@ -148,7 +127,5 @@ S16_KERNELS = {
     "activation_s16": _activation,
     "clamp_s16": _clamp,
     "convert_s8_s16": _to_s16,
-    "lstm_s8": _recurrent(prepare_lstm_s8),
-    "gru_s8": _recurrent(prepare_gru_s8),
     "convert_s16_s8": _to_s8,
 }

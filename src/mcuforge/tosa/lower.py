@@ -33,20 +33,15 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..ir import Graph, Op
+from ..kinds import KIND, kinds_where
 
 #: IR op kinds with a TOSA lowering (subject to :func:`unsupported_reason`'s per-op checks).
-LOWERED_KINDS = (
-    "conv2d_s8", "depthwise_conv2d_s8", "fully_connected_s8", "add_s8", "mul_s8", "batch_matmul_s8",
-    "avgpool_s8", "maxpool_s8", "clamp_s8", "lut_s8", "pad_s8", "concat_s8", "reshape", "transpose", "slice",
-    "fully_connected_per_channel_s8", "maximum_s8", "minimum_s8",
-)
+LOWERED_KINDS = kinds_where(tosa=True)
 # Kinds lowered as another: the per-channel fully connected is fully_connected_s8 with length-O requant
 # constants, which the RESCALE takes per channel either way.
 _SAME_AS = {"fully_connected_per_channel_s8": "fully_connected_s8"}
 
-_INT8_KINDS = {"conv2d_s8", "depthwise_conv2d_s8", "fully_connected_s8", "add_s8", "mul_s8", "batch_matmul_s8",
-               "avgpool_s8", "maxpool_s8", "clamp_s8", "lut_s8", "pad_s8", "concat_s8",
-               "fully_connected_per_channel_s8", "maximum_s8", "minimum_s8"}
+_INT8_KINDS = {k for k in LOWERED_KINDS if "fp32" not in KIND[k].precisions}  # not data movement
 
 _WHY_NOT = {
     "softmax_s8": "softmax_s8: CMSIS-NN's fixed-point exp has no exact TOSA INT form (kept on the CPU for exact bytes)",

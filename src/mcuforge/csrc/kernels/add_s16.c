@@ -44,4 +44,4 @@ static mf_status run(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_add_s16 = {63, "add_s16", 2, 2, 0, "iiiiiiiii", check, run};
+const mf_kernel mf_kernel_add_s16 = {MF_KIND_HEAD_add_s16, check, run};

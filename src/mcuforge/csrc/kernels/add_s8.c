@@ -266,4 +266,4 @@ static mf_status run(const mf_call *c) {
     return run_portable(c);
 }
 
-const mf_kernel mf_kernel_add_s8 = {4, "add_s8", 2, 2, 0, "iiiiiiiiiiii", check, run};
+const mf_kernel mf_kernel_add_s8 = {MF_KIND_HEAD_add_s8, check, run};

@@ -20,4 +20,4 @@ static mf_status run(const mf_call *c) {
     return op->run(c, mf_attr(c, A_ARGS), mf_attr(c, A_KWARGS));
 }
 
-const mf_kernel mf_kernel_aten_fp32 = {40, "aten_fp32", 0, 255, 0, "saai", check, run};
+const mf_kernel mf_kernel_aten_fp32 = {MF_KIND_HEAD_aten_fp32, check, run};

@@ -55,4 +55,4 @@ static mf_status run(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_batch_matmul_s16 = {68, "batch_matmul_s16", 2, 2, 0, "iiiiii", check, run};
+const mf_kernel mf_kernel_batch_matmul_s16 = {MF_KIND_HEAD_batch_matmul_s16, check, run};

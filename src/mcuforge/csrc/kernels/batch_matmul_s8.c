@@ -327,4 +327,4 @@ static mf_status run(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_batch_matmul_s8 = {12, "batch_matmul_s8", 2, 2, 0, "iiiiiiiii", check, run};
+const mf_kernel mf_kernel_batch_matmul_s8 = {MF_KIND_HEAD_batch_matmul_s8, check, run};

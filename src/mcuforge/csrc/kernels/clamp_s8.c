@@ -23,4 +23,4 @@ static mf_status run(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_clamp_s8 = {7, "clamp_s8", 1, 1, 0, "ii", check, run};
+const mf_kernel mf_kernel_clamp_s8 = {MF_KIND_HEAD_clamp_s8, check, run};

@@ -46,4 +46,4 @@ static mf_status run(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_concat_s8 = {11, "concat_s8", 1, 255, 0, "i", check, run};
+const mf_kernel mf_kernel_concat_s8 = {MF_KIND_HEAD_concat_s8, check, run};

@@ -130,4 +130,4 @@ static mf_status run(const mf_call *c) {
     return run_portable(c);
 }
 
-const mf_kernel mf_kernel_conv2d_s16 = {60, "conv2d_s16", 4, 5, 1u << 2, "IIIii", check, run};
+const mf_kernel mf_kernel_conv2d_s16 = {MF_KIND_HEAD_conv2d_s16, check, run};

@@ -328,4 +328,4 @@ static mf_status run(const mf_call *c) {
     return run_portable(c);
 }
 
-const mf_kernel mf_kernel_conv2d_s4 = {15, "conv2d_s4", 4, 5, 1u << 2, "iiIIIii", check, run};
+const mf_kernel mf_kernel_conv2d_s4 = {MF_KIND_HEAD_conv2d_s4, check, run};

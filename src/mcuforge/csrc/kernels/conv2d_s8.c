@@ -1090,4 +1090,4 @@ static mf_status run(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_conv2d_s8 = {1, "conv2d_s8", 4, 5, 1u << 2, "iiIIIii", check, run};
+const mf_kernel mf_kernel_conv2d_s8 = {MF_KIND_HEAD_conv2d_s8, check, run};

@@ -66,6 +66,6 @@ static mf_status run_to_s8(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_clamp_s16 = {71, "clamp_s16", 1, 1, 0, "ii", check_clamp, run_clamp};
-const mf_kernel mf_kernel_convert_s8_s16 = {72, "convert_s8_s16", 1, 1, 0, "iii", check_to_s16, run_to_s16};
-const mf_kernel mf_kernel_convert_s16_s8 = {73, "convert_s16_s8", 1, 1, 0, "iii", check_to_s8, run_to_s8};
+const mf_kernel mf_kernel_clamp_s16 = {MF_KIND_HEAD_clamp_s16, check_clamp, run_clamp};
+const mf_kernel mf_kernel_convert_s8_s16 = {MF_KIND_HEAD_convert_s8_s16, check_to_s16, run_to_s16};
+const mf_kernel mf_kernel_convert_s16_s8 = {MF_KIND_HEAD_convert_s16_s8, check_to_s8, run_to_s8};

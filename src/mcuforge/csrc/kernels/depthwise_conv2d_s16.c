@@ -174,4 +174,4 @@ static mf_status run(const mf_call *c) {
     return run_portable(c);
 }
 
-const mf_kernel mf_kernel_depthwise_conv2d_s16 = {61, "depthwise_conv2d_s16", 4, 5, 1u << 2, "IIIiii", check, run};
+const mf_kernel mf_kernel_depthwise_conv2d_s16 = {MF_KIND_HEAD_depthwise_conv2d_s16, check, run};

@@ -181,4 +181,4 @@ static mf_status run(const mf_call *c) {
     return run_portable(c);
 }
 
-const mf_kernel mf_kernel_depthwise_conv2d_s4 = {16, "depthwise_conv2d_s4", 4, 5, 1u << 2, "iiIIIiii", check, run};
+const mf_kernel mf_kernel_depthwise_conv2d_s4 = {MF_KIND_HEAD_depthwise_conv2d_s4, check, run};

@@ -980,4 +980,4 @@ static mf_status run(const mf_call *c) {
 static mf_status run(const mf_call *c) { return run_portable(c); }
 
 #endif
-const mf_kernel mf_kernel_depthwise_conv2d_s8 = {2, "depthwise_conv2d_s8", 4, 5, 1u << 2, "iiIIIiii", check, run};
+const mf_kernel mf_kernel_depthwise_conv2d_s8 = {MF_KIND_HEAD_depthwise_conv2d_s8, check, run};

@@ -40,4 +40,4 @@ static mf_status run(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_fully_connected_s16 = {62, "fully_connected_s16", 4, 5, 1u << 2, "ii", check, run};
+const mf_kernel mf_kernel_fully_connected_s16 = {MF_KIND_HEAD_fully_connected_s16, check, run};

@@ -117,4 +117,4 @@ static mf_status run(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_fully_connected_s4 = {17, "fully_connected_s4", 4, 5, 1u << 2, "iiii", check, run};
+const mf_kernel mf_kernel_fully_connected_s4 = {MF_KIND_HEAD_fully_connected_s4, check, run};

@@ -340,7 +340,7 @@ static mf_status run(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_fully_connected_s8 = {3, "fully_connected_s8", 4, 5, 1u << 2, "iiii?i", check, run};
+const mf_kernel mf_kernel_fully_connected_s8 = {MF_KIND_HEAD_fully_connected_s8, check, run};
 
 /* arm_fully_connected_per_channel_s8: fully_connected_s8 with multipliers and shifts of length O. */
 static mf_status check_per_channel(const mf_call *c) {
@@ -352,5 +352,4 @@ static mf_status check_per_channel(const mf_call *c) {
     return m.shape[0] == w.shape[0] ? MF_OK : MF_ERR_SHAPE;
 }
 
-const mf_kernel mf_kernel_fully_connected_per_channel_s8 = {18, "fully_connected_per_channel_s8", 4, 5, 1u << 2,
-                                                            "iiii?i", check_per_channel, run};
+const mf_kernel mf_kernel_fully_connected_per_channel_s8 = {MF_KIND_HEAD_fully_connected_per_channel_s8, check_per_channel, run};

@@ -51,5 +51,5 @@ static mf_status run_activation(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_lut_s16 = {69, "lut_s16", 2, 2, 0, "", check_lut, run_lut};
-const mf_kernel mf_kernel_activation_s16 = {70, "activation_s16", 1, 1, 0, "ii", check_activation, run_activation};
+const mf_kernel mf_kernel_lut_s16 = {MF_KIND_HEAD_lut_s16, check_lut, run_lut};
+const mf_kernel mf_kernel_activation_s16 = {MF_KIND_HEAD_activation_s16, check_activation, run_activation};

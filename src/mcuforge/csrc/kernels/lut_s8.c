@@ -24,4 +24,4 @@ static mf_status run(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_lut_s8 = {14, "lut_s8", 2, 2, 0, "", check, run};
+const mf_kernel mf_kernel_lut_s8 = {MF_KIND_HEAD_lut_s8, check, run};

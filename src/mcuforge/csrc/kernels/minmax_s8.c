@@ -133,5 +133,5 @@ static mf_status run_op(const mf_call *c, int is_max) {
 static mf_status run_max(const mf_call *c) { return run_op(c, 1); }
 static mf_status run_min(const mf_call *c) { return run_op(c, 0); }
 
-const mf_kernel mf_kernel_maximum_s8 = {26, "maximum_s8", 2, 2, 0, "", check, run_max};
-const mf_kernel mf_kernel_minimum_s8 = {27, "minimum_s8", 2, 2, 0, "", check, run_min};
+const mf_kernel mf_kernel_maximum_s8 = {MF_KIND_HEAD_maximum_s8, check, run_max};
+const mf_kernel mf_kernel_minimum_s8 = {MF_KIND_HEAD_minimum_s8, check, run_min};

@@ -74,5 +74,5 @@ static mf_status run_transpose(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_reshape = {20, "reshape", 1, 1, 0, "", check_reshape, run_reshape};
-const mf_kernel mf_kernel_transpose = {21, "transpose", 1, 1, 0, "I", check_transpose, run_transpose};
+const mf_kernel mf_kernel_reshape = {MF_KIND_HEAD_reshape, check_reshape, run_reshape};
+const mf_kernel mf_kernel_transpose = {MF_KIND_HEAD_transpose, check_transpose, run_transpose};

@@ -33,4 +33,4 @@ static mf_status run(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_mul_s16 = {64, "mul_s16", 2, 2, 0, "iiii", check, run};
+const mf_kernel mf_kernel_mul_s16 = {MF_KIND_HEAD_mul_s16, check, run};

@@ -91,4 +91,4 @@ static mf_status run(const mf_call *c) {
     return run_portable(c);
 }
 
-const mf_kernel mf_kernel_mul_s8 = {8, "mul_s8", 2, 2, 0, "iiiiiii", check, run};
+const mf_kernel mf_kernel_mul_s8 = {MF_KIND_HEAD_mul_s8, check, run};

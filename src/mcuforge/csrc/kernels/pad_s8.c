@@ -73,4 +73,4 @@ static mf_status run(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_pad_s8 = {10, "pad_s8", 1, 1, 0, "Ii", check, run};
+const mf_kernel mf_kernel_pad_s8 = {MF_KIND_HEAD_pad_s8, check, run};

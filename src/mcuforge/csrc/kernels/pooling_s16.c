@@ -64,5 +64,5 @@ static mf_status run(const mf_call *c, int is_max) {
 static mf_status run_avg(const mf_call *c) { return run(c, 0); }
 static mf_status run_max(const mf_call *c) { return run(c, 1); }
 
-const mf_kernel mf_kernel_avgpool_s16 = {65, "avgpool_s16", 1, 1, 0, "IIIiiI", check, run_avg};
-const mf_kernel mf_kernel_maxpool_s16 = {66, "maxpool_s16", 1, 1, 0, "IIIiiI", check, run_max};
+const mf_kernel mf_kernel_avgpool_s16 = {MF_KIND_HEAD_avgpool_s16, check, run_avg};
+const mf_kernel mf_kernel_maxpool_s16 = {MF_KIND_HEAD_maxpool_s16, check, run_max};

@@ -176,5 +176,5 @@ static mf_status run(const mf_call *c, int is_max) {
 static mf_status run_avg(const mf_call *c) { return run(c, 0); }
 static mf_status run_max(const mf_call *c) { return run(c, 1); }
 
-const mf_kernel mf_kernel_avgpool_s8 = {5, "avgpool_s8", 1, 1, 0, "IIIiiI", check, run_avg};
-const mf_kernel mf_kernel_maxpool_s8 = {6, "maxpool_s8", 1, 1, 0, "IIIiiI", check, run_max};
+const mf_kernel mf_kernel_avgpool_s8 = {MF_KIND_HEAD_avgpool_s8, check, run_avg};
+const mf_kernel mf_kernel_maxpool_s8 = {MF_KIND_HEAD_maxpool_s8, check, run_max};

@@ -43,5 +43,5 @@ static mf_status run_dequantize(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_quantize = {30, "quantize", 1, 1, 0, "fi", check_quantize, run_quantize};
-const mf_kernel mf_kernel_dequantize = {31, "dequantize", 1, 1, 0, "fi", check_dequantize, run_dequantize};
+const mf_kernel mf_kernel_quantize = {MF_KIND_HEAD_quantize, check_quantize, run_quantize};
+const mf_kernel mf_kernel_dequantize = {MF_KIND_HEAD_dequantize, check_dequantize, run_dequantize};

@@ -252,5 +252,5 @@ static mf_status run_gru(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_lstm_s8 = {80, "lstm_s8", 5, 5, 0, "IIIIiiiiiiiii", check_lstm, run_lstm};
-const mf_kernel mf_kernel_gru_s8 = {81, "gru_s8", 5, 5, 0, "IIIIiii", check_gru, run_gru};
+const mf_kernel mf_kernel_lstm_s8 = {MF_KIND_HEAD_lstm_s8, check_lstm, run_lstm};
+const mf_kernel mf_kernel_gru_s8 = {MF_KIND_HEAD_gru_s8, check_gru, run_gru};

@@ -99,4 +99,4 @@ static mf_status run(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_slice = {22, "slice", 1, 1, 0, "III", check, run};
+const mf_kernel mf_kernel_slice = {MF_KIND_HEAD_slice, check, run};

@@ -77,4 +77,4 @@ static mf_status run(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_softmax_s16 = {67, "softmax_s16", 3, 3, 0, "ii", check, run};
+const mf_kernel mf_kernel_softmax_s16 = {MF_KIND_HEAD_softmax_s16, check, run};

@@ -149,4 +149,4 @@ static mf_status run(const mf_call *c) {
     return MF_OK;
 }
 
-const mf_kernel mf_kernel_softmax_s8 = {9, "softmax_s8", 1, 1, 0, "iii", check, run};
+const mf_kernel mf_kernel_softmax_s8 = {MF_KIND_HEAD_softmax_s8, check, run};

@@ -314,4 +314,4 @@ static mf_status run(const mf_call *c) {
 static mf_status run(const mf_call *c) { return run_portable(c); }
 #endif /* MF_USE_DSP || MF_USE_MVE */
 
-const mf_kernel mf_kernel_transpose_conv2d_s8 = {13, "transpose_conv2d_s8", 4, 5, 1u << 2, "iiIIii", check, run};
+const mf_kernel mf_kernel_transpose_conv2d_s8 = {MF_KIND_HEAD_transpose_conv2d_s8, check, run};

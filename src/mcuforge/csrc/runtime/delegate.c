@@ -54,7 +54,7 @@ static mf_status run(const mf_call *c) {
     return MF_ERR_NO_DELEGATE;
 }
 
-static const mf_kernel delegate_kernel = {MF_KIND_DELEGATE, "delegate", 2, 255, 0, "siIIiiii", check, run};
+static const mf_kernel delegate_kernel = {MF_KIND_HEAD_delegate, check, run};
 
 const mf_kernel *mf_kernel_lookup(uint16_t kind) {
     return kind == MF_KIND_DELEGATE ? &delegate_kernel : mf_kernel_find(kind);

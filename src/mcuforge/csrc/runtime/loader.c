@@ -320,30 +320,6 @@ static int arena_span(const mf_program *p, uint32_t e, uint32_t *lo, uint32_t *h
     return 1;
 }
 
-/* Whether op kind `kind` may write its output exactly onto its input `pos` (mcuforge.ir.IN_PLACE_INPUTS):
- * reshape copies nothing; clamp_s8, lut_s8, add_s8, mul_s8 and their s16 forms (and activation_s16),
- * maximum_s8 and minimum_s8 read element i before writing element i. */
-static int may_write_in_place(uint16_t kind, uint32_t pos) {
-    switch (kind) {
-    case 20u: /* reshape */
-    case 7u:  /* clamp_s8 */
-    case 14u: /* lut_s8 */
-    case 69u: /* lut_s16 */
-    case 70u: /* activation_s16 */
-    case 71u: /* clamp_s16 */
-        return pos == 0;
-    case 4u:  /* add_s8 */
-    case 8u:  /* mul_s8 */
-    case 26u: /* maximum_s8 */
-    case 27u: /* minimum_s8 */
-    case 63u: /* add_s16 */
-    case 64u: /* mul_s16 */
-        return pos <= 1;
-    default:
-        return 0;
-    }
-}
-
 /* No output shares arena bytes with an activation input or another output: kernels read their inputs
  * while writing (memcpy included). The planner's one exception: an output exactly on an input that its
  * kind may write in place. */
@@ -354,7 +330,7 @@ static int outputs_apart(const mf_program *p, const mf_call *c) {
         for (uint32_t k = 0; k < c->n_in + j; k++) {
             uint32_t e = k < c->n_in ? c->in_start + k : c->out_start + (k - c->n_in);
             if (!arena_span(p, e, &s_lo, &s_hi) || !(o_lo < s_hi && s_lo < o_hi)) continue;
-            if (k < c->n_in && may_write_in_place(c->kind, k) && o_lo == s_lo && o_hi == s_hi) continue;
+            if (k < c->n_in && mf_kind_in_place(c->kind, k) && o_lo == s_lo && o_hi == s_hi) continue;
             return 0;
         }
     }
@@ -380,32 +356,11 @@ static mf_status check_scratch(const mf_program *p, const mf_call *c) {
     return MF_OK;
 }
 
-/* The precisions an op of each kind may record (mcuforge.ir.KIND_PRECISIONS): bit p for code p. */
-static uint32_t kind_precisions(uint16_t kind) {
-    switch (kind) {
-    case 1: case 2: case 3: case 13: case 18: case 80: case 81: case MF_KIND_DELEGATE:
-        /* weighted int8 kernels (lstm_s8 and gru_s8 included: their int16 state stays inside), the NPU */
-        return 1u << MF_PREC_A8W8;
-    case 15: case 16: case 17: /* the s4 kernels */
-        return 1u << MF_PREC_A8W4;
-    case 60: case 61: case 62: /* the weighted s16 kernels */
-        return 1u << MF_PREC_A16W8;
-    case 63: case 64: case 65: case 66: case 67: case 68: case 69: case 70: case 71: case 72: case 73:
-        return 1u << MF_PREC_A16; /* the other s16 kernels and the int8 <-> int16 conversions */
-    case 20: case 21: case 22: /* data movement: the precision of the values moved */
-        return (1u << MF_PREC_A8) | (1u << MF_PREC_A16) | (1u << MF_PREC_FP32);
-    case 30: case 31: case 40: /* quantize, dequantize, aten_fp32 */
-        return 1u << MF_PREC_FP32;
-    default: /* the other int8 kernels */
-        return 1u << MF_PREC_A8;
-    }
-}
-
-/* int4 tensors are the packed weights of the s4 kernels (input 1) and nothing else. */
+/* int4 tensors are the packed weights of the s4 kernels (input 1, kind_table.h) and nothing else. */
 static int int4_use_ok(const mf_program *p, uint16_t kind, uint32_t input, int32_t tensor) {
     mf_tensor t;
     mf_tensor_read(p, (uint32_t)tensor, &t);
-    return t.dtype != MF_INT4 || (input == 1 && kind >= 15 && kind <= 17);
+    return t.dtype != MF_INT4 || mf_kind_int4_input(kind, input);
 }
 
 static mf_status check_op(const mf_program *p, uint32_t i) {
@@ -415,7 +370,7 @@ static mf_status check_op(const mf_program *p, uint32_t i) {
     if (k == NULL) return MF_ERR_UNSUPPORTED_OP;
     if (c.backend > 2 || (c.backend == 2) != (c.kind == MF_KIND_DELEGATE)) return MF_ERR_FORMAT; /* 2: npu */
     if (c.precision > MF_PREC_A16W8) return MF_ERR_FORMAT;
-    if (c.precision != MF_PREC_NONE && !((kind_precisions(c.kind) >> c.precision) & 1u)) return MF_ERR_FORMAT;
+    if (c.precision != MF_PREC_NONE && !((mf_kind_precisions(c.kind) >> c.precision) & 1u)) return MF_ERR_FORMAT;
     if (k->n_in_max != 255 && (c.n_in < k->n_in_min || c.n_in > k->n_in_max)) return MF_ERR_FORMAT;
     if (c.in_start > p->index_count || c.n_in > p->index_count - c.in_start) return MF_ERR_BOUNDS;
     if (c.out_start > p->index_count || c.n_out > p->index_count - c.out_start) return MF_ERR_BOUNDS;

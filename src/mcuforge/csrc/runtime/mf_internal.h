@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "mcuforge.h"
+#include "kind_table.h"
 
 /* ---- little-endian field readers (any alignment, any host byte order) ---- */
 static inline uint16_t mf_rd_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
@@ -144,7 +145,6 @@ typedef struct {
 const mf_kernel *mf_kernel_find(uint16_t kind);
 
 /* ---- NPU delegate ops (runtime/delegate.c) ---- */
-#define MF_KIND_DELEGATE 50u
 /* mf_kernel_find, plus the delegate op's load-time checks. */
 const mf_kernel *mf_kernel_lookup(uint16_t kind);
 /* At mf_init: MF_ERR_NO_DELEGATE if the program has delegate ops that ctx->delegate cannot run; else

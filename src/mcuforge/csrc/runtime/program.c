@@ -282,6 +282,6 @@ const char *mf_program_op_target(const mf_program *p, uint32_t op_index) {
     if (p == NULL || p->data == NULL || op_index >= p->op_count) return "";
     mf_call c;
     mf_call_read(p, op_index, NULL, &c);
-    if (c.kind != 40) return "";
+    if (c.kind != MF_KIND_ATEN_FP32) return "";
     return mf_value_str(mf_attr(&c, 0), NULL);
 }

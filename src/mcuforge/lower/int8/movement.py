@@ -1,15 +1,36 @@
-"""Data movement on int8 (and int16) tensors: reshape, permute, pad, concatenation, slicing, splitting and
-identities. None requantizes: every output has its input's quantization (PT2E shares it). Pad and
-concatenation have int8 kernels only."""
+"""Data movement on int8 (and int16) tensors: reshape, permute, pad, concatenation, slicing, splitting,
+identities, nearest upsampling and the embedding gather. None requantizes: every output has its input's
+quantization (PT2E shares it; an embedding's table is quantized to its output's). Pad, concatenation, upsampling
+and embedding have int8 kernels only."""
 
 from __future__ import annotations
 
 import operator
 
+import numpy as np
 from torch import fx
 
-from ...quantize.patterns import CAT_OPS, IDENTITY_OPS, PAD_OPS, PERMUTE_OPS, RESHAPE_OPS, SPLIT_OPS
-from ..builder import NCHW_TO_NHWC, NHWC_TO_NCHW, GraphBuilder, is_q, node_shape, qparams_of
+from ...kernels.quant_utils import dequantize_per_tensor, quantize_per_tensor
+from ...quantize.patterns import (
+    CAT_OPS,
+    EMBEDDING_OPS,
+    IDENTITY_OPS,
+    PAD_OPS,
+    PERMUTE_OPS,
+    RESHAPE_OPS,
+    SPLIT_OPS,
+    UPSAMPLE_NEAREST_OPS,
+)
+from ..builder import (
+    NCHW_TO_NHWC,
+    NHWC_TO_NCHW,
+    GraphBuilder,
+    get_attr_value,
+    is_dq,
+    is_q,
+    node_shape,
+    qparams_of,
+)
 from .common import (
     NotInt8,
     arg,
@@ -228,3 +249,57 @@ def lower_split(b: GraphBuilder, node: fx.Node) -> None:
                           tuple(int(d) for d in values[index].shape), qp, drops, [node])
         b.env[item] = out
         b.env[q] = out
+
+
+@int8_lowering(UPSAMPLE_NEAREST_OPS, kernels="upsample_nearest2d_s8", precision=SHARED_S8,
+               constraints="interpolate(mode='nearest') / Upsample of a 4-D int8 tensor by whole factors (output "
+                           "H, W whole multiples of the input's); the output shares the input's quantization")
+def lower_upsample_nearest(b: GraphBuilder, node: fx.Node) -> None:
+    src = int8_only(b, int8_input(b, node.args[0]), "upsample_nearest2d")
+    _act, q = output_quantize(node, fuse=False)
+    qp = same_qparams(b, src, q)
+    n, c, oh, ow = node_shape(node)
+    _n, _c, h, w = node_shape(node.args[0])
+    if h == 0 or w == 0 or oh % h or ow % w:
+        raise NotInt8(f"output {oh}x{ow} is no whole multiple of the input {h}x{w} (torch's fractional nearest "
+                      "indices have no kernel)")
+    x = b.as_layout(src, "nhwc", [node])
+    out = b.add_tensor(q.name, (n, oh, ow, c), "int8", qparams=qp, layout="nhwc")
+    b.add_op("upsample_nearest2d_s8", [x], [out], nodes=[node])
+    b.env[q] = out
+
+
+def _float_table(b: GraphBuilder, weight: fx.Node) -> np.ndarray:
+    """The embedding's float (rows, D) weights: a float parameter, or a per-tensor quantized constant dequantized
+    (what the fp32 embedding would read); no tensor is added to the graph."""
+    if weight.op == "get_attr":
+        value = get_attr_value(b.gm, weight).float().numpy()
+    elif is_dq(weight) and isinstance(weight.args[0], fx.Node) and weight.args[0].op == "get_attr":
+        qp = qparams_of(weight)
+        value = dequantize_per_tensor(get_attr_value(b.gm, weight.args[0]).numpy(), qp.scale, qp.zero_point)
+    else:
+        raise NotInt8("its table is not a constant")
+    if value.ndim != 2 or not np.issubdtype(value.dtype, np.floating):
+        raise NotInt8(f"its table is not a float (rows, D) matrix ({value.dtype}{list(value.shape)})")
+    return np.asarray(value, np.float32)
+
+
+@int8_lowering(EMBEDDING_OPS, kernels="embedding_s8",
+               precision="int8 table (the float weights quantized at compile time to the output's quantization: the "
+                         "codes the fp32 embedding then quantize gives), int64 / int32 indices",
+               constraints="an embedding of a constant table whose output is quantized; indices any int64 / int32 "
+                           "tensor the program computes or takes (outside [0, rows): a run error, as in torch)")
+def lower_embedding(b: GraphBuilder, node: fx.Node) -> None:
+    weight, indices = node.args[0], node.args[1]
+    if not isinstance(weight, fx.Node) or not isinstance(indices, fx.Node) or indices not in b.env:
+        raise NotInt8("its table is not a constant or its indices are not a lowered tensor")
+    if b.tensors[b.env[indices]].dtype not in ("int64", "int32"):
+        raise NotInt8(f"indices of dtype {b.tensors[b.env[indices]].dtype}")
+    _act, q = output_quantize(node, fuse=False)
+    qp = qparams_of(q)
+    table = _float_table(b, weight)
+    codes = quantize_per_tensor(table, qp.scale, qp.zero_point)
+    rows = b.add_tensor(f"{q.name}_table", codes.shape, "int8", qparams=qp, data=codes)
+    out = b.add_tensor(q.name, node_shape(node), "int8", qparams=qp)
+    b.add_op("embedding_s8", [b.env[indices], rows], [out], nodes=[node])
+    b.env[q] = out

@@ -1,0 +1,82 @@
+"""The kind table (mcuforge.kinds) is the one place a kind's facts are written: the C header generated from it is
+current, no kind id is written by hand elsewhere, the tables derived from it agree with the runtimes, and the
+refactor onto it changed no program file."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+import mcuforge
+from mcuforge.cruntime import CSRC
+from mcuforge.kinds import KIND, KINDS, kinds_where
+from mcuforge.kinds.cheader import HEADER, render
+from mcuforge.runtime.ops import KERNELS
+
+SRC = Path(mcuforge.__file__).resolve().parent
+GOLDEN = Path(__file__).parent / "golden_programs"
+
+
+def test_kind_table_header_is_current() -> None:
+    assert HEADER.read_text() == render(), "stale csrc/runtime/kind_table.h: run `python -m mcuforge.kinds`"
+
+
+def test_ids_and_names_unique() -> None:
+    assert len({s.id for s in KINDS}) == len(KINDS) and len(KIND) == len(KINDS)
+    assert all(0 < s.id < 65536 for s in KINDS)
+
+
+def test_no_kind_id_literal_in_c() -> None:
+    """Kernels take their head from kind_table.h; no C file compares a kind with a number or writes a kind id in
+    a kernel definition."""
+    bad = []
+    for path in sorted(CSRC.rglob("*")):
+        if path.suffix not in (".c", ".h") or path == HEADER:
+            continue
+        text = path.read_text()
+        for m in re.finditer(r"const mf_kernel \w+ = \{\s*([^,]+),", text):
+            if not m.group(1).startswith("MF_KIND_HEAD_"):
+                bad.append(f"{path.name}: {m.group(0)}")
+        bad += [f"{path.name}: {m.group(0)}" for m in re.finditer(r"\bkind\w*\s*(?:[=!<>]=|[<>])\s*\d+", text)]
+        if path.parent.name == "runtime":
+            bad += [f"{path.name}: {m.group(0)}" for m in re.finditer(r"case\s+\d+u?\s*:", text)]
+    assert not bad, bad
+
+
+def test_no_kind_id_literal_in_python() -> None:
+    """Only the kind table numbers kinds: no '"id": <n>' table and no kind-id comparison elsewhere in the package."""
+    bad = []
+    for path in sorted(SRC.rglob("*.py")):
+        if path.parent.name == "kinds":
+            continue
+        text = path.read_text()
+        bad += [f"{path.relative_to(SRC)}: {m.group(0)}" for m in re.finditer(r"\"id\":\s*\d+", text)]
+        bad += [f"{path.relative_to(SRC)}: {m.group(0)}" for m in re.finditer(r"\bkind_id\s*[=!]=\s*\d+", text)]
+    assert not bad, bad
+
+
+def test_every_kind_has_its_kernels() -> None:
+    """A kind the compiler can emit has a Python kernel and (the delegate op aside) a C kernel in kernel_list.h."""
+    listed = re.findall(r"^MF_KERNEL\((\w+)\)", (CSRC / "kernels" / "kernel_list.h").read_text(), re.M)
+    assert listed == [s.kernel for s in KINDS if s.kernel], "kernel_list.h: a line per kind with a C kernel, id order"
+    assert set(KERNELS) == set(KIND)
+
+
+def test_derived_sets() -> None:
+    from mcuforge.accuracy.sensitivity import WEIGHTED_KINDS
+    from mcuforge.ethosu.partition import COMPUTE_KINDS
+    from mcuforge.tosa import LOWERED_KINDS
+
+    assert set(WEIGHTED_KINDS) == set(kinds_where(searchable_weights=True))
+    assert set(COMPUTE_KINDS) == set(kinds_where(npu_compute=True)) <= set(LOWERED_KINDS)
+    assert set(LOWERED_KINDS) == set(kinds_where(tosa=True))
+    assert all(s.cmsis_nn for s in KINDS), "say each kind's CMSIS-NN counterpart, or that it has none"
+
+
+@pytest.mark.parametrize("path", sorted(GOLDEN.glob("*.mcuf")), ids=lambda p: p.stem)
+def test_program_files_written_before_the_kind_table_round_trip(path: Path) -> None:
+    """Program files written by the tree before the kind table (zoo models on cortex-m3/m4/m55: every int8 family,
+    recurrent kinds, the fp32 fallback) read and write back byte for byte: ids, attribute order, optional attributes
+    and precisions are what they were. Files, not a compile, so no CPU's float calibration enters."""
+    data = path.read_bytes()
+    assert mcuforge.load(path).to_bytes() == data
