@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import fx
 
-from ..lower.builder import module_path
+from ..nodes import module_path
 from .gptq import _Collector
 from .patterns import LINEAR_OPS
 from .schemes import Scheme
