@@ -22,10 +22,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from firmware import compile_for
+from firmware import random_inputs as program_inputs
 
 import mcuforge
 from mcuforge.cmsis_nn import build as cmsis_build
 from mcuforge.cmsis_nn import harness, ops
+from mcuforge.cmsis_nn.layers import op_values
 from mcuforge.cycles import plugin
 from mcuforge.cycles import run as cycle_run
 from mcuforge.cycles.model import Memory
@@ -33,7 +36,6 @@ from mcuforge.firmware import qemu
 from mcuforge.firmware.builder import build
 from mcuforge.ir import input_bytes
 from mcuforge.report import table
-from mcuforge.runtime import execute
 from mcuforge.zoo import MODELS
 
 from results_file import publish
@@ -72,25 +74,6 @@ L4R5_HZ = 120e6
 L4R5_FLASH_WAIT_STATES = 5  # RM0432 §3.3.3: 5 wait states at 120 MHz (range 1 boost), behind the ART accelerator
 
 
-def compile_for(name: str, target: str) -> mcuforge.Program:
-    model, example = MODELS[name]()
-    gen = torch.Generator().manual_seed(1)
-    calibration = [tuple(torch.randn(x.shape, generator=gen) for x in example) for _ in range(16)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return mcuforge.compile(model, example, calibration=calibration, target=target, progress=False)
-
-
-def program_inputs(prog: mcuforge.Program) -> list[np.ndarray]:
-    rng = np.random.default_rng(0)
-    out = []
-    for name in prog.graph.inputs:
-        t = prog.graph.tensors[name]
-        out.append(rng.integers(-128, 128, t.shape).astype(np.int8) if t.dtype == "int8"
-                   else rng.standard_normal(t.shape).astype(np.float32))
-    return out
-
-
 def mcuforge_counts(prog: mcuforge.Program, xs: list[np.ndarray], target: str) -> tuple[plugin.Counts, Path]:
     """One untraced inference of ``prog`` on ``target``'s board under the plugin."""
     elf = build(target, trace=False)
@@ -99,22 +82,6 @@ def mcuforge_counts(prog: mcuforge.Program, xs: list[np.ndarray], target: str) -
         args = plugin.qemu_args(folder / "counts.txt", cycle_run.marks(elf, traced=False))
         qemu.boot(folder, target, prog.to_bytes(), input_bytes(prog.graph, xs), qemu_args=args)
         return plugin.parse(folder / "counts.txt"), elf
-
-
-def op_values(graph, xs):
-    values = dict(zip(graph.inputs, xs, strict=True))
-
-    class Observer:
-        def run_start(self, arena): ...
-        def op_start(self, index, op): ...
-        def run_end(self, status): ...
-
-        def op_end(self, index, op, outs):
-            for n, o in zip(op.outputs, outs, strict=True):
-                values[n] = np.array(o[0])
-
-    execute(graph, xs, Observer())
-    return values
 
 
 def cmsis_nn_cases(prog: mcuforge.Program, xs: list[np.ndarray]) -> tuple[list, int]:

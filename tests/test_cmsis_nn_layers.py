@@ -4,26 +4,19 @@ The figures themselves are benchmarks/firmware.py's."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
-import torch
 
 import mcuforge
 from mcuforge.cmsis_nn.layers import Layer, LayerRun, activation_inputs, layer_cases, op_values, run_layers
 from mcuforge.runtime import execute
-from mcuforge.zoo import MODELS
+
+from conftest import compiled as zoo_compiled
 
 
 def compiled(name: str, target: str) -> mcuforge.Program:
-    """As benchmarks/firmware.py compiles it."""
-    model, example = MODELS[name]()
-    gen = torch.Generator().manual_seed(1)
-    calibration = [tuple(torch.randn(x.shape, generator=gen) for x in example) for _ in range(16)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return mcuforge.compile(model, example, calibration=calibration, target=target, progress=False)
+    """As benchmarks/firmware.py compiles it (16 random calibration inputs, seed 1): conftest's cached program."""
+    return zoo_compiled(name, target)[2]
 
 
 def int8_inputs(prog: mcuforge.Program) -> list[np.ndarray]:
