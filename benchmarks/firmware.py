@@ -46,6 +46,7 @@ import torch
 
 import mcuforge
 from mcuforge import cmsis_nn, firmware
+from mcuforge.cmsis_nn.build import DEFAULT_LOCATION
 from mcuforge.cmsis_nn.layers import LayerRun, harness_missing, run_layers
 from mcuforge.firmware.builder import COMMON_FLAGS
 from mcuforge.firmware.toolchain import version
@@ -68,6 +69,16 @@ TFLM_ARENA = {"ds_cnn": 21_424, "mobilenet_v1_025": 156_424, "resnet8": 53_972, 
 EXECUTORCH_PTE = {"ds_cnn": 54_240, "mobilenet_v1_025": 313_432, "resnet8": 99_208, "fc_autoencoder": 284_864}
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+
+
+def source_label(root: Path | None) -> str:
+    """Where CMSIS-NN came from, without this machine's folders: the project's default copy by its place beside
+    the project, another tree by its last two path components."""
+    if root is None:
+        return "absent"
+    if root.resolve() == DEFAULT_LOCATION.resolve():
+        return "shared/third_party/cmsis-nn beside the project"
+    return "/".join(root.parts[-2:])
 
 
 def compile_for(name: str, target: str) -> mcuforge.Program:
@@ -287,7 +298,7 @@ def main(argv: list[str]) -> None:
          "(next section): its calls on the same layers and board plus our runtime's own overhead (the "
          "cortex-m3 calls for both cortex-m3 rows, each with its own overhead); ratio: ours over it."),
         ("Beside CMSIS-NN, measured", cmsis_nn_table(results, runs),
-         "CMSIS-NN built from its sources (" + (str(root) if root else "absent") + ") for each board's core "
+         "CMSIS-NN built from its sources (" + source_label(root) + ") for each board's core "
          "(cortex-m3: plain C, cortex-m4: DSP, cortex-m55: MVE) with the firmware's flags; each op of the "
          "program as the CMSIS-NN call computing it, on the op's real inputs (one host run of the program), "
          "all of a program's calls in one QEMU boot, each call's instructions counted by SysTick as ours are. "
