@@ -16,6 +16,7 @@ from ..ir import Graph, Op
 from ..kernels.int4 import widened_multipliers
 from .harness import Case
 from .ops import converts, output_tensor, per_channel
+from .ops_s8 import batch_matmul_operands
 
 I8, I16 = np.dtype(np.int8), np.dtype(np.int16)
 #: torch's gate order (i, f, g, o) -> CMSIS-NN's (forget, input, cell, output)
@@ -89,24 +90,10 @@ def fully_connected_s16(graph: Graph, op: Op, values: list, function: str = "mfc
 @converts("batch_matmul_s16")
 def batch_matmul_s16(graph: Graph, op: Op, values: list, function: str = "mfcmp_batch_matmul_s16",
                      name: str = "") -> Case:
-    """arm_batch_matmul_s16, laid out as ops_s8.batch_matmul_s8 lays out arm_batch_matmul_s8's operands: the
-    adjoints applied first and the rhs transposed (data movement), at most two batch dims."""
-    lhs, rhs = values
+    """arm_batch_matmul_s16, its operands laid out as arm_batch_matmul_s8's (:func:`ops_s8.batch_matmul_operands`)."""
     a = op.attrs
     out = output_tensor(graph, op)
-    if a["adj_x"]:
-        lhs = np.swapaxes(lhs, -1, -2)
-    if not a["adj_y"]:
-        rhs = np.swapaxes(rhs, -1, -2)
-    lb, rb = list(lhs.shape[:-2]), list(rhs.shape[:-2])
-    rank = max(len(lb), len(rb), 2)
-    lb, rb = [1] * (rank - len(lb)) + lb, [1] * (rank - len(rb)) + rb
-    while rank > 2 and lb[0] == 1 and rb[0] == 1:
-        lb, rb, rank = lb[1:], rb[1:], rank - 1
-    if rank > 2:
-        raise NotImplementedError(f"batch_matmul_s16 with batch dims {lb} and {rb}: arm_batch_matmul_s16 has two")
-    (m, k), nn = lhs.shape[-2:], rhs.shape[-2]
-    ob = np.broadcast_shapes(tuple(lb), tuple(rb))
+    lhs, rhs, lb, rb, (m, k, nn), ob = batch_matmul_operands(values, a, op.kind, "arm_batch_matmul_s16")
     ints = [*lb, m, k, *rb, nn, *ob, a["output_multiplier"], a["output_shift"], a["act_min"], a["act_max"]]
     inputs = [np.ascontiguousarray(lhs, I16).reshape(*lb, m, k), np.ascontiguousarray(rhs, I16).reshape(*rb, nn, k)]
     return Case(function, [int(v) for v in ints], inputs, tuple(out.shape), I16, name)

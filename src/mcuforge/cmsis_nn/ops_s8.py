@@ -105,18 +105,15 @@ def fully_connected_s8(graph: Graph, op: Op, values: list, function: str | None 
     return Case(function, [int(v) for v in ints], inputs, tuple(out.shape), I8, name)
 
 
-@converts("batch_matmul_s8")
-def batch_matmul_s8(graph: Graph, op: Op, values: list, function: str = "mfcmp_batch_matmul_s8",
-                    name: str = "") -> Case:
-    """arm_batch_matmul_s8, which takes the rhs transposed ((..., N, K)) and no adjoint flags: as TensorFlow Lite
-    Micro, the operands are transposed first where ``adj_x`` / ``adj_y`` say (data movement); batch dims
-    broadcast as CMSIS-NN broadcasts them (at most two, after leading 1s are dropped)."""
+def batch_matmul_operands(values: list, attrs: dict, kind: str, function: str) -> tuple:
+    """The operands of arm_batch_matmul_s8 / _s16, which take the rhs transposed ((..., N, K)) and no adjoint
+    flags: as TensorFlow Lite Micro, the operands are transposed first where ``adj_x`` / ``adj_y`` say (data
+    movement); batch dims broadcast as CMSIS-NN broadcasts them (at most two, after leading 1s are dropped).
+    Returns (lhs, rhs, lhs batch dims, rhs batch dims, (M, K, N), output batch dims)."""
     lhs, rhs = values
-    a = op.attrs
-    out = output_tensor(graph, op)
-    if a["adj_x"]:
+    if attrs["adj_x"]:
         lhs = np.swapaxes(lhs, -1, -2)
-    if not a["adj_y"]:
+    if not attrs["adj_y"]:
         rhs = np.swapaxes(rhs, -1, -2)
     lb, rb = list(lhs.shape[:-2]), list(rhs.shape[:-2])
     rank = max(len(lb), len(rb), 2)
@@ -124,9 +121,18 @@ def batch_matmul_s8(graph: Graph, op: Op, values: list, function: str = "mfcmp_b
     while rank > 2 and lb[0] == 1 and rb[0] == 1:
         lb, rb, rank = lb[1:], rb[1:], rank - 1
     if rank > 2:
-        raise NotImplementedError(f"batch_matmul_s8 with batch dims {lb} and {rb}: arm_batch_matmul_s8 has two")
+        raise NotImplementedError(f"{kind} with batch dims {lb} and {rb}: {function} has two")
     (m, k), nn = lhs.shape[-2:], rhs.shape[-2]
-    ob = np.broadcast_shapes(tuple(lb), tuple(rb))
+    return lhs, rhs, lb, rb, (m, k, nn), np.broadcast_shapes(tuple(lb), tuple(rb))
+
+
+@converts("batch_matmul_s8")
+def batch_matmul_s8(graph: Graph, op: Op, values: list, function: str = "mfcmp_batch_matmul_s8",
+                    name: str = "") -> Case:
+    """arm_batch_matmul_s8, its operands laid out by :func:`batch_matmul_operands`."""
+    a = op.attrs
+    out = output_tensor(graph, op)
+    lhs, rhs, lb, rb, (m, k, nn), ob = batch_matmul_operands(values, a, op.kind, "arm_batch_matmul_s8")
     ints = [*lb, m, k, *rb, nn, *ob, a["lhs_offset"], a["rhs_offset"], a["output_offset"], a["output_multiplier"],
             a["output_shift"], a["act_min"], a["act_max"]]
     inputs = [np.ascontiguousarray(lhs, I8).reshape(*lb, m, k), np.ascontiguousarray(rhs, I8).reshape(*rb, nn, k)]
