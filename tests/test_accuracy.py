@@ -439,15 +439,15 @@ def test_auto_precision_impossible_budget_names_the_smallest_program(tmp_path, m
 
 def float_graph(model, example):
     from mcuforge.capture import capture
-    from mcuforge.lower.cleanup import prepare_float_graph
-    from mcuforge.lower.decompose import decompose
+    from mcuforge.float_passes.cleanup import prepare_float_graph
+    from mcuforge.float_passes.decompose import decompose
 
     return prepare_float_graph(decompose(capture(model, example)))
 
 
 def test_cross_layer_equalization_keeps_the_function_and_evens_the_ranges():
     from mcuforge import equalize
-    from mcuforge.lower.fold_bn import _get_attr_value
+    from mcuforge.float_passes.fold_bn import _get_attr_value
 
     model = planted("none")
     with torch.no_grad():

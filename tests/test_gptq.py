@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from mcuforge.capture import capture
-from mcuforge.lower.cleanup import prepare_float_graph
+from mcuforge.float_passes.cleanup import prepare_float_graph
 from mcuforge.quantize.gptq import QMAX, gptq_round, gptq_weights
 from mcuforge.quantize.observers import PerChannelMinMaxObserver
 

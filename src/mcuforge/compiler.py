@@ -16,9 +16,9 @@ from torch import nn
 from .capture import as_input_tuple, capture, check_compilable
 from .compiled import Program
 from .fit import check_fit
+from .float_passes.cleanup import prepare_float_graph
+from .float_passes.decompose import decompose
 from .lower import lower_to_ir
-from .lower.cleanup import prepare_float_graph
-from .lower.decompose import decompose
 from .plan import plan_arena
 from .program import serialize
 from .quantize import ObserverConfig, Scheme, get_scheme, quantize

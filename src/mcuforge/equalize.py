@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import fx
 
-from .lower.fold_bn import _get_attr_value, _set_new_attr
+from .float_passes.fold_bn import _get_attr_value, _set_new_attr
 from .quantize.patterns import LINEAR_OPS
 from .quantize.quantizer import ObserverConfig
 from .quantize.schemes import Scheme
