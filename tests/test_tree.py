@@ -28,6 +28,12 @@ def test_one_runtime_manifest() -> None:
     assert {p.parent.relative_to(builder.CSRC).parts[0] for p in builder.runtime_files()} == set(builder.RUNTIME_DIRS)
 
 
+def test_one_start_up_file() -> None:
+    # the test firmware and export-c's board projects start from the same start.c (MF_TEST_FIRMWARE picks the half)
+    assert sorted(builder.CSRC.rglob("start.c")) == [builder.FIRMWARE_SRC / "start.c"]
+    assert "-DMF_TEST_FIRMWARE=1" in builder._compile_flags(builder.get_board("cortex-m4"), trace=False)
+
+
 def _first_level_imports() -> dict[str, set[str]]:
     names = {p.stem for p in SRC.glob("*.py")} | {p.name for p in SRC.iterdir() if (p / "__init__.py").exists()}
     edges: dict[str, set[str]] = {}
