@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 import mcuforge
-import mcuforge.api as api
+import mcuforge.compiler as compiler
 from mcuforge.report import table
 from mcuforge.zoo import MODELS
 
@@ -46,9 +46,9 @@ STAGES = {"capture": "capture", "decompose": "passes", "prepare_float_graph": "p
 
 
 def _timed_stages(seconds: dict[str, float]) -> Callable[[], None]:
-    """Wrap the stage functions that api.compile calls, so that its own flow is what is timed;
-    returns the function that puts the originals back."""
-    originals = {name: getattr(api, name) for name in STAGES}
+    """Wrap the stage functions that mcuforge.compile calls (mcuforge.compiler's), so that its own flow is what
+    is timed; returns the function that puts the originals back."""
+    originals = {name: getattr(compiler, name) for name in STAGES}
 
     def wrap(name: str, fn: Callable) -> Callable:
         def timed(*args, **kwargs):
@@ -60,8 +60,8 @@ def _timed_stages(seconds: dict[str, float]) -> Callable[[], None]:
         return timed
 
     for name, fn in originals.items():
-        setattr(api, name, wrap(name, fn))
-    return lambda: [setattr(api, name, fn) for name, fn in originals.items()]
+        setattr(compiler, name, wrap(name, fn))
+    return lambda: [setattr(compiler, name, fn) for name, fn in originals.items()]
 
 
 def measure(name: str, calibration_count: int, repeat: int = 1) -> list:

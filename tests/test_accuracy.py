@@ -439,15 +439,15 @@ def test_auto_precision_impossible_budget_names_the_smallest_program(tmp_path, m
 
 def float_graph(model, example):
     from mcuforge.capture import capture
-    from mcuforge.lower.cleanup import prepare_float_graph
-    from mcuforge.lower.decompose import decompose
+    from mcuforge.float_passes.cleanup import prepare_float_graph
+    from mcuforge.float_passes.decompose import decompose
 
     return prepare_float_graph(decompose(capture(model, example)))
 
 
 def test_cross_layer_equalization_keeps_the_function_and_evens_the_ranges():
-    from mcuforge.accuracy import equalize
-    from mcuforge.lower.fold_bn import _get_attr_value
+    from mcuforge import equalize
+    from mcuforge.float_passes.fold_bn import _get_attr_value
 
     model = planted("none")
     with torch.no_grad():
@@ -650,7 +650,7 @@ def test_bias_correction_unguarded_is_applied_and_moves_only_biases(quantization
 
 
 def test_shrunk_mean_drops_a_mean_the_spread_cannot_tell_from_zero():
-    from mcuforge.accuracy.equalize import shrunk_mean
+    from mcuforge.equalize import shrunk_mean
 
     gen = torch.Generator().manual_seed(0)
     noise = torch.randn(8, 2, generator=gen, dtype=torch.float64)
@@ -662,7 +662,7 @@ def test_shrunk_mean_drops_a_mean_the_spread_cannot_tell_from_zero():
 
 
 def test_cross_layer_equalization_by_the_activation_rule_keeps_the_function_and_evens_a_depthwise_input():
-    from mcuforge.accuracy import equalize
+    from mcuforge import equalize
     from mcuforge.zoo import MODELS
 
     model, example = MODELS["mobilenet_v1_025"]()

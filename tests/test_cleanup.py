@@ -1,4 +1,4 @@
-"""Float-graph clean-up before quantization (lower/cleanup.py, lower/fold_bn.py) and the two compile
+"""Float-graph clean-up before quantization (float_passes/cleanup.py, float_passes/fold_bn.py) and the two compile
 crashes of issue 9: identities removed, training-mode models compiled in eval mode with a warning,
 BatchNorm that cannot fold made an int8 depthwise conv, shared quantization of chunk + cat."""
 
@@ -12,7 +12,7 @@ from torch import nn
 
 import mcuforge
 from mcuforge.capture import capture
-from mcuforge.lower.cleanup import prepare_float_graph, remove_identities
+from mcuforge.float_passes.cleanup import prepare_float_graph, remove_identities
 
 
 def compile_quiet(model, example, runs=8, seed=0):

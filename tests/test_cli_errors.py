@@ -243,21 +243,21 @@ def test_mistakes_with_programs_and_data(program, tmp_path, capsys):
 
 
 def test_an_internal_error_asks_for_a_bug_report(models, tmp_path, capsys, monkeypatch):
-    from mcuforge import api
+    from mcuforge import compiler
 
     def broken(*_args, **_kwargs):
         raise KeyError("a bug")
 
-    monkeypatch.setattr(api, "plan_arena", broken)
+    monkeypatch.setattr(compiler, "plan_arena", broken)
     status, line = run(["compile", f"{models}:fine", "-o", str(tmp_path / "f.mfp")], capsys)
     assert status == 1
-    assert re.match(r"mcuforge compile: internal error: KeyError: 'a bug' \(at mcuforge/api\.py:\d+\)", line), line
+    assert re.match(r"mcuforge compile: internal error: KeyError: 'a bug' \(at mcuforge/compiler\.py:\d+\)", line), line
 
 
 def test_the_bug_report_line_names_the_files_and_the_traceback(models, tmp_path, capsys, monkeypatch):
-    from mcuforge import api
+    from mcuforge import compiler
 
-    monkeypatch.setattr(api, "plan_arena", lambda *_a, **_k: 1 / 0)
+    monkeypatch.setattr(compiler, "plan_arena", lambda *_a, **_k: 1 / 0)
     assert cli.main(["compile", f"{models}:fine", "-o", str(tmp_path / "f.mfp")]) == 1
     report = capsys.readouterr().err.splitlines()[-1]
     found = re.search(r"this is a bug in mcuforge, not in your input: please report it with the command line, the "

@@ -1,4 +1,4 @@
-"""scaled_dot_product_attention decomposed before quantization (mcuforge.lower.decompose): the rewritten
+"""scaled_dot_product_attention decomposed before quantization (mcuforge.float_passes.decompose): the rewritten
 graph computes what torch's fused op computes, for every argument torch takes (scale, float and bool
 masks, is_causal, grouped-query attention, unbatched inputs), and keeps the op's module path."""
 
@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from mcuforge.capture import capture
-from mcuforge.lower.decompose import SDPA, decompose
+from mcuforge.float_passes.decompose import SDPA, decompose
 
 aten = torch.ops.aten
 

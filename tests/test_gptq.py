@@ -9,8 +9,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from mcuforge.api import prepare_float_graph
 from mcuforge.capture import capture
+from mcuforge.float_passes.cleanup import prepare_float_graph
 from mcuforge.quantize.gptq import QMAX, gptq_round, gptq_weights
 from mcuforge.quantize.observers import PerChannelMinMaxObserver
 

@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from mcuforge.capture import capture
-from mcuforge.lower import fold_batch_norm
+from mcuforge.float_passes import fold_batch_norm
 from mcuforge.quantize import Scheme, quantize
 from mcuforge.zoo.common import randomize_batch_norm
 

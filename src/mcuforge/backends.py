@@ -7,17 +7,30 @@ The delegate seam for later backends (an NPU) is this table.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from . import runtime
+from .ir import Graph
 from .trace.format import trace_mode
 
-if TYPE_CHECKING:
-    from .api import Program
-
 BACKENDS = ("python", "c", "qemu")
+
+
+class Program(Protocol):
+    """What a backend reads of a :class:`mcuforge.Program` (mcuforge.compiled, which runs through here, so this
+    module names only the protocol and does not import it)."""
+
+    graph: Graph
+
+    @property
+    def target(self) -> str: ...
+
+    @property
+    def input_shapes(self) -> tuple[tuple[int, ...], ...]: ...
+
+    def to_bytes(self) -> bytes: ...
 
 
 def _python(prog: Program, inputs: list[np.ndarray], runs: int, mode: str) -> tuple[list[np.ndarray], bytes | None]:
@@ -50,8 +63,9 @@ def run_backend(prog: Program, inputs: list[np.ndarray], runs: int, *, backend: 
     """Run ``runs`` runs of ``prog``; returns the outputs (leading run axis) and the trace
     (a :class:`mcuforge.trace.Trace`, or None when tracing is off). ``measured``, if given, is
     filled with what a board measured on the last run (instructions, stack high-water, ...);
-    ``board``: keyword options of :func:`mcuforge.firmware.run_on_qemu` (via, timer, progress, cycles,
-    clock_mhz); with ``cycles`` the returned trace carries the estimate (``trace.cycles``)."""
+    ``board``: keyword options of :func:`mcuforge.firmware.run_on_qemu` (via, timer, progress), and ``cycles``,
+    ``clock_mhz``, ``memory`` (:func:`mcuforge.cycles.run.cycle_probe`): with ``cycles`` the returned trace carries
+    the estimate (``trace.cycles``)."""
     mode = trace_mode(trace)
     estimate: list[Any] = [None]
     if board and backend != "qemu":
@@ -72,9 +86,17 @@ def run_backend(prog: Program, inputs: list[np.ndarray], runs: int, *, backend: 
         board_target = target or prog.target
         firmware.check_board_target(prog.target, board_target)
 
+        options = dict(board or {})
+        cycles = options.pop("cycles", False)
+        clock_mhz, memory = options.pop("clock_mhz", None), options.pop("memory", None)
+        if cycles:  # the timing model runs as the board run's probe (firmware does not import mcuforge.cycles)
+            from .cycles.run import cycle_probe
+
+            options["probe"] = cycle_probe(cycles, clock_mhz, memory)
+
         def run_qemu(program: bytes, xs: list[np.ndarray], how: str | None) -> tuple[list[np.ndarray], bytes | None]:
             outs, recorded, facts = firmware.run_on_qemu(program, xs, board_target, trace=how or False,
-                                                         **(board or {}))
+                                                         graph=prog.graph, **options)  # not parsed again
             estimate[0] = facts.get("cycles")
             if measured is not None:
                 measured.update(facts)

@@ -50,9 +50,10 @@ def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
     if training:
         more = f" and {len(training) - 3} more" if len(training) > 3 else ""
         names = ", ".join(repr(t) for t in training[:3])
+        # stacklevel: the user's line under mcuforge.compile -> compiler.compile_fixed -> capture -> with eval_mode
         warnings.warn(f"{type(model).__name__} is in training mode (module(s) {names}{more}): compiled in eval "
                       "mode (dropout off, BatchNorm with its running statistics). "
-                      "Call model.eval() before compiling to silence this.", stacklevel=5)
+                      "Call model.eval() before compiling to silence this.", stacklevel=6)
     try:
         yield model.eval()
     finally:

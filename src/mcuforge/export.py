@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .firmware.boards import BOARDS
-from .firmware.builder import BOARD_SRC, CSRC, icount_scale, runtime_files
+from .firmware.builder import BOARD_SRC, CSRC, FIRMWARE_SRC, icount_scale, runtime_files
 from .firmware.toolchain import PORTABLE_C_FLAGS
 from .ir import DTYPES, Graph, input_bytes
 from .program import deserialize, read_header
@@ -199,7 +199,7 @@ def _board_files(out: Path, target: str) -> dict[str, str]:
         return {"BOARD": "", "MACHINE_OR_NONE": "no emulated board", "BOARD_SOURCES": "", "BOARD_LINK_FLAGS": "",
                 "BOARD_DEFINES": "", "BOARD_DEFINES_CMAKE": ""}
     (out / "board").mkdir(exist_ok=True)
-    shutil.copy2(TEMPLATES / "board" / "start.c", out / "board" / "start.c")
+    shutil.copy2(FIRMWARE_SRC / "start.c", out / "board" / "start.c")  # the firmware's, its newlib half
     # The M55's 512 KB ITCM is small: its program goes to the DDR ("EXTRA") instead.
     region = "EXTRA" if board.code_bytes < 1 << 20 else "CODE"
     script = _fill((TEMPLATES / "board" / "link.ld.in").read_text(), {

@@ -7,7 +7,7 @@ constraints written beside each lowering function (``@int8_lowering(..., constra
 
 from __future__ import annotations
 
-from .lower.decompose import DECOMPOSITIONS
+from .float_passes.decompose import DECOMPOSITIONS
 from .lower.int8 import INT8_LOWERINGS, OP_DOCS
 
 HEADER = """# Supported operators
@@ -74,7 +74,7 @@ def fp32_table() -> str:
 
 
 def decompositions_table() -> str:
-    """Fused ops rewritten before quantization (``mcuforge.lower.decompose``) into the ops above."""
+    """Fused ops rewritten before quantization (``mcuforge.float_passes.decompose``) into the ops above."""
     lines = ["## Decomposed before quantization", "",
              "These ops are rewritten into the ops of the table above right after capture.", "",
              "| aten op | becomes |", "|---|---|"]

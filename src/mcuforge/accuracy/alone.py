@@ -19,9 +19,9 @@ import torch
 from torch import fx, nn
 
 from ..capture import capture
+from ..float_passes.cleanup import prepare_float_graph
+from ..float_passes.decompose import decompose
 from ..inspect.numeric import error_stats, isolated_outputs, layer_ops, raw_as_real_nchw, reference_nodes
-from ..lower.cleanup import prepare_float_graph
-from ..lower.decompose import decompose
 from ..quantize.observers import one_thread
 
 

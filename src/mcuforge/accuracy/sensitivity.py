@@ -120,11 +120,11 @@ def sensitivity(model: nn.Module, example_inputs: torch.Tensor | Sequence[torch.
 
 def compile_variant(model: nn.Module, example: tuple[torch.Tensor, ...], items: list, target: str,
                     scheme: Scheme, compile_options: dict[str, Any]) -> Any:
-    from ..api import compile as compile_program
+    from ..compiler import compile_fixed
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return compile_program(model, example, calibration=items, target=target, progress=False,
+        return compile_fixed(model, example, calibration=items, target=target, progress=False,
                                quantization=scheme, fit_check=False, **compile_options)
 
 

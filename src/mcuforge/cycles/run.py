@@ -20,7 +20,7 @@ from . import get_core
 from .estimate import MODEL_NOTE, Span, block_costs, by_function, span
 from .isa import symbols
 from .model import ZERO_WAIT, Memory
-from .plugin import Counts, PluginError, Segment
+from .plugin import Counts, PluginError, Segment, parse, qemu_args
 
 INVOKE = "mf_invoke"
 CLOCK = "mf_icount_now"
@@ -169,3 +169,31 @@ def timed_calls(counts: Counts, elf: str | Path, target: str, marker: str = CLOC
     costs = block_costs(counts, elf, target, model, memory)
     reads = [s for s in counts.segments if s.mark == address]
     return [span([s], costs) for s in reads[0::2]]
+
+
+@dataclass(frozen=True)
+class CycleProbe:
+    """The probe of :func:`mcuforge.firmware.run_on_qemu` that ESTIMATES the run's cycles: QEMU runs with the
+    counting plugin (a host-gcc build on first use) and facts["cycles"] is the :class:`CycleEstimate` (the
+    inference, and each op when tracing). ``core``: another core's timing model (the board's by default);
+    ``clock_hz``: the clock of the milliseconds (the board's by default); ``memory``: wait states."""
+
+    core: str | None = None
+    memory: Memory = ZERO_WAIT
+    clock_hz: float | None = None
+    key: str = "cycles"
+
+    def qemu_args(self, folder: Path, elf: Path, traced: bool) -> list[str]:
+        return qemu_args(folder / "cycles.txt", marks(elf, traced))
+
+    def finish(self, folder: Path, elf: Path, target: str, op_count: int, traced: bool) -> CycleEstimate:
+        return estimate_run(parse(folder / "cycles.txt"), elf, target, op_count=op_count, traced=traced,
+                            core=self.core, memory=self.memory, clock_hz=self.clock_hz)
+
+
+def cycle_probe(cycles: bool | str, clock_mhz: float | None = None, memory: Memory | None = None) -> CycleProbe:
+    """The probe of ``board={"cycles": ..., "clock_mhz": ..., "memory": ...}``: ``cycles`` True for the board's
+    core, or the name of another core's timing model; milliseconds at ``clock_mhz`` (the board's clock by
+    default); ``memory``: a :class:`mcuforge.cycles.Memory` (wait states; zero by default)."""
+    return CycleProbe(core=cycles if isinstance(cycles, str) else None, memory=memory or Memory(),
+                      clock_hz=clock_mhz * 1e6 if clock_mhz else None)

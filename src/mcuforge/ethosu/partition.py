@@ -19,6 +19,7 @@ import numpy as np
 
 from ..ir import Graph, Op, Tensor, op_precision
 from ..kinds import kinds_where
+from ..records import op_macs
 from ..tosa import boundary, lower_ops, unsupported_reason
 from .npu import get_npu, npu_reason
 from .vela import VelaError, VelaResult, compile_tosa
@@ -98,13 +99,11 @@ def plan_partitions(graph: Graph, npu_name: str) -> tuple[list[Subgraph], dict[i
 
 
 def _op_record(graph: Graph, index: int, op: Op) -> dict[str, Any]:
-    from ..api import _macs
-
     t = graph.tensors
     return {
         "index": index, "kind": op.kind, "module": op.debug.get("module", ""), "aten": list(op.debug.get("aten", [])),
         "input_shapes": [list(t[n].shape) for n in op.inputs if n and not t[n].is_constant],
-        "output_shapes": [list(t[n].shape) for n in op.outputs], "macs": int(_macs(graph, op)),
+        "output_shapes": [list(t[n].shape) for n in op.outputs], "macs": int(op_macs(graph, op)),
         "precision": op_precision(op, t),
     }
 

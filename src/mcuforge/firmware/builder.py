@@ -103,9 +103,11 @@ def icount_scale(board: Board) -> tuple[int, int]:
 
 def _compile_flags(board: Board, trace: bool, timer: str = "icount", extra: Sequence[str] = ()) -> list[str]:
     mul, shift = icount_scale(board)
+    # MF_TEST_FIRMWARE: start.c's test-firmware start-up (fault reports, stack fill); export-c uses its other half
     return [*target_flags(board.target), f"-DBOARD_HZ={board.clock_hz}u", f"-DICOUNT_MUL={mul}u",
             f"-DICOUNT_SHIFT={shift}", f"-DBOARD_UART={board.uart:#x}u", timer_define(timer),
-            f"-DMF_TRACE={int(trace)}", f"-I{INCLUDE}", f"-I{FIRMWARE_SRC}", f"-I{BOARD_SRC}", *extra]
+            f"-DMF_TRACE={int(trace)}", "-DMF_TEST_FIRMWARE=1", f"-I{INCLUDE}", f"-I{FIRMWARE_SRC}", f"-I{BOARD_SRC}",
+            *extra]
 
 
 def _build_key(board: Board, trace: bool, timer: str, extra: Sequence[str] = ()) -> str:

@@ -17,7 +17,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -136,11 +136,24 @@ def _run_with_uart_capture(command: list[str], folder: Path, port: int, timeout:
     return subprocess.CompletedProcess(command, returncode, log.read_bytes(), b""), got.data
 
 
+class QemuProbe(Protocol):
+    """What :func:`run_on_qemu` runs with besides the firmware: QEMU arguments (a TCG plugin writing into the
+    run's folder), then a reading of what it wrote, kept in facts[key]. The cycle estimate is one
+    (mcuforge.cycles.run.CycleProbe): the timing model sits above the firmware it costs, so this module
+    names the protocol and never imports it."""
+
+    key: str
+
+    def qemu_args(self, folder: Path, elf: Path, traced: bool) -> list[str]: ...
+
+    def finish(self, folder: Path, elf: Path, target: str, op_count: int, traced: bool) -> Any: ...
+
+
 def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str, trace: bool | str = False,
                 *, timeout: float = DEFAULT_TIMEOUT_SECONDS, via: str = "semihosting", timer: str = "icount",
                 progress: bool = False, build_flags: Sequence[str] = (),
-                trace_compiled_in: bool | None = None, cycles: bool | str = False, clock_mhz: float | None = None,
-                memory: Any = None, graph: Any = None) -> tuple[list[np.ndarray], bytes | None, dict[str, Any]]:
+                trace_compiled_in: bool | None = None, probe: QemuProbe | None = None,
+                graph: Any = None) -> tuple[list[np.ndarray], bytes | None, dict[str, Any]]:
     """Run a program once on the emulated board of ``target``.
 
     ``graph``: the program's graph (``deserialize(program_bytes)``) when the caller has it already: the bytes are
@@ -157,11 +170,10 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
     count resolution. ``build_flags``: more compiler flags of the firmware (``build``), e.g.
     ``("-DMF_PORTABLE=1",)``; ``trace_compiled_in``: a firmware built with ``MF_TRACE=1`` (by
     default exactly when tracing; True with ``trace=False`` runs the traced build untraced).
-    ``cycles``: also ESTIMATE the core's cycles (opt-in: QEMU runs with the counting plugin of
-    :mod:`mcuforge.cycles`, a host-gcc build on first use): True for the board's core, or the name
-    of another core's timing model; facts["cycles"] is then a :class:`mcuforge.cycles.run.CycleEstimate`
-    (the inference, and each op when tracing), in milliseconds at ``clock_mhz`` (the board's clock by
-    default); ``memory``: a :class:`mcuforge.cycles.Memory` (wait states; zero by default).
+    ``probe``: something that watches the run through QEMU's arguments (a TCG plugin) and reads what it
+    wrote after, into facts[probe.key]: :func:`mcuforge.cycles.run.cycle_probe` ESTIMATES the core's cycles
+    (facts["cycles"], a :class:`mcuforge.cycles.run.CycleEstimate`; ``board={"cycles": True}`` of
+    ``Program.run`` makes one).
     """
     board = get_board(target)
     mode = trace_mode(trace)
@@ -171,24 +183,14 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
     estimate = None
     with tempfile.TemporaryDirectory(prefix="mcuforge-qemu-") as tmp:
         folder = Path(tmp)
-        plugin_args: list[str] = []
-        if cycles:
-            from ..cycles import plugin as cycle_plugin
-            from ..cycles import run as cycle_run
-
-            plugin_args = cycle_plugin.qemu_args(folder / "cycles.txt", cycle_run.marks(elf, traced))
+        plugin_args = probe.qemu_args(folder, elf, traced) if probe is not None else []
         result, seconds, recorded = boot(folder, target, bytes(program_bytes), input_bytes(graph, inputs), mode,
                                          timeout=timeout, via=via, timer=timer, progress=progress,
                                          build_flags=build_flags, trace_compiled_in=trace_compiled_in,
                                          qemu_args=plugin_args)
         outputs = _read_outputs(folder, graph)
-        if cycles:
-            from ..cycles.model import Memory
-
-            estimate = cycle_run.estimate_run(
-                cycle_plugin.parse(folder / "cycles.txt"), elf, target, op_count=len(graph.ops), traced=traced,
-                core=cycles if isinstance(cycles, str) else None, memory=memory or Memory(),
-                clock_hz=clock_mhz * 1e6 if clock_mhz else None)
+        if probe is not None:
+            estimate = probe.finish(folder, elf, target, len(graph.ops), traced)
     facts = {
         "target": target, "board": board.machine, "firmware": str(elf),
         "instructions": result["invoke_instructions"],
@@ -202,8 +204,8 @@ def run_on_qemu(program_bytes: bytes, inputs: Sequence[np.ndarray], target: str,
         "trace_via": via if mode != "off" else None, "timer": timer,
         "qemu_seconds": seconds,
     }
-    if estimate is not None:
-        facts["cycles"] = estimate
+    if probe is not None:
+        facts[probe.key] = estimate
     return outputs, recorded, facts
 
 

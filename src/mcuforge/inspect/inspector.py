@@ -14,7 +14,7 @@ from ..trace import Trace, program_crc
 from . import chrome, frames, gaps, numeric, timebase
 
 if TYPE_CHECKING:
-    from ..api import Program
+    from ..compiled import Program
 
 
 class TraceMismatchError(ValueError):
@@ -47,7 +47,7 @@ class Inspector:
     def load(cls, program_path: str | Path, trace_path: str | Path, clock_hz: float | None = None) -> Inspector:
         """The program file, its debug record (``<program>.dbg.json``) and a trace file (with its
         estimated cycles when ``<trace>.cycles.json`` is beside it)."""
-        from ..api import DEBUG_SUFFIX, load
+        from ..compiled import DEBUG_SUFFIX, load
 
         program = load(program_path)
         debug_path = Path(str(program_path) + DEBUG_SUFFIX)
@@ -83,9 +83,9 @@ class Inspector:
         """One row per executed op per run (see :data:`frames.OP_COLUMNS`); ``attrs`` says whether
         the trace was truncated."""
         if any(op.kind == "delegate" for op in self.program.graph.ops):  # prog.ops expands NPU subgraphs
-            from ..ethosu.program import graph_op_macs
+            from ..records import graph_op_macs
 
-            macs = dict(enumerate(graph_op_macs(self.program)))
+            macs = dict(enumerate(graph_op_macs(self.program.graph)))
         else:
             macs = {op.index: op.macs for op in self.program.ops}
         df = gaps.mark_runs(frames.op_frame(self.record, self.trace, macs), self.trace)

@@ -25,11 +25,11 @@ import torch
 from torch import fx, nn
 
 from ..capture import as_input_tuple, capture
+from ..float_passes.cleanup import prepare_float_graph
+from ..float_passes.decompose import decompose
 from ..ir import DTYPES, INT4, QUANTIZED_RANGES, WIDTH_CONVERSIONS, Graph
 from ..kernels import dequantize_per_tensor, quantize_per_tensor
 from ..lower.builder import NCHW_TO_NHWC, NHWC_TO_NCHW
-from ..lower.cleanup import prepare_float_graph
-from ..lower.decompose import decompose
 from ..runtime.ops import KERNELS, PackedWeights
 from ..trace import TensorDump, Trace
 

@@ -1,7 +1,7 @@
-"""Lowering passes: fold BatchNorm (before quantization), then PT2E graph -> backend IR."""
+"""Lowering: the quantized PT2E graph -> backend IR (the float passes before quantization are
+mcuforge.float_passes)."""
 
 from .builder import LoweringError
-from .fold_bn import fold_batch_norm
 from .to_ir import lower_to_ir
 
-__all__ = ["LoweringError", "fold_batch_norm", "lower_to_ir"]
+__all__ = ["LoweringError", "lower_to_ir"]

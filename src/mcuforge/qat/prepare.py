@@ -28,8 +28,8 @@ from tqdm.auto import tqdm
 
 from ..capture import CaptureError, as_input_tuple, quiet_torch_logs
 from ..diagnose import check_model, explain_export_failure
-from ..lower.cleanup import prepare_float_graph
-from ..lower.decompose import decompose
+from ..float_passes.cleanup import prepare_float_graph
+from ..float_passes.decompose import decompose
 from ..quantize import calibration_batches, get_scheme
 from ..quantize.linear_choice import gram_collector, input_grams
 from ..quantize.quantizer import ANNOTATION_KEY, CortexMQuantizer, ObserverConfig

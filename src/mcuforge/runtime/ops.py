@@ -212,7 +212,7 @@ def _dequantize(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.nda
 
 
 def _delegate(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> list[np.ndarray]:
-    from ..ethosu.host import run_delegate  # needs the ethos-u extra (tosa-tools)
+    from .delegate import run_delegate  # needs the ethos-u extra (tosa-tools)
 
     return run_delegate(op, ins, outs)
 

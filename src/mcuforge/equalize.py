@@ -25,10 +25,10 @@ from typing import Any
 import torch
 from torch import fx
 
-from ..lower.fold_bn import _get_attr_value, _set_new_attr
-from ..quantize.patterns import LINEAR_OPS
-from ..quantize.quantizer import ObserverConfig
-from ..quantize.schemes import Scheme
+from .float_passes.fold_bn import _get_attr_value, _set_new_attr
+from .quantize.patterns import LINEAR_OPS
+from .quantize.quantizer import ObserverConfig
+from .quantize.schemes import Scheme
 
 aten = torch.ops.aten
 CONV = aten.conv2d.default
@@ -313,7 +313,7 @@ def _outputs_sqnr(reference: list[Any], actual: list[Any]) -> float:
     """The lowest SQNR (dB) over the model's outputs, each over every item."""
     from torch.utils._pytree import tree_leaves
 
-    from ..inspect.numeric import error_stats
+    from .inspect.numeric import error_stats
 
     ref = [tree_leaves(r) for r in reference]
     act = [tree_leaves(a) for a in actual]
@@ -335,7 +335,7 @@ def _equalized(captured: fx.GraphModule, rule: str, items: Sequence[tuple[torch.
 
 def four_bit_layers(scheme: Scheme) -> Callable[[fx.Node], bool]:
     """Whether a weighted node of a graph quantized by ``scheme`` has 4-bit weights."""
-    from ..lower.builder import module_path
+    from .lower.builder import module_path
 
     return lambda node: scheme.weight_bits_of(module_path(node)) == 4
 
@@ -344,7 +344,7 @@ def _build(captured: fx.GraphModule, rule: str, correct: bool | str, items: Sequ
            scheme: Scheme, observers: ObserverConfig | None, progress: bool) -> fx.GraphModule:
     """The converted graph of one configuration, fitted on ``items``: equalized by ``rule``, quantized,
     bias-corrected if ``correct`` (True: every layer; :data:`FOUR_BIT_LAYERS`: those with 4-bit weights)."""
-    from ..quantize import quantize
+    from .quantize import quantize
 
     graph = _equalized(captured, rule, items)
     means = layer_means(graph, items) if correct else {}

@@ -20,7 +20,7 @@ import torch
 from torch import fx
 from torch.fx.node import map_aggregate
 
-from .builder import get_attr_value
+from ..lower.builder import get_attr_value
 
 aten = torch.ops.aten
 

@@ -197,7 +197,7 @@ def _is_constant_call(node: fx.Node) -> bool:
 
 def _constant_arg(gm: fx.GraphModule, node: fx.Node) -> torch.Tensor:
     """A constant's value; for any other input (of a shape-only op), a tensor of its shape."""
-    from .builder import get_attr_value
+    from ..lower.builder import get_attr_value
 
     if node.op == "get_attr":
         return get_attr_value(gm, node)
@@ -229,7 +229,7 @@ MATMUL_OPS = {aten.matmul.default, aten.mm.default}
 def matmul_by_constant_to_linear(gm: fx.GraphModule) -> int:
     """``x @ W`` with a constant 2-D ``W`` is ``linear(x, W.T)``: a fully connected layer with int8
     per-channel weights instead of an fp32 matmul. Returns the count."""
-    from .builder import get_attr_value
+    from ..lower.builder import get_attr_value
 
     rewritten = 0
     for node in list(gm.graph.nodes):
