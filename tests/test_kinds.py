@@ -9,8 +9,9 @@ import pytest
 
 import mcuforge
 from mcuforge.cruntime import CSRC
+from mcuforge.kernels.registry import registered
 from mcuforge.kinds import KIND, KINDS, kinds_where
-from mcuforge.kinds.cheader import HEADER, render
+from mcuforge.kinds.cheader import HEADER, KERNEL_LIST, render, render_kernel_list
 from mcuforge.runtime.ops import KERNELS
 
 SRC = Path(mcuforge.__file__).resolve().parent
@@ -19,6 +20,8 @@ GOLDEN = Path(__file__).parent / "golden_programs"
 
 def test_kind_table_header_is_current() -> None:
     assert HEADER.read_text() == render(), "stale csrc/runtime/kind_table.h: run `python -m mcuforge.kinds`"
+    assert KERNEL_LIST.read_text() == render_kernel_list(), \
+        "stale csrc/kernels/kernel_list.h: run `python -m mcuforge.kinds`"
 
 
 def test_ids_and_names_unique() -> None:
@@ -60,6 +63,7 @@ def test_every_kind_has_its_kernels() -> None:
     listed = re.findall(r"^MF_KERNEL\((\w+)\)", (CSRC / "kernels" / "kernel_list.h").read_text(), re.M)
     assert listed == [s.kernel for s in KINDS if s.kernel], "kernel_list.h: a line per kind with a C kernel, id order"
     assert set(KERNELS) == set(KIND)
+    assert registered().keys() <= KERNELS.keys()  # the self-registered ones (mcuforge.kernels.registry) are in
 
 
 def test_derived_sets() -> None:
