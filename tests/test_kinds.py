@@ -12,6 +12,7 @@ from mcuforge.cruntime import CSRC
 from mcuforge.kernels.registry import registered
 from mcuforge.kinds import KIND, KINDS, kinds_where
 from mcuforge.kinds.cheader import HEADER, KERNEL_LIST, render, render_kernel_list
+from mcuforge.lower.int8 import EXAMPLES
 from mcuforge.runtime.ops import KERNELS
 
 SRC = Path(mcuforge.__file__).resolve().parent
@@ -84,3 +85,14 @@ def test_program_files_written_before_the_kind_table_round_trip(path: Path) -> N
     and precisions are what they were. Files, not a compile, so no CPU's float calibration enters."""
     data = path.read_bytes()
     assert mcuforge.load(path).to_bytes() == data
+
+
+@pytest.mark.parametrize("kind", sorted(EXAMPLES))
+def test_each_kind_example_lowers_to_its_kind(kind: str) -> None:
+    """A lowering's example model (int8_lowering(example=...), each kind's fuzz seed) compiles to a program holding
+    the kind: the aten op reaches it from torch, not the fp32 fallback."""
+    from mcuforge import fuzz
+    from mcuforge.program import deserialize
+
+    kinds = {op.kind for op in deserialize(fuzz.seed_programs_of(f"kind_{kind}")).ops}
+    assert kind in kinds and "aten_fp32" not in kinds, kinds
