@@ -97,6 +97,10 @@ KINDS: tuple[KindSpec, ...] = (
     KindSpec("upsample_nearest2d_s8", 24, ("x",), aten=("upsample_nearest2d.vec", "upsample_nearest2d.default"),
              shares_input_qparams=True, cmsis_nn="none (CMSIS-NN has no resize kernel; TFLite's "
              "RESIZE_NEAREST_NEIGHBOR)"),
+    # Reversal of an int8 tensor along the stored dims `dims` (torch.flip): out[..., i, ...] = x[..., n - 1 - i, ...];
+    # the output shares the input's quantization (a byte copy).
+    KindSpec("flip_s8", 25, ("x",), (("dims", "ints"),), aten=("flip.default",), shares_input_qparams=True,
+             cmsis_nn="none (CMSIS-NN has no reverse kernel; TFLite's REVERSE_V2)"),
     # arm_maximum_s8 / arm_minimum_s8: elementwise max / min, no requantization (a, b and the output share one
     # quantization); a and b broadcast like numpy over ranks <= 4 (CMSIS-NN's N, H, W, C dims).
     KindSpec("maximum_s8", 26, ("a", "b"), in_place=(0, 1), **_INT8_NPU, cmsis_nn="arm_maximum_s8"),

@@ -40,6 +40,7 @@ from .common import (
     quantize_value,
     same_qparams,
     shared_quant_io,
+    stored_dim,
 )
 
 SHARED = "int8 (or int16), output shares the input's quantization (a byte copy)"
@@ -319,4 +320,29 @@ def lower_embedding(b: GraphBuilder, node: fx.Node) -> None:
     rows = b.add_tensor(f"{q.name}_table", codes.shape, "int8", qparams=qp, data=codes)
     out = b.add_tensor(q.name, node_shape(node), "int8", qparams=qp)
     b.add_op("embedding_s8", [b.env[indices], rows], [out], nodes=[node])
+    b.env[q] = out
+
+
+class _FlipHead(nn.Module):
+    """A conv's int8 output flipped along its width and channels (test-time augmentation, mirrored inputs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.flip(torch.relu(self.conv(x)), (1, 3))
+
+
+@int8_lowering(kind="flip_s8", precision=SHARED_S8, example=lambda: (_FlipHead(), (torch.randn(1, 3, 4, 5),)),
+               constraints="torch.flip of an int8 tensor (any rank, any dims); the output shares the input's "
+                           "quantization")
+def lower_flip(b: GraphBuilder, node: fx.Node) -> None:
+    src = int8_only(b, int8_input(b, node.args[0]), "flip")
+    _act, q = output_quantize(node, fuse=False)
+    qp = same_qparams(b, src, q)
+    x = b.tensors[src]
+    dims = sorted({stored_dim(b, src, int(d)) for d in arg(node, 1, "dims", [])})
+    out = b.add_tensor(q.name, x.shape, "int8", qparams=qp, layout=x.layout)
+    b.add_op("flip_s8", [src], [out], {"dims": dims}, nodes=[node])
     b.env[q] = out
