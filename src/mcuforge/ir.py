@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .kinds import KINDS, kinds_where
+from .kinds.scratch import SCRATCH
 from .targets import get_target
 
 #: The value ranges of the quantized activation dtypes (int8, and A16W8's int16).
@@ -166,28 +167,21 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     lstm_s8 / gru_s8 on every path (``weight_shape`` either (4H, .) / (3H, .) weight matrix): one batch row's
     int16 cell (hidden) state and four int16 gate vectors, 10 H bytes rounded up to 16; the kernel needs it."""
     if kind in RECURRENT_GATES:  # every target: one batch row's int16 state and 4 int16 vectors
-        return (2 * 5 * (weight_shape[0] // RECURRENT_GATES[kind]) + 15) // 16 * 16
+        return SCRATCH["recurrent_state"](hidden=weight_shape[0] // RECURRENT_GATES[kind])
 
+    # One formula per kernel path, written once in mcuforge.kinds.scratch (the C kernels call the same ones).
     path = get_target(target).kernel_path
-    if kind == "conv2d_s8":
+    formulas = {f.name: f for f in SCRATCH.values() if f.kind == kind and path in f.paths}
+    if kind in ("conv2d_s8", "conv2d_s4", "conv2d_s16") and formulas:
         _, kh, kw, ic = weight_shape
-        depth = kh * kw * ic
-        if path == "scalar":
-            return 12 * depth
-        return 5 * ((depth + 15) // 16 * 16) if path in ("dsp", "mve") else 0
-    if kind == "conv2d_s4" and path in ("dsp", "mve"):
-        _, kh, kw, ic = weight_shape
-        return 5 * ((kh * kw * ic + 7) // 8 * 8)
-    if kind == "fully_connected_s4" and path in ("dsp", "mve"):
-        return 2 * ((weight_shape[1] + 7) // 8 * 8)
-    if kind == "depthwise_conv2d_s4" and path in ("dsp", "mve"):
-        return (int(np.prod(weight_shape)) + 3) // 4 * 4
-    if kind == "add_s8" and path == "scalar":
-        return 2048
-    if kind == "conv2d_s16" and path in ("dsp", "mve"):  # one int16 im2col patch
-        _, kh, kw, ic = weight_shape
-        return (2 * kh * kw * ic + 15) // 16 * 16
-    if kind == "depthwise_conv2d_s8" and path == "scalar":
+        return next(iter(formulas.values()))(depth=kh * kw * ic)
+    if kind == "fully_connected_s4" and formulas:
+        return formulas["fully_connected_s4_row"](depth=weight_shape[1])
+    if kind == "depthwise_conv2d_s4" and formulas:
+        return formulas["depthwise_conv2d_s4_weights"](numel=int(np.prod(weight_shape)))
+    if kind == "add_s8" and formulas:
+        return formulas["add_s8_tables"]()
+    if kind == "depthwise_conv2d_s8" and formulas:
         _, kh, kw, _ = weight_shape
         stride, dilation = (attrs or {}).get("stride", [1, 1]), (attrs or {}).get("dilation", [1, 1])
         oh, ow = out_shape[1], out_shape[2]
@@ -199,7 +193,7 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
         if taps > 128 or span > 16:
             return 0
         row = (ow - 1) * stride[1] + (kw - 1) * dilation[1] + 1
-        return 4 * (taps + (span + 1) * row + (ow + 1) // 2 * 2) + pixel_major
+        return formulas["depthwise_conv2d_s8_rows"](taps=taps, span=span, row=row, pairs=(ow + 1) // 2) + pixel_major
     return 0
 
 

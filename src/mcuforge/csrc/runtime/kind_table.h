@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "kind_scratch.h" /* the scratch formulas (mcuforge/kinds/scratch.py) */
+
 /* The program file's kind ids. */
 #define MF_KIND_CONV2D_S8 1u
 #define MF_KIND_DEPTHWISE_CONV2D_S8 2u
