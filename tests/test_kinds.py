@@ -111,6 +111,9 @@ def test_scratch_formulas_are_the_kernels_own(tmp_path: Path) -> None:
 
     from mcuforge.kinds.scratch import FORMULAS
 
+    pairs = [(kind, path) for f in FORMULAS for kind in f.kinds for path in f.paths]
+    assert len(pairs) == len(set(pairs)), "one formula per kind and kernel path"
+    assert {kind for kind, _ in pairs} <= set(KIND)
     kernels = "".join(p.read_text() for p in sorted((CSRC / "kernels").glob("*.c")))
     assert not [f.name for f in FORMULAS if f"mf_scratch_{f.name}(" not in kernels], "a formula no kernel calls"
     values = (0, 1, 3, 7, 8, 15, 16, 17, 100, 4095)

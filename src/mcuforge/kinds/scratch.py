@@ -16,10 +16,11 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ScratchFormula:
-    """``mf_scratch_<name>(args)``: the bytes of scratch kind ``kind`` plans on the kernel ``paths`` it names."""
+    """``mf_scratch_<name>(args)``: the scratch bytes an op of one of ``kinds`` plans on the kernel ``paths``
+    (mcuforge.targets.Target.kernel_path) named; one formula per kind and path."""
 
     name: str
-    kind: str
+    kinds: tuple[str, ...]
     paths: tuple[str, ...]
     args: tuple[str, ...]
     expr: str
@@ -40,29 +41,29 @@ def round_up(a: int, n: int) -> int:
 
 _FAST = ("dsp", "mve")
 FORMULAS: tuple[ScratchFormula, ...] = (
-    ScratchFormula("conv2d_s8_im2col", "conv2d_s8", _FAST, ("depth",), "5 * round_up(depth, 16)",
+    ScratchFormula("conv2d_s8_im2col", ("conv2d_s8",), _FAST, ("depth",), "5 * round_up(depth, 16)",
                    "MVE: an int8 patch (depth = kh * kw * filter channels) and 4 interleaved ones in 16-byte chunks; "
                    "DSP: 2 int16 patches and an int8 one; 5 patches rounded up to 16 serve both"),
-    ScratchFormula("conv2d_s8_scalar", "conv2d_s8", ("scalar",), ("depth",), "12 * depth",
+    ScratchFormula("conv2d_s8_scalar", ("conv2d_s8",), ("scalar",), ("depth",), "12 * depth",
                    "cortex-m3: 3 columns of int32 pixel pairs"),
-    ScratchFormula("conv2d_s4_im2col", "conv2d_s4", _FAST, ("depth",), "5 * round_up(depth, 8)",
+    ScratchFormula("conv2d_s4_im2col", ("conv2d_s4",), _FAST, ("depth",), "5 * round_up(depth, 8)",
                    "conv2d_s8's 5 patches, the patch rounded up to 8 (a word of 8 packed weights widened at a time)"),
-    ScratchFormula("fully_connected_s4_row", "fully_connected_s4", _FAST, ("depth",), "2 * round_up(depth, 8)",
+    ScratchFormula("fully_connected_s4_row", ("fully_connected_s4",), _FAST, ("depth",), "2 * round_up(depth, 8)",
                    "one input row widened to int16"),
-    ScratchFormula("depthwise_conv2d_s4_weights", "depthwise_conv2d_s4", _FAST, ("numel",), "round_up(numel, 4)",
+    ScratchFormula("depthwise_conv2d_s4_weights", ("depthwise_conv2d_s4",), _FAST, ("numel",), "round_up(numel, 4)",
                    "its weights unpacked to int8"),
-    ScratchFormula("add_s8_tables", "add_s8", ("scalar",), (), "2048",
+    ScratchFormula("add_s8_tables", ("add_s8",), ("scalar",), (), "2048",
                    "its inputs' two tables of 256 int32 (an add of equal shapes uses them)"),
-    ScratchFormula("conv2d_s16_im2col", "conv2d_s16", _FAST, ("depth",), "round_up(2 * depth, 16)",
+    ScratchFormula("conv2d_s16_im2col", ("conv2d_s16",), _FAST, ("depth",), "round_up(2 * depth, 16)",
                    "one int16 im2col patch"),
-    ScratchFormula("depthwise_conv2d_s8_rows", "depthwise_conv2d_s8", ("scalar",), ("taps", "span", "row", "pairs"),
+    ScratchFormula("depthwise_conv2d_s8_rows", ("depthwise_conv2d_s8",), ("scalar",), ("taps", "span", "row", "pairs"),
                    "4 * (taps + (span + 1) * row + 2 * pairs)",
                    "the taps, a ring of the span rows the window reaches and a row of zeros, each `row` words of "
                    "packed pixel pairs, and the sums of `pairs` output pixel pairs (rows along the longer output "
                    "axis; the pixel-major 3x3 path's 384 bytes of tables are added where it runs)"),
-    ScratchFormula("recurrent_state", "lstm_s8", ("portable", "scalar", "dsp", "mve"), ("hidden",),
+    ScratchFormula("recurrent_state", ("lstm_s8", "gru_s8"), ("portable", "scalar", "dsp", "mve"), ("hidden",),
                    "round_up(10 * hidden, 16)",
-                   "one batch row's int16 cell (hidden) state and four int16 gate vectors (lstm_s8 and gru_s8)"),
+                   "one batch row's int16 cell (hidden) state and four int16 gate vectors"),
 )
 SCRATCH: dict[str, ScratchFormula] = {f.name: f for f in FORMULAS}
 
@@ -76,7 +77,7 @@ def render_c() -> str:
            "#define MF_ROUND_UP(a, n) (((a) + (n) - 1u) / (n) * (n))", ""]
     for f in FORMULAS:
         args = ", ".join(f"uint32_t {a}" for a in f.args) or "void"
-        doc = textwrap.wrap(f"{f.kind} on {', '.join(f.paths)}: {f.why}.", 112)
+        doc = textwrap.wrap(f"{' / '.join(f.kinds)} on {', '.join(f.paths)}: {f.why}.", 112)
         out += [f"/* {doc[0]}", *(f" * {line}" for line in doc[1:])]
         out[-1] += " */"
         out += [f"static inline uint32_t mf_scratch_{f.name}({args}) {{ return {f.c_expr()}; }}", ""]

@@ -38,8 +38,8 @@ static inline uint32_t mf_scratch_conv2d_s16_im2col(uint32_t depth) { return MF_
  * axis; the pixel-major 3x3 path's 384 bytes of tables are added where it runs). */
 static inline uint32_t mf_scratch_depthwise_conv2d_s8_rows(uint32_t taps, uint32_t span, uint32_t row, uint32_t pairs) { return 4u * (taps + (span + 1u) * row + 2u * pairs); }
 
-/* lstm_s8 on portable, scalar, dsp, mve: one batch row's int16 cell (hidden) state and four int16 gate vectors
- * (lstm_s8 and gru_s8). */
+/* lstm_s8 / gru_s8 on portable, scalar, dsp, mve: one batch row's int16 cell (hidden) state and four int16 gate
+ * vectors. */
 static inline uint32_t mf_scratch_recurrent_state(uint32_t hidden) { return MF_ROUND_UP(10u * hidden, 16u); }
 
 #endif /* MF_KIND_SCRATCH_H */
