@@ -17,7 +17,7 @@ def _overload(name: str) -> object:
 
 #: The aten ops each kind's spec names (KindSpec.aten): the targets of a lowering declared with
 #: ``int8_lowering(kind=...)``.
-SPEC_TARGETS: dict[str, frozenset] = {s.name: frozenset(map(_overload, s.aten)) for s in KINDS if s.aten}
+SPEC_TARGETS: dict[str, tuple[object, ...]] = {s.name: tuple(map(_overload, s.aten)) for s in KINDS if s.aten}
 #: Those whose output shares its input's quantization (KindSpec.shares_input_qparams).
 SPEC_SHARED_OPS = {op for s in KINDS if s.shares_input_qparams for op in SPEC_TARGETS.get(s.name, ())}
 
