@@ -302,7 +302,7 @@ def precision_case_programs() -> list[bytes]:
     programs.append(fuzz.seed_programs_of("every_s16_kernel"))  # the s16 kinds and the int8 <-> int16 conversions
     programs.append(fuzz.seed_programs_of("recurrent"))  # lstm_s8, gru_s8
     programs.append(fuzz.seed_programs_of("every_int8_kernel"))  # clamp_s8, maximum_s8, minimum_s8 among others
-    programs.append(fuzz.seed_programs_of("gather_and_resample"))  # embedding_s8, upsample_nearest2d_s8
+    programs += [fuzz.seed_programs_of(name) for name in fuzz.kind_seed_names()]  # embedding_s8, ... (own seeds)
     return programs
 
 

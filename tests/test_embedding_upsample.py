@@ -102,8 +102,19 @@ BAD = [
 
 
 @pytest.mark.parametrize("what", [w for w, _ in BAD])
-def test_c_loader_refuses_bad_shapes(what):
-    program = dict(BAD)[what]()
+def test_bad_shapes_refused_by_the_writer_and_both_readers(what, monkeypatch):
+    """The writer and the Python reader refuse what the C loader refuses (the kernel's registered shape check,
+    mcuforge.kernels.registry, states the C kernel's load-time check)."""
+    from mcuforge.program import ProgramFormatError, writer
+
+    kind = "embedding_s8" if what in ("table not int8", "float indices", "output depth") else "upsample_nearest2d_s8"
+    with pytest.raises(ValueError, match=kind):
+        dict(BAD)[what]()
+    with monkeypatch.context() as m:  # written anyway, as a damaged file would hold it
+        m.setattr(writer, "kernel_shape_problem", lambda op, tensors: None)
+        program = dict(BAD)[what]()
+    with pytest.raises(ProgramFormatError, match=kind):
+        deserialize(program)
     with pytest.raises(cruntime.CRuntimeError, match=r"MF_ERR_SHAPE at op 0"):
         cruntime.LoadedProgram(program)
 

@@ -9,8 +9,11 @@ import pytest
 
 import mcuforge
 from mcuforge.cruntime import CSRC
+from mcuforge.kernels.registry import registered
 from mcuforge.kinds import KIND, KINDS, kinds_where
-from mcuforge.kinds.cheader import HEADER, render
+from mcuforge.kinds.cheader import HEADER, KERNEL_LIST, SCRATCH_HEADER, render, render_kernel_list
+from mcuforge.kinds.scratch import render_c as render_scratch
+from mcuforge.lower.int8 import EXAMPLES
 from mcuforge.runtime.ops import KERNELS
 
 SRC = Path(mcuforge.__file__).resolve().parent
@@ -19,6 +22,10 @@ GOLDEN = Path(__file__).parent / "golden_programs"
 
 def test_kind_table_header_is_current() -> None:
     assert HEADER.read_text() == render(), "stale csrc/runtime/kind_table.h: run `python -m mcuforge.kinds`"
+    assert KERNEL_LIST.read_text() == render_kernel_list(), \
+        "stale csrc/kernels/kernel_list.h: run `python -m mcuforge.kinds`"
+    assert SCRATCH_HEADER.read_text() == render_scratch(), \
+        "stale csrc/runtime/kind_scratch.h: run `python -m mcuforge.kinds`"
 
 
 def test_ids_and_names_unique() -> None:
@@ -60,6 +67,7 @@ def test_every_kind_has_its_kernels() -> None:
     listed = re.findall(r"^MF_KERNEL\((\w+)\)", (CSRC / "kernels" / "kernel_list.h").read_text(), re.M)
     assert listed == [s.kernel for s in KINDS if s.kernel], "kernel_list.h: a line per kind with a C kernel, id order"
     assert set(KERNELS) == set(KIND)
+    assert registered().keys() <= KERNELS.keys()  # the self-registered ones (mcuforge.kernels.registry) are in
 
 
 def test_derived_sets() -> None:
@@ -80,3 +88,46 @@ def test_program_files_written_before_the_kind_table_round_trip(path: Path) -> N
     and precisions are what they were. Files, not a compile, so no CPU's float calibration enters."""
     data = path.read_bytes()
     assert mcuforge.load(path).to_bytes() == data
+
+
+@pytest.mark.parametrize("kind", sorted(EXAMPLES))
+def test_each_kind_example_lowers_to_its_kind(kind: str) -> None:
+    """A lowering's example model (int8_lowering(example=...), each kind's fuzz seed) compiles to a program holding
+    the kind: the aten op reaches it from torch, not the fp32 fallback."""
+    from mcuforge import fuzz
+    from mcuforge.program import deserialize
+
+    kinds = {op.kind for op in deserialize(fuzz.seed_programs_of(f"kind_{kind}")).ops}
+    assert kind in kinds and "aten_fp32" not in kinds, kinds
+
+
+def test_scratch_formulas_are_the_kernels_own(tmp_path: Path) -> None:
+    """Each scratch formula (mcuforge.kinds.scratch) is what the planner computes and what its C kernels call:
+    kind_scratch.h's mf_scratch_<name>, compiled, gives the Python value on a grid of shape quantities, and some
+    kernel of csrc/kernels calls it."""
+    import itertools
+    import shutil
+    import subprocess
+
+    from mcuforge.kinds.scratch import FORMULAS
+
+    pairs = [(kind, path) for f in FORMULAS for kind in f.kinds for path in f.paths]
+    assert len(pairs) == len(set(pairs)), "one formula per kind and kernel path"
+    assert {kind for kind, _ in pairs} <= set(KIND)
+    kernels = "".join(p.read_text() for p in sorted((CSRC / "kernels").glob("*.c")))
+    assert not [f.name for f in FORMULAS if f"mf_scratch_{f.name}(" not in kernels], "a formula no kernel calls"
+    values = (0, 1, 3, 7, 8, 15, 16, 17, 100, 4095)
+    calls, want = [], []
+    for f in FORMULAS:
+        for args in itertools.product(values, repeat=len(f.args)) if f.args else [()]:
+            calls.append(f"printf(\"%u\\n\", (unsigned)mf_scratch_{f.name}({', '.join(f'{a}u' for a in args)}));")
+            want.append(f(**dict(zip(f.args, args, strict=True))))
+    src = tmp_path / "scratch.c"
+    src.write_text("#include <stdio.h>\n#include \"kind_scratch.h\"\nint main(void) {\n" + "\n".join(calls)
+                   + "\nreturn 0;\n}\n")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    assert cc, "a host C compiler"
+    subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-I", str(HEADER.parent), str(src), "-o",
+                    str(tmp_path / "scratch")], check=True)
+    got = subprocess.run([str(tmp_path / "scratch")], capture_output=True, text=True, check=True).stdout.split()
+    assert [int(v) for v in got] == want

@@ -140,18 +140,6 @@ def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
         def forward(self, x):
             return self.gru(self.lstm(x)[0])[0]
 
-    class GatherAndResample(nn.Module):
-        """The int8 embedding (token indices into a table) and nearest upsampling kinds."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.embed = nn.Embedding(12, 6)
-            self.fc = nn.Linear(6, 3)
-            self.conv = nn.Conv2d(3, 4, 3, padding=1)
-
-        def forward(self, tokens, x):
-            return self.fc(self.embed(tokens)), F.interpolate(F.relu(self.conv(x)), scale_factor=2)
-
     torch.manual_seed(0)
     x = (torch.randn(1, 3, 8, 8),)
     every = EveryInt8Kernel()
@@ -165,8 +153,29 @@ def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
              "int8"),
             ("every_s16_kernel", EveryS16Kernel(), x, "cortex-m55", "a16w8"),
             ("recurrent", Recurrent(), (torch.randn(1, 5, 3),), "cortex-m4", "int8"),
-            ("gather_and_resample", GatherAndResample(), (torch.tensor([[3, 0, 11, 5]]), torch.randn(1, 3, 4, 4)),
-             "cortex-m4", "int8")]
+            *_kind_examples()]
+
+
+def _kind_examples() -> list[tuple[str, object, tuple, str, str]]:
+    """A seed per kind whose lowering declares an example model (``int8_lowering(example=...)``), named
+    ``kind_<kind>``: a kind added that way brings its own seed."""
+    import torch
+
+    from .lower.int8 import EXAMPLES
+
+    seeds = []
+    for kind, make in sorted(EXAMPLES.items()):
+        torch.manual_seed(0)
+        model, example = make()
+        seeds.append((f"kind_{kind}", model, example, "cortex-m4", "int8"))
+    return seeds
+
+
+def kind_seed_names() -> list[str]:
+    """The names of the per-kind seeds (:func:`_kind_examples`)."""
+    from .lower.int8 import EXAMPLES
+
+    return [f"kind_{kind}" for kind in sorted(EXAMPLES)]
 
 
 def seed_model(name: str) -> tuple[object, tuple, str, str]:

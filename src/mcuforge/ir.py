@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .kinds import KINDS, kinds_where
+from .kinds.scratch import FORMULAS, ScratchFormula
 from .targets import get_target
 
 #: The value ranges of the quantized activation dtypes (int8, and A16W8's int16).
@@ -147,60 +148,47 @@ RECURRENT_GATES = {s.name: s.recurrent_gates for s in KINDS if s.recurrent_gates
 def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, out_shape: Sequence[int] = (),
                          attrs: dict[str, Any] | None = None) -> int:
     """Scratch bytes an op of ``kind`` asks of the runtime (``Op.scratch_bytes``) on ``target``, exactly
-    what the C kernels' optimized paths use; a program without it runs the portable path.
-
-    conv2d_s8's im2col, per patch of kh * kw * filter channels (its depth): MVE holds an int8 patch and
-    4 interleaved ones in 16-byte chunks, DSP 2 int16 patches and an int8 one: 5 patches rounded up to a
-    multiple of 16 serve both; the scalar path (cortex-m3) 3 columns of int32 pixel pairs; the portable path
-    (cortex-m0plus) none. depthwise_conv2d_s8 on the scalar path (``out_shape`` NHWC and the op's
-    ``attrs`` needed), with rows along the longer output axis: the kh * kw taps, a ring of the rows the
-    window spans and a row of zeros, each (ow - 1) * stride + (kw - 1) * dilation + 1 words of packed
-    pixel pairs, and a row of ow (rounded up to even) sums, then for 3x3 windows (depth multiplier 1)
-    that are strided or under 16 x 16 outputs 384 bytes of the pixel-major path's tables; none beyond
-    128 taps or a 16-row span.
-    add_s8 on the scalar path: its inputs' two tables of 256 int32 (an add of equal shapes uses them).
-    The s4 kinds on the DSP and MVE paths: conv2d_s4 the same 5 patches with the patch size rounded up to 8
-    (the DSP path widens a word of 8 packed weights at a time); fully_connected_s4 one input row widened
-    to int16 (DSP); depthwise_conv2d_s4 its weights unpacked to int8.
-    conv2d_s16 on the DSP and MVE paths: one int16 im2col patch (2 bytes per element).
-    lstm_s8 / gru_s8 on every path (``weight_shape`` either (4H, .) / (3H, .) weight matrix): one batch row's
-    int16 cell (hidden) state and four int16 gate vectors, 10 H bytes rounded up to 16; the kernel needs it."""
-    if kind in RECURRENT_GATES:  # every target: one batch row's int16 state and 4 int16 vectors
-        return (2 * 5 * (weight_shape[0] // RECURRENT_GATES[kind]) + 15) // 16 * 16
-
+    what the C kernels' optimized paths use; a program without it runs the portable path. The formula of each
+    kind and kernel path is written once, in :mod:`mcuforge.kinds.scratch` (what each holds); the C kernels
+    call the same formulas (csrc/runtime/kind_scratch.h). Here: the shape quantities they take.
+    ``weight_shape``: the weight (OHWI for the convolutions, (4H, .) / (3H, .) for lstm_s8 / gru_s8);
+    depthwise_conv2d_s8 also needs ``out_shape`` (NHWC) and the op's ``attrs``."""
     path = get_target(target).kernel_path
-    if kind == "conv2d_s8":
+    formulas = [f for f in FORMULAS if kind in f.kinds and path in f.paths]
+    if not formulas:
+        return 0
+    (formula,) = formulas  # one per kind and path
+    if kind in RECURRENT_GATES:
+        return formula(hidden=weight_shape[0] // RECURRENT_GATES[kind])
+    if kind in ("conv2d_s8", "conv2d_s4", "conv2d_s16"):
         _, kh, kw, ic = weight_shape
-        depth = kh * kw * ic
-        if path == "scalar":
-            return 12 * depth
-        return 5 * ((depth + 15) // 16 * 16) if path in ("dsp", "mve") else 0
-    if kind == "conv2d_s4" and path in ("dsp", "mve"):
-        _, kh, kw, ic = weight_shape
-        return 5 * ((kh * kw * ic + 7) // 8 * 8)
-    if kind == "fully_connected_s4" and path in ("dsp", "mve"):
-        return 2 * ((weight_shape[1] + 7) // 8 * 8)
-    if kind == "depthwise_conv2d_s4" and path in ("dsp", "mve"):
-        return (int(np.prod(weight_shape)) + 3) // 4 * 4
-    if kind == "add_s8" and path == "scalar":
-        return 2048
-    if kind == "conv2d_s16" and path in ("dsp", "mve"):  # one int16 im2col patch
-        _, kh, kw, ic = weight_shape
-        return (2 * kh * kw * ic + 15) // 16 * 16
-    if kind == "depthwise_conv2d_s8" and path == "scalar":
-        _, kh, kw, _ = weight_shape
-        stride, dilation = (attrs or {}).get("stride", [1, 1]), (attrs or {}).get("dilation", [1, 1])
-        oh, ow = out_shape[1], out_shape[2]
-        small = max(stride) > 1 or (oh < 16 and ow < 16)  # where the pixel-major path runs (3x3)
-        pixel_major = 4 * 96 if small and (kh, kw) == (3, 3) and (attrs or {}).get("depth_multiplier", 1) == 1 else 0
-        if oh > ow:  # the kernel's view: rows along the longer output axis
-            kh, kw, stride, dilation, ow = kw, kh, stride[::-1], dilation[::-1], oh
-        taps, span = kh * kw, (kh - 1) * dilation[0] + 1
-        if taps > 128 or span > 16:
-            return 0
-        row = (ow - 1) * stride[1] + (kw - 1) * dilation[1] + 1
-        return 4 * (taps + (span + 1) * row + (ow + 1) // 2 * 2) + pixel_major
-    return 0
+        return formula(depth=kh * kw * ic)
+    if kind == "fully_connected_s4":
+        return formula(depth=weight_shape[1])
+    if kind == "depthwise_conv2d_s4":
+        return formula(numel=int(np.prod(weight_shape)))
+    if kind == "depthwise_conv2d_s8":
+        return _depthwise_rows_scratch(formula, weight_shape, out_shape, attrs or {})
+    return formula()
+
+
+def _depthwise_rows_scratch(formula: ScratchFormula, weight_shape: Sequence[int], out_shape: Sequence[int],
+                            attrs: dict[str, Any]) -> int:
+    """depthwise_conv2d_s8 on the scalar path: the rows formula in the kernel's view (rows along the longer output
+    axis; none beyond 128 taps or a 16-row span), then for 3x3 windows (depth multiplier 1) that are strided or
+    under 16 x 16 outputs 384 bytes of the pixel-major path's tables."""
+    _, kh, kw, _ = weight_shape
+    stride, dilation = attrs.get("stride", [1, 1]), attrs.get("dilation", [1, 1])
+    oh, ow = out_shape[1], out_shape[2]
+    small = max(stride) > 1 or (oh < 16 and ow < 16)  # where the pixel-major path runs (3x3)
+    pixel_major = 4 * 96 if small and (kh, kw) == (3, 3) and attrs.get("depth_multiplier", 1) == 1 else 0
+    if oh > ow:  # the kernel's view: rows along the longer output axis
+        kh, kw, stride, dilation, ow = kw, kh, stride[::-1], dilation[::-1], oh
+    taps, span = kh * kw, (kh - 1) * dilation[0] + 1
+    if taps > 128 or span > 16:
+        return 0
+    row = (ow - 1) * stride[1] + (kw - 1) * dilation[1] + 1
+    return formula(taps=taps, span=span, row=row, pairs=(ow + 1) // 2) + pixel_major
 
 
 # Op kinds whose kernels may write their output exactly onto an input (by position): a reshape copies

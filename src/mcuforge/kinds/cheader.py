@@ -1,17 +1,23 @@
-"""The C runtime's view of the kind table: csrc/runtime/kind_table.h, generated (``python -m mcuforge.kinds``).
+"""The C runtime's view of the kind table: csrc/runtime/kind_table.h and csrc/kernels/kernel_list.h, generated
+(``python -m mcuforge.kinds``).
 
 The loader, the registry and every kernel take a kind's id, name, input counts, attribute types, precisions,
-in-place inputs and int4 use from this header, so no kind id is written by hand in C.
+in-place inputs and int4 use from kind_table.h, so no kind id is written by hand in C; the registry's list of
+kernels (kernel_list.h) is the kinds with a C kernel (``KindSpec.kernel``), in id order; kind_scratch.h holds the
+scratch formulas of :mod:`mcuforge.kinds.scratch`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from .scratch import render_c as render_scratch
 from .spec import KindSpec
 from .table import KINDS
 
 HEADER = Path(__file__).resolve().parent.parent / "csrc" / "runtime" / "kind_table.h"
+KERNEL_LIST = HEADER.parent.parent / "kernels" / "kernel_list.h"
+SCRATCH_HEADER = HEADER.parent / "kind_scratch.h"
 _LETTER = {"int": "i", "float": "f", "ints": "I", "str": "s", "any": "a"}
 _PREC = {"fp32": "MF_PREC_FP32", "a8": "MF_PREC_A8", "a8w8": "MF_PREC_A8W8", "a8w4": "MF_PREC_A8W4",
          "a16": "MF_PREC_A16", "a16w8": "MF_PREC_A16W8"}
@@ -50,6 +56,7 @@ def render() -> str:
     out = ["/*", " * Generated from src/mcuforge/kinds/table.py by `python -m mcuforge.kinds`: do not edit",
            " * (tests/test_kinds.py fails while it is stale). One line per op kind there; see docs/adding-an-op.md.",
            " */", "#ifndef MF_KIND_TABLE_H", "#define MF_KIND_TABLE_H", "", "#include <stdint.h>", "",
+           '#include "kind_scratch.h" /* the scratch formulas (mcuforge/kinds/scratch.py) */', "",
            "/* The program file's kind ids. */"]
     out += [f"#define {macro(s)} {s.id}u" for s in KINDS]
     out += ["", "/* A kernel's mf_kernel head: kind, name, fewest and most inputs (255: any number), optional-input",
@@ -72,10 +79,26 @@ def render() -> str:
     return "\n".join(out)
 
 
-def write(path: Path = HEADER) -> bool:
-    """Write the header; True when it changed."""
-    text = render()
+def render_kernel_list() -> str:
+    """kernel_list.h's text: one ``MF_KERNEL(<kernel>)`` line per kind with a C kernel, in id order."""
+    out = ["/*", " * Generated from src/mcuforge/kinds/table.py by `python -m mcuforge.kinds`: do not edit",
+           " * (tests/test_kinds.py fails while it is stale). The kernels of this runtime, one line each:",
+           " * MF_KERNEL(name) refers to the `const mf_kernel mf_kernel_<name>` defined in kernels/<file>.c",
+           " * (KindSpec.kernel). Not include-guarded on purpose: runtime/registry.c includes it twice with",
+           " * different MF_KERNEL definitions. In increasing kind id: mf_kernel_find binary-searches this list.",
+           " */"]
+    out += [f"MF_KERNEL({s.kernel})" for s in sorted(KINDS, key=lambda s: s.id) if s.kernel]
+    return "\n".join(out) + "\n"
+
+
+def _write(path: Path, text: str) -> bool:
     if path.exists() and path.read_text() == text:
         return False
     path.write_text(text)
     return True
+
+
+def write(path: Path = HEADER, kernel_list: Path = KERNEL_LIST, scratch: Path = SCRATCH_HEADER) -> bool:
+    """Write the header, the kernel list and the scratch header; True when any changed."""
+    changed = [_write(path, render()), _write(kernel_list, render_kernel_list()), _write(scratch, render_scratch())]
+    return any(changed)

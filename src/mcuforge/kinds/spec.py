@@ -27,7 +27,9 @@ class KindSpec:
     ``macs``: its MAC rule (:data:`MAC_RULES`). ``tosa``: it has a TOSA lowering; ``npu_compute``: it does
     arithmetic (a subgraph delegated to the NPU must hold one). ``c_kernel``: the C ``mf_kernel`` it runs
     (csrc/kernels/<file>.c, "" for the delegate op, which runtime/delegate.c runs). ``cmsis_nn``: its CMSIS-NN
-    counterpart, or why there is none.
+    counterpart, or why there is none. ``aten``: the aten overloads ("upsample_nearest2d.vec") its lowering takes
+    (one declared with ``int8_lowering(kind=...)`` gets its targets from here); ``shares_input_qparams``: the
+    quantizer gives those aten ops' output their input's quantization (a byte copy needs no requantization).
     """
 
     name: str
@@ -47,6 +49,8 @@ class KindSpec:
     c_kernel: str = ""  # "" with c=True: the kind's name
     c: bool = True
     cmsis_nn: str = ""
+    aten: tuple[str, ...] = ()
+    shares_input_qparams: bool = False
 
     @property
     def variadic(self) -> bool:

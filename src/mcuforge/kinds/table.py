@@ -90,12 +90,17 @@ KINDS: tuple[KindSpec, ...] = (
              tosa=True, cmsis_nn="none"),
     # A constant int8 table (rows, D) indexed by int64 / int32 indices: out[..., :] = table[indices[...], :], in the
     # output's quantization (the table is quantized to it at compile time; an index outside [0, rows) is an error).
-    KindSpec("embedding_s8", 23, ("indices", "table"), precisions=("a8w8",),
+    KindSpec("embedding_s8", 23, ("indices", "table"), precisions=("a8w8",), aten=("embedding.default",),
              cmsis_nn="none (CMSIS-NN has no embedding / gather kernel; TFLite's GATHER)"),
     # Nearest-neighbour upsampling of an NHWC int8 tensor by whole factors (output H, W = k * input H, W, read
     # from the shapes); the output shares the input's quantization (a byte copy).
-    KindSpec("upsample_nearest2d_s8", 24, ("x",), cmsis_nn="none (CMSIS-NN has no resize kernel; TFLite's "
+    KindSpec("upsample_nearest2d_s8", 24, ("x",), aten=("upsample_nearest2d.vec", "upsample_nearest2d.default"),
+             shares_input_qparams=True, cmsis_nn="none (CMSIS-NN has no resize kernel; TFLite's "
              "RESIZE_NEAREST_NEIGHBOR)"),
+    # Reversal of an int8 tensor along the stored dims `dims` (torch.flip): out[..., i, ...] = x[..., n - 1 - i, ...];
+    # the output shares the input's quantization (a byte copy).
+    KindSpec("flip_s8", 25, ("x",), (("dims", "ints"),), aten=("flip.default",), shares_input_qparams=True,
+             cmsis_nn="none (CMSIS-NN has no reverse kernel; TFLite's REVERSE_V2)"),
     # arm_maximum_s8 / arm_minimum_s8: elementwise max / min, no requantization (a, b and the output share one
     # quantization); a and b broadcast like numpy over ranks <= 4 (CMSIS-NN's N, H, W, C dims).
     KindSpec("maximum_s8", 26, ("a", "b"), in_place=(0, 1), **_INT8_NPU, cmsis_nn="arm_maximum_s8"),

@@ -7,6 +7,7 @@ import numpy as np
 
 from mcuforge.ir import INT4_WEIGHT_KINDS, OP_KINDS, RECURRENT_GATES, Op, Tensor
 from mcuforge.kernels.lstm import CELL_SCALE_POWER_MAX, CELL_SCALE_POWER_MIN
+from mcuforge.kernels.registry import shape_problem
 from mcuforge.program.layout import CONSTANT_ALIGN
 
 SHIFT_RANGE = (-31, 30)  # a requantization shift (left-positive), what arm_nn_requantize takes
@@ -82,6 +83,15 @@ def aten_index_problem(op: Op) -> str | None:
     where = f"position {want} of" if want >= 0 else "-1: it is not in"
     return (f"table_index {got} for {op.attrs['target']!r}, which is at {where} the C runtime's fp32 table "
             f"(csrc/kernels/fp32/aten_list.h)")
+
+
+def kernel_shape_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
+    """Why ``op`` cannot run, by the ``shapes`` check its Python kernel registered (mcuforge.kernels.registry:
+    the checks of its C kernel's load-time check), or None (also for a kind without one)."""
+    names = [*op.inputs, *op.outputs]
+    if not all(n in tensors for n in names):
+        return None  # the readers name a missing tensor themselves
+    return shape_problem(op.kind, op.attrs, [tensors[n] for n in op.inputs], [tensors[n] for n in op.outputs])
 
 
 MINMAX_KINDS = ("maximum_s8", "minimum_s8")

@@ -32,6 +32,7 @@ from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.op_checks import (
     aten_index_problem,
     compact_params_problem,
+    kernel_shape_problem,
     minmax_problem,
     recurrent_problem,
     scratch_problem,
@@ -222,7 +223,7 @@ def _op_record(
     if problem is None:
         problem = (shifts_problem(op, graph.tensors) or compact_params_problem(op, graph.tensors)
                    or aten_index_problem(op) or recurrent_problem(op, graph.tensors)
-                   or minmax_problem(op, graph.tensors))
+                   or minmax_problem(op, graph.tensors) or kernel_shape_problem(op, graph.tensors))
     if problem is None and scratch:
         problem = scratch_problem(scratch_offset, scratch, graph.arena_bytes,
                                     [(n, graph.tensors[n].offset, graph.tensors[n].nbytes)

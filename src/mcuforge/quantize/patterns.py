@@ -4,7 +4,22 @@ from __future__ import annotations
 
 import torch
 
+from ..kinds import KINDS
+
 aten = torch.ops.aten
+
+
+def _overload(name: str) -> object:
+    """torch.ops.aten's overload named "packet.overload"."""
+    packet, overload = name.rsplit(".", 1)
+    return getattr(getattr(aten, packet), overload)
+
+
+#: The aten ops each kind's spec names (KindSpec.aten): the targets of a lowering declared with
+#: ``int8_lowering(kind=...)``.
+SPEC_TARGETS: dict[str, tuple[object, ...]] = {s.name: tuple(map(_overload, s.aten)) for s in KINDS if s.aten}
+#: Those whose output shares its input's quantization (KindSpec.shares_input_qparams).
+SPEC_SHARED_OPS = {op for s in KINDS if s.shares_input_qparams for op in SPEC_TARGETS.get(s.name, ())}
 
 # Ops with weights: int8 input, int8 per-channel symmetric weight, int32 bias.
 CONV2D_OPS = {aten.conv2d.default, aten.conv2d.padding}
@@ -64,10 +79,7 @@ MINIMUM_OPS = {aten.minimum.default, aten.min.other, aten.fmin.default, aten.cla
                aten.clamp_max_.Tensor}
 CLAMP_TENSOR_OPS = {aten.clamp.Tensor, aten.clamp_.Tensor}
 MINMAX_OPS = MAXIMUM_OPS | MINIMUM_OPS | CLAMP_TENSOR_OPS
-# Nearest-neighbour upsampling: a copy of input values, so it shares its input's quantization.
-UPSAMPLE_NEAREST_OPS = {aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default}
-# An embedding's table is a float weight quantized at lowering, in its output's quantization (mcuforge.lower.int8).
-EMBEDDING_OPS = {aten.embedding.default}
-DATA_MOVEMENT_OPS = RESHAPE_OPS | PERMUTE_OPS | PAD_OPS | SLICE_OPS | UPSAMPLE_NEAREST_OPS
+# The kinds whose spec names their aten ops (nearest upsampling, the embedding, ...): SPEC_TARGETS above.
+DATA_MOVEMENT_OPS = RESHAPE_OPS | PERMUTE_OPS | PAD_OPS | SLICE_OPS | SPEC_SHARED_OPS
 IDENTITY_OPS = {aten.clone.default, aten.contiguous.default, aten.dropout.default, aten.alias.default}
 SHARED_QPARAM_OPS = POOL_OPS | DATA_MOVEMENT_OPS | IDENTITY_OPS | FUSABLE_ACTIVATIONS

@@ -19,14 +19,13 @@ from ..kernels.batch_matmul import prepare_batch_matmul_s8
 from ..kernels.clamp import clamp_s8
 from ..kernels.conv import prepare_conv2d_s8
 from ..kernels.depthwise_conv import prepare_depthwise_conv2d_s8
-from ..kernels.embedding import embedding_s8
 from ..kernels.fully_connected import prepare_fully_connected_s8
 from ..kernels.int4 import widened_multipliers
 from ..kernels.lut import prepare_lut_s8
 from ..kernels.mul import prepare_mul_s8
 from ..kernels.pooling import prepare_pool_s8
+from ..kernels.registry import registered
 from ..kernels.softmax import prepare_softmax_s8
-from ..kernels.upsample import upsample_nearest2d_s8
 from .fp32 import aten_fp32
 from .operands import PackedWeights, constant, fold_runs, with_rank
 from .ops_recurrent import RECURRENT_KERNELS
@@ -187,14 +186,6 @@ def _lut(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     return prepared(op, ins[1:], (), lambda: prepare_lut_s8(constant(ins[1])))(ins[0])
 
 
-def _embedding(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
-    return embedding_s8(ins[0], constant(ins[1]))
-
-
-def _upsample_nearest(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
-    return upsample_nearest2d_s8(ins[0], outs[0].shape[-3:-1])
-
-
 def _slice(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     a = op.attrs
     index = (slice(None), *(slice(b, e, s) for b, e, s in zip(a["begin"], a["end"], a["step"], strict=True)))
@@ -239,8 +230,6 @@ KERNELS: dict[str, Kernel] = {
     "transpose_conv2d_s8": _transpose_conv,
     "lut_s8": _lut,
     "slice": _slice,
-    "embedding_s8": _embedding,
-    "upsample_nearest2d_s8": _upsample_nearest,
     "reshape": _reshape,
     "transpose": _transpose,
     "quantize": _quantize,
@@ -250,3 +239,9 @@ KERNELS: dict[str, Kernel] = {
     **S16_KERNELS,
     **RECURRENT_KERNELS,
 }
+# The kernels that register themselves next to their arithmetic (mcuforge.kernels.registry): a new kind's only
+# Python kernel file.
+_OWN = registered()
+if set(_OWN) & set(KERNELS):
+    raise RuntimeError(f"kinds with two Python kernels: {sorted(set(_OWN) & set(KERNELS))}")
+KERNELS.update(_OWN)

@@ -203,7 +203,7 @@ static void add_dsp(const add_params *p, const int8_t *a, const int8_t *b, int8_
  * the op's scratch holds both inputs' 256 values (int32, by the byte read as unsigned), computed once
  * per run as run_portable computes them; per element two table loads, an add and the output stage
  * (mf_sc_requant_fast where it applies). */
-#define ADD_SC_SCRATCH 2048u
+#define ADD_SC_SCRATCH mf_scratch_add_s8_tables() /* 2048: mcuforge/kinds/scratch.py */
 
 static void add_scalar(const add_params *p, const int8_t *a, const int8_t *b, int8_t *out, uint32_t n,
                        int32_t *tables) {

@@ -125,7 +125,9 @@ static mf_status run(const mf_call *c) {
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
     mf_tensor w;
     mf_call_input(c, 1, &w);
-    if (c->scratch && c->scratch_bytes >= 2u * w.shape[1] * w.shape[2] * w.shape[3]) return run_im2col(c);
+    /* the planned scratch (mcuforge/kinds/scratch.py, kind_table.h): one int16 patch, rounded up to 16 */
+    if (c->scratch && c->scratch_bytes >= mf_scratch_conv2d_s16_im2col(w.shape[1] * w.shape[2] * w.shape[3]))
+        return run_im2col(c);
 #endif
     return run_portable(c);
 }

@@ -236,7 +236,10 @@ static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint
 }
 #endif
 
+#if defined(MF_USE_DSP)
+/* The DSP columns' stride: the patch rounded up to 8 (mf_scratch_conv2d_s4_im2col plans 5 of them). */
 static uint32_t depth8(uint32_t depth) { return (depth + 7u) & ~7u; }
+#endif
 
 static mf_status run_fast(const mf_call *c) {
     mf_weighted_run k;
@@ -317,7 +320,8 @@ static mf_status run_fast(const mf_call *c) {
 static int fast_path_fits(const mf_call *c) {
     mf_tensor w;
     mf_call_input(c, 1, &w);
-    return c->scratch_bytes >= 5u * depth8(w.shape[1] * w.shape[2] * w.shape[3]) && mf_s4_window_fits(c, A_STRIDE);
+    return c->scratch_bytes >= mf_scratch_conv2d_s4_im2col(w.shape[1] * w.shape[2] * w.shape[3]) &&
+           mf_s4_window_fits(c, A_STRIDE);
 }
 #endif /* MF_USE_DSP || MF_USE_MVE */
 

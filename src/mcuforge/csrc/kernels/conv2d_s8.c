@@ -40,11 +40,12 @@
 /* attributes */
 enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_ACT_MIN, A_ACT_MAX };
 
-/* The scratch mcuforge.ir.kernel_scratch_bytes plans for the program's target: 5 patches rounded up to
- * 16 bytes (DSP, MVE), 12 bytes a tap (cortex-m3's scalar path), none (cortex-m0plus: portable). */
+/* The scratch mcuforge.ir.kernel_scratch_bytes plans for the program's target, by the same formulas
+ * (mcuforge/kinds/scratch.py, kind_table.h): 5 patches rounded up to 16 bytes (DSP, MVE), 12 bytes a tap
+ * (cortex-m3's scalar path), none (cortex-m0plus: portable). */
 static uint32_t planned_scratch_bytes(const mf_program *p, uint32_t depth) {
-    if (p->isa_id == MF_ISA_DSP || p->isa_id == MF_ISA_MVE) return 5u * ((depth + 15u) & ~15u);
-    return p->target_id == MF_TARGET_CORTEX_M3 ? 12u * depth : 0u;
+    if (p->isa_id == MF_ISA_DSP || p->isa_id == MF_ISA_MVE) return mf_scratch_conv2d_s8_im2col(depth);
+    return p->target_id == MF_TARGET_CORTEX_M3 ? mf_scratch_conv2d_s8_scalar(depth) : 0u;
 }
 
 static mf_status check(const mf_call *c) {

@@ -75,7 +75,8 @@ static void unpack(const mf_tensor *w, int8_t *wdec) {
 static int fast_path_fits(const mf_call *c) {
     mf_tensor w;
     mf_call_input(c, 1, &w);
-    return mf_attr_int(c, A_MULT) == 1 && c->scratch_bytes >= w.numel && mf_s4_window_fits(c, A_STRIDE);
+    return mf_attr_int(c, A_MULT) == 1 && c->scratch_bytes >= mf_scratch_depthwise_conv2d_s4_weights(w.numel) &&
+           mf_s4_window_fits(c, A_STRIDE);
 }
 
 /* The taps k in [*k0, *k1) (0 <= k < n) whose position start + k * dil lies in [0, size). */
@@ -173,7 +174,7 @@ static mf_status run(const mf_call *c) {
 #elif defined(MF_USE_MVE)
     mf_tensor w;
     mf_call_input(c, 1, &w);
-    if (c->scratch_bytes >= w.numel) { /* depthwise_conv2d_s8's MVE path on the unpacked weights */
+    if (c->scratch_bytes >= mf_scratch_depthwise_conv2d_s4_weights(w.numel)) { /* depthwise_conv2d_s8's MVE path */
         unpack(&w, (int8_t *)c->scratch);
         if (mf_depthwise_mve(c, (const int8_t *)c->scratch)) return MF_OK;
     }

@@ -821,9 +821,10 @@ static void dw_sc_view_of(const dw_geom *g, uint32_t dm, dw_sc_view *v) {
     v->in_off = g->in_off;
 }
 
-/* The scratch (words): the channel's taps, the ring of span packed rows, a row of zeros, the sums. */
+/* The scratch (words): the channel's taps, the ring of span packed rows, a row of zeros, the sums
+ * (mcuforge/kinds/scratch.py: the planner's formula). */
 static uint32_t dw_sc_scratch_bytes(const dw_sc_view *v) {
-    return 4u * (v->taps + (v->span + 1) * v->wq + 2 * v->pairs);
+    return mf_scratch_depthwise_conv2d_s8_rows(v->taps, v->span, v->wq, v->pairs);
 }
 
 /* V(j) for padded position j of a row (x at its position 0). */

@@ -90,7 +90,7 @@ static mf_status run(const mf_call *c) {
     const int8_t *xd = (const int8_t *)x.data, *wd = (const int8_t *)w.data;
     int8_t *out = (int8_t *)o.data;
 #if defined(MF_USE_DSP)
-    if (c->scratch_bytes >= 2u * depth) {
+    if (c->scratch_bytes >= mf_scratch_fully_connected_s4_row(depth)) { /* as planned: mcuforge/kinds/scratch.py */
         int16_t *cols = (int16_t *)(void *)c->scratch;
         for (uint32_t r = 0; r < rows; r++) {
             const int32_t sum = mf_s4_widen(xd + (size_t)r * depth, depth, k.in_off, cols);

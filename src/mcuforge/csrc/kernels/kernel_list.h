@@ -1,9 +1,9 @@
 /*
- * The kernels of this runtime, one line each: MF_KERNEL(name) refers to the
- * `const mf_kernel mf_kernel_<name>` defined in kernels/<file>.c. Adding a kernel = one new file
- * + one line here (see csrc/README.md). Not include-guarded on purpose: runtime/registry.c
- * includes it twice with different MF_KERNEL definitions. In increasing kind id (mcuforge/ir.py
- * OP_KINDS): mf_kernel_find binary-searches this list.
+ * Generated from src/mcuforge/kinds/table.py by `python -m mcuforge.kinds`: do not edit
+ * (tests/test_kinds.py fails while it is stale). The kernels of this runtime, one line each:
+ * MF_KERNEL(name) refers to the `const mf_kernel mf_kernel_<name>` defined in kernels/<file>.c
+ * (KindSpec.kernel). Not include-guarded on purpose: runtime/registry.c includes it twice with
+ * different MF_KERNEL definitions. In increasing kind id: mf_kernel_find binary-searches this list.
  */
 MF_KERNEL(conv2d_s8)
 MF_KERNEL(depthwise_conv2d_s8)
@@ -28,6 +28,7 @@ MF_KERNEL(transpose)
 MF_KERNEL(slice)
 MF_KERNEL(embedding_s8)
 MF_KERNEL(upsample_nearest2d_s8)
+MF_KERNEL(flip_s8)
 MF_KERNEL(maximum_s8)
 MF_KERNEL(minimum_s8)
 MF_KERNEL(quantize)

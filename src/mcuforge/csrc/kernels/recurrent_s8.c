@@ -66,7 +66,8 @@ static mf_status check_layer(const mf_call *c, uint32_t gates) {
         !gate_list(c, A_H_MULT, gates, INT32_MIN, INT32_MAX) || !gate_list(c, A_H_SHIFT, gates, -31, 30)) {
         return MF_ERR_SHAPE;
     }
-    return c->scratch_bytes >= 2u * 5u * h ? MF_OK : MF_ERR_SHAPE; /* the kernels need their scratch */
+    /* the kernels need their scratch, as planned (mcuforge/kinds/scratch.py) */
+    return c->scratch_bytes >= mf_scratch_recurrent_state(h) ? MF_OK : MF_ERR_SHAPE;
 }
 
 /* The per-gate multipliers and shifts, read once per run. */

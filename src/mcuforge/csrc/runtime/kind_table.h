@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "kind_scratch.h" /* the scratch formulas (mcuforge/kinds/scratch.py) */
+
 /* The program file's kind ids. */
 #define MF_KIND_CONV2D_S8 1u
 #define MF_KIND_DEPTHWISE_CONV2D_S8 2u
@@ -31,6 +33,7 @@
 #define MF_KIND_SLICE 22u
 #define MF_KIND_EMBEDDING_S8 23u
 #define MF_KIND_UPSAMPLE_NEAREST2D_S8 24u
+#define MF_KIND_FLIP_S8 25u
 #define MF_KIND_MAXIMUM_S8 26u
 #define MF_KIND_MINIMUM_S8 27u
 #define MF_KIND_QUANTIZE 30u
@@ -79,6 +82,7 @@
 #define MF_KIND_HEAD_slice MF_KIND_SLICE, "slice", 1, 1, 0, "III"
 #define MF_KIND_HEAD_embedding_s8 MF_KIND_EMBEDDING_S8, "embedding_s8", 2, 2, 0, ""
 #define MF_KIND_HEAD_upsample_nearest2d_s8 MF_KIND_UPSAMPLE_NEAREST2D_S8, "upsample_nearest2d_s8", 1, 1, 0, ""
+#define MF_KIND_HEAD_flip_s8 MF_KIND_FLIP_S8, "flip_s8", 1, 1, 0, "I"
 #define MF_KIND_HEAD_maximum_s8 MF_KIND_MAXIMUM_S8, "maximum_s8", 2, 2, 0, ""
 #define MF_KIND_HEAD_minimum_s8 MF_KIND_MINIMUM_S8, "minimum_s8", 2, 2, 0, ""
 #define MF_KIND_HEAD_quantize MF_KIND_QUANTIZE, "quantize", 1, 1, 0, "fi"
@@ -126,6 +130,7 @@ static inline uint32_t mf_kind_precisions(uint16_t kind) {
     case MF_KIND_BATCH_MATMUL_S8:
     case MF_KIND_LUT_S8:
     case MF_KIND_UPSAMPLE_NEAREST2D_S8:
+    case MF_KIND_FLIP_S8:
     case MF_KIND_MAXIMUM_S8:
     case MF_KIND_MINIMUM_S8:
         return (1u << MF_PREC_A8);

@@ -23,6 +23,6 @@ from . import (  # noqa: F401 - registers
     recurrent,
     softmax,
 )
-from .common import INT8_LOWERINGS, OP_DOCS, NotInt8, OpDoc
+from .common import EXAMPLES, INT8_LOWERINGS, OP_DOCS, NotInt8, OpDoc
 
-__all__ = ["INT8_LOWERINGS", "OP_DOCS", "NotInt8", "OpDoc"]
+__all__ = ["EXAMPLES", "INT8_LOWERINGS", "OP_DOCS", "NotInt8", "OpDoc"]

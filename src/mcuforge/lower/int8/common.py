@@ -19,6 +19,7 @@ from torch import fx
 from ...ir import INT4, INT4_WEIGHT_KINDS, QParams, kernel_scratch_bytes
 from ...kernels.int4 import bias16, multipliers16, pack_int4
 from ...kernels.quant_utils import quantize_multipliers, quantize_per_tensor
+from ...quantize.patterns import SPEC_TARGETS
 from ...quantize.quantizer import fused_activation
 from ..builder import (
     NCHW_TO_NHWC,
@@ -54,15 +55,28 @@ class OpDoc:
 INT8_LOWERINGS: dict[object, Lowering] = {}
 # lowering function -> its doc entry (the per-op constraints beside each function).
 OP_DOCS: dict[Lowering, OpDoc] = {}
+# kind -> a function making a small model (and its example inputs) that lowers to it: each kind's fuzz seed
+# (mcuforge.fuzz) and the check that the kind is reached from torch (tests/test_kinds.py).
+Example = Callable[[], tuple[torch.nn.Module, tuple[torch.Tensor, ...]]]
+EXAMPLES: dict[str, Example] = {}
 
 
-def int8_lowering(targets: Iterable[object], *, kernels: str, precision: str,
-                  constraints: str = "") -> Callable[[Lowering], Lowering]:
-    """Register ``fn`` as the int8 lowering of every aten op in ``targets``, with its doc row."""
+def int8_lowering(targets: Iterable[object] = (), *, kernels: str = "", precision: str, constraints: str = "",
+                  kind: str = "", example: Example | None = None) -> Callable[[Lowering], Lowering]:
+    """Register ``fn`` as the int8 lowering of every aten op in ``targets``, with its doc row. A lowering to
+    one kind may name it instead (``kind=``): its targets are then the kind's spec's ``aten`` ops (which also
+    tell the quantizer how to annotate them), and ``example`` its example model."""
+    if kind:
+        targets, kernels = [*targets, *SPEC_TARGETS.get(kind, ())], kernels or kind
+    if not targets or not kernels:
+        raise ValueError("int8_lowering: name the aten targets and the kernels, or the kind")
+
     def register(fn: Lowering) -> Lowering:
         for target in targets:
             INT8_LOWERINGS[target] = fn
         OP_DOCS[fn] = OpDoc(kernels, precision, constraints)
+        if example is not None:
+            EXAMPLES[kind or kernels] = example
         return fn
     return register
 

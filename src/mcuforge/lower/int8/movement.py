@@ -8,18 +8,17 @@ from __future__ import annotations
 import operator
 
 import numpy as np
-from torch import fx
+import torch
+from torch import fx, nn
 
 from ...kernels.quant_utils import dequantize_per_tensor, quantize_per_tensor
 from ...quantize.patterns import (
     CAT_OPS,
-    EMBEDDING_OPS,
     IDENTITY_OPS,
     PAD_OPS,
     PERMUTE_OPS,
     RESHAPE_OPS,
     SPLIT_OPS,
-    UPSAMPLE_NEAREST_OPS,
 )
 from ..builder import (
     NCHW_TO_NHWC,
@@ -41,6 +40,7 @@ from .common import (
     quantize_value,
     same_qparams,
     shared_quant_io,
+    stored_dim,
 )
 
 SHARED = "int8 (or int16), output shares the input's quantization (a byte copy)"
@@ -251,7 +251,13 @@ def lower_split(b: GraphBuilder, node: fx.Node) -> None:
         b.env[q] = out
 
 
-@int8_lowering(UPSAMPLE_NEAREST_OPS, kernels="upsample_nearest2d_s8", precision=SHARED_S8,
+def _upsample_example() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """A segmentation head's nearest upsampling (by 2) of a conv's int8 output."""
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Upsample(scale_factor=2, mode="nearest"))
+    return model, (torch.randn(1, 3, 4, 4),)
+
+
+@int8_lowering(kind="upsample_nearest2d_s8", precision=SHARED_S8, example=_upsample_example,
                constraints="interpolate(mode='nearest') / Upsample of a 4-D int8 tensor by whole factors (output "
                            "H, W whole multiples of the input's); the output shares the input's quantization")
 def lower_upsample_nearest(b: GraphBuilder, node: fx.Node) -> None:
@@ -284,7 +290,19 @@ def _float_table(b: GraphBuilder, weight: fx.Node) -> np.ndarray:
     return np.asarray(value, np.float32)
 
 
-@int8_lowering(EMBEDDING_OPS, kernels="embedding_s8",
+class _Tokens(nn.Module):
+    """A keyword model's front: token embeddings into a linear layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(12, 6)
+        self.fc = nn.Linear(6, 3)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.embed(tokens))
+
+
+@int8_lowering(kind="embedding_s8", example=lambda: (_Tokens(), (torch.tensor([[3, 0, 11, 5]]),)),
                precision="int8 table (the float weights quantized at compile time to the output's quantization: the "
                          "codes the fp32 embedding then quantize gives), int64 / int32 indices",
                constraints="an embedding of a constant table whose output is quantized; indices any int64 / int32 "
@@ -302,4 +320,29 @@ def lower_embedding(b: GraphBuilder, node: fx.Node) -> None:
     rows = b.add_tensor(f"{q.name}_table", codes.shape, "int8", qparams=qp, data=codes)
     out = b.add_tensor(q.name, node_shape(node), "int8", qparams=qp)
     b.add_op("embedding_s8", [b.env[indices], rows], [out], nodes=[node])
+    b.env[q] = out
+
+
+class _FlipHead(nn.Module):
+    """A conv's int8 output flipped along its width and channels (test-time augmentation, mirrored inputs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.flip(torch.relu(self.conv(x)), (1, 3))
+
+
+@int8_lowering(kind="flip_s8", precision=SHARED_S8, example=lambda: (_FlipHead(), (torch.randn(1, 3, 4, 5),)),
+               constraints="torch.flip of an int8 tensor (any rank, any dims); the output shares the input's "
+                           "quantization")
+def lower_flip(b: GraphBuilder, node: fx.Node) -> None:
+    src = int8_only(b, int8_input(b, node.args[0]), "flip")
+    _act, q = output_quantize(node, fuse=False)
+    qp = same_qparams(b, src, q)
+    x = b.tensors[src]
+    dims = sorted({stored_dim(b, src, int(d)) for d in arg(node, 1, "dims", [])})
+    out = b.add_tensor(q.name, x.shape, "int8", qparams=qp, layout=x.layout)
+    b.add_op("flip_s8", [src], [out], {"dims": dims}, nodes=[node])
     b.env[q] = out

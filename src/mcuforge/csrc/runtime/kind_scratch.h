@@ -1,0 +1,45 @@
+/*
+ * Generated from src/mcuforge/kinds/scratch.py by `python -m mcuforge.kinds`: do not edit
+ * (tests/test_kinds.py fails while it is stale). Scratch bytes per kernel path: the planner's formulas
+ * (mcuforge.ir.kernel_scratch_bytes), which the kernels call for the same size.
+ */
+#ifndef MF_KIND_SCRATCH_H
+#define MF_KIND_SCRATCH_H
+
+#include <stdint.h>
+
+#define MF_ROUND_UP(a, n) (((a) + (n) - 1u) / (n) * (n))
+
+/* conv2d_s8 on dsp, mve: MVE: an int8 patch (depth = kh * kw * filter channels) and 4 interleaved ones in 16-byte
+ * chunks; DSP: 2 int16 patches and an int8 one; 5 patches rounded up to 16 serve both. */
+static inline uint32_t mf_scratch_conv2d_s8_im2col(uint32_t depth) { return 5u * MF_ROUND_UP(depth, 16u); }
+
+/* conv2d_s8 on scalar: cortex-m3: 3 columns of int32 pixel pairs. */
+static inline uint32_t mf_scratch_conv2d_s8_scalar(uint32_t depth) { return 12u * depth; }
+
+/* conv2d_s4 on dsp, mve: conv2d_s8's 5 patches, the patch rounded up to 8 (a word of 8 packed weights widened at a
+ * time). */
+static inline uint32_t mf_scratch_conv2d_s4_im2col(uint32_t depth) { return 5u * MF_ROUND_UP(depth, 8u); }
+
+/* fully_connected_s4 on dsp, mve: one input row widened to int16. */
+static inline uint32_t mf_scratch_fully_connected_s4_row(uint32_t depth) { return 2u * MF_ROUND_UP(depth, 8u); }
+
+/* depthwise_conv2d_s4 on dsp, mve: its weights unpacked to int8. */
+static inline uint32_t mf_scratch_depthwise_conv2d_s4_weights(uint32_t numel) { return MF_ROUND_UP(numel, 4u); }
+
+/* add_s8 on scalar: its inputs' two tables of 256 int32 (an add of equal shapes uses them). */
+static inline uint32_t mf_scratch_add_s8_tables(void) { return 2048u; }
+
+/* conv2d_s16 on dsp, mve: one int16 im2col patch. */
+static inline uint32_t mf_scratch_conv2d_s16_im2col(uint32_t depth) { return MF_ROUND_UP(2u * depth, 16u); }
+
+/* depthwise_conv2d_s8 on scalar: the taps, a ring of the span rows the window reaches and a row of zeros, each
+ * `row` words of packed pixel pairs, and the sums of `pairs` output pixel pairs (rows along the longer output
+ * axis; the pixel-major 3x3 path's 384 bytes of tables are added where it runs). */
+static inline uint32_t mf_scratch_depthwise_conv2d_s8_rows(uint32_t taps, uint32_t span, uint32_t row, uint32_t pairs) { return 4u * (taps + (span + 1u) * row + 2u * pairs); }
+
+/* lstm_s8 / gru_s8 on portable, scalar, dsp, mve: one batch row's int16 cell (hidden) state and four int16 gate
+ * vectors. */
+static inline uint32_t mf_scratch_recurrent_state(uint32_t hidden) { return MF_ROUND_UP(10u * hidden, 16u); }
+
+#endif /* MF_KIND_SCRATCH_H */

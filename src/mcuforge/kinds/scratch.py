@@ -1,0 +1,85 @@
+"""Scratch bytes per kernel path, written once: each formula is a Python expression over named shape quantities,
+evaluated by the planner (mcuforge.ir.kernel_scratch_bytes) and generated into csrc/runtime/kind_scratch.h (which
+kind_table.h includes) as ``static inline uint32_t mf_scratch_<name>(uint32_t <args>...)``, which the C kernels call
+for the same size.
+
+Expressions use + - * // and ``round_up(a, n)`` (a rounded up to a multiple of n) on non-negative integers only,
+so that C's uint32 arithmetic gives the same value.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ScratchFormula:
+    """``mf_scratch_<name>(args)``: the scratch bytes an op of one of ``kinds`` plans on the kernel ``paths``
+    (mcuforge.targets.Target.kernel_path) named; one formula per kind and path."""
+
+    name: str
+    kinds: tuple[str, ...]
+    paths: tuple[str, ...]
+    args: tuple[str, ...]
+    expr: str
+    why: str
+
+    def __call__(self, **quantities: int) -> int:
+        return int(eval(self.expr, {"__builtins__": {}, "round_up": round_up}, quantities))  # noqa: S307 - ours
+
+    def c_expr(self) -> str:
+        """The expression in C: uint32 literals, round_up as MF_ROUND_UP."""
+        text = re.sub(r"\bround_up\b", "MF_ROUND_UP", self.expr).replace("//", "/")
+        return re.sub(r"(?<![\w.])(\d+)(?![\w.])", r"\1u", text)
+
+
+def round_up(a: int, n: int) -> int:
+    return (a + n - 1) // n * n
+
+
+_FAST = ("dsp", "mve")
+FORMULAS: tuple[ScratchFormula, ...] = (
+    ScratchFormula("conv2d_s8_im2col", ("conv2d_s8",), _FAST, ("depth",), "5 * round_up(depth, 16)",
+                   "MVE: an int8 patch (depth = kh * kw * filter channels) and 4 interleaved ones in 16-byte chunks; "
+                   "DSP: 2 int16 patches and an int8 one; 5 patches rounded up to 16 serve both"),
+    ScratchFormula("conv2d_s8_scalar", ("conv2d_s8",), ("scalar",), ("depth",), "12 * depth",
+                   "cortex-m3: 3 columns of int32 pixel pairs"),
+    ScratchFormula("conv2d_s4_im2col", ("conv2d_s4",), _FAST, ("depth",), "5 * round_up(depth, 8)",
+                   "conv2d_s8's 5 patches, the patch rounded up to 8 (a word of 8 packed weights widened at a time)"),
+    ScratchFormula("fully_connected_s4_row", ("fully_connected_s4",), _FAST, ("depth",), "2 * round_up(depth, 8)",
+                   "one input row widened to int16"),
+    ScratchFormula("depthwise_conv2d_s4_weights", ("depthwise_conv2d_s4",), _FAST, ("numel",), "round_up(numel, 4)",
+                   "its weights unpacked to int8"),
+    ScratchFormula("add_s8_tables", ("add_s8",), ("scalar",), (), "2048",
+                   "its inputs' two tables of 256 int32 (an add of equal shapes uses them)"),
+    ScratchFormula("conv2d_s16_im2col", ("conv2d_s16",), _FAST, ("depth",), "round_up(2 * depth, 16)",
+                   "one int16 im2col patch"),
+    ScratchFormula("depthwise_conv2d_s8_rows", ("depthwise_conv2d_s8",), ("scalar",), ("taps", "span", "row", "pairs"),
+                   "4 * (taps + (span + 1) * row + 2 * pairs)",
+                   "the taps, a ring of the span rows the window reaches and a row of zeros, each `row` words of "
+                   "packed pixel pairs, and the sums of `pairs` output pixel pairs (rows along the longer output "
+                   "axis; the pixel-major 3x3 path's 384 bytes of tables are added where it runs)"),
+    ScratchFormula("recurrent_state", ("lstm_s8", "gru_s8"), ("portable", "scalar", "dsp", "mve"), ("hidden",),
+                   "round_up(10 * hidden, 16)",
+                   "one batch row's int16 cell (hidden) state and four int16 gate vectors"),
+)
+SCRATCH: dict[str, ScratchFormula] = {f.name: f for f in FORMULAS}
+
+
+def render_c() -> str:
+    """csrc/runtime/kind_scratch.h's text (self-contained: stdint.h only)."""
+    out = ["/*", " * Generated from src/mcuforge/kinds/scratch.py by `python -m mcuforge.kinds`: do not edit",
+           " * (tests/test_kinds.py fails while it is stale). Scratch bytes per kernel path: the planner's formulas",
+           " * (mcuforge.ir.kernel_scratch_bytes), which the kernels call for the same size.", " */",
+           "#ifndef MF_KIND_SCRATCH_H", "#define MF_KIND_SCRATCH_H", "", "#include <stdint.h>", "",
+           "#define MF_ROUND_UP(a, n) (((a) + (n) - 1u) / (n) * (n))", ""]
+    for f in FORMULAS:
+        args = ", ".join(f"uint32_t {a}" for a in f.args) or "void"
+        doc = textwrap.wrap(f"{' / '.join(f.kinds)} on {', '.join(f.paths)}: {f.why}.", 112)
+        out += [f"/* {doc[0]}", *(f" * {line}" for line in doc[1:])]
+        out[-1] += " */"
+        out += [f"static inline uint32_t mf_scratch_{f.name}({args}) {{ return {f.c_expr()}; }}", ""]
+    out += ["#endif /* MF_KIND_SCRATCH_H */", ""]
+    return "\n".join(out)
