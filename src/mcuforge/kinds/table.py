@@ -164,6 +164,11 @@ KINDS: tuple[KindSpec, ...] = (
     KindSpec("gru_s8", 81, _RECURRENT_IN, (
         *_RECURRENT_REQUANT, ("output_multiplier", "int"), ("output_shift", "int"), ("output_offset", "int")),
         ("a8w8",), recurrent_gates=3, macs="recurrent", cmsis_nn="none (CMSIS-NN has no GRU)"),
+    # ---- memory: patch-based execution (mcuforge.patches) ----
+    # out = dst (zeros without one) with tile written at begin (per stored dim of dst): where each spatial patch's
+    # result lands in the patched chain's output; written onto dst in place. Data movement: bytes are copied.
+    KindSpec("insert_tile", 90, ("tile", "dst?"), (("begin", "ints"),), precisions=_MOVES, in_place=(1,),
+             cmsis_nn="none (no CMSIS-NN counterpart: a strided copy)"),
 )
 
 KIND: dict[str, KindSpec] = {spec.name: spec for spec in KINDS}
