@@ -121,6 +121,15 @@ class Program:
         return self.graph.constant_bytes
 
     @property
+    def patch_plan(self) -> Any:
+        """What patch-based execution did (:class:`mcuforge.patches.PatchPlan`: split, grid, arena before and
+        after, MAC overhead), or None for a program compiled without ``ram_budget`` / ``patches``."""
+        from .patches import PatchPlan
+
+        plan = self.meta.get("patch_plan")
+        return PatchPlan.from_dict(plan) if plan else None
+
+    @property
     def program_bytes(self) -> int:
         return len(self.to_bytes())
 
@@ -300,6 +309,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
     precision: str | None = None,
     flash_budget: int | None = None,
     ram_budget: int | None = None,
+    patches: int | tuple[int, int] | None = None,
 ) -> Program:
     """Capture, quantize (PT2E, calibrated on ``calibration``), lower, plan: a :class:`Program`.
 
@@ -332,6 +342,12 @@ def compile(  # noqa: A001 - the public name the flow reads as
     default to ``flash_bytes`` / ``ram_bytes``) with the least loss of output SQNR; ``prog.meta
     ["precision_choice"]`` (and ``mcuforge info``) gives each layer's precision and why. A budget no choice
     meets raises ``mcuforge.accuracy.auto.BudgetError`` naming the smallest program.
+
+    Without ``precision="auto"``, ``ram_budget`` is met by patch-based execution (``mcuforge.patches``, MCUNetV2)
+    when the whole program's arena exceeds it: the leading ops run over a grid of spatial patches (split point and
+    grid chosen for the fewest extra MACs); a program that fits is left whole. ``patches`` (n, or (rows, cols))
+    forces that grid. ``prog.patch_plan`` (and ``mcuforge info``) gives the arena before and after and the MAC
+    overhead. Without either, the plan is today's exactly.
 
     ``model`` may also be a model from :func:`mcuforge.prepare_qat`, trained: its frozen fake quants give the
     qparams (``calibration`` and the quantization options are then not used; ``mcuforge.qat``).
@@ -392,11 +408,17 @@ def compile(  # noqa: A001 - the public name the flow reads as
 
         graph, _subgraphs = partition_graph(graph, npu)
     plan_arena(graph)
+    patch_plan = None
+    if ram_budget is not None or patches is not None:  # patch-based execution to meet the budget
+        from .patches import choose
+
+        graph, patch_plan = choose(graph, ram_budget, patches)
     if fit_check:
         check_fit(graph, len(serialize(graph)), target, flash_bytes, ram_bytes)
     return Program(graph, compile_seconds=time.perf_counter() - start,
                    meta={"model": type(model).__name__, "target": target, "quantization": scheme.name,
-                         **({"corrections": corrections} if corrections else {})},
+                         **({"corrections": corrections} if corrections else {}),
+                         **({"patch_plan": patch_plan.to_dict()} if patch_plan else {})},
                    reference=converted)
 
 

@@ -170,7 +170,7 @@ def patch_graph(graph: Graph, split: int, grid: tuple[int, int]) -> Graph:
             out = target if last else f"{target}@i{i}.{j}"
             if not last:
                 tensors[out] = dataclasses.replace(graph.tensors[target], name=out, offset=-1)
-            ops.append(Op("insert_tile", [local, dst], [out], {"begin": [0, tile[0], tile[2], 0]},
+            ops.append(Op("insert_tile", [local, dst] if dst else [local], [out], {"begin": [0, tile[0], tile[2], 0]},
                           precision=_move_precision(graph.tensors[target]),
                           debug={**chain[-1].debug, "patch": [i, j]}))
             dst = out

@@ -1,0 +1,165 @@
+"""Patch-based execution (mcuforge.patches): a patched program gives the unpatched program's bytes -- in Python,
+the host C runtime and on the boards (one QEMU boot per target for every case) -- over random splits and grids
+(tiles that do not divide the map, stride 2 and padding inside the chain, a residual add, padded pools, a
+dilated convolution), and the compiler's choice meets a RAM budget or leaves the program whole."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F  # noqa: N812 - torch's own convention
+from board_sweep import BoardSweep
+from torch import nn
+
+from mcuforge import api, cruntime
+from mcuforge.patches import chain_output, choose, patch_graph
+from mcuforge.plan import plan_arena
+from mcuforge.program import serialize
+from mcuforge.report import memory_summary
+from mcuforge.runtime import execute
+
+
+class Stem(nn.Module):
+    """Stride 2 with padding, a depthwise-pointwise residual block, padded max and average pools."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.pw = nn.Conv2d(8, 8, 1)
+        self.c2 = nn.Conv2d(8, 12, 3, stride=2, padding=1)
+        self.fc = nn.Linear(12, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu6(self.c1(x))
+        y = y + F.relu(self.pw(F.relu6(self.dw(y))))
+        y = F.max_pool2d(y, 3, stride=1, padding=1)
+        y = F.avg_pool2d(F.relu(self.c2(y)), 3, stride=1, padding=1, count_include_pad=False)
+        return self.fc(y.mean((2, 3)))
+
+
+class Wide(nn.Module):
+    """Full-resolution maps that dominate the arena (what patches are for), a dilated 5x5 conv, a 2x2 pool."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 24, 3, padding=1)
+        self.c2 = nn.Conv2d(24, 24, 5, padding=4, dilation=2, groups=24)
+        self.c3 = nn.Conv2d(24, 8, 3, stride=2, padding=1)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.relu(self.c2(F.relu(self.c1(x))))
+        y = F.max_pool2d(F.relu(self.c3(y)), 2)
+        return self.fc(y.mean((2, 3)))
+
+
+def _compile(model: nn.Module, shape: tuple[int, ...], target: str = "cortex-m4", **kw: object) -> api.Program:
+    torch.manual_seed(0)
+    example = (torch.randn(*shape),)
+    calibration = [(torch.randn(*shape),) for _ in range(4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return api.compile(model.eval(), example, calibration=calibration, target=target, progress=False, **kw)
+
+
+@pytest.fixture(scope="module")
+def programs() -> dict[str, api.Program]:
+    torch.manual_seed(0)
+    return {"stem": _compile(Stem(), (1, 3, 23, 19)), "wide": _compile(Wide(), (1, 3, 21, 26))}
+
+
+def _input(graph, rng: np.random.Generator) -> list[np.ndarray]:
+    return [rng.integers(-128, 128, graph.tensors[n].shape, dtype=np.int8) for n in graph.inputs]
+
+
+def _cases(programs: dict[str, api.Program], count: int, seed: int):
+    """(name, whole graph, patched graph (planned), inputs): random splits, grids and inputs."""
+    rng = np.random.default_rng(seed)
+    for k in range(count):
+        name = ("stem", "wide")[k % 2]
+        graph = programs[name].graph
+        splits = [s for s in range(1, len(graph.ops)) if chain_output(graph, s)]
+        split = int(rng.choice(splits))
+        _, h, w, _ = graph.tensors[chain_output(graph, split)].shape
+        grid = (int(rng.integers(1, min(h, 7) + 1)), int(rng.integers(1, min(w, 7) + 1)))
+        patched = patch_graph(graph, split, grid)
+        plan_arena(patched)
+        yield f"{name}_s{split}_g{grid[0]}x{grid[1]}_{k}", graph, patched, _input(graph, rng)
+
+
+def test_chain_splits(programs):
+    stem = programs["stem"].graph
+    splits = [s for s in range(1, len(stem.ops)) if chain_output(stem, s)]
+    # inside the residual block two tensors cross (the block's input and the branch): no chain ends there
+    assert splits[0] == 1 and 2 not in splits and 3 not in splits and 4 in splits
+    assert chain_output(stem, len(stem.ops) - 2) and chain_output(stem, len(stem.ops) - 1) is None  # mean: (1, C)
+    with pytest.raises(ValueError, match="not a chain"):
+        patch_graph(stem, 2, (2, 2))
+
+
+def test_patched_equals_whole_python_and_host_c(programs):
+    """Python (patched) == Python (whole) == host C (patched), over 16 random splits and grids."""
+    for name, graph, patched, values in _cases(programs, 16, seed=1):
+        whole = execute(graph, values)
+        got = execute(patched, values)
+        c_got, _ = cruntime.LoadedProgram(serialize(patched)).run(values)
+        for w, p, c in zip(whole, got, c_got, strict=True):
+            assert w.tobytes() == p.tobytes(), f"{name}: Python patched != whole"
+            assert w.tobytes() == c.tobytes(), f"{name}: host C patched != whole"
+
+
+@pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
+def test_patched_on_board(programs, target):
+    """The same random patch programs on the board (one boot): board == host Python == the whole program."""
+    sweep = BoardSweep()
+    for name, graph, patched, values in _cases(programs, 10, seed=2):
+        for w, p in zip(execute(graph, values), execute(patched, values), strict=True):
+            assert w.tobytes() == p.tobytes(), name
+        sweep.add_graph(name, patched, values)
+    sweep.assert_same_on_board(target)
+
+
+def test_patch_arithmetic(programs):
+    """Per patch one insert_tile; the chain's full-resolution intermediates are gone from the patched graph."""
+    graph = programs["wide"].graph
+    split = max(s for s in range(1, len(graph.ops)) if chain_output(graph, s))
+    patched = patch_graph(graph, split, (3, 4))
+    assert sum(op.kind == "insert_tile" for op in patched.ops) == 12
+    inner = {op.outputs[0] for op in graph.ops[:split]} - {chain_output(graph, split)}
+    assert not inner & set(patched.tensors)
+
+
+def test_choose_meets_a_budget_or_leaves_the_program_whole(programs):
+    prog = programs["wide"]
+    whole = prog.arena_bytes
+    assert choose(prog.graph) == (prog.graph, None)  # no budget: today's plan, untouched
+    same, plan = choose(prog.graph, ram_budget=whole)
+    assert same is prog.graph and plan.split == 0 and plan.arena_after == whole
+    budget = whole // 2
+    patched, plan = choose(prog.graph, ram_budget=budget)
+    assert plan.split > 0 and patched.arena_bytes == plan.arena_after <= budget < plan.arena_before == whole
+    assert plan.macs_after >= plan.macs_before and plan.mac_overhead >= 0
+    rng = np.random.default_rng(3)
+    values = _input(prog.graph, rng)
+    assert [a.tobytes() for a in execute(prog.graph, values)] == [a.tobytes() for a in execute(patched, values)]
+    _, hopeless = choose(prog.graph, ram_budget=64)  # below the input map: left whole, the plan says so
+    assert hopeless.split == 0 and hopeless.arena_after > 64
+
+
+def test_compile_options():
+    """compile(ram_budget=) patches when the program does not fit whole and records the plan; a budget it
+    fits is byte-identical to no budget; patches= forces a grid; info prints the plan."""
+    plain = _compile(Wide(), (1, 3, 21, 26))
+    roomy = _compile(Wide(), (1, 3, 21, 26), ram_budget=plain.arena_bytes)
+    assert roomy.to_bytes() == plain.to_bytes() and roomy.patch_plan.split == 0 and plain.patch_plan is None
+    tight = _compile(Wide(), (1, 3, 21, 26), ram_budget=plain.arena_bytes // 2)
+    assert tight.patch_plan.split > 0 and tight.arena_bytes <= plain.arena_bytes // 2
+    assert "patches         first" in memory_summary(tight)
+    forced = _compile(Wide(), (1, 3, 21, 26), patches=3)
+    assert forced.patch_plan.grid == (3, 3) and sum(op.kind == "insert_tile" for op in forced.graph.ops) == 9
+    x = torch.randn(1, 3, 21, 26)
+    assert np.array_equal(np.asarray(forced.run(x, backend="c")), np.asarray(plain.run(x, backend="c")))
