@@ -152,6 +152,17 @@ def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
         def forward(self, tokens, x):
             return self.fc(self.embed(tokens)), F.interpolate(F.relu(self.conv(x)), scale_factor=2)
 
+    class PatchChain(nn.Module):
+        """A convolution stem compiled with patches=2 (mcuforge.patches): slices and insert_tile."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, stride=2, padding=1)
+            self.dw = nn.Conv2d(4, 4, 3, padding=1, groups=4)
+
+        def forward(self, x):
+            return F.relu(self.dw(F.relu(self.conv(x)))).mean((2, 3))
+
     torch.manual_seed(0)
     x = (torch.randn(1, 3, 8, 8),)
     every = EveryInt8Kernel()
@@ -166,7 +177,12 @@ def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
             ("every_s16_kernel", EveryS16Kernel(), x, "cortex-m55", "a16w8"),
             ("recurrent", Recurrent(), (torch.randn(1, 5, 3),), "cortex-m4", "int8"),
             ("gather_and_resample", GatherAndResample(), (torch.tensor([[3, 0, 11, 5]]), torch.randn(1, 3, 4, 4)),
-             "cortex-m4", "int8")]
+             "cortex-m4", "int8"),
+            ("patch_chain", PatchChain(), x, "cortex-m4", "int8")]
+
+
+#: Compile options of the seed models that need more than their target and quantization.
+_SEED_OPTIONS: dict[str, dict] = {"patch_chain": {"patches": 2}}
 
 
 def seed_model(name: str) -> tuple[object, tuple, str, str]:
@@ -187,17 +203,18 @@ def seed_programs() -> dict[str, bytes]:
     programs = {}
     for name, model, example, target, quantization in _seed_models():
         for each in [target, *([t for t in TARGETS if t != target] if name == "every_int8_kernel" else [])]:
-            programs[f"{name}-{each}"] = _seed_program(model, example, each, quantization)
+            options = _SEED_OPTIONS.get(name, {})
+            programs[f"{name}-{each}"] = _seed_program(model, example, each, quantization, **options)
     return programs
 
 
 def seed_programs_of(name: str) -> bytes:
     """The program file of the seed model ``name``, compiled for its target as :func:`seed_programs` does."""
     model, example, target, quantization = seed_model(name)
-    return _seed_program(model, example, target, quantization)
+    return _seed_program(model, example, target, quantization, **_SEED_OPTIONS.get(name, {}))
 
 
-def _seed_program(model, example: tuple, target: str, quantization: str) -> bytes:
+def _seed_program(model, example: tuple, target: str, quantization: str, **options: object) -> bytes:
     import torch
 
     from . import api
@@ -209,7 +226,7 @@ def _seed_program(model, example: tuple, target: str, quantization: str) -> byte
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         graph = api.compile(model, example, calibration=calibration, target=target, progress=False,
-                            quantization=quantization).graph
+                            quantization=quantization, **options).graph
     return serialize(graph)
 
 
