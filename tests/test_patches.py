@@ -6,6 +6,7 @@ dilated convolution), and the compiler's choice meets a RAM budget or leaves the
 from __future__ import annotations
 
 import warnings
+from html import escape
 
 import numpy as np
 import pytest
@@ -163,3 +164,22 @@ def test_compile_options():
     assert forced.patch_plan.grid == (3, 3) and sum(op.kind == "insert_tile" for op in forced.graph.ops) == 9
     x = torch.randn(1, 3, 21, 26)
     assert np.array_equal(np.asarray(forced.run(x, backend="c")), np.asarray(plain.run(x, backend="c")))
+
+
+def test_info_and_html_report_show_the_plan(tmp_path, capsys):
+    """A saved patched program: `mcuforge info` prints the plan's line (from the debug record), the Inspector's
+    HTML report holds it, and a traced run of the patched program has one event per op."""
+    import mcuforge
+    from mcuforge.cli import main
+
+    prog = _compile(Wide(), (1, 3, 21, 26), patches=(2, 3))
+    path = prog.save(tmp_path / "wide.mfp")
+    capsys.readouterr()
+    assert main(["info", str(path)]) == 0
+    line = prog.patch_plan.summary().removeprefix("patches: ")
+    assert f"patches         {line}" in capsys.readouterr().out and "2x3 patches" in line
+    loaded = mcuforge.load(path)
+    assert loaded.patch_plan == prog.patch_plan
+    _outputs, trace = loaded.run(torch.randn(1, 3, 21, 26), trace=True)
+    html = mcuforge.Inspector(loaded, trace).to_html(tmp_path / "r.html").read_text()
+    assert f'<p id="patch-plan">{escape(prog.patch_plan.summary())}</p>' in html

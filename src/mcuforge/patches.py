@@ -286,8 +286,10 @@ class Candidate:
     macs: int
 
 
-def candidates(graph: Graph, grids: tuple[tuple[int, int], ...] = GRIDS) -> list[Candidate]:
-    """Every chain split of ``graph`` with every grid that fits its output map: bound and MACs."""
+def candidates(graph: Graph, grids: tuple[tuple[int, int], ...] = GRIDS, budget: int | None = None
+               ) -> list[Candidate]:
+    """Every chain split of ``graph`` with every grid that fits its output map: bound and MACs. With ``budget``,
+    a split's grids stop at the first whose bound meets it (fewer patches recompute less halo)."""
     found = []
     for split in range(1, len(graph.ops)):
         target = chain_output(graph, split)
@@ -300,6 +302,8 @@ def candidates(graph: Graph, grids: tuple[tuple[int, int], ...] = GRIDS) -> list
             if grid[0] <= h and grid[1] <= w:
                 g = patch_graph(graph, split, grid)
                 found.append(Candidate(split, grid, peak_bound(g), macs(g)))
+                if budget is not None and found[-1].bound <= budget:
+                    break
     return found
 
 
@@ -316,7 +320,7 @@ def choose(graph: Graph, ram_budget: int | None = None, patches: int | tuple[int
     if patches is None and before <= ram_budget:  # type: ignore[operator]
         return graph, base
     grids = GRIDS if patches is None else ((patches, patches) if isinstance(patches, int) else tuple(patches),)
-    found = candidates(graph, grids)
+    found = candidates(graph, grids, ram_budget if patches is None else None)
     if patches is not None:
         order = sorted(found, key=lambda c: (c.bound, c.macs, c.split))
     else:
