@@ -1,7 +1,9 @@
-"""Patch-based execution (mcuforge.patches): a patched program gives the unpatched program's bytes -- in Python,
-the host C runtime and on the boards (one QEMU boot per target for every case) -- over random splits and grids
-(tiles that do not divide the map, stride 2 and padding inside the chain, a residual add, padded pools, a
-dilated convolution), and the compiler's choice meets a RAM budget or leaves the program whole."""
+"""Patch-based execution (mcuforge.patches) and in-place depthwise convolution (mcuforge.plan.choose_in_place): a
+patched or in-place program gives the plain program's bytes -- in Python, the host C runtime and on the boards
+(one QEMU boot per target for every case) -- over random splits and grids (tiles that do not divide the map,
+stride 2 and padding inside the chain, a residual add, padded pools, a dilated convolution) and depthwise
+geometries (strided, dilated, odd channel counts), and the compiler's choice meets a RAM budget or leaves the
+program whole."""
 
 from __future__ import annotations
 
@@ -16,8 +18,8 @@ from board_sweep import BoardSweep
 from torch import nn
 
 from mcuforge import api, cruntime
-from mcuforge.patches import chain_output, choose, patch_graph
-from mcuforge.plan import plan_arena
+from mcuforge.patches import _copy, chain_output, choose, patch_graph
+from mcuforge.plan import choose_in_place, in_place_legal, in_place_scratch, lifetimes, plan_arena
 from mcuforge.program import serialize
 from mcuforge.report import memory_summary
 from mcuforge.runtime import execute
@@ -56,6 +58,44 @@ class Wide(nn.Module):
         y = F.relu(self.c2(F.relu(self.c1(x))))
         y = F.max_pool2d(F.relu(self.c3(y)), 2)
         return self.fc(y.mean((2, 3)))
+
+
+class Depthwise(nn.Module):
+    """conv -> depthwise (the geometry under test) -> 1x1 conv: the depthwise's input dies at it."""
+
+    def __init__(self, channels: int, kernel: int, stride: int, padding: int, dilation: int) -> None:
+        super().__init__()
+        self.c1 = nn.Conv2d(3, channels, 1)
+        self.dw = nn.Conv2d(channels, channels, kernel, stride, padding, dilation, groups=channels)
+        self.c2 = nn.Conv2d(channels, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c2(F.relu6(self.dw(F.relu(self.c1(x)))))
+
+
+# (channels, kernel, stride, padding, dilation, input H x W): same size, strided, dilated, odd channel counts
+# (the DSP path's groups of 4 and MVE's of 8 with a remainder), no padding
+DEPTHWISE = [(8, 3, 1, 1, 1, (11, 9)), (5, 3, 2, 1, 1, (13, 10)), (12, 5, 1, 4, 2, (9, 12)), (16, 3, 2, 0, 1, (12, 7)),
+             (3, 3, 1, 1, 1, (1, 6))]
+
+
+def _in_place(prog: api.Program) -> object:
+    """The program's graph with its depthwise op written in place (a copy, planned)."""
+    graph = _copy(prog.graph)
+    i = next(i for i, op in enumerate(graph.ops) if op.kind == "depthwise_conv2d_s8")
+    assert in_place_legal(graph, i, lifetimes(graph), set(graph.outputs))
+    op = graph.ops[i]
+    op.in_place, op.scratch_bytes = True, max(op.scratch_bytes, in_place_scratch(graph, op))
+    plan_arena(graph)
+    assert graph.tensors[op.outputs[0]].offset == graph.tensors[op.inputs[0]].offset  # written over its input
+    return graph
+
+
+@pytest.fixture(scope="module")
+def depthwise() -> list[tuple[str, api.Program]]:
+    torch.manual_seed(1)
+    return [(f"dw_c{c}_k{k}_s{s}_p{p}_d{d}_{h}x{w}", _compile(Depthwise(c, k, s, p, d), (1, 3, h, w)))
+            for c, k, s, p, d, (h, w) in DEPTHWISE]
 
 
 def _compile(model: nn.Module, shape: tuple[int, ...], target: str = "cortex-m4", **kw: object) -> api.Program:
@@ -113,14 +153,74 @@ def test_patched_equals_whole_python_and_host_c(programs):
             assert w.tobytes() == c.tobytes(), f"{name}: host C patched != whole"
 
 
+def test_in_place_depthwise_equals_out_of_place_python_and_host_c(depthwise):
+    """Each depthwise geometry written over its input (at its first byte: ``_in_place``): Python and host C give
+    the out-of-place bytes."""
+    rng = np.random.default_rng(4)
+    for name, prog in depthwise:
+        graph = _in_place(prog)
+        for _ in range(2):
+            values = _input(graph, rng)
+            whole = execute(prog.graph, values)
+            got = execute(graph, values)
+            c_got, _ = cruntime.LoadedProgram(serialize(graph)).run(values)
+            for w, p, c in zip(whole, got, c_got, strict=True):
+                assert w.tobytes() == p.tobytes() and w.tobytes() == c.tobytes(), name
+
+
+def test_in_place_depthwise_legality_and_loader(depthwise):
+    """An output larger than the input (padding 2 on a 3x3) is never in place; the C loader refuses an in-place
+    depthwise without the scratch of its channel buffer."""
+    prog = _compile(Depthwise(4, 3, 1, 2, 1), (1, 3, 6, 6))
+    g = prog.graph
+    i = next(i for i, op in enumerate(g.ops) if op.kind == "depthwise_conv2d_s8")
+    assert not in_place_legal(g, i, lifetimes(g), set(g.outputs))
+    graph = _in_place(depthwise[0][1])
+    op = next(op for op in graph.ops if op.in_place)
+    op.scratch_bytes = 0
+    plan_arena(graph)
+    with pytest.raises(cruntime.CRuntimeError, match="SHAPE"):
+        cruntime.LoadedProgram(serialize(graph))
+
+
+def test_choose_in_place_only_where_it_lowers_the_arena(depthwise):
+    from conftest import compiled
+
+    _model, _example, prog = compiled("mobilenet_v2")
+    graph = _copy(prog.graph)
+    n = choose_in_place(graph)
+    assert n >= 1 and graph.arena_bytes < prog.arena_bytes
+    assert sum(op.in_place for op in graph.ops) == n  # the others are as they were
+    values = _input(graph, np.random.default_rng(5))
+    assert [a.tobytes() for a in execute(graph, values)] == [a.tobytes() for a in execute(prog.graph, values)]
+    # a budget met by writing in place alone: no patches, no extra MACs
+    fitted, plan = choose(prog.graph, ram_budget=graph.arena_bytes)
+    assert plan.split == 0 and plan.in_place == n and fitted.arena_bytes <= graph.arena_bytes
+    assert prog.graph.arena_bytes == prog.arena_bytes and not any(op.in_place for op in prog.graph.ops)  # untouched
+
+
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
-def test_patched_on_board(programs, target):
-    """The same random patch programs on the board (one boot): board == host Python == the whole program."""
+def test_patched_and_in_place_on_board(programs, depthwise, target):
+    """The same random patch programs and in-place depthwise programs on the board (one boot): board == host
+    Python == the plain program."""
     sweep = BoardSweep()
     for name, graph, patched, values in _cases(programs, 10, seed=2):
         for w, p in zip(execute(graph, values), execute(patched, values), strict=True):
             assert w.tobytes() == p.tobytes(), name
         sweep.add_graph(name, patched, values)
+    rng = np.random.default_rng(6)
+    for name, prog in depthwise:
+        graph, values = _in_place(prog), _input(prog.graph, rng)
+        for w, p in zip(execute(prog.graph, values), execute(graph, values), strict=True):
+            assert w.tobytes() == p.tobytes(), name
+        sweep.add_graph(name, graph, values, keep_scratch=True)
+    program = sweep.program(target)
+    from mcuforge.program import deserialize
+
+    merged = deserialize(program)
+    in_place = [op for op in merged.ops if op.kind == "depthwise_conv2d_s8"
+                and merged.tensors[op.outputs[0]].offset == merged.tensors[op.inputs[0]].offset]
+    assert len(in_place) == len(DEPTHWISE)  # the board runs them in place
     sweep.assert_same_on_board(target)
 
 

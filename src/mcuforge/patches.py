@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from .ir import Graph, Op, Tensor, kernel_scratch_bytes
 from .kinds import KIND
-from .plan import allocations, plan_arena
+from .plan import _peak, choose_in_place, plan_arena
 
 CONVS = ("conv2d_s8", "depthwise_conv2d_s8", "conv2d_s4", "depthwise_conv2d_s4")
 POOLS = ("avgpool_s8", "maxpool_s8")
@@ -56,6 +56,7 @@ class PatchPlan:
     macs_before: int
     macs_after: int
     budget: int | None = None
+    in_place: int = 0  # depthwise ops written over their input (mcuforge.plan.choose_in_place)
 
     @property
     def mac_overhead(self) -> float:
@@ -65,11 +66,14 @@ class PatchPlan:
     def summary(self) -> str:
         """One line: what ``mcuforge info`` and the HTML report print."""
         budget = f" (ram_budget {self.budget:,} B)" if self.budget is not None else ""
+        in_place = f", {self.in_place} depthwise in place" if self.in_place else ""
         if not self.split:
-            return f"patches: none, the whole program fits{budget}: arena {self.arena_after:,} B"
+            fits = "the whole program fits" if self.budget is None or self.arena_after <= self.budget else \
+                "no plan meets the budget"
+            return f"patches: none, {fits}{budget}: arena {self.arena_after:,} B{in_place}"
         return (f"patches: first {self.split} ops over {self.grid[0]}x{self.grid[1]} patches{budget}: arena "
                 f"{self.arena_before:,} B -> {self.arena_after:,} B (per-layer bound {self.bound_before:,} B), "
-                f"+{100 * self.mac_overhead:.1f} % MACs")
+                f"+{100 * self.mac_overhead:.1f} % MACs{in_place}")
 
     def to_dict(self) -> dict[str, object]:
         return {**dataclasses.asdict(self), "grid": list(self.grid)}
@@ -267,15 +271,7 @@ def macs(graph: Graph) -> int:
 
 def peak_bound(graph: Graph) -> int:
     """The arena lower bound (``plan.arena_lower_bound``) by one sweep over the allocations' lifetimes."""
-    events: dict[int, int] = {}
-    for first, last, size in allocations(graph).values():
-        events[first] = events.get(first, 0) + size
-        events[last + 1] = events.get(last + 1, 0) - size
-    live = best = 0
-    for at in sorted(events):
-        live += events[at]
-        best = max(best, live)
-    return best
+    return _peak(graph)
 
 
 @dataclass(frozen=True)
@@ -312,23 +308,39 @@ def choose(graph: Graph, ram_budget: int | None = None, patches: int | tuple[int
     """The program to ship and what patching did: ``graph`` (planned) when no budget and no grid is asked for
     (None: today's plan exactly) or when it fits ``ram_budget`` whole; else the patched graph (planned) meeting
     the budget with the fewest MACs, or with ``patches`` (a grid, n for n x n) the split of least peak at that
-    grid. When no patching meets the budget the graph is left whole (the plan says so: arena over budget)."""
+    grid. Where the arena is still over the budget, depthwise convolutions write over their input where that
+    lowers it (:func:`mcuforge.plan.choose_in_place`), first on the whole program. When nothing meets the budget
+    the graph is left whole (the plan says so: arena over budget)."""
     if ram_budget is None and patches is None:
         return graph, None
     before = graph.arena_bytes or plan_arena(graph)
     base = PatchPlan(0, (1, 1), before, before, peak_bound(graph), macs(graph), macs(graph), ram_budget)
     if patches is None and before <= ram_budget:  # type: ignore[operator]
         return graph, base
+    if patches is None:  # in place, whole: no extra MACs
+        whole = _copy(graph)
+        n = choose_in_place(whole)
+        if n and whole.arena_bytes <= ram_budget:  # type: ignore[operator]
+            return whole, dataclasses.replace(base, arena_after=whole.arena_bytes, in_place=n)
     grids = GRIDS if patches is None else ((patches, patches) if isinstance(patches, int) else tuple(patches),)
     found = candidates(graph, grids, ram_budget if patches is None else None)
     if patches is not None:
-        order = sorted(found, key=lambda c: (c.bound, c.macs, c.split))
-    else:
-        order = sorted((c for c in found if c.bound <= ram_budget), key=lambda c: (c.macs, c.bound, c.split))
-    for c in order[:8]:  # the bound is a floor: the placement may need a little more
+        order = sorted(found, key=lambda c: (c.bound, c.macs, c.split))[:1]
+    else:  # the bound is a floor (the placement may need a little more); in place may take some off
+        order = sorted((c for c in found if c.bound <= 1.25 * ram_budget), key=lambda c: (c.macs, c.bound, c.split))
+    for c in order[:8]:
         patched = patch_graph(graph, c.split, c.grid)
-        arena = plan_arena(patched)
+        arena, n = plan_arena(patched), 0
+        if ram_budget is not None and arena > ram_budget:
+            n = choose_in_place(patched)
+            arena = patched.arena_bytes
         if ram_budget is None or arena <= ram_budget or patches is not None:
             return patched, dataclasses.replace(base, split=c.split, grid=c.grid, arena_after=arena,
-                                                macs_after=c.macs)
+                                                macs_after=c.macs, in_place=n)
     return graph, base
+
+
+def _copy(graph: Graph) -> Graph:
+    """A copy the planner may change (offsets, in-place marks, scratch) without touching ``graph``."""
+    return dataclasses.replace(graph, tensors={n: dataclasses.replace(t) for n, t in graph.tensors.items()},
+                               ops=[dataclasses.replace(op) for op in graph.ops])

@@ -33,8 +33,10 @@ KINDS: tuple[KindSpec, ...] = (
     # ---- int8 (CMSIS-NN's s8 kernels, the TFLite int8 spec) ----
     KindSpec("conv2d_s8", 1, _W, _CONV, ("a8w8",), searchable_weights=True, macs="conv", **_INT8_NPU,
              cmsis_nn="arm_convolve_s8"),
+    # in_place: TinyEngine's in-place depthwise (depth multiplier 1, batch 1), only where the planner chooses it
+    # (mcuforge.plan.IN_PLACE_IF_CHOSEN); the output may be smaller than x (strided) and lies at x's first byte.
     KindSpec("depthwise_conv2d_s8", 2, _W, _DEPTHWISE, ("a8w8",), searchable_weights=True, macs="depthwise",
-             **_INT8_NPU, cmsis_nn="arm_depthwise_conv_s8"),
+             in_place=(0,), **_INT8_NPU, cmsis_nn="arm_depthwise_conv_s8"),
     # Per tensor (arm_fully_connected_s8); it still reads length-O multipliers and shifts, as format 1.0 files hold.
     KindSpec("fully_connected_s8", 3, _W, _FC, ("a8w8",), optional_attrs=_FILTER_OFFSET, searchable_weights=True,
              macs="fully_connected", **_INT8_NPU, cmsis_nn="arm_fully_connected_s8"),

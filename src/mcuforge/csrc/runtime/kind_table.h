@@ -168,13 +168,7 @@ static inline uint32_t mf_kind_precisions(uint16_t kind) {
 /* 1 when the kind may write its output exactly onto its input `pos`. */
 static inline uint32_t mf_kind_in_place(uint16_t kind, uint32_t pos) {
     switch (kind) {
-    case MF_KIND_ADD_S8:
-    case MF_KIND_MUL_S8:
-    case MF_KIND_MAXIMUM_S8:
-    case MF_KIND_MINIMUM_S8:
-    case MF_KIND_ADD_S16:
-    case MF_KIND_MUL_S16:
-        return pos < 32u && ((1u << 0 | 1u << 1) >> pos & 1u);
+    case MF_KIND_DEPTHWISE_CONV2D_S8:
     case MF_KIND_CLAMP_S8:
     case MF_KIND_LUT_S8:
     case MF_KIND_RESHAPE:
@@ -182,6 +176,13 @@ static inline uint32_t mf_kind_in_place(uint16_t kind, uint32_t pos) {
     case MF_KIND_ACTIVATION_S16:
     case MF_KIND_CLAMP_S16:
         return pos < 32u && ((1u << 0) >> pos & 1u);
+    case MF_KIND_ADD_S8:
+    case MF_KIND_MUL_S8:
+    case MF_KIND_MAXIMUM_S8:
+    case MF_KIND_MINIMUM_S8:
+    case MF_KIND_ADD_S16:
+    case MF_KIND_MUL_S16:
+        return pos < 32u && ((1u << 0 | 1u << 1) >> pos & 1u);
     case MF_KIND_INSERT_TILE:
         return pos < 32u && ((1u << 1) >> pos & 1u);
     default:
