@@ -18,7 +18,7 @@ from board_sweep import BoardSweep
 from torch import nn
 
 from mcuforge import api, cruntime
-from mcuforge.patches import _copy, chain_output, choose, patch_graph
+from mcuforge.patches import chain_output, choose, copy_graph, patch_graph
 from mcuforge.plan import choose_in_place, in_place_legal, in_place_scratch, lifetimes, plan_arena
 from mcuforge.program import serialize
 from mcuforge.report import memory_summary
@@ -81,7 +81,7 @@ DEPTHWISE = [(8, 3, 1, 1, 1, (11, 9)), (5, 3, 2, 1, 1, (13, 10)), (12, 5, 1, 4, 
 
 def _in_place(prog: api.Program) -> object:
     """The program's graph with its depthwise op written in place (a copy, planned)."""
-    graph = _copy(prog.graph)
+    graph = copy_graph(prog.graph)
     i = next(i for i, op in enumerate(graph.ops) if op.kind == "depthwise_conv2d_s8")
     assert in_place_legal(graph, i, lifetimes(graph), set(graph.outputs))
     op = graph.ops[i]
@@ -96,6 +96,11 @@ def depthwise() -> list[tuple[str, api.Program]]:
     torch.manual_seed(1)
     return [(f"dw_c{c}_k{k}_s{s}_p{p}_d{d}_{h}x{w}", _compile(Depthwise(c, k, s, p, d), (1, 3, h, w)))
             for c, k, s, p, d, (h, w) in DEPTHWISE]
+
+
+def _wide() -> nn.Module:
+    torch.manual_seed(7)  # the same weights every time: programs compared byte for byte
+    return Wide()
 
 
 def _compile(model: nn.Module, shape: tuple[int, ...], target: str = "cortex-m4", **kw: object) -> api.Program:
@@ -170,7 +175,8 @@ def test_in_place_depthwise_equals_out_of_place_python_and_host_c(depthwise):
 
 def test_in_place_depthwise_legality_and_loader(depthwise):
     """An output larger than the input (padding 2 on a 3x3) is never in place; the C loader refuses an in-place
-    depthwise without the scratch of its channel buffer."""
+    depthwise without the scratch of its channel buffer (which the planner gives every op it marks, a re-targeted
+    one included)."""
     prog = _compile(Depthwise(4, 3, 1, 2, 1), (1, 3, 6, 6))
     g = prog.graph
     i = next(i for i, op in enumerate(g.ops) if op.kind == "depthwise_conv2d_s8")
@@ -179,6 +185,8 @@ def test_in_place_depthwise_legality_and_loader(depthwise):
     op = next(op for op in graph.ops if op.in_place)
     op.scratch_bytes = 0
     plan_arena(graph)
+    assert op.scratch_bytes == in_place_scratch(graph, op)
+    op.scratch_bytes, op.scratch_offset = 0, -1  # after planning: the planner gives it back
     with pytest.raises(cruntime.CRuntimeError, match="SHAPE"):
         cruntime.LoadedProgram(serialize(graph))
 
@@ -187,7 +195,7 @@ def test_choose_in_place_only_where_it_lowers_the_arena(depthwise):
     from conftest import compiled
 
     _model, _example, prog = compiled("mobilenet_v2")
-    graph = _copy(prog.graph)
+    graph = copy_graph(prog.graph)
     n = choose_in_place(graph)
     assert n >= 1 and graph.arena_bytes < prog.arena_bytes
     assert sum(op.in_place for op in graph.ops) == n  # the others are as they were
@@ -254,13 +262,13 @@ def test_choose_meets_a_budget_or_leaves_the_program_whole(programs):
 def test_compile_options():
     """compile(ram_budget=) patches when the program does not fit whole and records the plan; a budget it
     fits is byte-identical to no budget; patches= forces a grid; info prints the plan."""
-    plain = _compile(Wide(), (1, 3, 21, 26))
-    roomy = _compile(Wide(), (1, 3, 21, 26), ram_budget=plain.arena_bytes)
+    plain = _compile(_wide(), (1, 3, 21, 26))
+    roomy = _compile(_wide(), (1, 3, 21, 26), ram_budget=plain.arena_bytes)
     assert roomy.to_bytes() == plain.to_bytes() and roomy.patch_plan.split == 0 and plain.patch_plan is None
-    tight = _compile(Wide(), (1, 3, 21, 26), ram_budget=plain.arena_bytes // 2)
+    tight = _compile(_wide(), (1, 3, 21, 26), ram_budget=plain.arena_bytes // 2)
     assert tight.patch_plan.split > 0 and tight.arena_bytes <= plain.arena_bytes // 2
     assert "patches         first" in memory_summary(tight)
-    forced = _compile(Wide(), (1, 3, 21, 26), patches=3)
+    forced = _compile(_wide(), (1, 3, 21, 26), patches=3)
     assert forced.patch_plan.grid == (3, 3) and sum(op.kind == "insert_tile" for op in forced.graph.ops) == 9
     x = torch.randn(1, 3, 21, 26)
     assert np.array_equal(np.asarray(forced.run(x, backend="c")), np.asarray(plain.run(x, backend="c")))

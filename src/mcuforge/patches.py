@@ -46,7 +46,8 @@ class PatchPlan:
     ``split`` leading ops run over a ``grid`` of patches (0: the program is whole); ``arena_before`` /
     ``arena_after``: the planned arena of the whole and of the chosen program; ``bound_before``: the whole
     program's per-layer bound (the most bytes live at one op, what no placement of full maps beats);
-    ``macs_before`` / ``macs_after``: MACs of the whole and of the patched program (the halo recomputation)."""
+    ``macs_before`` / ``macs_after``: MACs of the whole and of the patched program (the halo recomputation);
+    ``in_place``: depthwise convolutions written over their input (:func:`mcuforge.plan.choose_in_place`)."""
 
     split: int
     grid: tuple[int, int]
@@ -318,7 +319,7 @@ def choose(graph: Graph, ram_budget: int | None = None, patches: int | tuple[int
     if patches is None and before <= ram_budget:  # type: ignore[operator]
         return graph, base
     if patches is None:  # in place, whole: no extra MACs
-        whole = _copy(graph)
+        whole = copy_graph(graph)
         n = choose_in_place(whole)
         if n and whole.arena_bytes <= ram_budget:  # type: ignore[operator]
             return whole, dataclasses.replace(base, arena_after=whole.arena_bytes, in_place=n)
@@ -340,7 +341,7 @@ def choose(graph: Graph, ram_budget: int | None = None, patches: int | tuple[int
     return graph, base
 
 
-def _copy(graph: Graph) -> Graph:
+def copy_graph(graph: Graph) -> Graph:
     """A copy the planner may change (offsets, in-place marks, scratch) without touching ``graph``."""
     return dataclasses.replace(graph, tensors={n: dataclasses.replace(t) for n, t in graph.tensors.items()},
                                ops=[dataclasses.replace(op) for op in graph.ops])

@@ -214,6 +214,9 @@ def _place(spans: dict[Key, tuple[int, int, int]], order: list[Key]) -> tuple[in
 def plan_arena(graph: Graph) -> int:
     """Assign ``offset`` to every activation tensor and ``scratch_offset`` to every op with scratch;
     returns and stores the arena bytes (the RAM the program needs, scratch included)."""
+    for op in graph.ops:  # an in-place depthwise needs its channel buffer (a re-targeted op's scratch may lack it)
+        if op.in_place and op.kind in IN_PLACE_IF_CHOSEN:
+            op.scratch_bytes = max(op.scratch_bytes, in_place_scratch(graph, op))
     spans = allocations(graph)
     tie = {k: (isinstance(k, int), str(k)) for k in spans}  # a deterministic order among equals
     orders = (
