@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 import mcuforge
-from mcuforge.patches import _copy, candidates, macs, patch_graph
+from mcuforge.patches import candidates, copy_graph, macs, patch_graph
 from mcuforge.plan import arena_lower_bound, choose_in_place, plan_arena
 from mcuforge.report import table
 from mcuforge.zoo import MODELS
@@ -61,7 +61,7 @@ def patch_rows() -> list[list[object]]:
                                     fit_check=False)
         graph, base = prog.graph, macs(prog.graph)
         bound = arena_lower_bound(graph)
-        whole = _copy(graph)
+        whole = copy_graph(graph)
         choose_in_place(whole)
         found = candidates(graph)
         row: list[object] = [name, f"{base:,}", f"{prog.arena_bytes:,}", f"{bound:,}", f"{whole.arena_bytes:,}"]
