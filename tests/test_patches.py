@@ -291,3 +291,33 @@ def test_info_and_html_report_show_the_plan(tmp_path, capsys):
     _outputs, trace = loaded.run(torch.randn(1, 3, 21, 26), trace=True)
     html = mcuforge.Inspector(loaded, trace).to_html(tmp_path / "r.html").read_text()
     assert f'<p id="patch-plan">{escape(prog.patch_plan.summary())}</p>' in html
+
+
+FACTORY = """
+import torch
+from torch import nn
+
+
+def make():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 16, 3, padding=1), nn.ReLU(),
+                          nn.Conv2d(16, 4, 3, stride=2, padding=1), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    return model.eval(), (torch.randn(1, 3, 16, 16),)
+"""
+
+
+def test_cli_compile_with_patches_and_budget(tmp_path, capsys):
+    """`mcuforge compile --patches N` and `--ram-budget` (without --quantization auto) reach the patch planner."""
+    from mcuforge.cli import main
+
+    (tmp_path / "factory.py").write_text(FACTORY)
+    assert main(["compile", f"{tmp_path / 'factory.py'}:make", "--target", "cortex-m4", "--patches", "2",
+                 "-o", str(tmp_path / "p.mfp")]) == 0
+    assert "over 2x2 patches" in capsys.readouterr().out
+    assert main(["compile", f"{tmp_path / 'factory.py'}:make", "--target", "cortex-m4", "--ram-budget", "6000",
+                 "-o", str(tmp_path / "b.mfp")]) == 0
+    out = capsys.readouterr().out
+    import mcuforge
+
+    prog = mcuforge.load(tmp_path / "b.mfp")
+    assert prog.patch_plan.split > 0 and prog.arena_bytes <= 6000 < prog.patch_plan.arena_before, out
