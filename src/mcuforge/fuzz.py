@@ -163,6 +163,17 @@ def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
         def forward(self, x):
             return F.relu(self.dw(F.relu(self.conv(x)))).mean((2, 3))
 
+    class InPlaceDepthwise(nn.Module):
+        """A depthwise convolution at the arena's peak, written over its input (plan.choose_in_place)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 16, 1)
+            self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+
+        def forward(self, x):
+            return F.relu(self.dw(F.relu(self.conv(x)))).mean((2, 3))
+
     torch.manual_seed(0)
     x = (torch.randn(1, 3, 8, 8),)
     every = EveryInt8Kernel()
@@ -178,11 +189,12 @@ def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
             ("recurrent", Recurrent(), (torch.randn(1, 5, 3),), "cortex-m4", "int8"),
             ("gather_and_resample", GatherAndResample(), (torch.tensor([[3, 0, 11, 5]]), torch.randn(1, 3, 4, 4)),
              "cortex-m4", "int8"),
-            ("patch_chain", PatchChain(), x, "cortex-m4", "int8")]
+            ("patch_chain", PatchChain(), x, "cortex-m4", "int8"),
+            ("in_place_depthwise", InPlaceDepthwise(), x, "cortex-m55", "int8")]
 
 
 #: Compile options of the seed models that need more than their target and quantization.
-_SEED_OPTIONS: dict[str, dict] = {"patch_chain": {"patches": 2}}
+_SEED_OPTIONS: dict[str, dict] = {"patch_chain": {"patches": 2}, "in_place_depthwise": {"in_place": True}}
 
 
 def seed_model(name: str) -> tuple[object, tuple, str, str]:
@@ -214,10 +226,12 @@ def seed_programs_of(name: str) -> bytes:
     return _seed_program(model, example, target, quantization, **_SEED_OPTIONS.get(name, {}))
 
 
-def _seed_program(model, example: tuple, target: str, quantization: str, **options: object) -> bytes:
+def _seed_program(model, example: tuple, target: str, quantization: str, in_place: bool = False,
+                  **options: object) -> bytes:
     import torch
 
     from . import api
+    from .plan import choose_in_place
     from .program import serialize
 
     gen = torch.Generator().manual_seed(1)
@@ -227,6 +241,8 @@ def _seed_program(model, example: tuple, target: str, quantization: str, **optio
         warnings.simplefilter("ignore")
         graph = api.compile(model, example, calibration=calibration, target=target, progress=False,
                             quantization=quantization, **options).graph
+    if in_place and not choose_in_place(graph):
+        raise AssertionError("the in-place seed model no longer has a depthwise convolution written in place")
     return serialize(graph)
 
 
