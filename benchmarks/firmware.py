@@ -56,7 +56,7 @@ from mcuforge.report import table
 from mcuforge.trace import Trace
 from mcuforge.zoo import MODELS
 
-from results_file import publish
+from results_file import marked_sections, publish
 
 MODELS_MLPERF_TINY = ("ds_cnn", "mobilenet_v1_025", "resnet8", "fc_autoencoder")
 TARGETS = ("cortex-m3", "cortex-m4", "cortex-m55")
@@ -328,8 +328,9 @@ def main(argv: list[str]) -> None:
          "between ops)."),
     ]
     text = "\n\n".join(f"## {title}\n\n{note}\n\n```\n{body}\n```" for title, body, note in sections)
+    others = marked_sections(DOCS)  # the sections other benchmarks keep on this page (benchmarks/memory.py)
     DOCS.write_text(f"# Benchmarks: MLPerf Tiny on the QEMU boards\n\nRegenerate with `python benchmarks/firmware.py` "
-                    f"(deterministic: one run suffices).\n\n{context}\n\n{text}\n")
+                    f"(deterministic: one run suffices).\n\n{context}\n\n{text}\n" + (f"\n{others}" if others else ""))
     publish("firmware", "Instructions per inference on QEMU boards", "\n\n".join(body for _, body, _ in sections),
             f"; {version('arm-none-eabi-gcc')} {flags}; instructions exact to one SysTick period")
     print(f"wrote {DOCS}")

@@ -64,6 +64,28 @@ class BoardSweep:
         self.ops.append(Op(kind, [rename[n] if n else "" for n in names], [rename[t.name] for t in outputs],
                            dict(attrs), backend=backend, debug={"case": case, "scratch": scratch}))
 
+    def add_graph(self, case: str, graph: Graph, values: Sequence[np.ndarray], keep_scratch: bool = False) -> None:
+        """A whole program as one case (its ops in order, its tensors prefixed with the case name): patch
+        programs (tests/test_patches.py). Its ops ask the scratch of ``program``'s target, as :meth:`add`'s, or
+        with ``keep_scratch`` their own (with the planner's in-place marks: in-place depthwise)."""
+        if any(op.debug.get("case") == case for op in self.ops):
+            raise ValueError(f"case {case!r} added twice")
+
+        def rename(n: str) -> str:
+            return f"{case}.{n}" if n else ""
+
+        for t in graph.tensors.values():
+            self.tensors[rename(t.name)] = replace(t, name=rename(t.name), offset=-1)
+        self.inputs += [rename(n) for n in graph.inputs]
+        self.values += [np.asarray(v) for v in values]
+        self.outputs += [rename(n) for n in graph.outputs]
+        self.case_of_output += [case] * len(graph.outputs)
+        for op in graph.ops:
+            self.ops.append(Op(op.kind, [rename(n) for n in op.inputs], [rename(n) for n in op.outputs],
+                               dict(op.attrs), backend=op.backend, precision=op.precision, in_place=op.in_place,
+                               scratch_bytes=op.scratch_bytes,
+                               debug={"case": case, "scratch": "keep" if keep_scratch else True}))
+
     def __len__(self) -> int:
         return len(self.ops)
 
@@ -72,9 +94,9 @@ class BoardSweep:
         on that target uses (``kernel_scratch_bytes``), but for cases added with ``scratch=False``."""
         ops = []
         for op in self.ops:
-            scratch = 0
-            if op.debug["scratch"]:
-                weight = self.tensors[op.inputs[1]].shape if len(op.inputs) > 1 else ()
+            scratch = op.scratch_bytes if op.debug["scratch"] == "keep" else 0
+            if op.debug["scratch"] is True:
+                weight = self.tensors[op.inputs[1]].shape if len(op.inputs) > 1 and op.inputs[1] else ()
                 scratch = kernel_scratch_bytes(op.kind, weight, target, self.tensors[op.outputs[0]].shape, op.attrs)
             ops.append(replace(op, scratch_bytes=scratch))
         graph = Graph(dict(self.tensors), ops, list(self.inputs), list(self.outputs), target=target)

@@ -303,6 +303,7 @@ def precision_case_programs() -> list[bytes]:
     programs.append(fuzz.seed_programs_of("recurrent"))  # lstm_s8, gru_s8
     programs.append(fuzz.seed_programs_of("every_int8_kernel"))  # clamp_s8, maximum_s8, minimum_s8 among others
     programs += [fuzz.seed_programs_of(name) for name in fuzz.kind_seed_names()]  # embedding_s8, ... (own seeds)
+    programs.append(fuzz.seed_programs_of("patch_chain"))  # insert_tile
     return programs
 
 

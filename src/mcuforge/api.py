@@ -44,6 +44,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
     precision: str | None = None,
     flash_budget: int | None = None,
     ram_budget: int | None = None,
+    patches: int | tuple[int, int] | None = None,
 ) -> Program:
     """Capture, quantize (PT2E, calibrated on ``calibration``), lower, plan: a :class:`Program`.
 
@@ -77,6 +78,12 @@ def compile(  # noqa: A001 - the public name the flow reads as
     ["precision_choice"]`` (and ``mcuforge info``) gives each layer's precision and why. A budget no choice
     meets raises ``mcuforge.accuracy.auto.BudgetError`` naming the smallest program.
 
+    Without ``precision="auto"``, ``ram_budget`` is met by patch-based execution (``mcuforge.patches``, MCUNetV2)
+    when the whole program's arena exceeds it: the leading ops run over a grid of spatial patches (split point and
+    grid chosen for the fewest extra MACs); a program that fits is left whole. ``patches`` (n, or (rows, cols))
+    forces that grid. ``prog.patch_plan`` (and ``mcuforge info``) gives the arena before and after and the MAC
+    overhead. Without either, the plan is today's exactly.
+
     ``model`` may also be a model from :func:`mcuforge.prepare_qat`, trained: its frozen fake quants give the
     qparams (``calibration`` and the quantization options are then not used; ``mcuforge.qat``).
 
@@ -96,7 +103,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
     return compile_fixed(model, example_inputs, calibration, target, progress=progress, observers=observers,
                          quantization=quantization, flash_bytes=flash_bytes, ram_bytes=ram_bytes, fit_check=fit_check,
                          equalization=equalization, bias_correction=bias_correction, guard=guard,
-                         precision=precision, stacklevel=3)
+                         precision=precision, ram_budget=ram_budget, patches=patches, stacklevel=3)
 
 
 def _compile_auto(model: nn.Module, example_inputs: Any, calibration: Iterable[Any] | None, target: str, *,

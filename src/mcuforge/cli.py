@@ -139,7 +139,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     auto = args.quantization == "auto"
     prog = api.compile(model, example, calibration=calibration, target=args.target,
                        quantization="int8" if auto else args.quantization, precision="auto" if auto else None,
-                       flash_budget=args.flash_budget, ram_budget=args.ram_budget,
+                       flash_budget=args.flash_budget, ram_budget=args.ram_budget, patches=args.patches,
                        flash_bytes=args.flash_bytes, ram_bytes=args.ram_bytes, fit_check=not args.no_fit_check,
                        equalization=args.equalization, bias_correction=args.bias_correction)
     out = Path(args.output or (args.model.rsplit(":", 1)[1] + ".mfp"))
@@ -528,7 +528,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "w4a8 or a16w8 per layer, chosen to meet --flash-budget / --ram-budget with the least loss "
                         "of output SQNR on the calibration data")
     p.add_argument("--flash-budget", type=byte_count, metavar="N", help="with --quantization auto: program bytes")
-    p.add_argument("--ram-budget", type=byte_count, metavar="N", help="with --quantization auto: arena bytes")
+    p.add_argument("--ram-budget", type=byte_count, metavar="N",
+                   help="arena bytes: met by precision with --quantization auto, else by patch-based execution")
+    p.add_argument("--patches", type=int, metavar="N", help="run the leading ops over N x N spatial patches")
     p.add_argument("--equalization", action=argparse.BooleanOptionalAction, default=None,
                    help="cross-layer equalization before quantizing, kept if it raises the calibration SQNR "
                         "(default: off)")

@@ -51,6 +51,15 @@ class Program:
         return self.graph.constant_bytes
 
     @property
+    def patch_plan(self) -> Any:
+        """What patch-based execution did (:class:`mcuforge.patches.PatchPlan`: split, grid, arena before and
+        after, MAC overhead), or None for a program compiled without ``ram_budget`` / ``patches``."""
+        from .patches import PatchPlan
+
+        plan = self.meta.get("patch_plan")
+        return PatchPlan.from_dict(plan) if plan else None
+
+    @property
     def program_bytes(self) -> int:
         return len(self.to_bytes())
 

@@ -49,6 +49,8 @@ def compile_fixed(
     bias_correction: bool | None = None,
     guard: bool = False,
     precision: str | None = None,
+    ram_budget: int | None = None,
+    patches: int | tuple[int, int] | None = None,
     stacklevel: int = 2,
 ) -> Program:
     """:func:`mcuforge.compile` with one scheme for the whole model (``precision`` is not "auto"), or of a QAT
@@ -100,11 +102,17 @@ def compile_fixed(
 
         graph, _subgraphs = partition_graph(graph, npu)
     plan_arena(graph)
+    patch_plan = None
+    if ram_budget is not None or patches is not None:  # patch-based execution to meet the budget
+        from .patches import choose
+
+        graph, patch_plan = choose(graph, ram_budget, patches)
     if fit_check:
         check_fit(graph, len(serialize(graph)), target, flash_bytes, ram_bytes)
     return Program(graph, compile_seconds=time.perf_counter() - start,
                    meta={"model": type(model).__name__, "target": target, "quantization": scheme.name,
-                         **({"corrections": corrections} if corrections else {})},
+                         **({"corrections": corrections} if corrections else {}),
+                         **({"patch_plan": patch_plan.to_dict()} if patch_plan else {})},
                    reference=converted)
 
 

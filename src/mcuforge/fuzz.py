@@ -140,6 +140,28 @@ def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
         def forward(self, x):
             return self.gru(self.lstm(x)[0])[0]
 
+    class PatchChain(nn.Module):
+        """A convolution stem compiled with patches=2 (mcuforge.patches): slices and insert_tile."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, stride=2, padding=1)
+            self.dw = nn.Conv2d(4, 4, 3, padding=1, groups=4)
+
+        def forward(self, x):
+            return F.relu(self.dw(F.relu(self.conv(x)))).mean((2, 3))
+
+    class InPlaceDepthwise(nn.Module):
+        """A depthwise convolution at the arena's peak, written over its input (plan.choose_in_place)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 16, 1)
+            self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+
+        def forward(self, x):
+            return F.relu(self.dw(F.relu(self.conv(x)))).mean((2, 3))
+
     torch.manual_seed(0)
     x = (torch.randn(1, 3, 8, 8),)
     every = EveryInt8Kernel()
@@ -153,7 +175,13 @@ def _seed_models() -> list[tuple[str, object, tuple, str, str]]:
              "int8"),
             ("every_s16_kernel", EveryS16Kernel(), x, "cortex-m55", "a16w8"),
             ("recurrent", Recurrent(), (torch.randn(1, 5, 3),), "cortex-m4", "int8"),
+            ("patch_chain", PatchChain(), x, "cortex-m4", "int8"),
+            ("in_place_depthwise", InPlaceDepthwise(), x, "cortex-m55", "int8"),
             *_kind_examples()]
+
+
+#: Compile options of the seed models that need more than their target and quantization.
+_SEED_OPTIONS: dict[str, dict] = {"patch_chain": {"patches": 2}, "in_place_depthwise": {"in_place": True}}
 
 
 def _kind_examples() -> list[tuple[str, object, tuple, str, str]]:
@@ -196,20 +224,23 @@ def seed_programs() -> dict[str, bytes]:
     programs = {}
     for name, model, example, target, quantization in _seed_models():
         for each in [target, *([t for t in TARGETS if t != target] if name == "every_int8_kernel" else [])]:
-            programs[f"{name}-{each}"] = _seed_program(model, example, each, quantization)
+            options = _SEED_OPTIONS.get(name, {})
+            programs[f"{name}-{each}"] = _seed_program(model, example, each, quantization, **options)
     return programs
 
 
 def seed_programs_of(name: str) -> bytes:
     """The program file of the seed model ``name``, compiled for its target as :func:`seed_programs` does."""
     model, example, target, quantization = seed_model(name)
-    return _seed_program(model, example, target, quantization)
+    return _seed_program(model, example, target, quantization, **_SEED_OPTIONS.get(name, {}))
 
 
-def _seed_program(model, example: tuple, target: str, quantization: str) -> bytes:
+def _seed_program(model, example: tuple, target: str, quantization: str, in_place: bool = False,
+                  **options: object) -> bytes:
     import torch
 
     from . import api
+    from .plan import choose_in_place
     from .program import serialize
 
     gen = torch.Generator().manual_seed(1)
@@ -218,7 +249,9 @@ def _seed_program(model, example: tuple, target: str, quantization: str) -> byte
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         graph = api.compile(model, example, calibration=calibration, target=target, progress=False,
-                            quantization=quantization).graph
+                            quantization=quantization, **options).graph
+    if in_place and not choose_in_place(graph):
+        raise AssertionError("the in-place seed model no longer has a depthwise convolution written in place")
     return serialize(graph)
 
 

@@ -116,6 +116,7 @@ class Op:
     scratch_bytes: int = 0
     scratch_offset: int = -1  # arena offset of the scratch buffer, set by the planner (scratch_bytes > 0)
     precision: str = ""
+    in_place: bool = False  # written over its input 0: a kind of plan.IN_PLACE_IF_CHOSEN, plan.choose_in_place
 
 
 @dataclass
@@ -200,8 +201,9 @@ IN_PLACE_INPUTS: dict[str, tuple[int, ...]] = {s.name: s.in_place for s in KINDS
 def arena_overlap_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
     """Why ``op``'s outputs would share arena bytes with its activation inputs or with each other, or
     None. Kernels read their inputs while they write their outputs, so every reader refuses a program
-    where they overlap: the one exception is the planner's own, an output lying exactly on an input
-    that its kind may write in place (:data:`IN_PLACE_INPUTS`)."""
+    where they overlap: the one exception is the planner's own, an output starting at the first byte of an
+    input that its kind may write in place (:data:`IN_PLACE_INPUTS`) and ending inside it (a strided
+    depthwise convolution's output is smaller than its input)."""
     def span(name: str) -> tuple[int, int] | None:
         t = tensors.get(name)
         return None if not name or t is None or t.is_constant or t.nbytes == 0 else (t.offset, t.offset + t.nbytes)
@@ -213,7 +215,7 @@ def arena_overlap_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
         for other, s, may_share in inputs + outputs[:j]:
             if o is None or s is None or not (o[0] < s[1] and s[0] < o[1]):
                 continue
-            if may_share and o == s:
+            if may_share and o[0] == s[0] and o[1] <= s[1]:
                 continue
             return (f"output {out!r} (arena bytes [{o[0]}, {o[1]})) overlaps {other!r} "
                     f"([{s[0]}, {s[1]})): the kernel would overwrite what it reads")

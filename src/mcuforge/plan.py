@@ -24,15 +24,25 @@ writing its output -- except where writing in place is legal and saves memory (`
 in both cases only when no later op reads the input and it is not a graph output. (A graph
 input's bytes are reused like any tensor's once no op reads it: set the inputs before every
 ``mf_invoke``.)
+
+The kinds of :data:`IN_PLACE_IF_CHOSEN` write in place only where :func:`choose_in_place` marked the op
+(``Op.in_place``: where that lowers the arena, for a program asked to fit a RAM budget): a
+``depthwise_conv2d_s8`` of depth multiplier 1 and batch 1 writes its output (as large as its input, or smaller
+when strided) from its input's first byte -- TinyEngine's in-place depthwise: the kernel computes one channel's
+outputs into its scratch (Ho x Wo bytes) and then stores them in that channel's slots, which no other channel
+reads.
 """
 
 from __future__ import annotations
 
-from .ir import IN_PLACE_INPUTS, Graph
+from .ir import IN_PLACE_INPUTS, Graph, Op
 
 ALIGNMENT = 16
 
 Key = str | int  # an allocation: a tensor (its name) or the scratch buffer of op i (the int i)
+
+#: Kinds written in place only where the planner chose it (``Op.in_place``; :func:`choose_in_place`).
+IN_PLACE_IF_CHOSEN = ("depthwise_conv2d_s8",)
 
 
 def _align(n: int) -> int:
@@ -80,6 +90,8 @@ def in_place_input(graph: Graph, i: int, life: dict[str, tuple[int, int]], outpu
     positions = IN_PLACE_INPUTS.get(op.kind, ())
     if not positions or len(op.outputs) != 1:
         return None
+    if op.kind in IN_PLACE_IF_CHOSEN:
+        return op.inputs[0] if op.in_place and in_place_legal(graph, i, life, outputs) else None
     dst = graph.tensors[op.outputs[0]]
     for pos in positions:
         src = op.inputs[pos] if pos < len(op.inputs) else ""
@@ -88,6 +100,69 @@ def in_place_input(graph: Graph, i: int, life: dict[str, tuple[int, int]], outpu
         if graph.tensors[src].nbytes == dst.nbytes:
             return src
     return None
+
+
+def in_place_legal(graph: Graph, i: int, life: dict[str, tuple[int, int]], outputs: set[str]) -> bool:
+    """Whether op ``i`` (a kind of :data:`IN_PLACE_IF_CHOSEN`) may write over its input 0: the input's last
+    reader, not a graph output; depth multiplier 1, batch 1, an output no larger than the input (its kernel's
+    channel-by-channel path, which needs :func:`in_place_scratch` bytes of scratch)."""
+    op = graph.ops[i]
+    src = op.inputs[0]
+    x, out = graph.tensors[src], graph.tensors[op.outputs[0]]
+    return (not x.is_constant and src not in outputs and life[src][1] == i and op.attrs.get("depth_multiplier") == 1
+            and len(x.shape) == 4 and x.shape[0] == 1 and out.shape[3] == x.shape[3] and out.nbytes <= x.nbytes)
+
+
+def in_place_scratch(graph: Graph, op: Op) -> int:
+    """The scratch an in-place depthwise op needs: one channel's outputs (Ho x Wo int8), 16-byte aligned."""
+    _, oh, ow, _ = graph.tensors[op.outputs[0]].shape
+    return _align(oh * ow)
+
+
+def choose_in_place(graph: Graph) -> int:
+    """Mark (``Op.in_place``) the ops of :data:`IN_PLACE_IF_CHOSEN` kinds that may write over their input where
+    that lowers the arena's lower bound, one at a time while it does; each marked op's scratch grows to what its
+    in-place path needs. Then plans: keeps the marks only if the planned arena is smaller than without them.
+    Returns the number of ops marked (0: the graph is as it was, planned)."""
+    life, outputs = lifetimes(graph), set(graph.outputs)
+    legal = [i for i, op in enumerate(graph.ops) if op.kind in IN_PLACE_IF_CHOSEN and not op.in_place
+             and in_place_legal(graph, i, life, outputs)]
+    before = plan_arena(graph)
+    scratch = {i: graph.ops[i].scratch_bytes for i in legal}
+    best, chosen = _peak(graph), []
+    changed = True
+    while changed:  # marking one op can move the peak onto another: repeat until no mark lowers it
+        changed = False
+        for i in legal:
+            op = graph.ops[i]
+            if op.in_place:
+                continue
+            op.in_place, op.scratch_bytes = True, max(scratch[i], in_place_scratch(graph, op))
+            peak = _peak(graph)
+            if peak < best:
+                best, changed = peak, True
+                chosen.append(i)
+            else:
+                op.in_place, op.scratch_bytes = False, scratch[i]
+    if chosen and plan_arena(graph) >= before:
+        for i in chosen:
+            graph.ops[i].in_place, graph.ops[i].scratch_bytes = False, scratch[i]
+        chosen = []
+        plan_arena(graph)
+    return len(chosen)
+
+
+def _peak(graph: Graph) -> int:
+    """``arena_lower_bound`` by one sweep over the allocations' lifetimes (fast on long graphs)."""
+    events: dict[int, int] = {}
+    for first, last, size in allocations(graph).values():
+        events[first] = events.get(first, 0) + size
+        events[last + 1] = events.get(last + 1, 0) - size
+    live = best = 0
+    for at in sorted(events):
+        live += events[at]
+        best = max(best, live)
+    return best
 
 
 def allocations(graph: Graph) -> dict[Key, tuple[int, int, int]]:
@@ -139,6 +214,9 @@ def _place(spans: dict[Key, tuple[int, int, int]], order: list[Key]) -> tuple[in
 def plan_arena(graph: Graph) -> int:
     """Assign ``offset`` to every activation tensor and ``scratch_offset`` to every op with scratch;
     returns and stores the arena bytes (the RAM the program needs, scratch included)."""
+    for op in graph.ops:  # an in-place depthwise needs its channel buffer (a re-targeted op's scratch may lack it)
+        if op.in_place and op.kind in IN_PLACE_IF_CHOSEN:
+            op.scratch_bytes = max(op.scratch_bytes, in_place_scratch(graph, op))
     spans = allocations(graph)
     tie = {k: (isinstance(k, int), str(k)) for k in spans}  # a deterministic order among equals
     orders = (

@@ -91,4 +91,10 @@ def memory_summary(prog: Any) -> str:
         f"constants       {prog.constant_bytes:,} bytes",
         f"program file    {prog.program_bytes:,} bytes (flash)",
         f"MACs            {sum(op.macs for op in prog.ops):,}",
+        *([f"patches         {_patches(prog)}"] if prog.meta.get("patch_plan") else []),
     ])
+
+
+def _patches(prog: Any) -> str:
+    """The patch plan's line (mcuforge.patches.PatchPlan.summary), without its leading "patches: "."""
+    return prog.patch_plan.summary().removeprefix("patches: ")

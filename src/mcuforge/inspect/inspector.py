@@ -152,7 +152,9 @@ class Inspector:
         df = self.to_dataframe()
         title = title or f"mcuforge trace report: {self.program.meta.get('model', 'program')}"
         return report.write_html(path, title, self.trace, df, frames.totals(df, "module"),
-                                 frames.totals(df, "kind"), self.gap, npu=_npu_table(self.program))
+                                 frames.totals(df, "kind"), self.gap, npu=_npu_table(self.program),
+                                 memory=self.program.patch_plan.summary() if self.program.meta.get("patch_plan")
+                                 else None)
 
 
 def _npu_table(program: Program) -> pd.DataFrame | None:

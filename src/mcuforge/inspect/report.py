@@ -121,7 +121,7 @@ def _image(fig: Figure, alt: str) -> str:
 
 
 def render_html(title: str, trace: Trace, df: pd.DataFrame, by_module: pd.DataFrame, by_kind: pd.DataFrame,
-                gap: pd.DataFrame | None, npu: pd.DataFrame | None = None) -> str:
+                gap: pd.DataFrame | None, npu: pd.DataFrame | None = None, memory: str | None = None) -> str:
     unit = trace.unit
     per_op = df.groupby("op_index").agg(
         kind=("kind", "first"), backend=("backend", "first"), module=("module", "first"),
@@ -139,6 +139,8 @@ def render_html(title: str, trace: Trace, df: pd.DataFrame, by_module: pd.DataFr
         f"<p>program CRC 0x{trace.program_crc:08x}; {trace.op_count} ops in the program; time unit "
         f"<b>{html.escape(unit)}</b>; {len(trace.runs)} run(s).</p>",
     ]
+    if memory:  # patch-based execution: the arena before and after, the MAC overhead
+        parts.append(f'<p id="patch-plan">{html.escape(memory)}</p>')
     if estimate is not None:
         parts.append(f'<p id="cycle-estimate"><b>Estimated</b> (not measured): {html.escape(estimate.summary())}. '
                      f"{html.escape(estimate.note)}.</p>")

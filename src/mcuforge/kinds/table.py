@@ -33,8 +33,10 @@ KINDS: tuple[KindSpec, ...] = (
     # ---- int8 (CMSIS-NN's s8 kernels, the TFLite int8 spec) ----
     KindSpec("conv2d_s8", 1, _W, _CONV, ("a8w8",), searchable_weights=True, macs="conv", **_INT8_NPU,
              cmsis_nn="arm_convolve_s8"),
+    # in_place: TinyEngine's in-place depthwise (depth multiplier 1, batch 1), only where the planner chooses it
+    # (mcuforge.plan.IN_PLACE_IF_CHOSEN); the output may be smaller than x (strided) and lies at x's first byte.
     KindSpec("depthwise_conv2d_s8", 2, _W, _DEPTHWISE, ("a8w8",), searchable_weights=True, macs="depthwise",
-             **_INT8_NPU, cmsis_nn="arm_depthwise_conv_s8"),
+             in_place=(0,), **_INT8_NPU, cmsis_nn="arm_depthwise_conv_s8"),
     # Per tensor (arm_fully_connected_s8); it still reads length-O multipliers and shifts, as format 1.0 files hold.
     KindSpec("fully_connected_s8", 3, _W, _FC, ("a8w8",), optional_attrs=_FILTER_OFFSET, searchable_weights=True,
              macs="fully_connected", **_INT8_NPU, cmsis_nn="arm_fully_connected_s8"),
@@ -169,6 +171,11 @@ KINDS: tuple[KindSpec, ...] = (
     KindSpec("gru_s8", 81, _RECURRENT_IN, (
         *_RECURRENT_REQUANT, ("output_multiplier", "int"), ("output_shift", "int"), ("output_offset", "int")),
         ("a8w8",), recurrent_gates=3, macs="recurrent", cmsis_nn="none (CMSIS-NN has no GRU)"),
+    # ---- memory: patch-based execution (mcuforge.patches) ----
+    # out = dst (zeros without one) with tile written at begin (per stored dim of dst): where each spatial patch's
+    # result lands in the patched chain's output; written onto dst in place. Data movement: bytes are copied.
+    KindSpec("insert_tile", 90, ("tile", "dst?"), (("begin", "ints"),), precisions=_MOVES, in_place=(1,),
+             cmsis_nn="none (no CMSIS-NN counterpart: a strided copy)"),
 )
 
 KIND: dict[str, KindSpec] = {spec.name: spec for spec in KINDS}

@@ -192,6 +192,14 @@ def _slice(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     return ins[0][index]  # the executor writes it in the output's shape (a selected dim dropped)
 
 
+def _insert_tile(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
+    """dst (zeros without one) with the tile written at ``begin`` (mcuforge.patches)."""
+    tile, dst = ins[0], ins[1] if len(ins) > 1 else None
+    out = np.zeros(outs[0].shape, outs[0].dtype) if dst is None else np.array(dst, copy=True)
+    out[(slice(None), *(slice(b, b + n) for b, n in zip(op.attrs["begin"], tile.shape[1:], strict=True)))] = tile
+    return out
+
+
 def _quantize(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
     if outs[0].dtype == np.int16:  # an A16W8 boundary
         return K.quantize_per_tensor(ins[0], op.attrs["scale"], op.attrs["zero_point"], -32768, 32767, np.int16)
@@ -230,6 +238,7 @@ KERNELS: dict[str, Kernel] = {
     "transpose_conv2d_s8": _transpose_conv,
     "lut_s8": _lut,
     "slice": _slice,
+    "insert_tile": _insert_tile,
     "reshape": _reshape,
     "transpose": _transpose,
     "quantize": _quantize,

@@ -27,6 +27,7 @@
  *   depthwise_conv2d_s4 on its weights unpacked to int8 (mf_depthwise_mve), whose bias and multipliers
  *   may be int16 (dw_group_init reads either).
  */
+#include "mf_in_place.h"
 #include "mf_scalar.h"
 
 enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_MULT, A_ACT_MIN, A_ACT_MAX };
@@ -981,4 +982,12 @@ static mf_status run(const mf_call *c) {
 static mf_status run(const mf_call *c) { return run_portable(c); }
 
 #endif
-const mf_kernel mf_kernel_depthwise_conv2d_s8 = {MF_KIND_HEAD_depthwise_conv2d_s8, check, run};
+/* Written over its input where the planner chose it (mcuforge.plan.choose_in_place): depthwise_in_place.c. */
+static mf_status check_any(const mf_call *c) {
+    const mf_status st = check(c);
+    return st != MF_OK || !mf_output_on_input(c) ? st : mf_depthwise_s8_in_place_check(c);
+}
+
+static mf_status run_any(const mf_call *c) { return mf_output_on_input(c) ? mf_depthwise_s8_in_place(c) : run(c); }
+
+const mf_kernel mf_kernel_depthwise_conv2d_s8 = {MF_KIND_HEAD_depthwise_conv2d_s8, check_any, run_any};

@@ -56,6 +56,7 @@
 #define MF_KIND_CONVERT_S16_S8 73u
 #define MF_KIND_LSTM_S8 80u
 #define MF_KIND_GRU_S8 81u
+#define MF_KIND_INSERT_TILE 90u
 
 /* A kernel's mf_kernel head: kind, name, fewest and most inputs (255: any number), optional-input
  * mask, attribute types. A kernel is defined as {MF_KIND_HEAD_<name>, check, run}. */
@@ -105,6 +106,7 @@
 #define MF_KIND_HEAD_convert_s16_s8 MF_KIND_CONVERT_S16_S8, "convert_s16_s8", 1, 1, 0, "iii"
 #define MF_KIND_HEAD_lstm_s8 MF_KIND_LSTM_S8, "lstm_s8", 5, 5, 0, "IIIIiiiiiiiii"
 #define MF_KIND_HEAD_gru_s8 MF_KIND_GRU_S8, "gru_s8", 5, 5, 0, "IIIIiii"
+#define MF_KIND_HEAD_insert_tile MF_KIND_INSERT_TILE, "insert_tile", 1, 2, 1u << 1, "I"
 
 /* The precisions an op of the kind may record: bit p for MF_PREC_* code p. */
 static inline uint32_t mf_kind_precisions(uint16_t kind) {
@@ -141,6 +143,7 @@ static inline uint32_t mf_kind_precisions(uint16_t kind) {
     case MF_KIND_RESHAPE:
     case MF_KIND_TRANSPOSE:
     case MF_KIND_SLICE:
+    case MF_KIND_INSERT_TILE:
         return (1u << MF_PREC_A8) | (1u << MF_PREC_A16) | (1u << MF_PREC_FP32);
     case MF_KIND_QUANTIZE:
     case MF_KIND_DEQUANTIZE:
@@ -170,13 +173,7 @@ static inline uint32_t mf_kind_precisions(uint16_t kind) {
 /* 1 when the kind may write its output exactly onto its input `pos`. */
 static inline uint32_t mf_kind_in_place(uint16_t kind, uint32_t pos) {
     switch (kind) {
-    case MF_KIND_ADD_S8:
-    case MF_KIND_MUL_S8:
-    case MF_KIND_MAXIMUM_S8:
-    case MF_KIND_MINIMUM_S8:
-    case MF_KIND_ADD_S16:
-    case MF_KIND_MUL_S16:
-        return pos < 32u && ((1u << 0 | 1u << 1) >> pos & 1u);
+    case MF_KIND_DEPTHWISE_CONV2D_S8:
     case MF_KIND_CLAMP_S8:
     case MF_KIND_LUT_S8:
     case MF_KIND_RESHAPE:
@@ -184,6 +181,15 @@ static inline uint32_t mf_kind_in_place(uint16_t kind, uint32_t pos) {
     case MF_KIND_ACTIVATION_S16:
     case MF_KIND_CLAMP_S16:
         return pos < 32u && ((1u << 0) >> pos & 1u);
+    case MF_KIND_ADD_S8:
+    case MF_KIND_MUL_S8:
+    case MF_KIND_MAXIMUM_S8:
+    case MF_KIND_MINIMUM_S8:
+    case MF_KIND_ADD_S16:
+    case MF_KIND_MUL_S16:
+        return pos < 32u && ((1u << 0 | 1u << 1) >> pos & 1u);
+    case MF_KIND_INSERT_TILE:
+        return pos < 32u && ((1u << 1) >> pos & 1u);
     default:
         return 0u;
     }

@@ -321,8 +321,8 @@ static int arena_span(const mf_program *p, uint32_t e, uint32_t *lo, uint32_t *h
 }
 
 /* No output shares arena bytes with an activation input or another output: kernels read their inputs
- * while writing (memcpy included). The planner's one exception: an output exactly on an input that its
- * kind may write in place. */
+ * while writing (memcpy included). The planner's one exception: an output at the first byte of an input
+ * that its kind may write in place, ending inside it (a strided in-place depthwise output is smaller). */
 static int outputs_apart(const mf_program *p, const mf_call *c) {
     for (uint32_t j = 0; j < c->n_out; j++) {
         uint32_t o_lo, o_hi, s_lo, s_hi;
@@ -330,7 +330,7 @@ static int outputs_apart(const mf_program *p, const mf_call *c) {
         for (uint32_t k = 0; k < c->n_in + j; k++) {
             uint32_t e = k < c->n_in ? c->in_start + k : c->out_start + (k - c->n_in);
             if (!arena_span(p, e, &s_lo, &s_hi) || !(o_lo < s_hi && s_lo < o_hi)) continue;
-            if (k < c->n_in && mf_kind_in_place(c->kind, k) && o_lo == s_lo && o_hi == s_hi) continue;
+            if (k < c->n_in && mf_kind_in_place(c->kind, k) && o_lo == s_lo && o_hi <= s_hi) continue;
             return 0;
         }
     }
