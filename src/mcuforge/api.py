@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from .backends import run_backend
+from .budget import decide
 from .capture import as_input_tuple, capture, check_compilable
 from .fit import check_fit
 from .ir import QUANTIZED_RANGES, Graph, Op, op_precision
@@ -336,6 +337,10 @@ def compile(  # noqa: A001 - the public name the flow reads as
     ``model`` may also be a model from :func:`mcuforge.prepare_qat`, trained: its frozen fake quants give the
     qparams (``calibration`` and the quantization options are then not used; ``mcuforge.qat``).
 
+    ``ram_budget`` / ``flash_budget`` (bytes of arena / of program file) are kept with every precision: a
+    program over either is refused with :class:`mcuforge.budget.BudgetError`, naming the op and the tensors at
+    the RAM peak (or the largest constants) and the bytes missing.
+
     The program must fit the target's reference board (``mcuforge.targets``: its QEMU board, or a named
     part) or the part given by ``flash_bytes`` / ``ram_bytes``: else :class:`mcuforge.fit.FitError` says by
     how much and which constants or activations are the largest. ``fit_check=False`` skips the check.
@@ -348,7 +353,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
 
     if is_qat_model(model):  # trained with fake quantization: its own qparams, no calibration
         return _compile_qat(model, example_inputs, calibration, target, flash_bytes=flash_bytes, ram_bytes=ram_bytes,
-                            fit_check=fit_check)
+                            fit_check=fit_check, flash_budget=flash_budget, ram_budget=ram_budget)
     if precision == "auto":
         return _compile_auto(model, example_inputs, calibration, target, progress=progress, observers=observers,
                              flash_bytes=flash_bytes, ram_bytes=ram_bytes, fit_check=fit_check,
@@ -392,16 +397,26 @@ def compile(  # noqa: A001 - the public name the flow reads as
 
         graph, _subgraphs = partition_graph(graph, npu)
     plan_arena(graph)
-    if fit_check:
-        check_fit(graph, len(serialize(graph)), target, flash_bytes, ram_bytes)
+    _check_memory(graph, target, flash_bytes, ram_bytes, fit_check, flash_budget, ram_budget)
     return Program(graph, compile_seconds=time.perf_counter() - start,
                    meta={"model": type(model).__name__, "target": target, "quantization": scheme.name,
                          **({"corrections": corrections} if corrections else {})},
                    reference=converted)
 
 
+def _check_memory(graph: Graph, target: str, flash_bytes: int | None, ram_bytes: int | None, fit_check: bool,
+                  flash_budget: int | None, ram_budget: int | None) -> None:
+    """The planned program against the budgets (always: a budget given is kept, never ignored) and the
+    board (unless ``fit_check=False``): BudgetError / FitError naming what is short."""
+    program_bytes = len(serialize(graph))
+    decide(graph, program_bytes, ram_budget=ram_budget, flash_budget=flash_budget)
+    if fit_check:
+        check_fit(graph, program_bytes, target, flash_bytes, ram_bytes)
+
+
 def _compile_qat(model: Any, example_inputs: Any, calibration: Iterable[Any] | None, target: str, *,
-                 flash_bytes: int | None, ram_bytes: int | None, fit_check: bool) -> Program:
+                 flash_bytes: int | None, ram_bytes: int | None, fit_check: bool,
+                 flash_budget: int | None = None, ram_budget: int | None = None) -> Program:
     """A model from :func:`mcuforge.prepare_qat`, trained: its frozen fake quants' qparams become the program's
     (``mcuforge.qat.convert``); calibration, scheme and corrections were fixed when it was prepared."""
     from .ethosu.npu import split_target
@@ -420,8 +435,7 @@ def _compile_qat(model: Any, example_inputs: Any, calibration: Iterable[Any] | N
 
         graph, _subgraphs = partition_graph(graph, npu)
     plan_arena(graph)
-    if fit_check:
-        check_fit(graph, len(serialize(graph)), target, flash_bytes, ram_bytes)
+    _check_memory(graph, target, flash_bytes, ram_bytes, fit_check, flash_budget, ram_budget)
     scheme = model.meta[META_KEY].scheme
     return Program(graph, compile_seconds=time.perf_counter() - start,
                    meta={"model": "qat", "target": target, "quantization": scheme.name, "qat": True,
@@ -448,6 +462,7 @@ def _compile_auto(model: nn.Module, example_inputs: Any, calibration: Iterable[A
         options["observers"] = observers
     prog = compile_auto(model, example, items, target, flash_budget if flash_budget is not None else flash_bytes,
                         ram_budget if ram_budget is not None else ram_bytes, progress, options)
+    decide(prog.graph, prog.program_bytes, ram_budget=ram_budget, flash_budget=flash_budget)  # as every compile
     if fit_check:
         check_fit(prog.graph, prog.program_bytes, target, flash_bytes, ram_bytes)
     prog.compile_seconds = time.perf_counter() - start

@@ -527,8 +527,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "flash); a16w8: int16 activations, int8 weights (CMSIS-NN's s16 kernels); auto: int8, "
                         "w4a8 or a16w8 per layer, chosen to meet --flash-budget / --ram-budget with the least loss "
                         "of output SQNR on the calibration data")
-    p.add_argument("--flash-budget", type=byte_count, metavar="N", help="with --quantization auto: program bytes")
-    p.add_argument("--ram-budget", type=byte_count, metavar="N", help="with --quantization auto: arena bytes")
+    p.add_argument("--flash-budget", type=byte_count, metavar="N",
+                   help="program bytes at most (refused above; --quantization auto chooses precisions to meet it)")
+    p.add_argument("--ram-budget", type=byte_count, metavar="N",
+                   help="arena bytes at most (refused above; --quantization auto chooses precisions to meet it)")
     p.add_argument("--equalization", action=argparse.BooleanOptionalAction, default=None,
                    help="cross-layer equalization before quantizing, kept if it raises the calibration SQNR "
                         "(default: off)")
