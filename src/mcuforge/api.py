@@ -28,6 +28,7 @@ from .lower.decompose import decompose
 from .plan import plan_arena
 from .program import deserialize, serialize
 from .quantize import ObserverConfig, Scheme, get_scheme, quantize
+from .regions import BoardSpec
 from .targets import get_target
 
 DEBUG_SUFFIX = ".dbg.json"
@@ -120,6 +121,14 @@ class Program:
     @property
     def constant_bytes(self) -> int:
         return self.graph.constant_bytes
+
+    @property
+    def memory_plan(self) -> list[Any]:
+        """Each RAM region's arena (one "arena" for a single-region program) with the buffers placed in it
+        (``mcuforge.regions.RegionPlan``)."""
+        from .regions import memory_plan
+
+        return memory_plan(self.graph)
 
     @property
     def program_bytes(self) -> int:
@@ -287,7 +296,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
     model: nn.Module,
     example_inputs: torch.Tensor | Sequence[torch.Tensor],
     calibration: Iterable[Any] | None = None,
-    target: str = "cortex-m55",
+    target: str | None = None,
     *,
     progress: bool = True,
     observers: ObserverConfig | None = None,
@@ -301,6 +310,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
     precision: str | None = None,
     flash_budget: int | None = None,
     ram_budget: int | None = None,
+    board: str | BoardSpec | None = None,
 ) -> Program:
     """Capture, quantize (PT2E, calibrated on ``calibration``), lower, plan: a :class:`Program`.
 
@@ -334,6 +344,12 @@ def compile(  # noqa: A001 - the public name the flow reads as
     ["precision_choice"]`` (and ``mcuforge info``) gives each layer's precision and why. A budget no choice
     meets raises ``mcuforge.accuracy.auto.BudgetError`` naming the smallest program.
 
+    ``board``: a named board (``mcuforge.regions.BOARDS``: "stm32h743", "stm32l4r5", "nrf5340", "mps3-an547")
+    instead of the target's reference board: its core is the target (``target`` defaults to it), its flash
+    holds the program and its RAM regions the arena -- in the fastest region that holds it whole, else split
+    across them, the shortest-lived buffers in the fastest (``prog.memory_plan``); a program that fits no split
+    is refused with :class:`mcuforge.regions.RegionError`.
+
     ``model`` may also be a model from :func:`mcuforge.prepare_qat`, trained: its frozen fake quants give the
     qparams (``calibration`` and the quantization options are then not used; ``mcuforge.qat``).
 
@@ -346,19 +362,21 @@ def compile(  # noqa: A001 - the public name the flow reads as
     how much and which constants or activations are the largest. ``fit_check=False`` skips the check.
     """
     from .ethosu.npu import split_target  # "cortex-m55+ethos-u55-128": the CPU, then the NPU to delegate to
+    from .regions import resolve_target
 
+    target, spec = resolve_target(target, board)
+    memory = {"fit_check": fit_check, "flash_budget": flash_budget, "ram_budget": ram_budget, "board": spec}
     cpu_target, npu = split_target(target)
     get_target(cpu_target)
     from .qat.prepare import is_qat_model
 
     if is_qat_model(model):  # trained with fake quantization: its own qparams, no calibration
         return _compile_qat(model, example_inputs, calibration, target, flash_bytes=flash_bytes, ram_bytes=ram_bytes,
-                            fit_check=fit_check, flash_budget=flash_budget, ram_budget=ram_budget)
+                            memory=memory)
     if precision == "auto":
         return _compile_auto(model, example_inputs, calibration, target, progress=progress, observers=observers,
-                             flash_bytes=flash_bytes, ram_bytes=ram_bytes, fit_check=fit_check,
-                             equalization=equalization, bias_correction=bias_correction,
-                             flash_budget=flash_budget, ram_budget=ram_budget)
+                             flash_bytes=flash_bytes, ram_bytes=ram_bytes, equalization=equalization,
+                             bias_correction=bias_correction, memory=memory)
     if precision is not None:
         quantization = precision
     scheme = get_scheme(quantization)
@@ -397,26 +415,25 @@ def compile(  # noqa: A001 - the public name the flow reads as
 
         graph, _subgraphs = partition_graph(graph, npu)
     plan_arena(graph)
-    _check_memory(graph, target, flash_bytes, ram_bytes, fit_check, flash_budget, ram_budget)
+    _check_memory(graph, target, flash_bytes, ram_bytes, **memory)
     return Program(graph, compile_seconds=time.perf_counter() - start,
                    meta={"model": type(model).__name__, "target": target, "quantization": scheme.name,
                          **({"corrections": corrections} if corrections else {})},
                    reference=converted)
 
 
-def _check_memory(graph: Graph, target: str, flash_bytes: int | None, ram_bytes: int | None, fit_check: bool,
-                  flash_budget: int | None, ram_budget: int | None) -> None:
-    """The planned program against the budgets (always: a budget given is kept, never ignored) and the
-    board (unless ``fit_check=False``): BudgetError / FitError naming what is short."""
-    program_bytes = len(serialize(graph))
-    decide(graph, program_bytes, ram_budget=ram_budget, flash_budget=flash_budget)
-    if fit_check:
+def _check_memory(graph: Graph, target: str, flash_bytes: int | None, ram_bytes: int | None, *, fit_check: bool,
+                  flash_budget: int | None, ram_budget: int | None, board: Any) -> None:
+    """The planned program into the board's regions, against the budgets (always: a budget given is kept,
+    never ignored) and the board (unless ``fit_check=False``): BudgetError / FitError naming what is short.
+    Without a named board, the target's reference board or the part of ``flash_bytes`` / ``ram_bytes``."""
+    program_bytes = decide(graph, ram_budget=ram_budget, flash_budget=flash_budget, board=board, fit_check=fit_check)
+    if fit_check and (board is None or flash_bytes is not None or ram_bytes is not None):
         check_fit(graph, program_bytes, target, flash_bytes, ram_bytes)
 
 
 def _compile_qat(model: Any, example_inputs: Any, calibration: Iterable[Any] | None, target: str, *,
-                 flash_bytes: int | None, ram_bytes: int | None, fit_check: bool,
-                 flash_budget: int | None = None, ram_budget: int | None = None) -> Program:
+                 flash_bytes: int | None, ram_bytes: int | None, memory: dict[str, Any]) -> Program:
     """A model from :func:`mcuforge.prepare_qat`, trained: its frozen fake quants' qparams become the program's
     (``mcuforge.qat.convert``); calibration, scheme and corrections were fixed when it was prepared."""
     from .ethosu.npu import split_target
@@ -435,7 +452,7 @@ def _compile_qat(model: Any, example_inputs: Any, calibration: Iterable[Any] | N
 
         graph, _subgraphs = partition_graph(graph, npu)
     plan_arena(graph)
-    _check_memory(graph, target, flash_bytes, ram_bytes, fit_check, flash_budget, ram_budget)
+    _check_memory(graph, target, flash_bytes, ram_bytes, **memory)
     scheme = model.meta[META_KEY].scheme
     return Program(graph, compile_seconds=time.perf_counter() - start,
                    meta={"model": "qat", "target": target, "quantization": scheme.name, "qat": True,
@@ -445,8 +462,7 @@ def _compile_qat(model: Any, example_inputs: Any, calibration: Iterable[Any] | N
 
 def _compile_auto(model: nn.Module, example_inputs: Any, calibration: Iterable[Any] | None, target: str, *,
                   progress: bool, observers: ObserverConfig | None, flash_bytes: int | None, ram_bytes: int | None,
-                  fit_check: bool, equalization: bool, bias_correction: bool, flash_budget: int | None,
-                  ram_budget: int | None) -> Program:
+                  equalization: bool, bias_correction: bool, memory: dict[str, Any]) -> Program:
     from .accuracy.auto import compile_auto
     from .quantize import calibration_batches
 
@@ -460,11 +476,10 @@ def _compile_auto(model: nn.Module, example_inputs: Any, calibration: Iterable[A
     options: dict[str, Any] = {"equalization": equalization, "bias_correction": bias_correction}
     if observers is not None:
         options["observers"] = observers
+    flash_budget, ram_budget = memory["flash_budget"], memory["ram_budget"]
     prog = compile_auto(model, example, items, target, flash_budget if flash_budget is not None else flash_bytes,
                         ram_budget if ram_budget is not None else ram_bytes, progress, options)
-    decide(prog.graph, prog.program_bytes, ram_budget=ram_budget, flash_budget=flash_budget)  # as every compile
-    if fit_check:
-        check_fit(prog.graph, prog.program_bytes, target, flash_bytes, ram_bytes)
+    _check_memory(prog.graph, target, flash_bytes, ram_bytes, **memory)  # as every compile
     prog.compile_seconds = time.perf_counter() - start
     prog.meta.update({"model": type(model).__name__, "quantization": "auto"})
     return prog

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from .fit import FitError, _largest
 from .ir import Graph
 from .plan import Key, allocations
+from .program import serialize
+from .regions import BoardSpec, RegionError, place
 
 
 class BudgetError(FitError):
@@ -76,14 +78,25 @@ def flash_problem(graph: Graph, program_bytes: int, limit: int, what: str) -> st
             f"largest constants: {_largest(graph, True)}; short by {program_bytes - limit:,} B")
 
 
-def decide(graph: Graph, program_bytes: int, *, ram_budget: int | None = None,
-           flash_budget: int | None = None) -> None:
-    """Keep the budgets: return when the planned program meets them, else raise :class:`BudgetError` with
-    every budget it misses. (The hook where a pass that lowers the peak -- patch-based execution -- would be
-    tried before refusing.)"""
+def decide(graph: Graph, program_bytes: int | None = None, *, ram_budget: int | None = None,
+           flash_budget: int | None = None, board: BoardSpec | None = None, fit_check: bool = True) -> int:
+    """Make the planned program meet its budgets and board, or refuse it: places it into ``board``'s RAM
+    regions (``mcuforge.regions.place``), then raises :class:`BudgetError` with every budget it misses and
+    ``RegionError`` / ``FitError`` when it does not fit the board (``fit_check=False``: the board's check
+    is skipped and a program that fits no region split keeps its one arena; budgets are always kept).
+    Returns the program file's bytes. (The hook where a pass that lowers the peak -- patch-based
+    execution -- would be tried before refusing.)"""
     for name, value in (("ram_budget", ram_budget), ("flash_budget", flash_budget)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
             raise ValueError(f"{name} must be a positive number of bytes, got {value!r}")
+    if board is not None:
+        try:
+            place(graph, board)
+        except RegionError:
+            if fit_check:
+                raise
+    if program_bytes is None or board is not None:
+        program_bytes = len(serialize(graph))
     problems = []
     if ram_budget is not None:
         problems.append(ram_problem(graph, ram_budget, "ram_budget"))
@@ -94,3 +107,9 @@ def decide(graph: Graph, program_bytes: int, *, ram_budget: int | None = None,
         raise BudgetError("the program does not meet its budget: " + "; and ".join(problems)
                           + ". Shrink the model, try precision='auto' (narrower weights and activations where they "
                             "cost least), or raise the budget")
+    if board is not None and fit_check:
+        flash = board.region(board.constants)
+        problem = flash_problem(graph, program_bytes, flash.size, f"{board.name}'s {flash.name}")
+        if problem:
+            raise FitError(f"the program does not fit {board.name}: {problem}")
+    return program_bytes

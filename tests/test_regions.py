@@ -1,0 +1,162 @@
+"""Memory regions: board presets with their memory maps, a program placed into a board's RAM regions (whole
+in the fastest that holds it, else split with the shortest-lived buffers in the fastest), the region table in
+the program file (3.2, only for a split program), and a split program giving the same bytes as one arena."""
+
+from __future__ import annotations
+
+import struct
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import mcuforge
+from mcuforge.program import ProgramFormatError, deserialize, serialize
+from mcuforge.program import layout as L
+from mcuforge.regions import BOARDS, BoardSpec, Region, RegionError, get_board_spec, place, resolve_target
+from mcuforge.targets import KB, MB, TARGETS
+
+FLASH = Region("flash", 0x2800_0000, 1 * MB, 9, "flash")
+
+
+def _model() -> tuple[nn.Module, torch.Tensor]:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 16, 3, padding=1, groups=16),
+                          nn.ReLU(), nn.Conv2d(16, 8, 1), nn.Flatten(), nn.Linear(8 * 16 * 16, 10)).eval()
+    return model, torch.randn(1, 3, 16, 16)
+
+
+def _compile(**kwargs: object) -> mcuforge.Program:
+    model, x = _model()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # random calibration
+        return mcuforge.compile(model, x, progress=False, **kwargs)
+
+
+def _board(*sizes: int) -> BoardSpec:
+    regions = tuple(Region(f"R{i}", 0x2000_0000 + (i << 24), n, i) for i, n in enumerate(sizes))
+    return BoardSpec("test", "a test board", "cortex-m55", (*regions, FLASH))
+
+
+@pytest.fixture(scope="module")
+def whole() -> mcuforge.Program:
+    return _compile(target="cortex-m55")
+
+
+def test_presets_list_real_memory_maps():
+    for key in ("stm32h743", "stm32l4r5", "nrf5340", "mps3-an547"):
+        spec = get_board_spec(key)
+        assert spec.target in TARGETS and spec.source and spec.ram_regions
+        assert spec.region(spec.constants).kind == "flash"
+        spans = sorted((r.base, r.base + r.size, r.name) for r in spec.regions)
+        for (_b0, end, name), (base, _e, nxt) in zip(spans, spans[1:], strict=False):
+            assert end <= base, (key, name, nxt)  # no two regions overlap
+    h7 = BOARDS["stm32h743"]
+    assert [(r.name, r.size // KB) for r in h7.ram_regions] == [("DTCM", 128), ("AXI_SRAM", 512), ("SRAM1_3", 288),
+                                                               ("SRAM4", 64)]
+    assert h7.region("flash").size == 2 * MB and h7.region("ITCM").kind == "code"
+    assert sum(r.size for r in BOARDS["stm32l4r5"].ram_regions) == 640 * KB
+    assert BOARDS["nrf5340"].memory.ram_bytes == 512 * KB and BOARDS["nrf5340"].memory.flash_bytes == 1 * MB
+    an547 = BOARDS["corstone-300"]
+    assert an547.region("DTCM").base == 0x2000_0000 and an547.region("DTCM").size == 512 * KB
+    assert an547.ram_regions[0].name == "DTCM"
+
+
+def test_a_board_picks_its_core():
+    assert resolve_target(None, "STM32H743")[0] == "cortex-m7"
+    assert resolve_target(None, None) == ("cortex-m55", None)
+    assert resolve_target("cortex-m55+ethos-u55-128", "mps3-an547")[0] == "cortex-m55+ethos-u55-128"
+    with pytest.raises(ValueError, match="board 'stm32l4r5' has a cortex-m4, not a cortex-m7"):
+        resolve_target("cortex-m7", "stm32l4r5")
+    with pytest.raises(ValueError, match="unknown board 'stm32f0'; known boards: stm32h743"):
+        get_board_spec("stm32f0")
+
+
+def test_a_program_that_fits_one_region_is_unchanged(whole: mcuforge.Program):
+    prog = _compile(board=_board(whole.arena_bytes // 2, whole.arena_bytes, 1 * MB))
+    assert prog.to_bytes() == whole.to_bytes()  # in R1, the fastest that holds it: one arena, format 3.1
+    assert struct.unpack_from("<HH", prog.to_bytes(), 4) == L.FORMAT_VERSION
+    assert [(r.name, r.bytes) for r in prog.memory_plan] == [("arena", whole.arena_bytes)]
+    h7 = _compile(board="stm32h743")
+    assert h7.target == "cortex-m7" and h7.graph.regions == ()
+    assert h7.to_bytes() == _compile(target="cortex-m7").to_bytes()
+
+
+def test_a_program_split_across_regions_runs_the_same(whole: mcuforge.Program):
+    half = whole.arena_bytes // 2
+    prog = _compile(board=_board(half, half + 2048))
+    names = [name for name, _s, _n in prog.graph.regions]
+    assert names == ["R0", "R1"] and prog.arena_bytes == sum(n for _n, _s, n in prog.graph.regions)
+    plan = prog.memory_plan
+    assert [p.name for p in plan] == names
+    for region, size in zip(plan, (half, half + 2048), strict=True):
+        assert region.bytes <= size
+        assert all(0 <= off and off + n <= region.bytes for _b, off, n, _f, _l in region.buffers)
+    placed = {b for p in plan for b, *_ in p.buffers}
+    assert len(placed) == sum(len(p.buffers) for p in plan)  # each buffer in one region
+    data = prog.to_bytes()
+    assert struct.unpack_from("<HH", data, 4) == L.REGIONS_VERSION
+    back = deserialize(data)
+    assert back.regions == prog.graph.regions and serialize(back) == data
+    x = np.random.default_rng(1).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    for backend in ("python", "c"):
+        for a, b in zip(whole.run_raw(x, backend=backend), prog.run_raw(x, backend=backend), strict=True):
+            assert np.array_equal(a, b), backend
+
+
+def test_a_board_too_small_is_refused(whole: mcuforge.Program):
+    with pytest.raises(RegionError, match=r"does not fit the RAM regions of a test board: .* fits no RAM region "
+                                          r"\(R0 1,024 B with [\d,]+ B live, R1 1,024 B .*short by"):
+        _compile(board=_board(1024, 1024))
+    prog = _compile(board=_board(1024, 1024), fit_check=False)  # written anyway, in one arena
+    assert prog.to_bytes() == whole.to_bytes()
+    flash_small = BoardSpec("f", "a small-flash board", "cortex-m55",
+                            (Region("R", 0x2000_0000, 1 * MB), Region("flash", 0, 4 * KB, 9, "flash")))
+    with pytest.raises(mcuforge.fit.FitError, match=r"does not fit a small-flash board: a small-flash board's flash "
+                                                    r"4,096 B: the program needs"):
+        _compile(board=flash_small)
+
+
+def test_the_reader_refuses_a_bad_region_table(whole: mcuforge.Program):
+    half = whole.arena_bytes // 2
+    graph = deserialize(_compile(board=_board(half, half + 2048)).to_bytes())
+    good = serialize(graph)
+
+    def patched(fields: tuple[int, int] | None = None, record: tuple[int, int, int, int] | None = None,
+                minor: int | None = None) -> bytes:
+        buf = bytearray(good)
+        offset, _count = L.REGION_FIELDS.unpack_from(buf, L.REGION_FIELDS_OFFSET)
+        if fields is not None:
+            L.REGION_FIELDS.pack_into(buf, L.REGION_FIELDS_OFFSET, *fields)
+        if record is not None:
+            L.REGION.pack_into(buf, offset + L.REGION.size, *record)
+            struct.pack_into("<I", buf, 16, __import__("zlib").crc32(bytes(buf[L.HEADER.size:])))
+        if minor is not None:
+            struct.pack_into("<H", buf, 6, minor)
+        struct.pack_into("<I", buf, L.HEADER_CRC_OFFSET, L.header_crc(bytes(buf[:L.HEADER.size])))
+        return bytes(buf)
+
+    offset, count = L.REGION_FIELDS.unpack_from(good, L.REGION_FIELDS_OFFSET)
+    name_off, name_len, start, nbytes = L.REGION.unpack_from(good, offset + L.REGION.size)
+    with pytest.raises(ProgramFormatError, match="region count 1"):
+        deserialize(patched(fields=(offset, 1)))
+    with pytest.raises(ProgramFormatError, match="region table .* overlaps another section|not a 4-aligned"):
+        deserialize(patched(fields=(L.HEADER.size, count)))
+    with pytest.raises(ProgramFormatError, match="regions lie end to end"):
+        deserialize(patched(record=(name_off, name_len, start + 16, nbytes - 16)))
+    with pytest.raises(ProgramFormatError, match="reserved before 3.2"):
+        deserialize(patched(minor=1))
+    # a buffer straddling two regions: move the boundary into the middle of one
+    first = graph.regions[0]
+    moved = (("R0", 0, first[2] - 16), ("R1", first[2] - 16, graph.arena_bytes - first[2] + 16))
+    graph.regions = moved
+    with pytest.raises(ProgramFormatError, match="crosses a region boundary"):
+        deserialize(serialize(graph))
+
+
+def test_place_is_a_no_op_when_the_fastest_region_holds_everything(whole: mcuforge.Program):
+    graph = deserialize(whole.to_bytes())
+    uses = place(graph, _board(whole.arena_bytes))
+    assert [(u.name, u.bytes) for u in uses] == [("R0", whole.arena_bytes)] and graph.regions == ()
