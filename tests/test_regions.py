@@ -160,3 +160,27 @@ def test_place_is_a_no_op_when_the_fastest_region_holds_everything(whole: mcufor
     graph = deserialize(whole.to_bytes())
     uses = place(graph, _board(whole.arena_bytes))
     assert [(u.name, u.bytes) for u in uses] == [("R0", whole.arena_bytes)] and graph.regions == ()
+
+
+def test_cli_board_and_info_per_region(tmp_path, capsys, whole: mcuforge.Program):
+    from mcuforge.cli import main
+
+    factory = tmp_path / "models.py"
+    factory.write_text("import torch\nfrom torch import nn\n\n"
+                       "def make():\n    torch.manual_seed(0)\n"
+                       "    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU()).eval(), "
+                       "(torch.randn(1, 3, 8, 8),)\n")
+    out = tmp_path / "m.mfp"
+    assert main(["compile", f"{factory}:make", "--board", "stm32l4r5", "-o", str(out)]) == 0
+    assert mcuforge.load(out).target == "cortex-m4"
+    assert main(["compile", f"{factory}:make", "--board", "stm32l4r5", "--ram-budget", "64", "-o", str(out)]) == 2
+    assert "error: the program does not meet its budget: ram_budget 64 B: the arena needs" in capsys.readouterr().err
+    assert main(["compile", f"{factory}:make", "--board", "stm32f0"]) == 2
+    half = whole.arena_bytes // 2
+    split = _compile(board=_board(half, half + 2048))
+    split.save(tmp_path / "split.mfp")
+    capsys.readouterr()
+    assert main(["info", str(tmp_path / "split.mfp")]) == 0
+    text = capsys.readouterr().out
+    for r in split.memory_plan:
+        assert f"region {r.name:<8} {r.bytes:,} bytes at arena offset {r.start:,} ({len(r.buffers)} buffers)" in text
