@@ -4,6 +4,7 @@ the program file (3.2, only for a split program), and a split program giving the
 
 from __future__ import annotations
 
+import ctypes
 import struct
 import warnings
 
@@ -13,6 +14,7 @@ import torch
 from torch import nn
 
 import mcuforge
+from mcuforge.cruntime import CRuntimeError, LoadedProgram, _aligned, status_name
 from mcuforge.program import ProgramFormatError, deserialize, serialize
 from mcuforge.program import layout as L
 from mcuforge.regions import BOARDS, BoardSpec, Region, RegionError, get_board_spec, place, resolve_target
@@ -140,20 +142,47 @@ def test_the_reader_refuses_a_bad_region_table(whole: mcuforge.Program):
 
     offset, count = L.REGION_FIELDS.unpack_from(good, L.REGION_FIELDS_OFFSET)
     name_off, name_len, start, nbytes = L.REGION.unpack_from(good, offset + L.REGION.size)
-    with pytest.raises(ProgramFormatError, match="region count 1"):
-        deserialize(patched(fields=(offset, 1)))
-    with pytest.raises(ProgramFormatError, match="region table .* overlaps another section|not a 4-aligned"):
-        deserialize(patched(fields=(L.HEADER.size, count)))
-    with pytest.raises(ProgramFormatError, match="regions lie end to end"):
-        deserialize(patched(record=(name_off, name_len, start + 16, nbytes - 16)))
-    with pytest.raises(ProgramFormatError, match="reserved before 3.2"):
-        deserialize(patched(minor=1))
-    # a buffer straddling two regions: move the boundary into the middle of one
     first = graph.regions[0]
-    moved = (("R0", 0, first[2] - 16), ("R1", first[2] - 16, graph.arena_bytes - first[2] + 16))
-    graph.regions = moved
-    with pytest.raises(ProgramFormatError, match="crosses a region boundary"):
-        deserialize(serialize(graph))
+    graph.regions = (("R0", 0, first[2] - 16), ("R1", first[2] - 16, graph.arena_bytes - first[2] + 16))
+    crossing = serialize(graph)  # a buffer straddles the moved boundary
+    cases = [
+        (patched(fields=(offset, 1)), "region count 1"),
+        (patched(fields=(L.HEADER.size, count)), "region table .* overlaps another section|not a 4-aligned"),
+        (patched(record=(name_off, name_len, start + 16, nbytes - 16)), "regions lie end to end"),
+        (patched(minor=1), "reserved before 3.2"),
+        (crossing, "crosses a region boundary"),
+    ]
+    for data, message in cases:
+        with pytest.raises(ProgramFormatError, match=message):
+            deserialize(data)
+        with pytest.raises(CRuntimeError, match="C runtime rejected the program: MF_ERR_(FORMAT|BOUNDS)"):
+            LoadedProgram(data)
+
+
+def test_mf_init_regions_checks_every_buffer(whole: mcuforge.Program):
+    half = whole.arena_bytes // 2
+    loaded = LoadedProgram(_compile(board=_board(half, half + 2048)).to_bytes())
+    lib, sizes = loaded.lib, loaded.region_bytes
+    assert len(sizes) == 2 and sum(sizes) == loaded.arena_bytes
+    bufs = [_aligned(n + 16) for n in sizes]
+    ctx = ctypes.create_string_buffer(lib.mf_host_sizeof_context())
+
+    def init(bases: list[int], lengths: list[int]) -> str:
+        status = lib.mf_init_regions(ctx, loaded._program, (ctypes.c_void_p * len(bases))(*bases),
+                                     (ctypes.c_size_t * len(lengths))(*lengths), len(bases))
+        return status_name(status)
+
+    addr = [b.ctypes.data for b in bufs]
+    assert init(addr, sizes) == "MF_OK"
+    assert init(addr[:1], sizes[:1]) == "MF_ERR_ARG"  # one buffer per region
+    assert init([addr[0], addr[1] + 8], sizes) == "MF_ERR_ARG"  # 16-byte aligned
+    bufs[0][:] = 0xA5
+    assert init(addr, [sizes[0], sizes[1] - 16]) == "MF_ERR_ARENA_TOO_SMALL"
+    assert (bufs[0] == 0xA5).all()  # a refused call writes no buffer
+    single = LoadedProgram(whole.to_bytes())
+    arena = _aligned(whole.arena_bytes)
+    assert single.region_bytes == [] and lib.mf_init_regions(  # one arena: one buffer, as mf_init
+        ctx, single._program, (ctypes.c_void_p * 1)(arena.ctypes.data), (ctypes.c_size_t * 1)(arena.size), 1) == 0
 
 
 def test_place_is_a_no_op_when_the_fastest_region_holds_everything(whole: mcuforge.Program):
