@@ -37,8 +37,9 @@ def _compile(**kwargs: object) -> mcuforge.Program:
         return mcuforge.compile(model, x, progress=False, **kwargs)
 
 
-def _board(*sizes: int) -> BoardSpec:
-    regions = tuple(Region(f"R{i}", 0x2000_0000 + (i << 24), n, i) for i, n in enumerate(sizes))
+def _board(*sizes: int, speeds: tuple[int, ...] = ()) -> BoardSpec:
+    regions = tuple(Region(f"R{i}", 0x2000_0000 + (i << 24), n, speeds[i] if speeds else i)
+                    for i, n in enumerate(sizes))
     return BoardSpec("test", "a test board", "cortex-m55", (*regions, FLASH))
 
 
@@ -77,8 +78,10 @@ def test_a_board_picks_its_core():
 
 
 def test_a_program_that_fits_one_region_is_unchanged(whole: mcuforge.Program):
-    prog = _compile(board=_board(whole.arena_bytes // 2, whole.arena_bytes, 1 * MB))
-    assert prog.to_bytes() == whole.to_bytes()  # in R1, the fastest that holds it: one arena, format 3.1
+    prog = _compile(board=_board(whole.arena_bytes // 2, whole.arena_bytes, 1 * MB, speeds=(0, 0, 1)))
+    assert prog.to_bytes() == whole.to_bytes()  # in R1, as fast as R0: one arena, format 3.1
+    split = _compile(board=_board(whole.arena_bytes // 2, whole.arena_bytes, 1 * MB))
+    assert [name for name, _s, _n in split.graph.regions][0] == "R0"  # R1 is slower: R0 takes what it can
     assert struct.unpack_from("<HH", prog.to_bytes(), 4) == L.FORMAT_VERSION
     assert [(r.name, r.bytes) for r in prog.memory_plan] == [("arena", whole.arena_bytes)]
     h7 = _compile(board="stm32h743")

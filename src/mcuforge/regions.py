@@ -5,12 +5,14 @@ A board has several RAMs of different speed and size (an STM32H743: 128 KB DTCM 
 AXI SRAM, 288 KB of SRAM1-3 in another domain). ``plan.plan_arena`` lays every tensor and scratch buffer out
 in one arena; ``place`` puts that plan into the board's regions:
 
-- when the whole arena fits one region, it goes into the fastest such region and nothing else changes (the
+- when one of the fastest regions holds the whole arena, it goes there and nothing else changes (the
   program file is byte-identical to a program planned without a board);
 - else every allocation is placed on its own into the fastest region with room for its whole lifetime, the
   shortest-lived first (op scratch buffers and the tensors between neighbouring ops: the hottest bytes per
-  byte), so the large, long-lived ones spill to the slower regions; ``RegionError`` when one fits nowhere,
-  naming it, the ops it lives across and the bytes missing.
+  byte), so the large, long-lived ones spill to the slower regions (largest first when that order leaves one
+  out: it packs tighter); when no split fits, the whole arena in a slower region that holds it;
+  ``RegionError`` when nothing fits, naming the buffer that fits nowhere, the ops it lives across and the
+  bytes missing.
 
 The regions' arenas are laid end to end in one offset space (region k's arena starts where region k-1's
 ends, 16-byte aligned): a tensor's offset in the program file is its offset in that space and the file's
@@ -126,6 +128,13 @@ BOARDS: dict[str, BoardSpec] = {b.key: b for b in (
     ), "QEMU hw/arm/mps2-tz.c an547_raminfo; Arm AN547 sec. 4"),
 )}
 BOARDS["corstone-300"] = BOARDS["mps3-an547"]
+# The QEMU mps2-an386 board (cortex-m4; QEMU hw/arm/mps2.c: SSRAM2/3 4 MB at 0x20000000, PSRAM 16 MB at
+# 0x21000000, whose first 1 MB is the test firmware's): two RAM regions to split a program across.
+BOARDS["mps2-an386"] = _b("mps2-an386", "QEMU MPS2 AN386", "cortex-m4", (
+    Region("SSRAM23", 0x2000_0000, 4 * MB, 0),
+    Region("PSRAM", 0x2110_0000, 15 * MB, 1, note="the test firmware's heap"),
+    Region("flash", 0x0000_0000, 4 * MB, 9, "flash", "SSRAM1 (QEMU): the firmware's code; programs go to RAM"),
+), "QEMU hw/arm/mps2.c")
 
 
 def get_board_spec(name: str) -> BoardSpec:
@@ -215,7 +224,7 @@ def place(graph: Graph, board: BoardSpec) -> list[RegionUse]:
     if not regions:
         raise ValueError(f"board {board.key!r} lists no RAM region")
     whole = [r for r in regions if graph.arena_bytes <= r.size]
-    if whole:  # one region: the plan as it is, in the fastest region that holds it
+    if whole and whole[0].speed == regions[0].speed:  # one of the fastest regions holds it: the plan as it is
         graph.regions = ()
         return [RegionUse(whole[0].name, 0, graph.arena_bytes, whole[0].size)]
     spans = allocations(graph)
@@ -227,6 +236,9 @@ def place(graph: Graph, board: BoardSpec) -> list[RegionUse]:
     where, missing = _split(spans, regions, orders[0])
     if missing is not None:
         where2, missing2 = _split(spans, regions, orders[1])
+        if missing2 is not None and whole:  # no split fits, but a slower region holds it all
+            graph.regions = ()
+            return [RegionUse(whole[0].name, 0, graph.arena_bytes, whole[0].size)]
         if missing2 is not None:
             raise RegionError(f"the program does not fit the RAM regions of {board.name}: "
                               + _describe(graph, missing, spans, regions, where))
