@@ -85,3 +85,35 @@ def test_an_arena_over_the_dtcm_is_split_on_mps3_an547():
     assert names[0] == "DTCM" and len(names) >= 2
     assert prog.graph.regions[0][2] <= 512 * KB
     _three_way(prog, whole, "cortex-m55")
+
+
+def test_export_c_places_each_region_in_its_memory(tmp_path):
+    import re
+    import subprocess
+
+    from test_export_c import make, printed_outputs
+
+    from mcuforge.export import export_c
+    from mcuforge.runtime import execute
+
+    model, x = _model(16, 16)
+    whole = _compile(model, x, target="cortex-m55")
+    prog = _compile(model, x, board=_small("cortex-m55", "DTCM", "SRAM", whole.arena_bytes))
+    inputs = [np.random.default_rng(4).integers(-128, 128, prog.graph.tensors[n].shape, dtype=np.int8)
+              for n in prog.graph.inputs]
+    out = export_c(prog.to_bytes(), tmp_path / "export", inputs=inputs)
+    header = (out / "model.h").read_text()
+    assert "#define MF_MODEL_REGION_COUNT 2u" in header
+    script = (out / "board" / "link.ld").read_text()
+    assert "R_DTCM (rw) : ORIGIN = 0x20000000" in script and "R_SRAM (rw) : ORIGIN = 0x1000000" in script
+    got = printed_outputs(make(out, "run"))
+    symbols = subprocess.run(["arm-none-eabi-nm", "-S", str(out / "build" / "example.elf")], capture_output=True,
+                             text=True, check=True).stdout
+    for name, base, (_n, _s, nbytes) in zip(("DTCM", "SRAM"), (0x2000_0000, 0x0100_0000), prog.graph.regions,
+                                            strict=True):
+        addr, size = re.search(rf"^([0-9a-f]+) ([0-9a-f]+) b region_{name}$", symbols, re.M).groups()
+        assert int(addr, 16) == base and int(size, 16) == nbytes
+    expected = execute(whole.graph, inputs)
+    assert sorted(got) == list(range(len(expected)))
+    for i, want in enumerate(expected):
+        assert got[i] == np.ascontiguousarray(want).tobytes()
