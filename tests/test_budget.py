@@ -74,6 +74,9 @@ def test_decide_refuses_ram_and_flash_with_the_shortfall():
         with pytest.raises(ValueError, match="ram_budget must be a positive number of bytes"):
             decide(graph, 5000, ram_budget=bad)  # type: ignore[arg-type]
     assert issubclass(BudgetError, FitError)
+    from mcuforge.accuracy import auto
+
+    assert issubclass(auto.BudgetError, BudgetError)  # precision="auto" refuses with the same class
 
 
 def test_compile_refuses_a_ram_budget_it_cannot_meet(free: mcuforge.Program):
