@@ -117,3 +117,14 @@ def test_export_c_places_each_region_in_its_memory(tmp_path):
     assert sorted(got) == list(range(len(expected)))
     for i, want in enumerate(expected):
         assert got[i] == np.ascontiguousarray(want).tobytes()
+
+
+def test_a_named_board_too_small_is_refused():
+    from mcuforge.regions import RegionError
+
+    model, x = _model(20, 128)  # a 688 KB arena against the nRF5340's one 512 KB SRAM
+    with pytest.raises(RegionError, match=r"does not fit the RAM regions of nRF5340 \(application core\): "
+                                          r"tensor \S+ \([\d,]+ B, live over ops \d+\.\.\d+\) fits no RAM region "
+                                          r"\(SRAM 524,288 B with [\d,]+ B live\); the arena planned as one needs "
+                                          r"[\d,]+ B, the regions hold 524,288 B: short by [\d,]+ B"):
+        _compile(model, x, board="nrf5340")
