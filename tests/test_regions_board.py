@@ -128,3 +128,20 @@ def test_a_named_board_too_small_is_refused():
                                           r"\(SRAM 524,288 B with [\d,]+ B live\); the arena planned as one needs "
                                           r"[\d,]+ B, the regions hold 524,288 B: short by [\d,]+ B"):
         _compile(model, x, board="nrf5340")
+
+
+def test_export_link_script_of_a_program_split_for_another_board():
+    """A program split for a board QEMU does not emulate (an H743's DTCM / AXI SRAM) still links for the QEMU
+    example: its regions go to the example's EXTRA memory (the user's own linker script places them)."""
+    from mcuforge.export import _region_link
+
+    model, x = _model(16, 16)
+    whole = _compile(model, x, target="cortex-m7")
+    spec = BoardSpec("h", "an H743-like board", "cortex-m7", (
+        Region("DTCM", 0x2000_0000, whole.arena_bytes // 2, 0),
+        Region("AXI_SRAM", 0x2400_0000, whole.arena_bytes - 16, 1),
+        Region("flash", 0x0800_0000, 2 * MB, 9, "flash")))
+    prog = _compile(model, x, board=spec)
+    lines = _region_link(prog.graph, "cortex-m7")
+    assert lines["REGION_MEMORY"] == ""
+    assert lines["REGION_SECTIONS"].count("> EXTRA") == 2 and ".mcuforge_region.AXI_SRAM" in lines["REGION_SECTIONS"]
