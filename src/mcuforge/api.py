@@ -17,10 +17,10 @@ from torch import nn
 
 from .capture import as_input_tuple
 from .compiled import DEBUG_SUFFIX, Program, load
-from .compiler import compile_fixed, random_calibration
-from .fit import check_fit
+from .compiler import check_memory, compile_fixed, random_calibration
 from .quantize import ObserverConfig, Scheme
 from .records import OpRecord
+from .regions import BoardSpec
 from .targets import get_target
 
 __all__ = ["DEBUG_SUFFIX", "OpRecord", "Program", "compile", "load"]
@@ -30,7 +30,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
     model: nn.Module,
     example_inputs: torch.Tensor | Sequence[torch.Tensor],
     calibration: Iterable[Any] | None = None,
-    target: str = "cortex-m55",
+    target: str | None = None,
     *,
     progress: bool = True,
     observers: ObserverConfig | None = None,
@@ -45,6 +45,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
     flash_budget: int | None = None,
     ram_budget: int | None = None,
     patches: int | tuple[int, int] | None = None,
+    board: str | BoardSpec | None = None,
 ) -> Program:
     """Capture, quantize (PT2E, calibrated on ``calibration``), lower, plan: a :class:`Program`.
 
@@ -84,8 +85,19 @@ def compile(  # noqa: A001 - the public name the flow reads as
     forces that grid. ``prog.patch_plan`` (and ``mcuforge info``) gives the arena before and after and the MAC
     overhead. Without either, the plan is today's exactly.
 
+    ``board``: a named board (``mcuforge.regions.BOARDS``: "stm32h743", "stm32l4r5", "nrf5340", "mps3-an547")
+    instead of the target's reference board: its core is the target (``target`` defaults to it), its flash
+    holds the program and its RAM regions the arena -- in the fastest region that holds it whole, else split
+    across them, the shortest-lived buffers in the fastest (``prog.memory_plan``); a program that fits no split
+    is refused with :class:`mcuforge.regions.RegionError`.
+
     ``model`` may also be a model from :func:`mcuforge.prepare_qat`, trained: its frozen fake quants give the
     qparams (``calibration`` and the quantization options are then not used; ``mcuforge.qat``).
+
+    ``ram_budget`` / ``flash_budget`` (bytes of arena / of program file) are kept with every precision: a
+    program over either (after patch-based execution, for ``ram_budget``) is refused with
+    :class:`mcuforge.budget.BudgetError`, naming the op and the tensors at the RAM peak (or the largest
+    constants) and the bytes missing.
 
     The program must fit the target's reference board (``mcuforge.targets``: its QEMU board, or a named
     part) or the part given by ``flash_bytes`` / ``ram_bytes``: else :class:`mcuforge.fit.FitError` says by
@@ -93,23 +105,26 @@ def compile(  # noqa: A001 - the public name the flow reads as
     """
     from .ethosu.npu import split_target  # "cortex-m55+ethos-u55-128": the CPU, then the NPU to delegate to
     from .qat.prepare import is_qat_model
+    from .regions import resolve_target
 
+    target, spec = resolve_target(target, board)
     get_target(split_target(target)[0])  # an unknown target fails here, before any precision search
     if precision == "auto" and not is_qat_model(model):  # a QAT model keeps its trained qparams (compile_fixed)
         return _compile_auto(model, example_inputs, calibration, target, progress=progress, observers=observers,
                              flash_bytes=flash_bytes, ram_bytes=ram_bytes, fit_check=fit_check,
                              equalization=equalization, bias_correction=bias_correction,
-                             flash_budget=flash_budget, ram_budget=ram_budget)
+                             flash_budget=flash_budget, ram_budget=ram_budget, board=spec)
     return compile_fixed(model, example_inputs, calibration, target, progress=progress, observers=observers,
                          quantization=quantization, flash_bytes=flash_bytes, ram_bytes=ram_bytes, fit_check=fit_check,
                          equalization=equalization, bias_correction=bias_correction, guard=guard,
-                         precision=precision, ram_budget=ram_budget, patches=patches, stacklevel=3)
+                         precision=precision, ram_budget=ram_budget, patches=patches, flash_budget=flash_budget,
+                         board=spec, stacklevel=3)
 
 
 def _compile_auto(model: nn.Module, example_inputs: Any, calibration: Iterable[Any] | None, target: str, *,
                   progress: bool, observers: ObserverConfig | None, flash_bytes: int | None, ram_bytes: int | None,
                   fit_check: bool, equalization: bool, bias_correction: bool, flash_budget: int | None,
-                  ram_budget: int | None) -> Program:
+                  ram_budget: int | None, board: Any) -> Program:
     from .accuracy.auto import compile_auto
     from .quantize import calibration_batches
 
@@ -125,8 +140,8 @@ def _compile_auto(model: nn.Module, example_inputs: Any, calibration: Iterable[A
         options["observers"] = observers
     prog = compile_auto(model, example, items, target, flash_budget if flash_budget is not None else flash_bytes,
                         ram_budget if ram_budget is not None else ram_bytes, progress, options)
-    if fit_check:
-        check_fit(prog.graph, prog.program_bytes, target, flash_bytes, ram_bytes)
+    check_memory(prog.graph, target, flash_bytes, ram_bytes, fit_check=fit_check, flash_budget=flash_budget,
+                 ram_budget=ram_budget, board=board)  # as every compile
     prog.compile_seconds = time.perf_counter() - start
     prog.meta.update({"model": type(model).__name__, "quantization": "auto"})
     return prog

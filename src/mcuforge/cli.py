@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .regions import BOARDS as REGION_BOARDS
 from .targets import TARGETS, get_target
 
 
@@ -141,7 +142,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                        quantization="int8" if auto else args.quantization, precision="auto" if auto else None,
                        flash_budget=args.flash_budget, ram_budget=args.ram_budget, patches=args.patches,
                        flash_bytes=args.flash_bytes, ram_bytes=args.ram_bytes, fit_check=not args.no_fit_check,
-                       equalization=args.equalization, bias_correction=args.bias_correction)
+                       equalization=args.equalization, bias_correction=args.bias_correction, board=args.board)
     out = Path(args.output or (args.model.rsplit(":", 1)[1] + ".mfp"))
     prog.save(out)
     print(f"wrote {out} ({prog.program_bytes:,} bytes) and {out}{api.DEBUG_SUFFIX} "
@@ -480,6 +481,13 @@ def _quantization(value: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _board_name(value: str) -> str:
+    """--board of compile: a named board of mcuforge.regions."""
+    if value.lower() not in REGION_BOARDS:
+        raise argparse.ArgumentTypeError(f"unknown board {value!r}; known: {', '.join(sorted(REGION_BOARDS))}")
+    return value.lower()
+
+
 def _compile_target(value: str) -> str:
     """--target of compile: a Cortex-M, or "CPU+NPU" (e.g. cortex-m55+ethos-u55-128)."""
     from .ethosu.npu import split_target
@@ -518,18 +526,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compile", help="capture, quantize, lower and plan a model; write the program")
     p.add_argument("model", help="FILE.py:FACTORY or MODULE:FACTORY; FACTORY() returns (model, example_inputs)")
-    p.add_argument("--target", default="cortex-m55", type=_compile_target, metavar="TARGET",
+    p.add_argument("--target", default=None, type=_compile_target, metavar="TARGET",
                    help=f"a Cortex-M ({', '.join(sorted(TARGETS))}), optionally with an Ethos-U NPU: "
-                        "cortex-m55+ethos-u55-128 (ops the NPU runs are delegated, compiled by Vela)")
+                        "cortex-m55+ethos-u55-128 (ops the NPU runs are delegated, compiled by Vela); default: "
+                        "the --board's core, else cortex-m55")
+    p.add_argument("--board", type=_board_name, metavar="BOARD",
+                   help=f"a named board ({', '.join(sorted(REGION_BOARDS))}): its core, flash and RAM regions "
+                        "(the arena is split across them when no one region holds it)")
     p.add_argument("--calibration", help=".npz with one array per input, samples along the first axis")
     p.add_argument("--quantization", default="int8", type=_quantization, metavar="SCHEME",
                    help="int8 (default); w4a8: int4 weights for convolutions and linear layers (about half the "
                         "flash); a16w8: int16 activations, int8 weights (CMSIS-NN's s16 kernels); auto: int8, "
                         "w4a8 or a16w8 per layer, chosen to meet --flash-budget / --ram-budget with the least loss "
                         "of output SQNR on the calibration data")
-    p.add_argument("--flash-budget", type=byte_count, metavar="N", help="with --quantization auto: program bytes")
+    p.add_argument("--flash-budget", type=byte_count, metavar="N",
+                   help="program bytes at most (refused above; --quantization auto chooses precisions to meet it)")
     p.add_argument("--ram-budget", type=byte_count, metavar="N",
-                   help="arena bytes: met by precision with --quantization auto, else by patch-based execution")
+                   help="arena bytes at most (met by precision with --quantization auto, else by patch-based "
+                        "execution; refused when neither meets it)")
     p.add_argument("--patches", type=int, metavar="N", help="run the leading ops over N x N spatial patches")
     p.add_argument("--equalization", action=argparse.BooleanOptionalAction, default=None,
                    help="cross-layer equalization before quantizing, kept if it raises the calibration SQNR "

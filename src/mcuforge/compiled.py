@@ -60,6 +60,14 @@ class Program:
         return PatchPlan.from_dict(plan) if plan else None
 
     @property
+    def memory_plan(self) -> list[Any]:
+        """Each RAM region's arena (one "arena" for a single-region program) with the buffers placed in it
+        (``mcuforge.regions.RegionPlan``)."""
+        from .regions import memory_plan
+
+        return memory_plan(self.graph)
+
+    @property
     def program_bytes(self) -> int:
         return len(self.to_bytes())
 

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .budget import decide
 from .capture import as_input_tuple, capture, check_compilable
 from .compiled import Program
 from .fit import check_fit
@@ -20,7 +21,6 @@ from .float_passes.cleanup import prepare_float_graph
 from .float_passes.decompose import decompose
 from .lower import lower_to_ir
 from .plan import plan_arena
-from .program import serialize
 from .quantize import ObserverConfig, Scheme, get_scheme, quantize
 from .targets import get_target
 
@@ -51,6 +51,8 @@ def compile_fixed(
     precision: str | None = None,
     ram_budget: int | None = None,
     patches: int | tuple[int, int] | None = None,
+    flash_budget: int | None = None,
+    board: Any = None,
     stacklevel: int = 2,
 ) -> Program:
     """:func:`mcuforge.compile` with one scheme for the whole model (``precision`` is not "auto"), or of a QAT
@@ -63,7 +65,8 @@ def compile_fixed(
 
     if is_qat_model(model):  # trained with fake quantization: its own qparams, no calibration
         return compile_qat(model, example_inputs, calibration, target, flash_bytes=flash_bytes, ram_bytes=ram_bytes,
-                           fit_check=fit_check, stacklevel=stacklevel + 1)
+                           fit_check=fit_check, flash_budget=flash_budget, ram_budget=ram_budget, board=board,
+                           stacklevel=stacklevel + 1)
     if precision is not None:
         quantization = precision
     scheme = get_scheme(quantization)
@@ -107,8 +110,8 @@ def compile_fixed(
         from .patches import choose
 
         graph, patch_plan = choose(graph, ram_budget, patches)
-    if fit_check:
-        check_fit(graph, len(serialize(graph)), target, flash_bytes, ram_bytes)
+    check_memory(graph, target, flash_bytes, ram_bytes, fit_check=fit_check, flash_budget=flash_budget,
+                 ram_budget=ram_budget, board=board)
     return Program(graph, compile_seconds=time.perf_counter() - start,
                    meta={"model": type(model).__name__, "target": target, "quantization": scheme.name,
                          **({"corrections": corrections} if corrections else {}),
@@ -117,7 +120,8 @@ def compile_fixed(
 
 
 def compile_qat(model: Any, example_inputs: Any, calibration: Iterable[Any] | None, target: str, *,
-                flash_bytes: int | None, ram_bytes: int | None, fit_check: bool, stacklevel: int = 2) -> Program:
+                flash_bytes: int | None, ram_bytes: int | None, fit_check: bool, flash_budget: int | None = None,
+                ram_budget: int | None = None, board: Any = None, stacklevel: int = 2) -> Program:
     """A model from :func:`mcuforge.prepare_qat`, trained: its frozen fake quants' qparams become the program's
     (``mcuforge.qat.convert``); calibration, scheme and corrections were fixed when it was prepared."""
     from .ethosu.npu import split_target
@@ -136,10 +140,20 @@ def compile_qat(model: Any, example_inputs: Any, calibration: Iterable[Any] | No
 
         graph, _subgraphs = partition_graph(graph, npu)
     plan_arena(graph)
-    if fit_check:
-        check_fit(graph, len(serialize(graph)), target, flash_bytes, ram_bytes)
+    check_memory(graph, target, flash_bytes, ram_bytes, fit_check=fit_check, flash_budget=flash_budget,
+                 ram_budget=ram_budget, board=board)
     scheme = model.meta[META_KEY].scheme
     return Program(graph, compile_seconds=time.perf_counter() - start,
                    meta={"model": "qat", "target": target, "quantization": scheme.name, "qat": True,
                          **({"qat_layers": [list(layer) for layer in scheme.layers]} if scheme.layers else {})},
                    reference=converted)
+
+
+def check_memory(graph: Any, target: str, flash_bytes: int | None, ram_bytes: int | None, *, fit_check: bool,
+                 flash_budget: int | None, ram_budget: int | None, board: Any) -> None:
+    """The planned program into the board's regions, against the budgets (always: a budget given is kept,
+    never ignored) and the board (unless ``fit_check=False``): BudgetError / FitError naming what is short.
+    Without a named board, the target's reference board or the part of ``flash_bytes`` / ``ram_bytes``."""
+    program_bytes = decide(graph, ram_budget=ram_budget, flash_budget=flash_budget, board=board, fit_check=fit_check)
+    if fit_check and (board is None or flash_bytes is not None or ram_bytes is not None):
+        check_fit(graph, program_bytes, target, flash_bytes, ram_bytes)

@@ -213,6 +213,9 @@ def load_library(trace: bool = True, extra_flags: tuple[str, ...] = ()) -> ctype
         "mf_program_op_kind": (ctypes.c_char_p, [vp, u32]),
         "mf_program_op_target": (ctypes.c_char_p, [vp, u32]),
         "mf_init": (ctypes.c_int, [vp, vp, vp, sz]),
+        "mf_init_regions": (ctypes.c_int, [vp, vp, ctypes.POINTER(vp), ctypes.POINTER(sz), u32]),
+        "mf_program_region_count": (u32, [vp]),
+        "mf_program_region_bytes": (u32, [vp, u32]),
         "mf_set_input": (ctypes.c_int, [vp, u32, vp, sz]),
         "mf_invoke": (ctypes.c_int, [vp, vp]),
         "mf_output": (vp, [vp, u32, ctypes.POINTER(sz)]),
@@ -283,6 +286,9 @@ class LoadedProgram:
                         for i in range(self.lib.mf_program_output_count(self._program))]
         self.arena_bytes = int(self.lib.mf_program_arena_bytes(self._program))
         self.op_count = int(self.lib.mf_program_op_count(self._program))
+        # each RAM region's bytes of a program split across regions (empty: one arena)
+        self.region_bytes = [int(self.lib.mf_program_region_bytes(self._program, k))
+                             for k in range(self.lib.mf_program_region_count(self._program))]
 
     def _info(self, getter, i: int) -> TensorInfo:
         info = TensorInfo()
@@ -305,9 +311,15 @@ class LoadedProgram:
             raise ValueError(f"program takes {len(self.inputs)} inputs, got {len(inputs)}")
         mode = trace_mode(trace)
         lib = self.lib
-        arena = _aligned(max(self.arena_bytes, 1))
         ctx = ctypes.create_string_buffer(lib.mf_host_sizeof_context())
-        status = lib.mf_init(ctx, self._program, arena.ctypes.data, self.arena_bytes)
+        if self.region_bytes:  # a program split across regions: one buffer of its own per region
+            arena = [_aligned(n) for n in self.region_bytes]
+            bases = (ctypes.c_void_p * len(arena))(*(a.ctypes.data for a in arena))
+            sizes = (ctypes.c_size_t * len(arena))(*self.region_bytes)
+            status = lib.mf_init_regions(ctx, self._program, bases, sizes, len(arena))
+        else:
+            arena = _aligned(max(self.arena_bytes, 1))
+            status = lib.mf_init(ctx, self._program, arena.ctypes.data, self.arena_bytes)
         if status != 0:
             raise self._fail("init", status, -1)
         for i, (info, value) in enumerate(zip(self.inputs, inputs, strict=True)):

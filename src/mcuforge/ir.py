@@ -127,6 +127,9 @@ class Graph:
     outputs: list[str]
     target: str = "cortex-m55"
     arena_bytes: int = 0  # set by the planner
+    # (name, start, bytes) of each RAM region's arena in the arena's offset space when the program spans
+    # several (mcuforge.regions.place); empty: one arena
+    regions: tuple[tuple[str, int, int], ...] = ()
 
     def tensor(self, name: str) -> Tensor:
         return self.tensors[name]

@@ -75,6 +75,12 @@ def _arena_bound(graph: Any) -> str:
     return f"{tensors:,} bytes of tensors live at one op ({ratio}); {exact:,} with that op's scratch"
 
 
+def _region_lines(prog: Any) -> list[str]:
+    """One line per RAM region of a program split across a board's regions (none for one arena)."""
+    return [f"  region {r.name:<8} {r.bytes:,} bytes at arena offset {r.start:,} ({len(r.buffers)} buffers)"
+            for r in prog.memory_plan] if prog.graph.regions else []
+
+
 def memory_summary(prog: Any) -> str:
     n_int8 = sum(op.backend == "int8" for op in prog.ops)
     n_npu = sum(op.backend not in ("int8", "fp32") for op in prog.ops)
@@ -87,6 +93,7 @@ def memory_summary(prog: Any) -> str:
         + (f", {n_npu} on the NPU)" if n_npu else ")"),
         "precisions      " + ", ".join(f"{n} {p}" for p, n in sorted(precisions.items())),
         f"arena (RAM)     {prog.arena_bytes:,} bytes (activations and op scratch)",
+        *_region_lines(prog),
         f"lower bound     {_arena_bound(prog.graph)}",
         f"constants       {prog.constant_bytes:,} bytes",
         f"program file    {prog.program_bytes:,} bytes (flash)",

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .. import budget
 from .sensitivity import Sensitivity
 
 #: Precisions a layer may take besides int8, in the order they are tried.
@@ -39,8 +40,9 @@ DP_STEPS = 8000
 MAX_ROUNDS = 24
 
 
-class BudgetError(ValueError):
-    """No per-layer choice meets the budget; the message names the smallest program that fits."""
+class BudgetError(budget.BudgetError):
+    """No per-layer choice meets the budget; the message names the smallest program that fits (a
+    :class:`mcuforge.budget.BudgetError`, as every compile that misses its budget raises)."""
 
 
 @dataclass(frozen=True)

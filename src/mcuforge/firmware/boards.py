@@ -23,6 +23,9 @@ class Board:
     heap_bytes: int
     clock_hz: int  # the processor clock that SysTick counts (CLKSOURCE = 1)
     uart: int  # UART0, a CMSDK APB UART (QEMU -serial), at the address the firmware reaches it by
+    # RAM regions a program split across regions (mcuforge.regions) may use on this board, by the names of its
+    # preset: (name, address, bytes); address 0: the firmware's heap (the memory it reads the program into)
+    regions: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def instructions_per_tick(self) -> float:
@@ -42,8 +45,9 @@ BOARDS: dict[str, Board] = {
     for b in (
         Board("cortex-m3", "mps2-an385", 0x00000000, 4 * MB, 0x21000000, 1 * MB, 0x21100000, 15 * MB, 25_000_000,
               0x40004000),
+        # AN386's SSRAM2/3 (4 MB at 0x20000000) is free of the firmware: a second RAM region.
         Board("cortex-m4", "mps2-an386", 0x00000000, 4 * MB, 0x21000000, 1 * MB, 0x21100000, 15 * MB, 25_000_000,
-              0x40004000),
+              0x40004000, (("SSRAM23", 0x20000000, 4 * MB), ("PSRAM", 0, 15 * MB))),
         Board("cortex-m7", "mps2-an500", 0x00000000, 4 * MB, 0x20000000, 1 * MB, 0x20100000, 3 * MB, 25_000_000,
               0x40004000),
         # The M33 board boots secure: code, RAM and UART0 at their secure aliases (UART0 is 0x40200000).
@@ -51,8 +55,10 @@ BOARDS: dict[str, Board] = {
               0x50200000),
         # The M55's ITCM is 512 KB: only the firmware's code goes there; models go to the DDR. It boots
         # secure too: UART0 (0x49303000) at its secure alias.
+        # Its DTCM, SRAM and the ISRAM past the firmware's first 1 MB are free of the firmware: RAM regions.
         Board("cortex-m55", "mps3-an547", 0x00000000, 512 * KB, 0x21000000, 1 * MB, 0x60000000, 64 * MB, 32_000_000,
-              0x59303000),
+              0x59303000, (("DTCM", 0x20000000, 512 * KB), ("SRAM", 0x01000000, 2 * MB),
+                           ("ISRAM", 0x21100000, 3 * MB), ("DDR", 0, 64 * MB))),
     )
 }
 

@@ -81,9 +81,39 @@ def write_run_files(folder: Path, program_bytes: bytes, inputs: Sequence[np.ndar
     _write_run_files(folder, bytes(program_bytes), input_bytes(graph, inputs), trace_mode(trace), via)
 
 
+def region_addresses(target: str, program_bytes: bytes) -> tuple[int, ...]:
+    """Where the firmware puts each RAM region of a program split across regions (format 3.2): the address
+    of the board's region of that name (0: the firmware's heap); () for a single-arena program (or a table
+    the host cannot read: the board's loader is the one to refuse it)."""
+    try:
+        offset, count = struct.unpack_from("<II", program_bytes, 108)
+        strings = struct.unpack_from("<I", program_bytes, 72)[0]
+        table = [struct.unpack_from("<4I", program_bytes, offset + 16 * k) for k in range(count)] if offset else []
+        names = [program_bytes[strings + o:strings + o + n].decode() for o, n, _s, _b in table]
+    except (struct.error, UnicodeDecodeError):
+        return ()
+    if not 2 <= len(names) <= 8:
+        return ()
+    places = {name: (address, size) for name, address, size in get_board(target).regions}
+    out = []
+    for name, (_o, _n, _start, nbytes) in zip(names, table, strict=True):
+        if name not in places:
+            raise ValueError(f"the program's RAM region {name!r} is not one of the {target} QEMU board's "
+                             f"({', '.join(places) or 'none'}): compile it for that board's preset "
+                             "(mcuforge.regions.BOARDS: 'mps3-an547', 'mps2-an386')")
+        address, size = places[name]
+        if nbytes > size:
+            raise ValueError(f"the program's region {name!r} needs {nbytes:,} bytes; the board's has {size:,}")
+        out.append(address)
+    return tuple(out)
+
+
 def _write_run_files(folder: Path, program_bytes: bytes, inputs: Sequence[bytes], mode: str, via: str,
-                     arena_shortfall: int = 0, trace_buffer_bytes: int = 0) -> None:
+                     arena_shortfall: int = 0, trace_buffer_bytes: int = 0,
+                     regions: Sequence[int] = ()) -> None:
     config = struct.pack("<4I", TRACE_MODES[mode], TRACE_SINKS[via], arena_shortfall, trace_buffer_bytes)
+    if regions:  # word 4: region count, then each region's address (0: the heap)
+        config += struct.pack(f"<{1 + len(regions)}I", len(regions), *regions)
     (folder / "run.cfg").write_bytes(config)
     (folder / "program.mfp").write_bytes(program_bytes)
     for i, data in enumerate(inputs):
@@ -238,7 +268,8 @@ def boot(folder: Path, target: str, program_bytes: bytes, inputs: Sequence[bytes
     port = free_port() if uart else None
     command = qemu_command(target, firmware_for(target, mode, timer, build_flags, trace_compiled_in), port,
                            qemu_args)
-    _write_run_files(folder, program_bytes, inputs, mode, via, arena_shortfall, trace_buffer_bytes)
+    _write_run_files(folder, program_bytes, inputs, mode, via, arena_shortfall, trace_buffer_bytes,
+                     region_addresses(target, program_bytes))
     where = f"{target} on QEMU {board.machine}"
     recorded = None
     started = time.perf_counter()

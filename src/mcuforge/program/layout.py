@@ -18,6 +18,10 @@ FORMAT_VERSION = (3, 1)  # (major, minor): a reader accepts its own major and an
 #: optional trailing attribute (fully connected's filter_offset, ir.OPTIONAL_ATTRS), stored only where nonzero: a 3.0
 #: reader reads every 3.1 file without it and refuses one with it (attribute words left over).
 READABLE_MAJORS = (2, 3)
+#: 3.2: a program whose arena spans several memory regions (mcuforge.regions) has a region table; only such a
+#: program is written as 3.2 (every other stays 3.1, byte for byte). A 3.1 reader ignores the table (header bytes
+#: 108..115 were reserved, zero) and runs the program in one arena of ``arena_bytes``, which is as valid.
+REGIONS_VERSION = (3, 2)
 
 CONSTANT_ALIGN = 16  # constants are read in place from flash, with SIMD loads on MVE
 SECTION_ALIGN = 4  # every other section holds 32-bit words
@@ -70,6 +74,14 @@ class Header(NamedTuple):
 HEADER = struct.Struct("<4sHHIIIHHII18II20x")
 assert HEADER.size == 128 and len(Header._fields) == 29
 HEADER_CRC_OFFSET = 104
+
+# Region table (3.2, header bytes 108..115, zero in a single-arena file): file offset and count of the region
+# records, each: name (string offset, length), start in the arena's offset space, bytes (16-byte multiples; the
+# regions lie end to end from 0 and add up to arena_bytes). Every arena range lies in one region.
+REGION_FIELDS = struct.Struct("<II")
+REGION_FIELDS_OFFSET = 108
+REGION = struct.Struct("<IIII")
+MAX_REGIONS = 8
 
 # Tensor record: name (offset, length), dtype, rank, layout, flags, shape[6], scale, zero_point,
 # offset (arena offset of an activation, or offset of a constant inside the constants section),

@@ -68,6 +68,8 @@ def deserialize(data: bytes | bytearray | memoryview) -> Graph:
     graph_inputs = reader.graph_io("input", header.inputs_start, header.input_count)
     graph_outputs = reader.graph_io("output", header.outputs_start, header.output_count)
     _check_int4_uses(ops, {t.name: t for t in tensors}, graph_inputs + graph_outputs)
+    regions = _read_regions(buf, header, strings)
+    _check_region_use(regions, tensors, ops)
     return Graph(
         tensors={t.name: t for t in tensors},
         ops=ops,
@@ -75,7 +77,53 @@ def deserialize(data: bytes | bytearray | memoryview) -> Graph:
         outputs=graph_outputs,
         target=TARGET_BY_ID[header.target_id].name,
         arena_bytes=header.arena_bytes,
+        regions=regions,
     )
+
+
+def _read_regions(buf: bytes, h: Header, strings: _Strings) -> tuple[tuple[str, int, int], ...]:
+    """The region table (3.2): regions end to end from 0 in 16-byte multiples, adding up to the arena."""
+    offset, count = L.REGION_FIELDS.unpack_from(buf, L.REGION_FIELDS_OFFSET)
+    if count == 0 and offset == 0:
+        return ()
+    if h.version_minor < L.REGIONS_VERSION[1] and h.version_major == L.REGIONS_VERSION[0]:
+        raise ProgramFormatError(f"region table in a {h.version_major}.{h.version_minor} file (bytes 108..115 "
+                                 "are reserved before 3.2)")
+    if not 2 <= count <= L.MAX_REGIONS:
+        raise ProgramFormatError(f"region count {count} (byte 112): 2..{L.MAX_REGIONS}")
+    end = offset + count * L.REGION.size
+    if offset % L.SECTION_ALIGN or offset < h.header_size or end > h.file_size:
+        raise ProgramFormatError(f"region table [{offset}, {end}) is not a 4-aligned range of the body")
+    sections = [(h.tensors_offset, h.tensor_count * h.tensor_record_size),
+                (h.ops_offset, h.op_count * h.op_record_size),
+                (h.index_offset, 4 * h.index_count), (h.attrs_offset, 4 * h.attr_word_count),
+                (h.strings_offset, h.string_bytes), (h.constants_offset, h.constants_size)]
+    if any(size and o < end and offset < o + size for o, size in sections):
+        raise ProgramFormatError(f"region table [{offset}, {end}) overlaps another section")
+    regions, start = [], 0
+    for i in range(count):
+        name_off, name_len, first, nbytes = L.REGION.unpack_from(buf, offset + i * L.REGION.size)
+        name = strings.get(name_off, name_len, f"region {i}")
+        if first != start or nbytes == 0 or nbytes % L.CONSTANT_ALIGN:
+            raise ProgramFormatError(f"region {i} ({name!r}) [{first}, {first + nbytes}): regions lie end to end "
+                                     "from 0, each a nonzero multiple of 16 bytes")
+        regions.append((name, first, nbytes))
+        start += nbytes
+    if start != h.arena_bytes:
+        raise ProgramFormatError(f"the regions add up to {start} bytes; the arena (byte 24) is {h.arena_bytes}")
+    return tuple(regions)
+
+
+def _check_region_use(regions: tuple[tuple[str, int, int], ...], tensors: list[Tensor], ops: list[Op]) -> None:
+    """Every activation and scratch buffer lies inside one region: a runtime maps it to that region's buffer."""
+    if not regions:
+        return
+    ranges = [(f"tensor {t.name!r}", t.offset, t.nbytes) for t in tensors if not t.is_constant and t.nbytes]
+    ranges += [(f"op {i}'s scratch", op.scratch_offset, op.scratch_bytes) for i, op in enumerate(ops)
+               if op.scratch_bytes]
+    for what, offset, nbytes in ranges:
+        if not any(first <= offset and offset + nbytes <= first + size for _n, first, size in regions):
+            raise ProgramFormatError(f"{what} [{offset}, {offset + nbytes}) crosses a region boundary")
 
 
 def _check_delegates(ops: list[Op], tensors: dict[str, Tensor]) -> None:

@@ -68,14 +68,17 @@ def serialize(graph: Graph) -> bytes:
     ops_offset = sections.add(b"".join(op_records), L.SECTION_ALIGN)
     index_offset = sections.add(struct.pack(f"<{len(index_pool)}i", *index_pool), L.SECTION_ALIGN)
     attrs_offset = sections.add(struct.pack(f"<{len(attr_pool)}I", *attr_pool), L.SECTION_ALIGN)
+    region_records = _region_records(graph, strings)
     string_blob = strings.tobytes()
     strings_offset = sections.add(string_blob, L.SECTION_ALIGN)
+    regions_offset = sections.add(region_records, L.SECTION_ALIGN) if graph.regions else 0
     constants_offset = sections.add(bytes(constants), L.CONSTANT_ALIGN)
     body = sections.body()
     file_size = _u32(L.HEADER.size + len(body), "program file size")
 
     header = L.Header(
-        magic=L.MAGIC, version_major=L.FORMAT_VERSION[0], version_minor=L.FORMAT_VERSION[1],
+        magic=L.MAGIC, version_major=L.FORMAT_VERSION[0],
+        version_minor=(L.REGIONS_VERSION if graph.regions else L.FORMAT_VERSION)[1],
         header_size=L.HEADER.size, file_size=file_size, crc32=zlib.crc32(body),
         target_id=target.id, isa_id=ISA_IDS[target.isa], arena_bytes=arena_bytes,
         constant_bytes=_u32(graph.constant_bytes, "constant bytes"),
@@ -88,8 +91,30 @@ def serialize(graph: Graph) -> bytes:
         inputs_start=inputs_start, input_count=len(graph.inputs),
         outputs_start=outputs_start, output_count=len(graph.outputs), header_crc32=0,
     )
-    header = header._replace(header_crc32=L.header_crc(L.HEADER.pack(*header)))
-    return L.HEADER.pack(*header) + body
+    head = bytearray(L.HEADER.pack(*header))
+    L.REGION_FIELDS.pack_into(head, L.REGION_FIELDS_OFFSET, regions_offset, len(graph.regions))
+    header = header._replace(header_crc32=L.header_crc(bytes(head)))
+    head[:L.HEADER.size] = L.HEADER.pack(*header)
+    L.REGION_FIELDS.pack_into(head, L.REGION_FIELDS_OFFSET, regions_offset, len(graph.regions))
+    return bytes(head) + body
+
+
+def _region_records(graph: Graph, strings: StringTable) -> bytes:
+    """The region table of a program that spans several regions (empty for one arena)."""
+    if not graph.regions:
+        return b""
+    if not 2 <= len(graph.regions) <= L.MAX_REGIONS:
+        raise ValueError(f"{len(graph.regions)} regions: a region table holds 2..{L.MAX_REGIONS}")
+    records, start = [], 0
+    for name, first, nbytes in graph.regions:
+        if first != start or nbytes % L.CONSTANT_ALIGN or nbytes <= 0:
+            raise ValueError(f"region {name!r} ({first}, {nbytes}): regions lie end to end from 0 in "
+                             "16-byte multiples")
+        records.append(L.REGION.pack(*strings.add(name), first, nbytes))
+        start += nbytes
+    if start != graph.arena_bytes:
+        raise ValueError(f"the regions add up to {start} bytes, the arena is {graph.arena_bytes}")
+    return b"".join(records)
 
 
 class _Sections:

@@ -152,12 +152,29 @@ static uint32_t config_word(const uint8_t *config, uint32_t size, uint32_t i) {
     return (uint32_t)w[0] | (uint32_t)w[1] << 8 | (uint32_t)w[2] << 16 | (uint32_t)w[3] << 24;
 }
 
+/* A program split across RAM regions (mcuforge.regions): region k at the address run.cfg word 5 + k gives (the
+ * host's board table, firmware/boards.py), or from the heap for 0. MF_ERR_ARENA_TOO_SMALL: the heap ran out. */
+static mf_status init_regions(mf_context *ctx, const mf_program *prog, const uint8_t *config, uint32_t size) {
+    uint32_t regions = mf_program_region_count(prog);
+    if (config_word(config, size, 4) != regions) return MF_ERR_ARG;
+    uint8_t *buffers[MF_MAX_REGIONS];
+    size_t sizes[MF_MAX_REGIONS];
+    for (uint32_t k = 0; k < regions; k++) {
+        uint32_t at = config_word(config, size, 5u + k);
+        sizes[k] = mf_program_region_bytes(prog, k);
+        buffers[k] = at ? (uint8_t *)(uintptr_t)at : heap_take((uint32_t)sizes[k]);
+        if (buffers[k] == NULL) return MF_ERR_ARENA_TOO_SMALL;
+    }
+    return mf_init_regions(ctx, prog, buffers, sizes, regions);
+}
+
 static int run(void) {
     char name[24];
     uint32_t size;
 
     uint8_t *config = read_file(FW_FILE_CONFIG, &size);
     if (config == NULL || size < 4) return fail(FW_STAGE_FILES, -1, "cannot read " FW_FILE_CONFIG);
+    const uint32_t size_config = size;
     uint32_t trace_mode = config_word(config, size, 0);
     uint32_t trace_sink = config_word(config, size, 1);
     uint32_t arena_shortfall = config_word(config, size, 2);
@@ -180,17 +197,23 @@ static int run(void) {
 
     uint32_t arena_bytes = mf_program_arena_bytes(&prog);
     result.arena_bytes = arena_bytes;
-    uint8_t *arena = heap_take(arena_bytes > 0 ? arena_bytes : 16u);
-    if (arena == NULL) return fail(FW_STAGE_MEMORY, -1, "the arena does not fit the board's RAM");
-    /* A marked arena: a refused mf_init (too small) must not have written one byte of it. */
-    memset(arena, 0xA5, arena_bytes);
-    uint32_t given = arena_shortfall < arena_bytes ? arena_bytes - arena_shortfall : 0u;
-    st = mf_init(&ctx, &prog, arena, given);
-    if (st != MF_OK) {
-        for (uint32_t i = 0; i < arena_bytes; i++) {
-            if (arena[i] != 0xA5) return fail(FW_STAGE_INIT, st, "mf_init failed after writing the arena");
+    if (mf_program_region_count(&prog) > 0) {
+        st = init_regions(&ctx, &prog, config, size_config);
+        if (st != MF_OK) return st == MF_ERR_ARENA_TOO_SMALL ? fail(FW_STAGE_MEMORY, -1, "a region does not fit")
+                                                             : fail(FW_STAGE_INIT, st, "mf_init_regions failed");
+    } else {
+        uint8_t *arena = heap_take(arena_bytes > 0 ? arena_bytes : 16u);
+        if (arena == NULL) return fail(FW_STAGE_MEMORY, -1, "the arena does not fit the board's RAM");
+        /* A marked arena: a refused mf_init (too small) must not have written one byte of it. */
+        memset(arena, 0xA5, arena_bytes);
+        uint32_t given = arena_shortfall < arena_bytes ? arena_bytes - arena_shortfall : 0u;
+        st = mf_init(&ctx, &prog, arena, given);
+        if (st != MF_OK) {
+            for (uint32_t i = 0; i < arena_bytes; i++) {
+                if (arena[i] != 0xA5) return fail(FW_STAGE_INIT, st, "mf_init failed after writing the arena");
+            }
+            return fail(FW_STAGE_INIT, st, "mf_init failed (arena untouched)");
         }
-        return fail(FW_STAGE_INIT, st, "mf_init failed (arena untouched)");
     }
 
     uint32_t inputs = mf_program_input_count(&prog);

@@ -99,6 +99,10 @@ enum {
 /* Tensor layout codes */
 enum { MF_LAYOUT_PLAIN = 0, MF_LAYOUT_NHWC = 1 };
 
+/* A program split across a board's RAM regions (format 3.2, docs/format.md "Region table") holds 2..MF_MAX_REGIONS
+ * regions; a single-arena program none. */
+#define MF_MAX_REGIONS 8
+
 /* Filled by mf_program_load; read it through the functions below. */
 typedef struct {
     const uint8_t *data; /* the file */
@@ -114,6 +118,10 @@ typedef struct {
     uint32_t strings_offset, string_bytes;
     uint32_t constants_offset, constants_size;
     uint32_t inputs_start, input_count, outputs_start, output_count;
+    /* The region table (format 3.2): 0 regions for a single-arena program. Region k holds arena offsets
+     * [region_start[k], region_start[k] + region_bytes[k]); region_name[k] is a string table offset. */
+    uint32_t region_count;
+    uint32_t region_start[MF_MAX_REGIONS], region_bytes[MF_MAX_REGIONS], region_name[MF_MAX_REGIONS];
     /* Where the last mf_program_load failure was found: -1 when not in an op / tensor. */
     int32_t error_op;
     int32_t error_tensor;
@@ -126,6 +134,12 @@ mf_status mf_program_load(mf_program *p, const uint8_t *data, size_t size);
 
 /* Bytes of RAM mf_init needs: the planned arena (activations and op scratch buffers alike). */
 uint32_t mf_program_arena_bytes(const mf_program *p);
+
+/* The program's RAM regions (0: one arena, for mf_init), and each one's name ("DTCM") and bytes: the
+ * buffers mf_init_regions takes, in this order. NULL / 0 for k out of range. */
+uint32_t mf_program_region_count(const mf_program *p);
+const char *mf_program_region_name(const mf_program *p, uint32_t k);
+uint32_t mf_program_region_bytes(const mf_program *p, uint32_t k);
 
 /* A tensor as the program describes it. */
 typedef struct {
@@ -179,10 +193,19 @@ typedef struct {
 /* ---------------------------------------------------------------------------------------------
  * Execution context
  * ------------------------------------------------------------------------------------------- */
+/* Where each region's arena is: base[k] holds arena offsets [start[k], start[k] + bytes); one region
+ * (count 1, start 0) for a single arena. Set by mf_init / mf_init_regions. */
+typedef struct {
+    uint32_t count;
+    uint8_t *base[MF_MAX_REGIONS];
+    uint32_t start[MF_MAX_REGIONS];
+} mf_arena_map;
+
 typedef struct {
     const mf_program *program;
-    uint8_t *arena;
+    uint8_t *arena; /* region 0's buffer (the whole arena unless the program has regions) */
     size_t arena_size;
+    mf_arena_map map;
     uint32_t ready; /* set by mf_init */
     /* The last failure of mf_set_input/mf_invoke: status and failing op (-1: not in an op). */
     mf_status error;
@@ -193,6 +216,14 @@ typedef struct {
 /* Bind a loaded program to an arena of at least mf_program_arena_bytes(p) bytes, 16-byte aligned
  * (MF_ERR_ARG otherwise: kernels use typed pointers into it). The arena is zeroed. */
 mf_status mf_init(mf_context *ctx, const mf_program *p, uint8_t *arena, size_t arena_size);
+
+/* mf_init with one buffer per RAM region of a program split across regions (mf_program_region_count
+ * buffers, each 16-byte aligned and of at least mf_program_region_bytes(p, k) bytes: MF_ERR_ARG /
+ * MF_ERR_ARENA_TOO_SMALL otherwise; each is zeroed). A single-arena program takes count 1 (one buffer, as
+ * mf_init). mf_init on a program with regions runs it in one buffer of mf_program_arena_bytes (the regions
+ * end to end). */
+mf_status mf_init_regions(mf_context *ctx, const mf_program *p, uint8_t *const *buffers, const size_t *sizes,
+                          uint32_t count);
 
 /* ---------------------------------------------------------------------------------------------
  * NPU delegates (docs/ethos-u.md). A program compiled for "cortex-mXX+ethos-uYY-ZZZ" holds delegate

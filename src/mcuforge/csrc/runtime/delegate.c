@@ -106,7 +106,7 @@ mf_status mf_delegate_bind(mf_context *ctx) {
     const mf_program *p = ctx->program;
     for (uint32_t i = 0; i < p->op_count; i++) {
         mf_call c;
-        mf_call_read(p, i, ctx->arena, &c);
+        mf_call_read(p, i, &ctx->map, &c);
         if (c.kind != MF_KIND_DELEGATE) continue;
         const mf_delegate *d = ctx->delegate;
         mf_status s = MF_OK;

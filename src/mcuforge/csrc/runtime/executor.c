@@ -23,9 +23,52 @@ mf_status mf_init_delegate(mf_context *ctx, const mf_program *p, uint8_t *arena,
     ctx->program = p;
     ctx->arena = arena;
     ctx->arena_size = arena_size;
+    ctx->map.count = 1; /* a program with regions too: they lie end to end in this one buffer */
+    ctx->map.base[0] = arena;
     ctx->delegate = delegate;
     ctx->ready = 1;
     return mf_delegate_bind(ctx); /* MF_ERR_NO_DELEGATE (and not ready) if NPU ops have no driver */
+}
+
+mf_status mf_init_regions(mf_context *ctx, const mf_program *p, uint8_t *const *buffers, const size_t *sizes,
+                          uint32_t count) {
+    if (ctx == NULL) return MF_ERR_ARG;
+    if (p == NULL || p->data == NULL) {
+        memset(ctx, 0, sizeof *ctx);
+        ctx->error_op = -1;
+        return ctx->error = MF_ERR_STATE;
+    }
+    uint32_t regions = p->region_count ? p->region_count : 1u;
+    if (count != regions || buffers == NULL || sizes == NULL) {
+        memset(ctx, 0, sizeof *ctx);
+        ctx->error_op = -1;
+        return ctx->error = MF_ERR_ARG;
+    }
+    if (p->region_count == 0) return mf_init(ctx, p, buffers[0], sizes[0]);
+    /* every buffer checked before any is written: a refused call leaves them untouched */
+    for (uint32_t k = 0; k < count; k++) {
+        mf_status s = MF_OK;
+        if (buffers[k] == NULL || ((uintptr_t)buffers[k] & 15u)) s = MF_ERR_ARG;
+        else if (sizes[k] < p->region_bytes[k]) s = MF_ERR_ARENA_TOO_SMALL;
+        if (s != MF_OK) {
+            memset(ctx, 0, sizeof *ctx);
+            ctx->error_op = -1;
+            return ctx->error = s;
+        }
+    }
+    memset(ctx, 0, sizeof *ctx);
+    ctx->error_op = -1;
+    ctx->program = p;
+    ctx->arena = buffers[0];
+    ctx->arena_size = sizes[0];
+    ctx->map.count = count;
+    for (uint32_t k = 0; k < count; k++) {
+        memset(buffers[k], 0, p->region_bytes[k]);
+        ctx->map.base[k] = buffers[k];
+        ctx->map.start[k] = p->region_start[k];
+    }
+    ctx->ready = 1;
+    return mf_delegate_bind(ctx); /* no NPU driver here: MF_ERR_NO_DELEGATE for a program with NPU ops */
 }
 
 mf_status mf_set_input(mf_context *ctx, uint32_t i, const void *data, size_t nbytes) {
@@ -36,13 +79,13 @@ mf_status mf_set_input(mf_context *ctx, uint32_t i, const void *data, size_t nby
     mf_tensor t;
     mf_tensor_read(p, (uint32_t)mf_index_entry(p, p->inputs_start + i), &t);
     if (nbytes != t.nbytes) return ctx->error = MF_ERR_ARG;
-    if (nbytes) memcpy(ctx->arena + t.offset, data, nbytes);
+    if (nbytes) memcpy(mf_arena_at(&ctx->map, t.offset), data, nbytes);
     return MF_OK;
 }
 
 static mf_status run_op(mf_context *ctx, uint32_t i) {
     mf_call c;
-    mf_call_read(ctx->program, i, ctx->arena, &c);
+    mf_call_read(ctx->program, i, &ctx->map, &c);
     if (c.kind == MF_KIND_DELEGATE) return mf_delegate_run(ctx, &c);
     const mf_kernel *k = mf_kernel_find(c.kind);
     return k ? k->run(&c) : MF_ERR_UNSUPPORTED_OP;
@@ -110,7 +153,7 @@ const void *mf_output(const mf_context *ctx, uint32_t i, size_t *nbytes) {
     const mf_program *p = ctx->program;
     mf_tensor t;
     mf_tensor_read(p, (uint32_t)mf_index_entry(p, p->outputs_start + i), &t);
-    mf_tensor_bind(p, ctx->arena, &t);
+    mf_tensor_bind(p, &ctx->map, &t);
     if (nbytes) *nbytes = t.nbytes;
     return t.data;
 }

@@ -133,6 +133,53 @@ static mf_status check_string(const mf_program *p, uint32_t offset, uint32_t len
     return valid_utf8(s, length) ? MF_OK : MF_ERR_FORMAT;
 }
 
+/* ---- region table (3.2, docs/format.md "Region table"): header bytes 108..115 ---- */
+static mf_status check_regions(mf_program *p) {
+    const uint8_t *d = p->data;
+    uint32_t offset = mf_rd_u32(d + 108), count = mf_rd_u32(d + 112);
+    if (offset == 0 && count == 0) return MF_OK;
+    if (mf_rd_u16(d + 4) == 3 && mf_rd_u16(d + 6) < 2) return MF_ERR_FORMAT; /* reserved before 3.2 */
+    if (count < 2 || count > MF_MAX_REGIONS) return MF_ERR_FORMAT;
+    const uint64_t end = (uint64_t)offset + 16u * count;
+    if (offset % 4u || offset < p->header_size || end > p->size) return MF_ERR_BOUNDS;
+    const uint64_t off[6] = {p->tensors_offset, p->ops_offset, p->index_offset,
+                             p->attrs_offset, p->strings_offset, p->constants_offset};
+    const uint64_t size[6] = {(uint64_t)p->tensor_count * p->tensor_record_size,
+                              (uint64_t)p->op_count * p->op_record_size,
+                              4ull * p->index_count, 4ull * p->attr_word_count,
+                              p->string_bytes, p->constants_size};
+    for (int i = 0; i < 6; i++) {
+        if (size[i] && off[i] < end && offset < off[i] + size[i]) return MF_ERR_FORMAT;
+    }
+    uint64_t start = 0;
+    for (uint32_t k = 0; k < count; k++) {
+        const uint8_t *r = d + offset + 16u * k;
+        mf_status s = check_string(p, mf_rd_u32(r), mf_rd_u32(r + 4));
+        if (s != MF_OK) return s;
+        uint32_t first = mf_rd_u32(r + 8), nbytes = mf_rd_u32(r + 12);
+        if (first != start || nbytes == 0 || nbytes % 16u) return MF_ERR_FORMAT;
+        p->region_name[k] = mf_rd_u32(r);
+        p->region_start[k] = first;
+        p->region_bytes[k] = nbytes;
+        start += nbytes;
+    }
+    if (start != p->arena_bytes) return MF_ERR_FORMAT;
+    p->region_count = count;
+    return MF_OK;
+}
+
+/* Arena bytes [offset, offset + nbytes) lie inside one region (always, for a single arena): a runtime maps
+ * each buffer to its region's memory. */
+static int in_one_region(const mf_program *p, uint64_t offset, uint64_t nbytes) {
+    if (p->region_count == 0 || nbytes == 0) return 1;
+    for (uint32_t k = 0; k < p->region_count; k++) {
+        if (offset >= p->region_start[k] && offset + nbytes <= (uint64_t)p->region_start[k] + p->region_bytes[k]) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* ---- 8, 9: tensors ---- */
 static mf_status check_tensor(const mf_program *p, uint32_t i) {
     const uint8_t *r = p->data + p->tensors_offset + (size_t)i * p->tensor_record_size;
@@ -176,6 +223,7 @@ static mf_status check_tensor(const mf_program *p, uint32_t i) {
         }
     } else {
         if (offset + nbytes > p->arena_bytes) return MF_ERR_BOUNDS;
+        if (!in_one_region(p, offset, nbytes)) return MF_ERR_FORMAT;
         /* Not in format.md 1.0 (the planner aligns to 16): kernels use typed pointers. */
         if (offset % itemsize) return MF_ERR_FORMAT;
     }
@@ -345,6 +393,7 @@ static mf_status check_scratch(const mf_program *p, const mf_call *c) {
     const uint64_t lo = c->scratch_offset, hi = lo + c->scratch_bytes;
     if (lo % 16u) return MF_ERR_FORMAT;
     if (hi > p->arena_bytes) return MF_ERR_BOUNDS;
+    if (!in_one_region(p, lo, c->scratch_bytes)) return MF_ERR_FORMAT;
     for (uint32_t j = 0; j < c->n_in + c->n_out; j++) {
         const int32_t idx = mf_index_entry(p, j < c->n_in ? c->in_start + j : c->out_start + (j - c->n_in));
         if (idx < 0) continue;
@@ -434,6 +483,7 @@ mf_status mf_program_load(mf_program *p, const uint8_t *data, size_t size) {
     p->data = data;
     mf_status s = check_header(p, data, size);
     if (s == MF_OK) s = check_sections(p);
+    if (s == MF_OK) s = check_regions(p);
     if (s == MF_OK) s = check_tensors(p);
     for (uint32_t i = 0; s == MF_OK && i < p->op_count; i++) {
         s = check_op(p, i);
@@ -455,4 +505,18 @@ mf_status mf_program_load(mf_program *p, const uint8_t *data, size_t size) {
 uint32_t mf_program_arena_bytes(const mf_program *p) {
     if (p == NULL || p->data == NULL) return 0;
     return p->arena_bytes;
+}
+
+uint32_t mf_program_region_count(const mf_program *p) {
+    return p == NULL || p->data == NULL ? 0 : p->region_count;
+}
+
+const char *mf_program_region_name(const mf_program *p, uint32_t k) {
+    if (p == NULL || p->data == NULL || k >= p->region_count) return NULL;
+    return mf_string(p, p->region_name[k]);
+}
+
+uint32_t mf_program_region_bytes(const mf_program *p, uint32_t k) {
+    if (p == NULL || p->data == NULL || k >= p->region_count) return 0;
+    return p->region_bytes[k];
 }

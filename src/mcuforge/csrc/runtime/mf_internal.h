@@ -68,8 +68,10 @@ typedef struct {
 uint32_t mf_dtype_size(uint8_t dtype); /* 0 for an unknown code */
 /* Tensor record i (validated program, i < tensor_count). */
 void mf_tensor_read(const mf_program *p, uint32_t i, mf_tensor *t);
+/* The address of arena offset ``offset`` (in the region that holds it); NULL for a NULL map. */
+uint8_t *mf_arena_at(const mf_arena_map *map, uint32_t offset);
 /* Resolve t->data for an arena (NULL arena: activations get NULL). */
-void mf_tensor_bind(const mf_program *p, uint8_t *arena, mf_tensor *t);
+void mf_tensor_bind(const mf_program *p, const mf_arena_map *arena, mf_tensor *t);
 int32_t mf_index_entry(const mf_program *p, uint32_t i);
 const char *mf_string(const mf_program *p, uint32_t offset);
 
@@ -86,11 +88,11 @@ typedef struct {
     uint8_t backend;
     uint8_t precision; /* MF_PREC_*, validated against the kind at load */
     uint32_t in_start, n_in, out_start, n_out, attrs_start, attr_words, scratch_bytes, scratch_offset;
-    uint8_t *arena;   /* NULL at load time: kernels' check functions see shapes only */
+    const mf_arena_map *arena; /* NULL at load time: kernels' check functions see shapes only */
     uint8_t *scratch; /* scratch_bytes bytes at arena + scratch_offset (NULL without scratch) */
 } mf_call;
 
-void mf_call_read(const mf_program *p, uint32_t op_index, uint8_t *arena, mf_call *c);
+void mf_call_read(const mf_program *p, uint32_t op_index, const mf_arena_map *arena, mf_call *c);
 /* Input i into *t; returns 0 when the input is absent (-1 at an optional position). */
 int mf_call_input(const mf_call *c, uint32_t i, mf_tensor *t);
 void mf_call_output(const mf_call *c, uint32_t i, mf_tensor *t);

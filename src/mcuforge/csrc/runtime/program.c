@@ -58,12 +58,21 @@ void mf_tensor_read(const mf_program *p, uint32_t i, mf_tensor *t) {
     t->data = NULL;
 }
 
-void mf_tensor_bind(const mf_program *p, uint8_t *arena, mf_tensor *t) {
+uint8_t *mf_arena_at(const mf_arena_map *map, uint32_t offset) {
+    if (map == NULL || map->base[0] == NULL) return NULL;
+    uint32_t k = 0;
+    /* the regions lie end to end and every buffer inside one (checked at load): the last that starts at or
+     * before the offset holds it */
+    while (k + 1u < map->count && map->start[k + 1u] <= offset) k++;
+    return map->base[k] + (offset - map->start[k]);
+}
+
+void mf_tensor_bind(const mf_program *p, const mf_arena_map *arena, mf_tensor *t) {
     if (t->flags & MF_TENSOR_FLAG_CONSTANT) {
         /* const is dropped for a uniform view; outputs are never constants (checked at load) */
         t->data = (void *)(uintptr_t)(p->data + p->constants_offset + t->offset);
     } else {
-        t->data = arena ? arena + t->offset : NULL;
+        t->data = mf_arena_at(arena, t->offset);
     }
 }
 
@@ -84,7 +93,7 @@ int mf_same_shape(const mf_tensor *a, const mf_tensor *b) {
 }
 
 /* ---- ops ---- */
-void mf_call_read(const mf_program *p, uint32_t op_index, uint8_t *arena, mf_call *c) {
+void mf_call_read(const mf_program *p, uint32_t op_index, const mf_arena_map *arena, mf_call *c) {
     const uint8_t *r = p->data + p->ops_offset + (size_t)op_index * p->op_record_size;
     c->prog = p;
     c->op_index = op_index;
@@ -100,7 +109,7 @@ void mf_call_read(const mf_program *p, uint32_t op_index, uint8_t *arena, mf_cal
     c->scratch_bytes = mf_rd_u32(r + 28);
     c->scratch_offset = mf_rd_u32(r + 32);
     c->arena = arena;
-    c->scratch = arena && c->scratch_bytes ? arena + c->scratch_offset : NULL;
+    c->scratch = c->scratch_bytes ? mf_arena_at(arena, c->scratch_offset) : NULL;
 }
 
 int mf_call_input(const mf_call *c, uint32_t i, mf_tensor *t) {

@@ -192,7 +192,7 @@ static void op_event_at(mf_trace_sink *t, uint8_t type, uint32_t op_index, uint6
 /* TENSOR records of op i's outputs (full mode), each waiting for room. */
 static void op_tensors(mf_trace_sink *t, const mf_context *ctx, uint32_t op_index) {
     mf_call c;
-    mf_call_read(ctx->program, op_index, ctx->arena, &c);
+    mf_call_read(ctx->program, op_index, &ctx->map, &c);
     for (uint32_t slot = 0; slot < c.n_out; slot++) {
         mf_tensor out;
         mf_call_output(&c, slot, &out);
