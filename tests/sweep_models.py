@@ -34,3 +34,8 @@ def segfaults(width: float = 1.0) -> nn.Module:
 
     ctypes.string_at(0)
     raise AssertionError("unreachable: reading address 0 did not fault")
+
+
+def reports_threads(width: float = 1.0) -> nn.Module:
+    """Fails with the worker's thread settings in its message (one thread per worker, as on Ray)."""
+    raise RuntimeError(f"threads: OMP {os.environ.get('OMP_NUM_THREADS')} torch {torch.get_num_threads()}")

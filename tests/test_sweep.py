@@ -220,7 +220,7 @@ def test_failures_are_results(tmp_path):
     doc = example()
     doc["models"] = [{"factory": "mcuforge.examples.sweep:ds_cnn", "params": {"width": 0.25}},
                      "sweep_models:raises", "sweep_models:data_dependent", "sweep_models:dies",
-                     "sweep_models:segfaults"]
+                     "sweep_models:segfaults", "sweep_models:reports_threads"]
     doc["precisions"] = ["int8"]
     doc["budgets"] = [None, {"flash": 2000}]
     doc["boards"] = ["cortex-m4"]
@@ -231,16 +231,18 @@ def test_failures_are_results(tmp_path):
                    ("raises", None): ("error", "model"), ("raises", 2000): ("error", "model"),
                    ("data_dependent", None): ("error", "compile"), ("data_dependent", 2000): ("error", "compile"),
                    ("dies", None): ("crash", "process"), ("dies", 2000): ("crash", "process"),
-                   ("segfaults", None): ("crash", "process"), ("segfaults", 2000): ("crash", "process")}
+                   ("segfaults", None): ("crash", "process"), ("segfaults", 2000): ("crash", "process"),
+                   ("reports_threads", None): ("error", "model"), ("reports_threads", 2000): ("error", "model")}
     messages = dict(zip(zip(table["model"].str.rpartition(":")[2], table["flash_budget"].fillna(0), strict=True),
                         table["message"], strict=True))
     assert "cannot build width 1.0" in messages[("raises", 0)]
     assert "flash needs" in messages[("ds_cnn", 2000)] and "2,000" in messages[("ds_cnn", 2000)]
     assert "exit code 7" in messages[("dies", 0)]
     assert f"exit code {-signal.SIGSEGV}" in messages[("segfaults", 0)]
+    assert "threads: OMP 1 torch 1" in messages[("reports_threads", 0)]  # one core's share, as on Ray
     # failures are recorded results: a rerun computes nothing, --retry-failed computes them again
     store = sweep.ResultStore(tmp_path / "out")
-    assert len(store.done()) == 10 and len(store.done(retry_failed=True)) == 1
+    assert len(store.done()) == 12 and len(store.done(retry_failed=True)) == 1
 
 
 def test_pareto_front_and_best_points():
