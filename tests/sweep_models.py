@@ -26,3 +26,16 @@ class DataDependent(nn.Module):
 
 def data_dependent(width: float = 1.0) -> nn.Module:
     return DataDependent()
+
+
+def segfaults(width: float = 1.0) -> nn.Module:
+    """The worker process reads address 0: a real SIGSEGV in the child, not an exception."""
+    import ctypes
+
+    ctypes.string_at(0)
+    raise AssertionError("unreachable: reading address 0 did not fault")
+
+
+def reports_threads(width: float = 1.0) -> nn.Module:
+    """Fails with the worker's thread settings in its message (one thread per worker, as on Ray)."""
+    raise RuntimeError(f"threads: OMP {os.environ.get('OMP_NUM_THREADS')} torch {torch.get_num_threads()}")

@@ -126,6 +126,7 @@ def _compile_auto(model: nn.Module, example_inputs: Any, calibration: Iterable[A
                   fit_check: bool, equalization: bool, bias_correction: bool, flash_budget: int | None,
                   ram_budget: int | None, board: Any) -> Program:
     from .accuracy.auto import compile_auto
+    from .capture import reusing_captures
     from .quantize import calibration_batches
 
     start = time.perf_counter()
@@ -138,8 +139,9 @@ def _compile_auto(model: nn.Module, example_inputs: Any, calibration: Iterable[A
     options: dict[str, Any] = {"equalization": equalization, "bias_correction": bias_correction}
     if observers is not None:
         options["observers"] = observers
-    prog = compile_auto(model, example, items, target, flash_budget if flash_budget is not None else flash_bytes,
-                        ram_budget if ram_budget is not None else ram_bytes, progress, options)
+    with reusing_captures():  # the search compiles this one model ~25 times: one torch.export, copied
+        prog = compile_auto(model, example, items, target, flash_budget if flash_budget is not None else flash_bytes,
+                            ram_budget if ram_budget is not None else ram_bytes, progress, options)
     check_memory(prog.graph, target, flash_bytes, ram_bytes, fit_check=fit_check, flash_budget=flash_budget,
                  ram_budget=ram_budget, board=board)  # as every compile
     prog.compile_seconds = time.perf_counter() - start

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..capture import as_input_tuple
+from ..capture import as_input_tuple, reusing_captures
 from ..inspect.numeric import error_stats
 from ..kinds import kinds_where
 from ..quantize import Scheme, calibration_batches, get_scheme
@@ -111,7 +111,8 @@ def sensitivity(model: nn.Module, example_inputs: torch.Tensor | Sequence[torch.
         if found is not None:
             _MEMORY[key] = found
             return found
-    result = _measure(model, example, items, target, base, tuple(candidates), progress, compile_options)
+    with reusing_captures():  # one compile per (layer, candidate) of one model: one torch.export, copied
+        result = _measure(model, example, items, target, base, tuple(candidates), progress, compile_options)
     if cache:
         _MEMORY[key] = result
         _store(key, result)

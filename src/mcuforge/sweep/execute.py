@@ -36,11 +36,25 @@ def _worker(conn: Connection) -> None:
         conn.send(run_task(task, executor="local"))
 
 
+#: One thread per worker in every native pool (OpenMP, OpenBLAS, MKL), as Ray gives a num_cpus=1 task: a
+#: worker is one core's share, and spinning BLAS threads of two workers on two cores only take turns.
+ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+
+
 class _Slot:
     def __init__(self, ctx: Any) -> None:
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker, args=(child,), daemon=True)
-        self.proc.start()
+        saved = {name: os.environ.get(name) for name in ONE_THREAD}
+        os.environ.update(ONE_THREAD)  # a spawned interpreter reads them before it imports numpy or torch
+        try:
+            self.proc.start()
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
         child.close()
         self.task: Task | None = None
 
