@@ -35,6 +35,7 @@ from ..quantize.linear_choice import gram_collector, input_grams
 from ..quantize.quantizer import ANNOTATION_KEY, CortexMQuantizer, ObserverConfig
 from ..quantize.schemes import Scheme
 from ..rnn import rewrite_recurrent
+from .batchnorm import attach, foldable_batch_norms, folded_names
 from .fake_quant import fake_quant_class, fake_quantize_biases, set_fake_quant, set_observers
 from .requant import emulate_requantization
 from .snap import link_four_bit_layers
@@ -147,7 +148,9 @@ def prepare_qat(
     example = as_input_tuple(example_inputs)
     gm = capture_for_training(model, example)
     decompose(gm)
+    batch_norms = foldable_batch_norms(gm)
     prepare_float_graph(gm)  # the PTQ passes: BatchNorm folded with its running statistics
+    batch_norms = folded_names(gm, batch_norms)  # their statistics can still train (qat/batchnorm.py)
     _trainable(gm)
     # The linear layers' per-channel choice, as PTQ makes it: by each layer's output error over its calibration
     # inputs (quantize.linear_choice), decided here once and kept through training.
@@ -162,6 +165,7 @@ def prepare_qat(
     fake_quantize_biases(prepared)
     link_four_bit_layers(prepared)
     emulate_requantization(prepared)
+    attach(prepared, batch_norms)  # after the pattern matching above: the recorders are extra users of the layers
     # Exported in eval mode (dropout off, BatchNorm folded): train()/eval() switch nothing, but user loops call them.
     allow_exported_model_train_eval(prepared)
     prepared.meta[META_KEY] = QATInfo(scheme, len(example), tuple(tuple(x.shape) for x in example))
