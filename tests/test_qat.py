@@ -90,6 +90,9 @@ def test_batch_norm_folded_and_parameters_are_the_folded_weights():
     targets = {n.target for n in qat.graph.nodes if n.op == "call_function"}
     assert not any("batch_norm" in str(t) for t in targets)
     names = [n for n, _ in qat.named_parameters()]
+    # copies: training the QAT model leaves the user's model as it was
+    originals = {id(p) for p in model.parameters()} | {p.data_ptr() for p in model.parameters()}
+    assert not any(id(p) in originals or p.data_ptr() in originals for p in qat.parameters())
     assert len(names) == 8 and not any("running" in n or n.startswith("stem.1") for n in names)
     # 4-bit weights for every conv and the linear layer, fake-quantized to [-7, 7]
     weights = [fq for fq in fake_quants(qat) if fq.weight]

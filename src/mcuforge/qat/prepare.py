@@ -112,13 +112,14 @@ def capture_for_training(model: nn.Module, example: tuple[torch.Tensor, ...]) ->
 def _trainable(gm: fx.GraphModule) -> None:
     """Every floating-point constant the graph reads becomes a Parameter (folded BatchNorm weights are
     buffers), and what it no longer reads (the unfolded weights, BatchNorm's statistics) is dropped, so that
-    ``model.parameters()`` is exactly what training should move."""
+    ``model.parameters()`` is exactly what training should move. Parameters are copied too: the exported
+    module shares the user's parameters, which training the QAT model must not move."""
     used = {n.target for n in gm.graph.nodes if n.op == "get_attr"}
     for name in used:
         owner, _, leaf = name.rpartition(".")
         module = gm.get_submodule(owner) if owner else gm
         value = getattr(module, leaf)
-        if isinstance(value, torch.Tensor) and value.is_floating_point() and not isinstance(value, nn.Parameter):
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
             delattr(module, leaf)
             module.register_parameter(leaf, nn.Parameter(value.detach().clone()))
     for name, _ in list(gm.named_parameters()) + list(gm.named_buffers()):
