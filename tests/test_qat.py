@@ -1,6 +1,7 @@
 """Quantization-aware training (mcuforge.qat): prepare_qat reuses the PTQ quantizer (before training, the int8
 QAT program is the PTQ program byte for byte; W4A8's has PTQ's activation qparams and kernels), the helper
-freezes observers when it says, BatchNorm is folded, a per-layer plan (precision="auto"'s) carries over, the
+freezes observers when it says, BatchNorm is folded (its statistics trained then frozen on request, the program
+still exact), a per-layer plan (precision="auto"'s) carries over and goes end to end within its flash budget, the
 compiled program computes the frozen fake-quant forward's codes exactly (conv / linear / pooling chains; within
 one code past a residual add), and a QAT program gives the same bytes on host Python, host C and the cortex-m4
 board.

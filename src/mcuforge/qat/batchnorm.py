@@ -150,7 +150,7 @@ def attach(gm: fx.GraphModule, names: list[tuple[str, str, _Fold]]) -> int:
             recorder = gm.graph.call_module(name, (node,))
         # in line (the layer's users read the recorder's output, the same tensor): torchao's train()/eval() switch
         # runs dead-code elimination, which would drop a side branch
-        node.replace_all_uses_with(recorder, delete_user_cb=lambda user: user is not recorder)
+        node.replace_all_uses_with(recorder, delete_user_cb=lambda user, r=recorder: user is not r)
         count += 1
     gm.recompile()
     return count
