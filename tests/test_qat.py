@@ -1,6 +1,7 @@
 """Quantization-aware training (mcuforge.qat): prepare_qat reuses the PTQ quantizer (before training, the int8
 QAT program is the PTQ program byte for byte; W4A8's has PTQ's activation qparams and kernels), the helper
-freezes observers when it says, BatchNorm is folded, a per-layer plan (precision="auto"'s) carries over, the
+freezes observers when it says, BatchNorm is folded (its statistics trained then frozen on request, the program
+still exact), a per-layer plan (precision="auto"'s) carries over and goes end to end within its flash budget, the
 compiled program computes the frozen fake-quant forward's codes exactly (conv / linear / pooling chains; within
 one code past a residual add), and a QAT program gives the same bytes on host Python, host C and the cortex-m4
 board.
@@ -90,6 +91,9 @@ def test_batch_norm_folded_and_parameters_are_the_folded_weights():
     targets = {n.target for n in qat.graph.nodes if n.op == "call_function"}
     assert not any("batch_norm" in str(t) for t in targets)
     names = [n for n, _ in qat.named_parameters()]
+    # copies: training the QAT model leaves the user's model as it was
+    originals = {id(p) for p in model.parameters()} | {p.data_ptr() for p in model.parameters()}
+    assert not any(id(p) in originals or p.data_ptr() in originals for p in qat.parameters())
     assert len(names) == 8 and not any("running" in n or n.startswith("stem.1") for n in names)
     # 4-bit weights for every conv and the linear layer, fake-quantized to [-7, 7]
     weights = [fq for fq in fake_quants(qat) if fq.weight]
@@ -228,3 +232,95 @@ def test_lstm_and_softmax_train_and_compile():
     assert [op.kind for op in prog.ops if op.kind in ("lstm_s8", "softmax_s8")] == ["lstm_s8", "softmax_s8"]
     out = prog.graph.tensors[prog.graph.outputs[0]].qparams
     assert (out.scale, out.zero_point) == (1 / 256, -128)
+
+
+def test_auto_plan_to_qat_end_to_end():
+    """"Fit the flash budget, then fine-tune": compile(precision="auto", flash budget) -> its plan -> prepare_qat ->
+    train -> compile. Each layer of the QAT program runs in the plan's precision and the program fits the budget.
+    Its codes are the frozen fake-quant forward's within one code: int8 and 4-bit layers are emulated exactly
+    (test_program_equals_frozen_fake_quant_forward), A16W8 layers are not (on this CPU the plan puts the head in
+    A16W8: int16 activations fit the int8 arena; 1.8% of the codes then differ by one)."""
+    torch.manual_seed(3)
+    model = Chain().eval()
+    x = torch.randn(128, 1, 8, 8)
+    y = (x[:, 0, :4].mean((1, 2)) > 0).long() * 2 + (x[:, 0, :, :4].mean((1, 2)) > 0).long()
+    example, calibration = x[:1], _calibration(x)[:2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        uniform = {q: mcuforge.compile(model, example, calibration, target="cortex-m4", quantization=q,
+                                       progress=False) for q in ("int8", "w4a8")}
+        budget = (uniform["int8"].program_bytes + uniform["w4a8"].program_bytes) // 2
+        auto = mcuforge.compile(model, example, calibration, target="cortex-m4", precision="auto", progress=False,
+                                flash_budget=budget, ram_budget=uniform["int8"].arena_bytes)
+    plan = {c["module"]: c["precision"] for c in auto.meta["precision_choice"]}
+    assert len(plan) == 3 and "w4a8" in plan.values()  # by construction: all-int8 exceeds the budget
+    qat = prepare_qat(model, example, calibration, auto, progress=False)
+    four_bit = sum(fq.quant_max == 7 for fq in fake_quants(qat) if fq.weight)
+    assert four_bit == list(plan.values()).count("w4a8")
+    train_qat(qat, _batches(x, y), nn.functional.cross_entropy, epochs=2, lr=1e-2, progress=False)
+    prog = mcuforge.compile(qat, example, target="cortex-m4")
+    runs_in = {"int8": "a8w8", "w4a8": "a8w4", "a16w8": "a16w8"}
+    layers = {op.module: op.precision for op in prog.ops if op.module in plan}
+    assert layers == {m: runs_in[p] for m, p in plan.items()}
+    assert prog.program_bytes <= budget < uniform["int8"].program_bytes
+    diff = _codes_differ(prog, qat, x)
+    assert np.abs(diff).max() <= 1
+
+
+class ChainBN(nn.Module):
+    """Chain with a BatchNorm after each conv (folded by prepare_qat; its statistics may train)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.convs = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                                   nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU())
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pooled = nn.functional.adaptive_avg_pool2d(nn.functional.max_pool2d(self.convs(x), 2), 1)
+        return self.head(torch.flatten(pooled, 1))
+
+
+def test_batch_norm_statistics_train_then_freeze_and_program_stays_exact():
+    """The freeze-BN-stats schedule (mcuforge.qat.batchnorm): before ``freeze_bn_epoch`` each step moves the folded
+    BatchNorms' running statistics toward the batch's and refolds the layer (the unfolded weight W_f * sigma / gamma
+    is unchanged by a refold); from it nothing moves them; the program compiled after training is still the frozen
+    fake-quant forward, code for code."""
+    from mcuforge.qat.batchnorm import recorders
+
+    torch.manual_seed(4)
+    model = ChainBN().eval()
+    for bn in (model.convs[1], model.convs[4]):
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 2.0)
+    x = torch.randn(128, 1, 8, 8)
+    y = (x[:, 0, :4].mean((1, 2)) > 0).long() * 2 + (x[:, 0, :, :4].mean((1, 2)) > 0).long()
+    qat = prepare_qat(model, x[:1], _calibration(x), "w4a8", progress=False)
+    recs = recorders(qat)
+    assert len(recs) == 2
+
+    def unfolded() -> list[torch.Tensor]:
+        return [r.params[0].detach().double() * torch.sqrt(r.running_var + r.eps).reshape(-1, 1, 1, 1)
+                / r.gamma.reshape(-1, 1, 1, 1) for r in recs]
+
+    means = [r.running_mean.clone() for r in recs]
+    weights = unfolded()
+    # the default: BatchNorm frozen from the start
+    log = train_qat(qat, _batches(x, y), nn.functional.cross_entropy, epochs=1, lr=0.0, progress=False)
+    assert log.bn_updates == 0 and all(torch.equal(m, r.running_mean) for m, r in zip(means, recs, strict=True))
+    # statistics tracked for the first epoch only (lr 0: only the refolds move the folded weights)
+    log = train_qat(qat, _batches(x, y), nn.functional.cross_entropy, epochs=2, lr=0.0, freeze_bn_epoch=1,
+                    freeze_epoch=1, progress=False)
+    assert log.bn_frozen_at_epoch == 1 and log.bn_updates == 2 * 4  # two BatchNorms, four steps in epoch 0
+    assert all(not torch.equal(m, r.running_mean) for m, r in zip(means, recs, strict=True))
+    for before, after in zip(weights, unfolded(), strict=True):
+        torch.testing.assert_close(after, before, rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match="freeze_bn_epoch"):
+        train_qat(qat, _batches(x, y), nn.functional.cross_entropy, epochs=2, freeze_bn_epoch=2, freeze_epoch=1)
+    # now train: statistics for one epoch, observers frozen for the last; the program is the frozen forward
+    train_qat(qat, _batches(x, y), nn.functional.cross_entropy, epochs=3, lr=1e-2, freeze_bn_epoch=1,
+              progress=False)
+    prog = mcuforge.compile(qat, x[:1], target="cortex-m4")
+    assert not any(op.kind.startswith("batch_norm") for op in prog.ops)
+    diff = _codes_differ(prog, qat, x)
+    assert not diff.any(), f"{(diff != 0).mean():.2%} of the codes differ"

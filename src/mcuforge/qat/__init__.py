@@ -5,6 +5,7 @@
     prog = mcuforge.compile(qat, example)                          # the frozen fake-quant forward, as a program
 """
 
+from .batchnorm import track_batch_norm, update_batch_norm
 from .convert import convert_qat, freeze
 from .fake_quant import fake_quants, set_fake_quant, set_observers
 from .prepare import QATQuantizer, is_qat_model, prepare_qat, scheme_of
@@ -14,4 +15,4 @@ from .train import TrainLog, train_qat
 _register_recurrent_gradients()
 
 __all__ = ["QATQuantizer", "TrainLog", "convert_qat", "fake_quants", "freeze", "is_qat_model", "prepare_qat",
-           "scheme_of", "set_fake_quant", "set_observers", "train_qat"]
+           "scheme_of", "set_fake_quant", "set_observers", "track_batch_norm", "train_qat", "update_batch_norm"]

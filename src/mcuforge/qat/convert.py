@@ -17,6 +17,7 @@ from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e
 
 from ..capture import quiet_torch_logs
+from .batchnorm import detach_recorders
 from .fake_quant import fake_quants, set_observers
 from .prepare import META_KEY, QATInfo
 from .requant import restore
@@ -45,6 +46,7 @@ def convert_qat(qat_model: fx.GraphModule, example: tuple[torch.Tensor, ...]) ->
         raise ValueError(f"the QAT model takes {info.num_inputs} input(s), got {len(example)}")
     model = freeze(copy.deepcopy(qat_model))
     restore(model)
+    detach_recorders(model)
     with quiet_torch_logs():
         converted = convert_pt2e(model)
     specialize(converted, example)

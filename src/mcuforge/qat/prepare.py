@@ -35,6 +35,7 @@ from ..quantize.linear_choice import gram_collector, input_grams
 from ..quantize.quantizer import ANNOTATION_KEY, CortexMQuantizer, ObserverConfig
 from ..quantize.schemes import Scheme
 from ..rnn import rewrite_recurrent
+from .batchnorm import attach, foldable_batch_norms, folded_names
 from .fake_quant import fake_quant_class, fake_quantize_biases, set_fake_quant, set_observers
 from .requant import emulate_requantization
 from .snap import link_four_bit_layers
@@ -111,13 +112,14 @@ def capture_for_training(model: nn.Module, example: tuple[torch.Tensor, ...]) ->
 def _trainable(gm: fx.GraphModule) -> None:
     """Every floating-point constant the graph reads becomes a Parameter (folded BatchNorm weights are
     buffers), and what it no longer reads (the unfolded weights, BatchNorm's statistics) is dropped, so that
-    ``model.parameters()`` is exactly what training should move."""
+    ``model.parameters()`` is exactly what training should move. Parameters are copied too: the exported
+    module shares the user's parameters, which training the QAT model must not move."""
     used = {n.target for n in gm.graph.nodes if n.op == "get_attr"}
     for name in used:
         owner, _, leaf = name.rpartition(".")
         module = gm.get_submodule(owner) if owner else gm
         value = getattr(module, leaf)
-        if isinstance(value, torch.Tensor) and value.is_floating_point() and not isinstance(value, nn.Parameter):
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
             delattr(module, leaf)
             module.register_parameter(leaf, nn.Parameter(value.detach().clone()))
     for name, _ in list(gm.named_parameters()) + list(gm.named_buffers()):
@@ -147,7 +149,9 @@ def prepare_qat(
     example = as_input_tuple(example_inputs)
     gm = capture_for_training(model, example)
     decompose(gm)
+    batch_norms = foldable_batch_norms(gm)
     prepare_float_graph(gm)  # the PTQ passes: BatchNorm folded with its running statistics
+    batch_norms = folded_names(gm, batch_norms)  # their statistics can still train (qat/batchnorm.py)
     _trainable(gm)
     # The linear layers' per-channel choice, as PTQ makes it: by each layer's output error over its calibration
     # inputs (quantize.linear_choice), decided here once and kept through training.
@@ -162,6 +166,7 @@ def prepare_qat(
     fake_quantize_biases(prepared)
     link_four_bit_layers(prepared)
     emulate_requantization(prepared)
+    attach(prepared, batch_norms)  # after the pattern matching above: the recorders are extra users of the layers
     # Exported in eval mode (dropout off, BatchNorm folded): train()/eval() switch nothing, but user loops call them.
     allow_exported_model_train_eval(prepared)
     prepared.meta[META_KEY] = QATInfo(scheme, len(example), tuple(tuple(x.shape) for x in example))

@@ -3,8 +3,10 @@
 The schedule: the weights' fake quants observe the current weights each step until ``freeze_epoch``, then
 every observer is frozen (the qparams stop moving and the last epochs train against the program's exact
 grid); the activations' qparams are the calibrated ones throughout unless ``observe_activations``.
-BatchNorm was folded into the weights by prepare_qat with its running statistics: its statistics are
-frozen from the first step (the end state of the usual freeze-BN schedule; no BatchNorm trains here).
+BatchNorm was folded into the weights by prepare_qat with its running statistics; until ``freeze_bn_epoch``
+(default 0: frozen from the first step) the statistics follow the batches and the layers are refolded after
+each step (``batchnorm.py``: the usual freeze-BN-stats schedule, the forward always folded). BatchNorm is
+frozen no later than the observers: a weight scale frozen while the weights are still refolded would not fit.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from torch import fx
 from tqdm.auto import tqdm
 
 from ..capture import as_input_tuple
+from .batchnorm import recorders, track_batch_norm, update_batch_norm
 from .fake_quant import set_observers
 from .prepare import META_KEY
 
@@ -29,6 +32,8 @@ class TrainLog:
     losses: list[float] = field(default_factory=list)
     frozen_at_epoch: int | None = None
     steps: int = 0
+    bn_frozen_at_epoch: int | None = None
+    bn_updates: int = 0
 
 
 def train_qat(
@@ -40,23 +45,33 @@ def train_qat(
     lr: float = 1e-4,
     optimizer: torch.optim.Optimizer | None = None,
     freeze_epoch: int | None = None,
+    freeze_bn_epoch: int = 0,
     observe_activations: bool = False,
     progress: bool = True,
 ) -> TrainLog:
     """Fine-tune a :func:`mcuforge.prepare_qat` model in place. ``data`` yields ``(inputs..., target)``
     tuples (a labelled DataLoader); ``loss_fn(outputs, target)``. Adam at ``lr`` unless ``optimizer``.
     ``freeze_epoch``: the epoch from which every observer is frozen (default: the last one; ``epochs``: never
-    during training, compile freezes a copy). Returns a :class:`TrainLog`."""
+    during training, compile freezes a copy). ``freeze_bn_epoch``: the epoch from which the folded BatchNorms'
+    statistics are frozen (before it they follow the batches; at most ``freeze_epoch``). Returns a
+    :class:`TrainLog`."""
     if META_KEY not in model.meta:
         raise ValueError("train_qat trains a model from mcuforge.prepare_qat")
     num_inputs = model.meta[META_KEY].num_inputs
     freeze_epoch = max(epochs - 1, 0) if freeze_epoch is None else freeze_epoch
+    if freeze_bn_epoch > freeze_epoch:
+        raise ValueError(f"freeze_bn_epoch ({freeze_bn_epoch}) after freeze_epoch ({freeze_epoch}): BatchNorm "
+                         "statistics must stop moving the weights before their scales are frozen")
     optimizer = optimizer or torch.optim.Adam(model.parameters(), lr=lr)
     set_observers(model, True, weights=True)
     set_observers(model, observe_activations, weights=False)
     log = TrainLog()
     model.train()
+    track_batch_norm(model, freeze_bn_epoch > 0)
     for epoch in tqdm(range(epochs), desc="QAT", unit="epoch", disable=not progress):
+        if epoch == freeze_bn_epoch and recorders(model):
+            track_batch_norm(model, False)
+            log.bn_frozen_at_epoch = epoch
         if epoch == freeze_epoch:
             set_observers(model, False)
             log.frozen_at_epoch = epoch
@@ -70,9 +85,11 @@ def train_qat(
             loss = loss_fn(model(*tensors[:num_inputs]), tensors[num_inputs])
             loss.backward()
             optimizer.step()
+            log.bn_updates += update_batch_norm(model)
             total += float(loss.detach())
             count += 1
             log.steps += 1
         log.losses.append(total / max(count, 1))
+    track_batch_norm(model, False)
     model.eval()
     return log

@@ -1,0 +1,185 @@
+"""BatchNorm statistics during QAT, with the BatchNorm kept folded: the freeze-BN-stats schedule.
+
+prepare_qat folds each BatchNorm into the conv / linear before it (PTQ's pass), so the weight fake quant sees
+the folded weight ``W_f = W * gamma / sigma`` and the program's layer is one kernel. The usual QAT schedule
+also lets the BatchNorm statistics follow the fine-tuned weights for the first epochs, then freezes them.
+torchao's conv-BN QAT pattern does that with the BatchNorm left in the graph, but it needs the quantizer to
+annotate conv -> BN (-> ReLU) chains, which mcuforge's does not (it never sees a BatchNorm). Here the folded
+layer keeps its BatchNorm's constants (gamma, beta, running mean and variance) and:
+
+- in the forward, a recorder beside the layer takes the batch's per-channel mean and variance of the folded
+  output ``y`` and turns them into the BatchNorm input's: ``z - mean = (y - beta) * sigma / gamma``;
+- after each optimizer step (:func:`update_batch_norm`) the running statistics move toward them (the
+  BatchNorm's momentum, unbiased variance as torch's) and the layer is folded again with them: ``W_f`` scaled by
+  ``sigma / sigma'`` and ``b_f`` moved so that the unfolded ``W`` and conv bias are unchanged.
+
+The forward always normalizes with the running statistics (folded), never with the batch's: at every step the
+frozen forward is the program (the exactness tests hold during and after the BatchNorm phase). That is the
+end state torchao's pattern reaches after its freeze; before it, torchao normalizes with the batch statistics.
+The recorders are identities in line after each folded layer, added after the requantization emulation has
+matched its patterns and removed before convert_pt2e.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from torch import fx, nn
+
+from ..lower.fold_bn import FOLDABLE, _bn_constants, _get_attr_value
+
+aten = torch.ops.aten
+PREFIX = "mcuforge_bnstats_"
+
+
+@dataclasses.dataclass
+class _Fold:
+    producer: fx.Node
+    constants: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, float]
+    momentum: float
+
+
+def foldable_batch_norms(gm: fx.GraphModule) -> list[_Fold]:
+    """The BatchNorms ``fold_batch_norm`` will fold (same conditions), with their constants: call before it."""
+    folds = []
+    for bn in gm.graph.nodes:
+        if bn.op != "call_function" or bn.target != aten.batch_norm.default:
+            continue
+        producer = bn.args[0]
+        if not isinstance(producer, fx.Node) or producer.target not in FOLDABLE or len(producer.users) != 1:
+            continue
+        constants = _bn_constants(gm, bn)
+        if constants is None or _get_attr_value(gm, producer.args[1]) is None:
+            continue
+        momentum = bn.args[6] if isinstance(bn.args[6], float) else 0.1  # None (cumulative): a plain 0.1
+        gamma, beta, mean, var, eps = constants
+        folds.append(_Fold(producer, (gamma.double(), beta.double(), mean.double(), var.double(), float(eps)),
+                           momentum))
+    return folds
+
+
+def folded_names(gm: fx.GraphModule, folds: list[_Fold]) -> list[tuple[str, str, _Fold]]:
+    """After folding: each fold's (folded weight, folded bias) attribute names; folds that did not happen dropped."""
+    nodes = set(gm.graph.nodes)
+    out = []
+    for fold in folds:
+        args = fold.producer.args
+        if fold.producer not in nodes or len(args) < 3:
+            continue
+        weight, bias = args[1], args[2]
+        if (isinstance(weight, fx.Node) and isinstance(bias, fx.Node) and weight.op == bias.op == "get_attr"
+                and "_bnfolded" in str(weight.target)):
+            out.append((str(weight.target), str(bias.target), fold))
+    return out
+
+
+class BatchNormStatistics(nn.Module):
+    """One folded BatchNorm: its constants, the latest batch's statistics, the folded parameters it refolds."""
+
+    def __init__(self, weight: nn.Parameter, bias: nn.Parameter, fold: _Fold, axis: int) -> None:
+        super().__init__()
+        gamma, beta, mean, var, eps = fold.constants
+        for name, value in (("gamma", gamma), ("beta", beta), ("running_mean", mean), ("running_var", var)):
+            self.register_buffer(name, value.clone())
+        self.eps, self.momentum, self.axis = eps, fold.momentum, axis
+        self.tracking = False
+        self.batch: tuple[torch.Tensor, torch.Tensor] | None = None
+        object.__setattr__(self, "params", (weight, bias))  # not submodules/parameters: the model's own
+
+    def forward(self, y: torch.Tensor) -> torch.Tensor:
+        if self.tracking:  # train_qat (or track_batch_norm) sets it: exported models ignore train()
+            with torch.no_grad():
+                flat = torch.movedim(y.detach().double(), self.axis, 0).reshape(y.shape[self.axis], -1)
+                sigma = torch.sqrt(self.running_var + self.eps)
+                ratio = sigma / torch.where(self.gamma == 0, torch.ones_like(self.gamma), self.gamma)
+                # the BatchNorm input z: z - mean = (y - beta) * sigma / gamma
+                self.batch = ((flat.mean(1) - self.beta) * ratio + self.running_mean, flat.var(1) * ratio ** 2)
+        return y
+
+    @torch.no_grad()
+    def update(self) -> bool:
+        """Running statistics one momentum step toward the last batch's, parameters refolded; False if none."""
+        if self.batch is None:
+            return False
+        batch_mean, batch_var = self.batch
+        self.batch = None
+        keep = self.gamma != 0  # a zero gamma folds to zero weights whatever the statistics: left as it is
+        m = self.momentum
+        mean = torch.where(keep, (1 - m) * self.running_mean + m * batch_mean, self.running_mean)
+        var = torch.where(keep, (1 - m) * self.running_var + m * batch_var, self.running_var)
+        sigma, new_sigma = torch.sqrt(self.running_var + self.eps), torch.sqrt(var + self.eps)
+        weight, bias = self.params
+        gamma = torch.where(keep, self.gamma, torch.ones_like(self.gamma))
+        # unfolded weight W = W_f * sigma / gamma and conv bias b0 = (b_f - beta) * sigma / gamma + mean, unchanged
+        b0 = (bias.double() - self.beta) * sigma / gamma + self.running_mean
+        new_bias = torch.where(keep, (b0 - mean) * gamma / new_sigma + self.beta, bias.double())
+        shape = (-1,) + (1,) * (weight.dim() - 1)
+        weight.mul_((sigma / new_sigma).reshape(shape).to(weight.dtype))
+        bias.copy_(new_bias.to(bias.dtype))
+        self.running_mean.copy_(mean)
+        self.running_var.copy_(var)
+        return True
+
+
+def _weight_attr(gm: fx.GraphModule, node: object) -> str | None:
+    """The get_attr behind a weighted op's weight argument (through its fake quant's call)."""
+    while isinstance(node, fx.Node) and node.op == "call_module":
+        node = node.args[0]
+    return str(node.target) if isinstance(node, fx.Node) and node.op == "get_attr" else None
+
+
+def attach(gm: fx.GraphModule, names: list[tuple[str, str, _Fold]]) -> int:
+    """A :class:`BatchNormStatistics` recorder after each folded layer of the prepared ``gm`` (in place); how many."""
+    by_weight = {w: (b, fold) for w, b, fold in names}
+    params = dict(gm.named_parameters())
+    count = 0
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in FOLDABLE or len(node.args) < 3:
+            continue
+        weight_name = _weight_attr(gm, node.args[1])
+        if weight_name not in by_weight:
+            continue
+        bias_name, fold = by_weight[weight_name]
+        if weight_name not in params or bias_name not in params:
+            continue
+        axis = -1 if node.target == aten.linear.default else 1
+        name = f"{PREFIX}{count}"
+        gm.add_submodule(name, BatchNormStatistics(params[weight_name], params[bias_name], fold, axis))
+        with gm.graph.inserting_after(node):
+            recorder = gm.graph.call_module(name, (node,))
+        # in line (the layer's users read the recorder's output, the same tensor): torchao's train()/eval() switch
+        # runs dead-code elimination, which would drop a side branch
+        node.replace_all_uses_with(recorder, delete_user_cb=lambda user, r=recorder: user is not r)
+        count += 1
+    gm.recompile()
+    return count
+
+
+def recorders(model: nn.Module) -> list[BatchNormStatistics]:
+    return [m for m in model.modules() if isinstance(m, BatchNormStatistics)]
+
+
+def track_batch_norm(model: nn.Module, enabled: bool) -> None:
+    """BatchNorm statistics tracking on (each training forward records the batch's) or frozen (the default)."""
+    for r in recorders(model):
+        r.tracking = enabled
+        r.batch = None
+
+
+def update_batch_norm(model: nn.Module) -> int:
+    """After an optimizer step: running statistics updated and the layers refolded (where a batch was recorded);
+    how many. Call it after each ``optimizer.step()`` in your own loop while tracking (``train_qat`` does)."""
+    return sum(r.update() for r in recorders(model))
+
+
+def detach_recorders(gm: fx.GraphModule) -> None:
+    """The recorders' nodes and modules removed (before convert_pt2e), in place."""
+    for node in list(gm.graph.nodes):
+        if node.op == "call_module" and str(node.target).startswith(PREFIX):
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+    for name, _m in list(gm.named_children()):
+        if name.startswith(PREFIX):
+            delattr(gm, name)
+    gm.recompile()
