@@ -87,13 +87,16 @@ def depthwise_sweep(seed: int) -> BoardSweep:
     for c in (8, 16):
         depthwise_case(rng, sweep, f"dw3x3_shift_ends_c{c}_{len(sweep)}", c, (3, 3), hw=(6, 5),
                        shifts=(0, -1, -30, -31))
-    # the DSP 3x3 pair loop's buffer: whole rows in the ring (strides 1 and 2, odd and even widths, the
-    # DS-CNN shape), rows past its 40 columns in runs, vertical dilation (rows refilled), shifts -1 and -21
-    # (the ends of its output stage's range) and -22 (the other path), every activation range
+    # the DSP 3x3 assembly (16 output pixels or more): the pair loop's buffer with whole rows in the ring
+    # (strides 1 and 2, odd and even widths, rows along either axis, the DS-CNN shape), rows past its 40
+    # columns in runs, dilation along the run (rows refilled); dilation or stride 3 both ways (one window
+    # per pass on the image, patches at the padding); shifts -1 and -21 (the ends of its output stage's
+    # range) and -22 (the C loop), every activation range
     for i, (c, hw, st, dl) in enumerate(((8, (6, 45), (1, 1), [1, 1]), (12, (5, 44), (2, 2), [1, 1]),
                                          (4, (7, 9), (1, 2), [1, 1]), (16, (9, 7), (2, 1), [2, 1]),
                                          (8, (4, 38), (1, 1), [1, 1]), (20, (5, 37), (2, 1), [1, 1]),
-                                         (64, (25, 5), (1, 1), [1, 1]), (8, (3, 1), (1, 1), [2, 1]))):
+                                         (64, (25, 5), (1, 1), [1, 1]), (8, (20, 3), (1, 1), [2, 1]),
+                                         (8, (12, 12), (1, 1), [2, 2]), (12, (13, 14), (3, 3), [1, 1]))):
         depthwise_case(rng, sweep, f"dw3x3_buffer_{i}", c, (3, 3), hw=hw, dil=dl, stride_hw=st,
                        shifts=(-1, -21, -7) if i % 2 else (-1, -21, -22, -5))
     return sweep

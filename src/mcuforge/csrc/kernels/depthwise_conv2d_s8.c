@@ -16,8 +16,9 @@
  *   a group (every shift in [-21, -1]), its 3x3 windows run in assembly from a table built once per
  *   group (dw3_tab: accumulators' start with the input offset folded in, weights pre-extended and
  *   doubled, output constants): two windows per pass from a ring of input rows copied with the zero
- *   point around (dw3_pairs, stride 1 or 2 across, no dilation across: padding costs nothing there), or
- *   one window per pass on the image and the padding's windows on patches (dw3_run, dw3_edge);
+ *   point around (dw3_pairs, stride 1 or 2 across, no dilation across: padding costs nothing there;
+ *   rows along the longer output side), or one window per pass on the image and the padding's windows
+ *   on patches (dw3_run, dw3_edge); outputs of fewer than 16 pixels keep the C loop (the table's cost);
  * - MVE (cortex-m55): groups of eight channels outer, products by VMULLB/VMULLT of int16 lanes
  *   into even/odd int32 accumulators (a vector of 16 int8 channels would need four accumulators
  *   plus operands: more than the eight Q registers). 3x3 kernels: the windows inside the input as
@@ -939,9 +940,28 @@ static __attribute__((noinline)) void dw3_pairs(dw3_tab *T, const int32_t *buf, 
 #endif
 }
 
-/* m windows from buf (the first window's column 0; windows s columns apart) into out (C apart): pairs
- * through dw3_pairs, an odd last window through dw3_run on the buffer. */
-static void dw3_row_run(dw3_tab *T, const int32_t *buf, int32_t s, int32_t m, int8_t *out, int32_t C) {
+/* The image as dw3_buffered walks it: rows along the longer output side (an image column when the
+ * output is taller than wide: fewer, longer runs), in view coordinates; strides in bytes. */
+typedef struct {
+    int32_t h, w, oh, ow, st[2], pd[2], dl[2];
+    ptrdiff_t x_row, x_col, o_row, o_col;
+} dw3_view;
+
+static void dw3_view_of(const dw_geom *g, int t, dw3_view *v) {
+    const ptrdiff_t C = g->ch, x_row = (ptrdiff_t)g->wi * C, o_row = (ptrdiff_t)g->ow * C;
+    v->h = t ? g->wi : g->h, v->w = t ? g->h : g->wi;
+    v->oh = t ? g->ow : g->oh, v->ow = t ? g->oh : g->ow;
+    for (int a = 0; a < 2; a++) v->st[a] = g->st[a ^ t], v->pd[a] = g->pd[a ^ t], v->dl[a] = g->dl[a ^ t];
+    v->x_row = t ? C : x_row, v->x_col = t ? x_row : C;
+    v->o_row = t ? C : o_row, v->o_col = t ? o_row : C;
+}
+
+/* dw3_buffered takes the view: horizontal dilation 1, horizontal stride 1 or 2. */
+static int dw3_view_ok(const dw3_view *v) { return v->dl[1] == 1 && (v->st[1] == 1 || v->st[1] == 2); }
+
+/* m windows from buf (the first window's column 0; windows s columns apart) into out (ostep = T->ostep
+ * apart): pairs through dw3_pairs, an odd last window through dw3_run on the buffer. */
+static void dw3_row_run(dw3_tab *T, const int32_t *buf, int32_t s, int32_t m, int8_t *out) {
     if (m >= 2) {
         T->out = out;
         T->bend = buf + 3 * 2 * s * (m / 2);
@@ -952,73 +972,84 @@ static void dw3_row_run(dw3_tab *T, const int32_t *buf, int32_t s, int32_t m, in
         T->row[0] = p, T->row[1] = p + 4, T->row[2] = p + 8;
         T->step = 12 * s;
         T->end = p + 12 * s;
-        dw3_run(T, 12, out + (ptrdiff_t)(m - 1) * C);
+        dw3_run(T, 12, out + (ptrdiff_t)(m - 1) * T->ostep);
     }
 }
 
-/* Row iy of the group's channels (input columns [c0, c0 + n)) into buffer row (slot) q. */
-static void dw3_fill_row(const dw_geom *g, const int8_t *xb, int32_t iy, int32_t c0, int32_t n, int32_t pad,
+/* View row iy of the group's channels (view columns [c0, c0 + n)) into buffer row (slot) q. */
+static void dw3_fill_row(const dw3_view *v, const int8_t *xb, int32_t iy, int32_t c0, int32_t n, int32_t pad,
                          int32_t *buf, int32_t q) {
-    const int32_t lo = c0 >= 0 ? 0 : -c0 < n ? -c0 : n, hi = g->wi - c0 < n ? g->wi - c0 : n;
-    const int8_t *src = iy >= 0 && iy < g->h ? xb + ((ptrdiff_t)iy * g->wi + c0) * g->ch : NULL;
-    dw3_fill(src, g->ch, lo, hi, n, pad, buf + q);
+    const int32_t lo = c0 >= 0 ? 0 : -c0 < n ? -c0 : n, hi = v->w - c0 < n ? v->w - c0 : n;
+    const int8_t *src = iy >= 0 && iy < v->h ? xb + iy * v->x_row + c0 * v->x_col : NULL;
+    dw3_fill(src, (int32_t)v->x_col, lo, hi, n, pad, buf + q);
 }
 
-/* The output rows of one image through the buffer. When a whole row fits and the window's rows are
- * consecutive, the buffer is a ring: input row iy stays in slot iy mod 3 while windows read it, and the
- * output row whose first input row is y0 runs on the table whose weight rows are rotated to match
- * (Tp[y0 mod 3]); each input row is copied once. Otherwise each output row refills all three slots in
- * runs of at most DW3_NB columns. */
-static void dw3_buffered(const dw_geom *g, dw3_tab Tp[3], const int8_t *xb, int32_t pad, int8_t *out) {
-    const int32_t C = g->ch, s = g->st[1], row_out = g->ow * C;
-    const int32_t n_all = ((g->ow + 1) / 2 * 2 - 1) * s + 3; /* columns of a whole row, pairs included */
+/* The output rows of one image (of the view) through the buffer. When a whole row fits and the window's
+ * rows are consecutive, the buffer is a ring: input row iy stays in slot iy mod 3 while windows read it,
+ * and the output row whose first input row is y0 runs on the table whose weight rows are rotated to
+ * match (Tp[y0 mod 3]); each input row is copied once. Otherwise each output row refills all three
+ * slots in runs of at most DW3_NB columns. */
+static void dw3_buffered(const dw3_view *v, dw3_tab Tp[3], const int8_t *xb, int32_t pad, int8_t *out) {
+    const int32_t s = v->st[1];
+    const int32_t n_all = ((v->ow + 1) / 2 * 2 - 1) * s + 3; /* columns of a whole row, pairs included */
     int32_t buf[3 * DW3_NB];
-    if (n_all <= DW3_NB && g->dl[0] == 1) {
+    if (n_all <= DW3_NB && v->dl[0] == 1) {
         int32_t tag[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
-        for (int32_t oy = 0; oy < g->oh; oy++, out += row_out) {
-            const int32_t y0 = oy * g->st[0] - g->pd[0];
+        for (int32_t oy = 0; oy < v->oh; oy++, out += v->o_row) {
+            const int32_t y0 = oy * v->st[0] - v->pd[0];
             for (int32_t k = 0; k < 3; k++) {
                 const int32_t iy = y0 + k, q = ((iy % 3) + 3) % 3;
                 if (tag[q] != iy) {
-                    dw3_fill_row(g, xb, iy, -g->pd[1], n_all, pad, buf, q);
+                    dw3_fill_row(v, xb, iy, -v->pd[1], n_all, pad, buf, q);
                     tag[q] = iy;
                 }
             }
-            dw3_row_run(&Tp[((y0 % 3) + 3) % 3], buf, s, g->ow, out, C);
+            dw3_row_run(&Tp[((y0 % 3) + 3) % 3], buf, s, v->ow, out);
         }
         return;
     }
     const int32_t per = 2 * ((DW3_NB - 3) / (2 * s)); /* windows per run, even */
-    for (int32_t oy = 0; oy < g->oh; oy++, out += row_out) {
-        const int32_t y0 = oy * g->st[0] - g->pd[0];
-        for (int32_t a = 0; a < g->ow; a += per) {
-            const int32_t m = g->ow - a < per ? g->ow - a : per, n = ((m + 1) / 2 * 2 - 1) * s + 3;
-            for (int32_t k = 0; k < 3; k++) dw3_fill_row(g, xb, y0 + k * g->dl[0], a * s - g->pd[1], n, pad, buf, k);
-            dw3_row_run(&Tp[0], buf, s, m, out + (ptrdiff_t)a * C, C);
+    for (int32_t oy = 0; oy < v->oh; oy++, out += v->o_row) {
+        const int32_t y0 = oy * v->st[0] - v->pd[0];
+        for (int32_t a = 0; a < v->ow; a += per) {
+            const int32_t m = v->ow - a < per ? v->ow - a : per, n = ((m + 1) / 2 * 2 - 1) * s + 3;
+            for (int32_t k = 0; k < 3; k++) dw3_fill_row(v, xb, y0 + k * v->dl[0], a * s - v->pd[1], n, pad, buf, k);
+            dw3_row_run(&Tp[0], buf, s, m, out + a * v->o_col);
         }
     }
 }
 
-/* Channels oc .. oc + 3 of every window: through dw3_buffered (horizontal dilation 1, stride 1 or 2, the
- * rows fit the buffer: whole output rows, the padding's windows included); otherwise a row's windows
- * inside the input as one dw3_run on the image and the others one by one on patches (dw3_edge). */
+/* Channels oc .. oc + 3 of every window: through dw3_buffered where a view of the image takes it
+ * (rows along the longer output side when both do; whole output rows, the padding's windows included);
+ * otherwise a row's windows inside the input as one dw3_run on the image and the others one by one on
+ * patches (dw3_edge). */
 static void dw3_group(const dw_geom *g, dw3_tab *T, int32_t oc, int32_t ox_lo, int32_t ox_hi) {
     const int32_t C = g->ch, row = g->wi * C;
     const int32_t dy = g->dl[0] * row, dx = g->dl[1] * C, step = g->st[1] * C;
     const int32_t pad = mf_wrap32((uint32_t)(uint8_t)(int8_t)-g->in_off * 0x01010101u);
-    const int buffered = g->dl[1] == 1 && (g->st[1] == 1 || g->st[1] == 2);
+    dw3_view v;
+    int t = g->oh > g->ow; /* 1: the view's rows are image columns */
+    dw3_view_of(g, t, &v);
+    if (!dw3_view_ok(&v)) t = !t, dw3_view_of(g, t, &v);
+    const int buffered = dw3_view_ok(&v);
     dw3_tab Tp[3];
-    if (buffered) { /* Tp[p]: T with weight row k in slot (p + k) mod 3 */
+    if (buffered) { /* Tp[p]: view tap (k, j) (the image's (j, k) when transposed) in slot (p + k) mod 3 */
         for (int32_t p = 0; p < 3; p++) {
             Tp[p] = *T;
-            for (int32_t k = 0; k < 3; k++) memcpy(&Tp[p].w[6 * ((p + k) % 3)], &T->w[6 * k], 6 * sizeof(int32_t));
+            Tp[p].ostep = (int32_t)v.o_col;
+            for (int32_t k = 0; k < 3; k++) {
+                for (int32_t j = 0; j < 3; j++) {
+                    const int32_t src = t ? 3 * j + k : 3 * k + j, dst = 3 * ((p + k) % 3) + j;
+                    Tp[p].w[2 * dst] = T->w[2 * src], Tp[p].w[2 * dst + 1] = T->w[2 * src + 1];
+                }
+            }
         }
     }
     for (int32_t b = 0; b < g->batch; b++) {
         const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row + oc;
         int8_t *orow = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + oc;
         if (buffered) {
-            dw3_buffered(g, Tp, xb, pad, orow);
+            dw3_buffered(&v, Tp, xb, pad, orow);
             continue;
         }
         for (int32_t oy = 0; oy < g->oh; oy++, orow += (ptrdiff_t)g->ow * C) {
@@ -1071,7 +1102,8 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
         dw_out_params q;
         dw_out_params_of(g, ch4, &q);
         dw3_tab T;
-        if (small && dw3_tab_of(g, &q, oc, &T)) {
+        /* the table and its rotations cost about as much as 16 windows save (MobileNet's 3 x 3 outputs) */
+        if (small && g->batch * g->oh * g->ow >= 16 && dw3_tab_of(g, &q, oc, &T)) {
             dw3_group(g, &T, oc, ox_lo, ox_hi);
             continue;
         }
