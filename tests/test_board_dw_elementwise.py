@@ -20,7 +20,10 @@ import pytest
 from board_sweep import BoardSweep
 from test_c_kernels import act, act_range, const, int8, requant_params
 
+from mcuforge import firmware
 from mcuforge.kernels import add_quant_params, conv_output_hw
+from mcuforge.program import deserialize
+from mcuforge.runtime import execute
 
 BOARDS = ("cortex-m3", "cortex-m4", "cortex-m55")
 CHANNELS = (1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 40, 64)
@@ -211,6 +214,16 @@ def test_depthwise_fast_paths_on_board(target):
     sweep = depthwise_sweep(seed=11)
     assert len(sweep) > 100
     sweep.assert_same_on_board(target)
+
+
+def test_depthwise_dsp_c_form_on_board():
+    """The DSP 3x3 path's C form (dw3_run / dw3_pairs without their assembly: a firmware built at -O0)
+    on the same sweep: the same bytes."""
+    sweep = depthwise_sweep(seed=11)
+    program = sweep.program("cortex-m4")
+    graph = deserialize(program)
+    got, _trace, _facts = firmware.run_on_qemu(program, sweep.values, "cortex-m4", graph=graph, build_flags=("-O0",))
+    sweep._assert_same("cortex-m4 at -O0", execute(graph, sweep.values), got)
 
 
 def test_scalar_paths_on_host_c(tmp_path):
