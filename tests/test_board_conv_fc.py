@@ -126,6 +126,11 @@ def conv_sweep(seed: int) -> BoardSweep:
     for wc in (8, 16):
         conv_case(rng, sweep, f"tile_shift_ends_c{wc}_{len(sweep)}", wc, (1, 1), pad=[0, 0], oc_per_group=6,
                   bias=True, per_channel=True, shifts=(0, -1, -30, -31))
+    # the tile's shorter output stage: every shift in [-22, -1] (its ends), and with one -23 (the other)
+    for i, (wc, kernel) in enumerate(((8, (1, 1)), (16, (1, 1)), (64, (1, 1)), (24, (1, 1)), (1, (10, 4)),
+                                      (64, (1, 1)), (32, (1, 1)), (8, (1, 1)))):
+        conv_case(rng, sweep, f"tile_neg_shifts_c{wc}_{i}_{len(sweep)}", wc, kernel, pad=[0, 0], oc_per_group=4 + i,
+                  hw=(12, 7), bias=True, per_channel=True, shifts=(-1, -22, -9) if i < 6 else (-1, -23, -9))
     # no scratch: the portable path, its dot product the optimized mf_dot_s8
     for wc in (3, 17, 20):
         conv_case(rng, sweep, f"no_scratch_c{wc}", wc, (3, 3), scratch=False)
