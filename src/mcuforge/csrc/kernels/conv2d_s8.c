@@ -407,6 +407,120 @@ static inline __attribute__((always_inline)) void dsp_tile_out_asm(int32_t a00, 
     *bias = bp, *mult = mp, *shift = sp, *out0 = o0, *out1 = o1;
 }
 
+/* The tile loop of DSP_TILE_ROWS_ASM: the first filter's row w (the second's at w + d + 4), columns from
+ * end - 4 d - 16 to end; the accumulators start at the filters' biases (the same wrapped sums as adding
+ * the bias after). Its state between tiles sits in a frame the asm pushes: [sp] bias, [sp, #4] mult,
+ * [sp, #8] shift, [sp, #12] out0, [sp, #16] out1, [sp, #20] 2 out_off + 1, [sp, #24] pairs left. */
+#define DSP_ROWS_TILE(GROUPS)                                                                          \
+    "2: ldr     %[t], [sp]\n"                                                                          \
+    "   sub     %[x], %[end], %[d], lsl #2\n"                                                          \
+    "   ldr     %[a00], [%[t]], #4\n"                                                                  \
+    "   ldr     %[a10], [%[t]], #4\n"                                                                  \
+    "   str     %[t], [sp]\n"                                                                          \
+    "   mov     %[a01], %[a00]\n"                                                                      \
+    "   mov     %[a11], %[a10]\n"                                                                      \
+    "   sub     %[x], %[x], #16\n"                                                                     \
+    "1:\n" GROUPS                                                                                      \
+    "   cmp     %[x], %[end]\n"                                                                        \
+    "   bne     1b\n"                                                                                  \
+    "   add     %[w], %[w], %[d]\n"                                                                    \
+    "   add     %[w], %[w], #4\n"
+
+/* The output stage of DSP_TILE_OUT_FILTER_NEG for the two filters at once, the rounding constant
+ * 2^(n-1) + out_off 2^n as (2 out_off + 1) << (n - 1), n - 1 = ~shift; then the next tile or the end. */
+#define DSP_ROWS_OUT                                                                                   \
+    "   ldr     %[t], [sp, #4]\n"                                                                      \
+    "   ldr     %[u], [sp, #8]\n"                                                                      \
+    "   ldr     %[va], [%[t]], #4\n"                                                                   \
+    "   ldr     %[vb], [%[t]], #4\n"                                                                   \
+    "   ldrsb   %[xa], [%[u]], #1\n"                                                                   \
+    "   ldrsb   %[xb], [%[u]], #1\n"                                                                   \
+    "   ldr     %[x], [sp, #20]\n"                                                                     \
+    "   str     %[t], [sp, #4]\n"                                                                      \
+    "   str     %[u], [sp, #8]\n"                                                                      \
+    "   lsl     %[a00], %[a00], #1\n"                                                                  \
+    "   lsl     %[a01], %[a01], #1\n"                                                                  \
+    "   lsl     %[a10], %[a10], #1\n"                                                                  \
+    "   lsl     %[a11], %[a11], #1\n"                                                                  \
+    "   smmulr  %[a00], %[a00], %[va]\n"                                                               \
+    "   smmulr  %[a01], %[a01], %[va]\n"                                                               \
+    "   smmulr  %[a10], %[a10], %[vb]\n"                                                               \
+    "   smmulr  %[a11], %[a11], %[vb]\n"                                                               \
+    "   mvn     %[t], %[xa]\n"                                                                         \
+    "   lsl     %[t], %[x], %[t]\n"                                                                    \
+    "   rsb     %[xa], %[xa], #0\n"                                                                    \
+    "   mvn     %[u], %[xb]\n"                                                                         \
+    "   lsl     %[u], %[x], %[u]\n"                                                                    \
+    "   rsb     %[xb], %[xb], #0\n"                                                                    \
+    "   add     %[a00], %[a00], %[a00], asr #31\n"                                                     \
+    "   add     %[a00], %[a00], %[t]\n"                                                                \
+    "   asr     %[a00], %[a00], %[xa]\n"                                                               \
+    "   ssat    %[a00], #8, %[a00]\n"                                                                  \
+    "   add     %[a01], %[a01], %[a01], asr #31\n"                                                     \
+    "   add     %[a01], %[a01], %[t]\n"                                                                \
+    "   asr     %[a01], %[a01], %[xa]\n"                                                               \
+    "   ssat    %[a01], #8, %[a01]\n"                                                                  \
+    "   add     %[a10], %[a10], %[a10], asr #31\n"                                                     \
+    "   add     %[a10], %[a10], %[u]\n"                                                                \
+    "   asr     %[a10], %[a10], %[xb]\n"                                                               \
+    "   ssat    %[a10], #8, %[a10]\n"                                                                  \
+    "   add     %[a11], %[a11], %[a11], asr #31\n"                                                     \
+    "   add     %[a11], %[a11], %[u]\n"                                                                \
+    "   asr     %[a11], %[a11], %[xb]\n"                                                               \
+    "   ssat    %[a11], #8, %[a11]\n"                                                                  \
+    "   ldr     %[t], [sp, #12]\n"                                                                     \
+    "   ldr     %[u], [sp, #16]\n"                                                                     \
+    "   ldr     %[x], [sp, #24]\n"                                                                     \
+    "   strb    %[a00], [%[t]], #1\n"                                                                  \
+    "   strb    %[a10], [%[t]], #1\n"                                                                  \
+    "   strb    %[a01], [%[u]], #1\n"                                                                  \
+    "   strb    %[a11], [%[u]], #1\n"                                                                  \
+    "   str     %[t], [sp, #12]\n"                                                                     \
+    "   str     %[u], [sp, #16]\n"                                                                     \
+    "   subs    %[x], %[x], #1\n"                                                                      \
+    "   str     %[x], [sp, #24]\n"                                                                     \
+    "   bne     2b\n"
+
+/* tiled_rows (full clamp, every shift in [-22, -1]) as one asm block: the tile loop, its accumulators
+ * initialized with the biases, and the output stage, with no C between tiles (GCC's loop reloaded and
+ * stored its state around every tile: about 45 cycles a tile on the Cortex-M4 model). pairs > 0. */
+#define DSP_TILE_ROWS_ASM(GROUPS)                                                                      \
+    __asm__ volatile("   sub     sp, sp, #32\n"                                                        \
+                     "   str     %[a00], [sp]\n"                                                       \
+                     "   str     %[a01], [sp, #4]\n"                                                   \
+                     "   str     %[a10], [sp, #8]\n"                                                   \
+                     "   str     %[a11], [sp, #12]\n"                                                  \
+                     "   str     %[va], [sp, #16]\n"                                                   \
+                     "   str     %[vb], [sp, #20]\n"                                                   \
+                     "   str     %[t], [sp, #24]\n" DSP_ROWS_TILE(GROUPS) DSP_ROWS_OUT                 \
+                     "   add     sp, sp, #32\n"                                                        \
+                     : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [w] "+r"(wp), \
+                       [x] "=&r"(xp), [va] "+r"(va), [vb] "+r"(vb), [t] "+r"(t), [u] "=&r"(u),            \
+                       [xa] "=&r"(xa), [xb] "=&r"(xb)                                                    \
+                     : [d] "r"(dstep), [end] "r"(xend)                                                  \
+                     : "cc", "memory")
+
+static inline __attribute__((always_inline)) void dsp_tile_rows_neg(const int16_t *cols, const int8_t *w,
+                                                                   uint32_t pairs, uint32_t depth,
+                                                                   const mf_channel_requant *rq, uint32_t oc0,
+                                                                   int8_t *out0, int8_t *out1) {
+    /* the asm's frame on entry: bias, mult, shift pointers, outputs, 2 out_off + 1, pairs */
+    int32_t a00 = (int32_t)(uintptr_t)(rq->bias + oc0), a01 = (int32_t)(uintptr_t)(rq->mult + oc0);
+    int32_t a10 = (int32_t)(uintptr_t)(rq->shift + oc0), a11 = (int32_t)(uintptr_t)out0;
+    int32_t va = (int32_t)(uintptr_t)out1, vb = 2 * rq->out_off + 1, t = (int32_t)pairs, u, xa, xb;
+    const int8_t *wp = w;
+    const int16_t *xp;
+    const int16_t *xend = cols + 2u * depth;
+    const int32_t dstep = (int32_t)depth - 4;
+    if ((depth & 15u) == 0) {
+        DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP);
+    } else {
+        DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP);
+    }
+    (void)a00, (void)a01, (void)a10, (void)a11, (void)wp, (void)xp, (void)va, (void)vb, (void)t, (void)u;
+    (void)xa, (void)xb;
+}
+
 /* mat_mult_2cols_tiled's loop; `full`: a constant, dsp_tile_clamp's (full: the asm output stage). */
 static inline __attribute__((always_inline)) void tiled_rows(const int16_t *cols, const int8_t *w, uint32_t pairs,
                                                             uint32_t depth, const mf_channel_requant *rq, uint32_t oc0,
@@ -446,7 +560,7 @@ static uint32_t mat_mult_2cols_tiled(const int16_t *cols, const int8_t *w, uint3
     if (!rq->per_channel || rq->bias == NULL) return 0;
     if (rq->lo == -128 && rq->hi == 127) {
         if (neg) {
-            tiled_rows(cols, w, rows / 2u, depth, rq, oc0, out0, out1, 1, 1);
+            if (rows >= 2) dsp_tile_rows_neg(cols, w, rows / 2u, depth, rq, oc0, out0, out1);
         } else {
             tiled_rows(cols, w, rows / 2u, depth, rq, oc0, out0, out1, 1, 0);
         }
