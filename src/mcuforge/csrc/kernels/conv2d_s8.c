@@ -512,7 +512,10 @@ static inline __attribute__((always_inline)) void dsp_tile_rows_neg(const int16_
     const int16_t *xp;
     const int16_t *xend = cols + 2u * depth;
     const int32_t dstep = (int32_t)depth - 4;
-    if ((depth & 15u) == 0) {
+    if ((depth & 31u) == 0) { /* 8 groups an iteration: 2 for the usual 64 channels */
+        DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP
+                          DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP);
+    } else if ((depth & 15u) == 0) {
         DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP);
     } else {
         DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP);
