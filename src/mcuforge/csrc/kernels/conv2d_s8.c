@@ -219,7 +219,17 @@ static void widen_interleaved(const int8_t *src, int16_t *cols, uint32_t c, uint
                               int32_t off) {
     const uint32_t d4 = depth & ~3u;
     int16_t *dst = cols + 4u * c;
-    for (uint32_t i = 0; i < d4; i += 4, dst += 8) {
+    uint32_t i = 0;
+    /* two groups an iteration, both words loaded first: the loads pipeline and the loop's own
+     * instructions are paid once for 8 taps (Cortex-M4 cycle model) */
+    for (; i + 8 <= d4; i += 8, dst += 16) {
+        const int32_t v = mf_ld32(src + i), u = mf_ld32(src + i + 4);
+        mf_st32(dst, mf_sxtab16(off16, v));
+        mf_st32(dst + 2, mf_sxtab16_ror8(off16, v));
+        mf_st32(dst + 8, mf_sxtab16(off16, u));
+        mf_st32(dst + 10, mf_sxtab16_ror8(off16, u));
+    }
+    for (; i < d4; i += 4, dst += 8) {
         const int32_t v = mf_ld32(src + i);
         mf_st32(dst, mf_sxtab16(off16, v));
         mf_st32(dst + 2, mf_sxtab16_ror8(off16, v));
@@ -409,19 +419,24 @@ static inline __attribute__((always_inline)) void dsp_tile_out_asm(int32_t a00, 
 
 /* The tile loop of DSP_TILE_ROWS_ASM: the first filter's row w (the second's at w + d + 4), columns from
  * end - 4 d - 16 to end; the accumulators start at the filters' biases (the same wrapped sums as adding
- * the bias after). Its state between tiles sits in a frame the asm pushes: [sp] bias, [sp, #4] mult,
- * [sp, #8] shift, [sp, #12] out0, [sp, #16] out1, [sp, #20] 2 out_off + 1, [sp, #24] pairs left. */
+ * the bias after). Its state between tiles sits in a frame the asm copies to the stack: [sp] bias,
+ * [sp, #4] mult, [sp, #8] shift, [sp, #12] out0, [sp, #16] out1, [sp, #20] 2 out_off + 1, [sp, #24]
+ * pairs left, [sp, #28] end (read from the stack at the loop's end: 13 registers, not 14, so that GCC
+ * can allocate them whatever the code around; 14 failed with "impossible constraints" after unrelated
+ * changes to run_fast). */
 #define DSP_ROWS_TILE(GROUPS)                                                                          \
     "2: ldr     %[t], [sp]\n"                                                                          \
-    "   sub     %[x], %[end], %[d], lsl #2\n"                                                          \
+    "   ldr     %[x], [sp, #28]\n"                                                                     \
     "   ldr     %[a00], [%[t]], #4\n"                                                                  \
     "   ldr     %[a10], [%[t]], #4\n"                                                                  \
     "   str     %[t], [sp]\n"                                                                          \
     "   mov     %[a01], %[a00]\n"                                                                      \
     "   mov     %[a11], %[a10]\n"                                                                      \
+    "   sub     %[x], %[x], %[d], lsl #2\n"                                                            \
     "   sub     %[x], %[x], #16\n"                                                                     \
     "1:\n" GROUPS                                                                                      \
-    "   cmp     %[x], %[end]\n"                                                                        \
+    "   ldr     %[xa], [sp, #28]\n"                                                                    \
+    "   cmp     %[x], %[xa]\n"                                                                         \
     "   bne     1b\n"                                                                                  \
     "   add     %[w], %[w], %[d]\n"                                                                    \
     "   add     %[w], %[w], #4\n"
@@ -486,37 +501,50 @@ static inline __attribute__((always_inline)) void dsp_tile_out_asm(int32_t a00, 
  * stored its state around every tile: about 45 cycles a tile on the Cortex-M4 model). pairs > 0. */
 #define DSP_TILE_ROWS_ASM(GROUPS)                                                                      \
     __asm__ volatile("   sub     sp, sp, #32\n"                                                        \
+                     "   ldr     %[a00], [%[t]]\n"                                                     \
+                     "   ldr     %[a01], [%[t], #4]\n"                                                 \
+                     "   ldr     %[a10], [%[t], #8]\n"                                                 \
+                     "   ldr     %[a11], [%[t], #12]\n"                                                \
+                     "   ldr     %[va], [%[t], #16]\n"                                                 \
+                     "   ldr     %[vb], [%[t], #20]\n"                                                 \
+                     "   ldr     %[u], [%[t], #24]\n"                                                  \
+                     "   ldr     %[xa], [%[t], #28]\n"                                                 \
                      "   str     %[a00], [sp]\n"                                                       \
                      "   str     %[a01], [sp, #4]\n"                                                   \
                      "   str     %[a10], [sp, #8]\n"                                                   \
                      "   str     %[a11], [sp, #12]\n"                                                  \
                      "   str     %[va], [sp, #16]\n"                                                   \
                      "   str     %[vb], [sp, #20]\n"                                                   \
-                     "   str     %[t], [sp, #24]\n" DSP_ROWS_TILE(GROUPS) DSP_ROWS_OUT                 \
+                     "   str     %[u], [sp, #24]\n"                                                    \
+                     "   str     %[xa], [sp, #28]\n" DSP_ROWS_TILE(GROUPS) DSP_ROWS_OUT                \
                      "   add     sp, sp, #32\n"                                                        \
-                     : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [w] "+r"(wp), \
-                       [x] "=&r"(xp), [va] "+r"(va), [vb] "+r"(vb), [t] "+r"(t), [u] "=&r"(u),            \
+                     : [a00] "=&r"(a00), [a01] "=&r"(a01), [a10] "=&r"(a10), [a11] "=&r"(a11), [w] "+r"(wp), \
+                       [x] "=&r"(xp), [va] "=&r"(va), [vb] "=&r"(vb), [t] "+r"(t), [u] "=&r"(u),          \
                        [xa] "=&r"(xa), [xb] "=&r"(xb)                                                    \
-                     : [d] "r"(dstep), [end] "r"(xend)                                                  \
+                     : [d] "r"(dstep)                                                                   \
                      : "cc", "memory")
 
 static inline __attribute__((always_inline)) void dsp_tile_rows_neg(const int16_t *cols, const int8_t *w,
                                                                    uint32_t pairs, uint32_t depth,
                                                                    const mf_channel_requant *rq, uint32_t oc0,
                                                                    int8_t *out0, int8_t *out1) {
-    /* the asm's frame on entry: bias, mult, shift pointers, outputs, 2 out_off + 1, pairs */
-    int32_t a00 = (int32_t)(uintptr_t)(rq->bias + oc0), a01 = (int32_t)(uintptr_t)(rq->mult + oc0);
-    int32_t a10 = (int32_t)(uintptr_t)(rq->shift + oc0), a11 = (int32_t)(uintptr_t)out0;
-    int32_t va = (int32_t)(uintptr_t)out1, vb = 2 * rq->out_off + 1, t = (int32_t)pairs, u, xa, xb;
+    /* the asm's frame: bias, mult, shift pointers, outputs, 2 out_off + 1, pairs, the columns' end */
+    const uint32_t frame[8] = {(uint32_t)(uintptr_t)(rq->bias + oc0), (uint32_t)(uintptr_t)(rq->mult + oc0),
+                               (uint32_t)(uintptr_t)(rq->shift + oc0), (uint32_t)(uintptr_t)out0,
+                               (uint32_t)(uintptr_t)out1, (uint32_t)(2 * rq->out_off + 1), pairs,
+                               (uint32_t)(uintptr_t)(cols + 2u * depth)};
+    const uint32_t *t = frame;
+    int32_t a00, a01, a10, a11, va, vb, u, xa, xb;
     const int8_t *wp = w;
     const int16_t *xp;
-    const int16_t *xend = cols + 2u * depth;
     const int32_t dstep = (int32_t)depth - 4;
-    if ((depth & 31u) == 0) { /* 8 groups an iteration: 2 for the usual 64 channels */
-        DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP
-                          DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP);
+    if ((depth & 63u) == 0) { /* 16 groups an iteration: 1 for the usual 64 channels */
+#define DSP_TILE_GROUPS4 DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP
+        DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4);
     } else if ((depth & 15u) == 0) {
         DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP);
+    } else if (depth % 40u == 0) { /* 10 groups: one iteration for a 10 x 4 first layer (KWS) */
+        DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUP DSP_TILE_GROUP);
     } else {
         DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP);
     }
