@@ -136,10 +136,12 @@ def conv_sweep(seed: int) -> BoardSweep:
                   hw=(12, 7), bias=True, per_channel=True, shifts=(-1, -22, -9) if i < 6 else (-1, -23, -9))
     # the tile rows in one asm block (full clamp, shifts in [-22, -1]): the output offset's ends, one and
     # several filter pairs, an odd filter count (the last filter in C), 2, 4, 10 and 16 groups of taps an
-    # iteration (one and several iterations), odd pixels
+    # iteration (one and several iterations), odd pixels (the last one's copy: outputs to the staging patch
+    # when the filters fit there, 64 of 64 taps; else the C loop, 9 of 8)
     for i, (wc, kernel, opg, off) in enumerate(((64, (1, 1), 64, -128), (64, (1, 1), 3, 127), (8, (1, 1), 2, 127),
                                                 (24, (1, 1), 7, -128), (1, (10, 4), 9, 127), (16, (1, 1), 1, 0),
-                                                (128, (1, 1), 4, 127), (120, (1, 1), 5, -128), (5, (2, 4), 6, 0))):
+                                                (128, (1, 1), 4, 127), (120, (1, 1), 5, -128), (5, (2, 4), 6, 0),
+                                                (8, (1, 1), 9, 127))):
         conv_case(rng, sweep, f"tile_rows_asm_c{wc}_{i}_{len(sweep)}", wc, kernel, pad=[0, 0], oc_per_group=opg,
                   hw=(5, 5) if kernel == (1, 1) else (13, 7), bias=True, per_channel=True, shifts=(-1, -22, -9),
                   out_off=off)

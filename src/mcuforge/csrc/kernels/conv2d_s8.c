@@ -1039,7 +1039,10 @@ static mf_status run_fast(const mf_call *c) {
                     widen_interleaved(patch, cols, i, depth, off16, in_off);
                 }
                 int8_t *out0 = out_image + (size_t)p0 * oc_n + grp * opg;
-                mat_mult_2cols(cols, wg, opg, depth, &rq, small, grp * opg, out0, n_cols > 1 ? out0 + oc_n : NULL);
+                /* a last odd pixel: its copy in column 1 takes the tiles too, its outputs to the staging
+                 * patch (already widened) when they fit there */
+                int8_t *out1 = n_cols > 1 ? out0 + oc_n : opg <= depth4(depth) ? staging : NULL;
+                mat_mult_2cols(cols, wg, opg, depth, &rq, small, grp * opg, out0, out1);
             }
 #endif
         }
