@@ -52,7 +52,8 @@ def offsets(rng, input_offset: int | None = None) -> dict:
 def conv_case(rng, sweep: BoardSweep, case: str, wc: int, kernel: tuple[int, int], groups: int = 1,
               oc_per_group: int | None = None, stride=None, pad=None, dil=None, hw=None, batch: int = 1,
               scratch: bool = True, input_offset: int | None = None, bias: bool | None = None,
-              per_channel: bool | None = None, shifts: tuple[int, ...] = ()) -> None:
+              per_channel: bool | None = None, shifts: tuple[int, ...] = (), out_off: int | None = None) -> None:
+    """``out_off``: this output offset and the full int8 clamp (else both drawn)."""
     for _ in range(100):
         h, w = hw or (int(rng.integers(1, 10)), int(rng.integers(1, 10)))
         st = stride or [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
@@ -66,6 +67,8 @@ def conv_case(rng, sweep: BoardSweep, case: str, wc: int, kernel: tuple[int, int
     consts, names = weighted_consts(rng, int8(rng, (oc, *kernel, wc)), oc, bias=bias, per_channel=per_channel,
                                     shifts=shifts)
     o = offsets(rng, input_offset)
+    if out_off is not None:
+        o.update(output_offset=out_off, act_min=-128, act_max=127)
     attrs = {"input_offset": o["input_offset"], "output_offset": o["output_offset"], "stride": st, "padding": pd,
              "dilation": dl, "act_min": o["act_min"], "act_max": o["act_max"]}
     x = act("x", (batch, h, w, wc * groups))
@@ -126,6 +129,22 @@ def conv_sweep(seed: int) -> BoardSweep:
     for wc in (8, 16):
         conv_case(rng, sweep, f"tile_shift_ends_c{wc}_{len(sweep)}", wc, (1, 1), pad=[0, 0], oc_per_group=6,
                   bias=True, per_channel=True, shifts=(0, -1, -30, -31))
+    # the tile's shorter output stage: every shift in [-22, -1] (its ends), and with one -23 (the other)
+    for i, (wc, kernel) in enumerate(((8, (1, 1)), (16, (1, 1)), (64, (1, 1)), (24, (1, 1)), (1, (10, 4)),
+                                      (64, (1, 1)), (32, (1, 1)), (8, (1, 1)))):
+        conv_case(rng, sweep, f"tile_neg_shifts_c{wc}_{i}_{len(sweep)}", wc, kernel, pad=[0, 0], oc_per_group=4 + i,
+                  hw=(12, 7), bias=True, per_channel=True, shifts=(-1, -22, -9) if i < 6 else (-1, -23, -9))
+    # the tile rows in one asm block (full clamp, shifts in [-22, -1]): the output offset's ends, one and
+    # several filter pairs, an odd filter count (the last filter in C), 2, 4, 10 and 16 groups of taps an
+    # iteration (one and several iterations), odd pixels (the last one's copy: outputs to the staging patch
+    # when the filters fit there, 64 of 64 taps; else the C loop, 9 of 8)
+    for i, (wc, kernel, opg, off) in enumerate(((64, (1, 1), 64, -128), (64, (1, 1), 3, 127), (8, (1, 1), 2, 127),
+                                                (24, (1, 1), 7, -128), (1, (10, 4), 9, 127), (16, (1, 1), 1, 0),
+                                                (128, (1, 1), 4, 127), (120, (1, 1), 5, -128), (5, (2, 4), 6, 0),
+                                                (8, (1, 1), 9, 127))):
+        conv_case(rng, sweep, f"tile_rows_asm_c{wc}_{i}_{len(sweep)}", wc, kernel, pad=[0, 0], oc_per_group=opg,
+                  hw=(5, 5) if kernel == (1, 1) else (13, 7), bias=True, per_channel=True, shifts=(-1, -22, -9),
+                  out_off=off)
     # no scratch: the portable path, its dot product the optimized mf_dot_s8
     for wc in (3, 17, 20):
         conv_case(rng, sweep, f"no_scratch_c{wc}", wc, (3, 3), scratch=False)

@@ -20,7 +20,10 @@ import pytest
 from board_sweep import BoardSweep
 from test_c_kernels import act, act_range, const, int8, requant_params
 
+from mcuforge import firmware
 from mcuforge.kernels import add_quant_params, conv_output_hw
+from mcuforge.program import deserialize
+from mcuforge.runtime import execute
 
 BOARDS = ("cortex-m3", "cortex-m4", "cortex-m55")
 CHANNELS = (1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 40, 64)
@@ -28,11 +31,12 @@ CHANNELS = (1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 40, 64)
 
 def depthwise_case(rng, sweep: BoardSweep, case: str, channels: int, kernel: tuple[int, int], dm: int = 1,
                    negative_shifts: bool = False, hw: tuple[int, int] | None = None,
-                   dil: list[int] | None = None, shifts: tuple[int, ...] = ()) -> None:
+                   dil: list[int] | None = None, shifts: tuple[int, ...] = (),
+                   stride_hw: tuple[int, int] | None = None) -> None:
     for _ in range(100):
         n = 1 if rng.random() < 0.8 else 2
         h, w = hw or (int(rng.integers(1, 9)), int(rng.integers(1, 9)))
-        stride = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
+        stride = list(stride_hw) if stride_hw else [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
         pad = [int(rng.integers(0, 3)), int(rng.integers(0, 3))]
         dil = dil or ([1, 1] if rng.random() < 0.7 else [int(rng.integers(1, 3)), int(rng.integers(1, 3))])
         oh, ow = conv_output_hw((h, w), kernel, stride, pad, dil)
@@ -86,6 +90,18 @@ def depthwise_sweep(seed: int) -> BoardSweep:
     for c in (8, 16):
         depthwise_case(rng, sweep, f"dw3x3_shift_ends_c{c}_{len(sweep)}", c, (3, 3), hw=(6, 5),
                        shifts=(0, -1, -30, -31))
+    # the DSP 3x3 assembly (16 output pixels or more): the pair loop's buffer with whole rows in the ring
+    # (strides 1 and 2, odd and even widths, rows along either axis, the DS-CNN shape), rows past its 40
+    # columns in runs, dilation along the run (rows refilled); dilation or stride 3 both ways (one window
+    # per pass on the image, patches at the padding); shifts -1 and -21 (the ends of its output stage's
+    # range) and -22 (the C loop), every activation range
+    for i, (c, hw, st, dl) in enumerate(((8, (6, 45), (1, 1), [1, 1]), (12, (5, 44), (2, 2), [1, 1]),
+                                         (4, (7, 9), (1, 2), [1, 1]), (16, (9, 7), (2, 1), [2, 1]),
+                                         (8, (4, 38), (1, 1), [1, 1]), (20, (5, 37), (2, 1), [1, 1]),
+                                         (64, (25, 5), (1, 1), [1, 1]), (8, (20, 3), (1, 1), [2, 1]),
+                                         (8, (12, 12), (1, 1), [2, 2]), (12, (13, 14), (3, 3), [1, 1]))):
+        depthwise_case(rng, sweep, f"dw3x3_buffer_{i}", c, (3, 3), hw=hw, dil=dl, stride_hw=st,
+                       shifts=(-1, -21, -7) if i % 2 else (-1, -21, -22, -5))
     return sweep
 
 
@@ -198,6 +214,16 @@ def test_depthwise_fast_paths_on_board(target):
     sweep = depthwise_sweep(seed=11)
     assert len(sweep) > 100
     sweep.assert_same_on_board(target)
+
+
+def test_depthwise_dsp_c_form_on_board():
+    """The DSP 3x3 path's C form (dw3_run / dw3_pairs without their assembly: a firmware built at -O0)
+    on the same sweep: the same bytes."""
+    sweep = depthwise_sweep(seed=11)
+    program = sweep.program("cortex-m4")
+    graph = deserialize(program)
+    got, _trace, _facts = firmware.run_on_qemu(program, sweep.values, "cortex-m4", graph=graph, build_flags=("-O0",))
+    sweep._assert_same("cortex-m4 at -O0", execute(graph, sweep.values), got)
 
 
 def test_scalar_paths_on_host_c(tmp_path):

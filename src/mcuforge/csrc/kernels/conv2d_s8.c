@@ -17,6 +17,8 @@
  *        asm (DSP_TILE_ASM: 14 registers, loads in runs, 2 or 4 groups of taps per iteration) and, for
  *        the full int8 range, so is the output stage (dsp_tile_out_asm): shaped by the Cortex-M4 cycle
  *        model (mcuforge.cycles), where the compiler's code reloaded values from the stack;
+ *        with the full clamp and every shift in [-22, -1] the filter pairs' loop, output stage included,
+ *        is one asm block (DSP_TILE_ROWS_ASM: 13 registers, its state in a stack frame of its own);
  *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
  *        them), and for every filter one asm block (MVE_ROWS_ASM): a tail-predicated WLSTP/LETP
  *        loop of VMLADAVA over 16 lanes, then the four pixels requantized as one vector (VQRDMULH +
@@ -220,12 +222,32 @@ static void widen_interleaved(const int8_t *src, int16_t *cols, uint32_t c, uint
                               int32_t off) {
     const uint32_t d4 = depth & ~3u;
     int16_t *dst = cols + 4u * c;
-    for (uint32_t i = 0; i < d4; i += 4, dst += 8) {
+    uint32_t i = 0;
+    /* two groups an iteration, both words loaded first: the loads pipeline and the loop's own
+     * instructions are paid once for 8 taps (Cortex-M4 cycle model) */
+    for (; i + 8 <= d4; i += 8, dst += 16) {
+        const int32_t v = mf_ld32(src + i), u = mf_ld32(src + i + 4);
+        mf_st32(dst, mf_sxtab16(off16, v));
+        mf_st32(dst + 2, mf_sxtab16_ror8(off16, v));
+        mf_st32(dst + 8, mf_sxtab16(off16, u));
+        mf_st32(dst + 10, mf_sxtab16_ror8(off16, u));
+    }
+    for (; i < d4; i += 4, dst += 8) {
         const int32_t v = mf_ld32(src + i);
         mf_st32(dst, mf_sxtab16(off16, v));
         mf_st32(dst + 2, mf_sxtab16_ror8(off16, v));
     }
     for (uint32_t i = d4; i < depth; i++) dst[i - d4] = (int16_t)(src[i] + off);
+}
+
+/* 1 when every output channel's shift is in [-22, -1] and the output offset within +-255: the tile's
+ * shorter output stage (DSP_TILE_OUT_FILTER_NEG). Read once per run. */
+static int dsp_shifts_negative(const mf_channel_requant *q, uint32_t channels) {
+    const uint32_t n = q->per_channel ? channels : 1u;
+    for (uint32_t i = 0; i < n; i++) {
+        if (q->shift[i] > -1 || q->shift[i] < -22) return 0;
+    }
+    return q->out_off >= -255 && q->out_off <= 255;
 }
 
 /* One channel's output stage (its parameters read once for the pixels that share them): the short
@@ -340,35 +362,203 @@ static inline __attribute__((always_inline)) int8_t dsp_tile_clamp(int32_t v, in
     "   add     %[" B "], %[" B "], %[off]\n"                                                         \
     "   ssat    %[" B "], #8, %[" B "]\n"
 
+/* DSP_TILE_OUT_FILTER when every shift is in [-22, -1] (dsp_shifts_negative): the rounding's -1 for a
+ * negative v in one instruction (no mask), the output offset folded into the rounding constant
+ * (2^(n-1) + out_off 2^n: |v| < 2^30 and n <= 22 keep the sum inside int32), 22 instructions, not 27. */
+#define DSP_TILE_OUT_FILTER_NEG(A, B)                                                                  \
+    "   ldr     %[t], [%[bp]], #4\n"                                                                  \
+    "   ldr     %[n], [%[mp]], #4\n"                                                                  \
+    "   add     %[" A "], %[" A "], %[t]\n"                                                           \
+    "   add     %[" B "], %[" B "], %[t]\n"                                                           \
+    "   lsl     %[" A "], %[" A "], #1\n"                                                             \
+    "   lsl     %[" B "], %[" B "], #1\n"                                                             \
+    "   smmulr  %[" A "], %[" A "], %[n]\n"                                                           \
+    "   smmulr  %[" B "], %[" B "], %[n]\n"                                                           \
+    "   ldrsb   %[n], [%[sp]], #1\n"                                                                  \
+    "   rsb     %[n], %[n], #0\n"                                                                     \
+    "   mov     %[t], #1\n"                                                                           \
+    "   lsl     %[t], %[t], %[n]\n"                                                                   \
+    "   lsr     %[h], %[t], #1\n"                                                                     \
+    "   mla     %[h], %[off], %[t], %[h]\n"                                                           \
+    "   add     %[" A "], %[" A "], %[" A "], asr #31\n"                                             \
+    "   add     %[" A "], %[" A "], %[h]\n"                                                           \
+    "   asr     %[" A "], %[" A "], %[n]\n"                                                           \
+    "   ssat    %[" A "], #8, %[" A "]\n"                                                             \
+    "   add     %[" B "], %[" B "], %[" B "], asr #31\n"                                             \
+    "   add     %[" B "], %[" B "], %[h]\n"                                                           \
+    "   asr     %[" B "], %[" B "], %[n]\n"                                                           \
+    "   ssat    %[" B "], #8, %[" B "]\n"
+
 /* The 2 x 2 tile's output stage (full clamp) in asm: the compiler's code for it reloads its state from
  * the stack between steps (108 estimated cycles on the Cortex-M4 against about 60 here). a<f><c>: filter
  * f's sum for column c; the parameter and output pointers move on past the tile's two filters. */
 static inline __attribute__((always_inline)) void dsp_tile_out_asm(int32_t a00, int32_t a01, int32_t a10, int32_t a11,
                                                                   const int32_t **bias, const int32_t **mult,
                                                                   const mf_shift **shift, int8_t **out0, int8_t **out1,
-                                                                  int32_t out_off) {
+                                                                  int32_t out_off, int neg) {
     const int32_t *bp = *bias, *mp = *mult;
     const mf_shift *sp = *shift;
     int8_t *o0 = *out0, *o1 = *out1;
     int32_t n, h, g, t;
-    __asm__ volatile(DSP_TILE_OUT_FILTER("a00", "a01") DSP_TILE_OUT_FILTER("a10", "a11")
-                     "   strb    %[a00], [%[o0]], #1\n"
-                     "   strb    %[a10], [%[o0]], #1\n"
-                     "   strb    %[a01], [%[o1]], #1\n"
-                     "   strb    %[a11], [%[o1]], #1\n"
-                     : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [bp] "+r"(bp),
-                       [mp] "+r"(mp), [sp] "+r"(sp), [o0] "+r"(o0), [o1] "+r"(o1), [n] "=&r"(n), [h] "=&r"(h),
-                       [g] "=&r"(g), [t] "=&r"(t)
-                     : [off] "r"(out_off)
-                     : "memory");
+#define DSP_TILE_OUT_STMT(FILTER)                                                                      \
+    __asm__ volatile(FILTER("a00", "a01") FILTER("a10", "a11")                                         \
+                     "   strb    %[a00], [%[o0]], #1\n"                                                \
+                     "   strb    %[a10], [%[o0]], #1\n"                                                \
+                     "   strb    %[a01], [%[o1]], #1\n"                                                \
+                     "   strb    %[a11], [%[o1]], #1\n"                                                \
+                     : [a00] "+r"(a00), [a01] "+r"(a01), [a10] "+r"(a10), [a11] "+r"(a11), [bp] "+r"(bp), \
+                       [mp] "+r"(mp), [sp] "+r"(sp), [o0] "+r"(o0), [o1] "+r"(o1), [n] "=&r"(n), [h] "=&r"(h), \
+                       [g] "=&r"(g), [t] "=&r"(t)                                                         \
+                     : [off] "r"(out_off)                                                              \
+                     : "memory")
+    if (neg) {
+        DSP_TILE_OUT_STMT(DSP_TILE_OUT_FILTER_NEG);
+    } else {
+        DSP_TILE_OUT_STMT(DSP_TILE_OUT_FILTER);
+    }
     (void)n, (void)h, (void)g, (void)t;
     *bias = bp, *mult = mp, *shift = sp, *out0 = o0, *out1 = o1;
+}
+
+/* The tile loop of DSP_TILE_ROWS_ASM: the first filter's row w (the second's at w + d + 4), columns from
+ * end - 4 d - 16 to end; the accumulators start at the filters' biases (the same wrapped sums as adding
+ * the bias after). Its state between tiles sits in a frame the asm copies to the stack: [sp] bias,
+ * [sp, #4] mult, [sp, #8] shift, [sp, #12] out0, [sp, #16] out1, [sp, #20] 2 out_off + 1, [sp, #24]
+ * pairs left, [sp, #28] end (read from the stack at the loop's end: 13 registers, not 14, so that GCC
+ * can allocate them whatever the code around; 14 failed with "impossible constraints" after unrelated
+ * changes to run_fast). */
+#define DSP_ROWS_TILE(GROUPS)                                                                          \
+    "2: ldr     %[t], [sp]\n"                                                                          \
+    "   ldr     %[x], [sp, #28]\n"                                                                     \
+    "   ldr     %[a00], [%[t]], #4\n"                                                                  \
+    "   ldr     %[a10], [%[t]], #4\n"                                                                  \
+    "   str     %[t], [sp]\n"                                                                          \
+    "   mov     %[a01], %[a00]\n"                                                                      \
+    "   mov     %[a11], %[a10]\n"                                                                      \
+    "   sub     %[x], %[x], %[d], lsl #2\n"                                                            \
+    "   sub     %[x], %[x], #16\n"                                                                     \
+    "1:\n" GROUPS                                                                                      \
+    "   ldr     %[xa], [sp, #28]\n"                                                                    \
+    "   cmp     %[x], %[xa]\n"                                                                         \
+    "   bne     1b\n"                                                                                  \
+    "   add     %[w], %[w], %[d]\n"                                                                    \
+    "   add     %[w], %[w], #4\n"
+
+/* The output stage of DSP_TILE_OUT_FILTER_NEG for the two filters at once, the rounding constant
+ * 2^(n-1) + out_off 2^n as (2 out_off + 1) << (n - 1), n - 1 = ~shift; then the next tile or the end. */
+#define DSP_ROWS_OUT                                                                                   \
+    "   ldr     %[t], [sp, #4]\n"                                                                      \
+    "   ldr     %[u], [sp, #8]\n"                                                                      \
+    "   ldr     %[va], [%[t]], #4\n"                                                                   \
+    "   ldr     %[vb], [%[t]], #4\n"                                                                   \
+    "   ldrsb   %[xa], [%[u]], #1\n"                                                                   \
+    "   ldrsb   %[xb], [%[u]], #1\n"                                                                   \
+    "   ldr     %[x], [sp, #20]\n"                                                                     \
+    "   str     %[t], [sp, #4]\n"                                                                      \
+    "   str     %[u], [sp, #8]\n"                                                                      \
+    "   lsl     %[a00], %[a00], #1\n"                                                                  \
+    "   lsl     %[a01], %[a01], #1\n"                                                                  \
+    "   lsl     %[a10], %[a10], #1\n"                                                                  \
+    "   lsl     %[a11], %[a11], #1\n"                                                                  \
+    "   smmulr  %[a00], %[a00], %[va]\n"                                                               \
+    "   smmulr  %[a01], %[a01], %[va]\n"                                                               \
+    "   smmulr  %[a10], %[a10], %[vb]\n"                                                               \
+    "   smmulr  %[a11], %[a11], %[vb]\n"                                                               \
+    "   mvn     %[t], %[xa]\n"                                                                         \
+    "   lsl     %[t], %[x], %[t]\n"                                                                    \
+    "   rsb     %[xa], %[xa], #0\n"                                                                    \
+    "   mvn     %[u], %[xb]\n"                                                                         \
+    "   lsl     %[u], %[x], %[u]\n"                                                                    \
+    "   rsb     %[xb], %[xb], #0\n"                                                                    \
+    "   add     %[a00], %[a00], %[a00], asr #31\n"                                                     \
+    "   add     %[a00], %[a00], %[t]\n"                                                                \
+    "   asr     %[a00], %[a00], %[xa]\n"                                                               \
+    "   ssat    %[a00], #8, %[a00]\n"                                                                  \
+    "   add     %[a01], %[a01], %[a01], asr #31\n"                                                     \
+    "   add     %[a01], %[a01], %[t]\n"                                                                \
+    "   asr     %[a01], %[a01], %[xa]\n"                                                               \
+    "   ssat    %[a01], #8, %[a01]\n"                                                                  \
+    "   add     %[a10], %[a10], %[a10], asr #31\n"                                                     \
+    "   add     %[a10], %[a10], %[u]\n"                                                                \
+    "   asr     %[a10], %[a10], %[xb]\n"                                                               \
+    "   ssat    %[a10], #8, %[a10]\n"                                                                  \
+    "   add     %[a11], %[a11], %[a11], asr #31\n"                                                     \
+    "   add     %[a11], %[a11], %[u]\n"                                                                \
+    "   asr     %[a11], %[a11], %[xb]\n"                                                               \
+    "   ssat    %[a11], #8, %[a11]\n"                                                                  \
+    "   ldr     %[t], [sp, #12]\n"                                                                     \
+    "   ldr     %[u], [sp, #16]\n"                                                                     \
+    "   ldr     %[x], [sp, #24]\n"                                                                     \
+    "   strb    %[a00], [%[t]], #1\n"                                                                  \
+    "   strb    %[a10], [%[t]], #1\n"                                                                  \
+    "   strb    %[a01], [%[u]], #1\n"                                                                  \
+    "   strb    %[a11], [%[u]], #1\n"                                                                  \
+    "   str     %[t], [sp, #12]\n"                                                                     \
+    "   str     %[u], [sp, #16]\n"                                                                     \
+    "   subs    %[x], %[x], #1\n"                                                                      \
+    "   str     %[x], [sp, #24]\n"                                                                     \
+    "   bne     2b\n"
+
+/* tiled_rows (full clamp, every shift in [-22, -1]) as one asm block: the tile loop, its accumulators
+ * initialized with the biases, and the output stage, with no C between tiles (GCC's loop reloaded and
+ * stored its state around every tile: about 45 cycles a tile on the Cortex-M4 model). pairs > 0. */
+#define DSP_TILE_ROWS_ASM(GROUPS)                                                                      \
+    __asm__ volatile("   sub     sp, sp, #32\n"                                                        \
+                     "   ldr     %[a00], [%[t]]\n"                                                     \
+                     "   ldr     %[a01], [%[t], #4]\n"                                                 \
+                     "   ldr     %[a10], [%[t], #8]\n"                                                 \
+                     "   ldr     %[a11], [%[t], #12]\n"                                                \
+                     "   ldr     %[va], [%[t], #16]\n"                                                 \
+                     "   ldr     %[vb], [%[t], #20]\n"                                                 \
+                     "   ldr     %[u], [%[t], #24]\n"                                                  \
+                     "   ldr     %[xa], [%[t], #28]\n"                                                 \
+                     "   str     %[a00], [sp]\n"                                                       \
+                     "   str     %[a01], [sp, #4]\n"                                                   \
+                     "   str     %[a10], [sp, #8]\n"                                                   \
+                     "   str     %[a11], [sp, #12]\n"                                                  \
+                     "   str     %[va], [sp, #16]\n"                                                   \
+                     "   str     %[vb], [sp, #20]\n"                                                   \
+                     "   str     %[u], [sp, #24]\n"                                                    \
+                     "   str     %[xa], [sp, #28]\n" DSP_ROWS_TILE(GROUPS) DSP_ROWS_OUT                \
+                     "   add     sp, sp, #32\n"                                                        \
+                     : [a00] "=&r"(a00), [a01] "=&r"(a01), [a10] "=&r"(a10), [a11] "=&r"(a11), [w] "+r"(wp), \
+                       [x] "=&r"(xp), [va] "=&r"(va), [vb] "=&r"(vb), [t] "+r"(t), [u] "=&r"(u),          \
+                       [xa] "=&r"(xa), [xb] "=&r"(xb)                                                    \
+                     : [d] "r"(dstep)                                                                   \
+                     : "cc", "memory")
+
+static inline __attribute__((always_inline)) void dsp_tile_rows_neg(const int16_t *cols, const int8_t *w,
+                                                                   uint32_t pairs, uint32_t depth,
+                                                                   const mf_channel_requant *rq, uint32_t oc0,
+                                                                   int8_t *out0, int8_t *out1) {
+    /* the asm's frame: bias, mult, shift pointers, outputs, 2 out_off + 1, pairs, the columns' end */
+    const uint32_t frame[8] = {(uint32_t)(uintptr_t)(rq->bias + oc0), (uint32_t)(uintptr_t)(rq->mult + oc0),
+                               (uint32_t)(uintptr_t)(rq->shift + oc0), (uint32_t)(uintptr_t)out0,
+                               (uint32_t)(uintptr_t)out1, (uint32_t)(2 * rq->out_off + 1), pairs,
+                               (uint32_t)(uintptr_t)(cols + 2u * depth)};
+    const uint32_t *t = frame;
+    int32_t a00, a01, a10, a11, va, vb, u, xa, xb;
+    const int8_t *wp = w;
+    const int16_t *xp;
+    const int32_t dstep = (int32_t)depth - 4;
+    if ((depth & 63u) == 0) { /* 16 groups an iteration: 1 for the usual 64 channels */
+#define DSP_TILE_GROUPS4 DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP
+        DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4);
+    } else if ((depth & 15u) == 0) {
+        DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP);
+    } else if (depth % 40u == 0) { /* 10 groups: one iteration for a 10 x 4 first layer (KWS) */
+        DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUP DSP_TILE_GROUP);
+    } else {
+        DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP);
+    }
+    (void)a00, (void)a01, (void)a10, (void)a11, (void)wp, (void)xp, (void)va, (void)vb, (void)t, (void)u;
+    (void)xa, (void)xb;
 }
 
 /* mat_mult_2cols_tiled's loop; `full`: a constant, dsp_tile_clamp's (full: the asm output stage). */
 static inline __attribute__((always_inline)) void tiled_rows(const int16_t *cols, const int8_t *w, uint32_t pairs,
                                                             uint32_t depth, const mf_channel_requant *rq, uint32_t oc0,
-                                                            int8_t *out0, int8_t *out1, int full) {
+                                                            int8_t *out0, int8_t *out1, int full, int neg) {
     const int32_t out_off = rq->out_off, lo = rq->lo, hi = rq->hi;
     const int32_t *bias = rq->bias + oc0, *mult = rq->mult + oc0;
     const mf_shift *shift = rq->shift + oc0;
@@ -376,7 +566,7 @@ static inline __attribute__((always_inline)) void tiled_rows(const int16_t *cols
         for (uint32_t r = 0; r < pairs; r++, w += 2u * depth) {
             int32_t acc[4];
             dsp_tile_2x2(cols, w, depth, depth, acc);
-            dsp_tile_out_asm(acc[0], acc[1], acc[2], acc[3], &bias, &mult, &shift, &out0, &out1, out_off);
+            dsp_tile_out_asm(acc[0], acc[1], acc[2], acc[3], &bias, &mult, &shift, &out0, &out1, out_off, neg);
         }
         return;
     }
@@ -399,12 +589,17 @@ static inline __attribute__((always_inline)) void tiled_rows(const int16_t *cols
  * DSP_TILE_ASM, each filter's parameters read once for its two outputs. Returns the rows done (the
  * even ones; 0 when it does not apply). */
 static uint32_t mat_mult_2cols_tiled(const int16_t *cols, const int8_t *w, uint32_t rows, uint32_t depth,
-                                     const mf_channel_requant *rq, uint32_t oc0, int8_t *out0, int8_t *out1) {
+                                     const mf_channel_requant *rq, uint32_t oc0, int8_t *out0, int8_t *out1,
+                                     int neg) {
     if (!rq->per_channel || rq->bias == NULL) return 0;
     if (rq->lo == -128 && rq->hi == 127) {
-        tiled_rows(cols, w, rows / 2u, depth, rq, oc0, out0, out1, 1);
+        if (neg) {
+            if (rows >= 2) dsp_tile_rows_neg(cols, w, rows / 2u, depth, rq, oc0, out0, out1);
+        } else {
+            tiled_rows(cols, w, rows / 2u, depth, rq, oc0, out0, out1, 1, 0);
+        }
     } else {
-        tiled_rows(cols, w, rows / 2u, depth, rq, oc0, out0, out1, 0);
+        tiled_rows(cols, w, rows / 2u, depth, rq, oc0, out0, out1, 0, 0);
     }
     return rows & ~1u;
 }
@@ -419,7 +614,7 @@ static void mat_mult_2cols(const int16_t *cols, const int8_t *w, uint32_t rows, 
     uint32_t r = 0;
 #if defined(DSP_TILE)
     if (small && out1 != NULL && d4 == depth && depth != 0 && (depth & 7u) == 0) {
-        r = mat_mult_2cols_tiled(cols, w, rows, depth, rq, oc0, out0, out1);
+        r = mat_mult_2cols_tiled(cols, w, rows, depth, rq, oc0, out0, out1, small == 2);
     }
 #endif
     for (; r + 2 <= rows; r += 2) {
@@ -819,7 +1014,7 @@ static mf_status run_fast(const mf_call *c) {
     const int pointwise = g.kh == 1 && g.kw == 1 && g.pd[0] == 0 && g.pd[1] == 0 &&
                           ((int32_t)o.shape[1] - 1) * g.st[0] < g.h && ((int32_t)ow - 1) * g.st[1] < g.w;
     const int32_t off16 = mf_pack_off16(in_off);
-    const int small = mf_dsp_small_ok(&rq, oc_n, depth);
+    const int small = mf_dsp_small_ok(&rq, oc_n, depth) ? 1 + dsp_shifts_negative(&rq, oc_n) : 0;
 #endif
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
@@ -847,7 +1042,10 @@ static mf_status run_fast(const mf_call *c) {
                     widen_interleaved(patch, cols, i, depth, off16, in_off);
                 }
                 int8_t *out0 = out_image + (size_t)p0 * oc_n + grp * opg;
-                mat_mult_2cols(cols, wg, opg, depth, &rq, small, grp * opg, out0, n_cols > 1 ? out0 + oc_n : NULL);
+                /* a last odd pixel: its copy in column 1 takes the tiles too, its outputs to the staging
+                 * patch (already widened) when they fit there */
+                int8_t *out1 = n_cols > 1 ? out0 + oc_n : opg <= depth4(depth) ? staging : NULL;
+                mat_mult_2cols(cols, wg, opg, depth, &rq, small, grp * opg, out0, out1);
             }
 #endif
         }

@@ -12,7 +12,13 @@
  *   SMMULR-based (mf_dsp_requantize_small) when no accumulator can reach 2^30; the 3x3 path also
  *   runs depthwise_conv2d_s4 on its unpacked weights (mf_depthwise_dsp_3x3), takes the padding's
  *   windows by their tap masks, unrolled (the usual edge and corner masks as constants), and reads
- *   each channel group's output parameters once (dw_out_params);
+ *   each channel group's output parameters once (dw_out_params). Where the short requantization serves
+ *   a group (every shift in [-21, -1]), its 3x3 windows run in assembly from a table built once per
+ *   group (dw3_tab: accumulators' start with the input offset folded in, weights pre-extended and
+ *   doubled, output constants): two windows per pass from a ring of input rows copied with the zero
+ *   point around (dw3_pairs, stride 1 or 2 across, no dilation across: padding costs nothing there;
+ *   rows along the longer output side), or one window per pass on the image and the padding's windows
+ *   on patches (dw3_run, dw3_edge); outputs of fewer than 16 pixels keep the C loop (the table's cost);
  * - MVE (cortex-m55): groups of eight channels outer, products by VMULLB/VMULLT of int16 lanes
  *   into even/odd int32 accumulators (a vector of 16 int8 channels would need four accumulators
  *   plus operands: more than the eight Q registers). 3x3 kernels: the windows inside the input as
@@ -612,6 +618,464 @@ static inline uint32_t dw_dsp_mask3(int32_t start, int32_t dil, int32_t size) {
     return m;
 }
 
+/* The 3x3 windows of one channel group in assembly (dw3_run): the group's table, built once (dw3_tab_of),
+ * holds everything the loop reads, at fixed offsets, so the loop keeps four accumulators, the three row
+ * pointers and its temporaries in registers and reloads nothing from the stack:
+ * - the accumulators' start 2 (bias + in_off * sum(w)): the taps then read x without the offset, and a tap
+ *   outside the input reads the zero point -in_off (its products cancel the offset's share), so the
+ *   padding's windows run the same loop on a patch of nine words (dw3_edge);
+ * - each tap's weights sign-extended to halfword pairs (lanes 0/2, then 1/3) and doubled: the
+ *   accumulators hold 2 acc, SMMULR's operand (|acc| < 2^30: mf_dsp_small_ok), so the output stage is
+ *   SMMULR, the rounding (v - (v < 0) + 2^(n-1) + out_off 2^n) >> n (mf_dsp_requantize_small with the
+ *   output offset folded in; 1 <= n <= 21 keeps it inside int32), SSAT (and the clamp when the
+ *   activation range is not int8's);
+ * - the window step, output step, the run's first row pointers and its end.
+ * Per tap: one LDR of four channels' x, two of weights, two SXTB16, four SMLAxy (10 cycles on the
+ * Cortex-M4 model, against 13 for the C loop whose weights GCC spills). */
+typedef struct {
+    int32_t acc[4];              /*   0 */
+    int32_t w[18];               /*  16: tap t at 16 + 8 t */
+    int32_t mult[4];             /*  88 */
+    int32_t half[4];             /* 104: 2^(n-1) + out_off * 2^n */
+    int32_t n[4];                /* 120 */
+    int32_t step, ostep;         /* 136, 140: bytes between windows, between outputs */
+    const int8_t *row[3];        /* 144: the first window's three rows */
+    const int8_t *end;           /* 156: row[0] after the last window */
+    int32_t lo, hi;              /* 160, 164: the activation range */
+    int8_t *out;                 /* 168: dw3_pairs' next output */
+    const int32_t *bend;         /* 172: dw3_pairs' buffer position after the last pair */
+} dw3_tab;
+typedef char dw3_tab_layout[offsetof(dw3_tab, mult) == 88 && offsetof(dw3_tab, step) == 136 &&
+                                    offsetof(dw3_tab, row) == 144 && offsetof(dw3_tab, lo) == 160 &&
+                                    offsetof(dw3_tab, bend) == 172 ? 1 : -1];
+
+/* Halfwords a (low) and b (high) of one word. */
+static inline int32_t dw3_pair(int32_t a, int32_t b) {
+    return mf_wrap32(((uint32_t)a & 0xFFFFu) | ((uint32_t)b << 16));
+}
+
+/* The table of channels oc .. oc + 3; 0 when the group's output stage is not this one's (a shift >= 0 or
+ * < -21: dw_out4_small's path then). */
+static int dw3_tab_of(const dw_geom *g, const dw_out_params *q, int32_t oc, dw3_tab *T) {
+    const int32_t C = g->ch;
+    for (int i = 0; i < 4; i++) {
+        if (q->n[i] < 1 || q->n[i] > 21) return 0;
+    }
+    /* the zero point -in_off is an int8 (the patch's padding); the offsets fold into 2^n steps */
+    if (g->in_off < -127 || g->in_off > 128 || q->out_off < -255 || q->out_off > 255) return 0;
+    if (q->lo < -128 || q->hi > 127 || q->lo > q->hi) return 0;
+    int32_t sum[4] = {0, 0, 0, 0};
+    for (int32_t t = 0; t < 9; t++) {
+        const int8_t *w = g->w + t * C + oc;
+        for (int i = 0; i < 4; i++) sum[i] += w[i];
+        T->w[2 * t] = dw3_pair(2 * w[0], 2 * w[2]);
+        T->w[2 * t + 1] = dw3_pair(2 * w[1], 2 * w[3]);
+    }
+    for (int i = 0; i < 4; i++) {
+        /* wraps as the C path's bias + sum does; the total 2 acc fits (mf_dsp_small_ok) */
+        T->acc[i] = mf_wrap32(2u * (uint32_t)mf_add_wrap(q->bias[i], g->in_off * sum[i]));
+        T->mult[i] = q->mult[i];
+        T->n[i] = q->n[i];
+        T->half[i] = (1 << (q->n[i] - 1)) + q->out_off * (1 << q->n[i]);
+    }
+    T->ostep = C;
+    T->lo = q->lo, T->hi = q->hi;
+    return 1;
+}
+
+#if defined(__OPTIMIZE__) && defined(__thumb2__)
+/* One tap: x at ADDR, weights of tap t (r0..r3: channels 0..3; r4/r5 weights, r6/r8 x). */
+#define DW3_TAP(ADDR, t)                                                                                               \
+    "ldr r6, " ADDR "\n\t"                                                                                            \
+    "ldr r4, [%[T], #16 + 8 * " #t "]\n\t"                                                                            \
+    "ldr r5, [%[T], #20 + 8 * " #t "]\n\t"                                                                            \
+    "sxtb16 r8, r6\n\t"                                                                                               \
+    "sxtb16 r6, r6, ror #8\n\t"                                                                                       \
+    "smlabb r0, r8, r4, r0\n\t"                                                                                       \
+    "smlatt r2, r8, r4, r2\n\t"                                                                                       \
+    "smlabb r1, r6, r5, r1\n\t"                                                                                       \
+    "smlatt r3, r6, r5, r3\n\t"
+#define DW3_CLAMP(r) "cmp " r ", r4\n\tit lt\n\tmovlt " r ", r4\n\tcmp " r ", r5\n\tit gt\n\tmovgt " r ", r5\n\t"
+/* The loop; CLAMP: the activation range's clamp after SSAT, or nothing (int8's range). */
+#define DW3_ASM(CLAMP)                                                                                                 \
+    "ldr r10, [%[T], #144]\n\t"                                                                                       \
+    "ldr r11, [%[T], #148]\n\t"                                                                                       \
+    "ldr r12, [%[T], #152]\n\t"                                                                                       \
+    "1:\n\t"                                                                                                          \
+    "ldm %[T], {r0, r1, r2, r3}\n\t"                                                                                  \
+    DW3_TAP("[r10]", 0) DW3_TAP("[r10, %[D]]", 1) DW3_TAP("[r10, %[D], lsl #1]", 2)                                   \
+    DW3_TAP("[r11]", 3) DW3_TAP("[r11, %[D]]", 4) DW3_TAP("[r11, %[D], lsl #1]", 5)                                   \
+    DW3_TAP("[r12]", 6) DW3_TAP("[r12, %[D]]", 7) DW3_TAP("[r12, %[D], lsl #1]", 8)                                   \
+    "ldr r4, [%[T], #88]\n\t"                                                                                         \
+    "ldr r5, [%[T], #92]\n\t"                                                                                         \
+    "ldr r6, [%[T], #96]\n\t"                                                                                         \
+    "ldr r8, [%[T], #100]\n\t"                                                                                        \
+    "smmulr r0, r0, r4\n\t"                                                                                           \
+    "smmulr r1, r1, r5\n\t"                                                                                           \
+    "smmulr r2, r2, r6\n\t"                                                                                           \
+    "smmulr r3, r3, r8\n\t"                                                                                           \
+    "ldr r4, [%[T], #104]\n\t"                                                                                        \
+    "ldr r5, [%[T], #108]\n\t"                                                                                        \
+    "ldr r6, [%[T], #112]\n\t"                                                                                        \
+    "ldr r8, [%[T], #116]\n\t"                                                                                        \
+    "add r0, r0, r0, asr #31\n\t"                                                                                     \
+    "add r1, r1, r1, asr #31\n\t"                                                                                     \
+    "add r2, r2, r2, asr #31\n\t"                                                                                     \
+    "add r3, r3, r3, asr #31\n\t"                                                                                     \
+    "add r0, r0, r4\n\t"                                                                                              \
+    "add r1, r1, r5\n\t"                                                                                              \
+    "add r2, r2, r6\n\t"                                                                                              \
+    "add r3, r3, r8\n\t"                                                                                              \
+    "ldr r4, [%[T], #120]\n\t"                                                                                        \
+    "ldr r5, [%[T], #124]\n\t"                                                                                        \
+    "ldr r6, [%[T], #128]\n\t"                                                                                        \
+    "ldr r8, [%[T], #132]\n\t"                                                                                        \
+    "asr r0, r0, r4\n\t"                                                                                              \
+    "asr r1, r1, r5\n\t"                                                                                              \
+    "asr r2, r2, r6\n\t"                                                                                              \
+    "asr r3, r3, r8\n\t"                                                                                              \
+    "ssat r0, #8, r0\n\t"                                                                                             \
+    "ssat r1, #8, r1\n\t"                                                                                             \
+    "ssat r2, #8, r2\n\t"                                                                                             \
+    "ssat r3, #8, r3\n\t"                                                                                             \
+    CLAMP                                                                                                             \
+    "strb r0, [%[o]]\n\t"                                                                                             \
+    "strb r1, [%[o], #1]\n\t"                                                                                         \
+    "strb r2, [%[o], #2]\n\t"                                                                                         \
+    "strb r3, [%[o], #3]\n\t"                                                                                         \
+    "ldr r4, [%[T], #136]\n\t"                                                                                        \
+    "ldr r5, [%[T], #140]\n\t"                                                                                        \
+    "ldr r6, [%[T], #156]\n\t"                                                                                        \
+    "add r10, r10, r4\n\t"                                                                                            \
+    "add r11, r11, r4\n\t"                                                                                            \
+    "add r12, r12, r4\n\t"                                                                                            \
+    "add %[o], %[o], r5\n\t"                                                                                          \
+    "cmp r10, r6\n\t"                                                                                                 \
+    "bne 1b\n\t"
+#endif
+
+/* The windows of T's run (at least one): rows T->row[k], taps dx apart, windows T->step apart, outputs at
+ * out, T->ostep apart. */
+static __attribute__((noinline)) void dw3_run(const dw3_tab *T, int32_t dx, int8_t *out) {
+#if defined(__OPTIMIZE__) && defined(__thumb2__)
+    if (T->lo == -128 && T->hi == 127) {
+        __asm__ volatile(DW3_ASM("")
+                         : [o] "+r"(out)
+                         : [T] "r"(T), [D] "r"(dx)
+                         : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r10", "r11", "r12", "cc", "memory");
+    } else {
+        __asm__ volatile(DW3_ASM("ldr r4, [%[T], #160]\n\tldr r5, [%[T], #164]\n\t" DW3_CLAMP("r0") DW3_CLAMP("r1")
+                                     DW3_CLAMP("r2") DW3_CLAMP("r3"))
+                         : [o] "+r"(out)
+                         : [T] "r"(T), [D] "r"(dx)
+                         : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r10", "r11", "r12", "cc", "memory");
+    }
+#else
+    const int8_t *r[3] = {T->row[0], T->row[1], T->row[2]};
+    do {
+        uint32_t a[4];
+        for (int i = 0; i < 4; i++) a[i] = (uint32_t)T->acc[i];
+        for (int t = 0; t < 9; t++) {
+            const int8_t *x = r[t / 3] + (t % 3) * dx;
+            for (int i = 0; i < 4; i++) {
+                const int32_t wp = T->w[2 * t + (i & 1)];
+                const int32_t w = (int16_t)(i & 2 ? (uint32_t)wp >> 16 : (uint32_t)wp & 0xFFFFu);
+                a[i] += (uint32_t)(x[i] * w); /* wraps as SMLAxy does */
+            }
+        }
+        for (int i = 0; i < 4; i++) {
+            int32_t v;
+            __asm__("smmulr %0, %1, %2" : "=r"(v) : "r"(mf_wrap32(a[i])), "r"(T->mult[i]));
+            v = (v + (v >> 31) + T->half[i]) >> T->n[i];
+            out[i] = mf_clamp_s8(v, T->lo, T->hi);
+        }
+        for (int k = 0; k < 3; k++) r[k] += T->step;
+        out += T->ostep;
+    } while (r[0] != T->end);
+#endif
+}
+
+/* The windows [ox, ox + n) of an output row inside the input: one run. */
+static inline void dw3_inside(dw3_tab *T, const int8_t *r0, int32_t dx, int32_t dy, int32_t step, int32_t n,
+                              int8_t *out) {
+    T->row[0] = r0, T->row[1] = r0 + dy, T->row[2] = r0 + 2 * dy;
+    T->step = step;
+    T->end = r0 + (ptrdiff_t)n * step;
+    dw3_run(T, dx, out);
+}
+
+/* A window leaving the input: its taps (mask bit ky * 3 + kx) copied into a patch, the others the zero
+ * point, then a run of one. */
+static void dw3_edge(dw3_tab *T, const int8_t *xpix, int32_t dx, int32_t dy, uint32_t mask, int32_t pad,
+                     int8_t *out) {
+    int32_t patch[9];
+    for (int t = 0; t < 9; t++) patch[t] = mask & (1u << t) ? mf_ld32(xpix + (t / 3) * dy + (t % 3) * dx) : pad;
+    const int8_t *p = (const int8_t *)patch;
+    T->row[0] = p, T->row[1] = p + 12, T->row[2] = p + 24;
+    T->step = 4;
+    T->end = p + 4;
+    dw3_run(T, 4, out);
+}
+
+/* Two windows per pass (dw3_pairs): the rows a run of windows reads, copied into a buffer with the
+ * zero point outside the input (dw3_fill): column-major, the three rows of a column side by side
+ * (word 3 j + k: row k, column j). Every tap of both windows is then at a constant offset from one
+ * pointer, which leaves registers for eight accumulators: each tap's weights, loaded once, serve both
+ * windows, and each channel's output constants both outputs (18 cycles per tap pair, 124 per window
+ * on the Cortex-M4 model against 148 for dw3_run). Horizontal dilation 1, stride 1 or 2. */
+#define DW3_NB 40 /* the buffer's columns (480 bytes of stack) */
+
+/* Row k of the buffer at d = buf + k: n columns from src (column 0; NULL: a row outside the input), the
+ * columns outside [lo, hi) the zero point's word. */
+static __attribute__((noinline)) void dw3_fill(const int8_t *src, int32_t C, int32_t lo, int32_t hi, int32_t n,
+                                               int32_t pad, int32_t *d) {
+    int32_t j = 0;
+    if (src) {
+        for (; j < lo; j++, d += 3) *d = pad;
+        for (src += (ptrdiff_t)lo * C; j < hi; j++, d += 3, src += C) *d = mf_ld32(src);
+    }
+    for (; j < n; j++, d += 3) *d = pad;
+}
+
+#if defined(__OPTIMIZE__) && defined(__thumb2__)
+/* Tap (k, kx) of windows A (accumulators r0..r3) and B (r4, r5, r6, r8; S columns on). */
+#define DW3P_TAP(k, kx, S)                                                                                             \
+    "ldr r12, [%[r], #4 * (3 * " #kx " + " #k ")]\n\t"                                                               \
+    "ldr r10, [%[T], #16 + 8 * (3 * " #k " + " #kx ")]\n\t"                                                          \
+    "ldr r11, [%[T], #20 + 8 * (3 * " #k " + " #kx ")]\n\t"                                                          \
+    "sxtb16 %[e], r12\n\t"                                                                                            \
+    "sxtb16 r12, r12, ror #8\n\t"                                                                                     \
+    "smlabb r0, %[e], r10, r0\n\t"                                                                                    \
+    "smlatt r2, %[e], r10, r2\n\t"                                                                                    \
+    "smlabb r1, r12, r11, r1\n\t"                                                                                     \
+    "smlatt r3, r12, r11, r3\n\t"                                                                                     \
+    "ldr r12, [%[r], #4 * (3 * (" #kx " + " #S ") + " #k ")]\n\t"                                                    \
+    "sxtb16 %[e], r12\n\t"                                                                                            \
+    "sxtb16 r12, r12, ror #8\n\t"                                                                                     \
+    "smlabb r4, %[e], r10, r4\n\t"                                                                                    \
+    "smlatt r6, %[e], r10, r6\n\t"                                                                                    \
+    "smlabb r5, r12, r11, r5\n\t"                                                                                     \
+    "smlatt r8, r12, r11, r8\n\t"
+#define DW3P_ROW(k, S) DW3P_TAP(k, 0, S) DW3P_TAP(k, 1, S) DW3P_TAP(k, 2, S)
+/* Channel i's output stage for both windows (registers a, b). */
+#define DW3P_OUT(a, b, i)                                                                                              \
+    "ldr r10, [%[T], #88 + 4 * " #i "]\n\t"                                                                           \
+    "ldr r11, [%[T], #104 + 4 * " #i "]\n\t"                                                                          \
+    "ldr r12, [%[T], #120 + 4 * " #i "]\n\t"                                                                          \
+    "smmulr " a ", " a ", r10\n\t"                                                                                    \
+    "smmulr " b ", " b ", r10\n\t"                                                                                    \
+    "add " a ", " a ", " a ", asr #31\n\t"                                                                            \
+    "add " b ", " b ", " b ", asr #31\n\t"                                                                            \
+    "add " a ", " a ", r11\n\t"                                                                                       \
+    "add " b ", " b ", r11\n\t"                                                                                       \
+    "asr " a ", " a ", r12\n\t"                                                                                       \
+    "asr " b ", " b ", r12\n\t"                                                                                       \
+    "ssat " a ", #8, " a "\n\t"                                                                                       \
+    "ssat " b ", #8, " b "\n\t"
+#define DW3P_CLAMP(r) "cmp " r ", r10\n\tit lt\n\tmovlt " r ", r10\n\tcmp " r ", r11\n\tit gt\n\tmovgt " r ", r11\n\t"
+#define DW3P_CLAMPS                                                                                                    \
+    "ldr r10, [%[T], #160]\n\t"                                                                                       \
+    "ldr r11, [%[T], #164]\n\t" DW3P_CLAMP("r0") DW3P_CLAMP("r1") DW3P_CLAMP("r2") DW3P_CLAMP("r3")                   \
+        DW3P_CLAMP("r4") DW3P_CLAMP("r5") DW3P_CLAMP("r6") DW3P_CLAMP("r8")
+#define DW3P_ASM(S, CLAMP)                                                                                             \
+    "1:\n\t"                                                                                                          \
+    "ldm %[T], {r0, r1, r2, r3}\n\t"                                                                                  \
+    "mov r4, r0\n\t"                                                                                                  \
+    "mov r5, r1\n\t"                                                                                                  \
+    "mov r6, r2\n\t"                                                                                                  \
+    "mov r8, r3\n\t" DW3P_ROW(0, S) DW3P_ROW(1, S) DW3P_ROW(2, S)                                                     \
+    DW3P_OUT("r0", "r4", 0) DW3P_OUT("r1", "r5", 1) DW3P_OUT("r2", "r6", 2) DW3P_OUT("r3", "r8", 3) CLAMP           \
+    "ldr r12, [%[T], #168]\n\t"                                                                                       \
+    "ldr r10, [%[T], #140]\n\t"                                                                                       \
+    "strb r0, [r12]\n\t"                                                                                              \
+    "strb r1, [r12, #1]\n\t"                                                                                          \
+    "strb r2, [r12, #2]\n\t"                                                                                          \
+    "strb r3, [r12, #3]\n\t"                                                                                          \
+    "add r12, r12, r10\n\t"                                                                                           \
+    "strb r4, [r12]\n\t"                                                                                              \
+    "strb r5, [r12, #1]\n\t"                                                                                          \
+    "strb r6, [r12, #2]\n\t"                                                                                          \
+    "strb r8, [r12, #3]\n\t"                                                                                          \
+    "add r12, r12, r10\n\t"                                                                                           \
+    "str r12, [%[T], #168]\n\t"                                                                                       \
+    "ldr r10, [%[T], #172]\n\t"                                                                                       \
+    "add %[r], %[r], #24 * " #S "\n\t"                                                                                \
+    "cmp %[r], r10\n\t"                                                                                               \
+    "bne 1b\n\t"
+#define DW3P_CALL(S, CLAMP)                                                                                            \
+    __asm__ volatile(DW3P_ASM(S, CLAMP)                                                                                \
+                     : [r] "+r"(buf), [e] "=&r"(e)                                                                     \
+                     : [T] "r"(T)                                                                                      \
+                     : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r10", "r11", "r12", "cc", "memory")
+#endif
+
+/* Window pairs from buf (a pair's windows s and 2 s columns apart, pairs 2 s apart) until T->bend, outputs
+ * from T->out, T->ostep apart. */
+static __attribute__((noinline)) void dw3_pairs(dw3_tab *T, const int32_t *buf, int32_t s) {
+#if defined(__OPTIMIZE__) && defined(__thumb2__)
+    int32_t e;
+    const int full = T->lo == -128 && T->hi == 127;
+    if (s == 1) {
+        if (full) {
+            DW3P_CALL(1, "");
+        } else {
+            DW3P_CALL(1, DW3P_CLAMPS);
+        }
+    } else {
+        if (full) {
+            DW3P_CALL(2, "");
+        } else {
+            DW3P_CALL(2, DW3P_CLAMPS);
+        }
+    }
+    (void)e;
+#else
+    for (; buf != T->bend; buf += 3 * s) {
+        const int8_t *p = (const int8_t *)buf;
+        T->row[0] = p, T->row[1] = p + 4, T->row[2] = p + 8;
+        T->step = 12 * s;
+        T->end = p + 12 * s;
+        dw3_run(T, 12, T->out);
+        T->out += T->ostep;
+    }
+#endif
+}
+
+/* The image as dw3_buffered walks it: rows along the longer output side (an image column when the
+ * output is taller than wide: fewer, longer runs), in view coordinates; strides in bytes. */
+typedef struct {
+    int32_t h, w, oh, ow, st[2], pd[2], dl[2];
+    ptrdiff_t x_row, x_col, o_row, o_col;
+} dw3_view;
+
+static void dw3_view_of(const dw_geom *g, int t, dw3_view *v) {
+    const ptrdiff_t C = g->ch, x_row = (ptrdiff_t)g->wi * C, o_row = (ptrdiff_t)g->ow * C;
+    v->h = t ? g->wi : g->h, v->w = t ? g->h : g->wi;
+    v->oh = t ? g->ow : g->oh, v->ow = t ? g->oh : g->ow;
+    for (int a = 0; a < 2; a++) v->st[a] = g->st[a ^ t], v->pd[a] = g->pd[a ^ t], v->dl[a] = g->dl[a ^ t];
+    v->x_row = t ? C : x_row, v->x_col = t ? x_row : C;
+    v->o_row = t ? C : o_row, v->o_col = t ? o_row : C;
+}
+
+/* dw3_buffered takes the view: horizontal dilation 1, horizontal stride 1 or 2. */
+static int dw3_view_ok(const dw3_view *v) { return v->dl[1] == 1 && (v->st[1] == 1 || v->st[1] == 2); }
+
+/* m windows from buf (the first window's column 0; windows s columns apart) into out (ostep = T->ostep
+ * apart): pairs through dw3_pairs, an odd last window through dw3_run on the buffer. */
+static void dw3_row_run(dw3_tab *T, const int32_t *buf, int32_t s, int32_t m, int8_t *out) {
+    if (m >= 2) {
+        T->out = out;
+        T->bend = buf + 3 * 2 * s * (m / 2);
+        dw3_pairs(T, buf, s);
+    }
+    if (m & 1) {
+        const int8_t *p = (const int8_t *)(buf + 3 * s * (m - 1));
+        T->row[0] = p, T->row[1] = p + 4, T->row[2] = p + 8;
+        T->step = 12 * s;
+        T->end = p + 12 * s;
+        dw3_run(T, 12, out + (ptrdiff_t)(m - 1) * T->ostep);
+    }
+}
+
+/* View row iy of the group's channels (view columns [c0, c0 + n)) into buffer row (slot) q. */
+static void dw3_fill_row(const dw3_view *v, const int8_t *xb, int32_t iy, int32_t c0, int32_t n, int32_t pad,
+                         int32_t *buf, int32_t q) {
+    const int32_t lo = c0 >= 0 ? 0 : -c0 < n ? -c0 : n, hi = v->w - c0 < n ? v->w - c0 : n;
+    const int8_t *src = iy >= 0 && iy < v->h ? xb + iy * v->x_row + c0 * v->x_col : NULL;
+    dw3_fill(src, (int32_t)v->x_col, lo, hi, n, pad, buf + q);
+}
+
+/* The output rows of one image (of the view) through the buffer. When a whole row fits and the window's
+ * rows are consecutive, the buffer is a ring: input row iy stays in slot iy mod 3 while windows read it,
+ * and the output row whose first input row is y0 runs on the table whose weight rows are rotated to
+ * match (Tp[y0 mod 3]); each input row is copied once. Otherwise each output row refills all three
+ * slots in runs of at most DW3_NB columns. */
+static void dw3_buffered(const dw3_view *v, dw3_tab Tp[3], const int8_t *xb, int32_t pad, int8_t *out) {
+    const int32_t s = v->st[1];
+    const int32_t n_all = ((v->ow + 1) / 2 * 2 - 1) * s + 3; /* columns of a whole row, pairs included */
+    int32_t buf[3 * DW3_NB];
+    if (n_all <= DW3_NB && v->dl[0] == 1) {
+        int32_t tag[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
+        for (int32_t oy = 0; oy < v->oh; oy++, out += v->o_row) {
+            const int32_t y0 = oy * v->st[0] - v->pd[0];
+            for (int32_t k = 0; k < 3; k++) {
+                const int32_t iy = y0 + k, q = ((iy % 3) + 3) % 3;
+                if (tag[q] != iy) {
+                    dw3_fill_row(v, xb, iy, -v->pd[1], n_all, pad, buf, q);
+                    tag[q] = iy;
+                }
+            }
+            dw3_row_run(&Tp[((y0 % 3) + 3) % 3], buf, s, v->ow, out);
+        }
+        return;
+    }
+    const int32_t per = 2 * ((DW3_NB - 3) / (2 * s)); /* windows per run, even */
+    for (int32_t oy = 0; oy < v->oh; oy++, out += v->o_row) {
+        const int32_t y0 = oy * v->st[0] - v->pd[0];
+        for (int32_t a = 0; a < v->ow; a += per) {
+            const int32_t m = v->ow - a < per ? v->ow - a : per, n = ((m + 1) / 2 * 2 - 1) * s + 3;
+            for (int32_t k = 0; k < 3; k++) dw3_fill_row(v, xb, y0 + k * v->dl[0], a * s - v->pd[1], n, pad, buf, k);
+            dw3_row_run(&Tp[0], buf, s, m, out + a * v->o_col);
+        }
+    }
+}
+
+/* Channels oc .. oc + 3 of every window: through dw3_buffered where a view of the image takes it
+ * (rows along the longer output side when both do; whole output rows, the padding's windows included);
+ * otherwise a row's windows inside the input as one dw3_run on the image and the others one by one on
+ * patches (dw3_edge). */
+static void dw3_group(const dw_geom *g, dw3_tab *T, int32_t oc, int32_t ox_lo, int32_t ox_hi) {
+    const int32_t C = g->ch, row = g->wi * C;
+    const int32_t dy = g->dl[0] * row, dx = g->dl[1] * C, step = g->st[1] * C;
+    const int32_t pad = mf_wrap32((uint32_t)(uint8_t)(int8_t)-g->in_off * 0x01010101u);
+    dw3_view v;
+    int t = g->oh > g->ow; /* 1: the view's rows are image columns */
+    dw3_view_of(g, t, &v);
+    if (!dw3_view_ok(&v)) t = !t, dw3_view_of(g, t, &v);
+    const int buffered = dw3_view_ok(&v);
+    dw3_tab Tp[3];
+    if (buffered) { /* Tp[p]: view tap (k, j) (the image's (j, k) when transposed) in slot (p + k) mod 3 */
+        for (int32_t p = 0; p < 3; p++) {
+            Tp[p] = *T;
+            Tp[p].ostep = (int32_t)v.o_col;
+            for (int32_t k = 0; k < 3; k++) {
+                for (int32_t j = 0; j < 3; j++) {
+                    const int32_t src = t ? 3 * j + k : 3 * k + j, dst = 3 * ((p + k) % 3) + j;
+                    Tp[p].w[2 * dst] = T->w[2 * src], Tp[p].w[2 * dst + 1] = T->w[2 * src + 1];
+                }
+            }
+        }
+    }
+    for (int32_t b = 0; b < g->batch; b++) {
+        const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row + oc;
+        int8_t *orow = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + oc;
+        if (buffered) {
+            dw3_buffered(&v, Tp, xb, pad, orow);
+            continue;
+        }
+        for (int32_t oy = 0; oy < g->oh; oy++, orow += (ptrdiff_t)g->ow * C) {
+            const int32_t y0 = oy * g->st[0] - g->pd[0];
+            const uint32_t rmask = dw_dsp_mask3(y0, g->dl[0], g->h);
+            const int8_t *xrow = xb + (ptrdiff_t)y0 * row;
+            const int inside = rmask == 7u && ox_hi > ox_lo;
+            int8_t *out = orow;
+            for (int32_t ox = 0; ox < g->ow; ox++, out += C) {
+                const int32_t x0 = ox * g->st[1] - g->pd[1];
+                if (inside && ox == ox_lo) {
+                    dw3_inside(T, xrow + (ptrdiff_t)x0 * C, dx, dy, step, ox_hi - ox_lo, out);
+                    out += (ptrdiff_t)(ox_hi - ox_lo - 1) * C;
+                    ox = ox_hi - 1;
+                    continue;
+                }
+                const uint32_t cmask = dw_dsp_mask3(x0, g->dl[1], g->wi);
+                const uint32_t mask = (rmask & 1u ? cmask : 0u) | (rmask & 2u ? cmask << 3 : 0u) |
+                                      (rmask & 4u ? cmask << 6 : 0u);
+                dw3_edge(T, xrow + (ptrdiff_t)x0 * C, dx, dy, mask, pad, out);
+            }
+        }
+    }
+}
+
 /* 3x3 windows, channel groups of four outer, pixels inner: the group's nine weight words,
  * sign-extended once into 18 halfword pairs, and its channels' output parameters, read once. A row's
  * windows inside the input run without bounds (three row pointers, the taps dx apart); the others
@@ -638,6 +1102,12 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
         for (int i = 0; i < 4; i++) ch4[i] = mf_dsp_channel_any(&g->rq, (uint32_t)(oc + i)); /* s8's or s4's */
         dw_out_params q;
         dw_out_params_of(g, ch4, &q);
+        dw3_tab T;
+        /* the table and its rotations cost about as much as 16 windows save (MobileNet's 3 x 3 outputs) */
+        if (small && g->batch * g->oh * g->ow >= 16 && dw3_tab_of(g, &q, oc, &T)) {
+            dw3_group(g, &T, oc, ox_lo, ox_hi);
+            continue;
+        }
         for (int32_t b = 0; b < g->batch; b++) {
             const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row + oc;
             int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + oc;
