@@ -162,7 +162,8 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     The s4 kinds on the DSP and MVE paths: conv2d_s4 the same 5 patches with the patch size rounded up to 8
     (the DSP path widens a word of 8 packed weights at a time); fully_connected_s4 one input row widened
     to int16 (DSP); depthwise_conv2d_s4 its weights unpacked to int8.
-    conv2d_s16 on the DSP and MVE paths: one int16 im2col patch (2 bytes per element).
+    conv2d_s16 on the DSP path: one int16 im2col patch (2 bytes per element); on MVE 4 of them, each rounded up
+    to 8 elements (the 4 output pixels of a pass).
     lstm_s8 / gru_s8 on every path (``weight_shape`` either (4H, .) / (3H, .) weight matrix): one batch row's
     int16 cell (hidden) state and four int16 gate vectors, 10 H bytes rounded up to 16; the kernel needs it."""
     if kind in RECURRENT_GATES:  # every target: one batch row's int16 state and 4 int16 vectors
@@ -184,7 +185,10 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
         return (int(np.prod(weight_shape)) + 3) // 4 * 4
     if kind == "add_s8" and path == "scalar":
         return 2048
-    if kind == "conv2d_s16" and path in ("dsp", "mve"):  # one int16 im2col patch
+    if kind == "conv2d_s16" and path == "mve":  # 4 int16 im2col patches, each rounded up to 8 values
+        _, kh, kw, ic = weight_shape
+        return 4 * 2 * ((kh * kw * ic + 7) // 8 * 8)
+    if kind == "conv2d_s16" and path == "dsp":  # one int16 im2col patch
         _, kh, kw, ic = weight_shape
         return (2 * kh * kw * ic + 15) // 16 * 16
     if kind == "depthwise_conv2d_s8" and path == "scalar":
