@@ -110,7 +110,31 @@ def conv_fast_case(rng, sweep: BoardSweep, case: str) -> None:
               ["x", "w", "b" if bias is not None else "", "m", "s"])
 
 
-CASES = {"conv2d_s16": conv_fast_case}
+def depthwise_fast_case(rng, sweep: BoardSweep, case: str) -> None:
+    """Depth multiplier 1 (the MVE path; another multiplier, one case in ten, the portable one): channel counts
+    around the 4- and 8-lane blocks, windows at the input's edges, strides, dilation."""
+    for _ in range(100):
+        h, w = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+        kh, kw = int(rng.choice([1, 2, 3, 5])), int(rng.choice([1, 3, 4, 5]))
+        st = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
+        pd = [int(rng.integers(0, kh)), int(rng.integers(0, kw))]
+        dl = [1, 1] if rng.random() < 0.8 else [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
+        oh, ow = conv_output_hw((h, w), (kh, kw), st, pd, dl)
+        if oh >= 1 and ow >= 1:
+            break
+    c = int(rng.choice([1, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24]))
+    dm = 1 if rng.random() < 0.9 else 2
+    bias = fast_bias(rng, c * dm, kh * kw, 127)
+    consts = [const("w", weights(rng, (1, kh, kw, c * dm), 127))] + ([const("b", bias)] if bias is not None else [])
+    consts += fast_requant(rng, c * dm)
+    x = act("x", (int(rng.integers(1, 3)), h, w, c))
+    sweep.add(case, "depthwise_conv2d_s16", {"stride": st, "padding": pd, "dilation": dl, "depth_multiplier": dm,
+                                             **act_range(rng)},
+              [(x, extreme_int16(rng, x.shape))], [act("y", (x.shape[0], oh, ow, c * dm))], consts,
+              ["x", "w", "b" if bias is not None else "", "m", "s"])
+
+
+CASES = {"conv2d_s16": conv_fast_case, "depthwise_conv2d_s16": depthwise_fast_case}
 
 
 def sweep_of(count: int, seed: int) -> BoardSweep:

@@ -142,7 +142,7 @@ static int run_mve(const mf_call *c) {
     const int in_place = kh == 1 && (kw == 1 || row_run);
     const int have_cols = c->scratch && c->scratch_bytes >= 8u * col_len;
     if (!in_place && !have_cols) return 0;
-    if (!mf_s16_mve_ok(&rq, wd, depth, oc_n)) return 0;
+    if (!mf_s16_mve_ok(&rq, wd, depth, oc_n, 1)) return 0;
     const int16_t *xd = (const int16_t *)x.data;
     const int32_t h = (int32_t)x.shape[1], wi = (int32_t)x.shape[2];
     const int32_t oh = (int32_t)o.shape[1], ow = (int32_t)o.shape[2];

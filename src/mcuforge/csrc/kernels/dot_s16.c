@@ -54,7 +54,7 @@ void mf_dot_s16_rows(const int16_t *x, const int8_t *w, uint32_t depth, uint32_t
  * VMLADAVA sums are exact (no partial sum leaves int32 either), and arm_nn_requantize_s64 of v = sum + bias,
  * floor((v * rm / 2^n + 1) / 2) with n = 14 - shift in [15, 31] (the int32 casts never wrap: |v * rm| <
  * 2^46), equals floor((v * rm + 2^n) / 2^(n + 1)) = VRMULH(v, rm << (31 - n)): (v * M + 2^31) >> 32. */
-int mf_s16_mve_ok(const mf_requant_s16 *q, const int8_t *w, uint32_t depth, uint32_t oc_n) {
+int mf_s16_mve_ok(const mf_requant_s16 *q, const int8_t *w, uint32_t depth, uint32_t oc_n, uint32_t tap_step) {
     if (q->int32_bias || depth == 0) return 0;
     const uint32_t n_params = q->per_channel ? oc_n : 1u;
     for (uint32_t k = 0; k < n_params; k++) {
@@ -67,19 +67,24 @@ int mf_s16_mve_ok(const mf_requant_s16 *q, const int8_t *w, uint32_t depth, uint
         const int64_t mag = b < 0 ? -b : b;
         if ((int64_t)depth * (1 << 22) + mag <= limit) continue;
         uint32_t l1 = 0; /* sum(|w|) of the filter: VABAV against 0 (no int8 wrap of |-128|) */
-        const int8_t *wp = w + (size_t)oc * depth;
-        for (int32_t left = (int32_t)depth; left > 0; left -= 16, wp += 16) {
-            const mve_pred16_t p = vctp8q((uint32_t)left);
-            l1 = vabavq_p_s8(l1, vldrbq_z_s8(wp, p), vdupq_n_s8(0), p);
+        if (tap_step == 1) {
+            const int8_t *wp = w + (size_t)oc * depth;
+            for (int32_t left = (int32_t)depth; left > 0; left -= 16, wp += 16) {
+                const mve_pred16_t p = vctp8q((uint32_t)left);
+                l1 = vabavq_p_s8(l1, vldrbq_z_s8(wp, p), vdupq_n_s8(0), p);
+            }
+        } else {
+            for (uint32_t t = 0; t < depth; t++) {
+                const int32_t v = w[(size_t)t * tap_step + oc];
+                l1 += (uint32_t)(v < 0 ? -v : v);
+            }
         }
         if ((int64_t)l1 * 32768 + mag > limit) return 0;
     }
     return 1;
 }
 
-/* The VRMULH multiplier of channel k: reduced multiplier rm << (17 + shift) (|rm| <= 2^15, 17 + shift in
- * [0, 16]: inside int32). */
-static inline int32_t s16_mve_mult(const mf_requant_s16 *q, uint32_t k) {
+int32_t mf_s16_mve_mult(const mf_requant_s16 *q, uint32_t k) {
     const int32_t m = q->mult[k]; /* mf_reduce_multiplier in int32: m + 2^15 cannot overflow below 0x7FFF0000 */
     const int32_t rm = m < 0x7FFF0000 ? (m + (1 << 15)) >> 16 : 0x7FFF;
     return (int32_t)((uint32_t)rm << (17 + q->shift[k]));
@@ -133,14 +138,14 @@ void mf_s16_mve_cols4(const mf_requant_s16 *q, const int16_t *const *cols, uint3
         mf_mve_lanes4(0, (int32_t)(2u * out_step), (int32_t)(4u * out_step), (int32_t)(6u * out_step)));
     const mve_pred16_t store = vcmphiq_u32(vdupq_n_u32(2u * out_step * n_cols), offs);
     const int32x4_t lo = vdupq_n_s32(q->lo), hi = vdupq_n_s32(q->hi);
-    int32_t mult = s16_mve_mult(q, 0);
+    int32_t mult = mf_s16_mve_mult(q, 0);
     for (uint32_t f = 0; f < count; f++, w += depth) {
         const uint32_t oc = oc0 + f;
         int32_t a0 = 0, a1, a2, a3;
         if (q->bias) memcpy(&a0, q->bias + 8u * oc, 4); /* the low word: |bias| < 2^31 (mf_s16_mve_ok) */
         a1 = a2 = a3 = a0;
         s16_mve_sums4(w, c0, c1, c2, c3, depth, &a0, &a1, &a2, &a3);
-        if (q->per_channel) mult = s16_mve_mult(q, oc);
+        if (q->per_channel) mult = mf_s16_mve_mult(q, oc);
         int32x4_t v = vrmulhq_s32(mf_mve_lanes4(a0, a1, a2, a3), vdupq_n_s32(mult));
         v = vminq_s32(vmaxq_s32(v, lo), hi);
         vstrhq_scatter_offset_p_s32(out + oc, offs, v, store);

@@ -134,9 +134,12 @@ static inline int16_t mf_requant_s16_channel(const mf_requant_s16 *q, uint32_t o
 
 /* The MVE int32 path of the s16 weighted kernels (kernels/dot_s16.c; defined on MVE builds only).
  * mf_s16_mve_ok: 1 when its int32 sums and VRMULH output stage give mf_requant_s16_channel's bits for every
- * filter of w (oc_n rows of depth). mf_s16_mve_cols4: the outputs of filters oc0 .. oc0 + count - 1 (w: filter
- * oc0's row) for n_cols (1..4) patches cols[i] of depth values, pixel i's at out + i * out_step + oc. */
-int mf_s16_mve_ok(const mf_requant_s16 *q, const int8_t *w, uint32_t depth, uint32_t oc_n);
+ * filter of w (oc_n filters of depth weights: tap_step 1, rows of depth; else tap t of filter oc at
+ * w[t * tap_step + oc], depthwise). mf_s16_mve_mult: channel k's VRMULH multiplier, reduced multiplier
+ * << (17 + shift). mf_s16_mve_cols4: the outputs of filters oc0 .. oc0 + count - 1 (w: filter oc0's row) for
+ * n_cols (1..4) patches cols[i] of depth values, pixel i's at out + i * out_step + oc. */
+int mf_s16_mve_ok(const mf_requant_s16 *q, const int8_t *w, uint32_t depth, uint32_t oc_n, uint32_t tap_step);
+int32_t mf_s16_mve_mult(const mf_requant_s16 *q, uint32_t k);
 void mf_s16_mve_cols4(const mf_requant_s16 *q, const int16_t *const *cols, uint32_t n_cols, const int8_t *w,
                       uint32_t depth, uint32_t oc0, uint32_t count, int16_t *out, uint32_t out_step);
 
