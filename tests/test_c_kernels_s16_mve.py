@@ -18,7 +18,7 @@ import pytest
 from board_sweep import BoardSweep
 from test_c_kernels_s16 import I16_MAX, I16_MIN, act, act_range, const, int8, int16
 
-from mcuforge.kernels import conv_output_hw
+from mcuforge.kernels import add_s16_params, conv_output_hw
 
 
 def fast_requant(rng, channels: int) -> list:
@@ -134,7 +134,27 @@ def depthwise_fast_case(rng, sweep: BoardSweep, case: str) -> None:
               ["x", "w", "b" if bias is not None else "", "m", "s"])
 
 
-CASES = {"conv2d_s16": conv_fast_case, "depthwise_conv2d_s16": depthwise_fast_case}
+def add_fast_case(rng, sweep: BoardSweep, case: str) -> None:
+    """Inputs of the output's shape (the MVE path; one case in five broadcasts: the portable one), lengths off
+    the 4-lane width, TFLite's parameters or any int32 multiplier (INT32_MIN among them: the fallback), shifts
+    over [-31, 30], left shifts that wrap."""
+    p = add_s16_params(*rng.uniform(1e-5, 1e-2, size=3))
+    if rng.random() < 0.4:
+        for key in ("a", "b", "output"):
+            p[f"{key}_multiplier"] = int(rng.choice([rng.integers(-(1 << 31) + 1, 1 << 31), (1 << 31) - 1, 1 << 30,
+                                                     -(1 << 31) + 1]))
+            p[f"{key}_shift"] = int(rng.integers(-31, 31))
+        p["left_shift"] = int(rng.integers(0, 31))
+    if rng.random() < 0.05:
+        p["output_multiplier"] = -(1 << 31)
+    n = int(rng.choice([1, 3, 4, 5, 7, 8, 13, 64, 67]))
+    sa, sb = ((2, n), (2, n)) if rng.random() < 0.8 else ((2, n), (1, n))
+    a, b = act("a", sa), act("b", sb)
+    sweep.add(case, "add_s16", {**p, **act_range(rng)}, [(a, extreme_int16(rng, sa)), (b, extreme_int16(rng, sb))],
+              [act("y", sa)])
+
+
+CASES = {"conv2d_s16": conv_fast_case, "depthwise_conv2d_s16": depthwise_fast_case, "add_s16": add_fast_case}
 
 
 def sweep_of(count: int, seed: int) -> BoardSweep:
