@@ -154,7 +154,22 @@ def add_fast_case(rng, sweep: BoardSweep, case: str) -> None:
               [act("y", sa)])
 
 
-CASES = {"conv2d_s16": conv_fast_case, "depthwise_conv2d_s16": depthwise_fast_case, "add_s16": add_fast_case}
+def fully_connected_fast_case(rng, sweep: BoardSweep, case: str) -> None:
+    """1 row (4 filters a pass), 2..7 rows (4 rows a pass, then 1), output channels around 4, depths around 8
+    and past 504."""
+    rows, oc = int(rng.choice([1, 1, 2, 3, 4, 5, 7])), int(rng.choice([1, 2, 3, 4, 5, 8, 13]))
+    depth = int(rng.choice([1, 7, 8, 9, 16, 33, 100, 600, 640]))
+    wmax = int(rng.choice([3, 127])) if depth > 504 else 127
+    bias = fast_bias(rng, oc, depth, wmax)
+    consts = [const("w", weights(rng, (oc, depth), wmax))] + ([const("b", bias)] if bias is not None else [])
+    consts += fast_requant(rng, oc)
+    x = act("x", (rows, depth))
+    sweep.add(case, "fully_connected_s16", act_range(rng), [(x, extreme_int16(rng, x.shape))], [act("y", (rows, oc))],
+              consts, ["x", "w", "b" if bias is not None else "", "m", "s"])
+
+
+CASES = {"conv2d_s16": conv_fast_case, "depthwise_conv2d_s16": depthwise_fast_case, "add_s16": add_fast_case,
+         "fully_connected_s16": fully_connected_fast_case}
 
 
 def sweep_of(count: int, seed: int) -> BoardSweep:

@@ -92,7 +92,7 @@ int32_t mf_s16_mve_mult(const mf_requant_s16 *q, uint32_t k) {
 
 /* The four sums over depth values of filter w and patches x0..x3, added into a0..a3: one tail-predicated
  * loop (WLSTP/LETP) of 8 int16 lanes, the weights widened by the load, loads and VMLADAVAs interleaved
- * (the Cortex-M55 overlaps a load with the multiply-accumulate after it). GCC's own loop groups the loads
+ * (the Cortex-M55 overlaps a load with the multiply-accumulate after it). VLDRB.S16 takes a low base register ("l"). GCC's own loop groups the loads
  * and keeps a separate counter. An unoptimized build (too few registers for the asm) takes the C loop. */
 static inline __attribute__((always_inline)) void s16_mve_sums4(const int8_t *w, const int16_t *x0, const int16_t *x1,
                                                                  const int16_t *x2, const int16_t *x3, uint32_t depth,
@@ -111,7 +111,7 @@ static inline __attribute__((always_inline)) void s16_mve_sums4(const int8_t *w,
                      "   vmladava.s16 %[a3], q2, q0\n"
                      "   letp         lr, 2b\n"
                      "1:\n"
-                     : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3), [w] "+r"(w), [x0] "+r"(x0),
+                     : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3), [w] "+l"(w), [x0] "+r"(x0),
                        [x1] "+r"(x1), [x2] "+r"(x2), [x3] "+r"(x3)
                      : [n] "r"(depth)
                      : "q0", "q1", "q2", "lr", "memory");
@@ -149,6 +149,64 @@ void mf_s16_mve_cols4(const mf_requant_s16 *q, const int16_t *const *cols, uint3
         int32x4_t v = vrmulhq_s32(mf_mve_lanes4(a0, a1, a2, a3), vdupq_n_s32(mult));
         v = vminq_s32(vmaxq_s32(v, lo), hi);
         vstrhq_scatter_offset_p_s32(out + oc, offs, v, store);
+    }
+}
+
+/* s16_mve_sums4 with one input x and four filters w0..w3: the input load shared. */
+static inline __attribute__((always_inline)) void s16_mve_rows_sums4(const int16_t *x, const int8_t *w0, const int8_t *w1,
+                                                                      const int8_t *w2, const int8_t *w3, uint32_t depth,
+                                                                      int32_t *s0, int32_t *s1, int32_t *s2, int32_t *s3) {
+    int32_t a0 = *s0, a1 = *s1, a2 = *s2, a3 = *s3;
+#if defined(__OPTIMIZE__)
+    __asm__ volatile("   wlstp.16     lr, %[n], 1f\n"
+                     "2: vldrh.s16    q0, [%[x]], #16\n"
+                     "   vldrb.s16    q1, [%[w0]], #8\n"
+                     "   vmladava.s16 %[a0], q0, q1\n"
+                     "   vldrb.s16    q2, [%[w1]], #8\n"
+                     "   vmladava.s16 %[a1], q0, q2\n"
+                     "   vldrb.s16    q1, [%[w2]], #8\n"
+                     "   vmladava.s16 %[a2], q0, q1\n"
+                     "   vldrb.s16    q2, [%[w3]], #8\n"
+                     "   vmladava.s16 %[a3], q0, q2\n"
+                     "   letp         lr, 2b\n"
+                     "1:\n"
+                     : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3), [x] "+r"(x), [w0] "+l"(w0),
+                       [w1] "+l"(w1), [w2] "+l"(w2), [w3] "+l"(w3)
+                     : [n] "r"(depth)
+                     : "q0", "q1", "q2", "lr", "memory");
+#else
+    for (int32_t left = (int32_t)depth; left > 0; left -= 8) {
+        const mve_pred16_t p = vctp16q((uint32_t)left);
+        const int16x8_t xv = vldrhq_z_s16(x, p); /* zero lanes add nothing */
+        a0 = vmladavaq_s16(a0, xv, vldrbq_z_s16(w0, p));
+        a1 = vmladavaq_s16(a1, xv, vldrbq_z_s16(w1, p));
+        a2 = vmladavaq_s16(a2, xv, vldrbq_z_s16(w2, p));
+        a3 = vmladavaq_s16(a3, xv, vldrbq_z_s16(w3, p));
+        x += 8, w0 += 8, w1 += 8, w2 += 8, w3 += 8;
+    }
+#endif
+    *s0 = a0, *s1 = a1, *s2 = a2, *s3 = a3;
+}
+
+void mf_s16_mve_rows4(const mf_requant_s16 *q, const int16_t *x, const int8_t *w, uint32_t depth, uint32_t oc_n,
+                      int16_t *out) {
+    /* channel oc + i's output at byte offset 2 i; the lanes built the way the sums are (mf_mve_lanes4) */
+    const uint32x4_t offs = vreinterpretq_u32_s32(mf_mve_lanes4(0, 2, 4, 6));
+    const int32x4_t lo = vdupq_n_s32(q->lo), hi = vdupq_n_s32(q->hi);
+    for (uint32_t oc = 0; oc < oc_n; oc += 4, w += 4 * depth) {
+        const uint32_t n = oc_n - oc < 4 ? oc_n - oc : 4;
+        int32_t a[4] = {0, 0, 0, 0}, mult[4];
+        for (uint32_t k = 0; k < 4; k++) {
+            const uint32_t ck = oc + (k < n ? k : 0); /* past n: channel oc again, not stored */
+            if (q->bias) memcpy(&a[k], q->bias + 8u * ck, 4); /* the low word: |bias| < 2^31 (mf_s16_mve_ok) */
+            mult[k] = mf_s16_mve_mult(q, q->per_channel ? ck : 0);
+        }
+        s16_mve_rows_sums4(x, w, w + (n > 1 ? depth : 0), w + (n > 2 ? 2 * depth : 0), w + (n > 3 ? 3 * depth : 0),
+                           depth, &a[0], &a[1], &a[2], &a[3]);
+        const int32x4_t m = mf_mve_lanes4(mult[0], mult[1], mult[2], mult[3]);
+        int32x4_t v = vrmulhq_s32(mf_mve_lanes4(a[0], a[1], a[2], a[3]), m);
+        v = vminq_s32(vmaxq_s32(v, lo), hi);
+        vstrhq_scatter_offset_p_s32(out + oc, offs, v, vcmphiq_u32(vdupq_n_u32(2u * n), offs));
     }
 }
 

@@ -140,6 +140,9 @@ static inline int16_t mf_requant_s16_channel(const mf_requant_s16 *q, uint32_t o
  * n_cols (1..4) patches cols[i] of depth values, pixel i's at out + i * out_step + oc. */
 int mf_s16_mve_ok(const mf_requant_s16 *q, const int8_t *w, uint32_t depth, uint32_t oc_n, uint32_t tap_step);
 int32_t mf_s16_mve_mult(const mf_requant_s16 *q, uint32_t k);
+/* mf_s16_mve_rows4: the outputs of the oc_n filters of w (rows of depth) for one input x, 4 filters a pass. */
+void mf_s16_mve_rows4(const mf_requant_s16 *q, const int16_t *x, const int8_t *w, uint32_t depth, uint32_t oc_n,
+                      int16_t *out);
 void mf_s16_mve_cols4(const mf_requant_s16 *q, const int16_t *const *cols, uint32_t n_cols, const int8_t *w,
                       uint32_t depth, uint32_t oc0, uint32_t count, int16_t *out, uint32_t out_step);
 
