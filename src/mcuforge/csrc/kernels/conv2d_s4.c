@@ -173,9 +173,11 @@ static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint
                                                        const int8_t *w, uint32_t oc0, uint32_t rows, uint32_t depth,
                                                        uint32_t oc_n, int32_t in_off, const mf_channel_requant *rq,
                                                        int vector_rq, int8_t *wbuf, int8_t *out) {
-    const uint32x4_t pixel_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), oc_n);
+    /* pixel i's output at i * oc_n, in the lane order of mf_mve_lanes4 (how the sums are put together) */
+    const uint32x4_t pixel_offsets = vreinterpretq_u32_s32(
+        mf_mve_lanes4(0, (int32_t)oc_n, (int32_t)(2u * oc_n), (int32_t)(3u * oc_n)));
+    const int32x4_t lo = vdupq_n_s32(rq->lo), hi = vdupq_n_s32(rq->hi);
     const int unit_stride = g->st[0] == 1 && g->st[1] == 1 && ow == (uint32_t)g->w;
-    const uint32_t d16 = depth & ~15u;
     for (uint32_t r = 0; r < rows; r++) {
         const uint32_t oc = oc0 + r, start = oc * depth;
         const uint8_t *p = (const uint8_t *)w + (start >> 1);
@@ -202,8 +204,29 @@ static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint
                 c3 = n_cols > 3 ? in_place(g, p0 + 3, ow) : c0;
             }
             int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-            uint32_t k = 0;
             const int8_t *wp = wbuf;
+#if defined(__OPTIMIZE__)
+            /* one tail-predicated loop (WLSTP/LETP), loads and VMLADAVAs interleaved: the Cortex-M55 overlaps
+             * a load with the multiply-accumulate after it (GCC's loop grouped the loads, kept a counter) */
+            __asm__ volatile("   wlstp.8      lr, %[n], 1f\n"
+                             "2: vldrb.8      q0, [%[w]], #16\n"
+                             "   vldrb.8      q1, [%[x0]], #16\n"
+                             "   vmladava.s8  %[a0], q1, q0\n"
+                             "   vldrb.8      q2, [%[x1]], #16\n"
+                             "   vmladava.s8  %[a1], q2, q0\n"
+                             "   vldrb.8      q1, [%[x2]], #16\n"
+                             "   vmladava.s8  %[a2], q1, q0\n"
+                             "   vldrb.8      q2, [%[x3]], #16\n"
+                             "   vmladava.s8  %[a3], q2, q0\n"
+                             "   letp         lr, 2b\n"
+                             "1:\n"
+                             : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3), [w] "+r"(wp),
+                               [x0] "+r"(c0), [x1] "+r"(c1), [x2] "+r"(c2), [x3] "+r"(c3)
+                             : [n] "r"(depth)
+                             : "q0", "q1", "q2", "lr", "memory");
+#else
+            const uint32_t d16 = depth & ~15u;
+            uint32_t k = 0;
             for (; k < d16; k += 16, wp += 16, c0 += 16, c1 += 16, c2 += 16, c3 += 16) { /* whole vectors */
                 const int8x16_t wv = vld1q_s8(wp);
                 a0 = vmladavaq_s8(a0, vld1q_s8(c0), wv);
@@ -219,14 +242,15 @@ static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint
                 a2 = vmladavaq_s8(a2, vldrbq_z_s8(c2, pred), wv);
                 a3 = vmladavaq_s8(a3, vldrbq_z_s8(c3, pred), wv);
             }
-            const int32_t a[4] = {a0, a1, a2, a3};
+#endif
             int8_t *o = out + (size_t)p0 * oc_n + r;
-            if (vector_rq) {
-                int32x4_t acc = vaddq_n_s32(vld1q_s32(a), base);
-                acc = vaddq_n_s32(mf_requantize_x4(acc, vdupq_n_s32(mult), vdupq_n_s32(shift)), rq->out_off);
-                acc = vminq_s32(vmaxq_s32(acc, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));
-                vstrbq_scatter_offset_p_s32(o, pixel_offsets, acc, vctp32q(n_cols));
+            if (vector_rq) { /* the sums as one vector by two VMOVs, its lanes' store offsets built alike */
+                int32x4_t acc = vaddq_n_s32(mf_mve_lanes4(a0, a1, a2, a3), base);
+                acc = vaddq_n_s32(mf_requantize_x4_n(acc, mult, shift), rq->out_off);
+                acc = vminq_s32(vmaxq_s32(acc, lo), hi);
+                vstrbq_scatter_offset_p_s32(o, pixel_offsets, acc, vcmphiq_u32(vdupq_n_u32(n_cols * oc_n), pixel_offsets));
             } else {
+                const int32_t a[4] = {a0, a1, a2, a3};
                 for (uint32_t i = 0; i < n_cols; i++) {
                     o[(size_t)i * oc_n] = mf_s4_requant_inline(rq, oc, mf_add_wrap(a[i], ws * in_off));
                 }
