@@ -54,8 +54,11 @@ FORMULAS: tuple[ScratchFormula, ...] = (
                    "its weights unpacked to int8"),
     ScratchFormula("add_s8_tables", ("add_s8",), ("scalar",), (), "2048",
                    "its inputs' two tables of 256 int32 (an add of equal shapes uses them)"),
-    ScratchFormula("conv2d_s16_im2col", ("conv2d_s16",), _FAST, ("depth",), "round_up(2 * depth, 16)",
+    ScratchFormula("conv2d_s16_im2col", ("conv2d_s16",), ("dsp",), ("depth",), "round_up(2 * depth, 16)",
                    "one int16 im2col patch"),
+    ScratchFormula("conv2d_s16_mve_patches", ("conv2d_s16",), ("mve",), ("depth",), "8 * round_up(depth, 8)",
+                   "4 int16 im2col patches, each rounded up to 8 values (the 4 output pixels of an MVE pass); "
+                   "the one-patch path's check (conv2d_s16_im2col) is met by it"),
     ScratchFormula("depthwise_conv2d_s8_rows", ("depthwise_conv2d_s8",), ("scalar",), ("taps", "span", "row", "pairs"),
                    "4 * (taps + (span + 1) * row + 2 * pairs)",
                    "the taps, a ring of the span rows the window reaches and a row of zeros, each `row` words of "

@@ -27,7 +27,7 @@ import dataclasses
 import torch
 from torch import fx, nn
 
-from ..lower.fold_bn import FOLDABLE, _bn_constants, _get_attr_value
+from ..float_passes.fold_bn import FOLDABLE, _bn_constants, _get_attr_value
 
 aten = torch.ops.aten
 PREFIX = "mcuforge_bnstats_"

@@ -121,7 +121,85 @@ static mf_status run_im2col(const mf_call *c) {
 }
 #endif
 
+#if defined(MF_USE_MVE)
+/* The MVE int32 path (mf_s16_mve_ok): blocks of 4 consecutive output pixels, each filter's sums over the 4
+ * patches at once (mf_s16_mve_cols4). A patch whose taps are one run of the input (a 1 x kw window of
+ * adjacent taps over every channel, or 1 x 1) and inside it is read in place; the others are copied into
+ * column i of the scratch (4 patches, each rounded up to 8 values; zeros outside the input). 0 when it
+ * does not apply. */
+static int run_mve(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    int32_t st[2], pd[2], dl[2];
+    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
+    mf_requant_s16 rq;
+    mf_requant_s16_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    const int8_t *wd = (const int8_t *)w.data;
+    const uint32_t ch = x.shape[3], wc = w.shape[3], oc_n = w.shape[0], kh = w.shape[1], kw = w.shape[2];
+    const uint32_t groups = ch / wc, oc_per_group = oc_n / groups, depth = kh * kw * wc;
+    const uint32_t col_len = (depth + 7u) & ~7u;
+    const int row_run = wc == ch && dl[1] == 1; /* a window row inside the input: kw * ch adjacent values */
+    const int in_place = kh == 1 && (kw == 1 || row_run);
+    const int have_cols = c->scratch && c->scratch_bytes >= mf_scratch_conv2d_s16_mve_patches(depth);
+    if (!in_place && !have_cols) return 0;
+    if (!mf_s16_mve_ok(&rq, wd, depth, oc_n, 1)) return 0;
+    const int16_t *xd = (const int16_t *)x.data;
+    const int32_t h = (int32_t)x.shape[1], wi = (int32_t)x.shape[2];
+    const int32_t oh = (int32_t)o.shape[1], ow = (int32_t)o.shape[2];
+    const int32_t span_y = ((int32_t)kh - 1) * dl[0], span_x = ((int32_t)kw - 1) * dl[1];
+    int16_t *scratch = (int16_t *)(void *)c->scratch;
+    const uint32_t pixels = (uint32_t)(oh * ow);
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        const int16_t *xn = xd + (size_t)n * (size_t)h * (size_t)wi * ch;
+        int16_t *on = (int16_t *)o.data + (size_t)n * pixels * oc_n;
+        for (uint32_t p0 = 0; p0 < pixels; p0 += 4) {
+            const uint32_t n_cols = pixels - p0 < 4 ? pixels - p0 : 4;
+            for (uint32_t g = 0; g < groups; g++) {
+                const int16_t *cols[4];
+                for (uint32_t i = 0; i < n_cols; i++) {
+                    const int32_t oy = (int32_t)(p0 + i) / ow, ox = (int32_t)(p0 + i) % ow;
+                    const int32_t y0 = oy * st[0] - pd[0], x0 = ox * st[1] - pd[1];
+                    const int inside = y0 >= 0 && x0 >= 0 && y0 + span_y < h && x0 + span_x < wi;
+                    const int16_t *src = xn + ((size_t)(y0 < 0 ? 0 : y0) * (size_t)wi + (size_t)(x0 < 0 ? 0 : x0)) * ch +
+                                         (size_t)g * wc;
+                    if (inside && in_place) {
+                        cols[i] = src;
+                        continue;
+                    }
+                    int16_t *dst = scratch + (size_t)i * col_len;
+                    cols[i] = dst;
+                    for (uint32_t ky = 0; ky < kh; ky++) {
+                        const int32_t iy = y0 + (int32_t)ky * dl[0];
+                        if (row_run && iy >= 0 && iy < h && x0 >= 0 && x0 + span_x < wi) { /* one run */
+                            memcpy(dst, xn + ((size_t)iy * (size_t)wi + (size_t)x0) * ch, kw * ch * sizeof *dst);
+                            dst += kw * wc;
+                            continue;
+                        }
+                        for (uint32_t kx = 0; kx < kw; kx++, dst += wc) {
+                            const int32_t ix = x0 + (int32_t)kx * dl[1];
+                            if (iy < 0 || iy >= h || ix < 0 || ix >= wi) {
+                                memset(dst, 0, wc * sizeof *dst); /* zero point 0: padding adds nothing */
+                                continue;
+                            }
+                            memcpy(dst, xn + ((size_t)iy * (size_t)wi + (size_t)ix) * ch + (size_t)g * wc,
+                                   wc * sizeof *dst);
+                        }
+                    }
+                }
+                const uint32_t first = g * oc_per_group;
+                mf_s16_mve_cols4(&rq, cols, n_cols, wd + (size_t)first * depth, depth, first, oc_per_group,
+                                 on + (size_t)p0 * oc_n, oc_n);
+            }
+        }
+    }
+    return 1;
+}
+#endif
+
 static mf_status run(const mf_call *c) {
+#if defined(MF_USE_MVE)
+    if (run_mve(c)) return MF_OK;
+#endif
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
     mf_tensor w;
     mf_call_input(c, 1, &w);

@@ -127,38 +127,118 @@ static void mat_mult_2cols(const int16_t *col0, const int16_t *col1, const int32
 static void mat_mult_4cols(const int8_t *const cols[4], uint32_t n_cols, const int8_t *w, uint32_t oc0, uint32_t rows,
                            uint32_t depth, int32_t in_off, const mf_channel_requant *rq, int vector_rq, int8_t *out,
                            const uint32x4_t pixel_offsets) {
-    const mve_pred16_t store = vctp32q(n_cols);
+    /* the sums become a vector by two VMOVs (mf_mve_lanes4): the store offsets are built the same way */
+    const uint32_t step = vgetq_lane_u32(pixel_offsets, 1); /* oc_n: pixel i's outputs at out + i * step */
+    const uint32x4_t offs = vreinterpretq_u32_s32(
+        mf_mve_lanes4(0, (int32_t)step, (int32_t)(2u * step), (int32_t)(3u * step)));
+    const mve_pred16_t store = vcmphiq_u32(vdupq_n_u32(n_cols * step), offs);
+    const int32x4_t lo = vdupq_n_s32(rq->lo), hi = vdupq_n_s32(rq->hi);
+    const int8_t *c0 = cols[0], *c1 = cols[1], *c2 = cols[2], *c3 = cols[3];
+    const uint32_t d32 = depth & ~31u;
     for (uint32_t r = 0; r < rows; r++) {
         const uint32_t oc = oc0 + r, start = oc * depth;
         const uint8_t *p = (const uint8_t *)w + (start >> 1);
-        int32_t a[4] = {0, 0, 0, 0}, ws = 0;
-        const uint32_t d32 = depth & ~31u;
-        for (uint32_t k = 0; k < d32; k += 32) { /* 32 weights decoded once, each patch deinterleaved by VLD2 */
+        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, ws = 0; /* scalars: an array lived in memory */
+        uint32_t k0 = 0;
+#if defined(__OPTIMIZE__)
+        if (!(start & 1u) && d32) { /* the same loop in asm (GCC's spilled the patch pointers): low nibbles
+                                     * = even taps (VSHL, VSHR), high = odd, VLD20/VLD21 deinterleaving */
+            const uint8_t *pp = p;
+            const int8_t *x0 = c0, *x1 = c1, *x2 = c2, *x3 = c3;
+            __asm__ volatile("   wls          lr, %[iters], 1f\n"
+                             "2: vldrb.8      q3, [%[p]], #16\n"
+                             "   vld20.8      {q0, q1}, [%[x0]]\n"
+                             "   vshl.i8      q4, q3, #4\n"
+                             "   vld21.8      {q0, q1}, [%[x0]]!\n"
+                             "   vshr.s8      q4, q4, #4\n"
+                             "   vshr.s8      q3, q3, #4\n"
+                             "   vmladava.s8  %[a0], q0, q4\n"
+                             "   vld20.8      {q5, q6}, [%[x1]]\n"
+                             "   vmladava.s8  %[a0], q1, q3\n"
+                             "   vld21.8      {q5, q6}, [%[x1]]!\n"
+                             "   vmladava.s8  %[a1], q5, q4\n"
+                             "   vld20.8      {q0, q1}, [%[x2]]\n"
+                             "   vmladava.s8  %[a1], q6, q3\n"
+                             "   vld21.8      {q0, q1}, [%[x2]]!\n"
+                             "   vmladava.s8  %[a2], q0, q4\n"
+                             "   vld20.8      {q5, q6}, [%[x3]]\n"
+                             "   vmladava.s8  %[a2], q1, q3\n"
+                             "   vld21.8      {q5, q6}, [%[x3]]!\n"
+                             "   vmladava.s8  %[a3], q5, q4\n"
+                             "   vaddva.s8    %[ws], q4\n"
+                             "   vmladava.s8  %[a3], q6, q3\n"
+                             "   vaddva.s8    %[ws], q3\n"
+                             "   le           lr, 2b\n"
+                             "1:\n"
+                             : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3), [ws] "+Te"(ws),
+                               [p] "+r"(pp), [x0] "+r"(x0), [x1] "+r"(x1), [x2] "+r"(x2), [x3] "+r"(x3)
+                             : [iters] "r"(d32 / 32u)
+                             : "q0", "q1", "q3", "q4", "q5", "q6", "lr", "memory");
+            k0 = d32;
+        }
+#endif
+        for (uint32_t k = k0; k < d32; k += 32) { /* 32 weights decoded once, each patch deinterleaved by VLD2 */
             int8x16_t ev, od;
             mf_s4_split32(p + k / 2, start & 1u, &ev, &od);
             ws = vaddvaq_s8(vaddvaq_s8(ws, ev), od);
-            for (uint32_t i = 0; i < 4; i++) {
-                const int8x16x2_t xv = vld2q_s8(cols[i] + k);
-                a[i] = vmladavaq_s8(vmladavaq_s8(a[i], xv.val[0], ev), xv.val[1], od);
-            }
+            int8x16x2_t xv = vld2q_s8(c0 + k);
+            a0 = vmladavaq_s8(vmladavaq_s8(a0, xv.val[0], ev), xv.val[1], od);
+            xv = vld2q_s8(c1 + k);
+            a1 = vmladavaq_s8(vmladavaq_s8(a1, xv.val[0], ev), xv.val[1], od);
+            xv = vld2q_s8(c2 + k);
+            a2 = vmladavaq_s8(vmladavaq_s8(a2, xv.val[0], ev), xv.val[1], od);
+            xv = vld2q_s8(c3 + k);
+            a3 = vmladavaq_s8(vmladavaq_s8(a3, xv.val[0], ev), xv.val[1], od);
         }
         for (uint32_t k = d32; k < depth; k += 16) { /* the tail, 16 at a time, predicated */
             const mve_pred16_t pred = vctp8q(depth - k);
             const int8x16_t wv = mf_s4_decode16(p + k / 2, start & 1u, depth - k);
             ws = vaddvaq_s8(ws, wv);
-            for (uint32_t i = 0; i < 4; i++) a[i] = vmladavaq_s8(a[i], vldrbq_z_s8(cols[i] + k, pred), wv);
+            a0 = vmladavaq_s8(a0, vldrbq_z_s8(c0 + k, pred), wv);
+            a1 = vmladavaq_s8(a1, vldrbq_z_s8(c1 + k, pred), wv);
+            a2 = vmladavaq_s8(a2, vldrbq_z_s8(c2 + k, pred), wv);
+            a3 = vmladavaq_s8(a3, vldrbq_z_s8(c3 + k, pred), wv);
         }
         const int32_t corr = ws * in_off; /* |sum(w)| <= 2^19, |in_off| <= 128 */
         if (vector_rq) {
             const uint32_t k = rq->per_channel ? oc : 0;
-            int32x4_t acc = vaddq_n_s32(vld1q_s32(a), mf_add_wrap(corr, mf_rq_bias(rq, oc)));
-            acc = vaddq_n_s32(mf_requantize_x4(acc, vdupq_n_s32(mf_rq_mult(rq, oc)), vdupq_n_s32(rq->shift[k])),
-                              rq->out_off);
-            acc = vminq_s32(vmaxq_s32(acc, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));
-            vstrbq_scatter_offset_p_s32(out + r, pixel_offsets, acc, store);
+            int32x4_t acc = vaddq_n_s32(mf_mve_lanes4(a0, a1, a2, a3), mf_add_wrap(corr, mf_rq_bias(rq, oc)));
+            acc = vaddq_n_s32(mf_requantize_x4_n(acc, mf_rq_mult(rq, oc), rq->shift[k]), rq->out_off);
+            acc = vminq_s32(vmaxq_s32(acc, lo), hi);
+            vstrbq_scatter_offset_p_s32(out + r, offs, acc, store);
         } else {
+            const int32_t a[4] = {a0, a1, a2, a3};
             for (uint32_t i = 0; i < n_cols; i++) {
-                out[vgetq_lane_u32(pixel_offsets, 1) * i + r] = mf_s4_requant_inline(rq, oc, mf_add_wrap(a[i], corr));
+                out[step * i + r] = mf_s4_requant_inline(rq, oc, mf_add_wrap(a[i], corr));
+            }
+        }
+    }
+}
+#endif
+
+#if defined(MF_USE_MVE)
+/* patch_s8 with each window row inside the input copied as one run when its taps are adjacent over every
+ * channel (dilation 1, one group): kw * wc bytes by one memcpy instead of kw. */
+static void patch_s8_rows(const conv_geom *g, uint32_t p, uint32_t ow, int8_t *col) {
+    if (g->dl[1] != 1 || g->wc != g->ch) {
+        patch_s8(g, p, ow, col);
+        return;
+    }
+    const int32_t y0 = (int32_t)(p / ow) * g->st[0] - g->pd[0], x0 = (int32_t)(p % ow) * g->st[1] - g->pd[1];
+    const int x_inside = x0 >= 0 && x0 + (int32_t)g->kw - 1 < g->w;
+    for (uint32_t ky = 0; ky < g->kh; ky++) {
+        const int32_t iy = y0 + (int32_t)ky * g->dl[0];
+        if (x_inside && iy >= 0 && iy < g->h) {
+            memcpy(col, g->x + ((size_t)iy * (size_t)g->w + (size_t)x0) * g->ch, g->kw * g->wc);
+            col += g->kw * g->wc;
+            continue;
+        }
+        for (uint32_t kx = 0; kx < g->kw; kx++, col += g->wc) {
+            const int32_t ix = x0 + (int32_t)kx;
+            if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w) {
+                memset(col, (uint8_t)g->zero_point, g->wc);
+            } else {
+                memcpy(col, g->x + ((size_t)iy * (size_t)g->w + (size_t)ix) * g->ch, g->wc);
             }
         }
     }
@@ -173,9 +253,11 @@ static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint
                                                        const int8_t *w, uint32_t oc0, uint32_t rows, uint32_t depth,
                                                        uint32_t oc_n, int32_t in_off, const mf_channel_requant *rq,
                                                        int vector_rq, int8_t *wbuf, int8_t *out) {
-    const uint32x4_t pixel_offsets = vmulq_n_u32(vidupq_n_u32(0, 1), oc_n);
+    /* pixel i's output at i * oc_n, in the lane order of mf_mve_lanes4 (how the sums are put together) */
+    const uint32x4_t pixel_offsets = vreinterpretq_u32_s32(
+        mf_mve_lanes4(0, (int32_t)oc_n, (int32_t)(2u * oc_n), (int32_t)(3u * oc_n)));
+    const int32x4_t lo = vdupq_n_s32(rq->lo), hi = vdupq_n_s32(rq->hi);
     const int unit_stride = g->st[0] == 1 && g->st[1] == 1 && ow == (uint32_t)g->w;
-    const uint32_t d16 = depth & ~15u;
     for (uint32_t r = 0; r < rows; r++) {
         const uint32_t oc = oc0 + r, start = oc * depth;
         const uint8_t *p = (const uint8_t *)w + (start >> 1);
@@ -202,8 +284,29 @@ static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint
                 c3 = n_cols > 3 ? in_place(g, p0 + 3, ow) : c0;
             }
             int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-            uint32_t k = 0;
             const int8_t *wp = wbuf;
+#if defined(__OPTIMIZE__)
+            /* one tail-predicated loop (WLSTP/LETP), loads and VMLADAVAs interleaved: the Cortex-M55 overlaps
+             * a load with the multiply-accumulate after it (GCC's loop grouped the loads, kept a counter) */
+            __asm__ volatile("   wlstp.8      lr, %[n], 1f\n"
+                             "2: vldrb.8      q0, [%[w]], #16\n"
+                             "   vldrb.8      q1, [%[x0]], #16\n"
+                             "   vmladava.s8  %[a0], q1, q0\n"
+                             "   vldrb.8      q2, [%[x1]], #16\n"
+                             "   vmladava.s8  %[a1], q2, q0\n"
+                             "   vldrb.8      q1, [%[x2]], #16\n"
+                             "   vmladava.s8  %[a2], q1, q0\n"
+                             "   vldrb.8      q2, [%[x3]], #16\n"
+                             "   vmladava.s8  %[a3], q2, q0\n"
+                             "   letp         lr, 2b\n"
+                             "1:\n"
+                             : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3), [w] "+r"(wp),
+                               [x0] "+r"(c0), [x1] "+r"(c1), [x2] "+r"(c2), [x3] "+r"(c3)
+                             : [n] "r"(depth)
+                             : "q0", "q1", "q2", "lr", "memory");
+#else
+            const uint32_t d16 = depth & ~15u;
+            uint32_t k = 0;
             for (; k < d16; k += 16, wp += 16, c0 += 16, c1 += 16, c2 += 16, c3 += 16) { /* whole vectors */
                 const int8x16_t wv = vld1q_s8(wp);
                 a0 = vmladavaq_s8(a0, vld1q_s8(c0), wv);
@@ -219,14 +322,15 @@ static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint
                 a2 = vmladavaq_s8(a2, vldrbq_z_s8(c2, pred), wv);
                 a3 = vmladavaq_s8(a3, vldrbq_z_s8(c3, pred), wv);
             }
-            const int32_t a[4] = {a0, a1, a2, a3};
+#endif
             int8_t *o = out + (size_t)p0 * oc_n + r;
-            if (vector_rq) {
-                int32x4_t acc = vaddq_n_s32(vld1q_s32(a), base);
-                acc = vaddq_n_s32(mf_requantize_x4(acc, vdupq_n_s32(mult), vdupq_n_s32(shift)), rq->out_off);
-                acc = vminq_s32(vmaxq_s32(acc, vdupq_n_s32(rq->lo)), vdupq_n_s32(rq->hi));
-                vstrbq_scatter_offset_p_s32(o, pixel_offsets, acc, vctp32q(n_cols));
+            if (vector_rq) { /* the sums as one vector by two VMOVs, its lanes' store offsets built alike */
+                int32x4_t acc = vaddq_n_s32(mf_mve_lanes4(a0, a1, a2, a3), base);
+                acc = vaddq_n_s32(mf_requantize_x4_n(acc, mult, shift), rq->out_off);
+                acc = vminq_s32(vmaxq_s32(acc, lo), hi);
+                vstrbq_scatter_offset_p_s32(o, pixel_offsets, acc, vcmphiq_u32(vdupq_n_u32(n_cols * oc_n), pixel_offsets));
             } else {
+                const int32_t a[4] = {a0, a1, a2, a3};
                 for (uint32_t i = 0; i < n_cols; i++) {
                     o[(size_t)i * oc_n] = mf_s4_requant_inline(rq, oc, mf_add_wrap(a[i], ws * in_off));
                 }
@@ -303,7 +407,7 @@ static mf_status run_fast(const mf_call *c) {
                         cols[i] = in_place(&g, p0 + i, ow);
                     } else {
                         int8_t *col = scratch + (size_t)i * depth;
-                        patch_s8(&g, p0 + i, ow, col);
+                        patch_s8_rows(&g, p0 + i, ow, col);
                         cols[i] = col;
                     }
                 }

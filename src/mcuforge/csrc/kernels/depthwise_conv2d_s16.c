@@ -165,7 +165,87 @@ static mf_status run_fast(const mf_call *c) {
 }
 #endif
 
+#if defined(MF_USE_MVE)
+/* The sums of one output pixel over 8 channels (two int32 vectors; lanes past p0 / p1 load nothing) and the
+ * taps ky0..ky1-1 x kx0..kx1-1 of the window whose tap (0, 0) is at input element offset `at` (its channel
+ * c0): xs / ws, the element steps of a tap row and a tap in the input and the weights. */
+static inline __attribute__((always_inline)) void dw_mve_sums8(const int16_t *xc, int32_t at, const int8_t *wc,
+                                                                uint32_t ky0, uint32_t ky1, uint32_t kx0, uint32_t kx1,
+                                                                int32_t row_step, int32_t tap_step, uint32_t kw,
+                                                                uint32_t ch, mve_pred16_t p0, mve_pred16_t p1,
+                                                                int32x4_t *a0, int32x4_t *a1) {
+    int32x4_t s0 = *a0, s1 = *a1;
+    for (uint32_t ky = ky0; ky < ky1; ky++) {
+        const int16_t *xp = xc + (at + (int32_t)ky * row_step + (int32_t)kx0 * tap_step); /* inside */
+        const int8_t *wp = wc + (ky * kw + kx0) * ch;
+        for (uint32_t kx = kx0; kx < kx1; kx++, xp += tap_step, wp += ch) {
+            s0 = vaddq_s32(s0, vmulq_s32(vldrhq_z_s32(xp, p0), vldrbq_z_s32(wp, p0)));
+            s1 = vaddq_s32(s1, vmulq_s32(vldrhq_z_s32(xp + 4, p1), vldrbq_z_s32(wp + 4, p1)));
+        }
+    }
+    *a0 = s0, *a1 = s1;
+}
+
+/* The MVE int32 path (depth multiplier 1, mf_s16_mve_ok): 8 channels a pass in two int32 vectors (VLDRH.S32
+ * / VLDRB.S32 widen as they load; VMUL, VADD), the channels' bias and VRMULH multipliers read once for every
+ * output pixel of the pass, the in-bounds taps of a pixel found once per output row and column (no test in
+ * the tap loop), the output stage vectorized (bias first, VRMULH, clamp, VSTRH.32). 0 when it does not
+ * apply. */
+static int run_mve(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    int32_t st[2], pd[2], dl[2];
+    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
+    mf_requant_s16 rq;
+    mf_requant_s16_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    const int8_t *wd = (const int8_t *)w.data;
+    const uint32_t ch = x.shape[3], kh = w.shape[1], kw = w.shape[2];
+    if (!mf_s16_mve_ok(&rq, wd, kh * kw, ch, ch)) return 0;
+    const int32_t h = (int32_t)x.shape[1], wi = (int32_t)x.shape[2];
+    const uint32_t oh = o.shape[1], ow = o.shape[2];
+    const int32_t row_step = dl[0] * wi * (int32_t)ch, tap_step = dl[1] * (int32_t)ch;
+    const int32x4_t lo = vdupq_n_s32(rq.lo), hi = vdupq_n_s32(rq.hi);
+    for (uint32_t c0 = 0; c0 < ch; c0 += 8) {
+        const uint32_t k_n = ch - c0 < 8 ? ch - c0 : 8;
+        const mve_pred16_t p0 = vctp32q(k_n), p1 = vctp32q(k_n > 4 ? k_n - 4 : 0);
+        int32_t bias8[8] = {0}, mult8[8] = {0};
+        for (uint32_t k = 0; k < k_n; k++) {
+            if (rq.bias) memcpy(&bias8[k], rq.bias + 8u * (c0 + k), 4); /* the low word: |bias| < 2^31 */
+            mult8[k] = mf_s16_mve_mult(&rq, rq.per_channel ? c0 + k : 0);
+        }
+        const int8_t *wc = wd + c0;
+        for (uint32_t n = 0; n < x.shape[0]; n++) {
+            const int16_t *xc = (const int16_t *)x.data + (size_t)n * (size_t)h * (size_t)wi * ch + c0;
+            int16_t *out = (int16_t *)o.data + (size_t)n * oh * ow * ch + c0;
+            for (uint32_t oy = 0; oy < oh; oy++) {
+                const int32_t y0 = (int32_t)oy * st[0] - pd[0];
+                uint32_t ky0 = 0, ky1 = kh; /* the taps ky0 .. ky1 - 1 inside the input rows */
+                while (ky0 < kh && y0 + (int32_t)ky0 * dl[0] < 0) ky0++;
+                while (ky1 > ky0 && y0 + (int32_t)(ky1 - 1) * dl[0] >= h) ky1--;
+                for (uint32_t ox = 0; ox < ow; ox++, out += ch) {
+                    const int32_t x0 = (int32_t)ox * st[1] - pd[1];
+                    uint32_t kx0 = 0, kx1 = kw;
+                    while (kx0 < kw && x0 + (int32_t)kx0 * dl[1] < 0) kx0++;
+                    while (kx1 > kx0 && x0 + (int32_t)(kx1 - 1) * dl[1] >= wi) kx1--;
+                    int32x4_t a0 = vld1q_s32(bias8), a1 = vld1q_s32(bias8 + 4);
+                    dw_mve_sums8(xc, (y0 * wi + x0) * (int32_t)ch, wc, ky0, ky1, kx0, kx1, row_step, tap_step, kw, ch,
+                                 p0, p1, &a0, &a1);
+                    a0 = vminq_s32(vmaxq_s32(vrmulhq_s32(a0, vld1q_s32(mult8)), lo), hi);
+                    a1 = vminq_s32(vmaxq_s32(vrmulhq_s32(a1, vld1q_s32(mult8 + 4)), lo), hi);
+                    vstrhq_p_s32(out, a0, p0);
+                    vstrhq_p_s32(out + 4, a1, p1);
+                }
+            }
+        }
+    }
+    return 1;
+}
+#endif
+
 static mf_status run(const mf_call *c) {
+#if defined(MF_USE_MVE)
+    if (mf_attr_int(c, A_MULT) == 1 && run_mve(c)) return MF_OK;
+#endif
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
     mf_tensor w;
     mf_call_input(c, 1, &w);

@@ -48,6 +48,168 @@ void mf_dot_s16_rows(const int16_t *x, const int8_t *w, uint32_t depth, uint32_t
     }
 }
 
+/* The int32 output stage of mf_s16_mve_cols4 applies (mf_s16_mve_ok): no int32-bias form, every shift in
+ * [-17, -1], and every filter's exact sum plus its bias inside int32 -- |sum + bias| <= 2^15 sum(|w|) +
+ * |bias| < 2^31 (first by depth * 2^22 alone, else the filter's own sum of |w| by VABAV). Then the int32
+ * VMLADAVA sums are exact (no partial sum leaves int32 either), and arm_nn_requantize_s64 of v = sum + bias,
+ * floor((v * rm / 2^n + 1) / 2) with n = 14 - shift in [15, 31] (the int32 casts never wrap: |v * rm| <
+ * 2^46), equals floor((v * rm + 2^n) / 2^(n + 1)) = VRMULH(v, rm << (31 - n)): (v * M + 2^31) >> 32. */
+int mf_s16_mve_ok(const mf_requant_s16 *q, const int8_t *w, uint32_t depth, uint32_t oc_n, uint32_t tap_step) {
+    if (q->int32_bias || depth == 0) return 0;
+    const uint32_t n_params = q->per_channel ? oc_n : 1u;
+    for (uint32_t k = 0; k < n_params; k++) {
+        if (q->shift[k] < -17 || q->shift[k] > -1) return 0;
+    }
+    const int64_t limit = INT32_MAX;
+    for (uint32_t oc = 0; oc < oc_n; oc++) {
+        int64_t b = 0;
+        if (q->bias) memcpy(&b, q->bias + 8u * oc, 8);
+        const int64_t mag = b < 0 ? -b : b;
+        if ((int64_t)depth * (1 << 22) + mag <= limit) continue;
+        uint32_t l1 = 0; /* sum(|w|) of the filter: VABAV against 0 (no int8 wrap of |-128|) */
+        if (tap_step == 1) {
+            const int8_t *wp = w + (size_t)oc * depth;
+            for (int32_t left = (int32_t)depth; left > 0; left -= 16, wp += 16) {
+                const mve_pred16_t p = vctp8q((uint32_t)left);
+                l1 = vabavq_p_s8(l1, vldrbq_z_s8(wp, p), vdupq_n_s8(0), p);
+            }
+        } else {
+            for (uint32_t t = 0; t < depth; t++) {
+                const int32_t v = w[(size_t)t * tap_step + oc];
+                l1 += (uint32_t)(v < 0 ? -v : v);
+            }
+        }
+        if ((int64_t)l1 * 32768 + mag > limit) return 0;
+    }
+    return 1;
+}
+
+int32_t mf_s16_mve_mult(const mf_requant_s16 *q, uint32_t k) {
+    const int32_t m = q->mult[k]; /* mf_reduce_multiplier in int32: m + 2^15 cannot overflow below 0x7FFF0000 */
+    const int32_t rm = m < 0x7FFF0000 ? (m + (1 << 15)) >> 16 : 0x7FFF;
+    return (int32_t)((uint32_t)rm << (17 + q->shift[k]));
+}
+
+/* The four sums over depth values of filter w and patches x0..x3, added into a0..a3: one tail-predicated
+ * loop (WLSTP/LETP) of 8 int16 lanes, the weights widened by the load, loads and VMLADAVAs interleaved
+ * (the Cortex-M55 overlaps a load with the multiply-accumulate after it). VLDRB.S16 takes a low base register ("l"). GCC's own loop groups the loads
+ * and keeps a separate counter. An unoptimized build (too few registers for the asm) takes the C loop. */
+static inline __attribute__((always_inline)) void s16_mve_sums4(const int8_t *w, const int16_t *x0, const int16_t *x1,
+                                                                 const int16_t *x2, const int16_t *x3, uint32_t depth,
+                                                                 int32_t *s0, int32_t *s1, int32_t *s2, int32_t *s3) {
+    int32_t a0 = *s0, a1 = *s1, a2 = *s2, a3 = *s3;
+#if defined(__OPTIMIZE__)
+    __asm__ volatile("   wlstp.16     lr, %[n], 1f\n"
+                     "2: vldrb.s16    q0, [%[w]], #8\n"
+                     "   vldrh.s16    q1, [%[x0]], #16\n"
+                     "   vmladava.s16 %[a0], q1, q0\n"
+                     "   vldrh.s16    q2, [%[x1]], #16\n"
+                     "   vmladava.s16 %[a1], q2, q0\n"
+                     "   vldrh.s16    q1, [%[x2]], #16\n"
+                     "   vmladava.s16 %[a2], q1, q0\n"
+                     "   vldrh.s16    q2, [%[x3]], #16\n"
+                     "   vmladava.s16 %[a3], q2, q0\n"
+                     "   letp         lr, 2b\n"
+                     "1:\n"
+                     : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3), [w] "+l"(w), [x0] "+r"(x0),
+                       [x1] "+r"(x1), [x2] "+r"(x2), [x3] "+r"(x3)
+                     : [n] "r"(depth)
+                     : "q0", "q1", "q2", "lr", "memory");
+#else
+    for (int32_t left = (int32_t)depth; left > 0; left -= 8) {
+        const mve_pred16_t p = vctp16q((uint32_t)left);
+        const int16x8_t wv = vldrbq_z_s16(w, p); /* zero lanes add nothing */
+        a0 = vmladavaq_s16(a0, vldrhq_z_s16(x0, p), wv);
+        a1 = vmladavaq_s16(a1, vldrhq_z_s16(x1, p), wv);
+        a2 = vmladavaq_s16(a2, vldrhq_z_s16(x2, p), wv);
+        a3 = vmladavaq_s16(a3, vldrhq_z_s16(x3, p), wv);
+        w += 8, x0 += 8, x1 += 8, x2 += 8, x3 += 8;
+    }
+#endif
+    *s0 = a0, *s1 = a1, *s2 = a2, *s3 = a3;
+}
+
+void mf_s16_mve_cols4(const mf_requant_s16 *q, const int16_t *const *cols, uint32_t n_cols, const int8_t *w,
+                      uint32_t depth, uint32_t oc0, uint32_t count, int16_t *out, uint32_t out_step) {
+    const int16_t *c0 = cols[0], *c1 = cols[n_cols > 1 ? 1 : 0], *c2 = cols[n_cols > 2 ? 2 : 0];
+    const int16_t *c3 = cols[n_cols > 3 ? 3 : 0];
+    /* pixel i's output at byte offset 2 i out_step; the lanes built the way the sums are (mf_mve_lanes4) */
+    const uint32x4_t offs = vreinterpretq_u32_s32(
+        mf_mve_lanes4(0, (int32_t)(2u * out_step), (int32_t)(4u * out_step), (int32_t)(6u * out_step)));
+    const mve_pred16_t store = vcmphiq_u32(vdupq_n_u32(2u * out_step * n_cols), offs);
+    const int32x4_t lo = vdupq_n_s32(q->lo), hi = vdupq_n_s32(q->hi);
+    int32_t mult = mf_s16_mve_mult(q, 0);
+    for (uint32_t f = 0; f < count; f++, w += depth) {
+        const uint32_t oc = oc0 + f;
+        int32_t a0 = 0, a1, a2, a3;
+        if (q->bias) memcpy(&a0, q->bias + 8u * oc, 4); /* the low word: |bias| < 2^31 (mf_s16_mve_ok) */
+        a1 = a2 = a3 = a0;
+        s16_mve_sums4(w, c0, c1, c2, c3, depth, &a0, &a1, &a2, &a3);
+        if (q->per_channel) mult = mf_s16_mve_mult(q, oc);
+        int32x4_t v = vrmulhq_s32(mf_mve_lanes4(a0, a1, a2, a3), vdupq_n_s32(mult));
+        v = vminq_s32(vmaxq_s32(v, lo), hi);
+        vstrhq_scatter_offset_p_s32(out + oc, offs, v, store);
+    }
+}
+
+/* s16_mve_sums4 with one input x and four filters w0..w3: the input load shared. */
+static inline __attribute__((always_inline)) void s16_mve_rows_sums4(const int16_t *x, const int8_t *w0, const int8_t *w1,
+                                                                      const int8_t *w2, const int8_t *w3, uint32_t depth,
+                                                                      int32_t *s0, int32_t *s1, int32_t *s2, int32_t *s3) {
+    int32_t a0 = *s0, a1 = *s1, a2 = *s2, a3 = *s3;
+#if defined(__OPTIMIZE__)
+    __asm__ volatile("   wlstp.16     lr, %[n], 1f\n"
+                     "2: vldrh.s16    q0, [%[x]], #16\n"
+                     "   vldrb.s16    q1, [%[w0]], #8\n"
+                     "   vmladava.s16 %[a0], q0, q1\n"
+                     "   vldrb.s16    q2, [%[w1]], #8\n"
+                     "   vmladava.s16 %[a1], q0, q2\n"
+                     "   vldrb.s16    q1, [%[w2]], #8\n"
+                     "   vmladava.s16 %[a2], q0, q1\n"
+                     "   vldrb.s16    q2, [%[w3]], #8\n"
+                     "   vmladava.s16 %[a3], q0, q2\n"
+                     "   letp         lr, 2b\n"
+                     "1:\n"
+                     : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3), [x] "+r"(x), [w0] "+l"(w0),
+                       [w1] "+l"(w1), [w2] "+l"(w2), [w3] "+l"(w3)
+                     : [n] "r"(depth)
+                     : "q0", "q1", "q2", "lr", "memory");
+#else
+    for (int32_t left = (int32_t)depth; left > 0; left -= 8) {
+        const mve_pred16_t p = vctp16q((uint32_t)left);
+        const int16x8_t xv = vldrhq_z_s16(x, p); /* zero lanes add nothing */
+        a0 = vmladavaq_s16(a0, xv, vldrbq_z_s16(w0, p));
+        a1 = vmladavaq_s16(a1, xv, vldrbq_z_s16(w1, p));
+        a2 = vmladavaq_s16(a2, xv, vldrbq_z_s16(w2, p));
+        a3 = vmladavaq_s16(a3, xv, vldrbq_z_s16(w3, p));
+        x += 8, w0 += 8, w1 += 8, w2 += 8, w3 += 8;
+    }
+#endif
+    *s0 = a0, *s1 = a1, *s2 = a2, *s3 = a3;
+}
+
+void mf_s16_mve_rows4(const mf_requant_s16 *q, const int16_t *x, const int8_t *w, uint32_t depth, uint32_t oc_n,
+                      int16_t *out) {
+    /* channel oc + i's output at byte offset 2 i; the lanes built the way the sums are (mf_mve_lanes4) */
+    const uint32x4_t offs = vreinterpretq_u32_s32(mf_mve_lanes4(0, 2, 4, 6));
+    const int32x4_t lo = vdupq_n_s32(q->lo), hi = vdupq_n_s32(q->hi);
+    for (uint32_t oc = 0; oc < oc_n; oc += 4, w += 4 * depth) {
+        const uint32_t n = oc_n - oc < 4 ? oc_n - oc : 4;
+        int32_t a[4] = {0, 0, 0, 0}, mult[4];
+        for (uint32_t k = 0; k < 4; k++) {
+            const uint32_t ck = oc + (k < n ? k : 0); /* past n: channel oc again, not stored */
+            if (q->bias) memcpy(&a[k], q->bias + 8u * ck, 4); /* the low word: |bias| < 2^31 (mf_s16_mve_ok) */
+            mult[k] = mf_s16_mve_mult(q, q->per_channel ? ck : 0);
+        }
+        s16_mve_rows_sums4(x, w, w + (n > 1 ? depth : 0), w + (n > 2 ? 2 * depth : 0), w + (n > 3 ? 3 * depth : 0),
+                           depth, &a[0], &a[1], &a[2], &a[3]);
+        const int32x4_t m = mf_mve_lanes4(mult[0], mult[1], mult[2], mult[3]);
+        int32x4_t v = vrmulhq_s32(mf_mve_lanes4(a[0], a[1], a[2], a[3]), m);
+        v = vminq_s32(vmaxq_s32(v, lo), hi);
+        vstrhq_scatter_offset_p_s32(out + oc, offs, v, vcmphiq_u32(vdupq_n_u32(2u * n), offs));
+    }
+}
+
 int64_t mf_dot_s16(const int16_t *x, const int8_t *w, uint32_t n) {
     int64_t acc = 0;
     for (int32_t left = (int32_t)n; left > 0; left -= 8) {

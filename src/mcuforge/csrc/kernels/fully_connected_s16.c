@@ -6,6 +6,7 @@
  * rows of SMLALD, on MVE 4 rows of VMLADAVA in int32 blocks), optional int64 bias, arm_nn_requantize_s64.
  */
 #include "mf_s16.h"
+#include "mf_simd.h"
 
 enum { A_ACT_MIN, A_ACT_MAX };
 
@@ -30,6 +31,20 @@ static mf_status run(const mf_call *c) {
     const int8_t *wd = (const int8_t *)w.data;
     int16_t *out = (int16_t *)o.data;
     int64_t acc[4];
+#if defined(MF_USE_MVE)
+    if (mf_s16_mve_ok(&rq, wd, depth, oc_n, 1)) { /* the MVE int32 path: 4 rows or 4 filters a pass */
+        uint32_t r = 0;
+        while (rows - r >= 2) {
+            const uint32_t n = rows - r < 4 ? rows - r : 4;
+            const int16_t *cols[4] = {xd + (size_t)r * depth, xd + (size_t)(r + 1) * depth,
+                                      xd + (size_t)(r + (n > 2 ? 2 : 0)) * depth, xd + (size_t)(r + (n > 3 ? 3 : 0)) * depth};
+            mf_s16_mve_cols4(&rq, cols, n, wd, depth, 0, oc_n, out + (size_t)r * oc_n, oc_n);
+            r += n;
+        }
+        if (r < rows) mf_s16_mve_rows4(&rq, xd + (size_t)r * depth, wd, depth, oc_n, out + (size_t)r * oc_n);
+        return MF_OK;
+    }
+#endif
     for (uint32_t r = 0; r < rows; r++, xd += depth) {
         for (uint32_t oc = 0; oc < oc_n; oc += 4) { /* 4 output channels per pass over the input row */
             const uint32_t n = oc_n - oc < 4 ? oc_n - oc : 4;

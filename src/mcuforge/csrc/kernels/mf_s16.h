@@ -132,6 +132,20 @@ static inline int16_t mf_requant_s16_channel(const mf_requant_s16 *q, uint32_t o
     return mf_clamp_s16(mf_requantize_s64(acc, mf_reduce_multiplier(q->mult[k]), q->shift[k]), q->lo, q->hi);
 }
 
+/* The MVE int32 path of the s16 weighted kernels (kernels/dot_s16.c; defined on MVE builds only).
+ * mf_s16_mve_ok: 1 when its int32 sums and VRMULH output stage give mf_requant_s16_channel's bits for every
+ * filter of w (oc_n filters of depth weights: tap_step 1, rows of depth; else tap t of filter oc at
+ * w[t * tap_step + oc], depthwise). mf_s16_mve_mult: channel k's VRMULH multiplier, reduced multiplier
+ * << (17 + shift). mf_s16_mve_cols4: the outputs of filters oc0 .. oc0 + count - 1 (w: filter oc0's row) for
+ * n_cols (1..4) patches cols[i] of depth values, pixel i's at out + i * out_step + oc. */
+int mf_s16_mve_ok(const mf_requant_s16 *q, const int8_t *w, uint32_t depth, uint32_t oc_n, uint32_t tap_step);
+int32_t mf_s16_mve_mult(const mf_requant_s16 *q, uint32_t k);
+/* mf_s16_mve_rows4: the outputs of the oc_n filters of w (rows of depth) for one input x, 4 filters a pass. */
+void mf_s16_mve_rows4(const mf_requant_s16 *q, const int16_t *x, const int8_t *w, uint32_t depth, uint32_t oc_n,
+                      int16_t *out);
+void mf_s16_mve_cols4(const mf_requant_s16 *q, const int16_t *const *cols, uint32_t n_cols, const int8_t *w,
+                      uint32_t depth, uint32_t oc0, uint32_t count, int16_t *out, uint32_t out_step);
+
 /* arm_nn_activation_s16 on n values: sigmoid (is_tanh 0) or tanh (1) of int16 inputs in Q3.12 shifted left
  * by left_shift (-31 .. 14; a negative one is a right shift rounding half up), Q0.15 outputs, from the
  * 256-entry Q0.16 sigmoid table of mcuforge.kernels.lut_s16 (CMSIS-NN's sigmoid_table_uint16).

@@ -30,8 +30,12 @@ static inline uint32_t mf_scratch_depthwise_conv2d_s4_weights(uint32_t numel) { 
 /* add_s8 on scalar: its inputs' two tables of 256 int32 (an add of equal shapes uses them). */
 static inline uint32_t mf_scratch_add_s8_tables(void) { return 2048u; }
 
-/* conv2d_s16 on dsp, mve: one int16 im2col patch. */
+/* conv2d_s16 on dsp: one int16 im2col patch. */
 static inline uint32_t mf_scratch_conv2d_s16_im2col(uint32_t depth) { return MF_ROUND_UP(2u * depth, 16u); }
+
+/* conv2d_s16 on mve: 4 int16 im2col patches, each rounded up to 8 values (the 4 output pixels of an MVE pass); the
+ * one-patch path's check (conv2d_s16_im2col) is met by it. */
+static inline uint32_t mf_scratch_conv2d_s16_mve_patches(uint32_t depth) { return 8u * MF_ROUND_UP(depth, 8u); }
 
 /* depthwise_conv2d_s8 on scalar: the taps, a ring of the span rows the window reaches and a row of zeros, each
  * `row` words of packed pixel pairs, and the sums of `pairs` output pixel pairs (rows along the longer output
