@@ -24,7 +24,7 @@ from .lower import lower_to_ir
 from .lower.builder import NCHW_TO_NHWC, NHWC_TO_NCHW
 from .lower.cleanup import prepare_float_graph
 from .lower.decompose import decompose
-from .plan import plan_arena
+from .plan import choose_concat_placement, plan_arena
 from .program import deserialize, serialize
 from .quantize import ObserverConfig, Scheme, get_scheme, quantize
 from .targets import get_target
@@ -408,6 +408,7 @@ def compile(  # noqa: A001 - the public name the flow reads as
 
         graph, _subgraphs = partition_graph(graph, npu)
     plan_arena(graph)
+    choose_concat_placement(graph)  # producers write into a concat's output where that lowers the arena
     patch_plan = None
     if ram_budget is not None or patches is not None:  # patch-based execution to meet the budget
         from .patches import choose
