@@ -19,7 +19,7 @@ from mcuforge import api, cruntime
 from mcuforge.fuzz import fix_program_crcs
 from mcuforge.ir import Graph
 from mcuforge.patches import copy_graph
-from mcuforge.plan import plan_arena
+from mcuforge.plan import lifetimes, placed_concat_inputs, plan_arena
 from mcuforge.program import ProgramFormatError, deserialize, read_header, serialize
 from mcuforge.runtime import execute
 
@@ -89,6 +89,10 @@ def _compile(model: nn.Module, shape: tuple[int, ...], seed: int) -> api.Program
 
 @pytest.fixture(scope="module")
 def placed() -> list[tuple[str, api.Program]]:
+    return placed_models()
+
+
+def placed_models() -> list[tuple[str, api.Program]]:
     """Random small multi-branch models whose concat is placed (sizes drawn per case)."""
     rng = np.random.default_rng(29)
     progs = []
@@ -162,6 +166,28 @@ def test_illegal_placement_stays_a_copy():
         values = _input(graph, rng)
         want = [a.tobytes() for a in execute(_unplaced(graph), values)]
         assert [a.tobytes() for a in cruntime.LoadedProgram(serialize(graph)).run(values)[0]] == want
+
+
+def test_placement_only_where_it_lowers_the_arena():
+    """Pooled features (small) concatenated after sequential conv branches: placing them is legal but would hold
+    the whole output from the first pool on, over the second conv's peak; the compiler leaves the copy. Forced,
+    it gives the same bytes (host C) in an arena no smaller."""
+    prog = _compile(Pooled(7, 37), (1, 3, 5, 7), 10)
+    graph = prog.graph
+    i = next(i for i, op in enumerate(graph.ops) if op.kind == "concat_s8")
+    readers: dict[str, int] = {}
+    for op in graph.ops:
+        for name in op.inputs:
+            readers[name] = readers.get(name, 0) + 1
+    assert len(placed_concat_inputs(graph, i, lifetimes(graph), set(graph.outputs), readers, {})) == 2  # legal
+    assert not graph.ops[i].in_place and not any(_slices_placed(graph))
+    forced = copy_graph(graph)
+    forced.ops[i].in_place = True
+    plan_arena(forced)
+    assert all(_slices_placed(forced)) and forced.arena_bytes >= graph.arena_bytes
+    values = _input(graph, np.random.default_rng(7))
+    want = [a.tobytes() for a in execute(graph, values)]
+    assert [a.tobytes() for a in cruntime.LoadedProgram(serialize(forced)).run(values)[0]] == want
 
 
 def _moved(data: bytes, name: str, offset: int) -> bytes:
