@@ -323,8 +323,7 @@ static int arena_span(const mf_program *p, uint32_t e, uint32_t *lo, uint32_t *h
 /* Whether input k of a concat_s8 lies exactly on its own slice of the output (concat by placement: its
  * producer wrote it there and the kernel copies nothing): every axis before the concat axis has extent 1,
  * so the slice is the contiguous bytes after inputs 0..k-1. Runs after check_attrs (the axis is an int). */
-static int concat_slice(const mf_program *p, const mf_call *c, uint32_t k, uint32_t o_lo, uint32_t s_lo,
-                        uint32_t s_hi) {
+static int concat_slice(const mf_program *p, const mf_call *c, uint32_t k, uint32_t o_lo, uint32_t s_lo) {
     if (c->kind != MF_KIND_CONCAT_S8 || c->n_out != 1) return 0;
     mf_tensor t;
     int32_t idx = mf_index_entry(p, c->in_start + k);
@@ -342,8 +341,7 @@ static int concat_slice(const mf_program *p, const mf_call *c, uint32_t k, uint3
         mf_tensor_read(p, (uint32_t)idx, &t);
         at += t.nbytes;
     }
-    (void)s_hi; /* the caller checked the input ends inside the output */
-    return at == s_lo;
+    return at == s_lo; /* the caller checked the input ends inside the output */
 }
 
 /* No output shares arena bytes with an activation input or another output: kernels read their inputs
@@ -358,7 +356,7 @@ static int outputs_apart(const mf_program *p, const mf_call *c) {
             uint32_t e = k < c->n_in ? c->in_start + k : c->out_start + (k - c->n_in);
             if (!arena_span(p, e, &s_lo, &s_hi) || !(o_lo < s_hi && s_lo < o_hi)) continue;
             if (k < c->n_in && mf_kind_in_place(c->kind, k) && o_lo == s_lo && o_hi <= s_hi) continue;
-            if (k < c->n_in && j == 0 && s_hi <= o_hi && concat_slice(p, c, k, o_lo, s_lo, s_hi)) continue;
+            if (k < c->n_in && j == 0 && s_hi <= o_hi && concat_slice(p, c, k, o_lo, s_lo)) continue;
             return 0;
         }
     }
