@@ -20,7 +20,7 @@ from .fit import check_fit
 from .float_passes.cleanup import prepare_float_graph
 from .float_passes.decompose import decompose
 from .lower import lower_to_ir
-from .plan import plan_arena
+from .plan import choose_concat_placement, plan_arena
 from .quantize import ObserverConfig, Scheme, get_scheme, quantize
 from .targets import get_target
 
@@ -105,6 +105,7 @@ def compile_fixed(
 
         graph, _subgraphs = partition_graph(graph, npu)
     plan_arena(graph)
+    choose_concat_placement(graph)  # producers write into a concat's output where that lowers the arena
     patch_plan = None
     if ram_budget is not None or patches is not None:  # patch-based execution to meet the budget
         from .patches import choose
@@ -140,6 +141,7 @@ def compile_qat(model: Any, example_inputs: Any, calibration: Iterable[Any] | No
 
         graph, _subgraphs = partition_graph(graph, npu)
     plan_arena(graph)
+    choose_concat_placement(graph)  # producers write into a concat's output where that lowers the arena
     check_memory(graph, target, flash_bytes, ram_bytes, fit_check=fit_check, flash_budget=flash_budget,
                  ram_budget=ram_budget, board=board)
     scheme = model.meta[META_KEY].scheme

@@ -116,7 +116,8 @@ class Op:
     scratch_bytes: int = 0
     scratch_offset: int = -1  # arena offset of the scratch buffer, set by the planner (scratch_bytes > 0)
     precision: str = ""
-    in_place: bool = False  # written over its input 0: a kind of plan.IN_PLACE_IF_CHOSEN, plan.choose_in_place
+    in_place: bool = False  # written over its input 0: a kind of plan.IN_PLACE_IF_CHOSEN, plan.choose_in_place;
+    # a concat_s8: its producers write into its output (plan.choose_concat_placement)
 
 
 @dataclass
@@ -206,7 +207,8 @@ def arena_overlap_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
     None. Kernels read their inputs while they write their outputs, so every reader refuses a program
     where they overlap: the one exception is the planner's own, an output starting at the first byte of an
     input that its kind may write in place (:data:`IN_PLACE_INPUTS`) and ending inside it (a strided
-    depthwise convolution's output is smaller than its input)."""
+    depthwise convolution's output is smaller than its input); a ``concat_s8`` input on its own slice of the
+    output (:func:`concat_slice_start`: concat by placement, the kernel copies nothing)."""
     def span(name: str) -> tuple[int, int] | None:
         t = tensors.get(name)
         return None if not name or t is None or t.is_constant or t.nbytes == 0 else (t.offset, t.offset + t.nbytes)
@@ -220,9 +222,27 @@ def arena_overlap_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
                 continue
             if may_share and o[0] == s[0] and o[1] <= s[1]:
                 continue
+            if j == 0 and other in op.inputs and s[1] <= o[1] and concat_slice_start(op, tensors, other) == s[0] - o[0]:
+                continue
             return (f"output {out!r} (arena bytes [{o[0]}, {o[1]})) overlaps {other!r} "
                     f"([{s[0]}, {s[1]})): the kernel would overwrite what it reads")
     return None
+
+
+def concat_slice_start(op: Op, tensors: dict[str, Tensor], name: str) -> int | None:
+    """Where input ``name`` of a ``concat_s8`` starts inside its output, in bytes, when that slice is contiguous
+    (every axis before the concat axis has extent 1: an outer-axis concat), else None. A producer may then write
+    the input straight into the output's bytes there (``mcuforge.plan``, concat by placement)."""
+    axis = op.attrs.get("axis")
+    if op.kind != "concat_s8" or len(op.outputs) != 1 or not isinstance(axis, int) or op.inputs.count(name) != 1:
+        return None
+    if any(n not in tensors for n in op.inputs):
+        return None
+    k = op.inputs.index(name)
+    shape = tensors[name].shape
+    if not 0 <= axis < len(shape) or any(d != 1 for d in shape[:axis]):
+        return None
+    return sum(tensors[n].nbytes for n in op.inputs[:k])
 
 
 def scratch_size_problem(op: Op, tensors: dict[str, Tensor], target: str) -> str | None:

@@ -31,11 +31,18 @@ The kinds of :data:`IN_PLACE_IF_CHOSEN` write in place only where :func:`choose_
 when strided) from its input's first byte -- TinyEngine's in-place depthwise: the kernel computes one channel's
 outputs into its scratch (Ho x Wo bytes) and then stores them in that channel's slots, which no other channel
 reads.
+
+Concat by placement: a ``concat_s8`` whose input slices are contiguous bytes of its output (every axis
+before the concat axis has extent 1: concatenated flat or pooled features, an outer-axis sequence concat)
+lets the producer of each input write straight into its slice (``alias_offsets``: the input's offset is the
+output's plus the bytes of the inputs before it), and the kernel copies nothing where source and destination
+are the same bytes. Only for an input read by that concat alone, not a graph input or output, and only
+where :func:`choose_concat_placement` finds it lowers the planned arena (``Op.in_place`` on the concat).
 """
 
 from __future__ import annotations
 
-from .ir import IN_PLACE_INPUTS, Graph, Op
+from .ir import IN_PLACE_INPUTS, Graph, Op, concat_slice_start
 
 ALIGNMENT = 16
 
@@ -74,14 +81,79 @@ def lifetimes(graph: Graph) -> dict[str, tuple[int, int]]:
 def alias_roots(graph: Graph) -> dict[str, str]:
     """Tensor -> the tensor whose allocation it shares (itself when it has its own): the output of
     an op that writes in place (module docstring) shares its input's root; chains share one root."""
+    return {name: r for name, (r, _) in alias_offsets(graph).items()}
+
+
+def alias_offsets(graph: Graph) -> dict[str, tuple[str, int]]:
+    """Tensor -> (its alias root, its byte offset inside the root's allocation): 0 for an in-place output; a
+    placed concat's input (:func:`placed_concat_inputs`) at its slice of the concat's output."""
     life = lifetimes(graph)
     outputs = set(graph.outputs)
-    root = {name: name for name in life}
+    parent: dict[str, tuple[str, int]] = {}
+    readers: dict[str, int] = {}
+    for op in graph.ops:
+        for name in op.inputs:
+            readers[name] = readers.get(name, 0) + 1
     for i, op in enumerate(graph.ops):
         src = in_place_input(graph, i, life, outputs)
         if src is not None:
-            root[op.outputs[0]] = root[src]
-    return root
+            parent[op.outputs[0]] = (src, 0)
+        if op.in_place and op.kind == "concat_s8":
+            for name, at in placed_concat_inputs(graph, i, life, outputs, readers, parent).items():
+                parent[name] = (op.outputs[0], at)
+    resolved: dict[str, tuple[str, int]] = {}
+    for name in life:
+        r, at = name, 0
+        while r in parent:  # chains: an in-place output of a placed input, a concat placed in a concat
+            r, d = parent[r]
+            at += d
+        resolved[name] = (r, at)
+    return resolved
+
+
+def placed_concat_inputs(graph: Graph, i: int, life: dict[str, tuple[int, int]], outputs: set[str],
+                         readers: dict[str, int], parent: dict[str, tuple[str, int]]) -> dict[str, int]:
+    """The inputs of ``concat_s8`` op ``i`` its producers may write straight into the output (input -> byte
+    offset in the output): the slice is contiguous (every axis before the concat axis has extent 1), the input
+    is written by an op (not a graph input, not a constant), is not a graph output, is read by this concat
+    alone and once, and is its own allocation (not an in-place output). A concat_s8 copies bytes (the lowering
+    requantizes an input of other qparams first), so the placed input is already the output's bytes."""
+    op = graph.ops[i]
+    placed: dict[str, int] = {}
+    if len(op.outputs) != 1 or op.outputs[0] in parent:
+        return placed
+    for name in op.inputs:
+        t = graph.tensors.get(name) if name else None
+        if (t is None or t.is_constant or t.nbytes == 0 or name in outputs or name in parent
+                or life[name][0] < 0 or life[name][1] != i or readers.get(name) != 1):
+            continue
+        at = concat_slice_start(op, graph.tensors, name)
+        if at is not None:
+            placed[name] = at
+    return placed
+
+
+def choose_concat_placement(graph: Graph) -> int:
+    """Mark (``Op.in_place``) each ``concat_s8`` whose producers may write into its output
+    (:func:`placed_concat_inputs`) where that lowers the planned arena, one at a time; replans. Returns the
+    number of concats placed (0: the graph is as it was, planned)."""
+    life, outputs = lifetimes(graph), set(graph.outputs)
+    readers: dict[str, int] = {}
+    for op in graph.ops:
+        for name in op.inputs:
+            readers[name] = readers.get(name, 0) + 1
+    candidates = [i for i, op in enumerate(graph.ops) if op.kind == "concat_s8" and not op.in_place
+                  and placed_concat_inputs(graph, i, life, outputs, readers, {})]
+    best, placed = plan_arena(graph), 0
+    for i in candidates:
+        graph.ops[i].in_place = True
+        arena = plan_arena(graph)
+        if arena < best:
+            best, placed = arena, placed + 1
+        else:
+            graph.ops[i].in_place = False
+    plan_arena(graph)
+    return placed
 
 
 def in_place_input(graph: Graph, i: int, life: dict[str, tuple[int, int]], outputs: set[str]) -> str | None:
@@ -225,8 +297,8 @@ def plan_arena(graph: Graph) -> int:
         sorted(spans, key=lambda k: (-spans[k][2] * (spans[k][1] - spans[k][0] + 1), tie[k])),  # largest area
     )
     arena, offsets = min((_place(spans, order) for order in orders), key=lambda plan: plan[0])
-    for name, r in alias_roots(graph).items():
-        graph.tensors[name].offset = offsets[r]
+    for name, (r, at) in alias_offsets(graph).items():
+        graph.tensors[name].offset = offsets[r] + at
     for t in graph.tensors.values():
         if t.is_constant:
             t.offset = -1

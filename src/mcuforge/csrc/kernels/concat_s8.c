@@ -1,6 +1,7 @@
 /*
  * concat_s8: int8 concatenation along a stored axis (CMSIS-NN arm_concatenation_s8_{x,y,z,w}, any rank;
- * mcuforge.kernels.concat_s8). A byte copy: every input already has the output's quantization.
+ * mcuforge.kernels.concat_s8). A byte copy: every input already has the output's quantization. An input the
+ * planner placed on its slice of the output (mcuforge.plan, concat by placement) is not copied.
  */
 #include "mf_kernel_util.h"
 
@@ -39,7 +40,10 @@ static mf_status run(const mf_call *c) {
         const size_t chunk = (size_t)t.shape[axis] * inner;
         const uint8_t *src = (const uint8_t *)t.data;
         for (uint32_t n = 0; chunk && n < outer; n++) {
-            memcpy(out + (size_t)n * out_row + col, src + (size_t)n * chunk, chunk);
+            uint8_t *dst = out + (size_t)n * out_row + col;
+            /* concat by placement: the producer already wrote this input on its slice (the loader allows no
+             * other overlap), so there is nothing to copy */
+            if (dst != src + (size_t)n * chunk) memcpy(dst, src + (size_t)n * chunk, chunk);
         }
         col += chunk;
     }

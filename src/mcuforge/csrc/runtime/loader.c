@@ -368,9 +368,34 @@ static int arena_span(const mf_program *p, uint32_t e, uint32_t *lo, uint32_t *h
     return 1;
 }
 
+/* Whether input k of a concat_s8 lies exactly on its own slice of the output (concat by placement: its
+ * producer wrote it there and the kernel copies nothing): every axis before the concat axis has extent 1,
+ * so the slice is the contiguous bytes after inputs 0..k-1. Runs after check_attrs (the axis is an int). */
+static int concat_slice(const mf_program *p, const mf_call *c, uint32_t k, uint32_t o_lo, uint32_t s_lo) {
+    if (c->kind != MF_KIND_CONCAT_S8 || c->n_out != 1) return 0;
+    mf_tensor t;
+    int32_t idx = mf_index_entry(p, c->in_start + k);
+    if (idx < 0) return 0;
+    mf_tensor_read(p, (uint32_t)idx, &t);
+    const int32_t axis = mf_value_int(mf_attr(c, 0));
+    if (axis < 0 || (uint32_t)axis >= t.rank) return 0;
+    for (int32_t a = 0; a < axis; a++) {
+        if (t.shape[a] != 1) return 0;
+    }
+    uint64_t at = o_lo;
+    for (uint32_t i = 0; i < k; i++) {
+        idx = mf_index_entry(p, c->in_start + i);
+        if (idx < 0) return 0;
+        mf_tensor_read(p, (uint32_t)idx, &t);
+        at += t.nbytes;
+    }
+    return at == s_lo; /* the caller checked the input ends inside the output */
+}
+
 /* No output shares arena bytes with an activation input or another output: kernels read their inputs
- * while writing (memcpy included). The planner's one exception: an output at the first byte of an input
- * that its kind may write in place, ending inside it (a strided in-place depthwise output is smaller). */
+ * while writing (memcpy included). The planner's exceptions: an output at the first byte of an input
+ * that its kind may write in place, ending inside it (a strided in-place depthwise output is smaller);
+ * a concat_s8 input on its own slice of the output (concat_slice). */
 static int outputs_apart(const mf_program *p, const mf_call *c) {
     for (uint32_t j = 0; j < c->n_out; j++) {
         uint32_t o_lo, o_hi, s_lo, s_hi;
@@ -379,6 +404,7 @@ static int outputs_apart(const mf_program *p, const mf_call *c) {
             uint32_t e = k < c->n_in ? c->in_start + k : c->out_start + (k - c->n_in);
             if (!arena_span(p, e, &s_lo, &s_hi) || !(o_lo < s_hi && s_lo < o_hi)) continue;
             if (k < c->n_in && mf_kind_in_place(c->kind, k) && o_lo == s_lo && o_hi <= s_hi) continue;
+            if (k < c->n_in && j == 0 && s_hi <= o_hi && concat_slice(p, c, k, o_lo, s_lo)) continue;
             return 0;
         }
     }
@@ -439,9 +465,10 @@ static mf_status check_op(const mf_program *p, uint32_t i) {
     if (c.attrs_start > p->attr_word_count || c.attr_words > p->attr_word_count - c.attrs_start) {
         return MF_ERR_BOUNDS;
     }
-    if (!outputs_apart(p, &c)) return MF_ERR_FORMAT;
     mf_status s = check_attrs(p, &c, k->attr_types);
-    return s != MF_OK ? s : check_scratch(p, &c);
+    if (s != MF_OK) return s;
+    if (!outputs_apart(p, &c)) return MF_ERR_FORMAT;
+    return check_scratch(p, &c);
 }
 
 /* ---- 12: graph inputs and outputs ---- */
