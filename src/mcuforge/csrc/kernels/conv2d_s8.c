@@ -89,14 +89,13 @@ static int path_fits(const mf_call *c, uint32_t (*bytes)(uint32_t depth)) {
 #define MF_CONV_FAST 1
 
 /* The fast path's scratch: 4 int8 patches interleaved by 16-byte chunks and a staging patch (MVE); 2
- * int16 patches interleaved and an int8 one (DSP). */
-#if defined(MF_USE_MVE)
-static uint32_t fast_scratch_bytes(uint32_t depth) { return 5u * ((depth + 15u) & ~15u); }
-#else
+ * int16 patches interleaved and an int8 one (DSP, each patch rounded up to 4 bytes: less than the plan's
+ * 16). The size asked is the planner's formula (mcuforge/kinds/scratch.py, kind_scratch.h). */
+#if !defined(MF_USE_MVE)
 /* Patch size rounded up to a multiple of 4: the DSP columns' stride, which keeps them word-aligned. */
 static uint32_t depth4(uint32_t depth) { return (depth + 3u) & ~3u; }
-static uint32_t fast_scratch_bytes(uint32_t depth) { return 5u * depth4(depth); }
 #endif
+static uint32_t fast_scratch_bytes(uint32_t depth) { return mf_scratch_conv2d_s8_im2col(depth); }
 
 #if defined(MF_USE_MVE)
 /* Patch bytes [k, k + n) (n > 0) of column i of a block of four, the columns interleaved by 16-byte
@@ -1062,7 +1061,8 @@ static mf_status run_fast(const mf_call *c) {
  * leave the 64-bit accumulators every MF_SC_CHUNK taps. */
 #define SC_PAIRS 3u
 
-static uint32_t scalar_scratch_bytes(uint32_t depth) { return 4u * SC_PAIRS * depth; }
+/* SC_PAIRS columns of int32 pixel pairs: the planner's formula (kinds/scratch.py) */
+static uint32_t scalar_scratch_bytes(uint32_t depth) { return mf_scratch_conv2d_s8_scalar(depth); }
 
 typedef struct {
     const int8_t *x;         /* input image n, channel of the group's first input */
