@@ -59,23 +59,35 @@ def _bn_constants(gm: fx.GraphModule, bn: fx.Node) -> tuple[torch.Tensor, ...] |
             mean, var, eps)
 
 
+def foldable(gm: fx.GraphModule, bn: fx.Node) -> tuple[fx.Node, tuple] | None:
+    """``bn``'s conv/linear producer and its constants (gamma, beta, mean, var, eps) when ``fold_batch_norm`` folds
+    it: a ``batch_norm`` of constant statistics whose input is a conv/linear of constant weight (and bias) used
+    only by it; else None. One rule for folding and for QAT's BatchNorm tracking (mcuforge.qat.batchnorm)."""
+    if bn.op != "call_function" or bn.target != aten.batch_norm.default:
+        return None
+    producer = bn.args[0]
+    if not isinstance(producer, fx.Node) or producer.target not in FOLDABLE or len(producer.users) != 1:
+        return None
+    constants = _bn_constants(gm, bn)
+    bias_node = producer.args[2] if len(producer.args) > 2 else None
+    if constants is None or _get_attr_value(gm, producer.args[1]) is None:
+        return None
+    if bias_node is not None and _get_attr_value(gm, bias_node) is None:
+        return None
+    return producer, constants
+
+
 def fold_batch_norm(gm: fx.GraphModule) -> int:
     """Fold every ``batch_norm`` whose input is a conv/linear used only by it; returns the count."""
     folded = 0
     for bn in list(gm.graph.nodes):
-        if bn.op != "call_function" or bn.target != aten.batch_norm.default:
+        found = foldable(gm, bn)
+        if found is None:
             continue
-        producer = bn.args[0]
-        if not isinstance(producer, fx.Node) or producer.target not in FOLDABLE or len(producer.users) != 1:
-            continue
-        constants = _bn_constants(gm, bn)
+        producer, constants = found
         weight = _get_attr_value(gm, producer.args[1])
         bias_node = producer.args[2] if len(producer.args) > 2 else None
         bias = _get_attr_value(gm, bias_node) if bias_node is not None else None
-        if constants is None or weight is None:
-            continue
-        if bias_node is not None and bias is None:
-            continue
         gamma, beta, mean, var, eps = constants
         bias = bias if bias is not None else torch.zeros(weight.shape[0])
         factor = gamma / torch.sqrt(var + eps)

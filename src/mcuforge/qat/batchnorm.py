@@ -27,7 +27,7 @@ import dataclasses
 import torch
 from torch import fx, nn
 
-from ..float_passes.fold_bn import FOLDABLE, _bn_constants, _get_attr_value
+from ..float_passes.fold_bn import FOLDABLE, foldable
 
 aten = torch.ops.aten
 PREFIX = "mcuforge_bnstats_"
@@ -44,14 +44,10 @@ def foldable_batch_norms(gm: fx.GraphModule) -> list[_Fold]:
     """The BatchNorms ``fold_batch_norm`` will fold (same conditions), with their constants: call before it."""
     folds = []
     for bn in gm.graph.nodes:
-        if bn.op != "call_function" or bn.target != aten.batch_norm.default:
+        found = foldable(gm, bn)
+        if found is None:
             continue
-        producer = bn.args[0]
-        if not isinstance(producer, fx.Node) or producer.target not in FOLDABLE or len(producer.users) != 1:
-            continue
-        constants = _bn_constants(gm, bn)
-        if constants is None or _get_attr_value(gm, producer.args[1]) is None:
-            continue
+        producer, constants = found
         momentum = bn.args[6] if isinstance(bn.args[6], float) else 0.1  # None (cumulative): a plain 0.1
         gamma, beta, mean, var, eps = constants
         folds.append(_Fold(producer, (gamma.double(), beta.double(), mean.double(), var.double(), float(eps)),
