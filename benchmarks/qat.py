@@ -1,14 +1,15 @@
 """Quantization-aware training against post-training quantization, on trained models with real or
 synthetic-but-learnable data (nothing downloaded).
 
-    python benchmarks/qat.py [--seeds 3] [--models digits,features_cnn,features_mlp]   # writes results/qat.md
+    python benchmarks/qat.py [--seeds 3] [--models digits,features_cnn,features_mlp,features_mlp_nobn]  # results/qat.md
     python benchmarks/qat.py --models ds_cnn,resnet8                                   # the zoo models (~25 min)
 
 Models (default, ~5 min on one thread): the digits CNN (scikit-learn's digits, mcuforge.examples.digits); a
 narrow CNN (4-8-8 channels) and a small MLP (64-32-32-10, BatchNorm) on a 10-class task from scikit-learn's
 ``make_classification`` (64 features, 32 informative and 16 redundant, two Gaussian clusters per class,
 class_sep 1.5: fine class boundaries that no model here saturates; the CNN sees the features as an 8x8 image,
-which has no spatial meaning: it is a conv workload with a hard task). These are the models where 4-bit weights
+which has no spatial meaning: it is a conv workload with a hard task), and a BatchNorm-free MLP (64-64-64-10 layer
+widths, i.e. two hidden layers of 64) on the same task. These are the models where 4-bit weights
 cost accuracy: PTQ W4A8 loses 1.5-3.5 points there. Opt-in: the MLPerf Tiny DS-CNN on synthetic keyword
 spectrograms and ResNet-8 on synthetic gratings (both saturate at ~100%: nothing for QAT to win back).
 
@@ -16,8 +17,9 @@ Per seed (data split, fp32 training, QAT) each model is trained in fp32, then: P
 (``mcuforge.compile``, calibrated on 128 training inputs), QAT W4A8 and QAT int8 (``prepare_qat`` on the same
 calibration, ``train_qat``: 3 epochs, Adam, lr 3e-5, BatchNorm statistics tracked for the first two epochs,
 observers frozen for the last one; lr 3e-4 and 1e-4 did worse on the converged models here, see
-docs/accuracy.md), and the control
-"fp32 +3 ep": the fp32 model trained the same 3 epochs at the same lr without fake quantization (QAT is extra
+docs/accuracy.md; the BatchNorm-free MLP: 5 epochs, Adam lr 1e-3 annealed to 0 (cosine), observers frozen from
+epoch 1, ``RECIPES``), and the control
+"fp32 +QAT ep": the fp32 model trained the same epochs with the same lr schedule without fake quantization (QAT is extra
 training too: the control says how much of QAT's gain that alone gives). Accuracy is the compiled program's (host
 runtime, bit-exact with the C runtime and the boards) on held-out data; SQNR is the program's logits against the
 fp32 model's; "differ" is the share of the program's output codes that differ from the frozen fake-quant
@@ -31,6 +33,7 @@ import copy
 import math
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -46,6 +49,33 @@ from mcuforge.zoo.mlperf_tiny import DSCNN, ResNet8
 from results_file import publish
 
 QAT_EPOCHS, QAT_LR, QAT_BN_EPOCHS, BATCH = 3, 3e-5, 2, 64
+
+
+@dataclass(frozen=True)
+class QATRecipe:
+    epochs: int = QAT_EPOCHS
+    lr: float = QAT_LR
+    bn_epochs: int = QAT_BN_EPOCHS
+    cosine: bool = False  # the lr annealed to 0 over all steps (else constant)
+    freeze_epoch: int | None = None  # observers frozen from this epoch (None: the last one)
+
+
+#: the BatchNorm-free MLP: a larger step, annealed, observers frozen after the first epoch
+RECIPES = {"features_mlp_nobn": QATRecipe(epochs=5, lr=1e-3, bn_epochs=0, cosine=True, freeze_epoch=1)}
+
+
+class Annealed:
+    """Batches that step a cosine schedule after each one (after the optimizer's step): train_qat's loop and
+    the control's see the same learning rates."""
+
+    def __init__(self, data: list, optimizer: torch.optim.Optimizer, epochs: int) -> None:
+        self.data = data
+        self.schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, epochs * len(data))
+
+    def __iter__(self):  # noqa: ANN204
+        for item in self.data:
+            yield item
+            self.schedule.step()
 
 
 def keyword_task(seed: int, train: int = 2400, test: int = 600) -> tuple[torch.Tensor, ...]:
@@ -100,6 +130,11 @@ class FeaturesCNN(nn.Module):
         return self.head(torch.flatten(self.features(x), 1))
 
 
+def features_mlp_nobn(hidden: int = 64) -> nn.Module:
+    """No BatchNorm: QAT trains the float weights the program quantizes, nothing folded."""
+    return nn.Sequential(nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 10))
+
+
 def features_mlp(hidden: int = 32) -> nn.Module:
     return nn.Sequential(nn.Linear(64, hidden), nn.BatchNorm1d(hidden), nn.ReLU(),
                          nn.Linear(hidden, hidden), nn.BatchNorm1d(hidden), nn.ReLU(), nn.Linear(hidden, 10))
@@ -109,6 +144,7 @@ def features_mlp(hidden: int = 32) -> nn.Module:
 SYNTHETIC = {
     "features_cnn": (lambda seed: features_task(seed, True), FeaturesCNN, 20),
     "features_mlp": (lambda seed: features_task(seed, False), features_mlp, 30),
+    "features_mlp_nobn": (lambda seed: features_task(seed, False), features_mlp_nobn, 30),
     "ds_cnn": (lambda seed: keyword_task(seed), DSCNN, 8),
     "resnet8": (lambda seed: grating_task(seed), ResNet8, 6),
 }
@@ -122,7 +158,7 @@ def batches(x: torch.Tensor, y: torch.Tensor, seed: int) -> list[tuple[torch.Ten
 def train_fp32(model: nn.Module, x: torch.Tensor, y: torch.Tensor, epochs: int, seed: int,
                lr: float = 3e-3) -> nn.Module:
     """Adam, the learning rate annealed to zero (cosine): trained to convergence, so that the QAT rows' extra
-    epochs are not what moves accuracy (the "fp32 +3 ep" control checks it)."""
+    epochs are not what moves accuracy (the "fp32 +QAT ep" control checks it)."""
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     steps = epochs * math.ceil(len(x) / BATCH)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
@@ -158,17 +194,20 @@ def measure(name: str, seed: int) -> dict[str, dict[str, float]]:
         ref = model(x_te).numpy()
     rows = {"fp32": {"acc": float((ref.argmax(1) == y_te.numpy()).mean()) * 100, "sqnr": math.inf}}
     # the control: the same extra training as QAT (epochs, lr, batches), without fake quantization
+    recipe = RECIPES.get(name, QATRecipe())
     tuned = copy.deepcopy(model)
-    opt = torch.optim.Adam(tuned.parameters(), lr=QAT_LR)
+    opt = torch.optim.Adam(tuned.parameters(), lr=recipe.lr)
+    order = batches(x_tr, y_tr, seed)
+    data = Annealed(order, opt, recipe.epochs) if recipe.cosine else order
     tuned.train()
-    for _ in range(QAT_EPOCHS):
-        for xb, yb in batches(x_tr, y_tr, seed):  # train_qat's order: the same batches each epoch
+    for _ in range(recipe.epochs):
+        for xb, yb in data:  # train_qat's order: the same batches each epoch
             opt.zero_grad()
             nn.functional.cross_entropy(tuned(xb), yb).backward()
             opt.step()
     with torch.no_grad():
         tuned_out = tuned.eval()(x_te).numpy()
-    rows["fp32 +3 ep"] = {"acc": float((tuned_out.argmax(1) == y_te.numpy()).mean()) * 100, "sqnr": math.inf}
+    rows["fp32 +QAT ep"] = {"acc": float((tuned_out.argmax(1) == y_te.numpy()).mean()) * 100, "sqnr": math.inf}
 
     def score(prog: mcuforge.Program) -> dict[str, float]:
         out = prog.run(x_te)[0]
@@ -180,8 +219,10 @@ def measure(name: str, seed: int) -> dict[str, dict[str, float]]:
     for scheme in ("w4a8", "int8"):
         start = time.perf_counter()
         qat = prepare_qat(model, example, calibration, scheme, progress=False)
-        train_qat(qat, batches(x_tr, y_tr, seed), nn.functional.cross_entropy, epochs=QAT_EPOCHS, lr=QAT_LR,
-                  freeze_bn_epoch=QAT_BN_EPOCHS, progress=False)
+        opt = torch.optim.Adam(qat.parameters(), lr=recipe.lr)
+        train_qat(qat, Annealed(order, opt, recipe.epochs) if recipe.cosine else order, nn.functional.cross_entropy,
+                  epochs=recipe.epochs, optimizer=opt, freeze_epoch=recipe.freeze_epoch,
+                  freeze_bn_epoch=recipe.bn_epochs, progress=False)
         seconds = time.perf_counter() - start
         prog = mcuforge.compile(qat, example, target="cortex-m55")
         row = score(prog)
@@ -205,7 +246,7 @@ def spread(values: list[float], fmt: str = "{:.1f}") -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--models", default="digits,features_cnn,features_mlp")
+    parser.add_argument("--models", default="digits,features_cnn,features_mlp,features_mlp_nobn")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
@@ -229,14 +270,18 @@ def main() -> None:
             else:
                 cols += ["", "", ""]
             body.append(cols)
-        lines.append(f"{name} ({args.seeds} seeds)")
+        r = RECIPES.get(name, QATRecipe())
+        lines.append(f"{name} ({args.seeds} seeds; QAT {r.epochs} epochs, Adam lr {r.lr:g}"
+                     f"{' cosine' if r.cosine else ''}, observers frozen from epoch "
+                     f"{r.epochs - 1 if r.freeze_epoch is None else r.freeze_epoch}, BatchNorm statistics "
+                     f"{r.bn_epochs} epochs)")
         lines.append(table(["variant", "accuracy %", "vs fp32", "SQNR dB", "QAT s", "differ %", "max diff"], body))
         lines.append("")
     publish("qat", "QAT vs PTQ", "\n".join(lines),
-            f"\n\nQAT: {QAT_EPOCHS} epochs, Adam lr {QAT_LR}, BatchNorm statistics for {QAT_BN_EPOCHS} epochs, batch "
-            f"{BATCH}, one torch thread; 'QAT s' is prepare + training seconds. "
+            f"\n\nQAT recipe per model in each heading; batch {BATCH}, one torch thread; 'QAT s' is prepare + "
+            "training seconds. "
             "fp32: Adam 3e-3 annealed to 0 (cosine); "
-            "'fp32 +3 ep': the fp32 model trained QAT's 3 epochs at QAT's lr, no fake quantization.")
+            "'fp32 +QAT ep': the fp32 model trained QAT's epochs with QAT's lr schedule, no fake quantization.")
 
 
 if __name__ == "__main__":
