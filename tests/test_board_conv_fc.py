@@ -145,6 +145,14 @@ def conv_sweep(seed: int) -> BoardSweep:
         conv_case(rng, sweep, f"tile_rows_asm_c{wc}_{i}_{len(sweep)}", wc, kernel, pad=[0, 0], oc_per_group=opg,
                   hw=(5, 5) if kernel == (1, 1) else (13, 7), bias=True, per_channel=True, shifts=(-1, -22, -9),
                   out_off=off)
+    # the DSP path's patches widened straight from the input rows (kernel rows of whole groups of 4,
+    # windows inside the input; the padding's windows through im2col in the same run): vertical dilation,
+    # strides, batches, an odd pixel count, an input offset of 0 and at its ends
+    for i, (wc, kernel, st, dl, in_off) in enumerate(((4, (3, 3), [1, 2], [2, 1], None), (2, (2, 2), [2, 1], [1, 1], 0),
+                                                      (1, (10, 4), [2, 2], [1, 1], -127),
+                                                      (8, (1, 3), [1, 1], [3, 1], 128))):
+        conv_case(rng, sweep, f"widen_rows_c{wc}_{i}_{len(sweep)}", wc, kernel, stride=st, dil=dl, pad=[1, 1],
+                  hw=(13, 9) if wc > 1 else (25, 9), batch=1 + i % 2, input_offset=in_off)
     # no scratch: the portable path, its dot product the optimized mf_dot_s8
     for wc in (3, 17, 20):
         conv_case(rng, sweep, f"no_scratch_c{wc}", wc, (3, 3), scratch=False)

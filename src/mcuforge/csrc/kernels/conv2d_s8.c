@@ -239,6 +239,26 @@ static void widen_interleaved(const int8_t *src, int16_t *cols, uint32_t c, uint
     for (uint32_t i = d4; i < depth; i++) dst[i - d4] = (int16_t)(src[i] + off);
 }
 
+/* Column c of a pair of widened patches straight from the input rows (no im2col copy) for a window
+ * inside the input whose kernel rows are whole groups of 4 (row_bytes % 4 == 0, contiguous rows): each
+ * row's groups land where widen_interleaved puts them. The first convolution of a few-channel model
+ * (DS-CNN's 10x4 on one channel) spent about as long copying its patches as widening them. (Windows
+ * crossing the padding stay with im2col_s8: zero rows or staged rows here cost more than they save on
+ * the Cortex-M4 model.) */
+static void widen_rows(const conv_geom *g, int32_t y0, int32_t x0, int16_t *cols, uint32_t c, int32_t off16) {
+    const uint32_t row_bytes = g->kw * g->wc;
+    const size_t step = (size_t)g->dl[0] * (size_t)g->w * g->ch;
+    const int8_t *src = g->x + ((size_t)y0 * (size_t)g->w + (size_t)x0) * g->ch;
+    int16_t *dst = cols + 4u * c;
+    for (uint32_t ky = 0; ky < g->kh; ky++, src += step) {
+        for (uint32_t j = 0; j < row_bytes; j += 4, dst += 8) {
+            const int32_t v = mf_ld32(src + j);
+            mf_st32(dst, mf_sxtab16(off16, v));
+            mf_st32(dst + 2, mf_sxtab16_ror8(off16, v));
+        }
+    }
+}
+
 /* 1 when every output channel's shift is in [-22, -1] and the output offset within +-255: the tile's
  * shorter output stage (DSP_TILE_OUT_FILTER_NEG). Read once per run. */
 static int dsp_shifts_negative(const mf_channel_requant *q, uint32_t channels) {
@@ -1013,6 +1033,8 @@ static mf_status run_fast(const mf_call *c) {
     const int pointwise = g.kh == 1 && g.kw == 1 && g.pd[0] == 0 && g.pd[1] == 0 &&
                           ((int32_t)o.shape[1] - 1) * g.st[0] < g.h && ((int32_t)ow - 1) * g.st[1] < g.w;
     const int32_t off16 = mf_pack_off16(in_off);
+    /* windows inside the input widen straight from its rows (widen_rows) */
+    const int rows4 = !pointwise && g.contiguous_rows && (g.kw * g.wc) % 4u == 0;
     const int small = mf_dsp_small_ok(&rq, oc_n, depth) ? 1 + dsp_shifts_negative(&rq, oc_n) : 0;
 #endif
     for (uint32_t n = 0; n < x.shape[0]; n++) {
@@ -1033,8 +1055,13 @@ static mf_status run_fast(const mf_call *c) {
                     const uint32_t p = p0 + (i < n_cols ? i : 0);
                     const int32_t oy = (int32_t)(p / ow), ox = (int32_t)(p % ow);
                     const int8_t *patch = staging;
+                    const int32_t y0 = oy * g.st[0] - g.pd[0], x0 = ox * g.st[1] - g.pd[1];
                     if (pointwise) {
                         patch = g.x + ((size_t)(oy * g.st[0]) * (size_t)g.w + (size_t)(ox * g.st[1])) * g.ch;
+                    } else if (rows4 && y0 >= 0 && x0 >= 0 && y0 + ((int32_t)g.kh - 1) * g.dl[0] < g.h &&
+                               x0 + (int32_t)g.kw - 1 < g.w) {
+                        widen_rows(&g, y0, x0, cols, i, off16);
+                        continue;
                     } else {
                         im2col_s8(&g, oy, ox, staging, 0);
                     }

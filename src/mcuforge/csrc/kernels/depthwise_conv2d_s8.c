@@ -832,9 +832,17 @@ static __attribute__((noinline)) void dw3_fill(const int8_t *src, int32_t C, int
     int32_t j = 0;
     if (src) {
         for (; j < lo; j++, d += 3) *d = pad;
-        for (src += (ptrdiff_t)lo * C; j < hi; j++, d += 3, src += C) *d = mf_ld32(src);
+        src += (ptrdiff_t)lo * C;
+        /* two columns an iteration: the loads pipeline and the loop's branch is paid once for two (9 cycles
+         * a word on the Cortex-M4 model before, 5.5 after) */
+        for (; j + 2 <= hi; j += 2, d += 6, src += 2 * C) {
+            const int32_t a = mf_ld32(src), b = mf_ld32(src + C);
+            d[0] = a, d[3] = b;
+        }
+        if (j < hi) *d = mf_ld32(src), j++, d += 3;
     }
-    for (; j < n; j++, d += 3) *d = pad;
+    for (; j + 2 <= n; j += 2, d += 6) d[0] = pad, d[3] = pad;
+    if (j < n) *d = pad;
 }
 
 #if defined(__OPTIMIZE__) && defined(__thumb2__)
@@ -857,6 +865,25 @@ static __attribute__((noinline)) void dw3_fill(const int8_t *src, int32_t C, int
     "smlabb r5, r12, r11, r5\n\t"                                                                                     \
     "smlatt r8, r12, r11, r8\n\t"
 #define DW3P_ROW(k, S) DW3P_TAP(k, 0, S) DW3P_TAP(k, 1, S) DW3P_TAP(k, 2, S)
+/* Tap (0, 0), window B first: its accumulators start from A's start values (r0..r3, loaded by LDM)
+ * instead of four MOVs (4 cycles a pass on the Cortex-M4 model). */
+#define DW3P_TAP0(S)                                                                                                   \
+    "ldr r12, [%[r], #4 * (3 * " #S ")]\n\t"                                                                           \
+    "ldr r10, [%[T], #16]\n\t"                                                                                         \
+    "ldr r11, [%[T], #20]\n\t"                                                                                         \
+    "sxtb16 %[e], r12\n\t"                                                                                            \
+    "sxtb16 r12, r12, ror #8\n\t"                                                                                     \
+    "smlabb r4, %[e], r10, r0\n\t"                                                                                    \
+    "smlatt r6, %[e], r10, r2\n\t"                                                                                    \
+    "smlabb r5, r12, r11, r1\n\t"                                                                                     \
+    "smlatt r8, r12, r11, r3\n\t"                                                                                     \
+    "ldr r12, [%[r]]\n\t"                                                                                              \
+    "sxtb16 %[e], r12\n\t"                                                                                            \
+    "sxtb16 r12, r12, ror #8\n\t"                                                                                     \
+    "smlabb r0, %[e], r10, r0\n\t"                                                                                    \
+    "smlatt r2, %[e], r10, r2\n\t"                                                                                    \
+    "smlabb r1, r12, r11, r1\n\t"                                                                                     \
+    "smlatt r3, r12, r11, r3\n\t"
 /* Channel i's output stage for both windows (registers a, b). */
 #define DW3P_OUT(a, b, i)                                                                                              \
     "ldr r10, [%[T], #88 + 4 * " #i "]\n\t"                                                                           \
@@ -879,11 +906,8 @@ static __attribute__((noinline)) void dw3_fill(const int8_t *src, int32_t C, int
         DW3P_CLAMP("r4") DW3P_CLAMP("r5") DW3P_CLAMP("r6") DW3P_CLAMP("r8")
 #define DW3P_ASM(S, CLAMP)                                                                                             \
     "1:\n\t"                                                                                                          \
-    "ldm %[T], {r0, r1, r2, r3}\n\t"                                                                                  \
-    "mov r4, r0\n\t"                                                                                                  \
-    "mov r5, r1\n\t"                                                                                                  \
-    "mov r6, r2\n\t"                                                                                                  \
-    "mov r8, r3\n\t" DW3P_ROW(0, S) DW3P_ROW(1, S) DW3P_ROW(2, S)                                                     \
+    "ldm %[T], {r0, r1, r2, r3}\n\t" DW3P_TAP0(S) DW3P_TAP(0, 1, S) DW3P_TAP(0, 2, S) DW3P_ROW(1, S)                \
+    DW3P_ROW(2, S)                                                                                                    \
     DW3P_OUT("r0", "r4", 0) DW3P_OUT("r1", "r5", 1) DW3P_OUT("r2", "r6", 2) DW3P_OUT("r3", "r8", 3) CLAMP           \
     "ldr r12, [%[T], #168]\n\t"                                                                                       \
     "ldr r10, [%[T], #140]\n\t"                                                                                       \
