@@ -11,7 +11,8 @@
  *        fc_rows3_asm, over whole groups of 8 features);
  *   MVE: 4 output channels per loop over 16 lanes: one input load, VMLADAVA per channel. The
  *        lowering folds the input offset into the bias of every fully connected layer; then the loop
- *        is one tail-predicated asm block (rows4_asm). With an offset, the weights' sums are taken
+ *        is one tail-predicated asm block (rows4_asm; for whole groups of 4 with vector requantization
+ *        rows4_requant, the same block inline and the 4 outputs requantized as one vector). With an offset, the weights' sums are taken
  *        by VADDVA in the same (C) loop and the offset enters as offset * sum(weights).
  *
  * filter_offset (optional fifth attribute, 0 when absent: CMSIS-NN's fc_params->filter_offset, the negated
