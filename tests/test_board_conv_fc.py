@@ -176,6 +176,32 @@ def fc_sweep(seed: int, sweep: BoardSweep) -> BoardSweep:
             sweep.add(f"fc_folded_d{depth}_o{oc}_r{rows}", "fully_connected_s8", offsets(rng, 0),
                       [(act("x", (rows, depth)), int8(rng, (rows, depth)))], [act("y", (rows, oc))], consts,
                       op_inputs=names)
+    # offset 0 with every requantization form (the MVE whole-group loop, rows4_requant, and its tail):
+    # bias or none, per-tensor or per-channel, a filter offset, the autoencoder's shapes
+    for depth, oc in ((8, 128), (128, 20), (1, 5), (17, 17), (33, 7), (640, 8)):
+        for with_bias in (True, False):
+            for per_channel in (True, False):
+                consts, names = weighted_consts(rng, int8(rng, (oc, depth)), oc, bias_bits=20, bias=with_bias,
+                                                per_channel=per_channel)
+                attrs = offsets(rng, 0) | {"filter_offset": int(rng.integers(-127, 129)) if with_bias else 0}
+                sweep.add(f"fc_rq_d{depth}_o{oc}_b{int(with_bias)}_pc{int(per_channel)}", "fully_connected_s8",
+                          attrs, [(act("x", (2, depth)), int8(rng, (2, depth)))], [act("y", (2, oc))], consts,
+                          op_inputs=names)
+    # one INT32_MIN multiplier in the last lane group only (the vector scan's tail must see it: scalar output stage)
+    for oc in (7, 9, 17):
+        mult, shift = requant_params(np.random.default_rng(oc), oc)
+        mult = np.resize(mult, oc).astype(np.int32)
+        shift = np.resize(shift, oc).astype(np.int8)
+        mult[:] = np.abs(mult.astype(np.int64)).clip(1 << 30, (1 << 31) - 1).astype(np.int32)
+        mult[-1] = np.int32(-(1 << 31))
+        shift[-1] = -1
+        w, x = int8(rng, (oc, 24)), int8(rng, (2, 24))
+        # the bias makes row 0's last sum INT32_MIN: there VQRDMULH saturates where CMSIS-NN's multiply wraps
+        bias = rng.integers(-(1 << 20), 1 << 20, size=oc).astype(np.int64)
+        bias[-1] = -(1 << 31) - int(x[0].astype(np.int64) @ w[-1].astype(np.int64))
+        consts = [const("w", w), const("b", bias.astype(np.int32)), const("m", mult), const("s", shift)]
+        sweep.add(f"fc_rq_int32min_o{oc}", "fully_connected_s8", offsets(rng, 0), [(act("x", (2, 24)), x)],
+                  [act("y", (2, oc))], consts, op_inputs=["x", "w", "b", "m", "s"])
     return sweep
 
 

@@ -11,7 +11,8 @@
  *        fc_rows3_asm, over whole groups of 8 features);
  *   MVE: 4 output channels per loop over 16 lanes: one input load, VMLADAVA per channel. The
  *        lowering folds the input offset into the bias of every fully connected layer; then the loop
- *        is one tail-predicated asm block (rows4_asm). With an offset, the weights' sums are taken
+ *        is one tail-predicated asm block (rows4_asm; for whole groups of 4 with vector requantization
+ *        rows4_requant, the same block inline and the 4 outputs requantized as one vector). With an offset, the weights' sums are taken
  *        by VADDVA in the same (C) loop and the offset enters as offset * sum(weights).
  *
  * filter_offset (optional fifth attribute, 0 when absent: CMSIS-NN's fc_params->filter_offset, the negated
@@ -244,10 +245,56 @@ static __attribute__((noinline)) void rows4_asm(const int8_t *x, const int8_t *w
     a[0] = a0, a[1] = a1, a[2] = a2, a[3] = a3;
 }
 
+/* The common case (no input offset, vector requantization) over whole groups of 4 output channels:
+ * the MAC loop inline (rows4_asm's, without the call and its stores), the requantization constants
+ * read once per row, the four sums into one vector and requantized together. Returns the channels
+ * done (a multiple of 4); run_row's general loop takes the rest. */
+static __attribute__((noinline)) uint32_t rows4_requant(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t extra,
+                              const mf_channel_requant *rq, int8_t *out) {
+    const uint32_t done = oc_n & ~3u;
+    const int32_t *bias = rq->bias, *mult = rq->mult;
+    const mf_shift *shift = rq->shift;
+    const int per_channel = (int)rq->per_channel;
+    const int32x4_t mult_t = vdupq_n_s32(mult[0]), shift_t = vdupq_n_s32(shift[0]);
+    const int32_t out_off = rq->out_off, lo = rq->lo, hi = rq->hi;
+    const size_t step = (size_t)depth;
+    for (uint32_t oc = 0; oc < done; oc += 4, w += 4 * step) {
+        const int8_t *xp = x, *w0 = w, *w1 = w + step, *w2 = w1 + step, *w3 = w2 + step;
+        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        __asm__ volatile("   wlstp.8      lr, %[n], 1f\n"
+                         "2: vldrb.8      q0, [%[x]], #16\n"
+                         "   vldrb.8      q1, [%[w0]], #16\n"
+                         "   vmladava.s8  %[a0], q0, q1\n"
+                         "   vldrb.8      q2, [%[w1]], #16\n"
+                         "   vmladava.s8  %[a1], q0, q2\n"
+                         "   vldrb.8      q1, [%[w2]], #16\n"
+                         "   vmladava.s8  %[a2], q0, q1\n"
+                         "   vldrb.8      q2, [%[w3]], #16\n"
+                         "   vmladava.s8  %[a3], q0, q2\n"
+                         "   letp         lr, 2b\n"
+                         "1:\n"
+                         : [a0] "+&Te"(a0), [a1] "+&Te"(a1), [a2] "+&Te"(a2), [a3] "+&Te"(a3), [x] "+&r"(xp),
+                           [w0] "+&r"(w0), [w1] "+&r"(w1), [w2] "+&r"(w2), [w3] "+&r"(w3)
+                         : [n] "r"(depth)
+                         : "q0", "q1", "q2", "lr", "memory");
+        int32x4_t acc = vsetq_lane_s32(a3, vsetq_lane_s32(a2, vsetq_lane_s32(a1, vdupq_n_s32(a0), 1), 2), 3);
+        acc = vaddq_n_s32(acc, extra);
+        if (bias) acc = vaddq_s32(acc, vldrwq_s32(bias + oc));
+        const int32x4_t m = per_channel ? vldrwq_s32(mult + oc) : mult_t;
+        const int32x4_t sh = per_channel ? vldrbq_s32(shift + oc) : shift_t;
+        const int32x4_t v = vaddq_n_s32(mf_requantize_x4(acc, m, sh), out_off);
+        vstrbq_s32(out + oc, vminq_s32(vmaxq_s32(v, vdupq_n_s32(lo)), vdupq_n_s32(hi)));
+    }
+    return done;
+}
+
 static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t in_off, int32_t extra,
                     const mf_channel_requant *rq, int vector_rq, int8_t *out) {
     const int32x4_t zero = vdupq_n_s32(0);
-    for (uint32_t oc = 0; oc < oc_n; oc += 4) {
+    const uint32_t first = in_off == 0 && vector_rq && rq->mult != NULL && rq->bias16 == NULL
+                               ? rows4_requant(x, w, oc_n, depth, extra, rq, out)
+                               : 0u;
+    for (uint32_t oc = first; oc < oc_n; oc += 4) {
         const uint32_t n = oc_n - oc < 4u ? oc_n - oc : 4u;
         int32_t sums[8];
         if (in_off == 0 && n == 4) {
