@@ -236,7 +236,7 @@ static void widen_interleaved(const int8_t *src, int16_t *cols, uint32_t c, uint
         mf_st32(dst, mf_sxtab16(off16, v));
         mf_st32(dst + 2, mf_sxtab16_ror8(off16, v));
     }
-    for (uint32_t i = d4; i < depth; i++) dst[i - d4] = (int16_t)(src[i] + off);
+    for (i = d4; i < depth; i++) dst[i - d4] = (int16_t)(src[i] + off);
 }
 
 /* Column c of a pair of widened patches straight from the input rows (no im2col copy) for a window
@@ -594,9 +594,9 @@ static inline __attribute__((always_inline)) void tiled_rows(const int16_t *cols
         dsp_tile_2x2(cols, w, depth, depth, acc);
         for (uint32_t f = 0; f < 2; f++) {
             const int32_t b = *bias++, m = *mult++, n = -*shift++;
-            const int32_t half = (int32_t)((1u << n) >> 1), neg = (-half) >> 31;
-            const int32_t v0 = dsp_tile_out(acc[2 * f] + b, m, n, neg, half) + out_off;
-            const int32_t v1 = dsp_tile_out(acc[2 * f + 1] + b, m, n, neg, half) + out_off;
+            const int32_t half = (int32_t)((1u << n) >> 1), sign = (-half) >> 31;
+            const int32_t v0 = dsp_tile_out(acc[2 * f] + b, m, n, sign, half) + out_off;
+            const int32_t v1 = dsp_tile_out(acc[2 * f + 1] + b, m, n, sign, half) + out_off;
             out0[f] = dsp_tile_clamp(v0, lo, hi, full);
             out1[f] = dsp_tile_clamp(v1, lo, hi, full);
         }
