@@ -51,6 +51,18 @@ static mf_status check_header(mf_program *p, const uint8_t *d, size_t len) {
 }
 
 /* ---- 4..6: target, record sizes, sections ---- */
+/* The six sections (tensors, ops, index, attributes, strings, constants): offset and byte size of each,
+ * for the header's bounds check and the region table's no-overlap check. */
+#define MF_SECTIONS 6
+static void section_spans(const mf_program *p, uint64_t off[MF_SECTIONS], uint64_t size[MF_SECTIONS]) {
+    off[0] = p->tensors_offset, size[0] = (uint64_t)p->tensor_count * p->tensor_record_size;
+    off[1] = p->ops_offset, size[1] = (uint64_t)p->op_count * p->op_record_size;
+    off[2] = p->index_offset, size[2] = 4ull * p->index_count;
+    off[3] = p->attrs_offset, size[3] = 4ull * p->attr_word_count;
+    off[4] = p->strings_offset, size[4] = p->string_bytes;
+    off[5] = p->constants_offset, size[5] = p->constants_size;
+}
+
 static mf_status check_sections(mf_program *p) {
     const uint8_t *d = p->data;
     p->target_id = mf_rd_u16(d + 20);
@@ -80,13 +92,9 @@ static mf_status check_sections(mf_program *p) {
     p->output_count = mf_rd_u32(d + 100);
     if (p->tensor_record_size < MF_TENSOR_RECORD_SIZE || p->tensor_record_size % 4) return MF_ERR_FORMAT;
     if (p->op_record_size < MF_OP_RECORD_SIZE || p->op_record_size % 4) return MF_ERR_FORMAT;
-    const uint64_t off[6] = {p->tensors_offset, p->ops_offset, p->index_offset,
-                             p->attrs_offset, p->strings_offset, p->constants_offset};
-    const uint64_t size[6] = {(uint64_t)p->tensor_count * p->tensor_record_size,
-                              (uint64_t)p->op_count * p->op_record_size,
-                              4ull * p->index_count, 4ull * p->attr_word_count,
-                              p->string_bytes, p->constants_size};
-    for (int i = 0; i < 6; i++) {
+    uint64_t off[MF_SECTIONS], size[MF_SECTIONS];
+    section_spans(p, off, size);
+    for (int i = 0; i < MF_SECTIONS; i++) {
         if (off[i] % (i == 5 ? 16u : 4u)) return MF_ERR_FORMAT;
         if (off[i] < p->header_size || off[i] + size[i] > p->size) return MF_ERR_BOUNDS;
     }
@@ -142,13 +150,9 @@ static mf_status check_regions(mf_program *p) {
     if (count < 2 || count > MF_MAX_REGIONS) return MF_ERR_FORMAT;
     const uint64_t end = (uint64_t)offset + 16u * count;
     if (offset % 4u || offset < p->header_size || end > p->size) return MF_ERR_BOUNDS;
-    const uint64_t off[6] = {p->tensors_offset, p->ops_offset, p->index_offset,
-                             p->attrs_offset, p->strings_offset, p->constants_offset};
-    const uint64_t size[6] = {(uint64_t)p->tensor_count * p->tensor_record_size,
-                              (uint64_t)p->op_count * p->op_record_size,
-                              4ull * p->index_count, 4ull * p->attr_word_count,
-                              p->string_bytes, p->constants_size};
-    for (int i = 0; i < 6; i++) {
+    uint64_t off[MF_SECTIONS], size[MF_SECTIONS];
+    section_spans(p, off, size);
+    for (int i = 0; i < MF_SECTIONS; i++) {
         if (size[i] && off[i] < end && offset < off[i] + size[i]) return MF_ERR_FORMAT;
     }
     uint64_t start = 0;
