@@ -222,8 +222,10 @@ static inline void dot4(const int8_t *x, const int8_t *p0, const int8_t *p1, con
 }
 
 /* a_i = sum(x[k] * w_i[k]) (k < depth) for the four rows w_i = w0 + i * depth: one tail-predicated
- * loop of 16 lanes (WLSTP/LETP), one x load per four VMLADAVAs. */
-static __attribute__((noinline)) void rows4_asm(const int8_t *x, const int8_t *w0, uint32_t depth, int32_t a[4]) {
+ * loop of 16 lanes (WLSTP/LETP), one x load per four VMLADAVAs. Always inlined, so that the callers
+ * keep the four sums in registers. */
+static inline __attribute__((always_inline)) void rows4_dot(const int8_t *x, const int8_t *w0, uint32_t depth,
+                                                            int32_t *s0, int32_t *s1, int32_t *s2, int32_t *s3) {
     const int8_t *w1 = w0 + depth, *w2 = w1 + depth, *w3 = w2 + depth;
     int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     __asm__ volatile("   wlstp.8      lr, %[n], 1f\n"
@@ -242,11 +244,16 @@ static __attribute__((noinline)) void rows4_asm(const int8_t *x, const int8_t *w
                        [w1] "+&r"(w1), [w2] "+&r"(w2), [w3] "+&r"(w3)
                      : [n] "r"(depth)
                      : "q0", "q1", "q2", "lr", "memory");
-    a[0] = a0, a[1] = a1, a[2] = a2, a[3] = a3;
+    *s0 = a0, *s1 = a1, *s2 = a2, *s3 = a3;
+}
+
+/* rows4_dot as a call (the general row loop's groups of 4). */
+static __attribute__((noinline)) void rows4_asm(const int8_t *x, const int8_t *w0, uint32_t depth, int32_t a[4]) {
+    rows4_dot(x, w0, depth, &a[0], &a[1], &a[2], &a[3]);
 }
 
 /* The common case (no input offset, vector requantization) over whole groups of 4 output channels:
- * the MAC loop inline (rows4_asm's, without the call and its stores), the requantization constants
+ * the MAC loop inline (rows4_dot, without rows4_asm's call and its stores), the requantization constants
  * read once per row, the four sums into one vector and requantized together. Returns the channels
  * done (a multiple of 4); run_row's general loop takes the rest. */
 static __attribute__((noinline)) uint32_t rows4_requant(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t extra,
@@ -259,24 +266,8 @@ static __attribute__((noinline)) uint32_t rows4_requant(const int8_t *x, const i
     const int32_t out_off = rq->out_off, lo = rq->lo, hi = rq->hi;
     const size_t step = (size_t)depth;
     for (uint32_t oc = 0; oc < done; oc += 4, w += 4 * step) {
-        const int8_t *xp = x, *w0 = w, *w1 = w + step, *w2 = w1 + step, *w3 = w2 + step;
-        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-        __asm__ volatile("   wlstp.8      lr, %[n], 1f\n"
-                         "2: vldrb.8      q0, [%[x]], #16\n"
-                         "   vldrb.8      q1, [%[w0]], #16\n"
-                         "   vmladava.s8  %[a0], q0, q1\n"
-                         "   vldrb.8      q2, [%[w1]], #16\n"
-                         "   vmladava.s8  %[a1], q0, q2\n"
-                         "   vldrb.8      q1, [%[w2]], #16\n"
-                         "   vmladava.s8  %[a2], q0, q1\n"
-                         "   vldrb.8      q2, [%[w3]], #16\n"
-                         "   vmladava.s8  %[a3], q0, q2\n"
-                         "   letp         lr, 2b\n"
-                         "1:\n"
-                         : [a0] "+&Te"(a0), [a1] "+&Te"(a1), [a2] "+&Te"(a2), [a3] "+&Te"(a3), [x] "+&r"(xp),
-                           [w0] "+&r"(w0), [w1] "+&r"(w1), [w2] "+&r"(w2), [w3] "+&r"(w3)
-                         : [n] "r"(depth)
-                         : "q0", "q1", "q2", "lr", "memory");
+        int32_t a0, a1, a2, a3;
+        rows4_dot(x, w, depth, &a0, &a1, &a2, &a3);
         int32x4_t acc = vsetq_lane_s32(a3, vsetq_lane_s32(a2, vsetq_lane_s32(a1, vdupq_n_s32(a0), 1), 2), 3);
         acc = vaddq_n_s32(acc, extra);
         if (bias) acc = vaddq_s32(acc, vldrwq_s32(bias + oc));
