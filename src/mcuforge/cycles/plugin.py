@@ -77,11 +77,13 @@ class Block:
 
 @dataclass
 class Segment:
-    """Executions between two marks: block id -> (executions, taken exits)."""
+    """Executions between two marks: block id -> (executions, taken exits); and (predecessor id, block id)
+    -> how many of the block's executions came right after the predecessor fell through to it."""
 
     index: int
     mark: int  # the address whose execution started it (0: boot)
     counts: dict[int, tuple[int, int]] = field(default_factory=dict)
+    falls: dict[tuple[int, int], int] = field(default_factory=dict)
 
 
 @dataclass
@@ -111,6 +113,9 @@ def parse(path: Path) -> Counts:
             if kind == "C":
                 _, bid, runs, taken = line.split()
                 segments[-1].counts[int(bid)] = (int(runs), int(taken))
+            elif kind == "F":
+                _, source, bid, entries = line.split()
+                segments[-1].falls[int(source), int(bid)] = int(entries)
             elif kind == "B":
                 parts = line.split()
                 insns = []

@@ -1,6 +1,9 @@
 /* A QEMU TCG plugin (plugin API version 1, QEMU 7.2) that counts, per translation block (TB):
  * how many times it ran and how many times control then left it for a block that does not start at
- * its fall-through address (a taken branch, or an exception entry). Counts are kept per segment: a
+ * its fall-through address (a taken branch, or an exception entry); and, per pair of blocks, how many
+ * times the second ran right after the first fell through to it (the timing model costs a block that
+ * QEMU cut without a branch, e.g. at a 1 KB page end, as the continuation of the sequence before it).
+ * Counts are kept per segment: a
  * new segment starts each time a TB that begins at one of the "mark" addresses runs (a firmware
  * function called at op boundaries), so the host can attribute executed instructions to ops.
  *
@@ -9,6 +12,8 @@
  *   B <id> <pc> <n> <addr>:<hex bytes> ...   a block's instructions (once per distinct pc + length)
  *   S <seg> <mark pc>                         segment <seg> starts (segment 0 starts at boot, pc 0)
  *   C <id> <executions> <taken exits>         counts of block <id> in the current segment
+ *   F <from id> <to id> <entries>             block <to> ran <entries> times right after <from> fell
+ *                                             through to it (in the current segment; after its C)
  *   E <segments>                              the end: the file is complete
  *
  * Debian ships no plugin header: the few declarations used are those of QEMU v7.2.0's
@@ -60,13 +65,23 @@ __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 #define HASH_BITS 16
 #define HASH_SIZE (1u << HASH_BITS)
 
-typedef struct block {
+typedef struct block block;
+
+/* A fall-through entry into a block from one predecessor (a block's few are a short list). */
+typedef struct edge {
+    const block *from;
+    uint64_t count; /* in the current segment */
+    struct edge *next;
+} edge;
+
+struct block {
     uint64_t pc, end; /* end: the fall-through address, past the last instruction */
     uint32_t n, id;
     uint64_t runs, taken; /* in the current segment */
     bool dirty, mark;
+    edge *falls; /* predecessors that fell through to it */
     struct block *next_hash, *next_dirty;
-} block;
+};
 
 static FILE *out;
 static uint64_t marks[MAX_MARKS];
@@ -93,17 +108,40 @@ static void touch(block *b) {
 static void flush(void) {
     for (block *b = dirty; b != NULL; b = b->next_dirty) {
         fprintf(out, "C %" PRIu32 " %" PRIu64 " %" PRIu64 "\n", b->id, b->runs, b->taken);
+        for (edge *e = b->falls; e != NULL; e = e->next) {
+            if (e->count == 0) continue;
+            fprintf(out, "F %" PRIu32 " %" PRIu32 " %" PRIu64 "\n", e->from->id, b->id, e->count);
+            e->count = 0;
+        }
         b->runs = b->taken = 0;
         b->dirty = false;
     }
     dirty = NULL;
 }
 
+/* One more entry of b by falling through from prev (move-to-front: a loop's edge stays first). */
+static void count_fall(const block *prev, block *b) {
+    edge **link = &b->falls;
+    while (*link != NULL && (*link)->from != prev) link = &(*link)->next;
+    edge *e = *link;
+    if (e == NULL) {
+        e = calloc(1, sizeof *e);
+        if (e == NULL) abort();
+        e->from = prev;
+    } else {
+        *link = e->next;
+    }
+    e->next = b->falls;
+    b->falls = e;
+    e->count++;
+}
+
 static void on_exec(unsigned int vcpu, void *userdata) {
     (void)vcpu;
     block *b = userdata;
     /* The block that ran before this one left by a taken branch unless this one is its fall-through. */
-    if (previous != NULL && previous->end != b->pc) {
+    const bool fell = previous != NULL && previous->end == b->pc;
+    if (previous != NULL && !fell) {
         previous->taken++;
         touch(previous);
     }
@@ -112,6 +150,7 @@ static void on_exec(unsigned int vcpu, void *userdata) {
         segment++;
         fprintf(out, "S %" PRIu64 " 0x%" PRIx64 "\n", segment, b->pc);
     }
+    if (fell) count_fall(previous, b); /* after a mark's flush: counted with b's run, in b's segment */
     b->runs++;
     touch(b);
     previous = b;
