@@ -4,7 +4,8 @@ A core's model (:mod:`.v6m`, :mod:`.v7m`, :mod:`.m7`, :mod:`.v8m`) costs a trans
 straight-line instruction sequence QEMU executed as a unit, which ends at a branch. It returns the
 cycles of one execution that falls through (a conditional branch not taken) and the extra cycles
 when the block is left by a taken branch (the pipeline refill). The plugin's counts then give each
-segment's cycles: runs x fall-through cycles + taken exits x refill. Everything here is an
+segment's cycles: runs x fall-through cycles + taken exits x refill (a block QEMU ended without a
+branch is costed with the one after it: :mod:`.estimate`). Everything here is an
 ESTIMATE of the core's cycles, never a measurement (docs/cycles.md says what each table rests on).
 """
 
