@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from .fit import FitError
 from .ir import Graph
-from .plan import ALIGNMENT, Key, _align, alias_roots, allocations
+from .plan import ALIGNMENT, Key, _align, alias_offsets, alias_roots, allocations
 from .targets import KB, MB, BoardMemory, get_target
 
 
@@ -250,8 +250,8 @@ def place(graph: Graph, board: BoardSpec) -> list[RegionUse]:
         starts.append(start)
         start += _align(n)
     offset = {k: starts[j] + o for k, (j, o) in where.items()}
-    for name, root in alias_roots(graph).items():
-        graph.tensors[name].offset = offset[root]
+    for name, (root, at) in alias_offsets(graph).items():  # at: a placed concat input, an overlapped input
+        graph.tensors[name].offset = offset[root] + at
     for i, op in enumerate(graph.ops):
         op.scratch_offset = offset[i] if op.scratch_bytes else -1
     uses = [RegionUse(r.name, starts[i], used[i], r.size) for i, r in enumerate(regions) if used[i]]
