@@ -11,10 +11,12 @@ program file.
 Patch-based execution (MCUNetV2): per model, the per-layer bound of the whole program (the most bytes live at one
 op, scratch included: what no placement of full maps beats), then the least planned arena of a patched program
 whose convolution MACs (``mcuforge.patches.macs``) stay within 15 % of the whole program's, and the least at any
-MAC cost, each with its split (leading ops run by patches), grid and MAC overhead. MobileNetV2 at 144x144 and
-224x224 is torchvision's ``mobilenet_v2(width_mult=0.35)`` architecture (the zoo's MobileNetV2 with 1000 classes:
-the same stages, channel rounding and 1280-channel head; torchvision itself does not import on this torch), random
-weights and BatchNorm statistics: memory does not depend on them. Input maps count: they live in the arena.
+MAC cost, each with its split (leading ops run by patches), grid and MAC overhead, the chain's output placed over
+the graph input's dead bytes where that lowers the bound (``mcuforge.patches.overlap_input``). MobileNetV2 at
+144x144 and 224x224 is torchvision's ``mobilenet_v2(width_mult=0.35)`` architecture (the zoo's MobileNetV2 with
+1000 classes: the same stages, channel rounding and 1280-channel head; torchvision itself does not import on this
+torch), random weights and BatchNorm statistics: memory does not depend on them. Input maps count: they live in the
+arena.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from pathlib import Path
 import torch
 
 import mcuforge
-from mcuforge.patches import candidates, copy_graph, macs, patch_graph
-from mcuforge.plan import arena_lower_bound, choose_in_place, plan_arena
+from mcuforge.patches import candidates, copy_graph, macs, plan_patched
+from mcuforge.plan import arena_lower_bound, choose_in_place
 from mcuforge.report import table
 from mcuforge.zoo import MODELS
 from mcuforge.zoo.common import randomize_batch_norm
@@ -71,8 +73,9 @@ def patch_rows() -> list[list[object]]:
                 row += ["-", "-", "-", "-"] + (["-"] if limit else [])
                 continue
             best = min(ok, key=lambda c: (c.bound, c.macs))
-            patched = patch_graph(graph, best.split, best.grid)
-            arena = plan_arena(patched)
+            # the chain's output over the input's dead bytes where that plans smaller (as compile does)
+            patched, _ = plan_patched(graph, best, in_place=False)
+            arena = patched.arena_bytes
             row += [f"{arena:,}", f"{bound / arena:.2f}x", f"{best.split}, {best.grid[0]}x{best.grid[1]}",
                     f"+{100 * (best.macs / base - 1):.1f} %"]
             if limit:  # and with depthwise in place where that lowers it further
@@ -112,7 +115,9 @@ def main() -> None:
                  "patched program (`compile(ram_budget=...)`, mcuforge.patches) within 15 % extra convolution MACs, "
                  "then with depthwise in place too, and at any MAC cost; split = the leading ops run by patches, "
                  "grid = patches (rows x columns); - where no patching lowers the bound. Input maps count (they live "
-                 f"in the arena). Random weights: memory does not depend on them.\n\n```\n{patches}\n```")
+                 "in the arena); the chain's output overlaps the input's dead bytes where that lowers the bound "
+                 "(mcuforge.patches.overlap_input). Random weights: memory does not depend on them."
+                 f"\n\n```\n{patches}\n```")
 
 if __name__ == "__main__":
     main()

@@ -139,13 +139,22 @@ def test_an_offset_short_of_the_proof_corrupts_the_chain_output(programs):
     assert tried >= 4 and wrong >= tried - 1, (tried, wrong)
 
 
-def test_insert_tile_fill_is_zero_or_one(programs):
-    """The C loader refuses an insert_tile whose fill is neither 0 nor 1; 0 on its own writes only the tile."""
-    _name, _graph, patched, values = next(_overlapped(programs, 1, seed=24))
+def test_insert_tile_fill_is_zero_or_one(programs, monkeypatch):
+    """The writer refuses an insert_tile whose fill is neither 0 nor 1; written anyway (the writer's check off),
+    the Python reader and the C loader refuse it too."""
+    from mcuforge.program import ProgramFormatError, writer
+
+    _name, _graph, patched, _values = next(_overlapped(programs, 1, seed=24))
     first = next(op for op in patched.ops if op.kind == "insert_tile")
     first.attrs["fill"] = 2
+    with pytest.raises(ValueError, match="fill 2"):
+        serialize(patched)
+    monkeypatch.setattr(writer, "fill_problem", lambda op: None)
+    data = serialize(patched)
+    with pytest.raises(ProgramFormatError, match="fill 2"):
+        deserialize(data)
     with pytest.raises(cruntime.CRuntimeError, match="SHAPE"):
-        cruntime.LoadedProgram(serialize(patched))
+        cruntime.LoadedProgram(data)
 
 
 def test_choose_uses_the_overlap(programs):

@@ -215,13 +215,6 @@ def overlap_input(graph: Graph) -> bool:
     return False
 
 
-def _undo_overlap(graph: Graph) -> None:
-    graph.overlaps.clear()
-    for op in graph.ops:
-        if op.kind == "insert_tile":
-            op.attrs.pop("fill", None)
-
-
 def _move_precision(t: Tensor) -> str:
     return {"int8": "a8", "int16": "a16"}.get(t.dtype, "fp32")
 
@@ -368,21 +361,32 @@ def choose(graph: Graph, ram_budget: int | None = None, patches: int | tuple[int
     else:  # the bound is a floor (the placement may need a little more); in place may take some off
         order = sorted((c for c in found if c.bound <= 1.25 * ram_budget), key=lambda c: (c.macs, c.bound, c.split))
     for c in order[:8]:
-        patched = patch_graph(graph, c.split, c.grid)
-        arena, n = plan_arena(patched), 0
-        if c.overlap:  # kept unless the planned arena grows (in place may take it down to the bound)
-            overlap_input(patched)
-            if plan_arena(patched) > arena:
-                _undo_overlap(patched)
-            arena = plan_arena(patched)
-        if ram_budget is not None and arena > ram_budget:
-            n = choose_in_place(patched)
-            arena = patched.arena_bytes
+        patched, n = plan_patched(graph, c, ram_budget, in_place=ram_budget is not None)
+        arena = patched.arena_bytes
         if ram_budget is None or arena <= ram_budget or patches is not None:
             overlap = next(iter(patched.overlaps.values()), ("", -1))[1]
             return patched, dataclasses.replace(base, split=c.split, grid=c.grid, arena_after=arena,
                                                 macs_after=c.macs, in_place=n, overlap=overlap)
     return graph, base
+
+
+def plan_patched(graph: Graph, c: Candidate, ram_budget: int | None = None, in_place: bool = True
+                 ) -> tuple[Graph, int]:
+    """Candidate ``c`` of ``graph`` planned: with its output over the input's dead bytes (``c.overlap``) and
+    without, the smaller planned arena (each with depthwise convolutions in place where that lowers it, when
+    ``in_place`` and the arena is over ``ram_budget`` (any arena without one)); and the number in place."""
+    best: tuple[Graph, int] | None = None
+    for overlap in (False, True) if c.overlap else (False,):
+        patched = patch_graph(graph, c.split, c.grid)
+        if overlap:
+            overlap_input(patched)
+        n = 0
+        if plan_arena(patched) > (ram_budget if ram_budget is not None else -1) and in_place:
+            n = choose_in_place(patched)
+        if best is None or patched.arena_bytes < best[0].arena_bytes:
+            best = (patched, n)
+    assert best is not None
+    return best
 
 
 def copy_graph(graph: Graph) -> Graph:

@@ -37,6 +37,7 @@ from mcuforge.program.layout import Header, ProgramFormatError
 from mcuforge.program.op_checks import (
     aten_index_problem,
     compact_params_problem,
+    fill_problem,
     kernel_shape_problem,
     minmax_problem,
     recurrent_problem,
@@ -424,7 +425,8 @@ class _OpReader:
                 scratch_offset=scratch_offset if scratch else -1, precision=precision)
         problem = (shifts_problem(op, self.by_name) or compact_params_problem(op, self.by_name)
                    or aten_index_problem(op) or recurrent_problem(op, self.by_name)
-                   or minmax_problem(op, self.by_name) or kernel_shape_problem(op, self.by_name))
+                   or minmax_problem(op, self.by_name) or kernel_shape_problem(op, self.by_name)
+                   or fill_problem(op))
         if problem:
             raise ProgramFormatError(f"{where}: {problem}")
         return op

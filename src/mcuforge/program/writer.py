@@ -32,6 +32,7 @@ from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.op_checks import (
     aten_index_problem,
     compact_params_problem,
+    fill_problem,
     kernel_shape_problem,
     minmax_problem,
     recurrent_problem,
@@ -248,7 +249,8 @@ def _op_record(
     if problem is None:
         problem = (shifts_problem(op, graph.tensors) or compact_params_problem(op, graph.tensors)
                    or aten_index_problem(op) or recurrent_problem(op, graph.tensors)
-                   or minmax_problem(op, graph.tensors) or kernel_shape_problem(op, graph.tensors))
+                   or minmax_problem(op, graph.tensors) or kernel_shape_problem(op, graph.tensors)
+                   or fill_problem(op))
     if problem is None and scratch:
         problem = scratch_problem(scratch_offset, scratch, graph.arena_bytes,
                                     [(n, graph.tensors[n].offset, graph.tensors[n].nbytes)
