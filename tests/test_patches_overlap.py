@@ -185,3 +185,22 @@ def test_overlapped_on_board(programs, target):
     for x, (t, d) in sweep.overlaps.items():
         assert merged.tensors[x].offset == merged.tensors[t].offset + d, x
     sweep.assert_same_on_board(target)
+
+
+def test_a_budget_only_the_overlap_meets(programs):
+    """compile's choice under a RAM budget below every patched program's arena without the overlap (each
+    candidate planned apart) but not below one with it: the budget is met, by an overlapped program, with the
+    plain program's bytes."""
+    from mcuforge.patches import Candidate, candidates, plan_patched
+
+    graph = programs["wide"].graph
+    found = candidates(graph)
+    apart = min(plan_patched(graph, Candidate(c.split, c.grid, c.bound, c.macs), in_place=False)[0].arena_bytes
+                for c in found)
+    over = min(plan_patched(graph, c, in_place=False)[0].arena_bytes for c in found)
+    assert over < apart
+    patched, plan = choose(graph, ram_budget=over)
+    assert patched.arena_bytes <= over and patched.overlaps and plan.overlap >= 0 and plan.split > 0
+    values = _input(graph, np.random.default_rng(27))
+    c_got, _ = cruntime.LoadedProgram(serialize(patched)).run(values)
+    assert [a.tobytes() for a in c_got] == [a.tobytes() for a in execute(graph, values)]
