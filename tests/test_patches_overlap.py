@@ -14,7 +14,7 @@ from test_patches import Stem, Wide, _compile, _input
 
 from mcuforge import cruntime
 from mcuforge.patches import chain_output, choose, overlap_input, patch_graph
-from mcuforge.plan import ALIGNMENT, _peak, input_overlap, plan_arena
+from mcuforge.plan import ALIGNMENT, _peak, alias_offsets, input_overlap, lifetimes, plan_arena
 from mcuforge.program import deserialize, serialize
 from mcuforge.runtime import execute
 
@@ -78,6 +78,29 @@ def test_proof_is_sound_and_least(programs):
         first = next(op for op in patched.ops if op.kind == "insert_tile")
         assert len(first.inputs) == 1 and first.attrs["fill"] == 0, name
         assert patched.tensors[x].offset == patched.tensors[t].offset + d, name  # the plan keeps the overlap
+        assert _shared_while_live(patched) == {(x, t)}, name  # the only buffers sharing bytes while both live
+
+
+def _shared_while_live(graph) -> set[tuple[str, str]]:
+    """Pairs of allocations (alias roots; an op's scratch as ("scratch", op)) whose members share arena bytes
+    while both are live: (the overlapped input, its output's root) is the only one a correct plan has."""
+    life, roots = lifetimes(graph), alias_offsets(graph, False)
+    spans = {}
+    for name, (first, last) in life.items():
+        t = graph.tensors[name]
+        if t.nbytes:
+            spans.setdefault(roots[name][0], []).append((first, last, t.offset, t.offset + t.nbytes, name))
+    for i, op in enumerate(graph.ops):
+        if op.scratch_bytes:
+            spans[("scratch", i)] = [(i, i, op.scratch_offset, op.scratch_offset + op.scratch_bytes, "scratch")]
+    keys, shared = list(spans), set()
+    for a_i, a in enumerate(keys):
+        for b in keys[a_i + 1:]:
+            for f0, l0, o0, e0, _ in spans[a]:
+                for f1, l1, o1, e1, _ in spans[b]:
+                    if f0 <= l1 and f1 <= l0 and o0 < e1 and o1 < e0:  # a graph input first
+                        shared.add((a, b) if a in graph.inputs else (b, a))
+    return shared
 
 
 def test_overlapped_equals_whole_python_and_host_c(programs):
