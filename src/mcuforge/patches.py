@@ -358,8 +358,10 @@ def choose(graph: Graph, ram_budget: int | None = None, patches: int | tuple[int
     found = candidates(graph, grids, ram_budget if patches is None else None)
     if patches is not None:
         order = sorted(found, key=lambda c: (c.bound, c.macs, c.split))[:1]
-    else:  # the bound is a floor (the placement may need a little more); in place may take some off
-        order = sorted((c for c in found if c.bound <= 1.25 * ram_budget), key=lambda c: (c.macs, c.bound, c.split))
+    else:  # the bound is a floor (the placement may need a little more); in place may take some off: the fewest
+        # MACs first, then (when those miss) the fewest MACs among the bounds that meet the budget
+        near = sorted((c for c in found if c.bound <= 1.25 * ram_budget), key=lambda c: (c.macs, c.bound, c.split))
+        order = near[:4] + sorted(near[4:], key=lambda c: (c.bound > ram_budget, c.macs, c.bound, c.split))  # type: ignore[operator]
     for c in order[:8]:
         patched, n = plan_patched(graph, c, ram_budget, in_place=ram_budget is not None)
         arena = patched.arena_bytes
