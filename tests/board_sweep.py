@@ -41,6 +41,7 @@ class BoardSweep:
     values: list[np.ndarray] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     case_of_output: list[str] = field(default_factory=list)
+    overlaps: dict[str, tuple[str, int]] = field(default_factory=dict)  # Graph.overlaps of the added graphs
 
     def add(self, case: str, kind: str, attrs: dict, inputs: Sequence[tuple[Tensor, np.ndarray]],
             outputs: Sequence[Tensor], constants: Sequence[Tensor] = (), op_inputs: Sequence[str] | None = None,
@@ -67,7 +68,8 @@ class BoardSweep:
     def add_graph(self, case: str, graph: Graph, values: Sequence[np.ndarray], keep_scratch: bool = False) -> None:
         """A whole program as one case (its ops in order, its tensors prefixed with the case name): patch
         programs (tests/test_patches.py). Its ops ask the scratch of ``program``'s target, as :meth:`add`'s, or
-        with ``keep_scratch`` their own (with the planner's in-place marks: in-place depthwise)."""
+        with ``keep_scratch`` their own (with the planner's in-place marks: in-place depthwise). An input placed
+        over a patched chain's output (``Graph.overlaps``) keeps its place (the proof holds op by op)."""
         if any(op.debug.get("case") == case for op in self.ops):
             raise ValueError(f"case {case!r} added twice")
 
@@ -80,6 +82,7 @@ class BoardSweep:
         self.values += [np.asarray(v) for v in values]
         self.outputs += [rename(n) for n in graph.outputs]
         self.case_of_output += [case] * len(graph.outputs)
+        self.overlaps.update({rename(x): (rename(t), d) for x, (t, d) in graph.overlaps.items()})
         for op in graph.ops:
             self.ops.append(Op(op.kind, [rename(n) for n in op.inputs], [rename(n) for n in op.outputs],
                                dict(op.attrs), backend=op.backend, precision=op.precision, in_place=op.in_place,
@@ -99,7 +102,8 @@ class BoardSweep:
                 weight = self.tensors[op.inputs[1]].shape if len(op.inputs) > 1 and op.inputs[1] else ()
                 scratch = kernel_scratch_bytes(op.kind, weight, target, self.tensors[op.outputs[0]].shape, op.attrs)
             ops.append(replace(op, scratch_bytes=scratch))
-        graph = Graph(dict(self.tensors), ops, list(self.inputs), list(self.outputs), target=target)
+        graph = Graph(dict(self.tensors), ops, list(self.inputs), list(self.outputs), target=target,
+                      overlaps=dict(self.overlaps))
         plan_arena(graph)
         return serialize(graph)
 

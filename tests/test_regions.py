@@ -216,3 +216,23 @@ def test_cli_board_and_info_per_region(tmp_path, capsys, whole: mcuforge.Program
     text = capsys.readouterr().out
     for r in split.memory_plan:
         assert f"region {r.name:<8} {r.bytes:,} bytes at arena offset {r.start:,} ({len(r.buffers)} buffers)" in text
+
+
+def test_html_report_has_a_timeline_per_region(tmp_path, whole: mcuforge.Program):
+    """The Inspector's HTML report of a split program draws one arena timeline per RAM region (each region's
+    buffers at their offsets in it); a one-arena program keeps its one timeline."""
+    half = whole.arena_bytes // 2
+    prog = _compile(board=_board(half, half + 2048))
+    x = torch.randn(1, 3, 16, 16)
+    for p, alts in ((prog, ["arena timeline R0", "arena timeline R1"]), (whole, ["arena timeline"])):
+        _out, trace = p.run(x, trace=True)
+        html = mcuforge.Inspector(p, trace).to_html(tmp_path / "r.html").read_text()
+        section = html[html.index('<section id="arena-timeline">'):]
+        section = section[:section.index("</section>")]
+        assert [a.split('"')[0] for a in section.split('alt="')[1:]] == alts
+    from mcuforge.inspect.report import arena_figure
+
+    _out, trace = prog.run(x, trace=True)
+    buffers = [a for a in trace.allocs if a.kind != "arena"]
+    drawn = [len(arena_figure(trace, trace.op_count, r).axes[0].patches) for r in prog.graph.regions]
+    assert all(drawn) and sum(drawn) == len(buffers)  # every buffer in exactly one region's timeline

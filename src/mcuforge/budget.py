@@ -108,7 +108,7 @@ def decide(graph: Graph, program_bytes: int | None = None, *, ram_budget: int | 
                           + ". Shrink the model, try precision='auto' (narrower weights and activations where they "
                             "cost least), or raise the budget")
     if board is not None and fit_check:
-        flash = board.region(board.constants)
+        flash = board.flash  # the program file's home, also when its constants are copied to RAM
         problem = flash_problem(graph, program_bytes, flash.size, f"{board.name}'s {flash.name}")
         if problem:
             raise FitError(f"the program does not fit {board.name}: {problem}")

@@ -482,10 +482,15 @@ def _quantization(value: str) -> str:
 
 
 def _board_name(value: str) -> str:
-    """--board of compile: a named board of mcuforge.regions."""
-    if value.lower() not in REGION_BOARDS:
-        raise argparse.ArgumentTypeError(f"unknown board {value!r}; known: {', '.join(sorted(REGION_BOARDS))}")
-    return value.lower()
+    """--board of compile: a named board of mcuforge.regions ("board@REGION": its constants copied to REGION)."""
+    from .regions import get_board_spec
+
+    try:
+        get_board_spec(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    key, at, region = value.partition("@")
+    return key.lower() + at + region
 
 
 def _compile_target(value: str) -> str:
@@ -532,7 +537,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "the --board's core, else cortex-m55")
     p.add_argument("--board", type=_board_name, metavar="BOARD",
                    help=f"a named board ({', '.join(sorted(REGION_BOARDS))}): its core, flash and RAM regions "
-                        "(the arena is split across them when no one region holds it)")
+                        "(the arena is split across them when no one region holds it); BOARD@REGION copies the "
+                        "constants to that RAM region at mf_init (e.g. mps3-an547@DTCM)")
     p.add_argument("--calibration", help=".npz with one array per input, samples along the first axis")
     p.add_argument("--quantization", default="int8", type=_quantization, metavar="SCHEME",
                    help="int8 (default); w4a8: int4 weights for convolutions and linear layers (about half the "

@@ -131,6 +131,12 @@ class Graph:
     # (name, start, bytes) of each RAM region's arena in the arena's offset space when the program spans
     # several (mcuforge.regions.place); empty: one arena
     regions: tuple[tuple[str, int, int], ...] = ()
+    # the arena offset the constants section is copied to at mf_init (a board whose constants live in a RAM
+    # region, mcuforge.regions.place); -1: read in place from the program file
+    constants_at: int = -1
+    # graph input -> (the tensor whose allocation it shares, its byte offset there): a patched chain's output
+    # placed over the input's dead bytes (mcuforge.plan.input_overlap proves it); set by the planner
+    overlaps: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def tensor(self, name: str) -> Tensor:
         return self.tensors[name]

@@ -27,14 +27,16 @@ from dataclasses import dataclass
 
 from .ir import Graph, Op, Tensor, kernel_scratch_bytes
 from .kinds import KIND
-from .plan import _peak, choose_in_place, plan_arena
+from .plan import _peak, choose_in_place, input_overlap, plan_arena
 
 CONVS = ("conv2d_s8", "depthwise_conv2d_s8", "conv2d_s4", "depthwise_conv2d_s4")
 POOLS = ("avgpool_s8", "maxpool_s8")
 ELEMENTWISE = ("clamp_s8", "lut_s8", "add_s8", "mul_s8", "maximum_s8", "minimum_s8")
 PATCHABLE = (*CONVS, *POOLS, *ELEMENTWISE)
-#: The grids :func:`choose` tries, fewest patches first.
-GRIDS = tuple((n, n) for n in range(2, 9))
+#: The grids :func:`choose` tries, fewest patches first: square and one row or column more (a grid's first
+#: patch row sets how far its output must start before the input it overlaps: :func:`overlap_input`).
+GRIDS = tuple(sorted({(r, c) for r in range(2, 9) for c in range(2, 9) if abs(r - c) <= 1},
+                     key=lambda g: (g[0] * g[1], -g[0])))
 
 Region = tuple[int, int, int, int]  # rows [r0, r1), columns [c0, c1) of a map
 
@@ -47,7 +49,9 @@ class PatchPlan:
     ``arena_after``: the planned arena of the whole and of the chosen program; ``bound_before``: the whole
     program's per-layer bound (the most bytes live at one op, what no placement of full maps beats);
     ``macs_before`` / ``macs_after``: MACs of the whole and of the patched program (the halo recomputation);
-    ``in_place``: depthwise convolutions written over their input (:func:`mcuforge.plan.choose_in_place`)."""
+    ``in_place``: depthwise convolutions written over their input (:func:`mcuforge.plan.choose_in_place`);
+    ``overlap``: where the chain's output starts before the graph input it overlaps, in bytes (-1: apart;
+    :func:`overlap_input`)."""
 
     split: int
     grid: tuple[int, int]
@@ -58,6 +62,7 @@ class PatchPlan:
     macs_after: int
     budget: int | None = None
     in_place: int = 0  # depthwise ops written over their input (mcuforge.plan.choose_in_place)
+    overlap: int = -1  # the chain's output starts this many bytes before the input it overlaps (-1: apart)
 
     @property
     def mac_overhead(self) -> float:
@@ -68,6 +73,8 @@ class PatchPlan:
         """One line: what ``mcuforge info`` and the HTML report print."""
         budget = f" (ram_budget {self.budget:,} B)" if self.budget is not None else ""
         in_place = f", {self.in_place} depthwise in place" if self.in_place else ""
+        if self.overlap >= 0:
+            in_place += f", output over the input's dead bytes ({self.overlap:,} B before it)"
         if not self.split:
             fits = "the whole program fits" if self.budget is None or self.arena_after <= self.budget else \
                 "no plan meets the budget"
@@ -186,6 +193,28 @@ def patch_graph(graph: Graph, split: int, grid: tuple[int, int]) -> Graph:
     return patched
 
 
+def overlap_input(graph: Graph) -> bool:
+    """Place the patched chain's output over the graph input's bytes that no later patch reads, at the least
+    offset :func:`mcuforge.plan.input_overlap` proves (the first ``insert_tile`` then fills nothing: ``fill`` 0),
+    where that lowers the arena's lower bound. Not planned (call :func:`mcuforge.plan.plan_arena`); returns
+    whether it did (False: the graph is as it was)."""
+    first = next((op for op in graph.ops if op.kind == "insert_tile" and len(op.inputs) == 1), None)
+    if first is None or graph.overlaps:
+        return False
+    t = first.outputs[0]
+    before = _peak(graph)
+    for x in graph.inputs:
+        first.attrs["fill"] = 0
+        d = input_overlap(graph, x, t)
+        if d is not None:
+            graph.overlaps[x] = (t, d)
+            if _peak(graph) < before:
+                return True
+            del graph.overlaps[x]
+        del first.attrs["fill"]
+    return False
+
+
 def _move_precision(t: Tensor) -> str:
     return {"int8": "a8", "int16": "a16"}.get(t.dtype, "fp32")
 
@@ -279,8 +308,9 @@ def peak_bound(graph: Graph) -> int:
 class Candidate:
     split: int
     grid: tuple[int, int]
-    bound: int  # the arena lower bound of the patched graph
+    bound: int  # the patched graph's arena lower bound (its output over the dead input where that lowers it)
     macs: int
+    overlap: bool = False  # the output over the input's dead bytes (overlap_input)
 
 
 def candidates(graph: Graph, grids: tuple[tuple[int, int], ...] = GRIDS, budget: int | None = None
@@ -298,7 +328,8 @@ def candidates(graph: Graph, grids: tuple[tuple[int, int], ...] = GRIDS, budget:
         for grid in grids:
             if grid[0] <= h and grid[1] <= w:
                 g = patch_graph(graph, split, grid)
-                found.append(Candidate(split, grid, peak_bound(g), macs(g)))
+                over = overlap_input(g)
+                found.append(Candidate(split, grid, peak_bound(g), macs(g), over))
                 if budget is not None and found[-1].bound <= budget:
                     break
     return found
@@ -327,21 +358,40 @@ def choose(graph: Graph, ram_budget: int | None = None, patches: int | tuple[int
     found = candidates(graph, grids, ram_budget if patches is None else None)
     if patches is not None:
         order = sorted(found, key=lambda c: (c.bound, c.macs, c.split))[:1]
-    else:  # the bound is a floor (the placement may need a little more); in place may take some off
-        order = sorted((c for c in found if c.bound <= 1.25 * ram_budget), key=lambda c: (c.macs, c.bound, c.split))
+    else:  # the bound is a floor (the placement may need a little more); in place may take some off: the fewest
+        # MACs first, then (when those miss) the fewest MACs among the bounds that meet the budget
+        near = sorted((c for c in found if c.bound <= 1.25 * ram_budget), key=lambda c: (c.macs, c.bound, c.split))
+        order = near[:4] + sorted(near[4:], key=lambda c: (c.bound > ram_budget, c.macs, c.bound, c.split))  # type: ignore[operator]
     for c in order[:8]:
-        patched = patch_graph(graph, c.split, c.grid)
-        arena, n = plan_arena(patched), 0
-        if ram_budget is not None and arena > ram_budget:
-            n = choose_in_place(patched)
-            arena = patched.arena_bytes
+        patched, n = plan_patched(graph, c, ram_budget, in_place=ram_budget is not None)
+        arena = patched.arena_bytes
         if ram_budget is None or arena <= ram_budget or patches is not None:
+            overlap = next(iter(patched.overlaps.values()), ("", -1))[1]
             return patched, dataclasses.replace(base, split=c.split, grid=c.grid, arena_after=arena,
-                                                macs_after=c.macs, in_place=n)
+                                                macs_after=c.macs, in_place=n, overlap=overlap)
     return graph, base
+
+
+def plan_patched(graph: Graph, c: Candidate, ram_budget: int | None = None, in_place: bool = True
+                 ) -> tuple[Graph, int]:
+    """Candidate ``c`` of ``graph`` planned: with its output over the input's dead bytes (``c.overlap``) and
+    without, the smaller planned arena (each with depthwise convolutions in place where that lowers it, when
+    ``in_place`` and the arena is over ``ram_budget`` (any arena without one)); and the number in place."""
+    best: tuple[Graph, int] | None = None
+    for overlap in (False, True) if c.overlap else (False,):
+        patched = patch_graph(graph, c.split, c.grid)
+        if overlap:
+            overlap_input(patched)
+        n = 0
+        if plan_arena(patched) > (ram_budget if ram_budget is not None else -1) and in_place:
+            n = choose_in_place(patched)
+        if best is None or patched.arena_bytes < best[0].arena_bytes:
+            best = (patched, n)
+    assert best is not None
+    return best
 
 
 def copy_graph(graph: Graph) -> Graph:
     """A copy the planner may change (offsets, in-place marks, scratch) without touching ``graph``."""
     return dataclasses.replace(graph, tensors={n: dataclasses.replace(t) for n, t in graph.tensors.items()},
-                               ops=[dataclasses.replace(op) for op in graph.ops])
+                               ops=[dataclasses.replace(op) for op in graph.ops], overlaps=dict(graph.overlaps))

@@ -42,6 +42,8 @@ where :func:`choose_concat_placement` finds it lowers the planned arena (``Op.in
 
 from __future__ import annotations
 
+import bisect
+
 from .ir import IN_PLACE_INPUTS, Graph, Op, concat_slice_start
 
 ALIGNMENT = 16
@@ -84,9 +86,11 @@ def alias_roots(graph: Graph) -> dict[str, str]:
     return {name: r for name, (r, _) in alias_offsets(graph).items()}
 
 
-def alias_offsets(graph: Graph) -> dict[str, tuple[str, int]]:
+def alias_offsets(graph: Graph, overlaps: bool = True) -> dict[str, tuple[str, int]]:
     """Tensor -> (its alias root, its byte offset inside the root's allocation): 0 for an in-place output; a
-    placed concat's input (:func:`placed_concat_inputs`) at its slice of the concat's output."""
+    placed concat's input (:func:`placed_concat_inputs`) at its slice of the concat's output; a graph input
+    placed over a patched chain's output (``Graph.overlaps``, :func:`input_overlap`) at its offset there, unless
+    ``overlaps`` is False (then it is its own root, tied to that output's by :func:`overlap_ties`)."""
     life = lifetimes(graph)
     outputs = set(graph.outputs)
     parent: dict[str, tuple[str, int]] = {}
@@ -101,6 +105,9 @@ def alias_offsets(graph: Graph) -> dict[str, tuple[str, int]]:
         if op.in_place and op.kind == "concat_s8":
             for name, at in placed_concat_inputs(graph, i, life, outputs, readers, parent).items():
                 parent[name] = (op.outputs[0], at)
+    for x, (t, at) in graph.overlaps.items() if overlaps else ():  # a graph input over a chain's output
+        if x in life and t in life and x not in parent:
+            parent[x] = (t, at)
     resolved: dict[str, tuple[str, int]] = {}
     for name in life:
         r, at = name, 0
@@ -201,21 +208,45 @@ def choose_in_place(graph: Graph) -> int:
              and in_place_legal(graph, i, life, outputs)]
     before = plan_arena(graph)
     scratch = {i: graph.ops[i].scratch_bytes for i in legal}
+    # One layer's ops across the patches of a patched chain (mcuforge.patches) are marked together: each patch
+    # peaks alike, so marking one of them alone never lowers the peak.
+    groups: dict[object, list[int]] = {}
+    for i in legal:
+        op = graph.ops[i]
+        layer = op.outputs[0].rsplit("@p", 1)[0]  # a patch's op writes "<the layer's output>@p<i>.<j>"
+        groups.setdefault(layer if "patch" in op.debug else i, []).append(i)
     best, chosen = _peak(graph), []
     changed = True
     while changed:  # marking one op can move the peak onto another: repeat until no mark lowers it
         changed = False
-        for i in legal:
-            op = graph.ops[i]
-            if op.in_place:
+        for group in groups.values():
+            if graph.ops[group[0]].in_place:
                 continue
-            op.in_place, op.scratch_bytes = True, max(scratch[i], in_place_scratch(graph, op))
+            for i in group:
+                op = graph.ops[i]
+                op.in_place, op.scratch_bytes = True, max(scratch[i], in_place_scratch(graph, op))
             peak = _peak(graph)
             if peak < best:
                 best, changed = peak, True
-                chosen.append(i)
+                chosen += group
             else:
-                op.in_place, op.scratch_bytes = False, scratch[i]
+                for i in group:
+                    graph.ops[i].in_place, graph.ops[i].scratch_bytes = False, scratch[i]
+    arena = plan_arena(graph)
+    for group in groups.values():  # a mark that leaves the peak may still let the placement get nearer to it
+        if arena <= best:
+            break
+        if graph.ops[group[0]].in_place:
+            continue
+        for i in group:
+            graph.ops[i].in_place = True
+            graph.ops[i].scratch_bytes = max(scratch[i], in_place_scratch(graph, graph.ops[i]))
+        if _peak(graph) <= best and plan_arena(graph) < arena:
+            arena = graph.arena_bytes
+            chosen += group
+        else:
+            for i in group:
+                graph.ops[i].in_place, graph.ops[i].scratch_bytes = False, scratch[i]
     if chosen and plan_arena(graph) >= before:
         for i in chosen:
             graph.ops[i].in_place, graph.ops[i].scratch_bytes = False, scratch[i]
@@ -224,10 +255,32 @@ def choose_in_place(graph: Graph) -> int:
     return len(chosen)
 
 
+def overlap_ties(graph: Graph) -> dict[str, tuple[str, int]]:
+    """For ``allocations(graph, overlaps=False)``: overlapped input -> (the allocation it is tied to, the offset of
+    its first byte after that allocation's)."""
+    offsets = alias_offsets(graph, False)
+    return {x: (offsets[t][0], offsets[t][1] + d) for x, (t, d) in graph.overlaps.items()
+            if x in offsets and t in offsets}
+
+
+def _tied_spans(graph: Graph) -> tuple[dict[Key, tuple[int, int, int]], dict[str, tuple[str, int]],
+                                        list[tuple[int, int, int]]]:
+    """The allocations with overlapped inputs their own, the ties, and (first, last, bytes) to add to the live
+    sum where a tied pair is live together (their shared bytes, counted twice by the spans: negative)."""
+    spans, ties = allocations(graph, False), overlap_ties(graph)
+    shared = []
+    for x, (r, d) in ties.items():
+        (fx, lx, sx), (fr, lr, sr) = spans[x], spans[r]
+        if max(fx, fr) <= min(lx, lr):
+            shared.append((max(fx, fr), min(lx, lr), max(sr, d + sx) - sr - sx))
+    return spans, ties, shared
+
+
 def _peak(graph: Graph) -> int:
     """``arena_lower_bound`` by one sweep over the allocations' lifetimes (fast on long graphs)."""
     events: dict[int, int] = {}
-    for first, last, size in allocations(graph).values():
+    spans, _ties, shared = _tied_spans(graph)
+    for first, last, size in [*spans.values(), *shared]:
         events[first] = events.get(first, 0) + size
         events[last + 1] = events.get(last + 1, 0) - size
     live = best = 0
@@ -237,15 +290,18 @@ def _peak(graph: Graph) -> int:
     return best
 
 
-def allocations(graph: Graph) -> dict[Key, tuple[int, int, int]]:
+def allocations(graph: Graph, overlaps: bool = True) -> dict[Key, tuple[int, int, int]]:
     """(first op, last op, aligned bytes) of every allocation: one per alias root (the union of its
-    members' lifetimes) and one per op scratch buffer (its op only)."""
+    members' lifetimes) and one per op scratch buffer (its op only). An input placed over a patched chain's
+    output (``Graph.overlaps``) shares that output's allocation, its union of bytes for their union of lifetimes
+    (what any placement may use), or with ``overlaps=False`` is its own, tied to it (:func:`overlap_ties`: the
+    arena planner places the two together and counts their shared bytes once)."""
     life = lifetimes(graph)
     spans: dict[Key, tuple[int, int, int]] = {}
-    for name, r in alias_roots(graph).items():
-        first, last = life[name]
-        f0, l0, _ = spans.get(r, (first, last, 0))
-        spans[r] = (min(f0, first), max(l0, last), _size(graph.tensors[r].nbytes))
+    for name, (r, at) in alias_offsets(graph, overlaps).items():
+        first, last = life[name]  # the allocation spans its members (an overlapped input may end past the root)
+        f0, l0, s0 = spans.get(r, (first, last, 0))
+        spans[r] = (min(f0, first), max(l0, last), max(s0, _size(at + graph.tensors[name].nbytes)))
     for i, op in enumerate(graph.ops):
         if op.scratch_bytes:
             spans[i] = (i, i, _size(op.scratch_bytes))
@@ -259,17 +315,40 @@ def _size(nbytes: int) -> int:
 def arena_lower_bound(graph: Graph, scratch: bool = True) -> int:
     """The largest sum of allocation sizes live at one op: no placement of these lifetimes fits in
     less. ``scratch=False``: tensors only (the op scratch buffers left out)."""
-    spans = {k: v for k, v in allocations(graph).items() if scratch or isinstance(k, str)}
+    every, _ties, shared = _tied_spans(graph)
+    spans = {k: v for k, v in every.items() if scratch or isinstance(k, str)}
     points = {first for first, _, _ in spans.values()}  # the live set only grows where an allocation starts
-    return max((sum(s for f, l, s in spans.values() if f <= i <= l) for i in points), default=0)
+    return max((sum(s for f, l, s in [*spans.values(), *shared] if f <= i <= l) for i in points), default=0)
 
 
-def _place(spans: dict[Key, tuple[int, int, int]], order: list[Key]) -> tuple[int, dict[Key, int]]:
-    """First fit in ``order``: each allocation at the lowest aligned offset free for its whole lifetime."""
+def _place(spans: dict[Key, tuple[int, int, int]], order: list[Key],
+           ties: dict[str, tuple[str, int]] | None = None) -> tuple[int, dict[Key, int]]:
+    """First fit in ``order``: each allocation at the lowest aligned offset free for its whole lifetime; a tied
+    pair (``ties``: key -> (its partner, its offset after the partner's)) together, when the first of them comes."""
     placed: list[tuple[int, int, int, int]] = []  # (offset, end, first, last)
     offsets: dict[Key, int] = {}
     arena = 0
+    partner: dict[Key, tuple[Key, int]] = {}
+    for x, (r, d) in (ties or {}).items():
+        partner[x], partner[r] = (r, -d), (x, d)
     for key in order:
+        if key in offsets:
+            continue
+        if key in partner:  # the lowest offset o where key fits at o and its partner at o + d, both aligned
+            other, d = partner[key]
+            pair = [(key, 0, *spans[key]), (other, d, *spans[other])]
+            base = max(0, -d)
+            while True:
+                bump = max((e - at for k, at, f, l, s in pair for o, e, pf, pl in placed
+                            if pf <= l and f <= pl and o < base + at + s and base + at < e), default=None)
+                if bump is None:
+                    break
+                base = _align(bump)
+            for k, at, f, l, s in pair:
+                offsets[k] = base + at
+                placed.append((base + at, base + at + s, f, l))
+                arena = max(arena, base + at + s)
+            continue
         first, last, size = spans[key]
         busy = sorted((o, e) for o, e, f, l in placed if f <= last and first <= l)
         offset = 0
@@ -289,14 +368,14 @@ def plan_arena(graph: Graph) -> int:
     for op in graph.ops:  # an in-place depthwise needs its channel buffer (a re-targeted op's scratch may lack it)
         if op.in_place and op.kind in IN_PLACE_IF_CHOSEN:
             op.scratch_bytes = max(op.scratch_bytes, in_place_scratch(graph, op))
-    spans = allocations(graph)
+    spans, ties = allocations(graph, False), overlap_ties(graph)
     tie = {k: (isinstance(k, int), str(k)) for k in spans}  # a deterministic order among equals
     orders = (
         sorted(spans, key=lambda k: (-spans[k][2], spans[k][0], tie[k])),  # largest first (TFLite Micro)
         sorted(spans, key=lambda k: (spans[k][0], -spans[k][2], tie[k])),  # earliest first
         sorted(spans, key=lambda k: (-spans[k][2] * (spans[k][1] - spans[k][0] + 1), tie[k])),  # largest area
     )
-    arena, offsets = min((_place(spans, order) for order in orders), key=lambda plan: plan[0])
+    arena, offsets = min((_place(spans, order, ties) for order in orders), key=lambda plan: plan[0])
     for name, (r, at) in alias_offsets(graph).items():
         graph.tensors[name].offset = offsets[r] + at
     for t in graph.tensors.values():
@@ -306,3 +385,108 @@ def plan_arena(graph: Graph) -> int:
         op.scratch_offset = offsets[i] if op.scratch_bytes else -1
     graph.arena_bytes = arena
     return arena
+
+
+# ---- a patched chain's output over the graph input's dead bytes (TinyEngine / MCUNetV2 input reuse) ---------
+
+Spans = list[tuple[int, int]]  # byte ranges [start, end), sorted and merged
+
+
+def _merge(spans: Spans) -> Spans:
+    merged: Spans = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def _box_bytes(shape: tuple[int, ...], begin: list[int], size: list[int], item: int) -> Spans:
+    """The bytes of box ``begin`` + ``size`` of a row-major NHWC map: one range per (batch, row), from its first
+    column's first channel to its last column's last channel (a superset where the box has fewer channels)."""
+    _, _, w, c = shape
+    spans = []
+    for n in range(begin[0], begin[0] + size[0]):
+        for r in range(begin[1], begin[1] + size[1]):
+            row = (n * shape[1] + r) * w
+            first = ((row + begin[2]) * c + begin[3]) * item
+            last = ((row + begin[2] + size[2] - 1) * c + begin[3] + size[3]) * item
+            spans.append((first, last))
+    return spans
+
+
+def _reads(graph: Graph, op: Op, x: str) -> Spans:
+    """The bytes of ``x`` that ``op`` reads: a unit-step ``slice`` its box, any other op all of them."""
+    t = graph.tensors[x]
+    a = op.attrs
+    if (op.kind == "slice" and op.inputs[0] == x and x not in op.inputs[1:] and len(t.shape) == 4
+            and all(st == 1 for st in a.get("step", ())) and len(a.get("begin", ())) == 4):
+        begin, end = list(a["begin"]), list(a["end"])
+        return _box_bytes(t.shape, begin, [e - b for b, e in zip(begin, end, strict=True)], t.nbytes // t.numel)
+    return [(0, t.nbytes)]
+
+
+def _writes(graph: Graph, op: Op, at: int) -> Spans | None:
+    """The bytes (of its allocation, the output at ``at``) an ``insert_tile`` writes: its tile's, or its whole
+    output when it fills it (no dst, fill 1); None for any other op (not proven)."""
+    out = graph.tensors[op.outputs[0]]
+    if op.kind != "insert_tile" or len(op.outputs) != 1 or len(out.shape) != 4:
+        return None
+    if len(op.inputs) == 1 and op.attrs.get("fill", 1):
+        return [(at, at + out.nbytes)]
+    tile = graph.tensors[op.inputs[0]]
+    spans = _box_bytes(out.shape, list(op.attrs["begin"]), list(tile.shape), out.nbytes // max(out.numel, 1))
+    return [(at + a, at + b) for a, b in spans]
+
+
+def input_overlap(graph: Graph, x: str, t: str) -> int | None:
+    """The least offset ``d`` (a multiple of :data:`ALIGNMENT`, below ``t``'s size) at which graph input ``x`` may
+    lie inside ``t``'s allocation (``t``'s first byte ``d`` bytes before ``x``'s) with the same bytes out: for every
+    op ``k`` writing into that allocation while ``x`` is live (an ``insert_tile``: its tile's bytes) and every
+    later op ``m`` reading ``x`` (a ``slice``: its box's bytes; any other op: all of ``x``), what ``k`` writes
+    misses what ``m`` reads. Ops up to and including ``k`` have read what they need. None when no such ``d``
+    exists, ``x`` shares its allocation already, or another kind of op writes there while ``x`` is live.
+
+    A write ``[ws, we)`` of the allocation is ``x``'s bytes ``[ws - d, we - d)``; it misses a read ``[rs, re)``
+    exactly when ``d`` is outside ``(ws - re, we - rs)``."""
+    if x not in graph.inputs or x in graph.outputs or t not in graph.tensors or x == t:
+        return None
+    saved = graph.overlaps.pop(x, None)
+    try:
+        offsets, life = alias_offsets(graph), lifetimes(graph)
+    finally:
+        if saved is not None:
+            graph.overlaps[x] = saved
+    if offsets[t] != (t, 0) or any(r == x and n != x for n, (r, _) in offsets.items()):
+        return None
+    members = {n: at for n, (r, at) in offsets.items() if r == t}
+    last = life[x][1]
+    writes: list[tuple[int, Spans]] = []
+    reads: list[tuple[int, Spans]] = []
+    for i, op in enumerate(graph.ops[:last + 1]):
+        if x in op.inputs:
+            reads.append((i, _reads(graph, op, x)))
+        for name in op.outputs:
+            if name in members:
+                spans = _writes(graph, op, members[name])
+                if spans is None or x in op.inputs:
+                    return None
+                writes.append((i, spans))
+    forbidden: Spans = []  # closed ranges of d
+    later: Spans = []
+    pending = sorted(reads)
+    for k, spans in sorted(writes, reverse=True):
+        while pending and pending[-1][0] > k:  # the reads after op k
+            later = _merge(later + pending.pop()[1])
+        starts = [a for a, _ in later]
+        for ws, we in spans:
+            for rs, re in later[:bisect.bisect_left(starts, we)]:  # rs < we: d >= 0 can hit them
+                forbidden.append((max(ws - re + 1, 0), we - rs - 1))
+    d = 0
+    for lo, hi in sorted(forbidden):
+        if lo > d:
+            break
+        if d <= hi:
+            d = _align(hi + 1)
+    return d if d < graph.tensors[t].nbytes else None

@@ -23,11 +23,11 @@ region table says where each region's arena starts. A runtime given one buffer p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .fit import FitError
 from .ir import Graph
-from .plan import ALIGNMENT, Key, _align, alias_roots, allocations
+from .plan import ALIGNMENT, Key, _align, alias_offsets, alias_roots, allocations
 from .targets import KB, MB, BoardMemory, get_target
 
 
@@ -69,11 +69,27 @@ class BoardSpec:
         raise ValueError(f"board {self.key!r} has no region {name!r}: {', '.join(r.name for r in self.regions)}")
 
     @property
+    def constants_region(self) -> Region | None:
+        """The RAM region the constants are copied to at ``mf_init`` (None: read in place from the flash)."""
+        region = self.region(self.constants)
+        return region if region.kind == "ram" else None
+
+    @property
+    def flash(self) -> Region:
+        """Where the program file lives: the constants' region when it is the flash, else the first flash."""
+        region = self.region(self.constants)
+        if region.kind == "flash":
+            return region
+        flashes = [r for r in self.regions if r.kind == "flash"]
+        if not flashes:
+            raise ValueError(f"board {self.key!r} lists no flash region for the program file")
+        return flashes[0]
+
+    @property
     def memory(self) -> BoardMemory:
         """The board as the single-arena fit check sees it: the constants' region and all the RAM."""
-        flash = self.region(self.constants)
         ram = sum(r.size for r in self.ram_regions)
-        return BoardMemory(self.name, flash.size if flash.kind == "flash" else None, ram,
+        return BoardMemory(self.name, self.flash.size, ram,
                            " + ".join(f"{r.name} {r.size // KB:,} KB" for r in self.ram_regions))
 
 
@@ -138,11 +154,20 @@ BOARDS["mps2-an386"] = _b("mps2-an386", "QEMU MPS2 AN386", "cortex-m4", (
 
 
 def get_board_spec(name: str) -> BoardSpec:
-    """The board called ``name``; a clear error lists the known ones."""
+    """The board called ``name``; a clear error lists the known ones. "board@REGION" (``"mps3-an547@DTCM"``):
+    that board with its constants copied to the RAM region REGION at ``mf_init`` (or kept in a flash region)."""
+    key, _, constants = name.partition("@")
     try:
-        return BOARDS[name.lower()]
+        spec = BOARDS[key.lower()]
     except KeyError:
-        raise ValueError(f"unknown board {name!r}; known boards: {', '.join(BOARDS)}") from None
+        raise ValueError(f"unknown board {key!r}; known boards: {', '.join(BOARDS)}") from None
+    if not constants:
+        return spec
+    region = spec.region(constants)
+    if region.kind == "code":
+        raise ValueError(f"{spec.key}'s {region.name} is kept for the firmware's code: the constants go to the "
+                         f"flash or a RAM region ({', '.join(r.name for r in spec.ram_regions)})")
+    return replace(spec, constants=region.name)
 
 
 def resolve_target(target: str | None, board: str | BoardSpec | None) -> tuple[str, BoardSpec | None]:
@@ -216,13 +241,87 @@ def _describe(graph: Graph, key: Key, spans: dict[Key, tuple[int, int, int]], re
             + (f": short by {need - total:,} B" if need > total else " but not in pieces that fit"))
 
 
+def constants_section_bytes(graph: Graph) -> int:
+    """The program file's constants section as the writer lays it out: each constant 16-byte aligned, in the
+    tensor table's order (the bytes ``mf_init`` copies to a RAM region)."""
+    size = 0
+    for t in graph.tensors.values():
+        if t.is_constant:
+            size = _align(size) + t.nbytes
+    return size
+
+
+def _constants_error(graph: Graph, board: BoardSpec, region: Region, need: int) -> RegionError:
+    consts = sorted(((t.nbytes, n) for n, t in graph.tensors.items() if t.is_constant), reverse=True)
+    largest = ", ".join(f"{n} ({b:,} B)" for b, n in consts[:3])
+    return RegionError(f"the constants ({need:,} B in {len(consts)} tensors; largest {largest}) do not fit "
+                       f"{board.name}'s {region.name} ({region.size:,} B) they are copied to: short by "
+                       f"{need - region.size:,} B; keep them in the flash or copy them to a larger region")
+
+
 def place(graph: Graph, board: BoardSpec) -> list[RegionUse]:
     """Put the planned program (``plan.plan_arena`` first) into ``board``'s RAM regions: rewrites the
     tensors' and scratch buffers' offsets and ``graph.arena_bytes`` when the program spans several regions
-    and records ``graph.regions``; returns each used region's share. RegionError when it cannot fit."""
+    and records ``graph.regions``; returns each used region's share. RegionError when it cannot fit.
+
+    A board whose ``constants`` is a RAM region: the constants section's bytes are reserved at the start of
+    that region's arena (``graph.constants_at``, its arena offset) before the buffers are placed, so the fit
+    check and the region's use include them; ``mf_init`` copies the constants there and the kernels read
+    them from RAM."""
     regions = board.ram_regions
     if not regions:
         raise ValueError(f"board {board.key!r} lists no RAM region")
+    graph.constants_at = -1
+    target = board.constants_region
+    reserve = _align(constants_section_bytes(graph)) if target is not None else 0
+    if target is None or reserve == 0:
+        return _place(graph, board, regions)
+    if reserve > target.size:
+        raise _constants_error(graph, board, target, reserve)
+    k = next(i for i, r in enumerate(regions) if r.name == target.name)
+    shrunk = tuple(replace(r, size=r.size - reserve) if i == k else r for i, r in enumerate(regions))
+    try:
+        uses = _place(graph, board, shrunk)
+    except RegionError as e:
+        raise RegionError(f"{e} (with the constants' {reserve:,} B reserved in {target.name})") from None
+    return _reserve(graph, regions, uses, k, reserve)
+
+
+def _reserve(graph: Graph, regions: tuple[Region, ...], uses: list[RegionUse], k: int,
+             reserve: int) -> list[RegionUse]:
+    """Open ``reserve`` bytes at the start of region ``k``'s arena (adding that region when no buffer went
+    there) for the constants' copy: every buffer from there on moves up by ``reserve``."""
+    name = regions[k].name
+    table = list(graph.regions) or [(uses[0].name, 0, _align(graph.arena_bytes))]
+    order = [r.name for r in regions]
+    if name not in [n for n, _s, _b in table]:  # a region of the constants alone, in the regions' order
+        table.append((name, 0, 0))
+        table.sort(key=lambda r: order.index(r[0]))
+    at = 0
+    for n, _s, _b in table:
+        if n == name:
+            break
+        at += _b
+    for t in graph.tensors.values():
+        if not t.is_constant and t.offset >= at:
+            t.offset += reserve
+    for op in graph.ops:
+        if op.scratch_bytes and op.scratch_offset >= at:
+            op.scratch_offset += reserve
+    rebuilt, start = [], 0
+    for n, _s, b in table:
+        b = b + reserve if n == name else b
+        rebuilt.append((n, start, b))
+        start += b
+    single = len(rebuilt) == 1
+    graph.arena_bytes = (graph.arena_bytes + reserve) if single else start
+    graph.regions = () if single else tuple(rebuilt)
+    graph.constants_at = at
+    size = {r.name: r.size for r in regions}
+    return [RegionUse(n, s, b, size[n]) for n, s, b in rebuilt]
+
+
+def _place(graph: Graph, board: BoardSpec, regions: tuple[Region, ...]) -> list[RegionUse]:
     whole = [r for r in regions if graph.arena_bytes <= r.size]
     if whole and whole[0].speed == regions[0].speed:  # one of the fastest regions holds it: the plan as it is
         graph.regions = ()
@@ -250,8 +349,8 @@ def place(graph: Graph, board: BoardSpec) -> list[RegionUse]:
         starts.append(start)
         start += _align(n)
     offset = {k: starts[j] + o for k, (j, o) in where.items()}
-    for name, root in alias_roots(graph).items():
-        graph.tensors[name].offset = offset[root]
+    for name, (root, at) in alias_offsets(graph).items():  # at: a placed concat input, an overlapped input
+        graph.tensors[name].offset = offset[root] + at
     for i, op in enumerate(graph.ops):
         op.scratch_offset = offset[i] if op.scratch_bytes else -1
     uses = [RegionUse(r.name, starts[i], used[i], r.size) for i, r in enumerate(regions) if used[i]]
@@ -295,6 +394,8 @@ def memory_plan(graph: Graph) -> list[RegionPlan]:
                for name in life if roots[name] == name]
     buffers += [(f"op {i} scratch", op.scratch_offset, _align(op.scratch_bytes), i, i)
                 for i, op in enumerate(graph.ops) if op.scratch_bytes]
+    if graph.constants_at >= 0:  # the constants' copy in RAM: live from mf_init on
+        buffers.append(("constants", graph.constants_at, _align(constants_section_bytes(graph)), -1, len(graph.ops)))
     out = []
     for name, start, size in regions:
         inside = sorted((b, o - start, n, f, la) for b, o, n, f, la in buffers if start <= o < start + size)

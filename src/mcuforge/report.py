@@ -77,8 +77,13 @@ def _arena_bound(graph: Any) -> str:
 
 def _region_lines(prog: Any) -> list[str]:
     """One line per RAM region of a program split across a board's regions (none for one arena)."""
-    return [f"  region {r.name:<8} {r.bytes:,} bytes at arena offset {r.start:,} ({len(r.buffers)} buffers)"
-            for r in prog.memory_plan] if prog.graph.regions else []
+    def constants(r: Any) -> str:
+        n = sum(b[2] for b in r.buffers if b[0] == "constants")
+        return f"; {n:,} of them the constants copied from flash at mf_init" if n else ""
+
+    return [f"  region {r.name:<8} {r.bytes:,} bytes at arena offset {r.start:,} ({len(r.buffers)} buffers"
+            f"{constants(r)})"
+            for r in prog.memory_plan] if prog.graph.regions or prog.graph.constants_at >= 0 else []
 
 
 def memory_summary(prog: Any) -> str:

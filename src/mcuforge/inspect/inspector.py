@@ -154,7 +154,7 @@ class Inspector:
         return report.write_html(path, title, self.trace, df, frames.totals(df, "module"),
                                  frames.totals(df, "kind"), self.gap, npu=_npu_table(self.program),
                                  memory=self.program.patch_plan.summary() if self.program.meta.get("patch_plan")
-                                 else None)
+                                 else None, regions=self.program.graph.regions)
 
 
 def _npu_table(program: Program) -> pd.DataFrame | None:

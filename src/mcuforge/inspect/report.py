@@ -53,22 +53,30 @@ def op_time_figure(per_op: pd.DataFrame, unit: str) -> Figure:
     return fig
 
 
-def arena_figure(trace: Trace, op_labels: int) -> Figure:
-    """Arena offset (y) against op index (x): one box per activation over its lifetime."""
+def arena_figure(trace: Trace, op_labels: int, region: tuple[str, int, int] | None = None) -> Figure:
+    """Arena offset (y) against op index (x): one box per activation over its lifetime. With ``region``
+    ((name, start, bytes) of one RAM region of a split program, ``Graph.regions``): that region's buffers only,
+    at their offsets in the region."""
     fig = Figure(figsize=(9, 4))
     ax = fig.add_subplot()
     arena = next((a.size for a in trace.allocs if a.kind == "arena"), 0)
     tensors = [a for a in trace.allocs if a.kind != "arena"]
+    start = 0
+    if region is not None:
+        name, start, arena = region
+        tensors = [a for a in tensors if start <= a.offset < start + arena]
     for i, a in enumerate(tensors):
-        ax.add_patch(Rectangle((a.first_op - 0.4, a.offset), a.last_op - a.first_op + 0.8, max(a.size, 1),
+        ax.add_patch(Rectangle((a.first_op - 0.4, a.offset - start), a.last_op - a.first_op + 0.8, max(a.size, 1),
                                facecolor=f"C{i % 10}", edgecolor="black", linewidth=0.4, alpha=0.8))
-    top = max([arena] + [a.offset + a.size for a in tensors] + [1])
-    ax.axhline(arena, color="#c0392b", linestyle="--", linewidth=1, label=f"arena {arena:,} bytes")
+    top = max([arena] + [a.offset - start + a.size for a in tensors] + [1])
+    what = "arena" if region is None else f"region {region[0]}"
+    ax.axhline(arena, color="#c0392b", linestyle="--", linewidth=1, label=f"{what} {arena:,} bytes")
     ax.set_xlim(-1, max(op_labels, 1))
     ax.set_ylim(0, top * 1.05)
     ax.set_xlabel("op index")
-    ax.set_ylabel("arena offset (bytes)")
-    ax.set_title("Arena timeline (activation placement and lifetime)")
+    ax.set_ylabel(f"{what} offset (bytes)")
+    ax.set_title("Arena timeline (activation placement and lifetime)" if region is None else
+                 f"Region {region[0]} timeline ({len(tensors)} buffers)")
     ax.legend(loc="upper right", fontsize=8)
     return fig
 
@@ -121,7 +129,8 @@ def _image(fig: Figure, alt: str) -> str:
 
 
 def render_html(title: str, trace: Trace, df: pd.DataFrame, by_module: pd.DataFrame, by_kind: pd.DataFrame,
-                gap: pd.DataFrame | None, npu: pd.DataFrame | None = None, memory: str | None = None) -> str:
+                gap: pd.DataFrame | None, npu: pd.DataFrame | None = None, memory: str | None = None,
+                regions: tuple[tuple[str, int, int], ...] = ()) -> str:
     unit = trace.unit
     per_op = df.groupby("op_index").agg(
         kind=("kind", "first"), backend=("backend", "first"), module=("module", "first"),
@@ -150,7 +159,10 @@ def render_html(title: str, trace: Trace, df: pd.DataFrame, by_module: pd.DataFr
         from .gaps import gap_frame
 
         parts.append(_section("Gaps", _table(gap_frame(trace))))
-    if trace.allocs:
+    if trace.allocs and regions:  # a program split across RAM regions: one timeline per region
+        parts.append(_section("Arena timeline", "".join(
+            _image(arena_figure(trace, trace.op_count, r), f"arena timeline {r[0]}") for r in regions)))
+    elif trace.allocs:
         parts.append(_section("Arena timeline", _image(arena_figure(trace, trace.op_count), "arena timeline")))
     if gap is not None and len(gap):
         images = _image(sqnr_figure(gap), "SQNR per layer")

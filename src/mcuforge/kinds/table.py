@@ -174,8 +174,10 @@ KINDS: tuple[KindSpec, ...] = (
     # ---- memory: patch-based execution (mcuforge.patches) ----
     # out = dst (zeros without one) with tile written at begin (per stored dim of dst): where each spatial patch's
     # result lands in the patched chain's output; written onto dst in place. Data movement: bytes are copied.
-    KindSpec("insert_tile", 90, ("tile", "dst?"), (("begin", "ints"),), precisions=_MOVES, in_place=(1,),
-             cmsis_nn="none (no CMSIS-NN counterpart: a strided copy)"),
+    # fill 0 (without dst): only the tile's bytes are written, the rest of out is left as it is (the planner put
+    # out over the dead bytes of the graph input, which later tiles cover: mcuforge.plan.input_overlap).
+    KindSpec("insert_tile", 90, ("tile", "dst?"), (("begin", "ints"), ("fill", "int")), precisions=_MOVES,
+             in_place=(1,), optional_attrs={"fill": 1}, cmsis_nn="none (no CMSIS-NN counterpart: a strided copy)"),
 )
 
 KIND: dict[str, KindSpec] = {spec.name: spec for spec in KINDS}

@@ -22,6 +22,10 @@ READABLE_MAJORS = (2, 3)
 #: program is written as 3.2 (every other stays 3.1, byte for byte). A 3.1 reader ignores the table (header bytes
 #: 108..115 were reserved, zero) and runs the program in one arena of ``arena_bytes``, which is as valid.
 REGIONS_VERSION = (3, 2)
+#: 3.3: a program whose constants are copied to a RAM region at mf_init (a board's ``constants`` region) says
+#: where in the arena (header bytes 116..123); only such a program is written as 3.3. A 3.2 reader would read the
+#: constants in place, which is as valid (the reserved arena bytes stay unused).
+CONSTANTS_RAM_VERSION = (3, 3)
 
 CONSTANT_ALIGN = 16  # constants are read in place from flash, with SIMD loads on MVE
 SECTION_ALIGN = 4  # every other section holds 32-bit words
@@ -81,6 +85,12 @@ HEADER_CRC_OFFSET = 104
 REGION_FIELDS = struct.Struct("<II")
 REGION_FIELDS_OFFSET = 108
 REGION = struct.Struct("<IIII")
+# Constants in RAM (3.3, header bytes 116..123, zero otherwise): flags (bit 0: copy the constants section to the
+# arena at mf_init and read the constants there; no other bit) and the arena offset of the copy (a multiple of
+# 16; [offset, offset + constants_size) inside the arena, inside one region, sharing no byte with any buffer).
+CONSTANTS_FIELDS = struct.Struct("<II")
+CONSTANTS_FIELDS_OFFSET = 116
+CONSTANTS_IN_RAM = 1
 MAX_REGIONS = 8
 
 # Tensor record: name (offset, length), dtype, rank, layout, flags, shape[6], scale, zero_point,

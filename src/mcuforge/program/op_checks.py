@@ -94,6 +94,14 @@ def kernel_shape_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
     return shape_problem(op.kind, op.attrs, [tensors[n] for n in op.inputs], [tensors[n] for n in op.outputs])
 
 
+def fill_problem(op: Op) -> str | None:
+    """Why an ``insert_tile``'s ``fill`` (optional, 1) is not 0 or 1 (0: the planner's output over the graph
+    input's dead bytes, only the tile is written; the C kernel's check refuses the same), or None."""
+    if op.kind != "insert_tile" or op.attrs.get("fill", 1) in (0, 1):
+        return None
+    return f"insert_tile fill {op.attrs['fill']!r} is neither 0 (write the tile only) nor 1 (zeros around it)"
+
+
 MINMAX_KINDS = ("maximum_s8", "minimum_s8")
 
 

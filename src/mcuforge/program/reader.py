@@ -37,6 +37,7 @@ from mcuforge.program.layout import Header, ProgramFormatError
 from mcuforge.program.op_checks import (
     aten_index_problem,
     compact_params_problem,
+    fill_problem,
     kernel_shape_problem,
     minmax_problem,
     recurrent_problem,
@@ -70,6 +71,7 @@ def deserialize(data: bytes | bytearray | memoryview) -> Graph:
     _check_int4_uses(ops, {t.name: t for t in tensors}, graph_inputs + graph_outputs)
     regions = _read_regions(buf, header, strings)
     _check_region_use(regions, tensors, ops)
+    constants_at = _read_constants_copy(buf, header, regions, tensors, ops)
     return Graph(
         tensors={t.name: t for t in tensors},
         ops=ops,
@@ -78,7 +80,35 @@ def deserialize(data: bytes | bytearray | memoryview) -> Graph:
         target=TARGET_BY_ID[header.target_id].name,
         arena_bytes=header.arena_bytes,
         regions=regions,
+        constants_at=constants_at,
     )
+
+
+def _read_constants_copy(buf: bytes, h: Header, regions: tuple[tuple[str, int, int], ...], tensors: list[Tensor],
+                         ops: list[Op]) -> int:
+    """Header bytes 116..123 (3.3): the arena offset the constants are copied to (-1: read in place)."""
+    flags, at = L.CONSTANTS_FIELDS.unpack_from(buf, L.CONSTANTS_FIELDS_OFFSET)
+    if flags == 0 and at == 0:
+        return -1
+    if h.version_major == L.CONSTANTS_RAM_VERSION[0] and h.version_minor < L.CONSTANTS_RAM_VERSION[1]:
+        raise ProgramFormatError(f"constants in RAM in a {h.version_major}.{h.version_minor} file (bytes 116..123 "
+                                 "are reserved before 3.3)")
+    if flags != L.CONSTANTS_IN_RAM:
+        raise ProgramFormatError(f"constants flags {flags:#x} (byte 116): 0 or 1")
+    end = at + h.constants_size
+    if at % L.CONSTANT_ALIGN or end > h.arena_bytes:
+        raise ProgramFormatError(f"the constants' copy [{at}, {end}) is not a 16-aligned range of the arena "
+                                 f"({h.arena_bytes} bytes)")
+    if regions and h.constants_size and not any(s <= at and end <= s + n for _r, s, n in regions):
+        raise ProgramFormatError(f"the constants' copy [{at}, {end}) crosses a region boundary")
+    ranges = [(f"tensor {t.name!r}", t.offset, t.nbytes) for t in tensors if not t.is_constant and t.nbytes]
+    ranges += [(f"op {i}'s scratch", op.scratch_offset, op.scratch_bytes) for i, op in enumerate(ops)
+               if op.scratch_bytes]
+    for what, offset, nbytes in ranges:
+        if offset < end and at < offset + nbytes:
+            raise ProgramFormatError(f"{what} [{offset}, {offset + nbytes}) overlaps the constants' copy "
+                                     f"[{at}, {end})")
+    return at
 
 
 def _read_regions(buf: bytes, h: Header, strings: _Strings) -> tuple[tuple[str, int, int], ...]:
@@ -424,7 +454,8 @@ class _OpReader:
                 scratch_offset=scratch_offset if scratch else -1, precision=precision)
         problem = (shifts_problem(op, self.by_name) or compact_params_problem(op, self.by_name)
                    or aten_index_problem(op) or recurrent_problem(op, self.by_name)
-                   or minmax_problem(op, self.by_name) or kernel_shape_problem(op, self.by_name))
+                   or minmax_problem(op, self.by_name) or kernel_shape_problem(op, self.by_name)
+                   or fill_problem(op))
         if problem:
             raise ProgramFormatError(f"{where}: {problem}")
         return op

@@ -32,6 +32,7 @@ from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.op_checks import (
     aten_index_problem,
     compact_params_problem,
+    fill_problem,
     kernel_shape_problem,
     minmax_problem,
     recurrent_problem,
@@ -78,7 +79,8 @@ def serialize(graph: Graph) -> bytes:
 
     header = L.Header(
         magic=L.MAGIC, version_major=L.FORMAT_VERSION[0],
-        version_minor=(L.REGIONS_VERSION if graph.regions else L.FORMAT_VERSION)[1],
+        version_minor=(L.CONSTANTS_RAM_VERSION if graph.constants_at >= 0 else
+                       L.REGIONS_VERSION if graph.regions else L.FORMAT_VERSION)[1],
         header_size=L.HEADER.size, file_size=file_size, crc32=zlib.crc32(body),
         target_id=target.id, isa_id=ISA_IDS[target.isa], arena_bytes=arena_bytes,
         constant_bytes=_u32(graph.constant_bytes, "constant bytes"),
@@ -92,11 +94,25 @@ def serialize(graph: Graph) -> bytes:
         outputs_start=outputs_start, output_count=len(graph.outputs), header_crc32=0,
     )
     head = bytearray(L.HEADER.pack(*header))
+    constants_copy = _constants_copy(graph, len(constants))
     L.REGION_FIELDS.pack_into(head, L.REGION_FIELDS_OFFSET, regions_offset, len(graph.regions))
+    L.CONSTANTS_FIELDS.pack_into(head, L.CONSTANTS_FIELDS_OFFSET, *constants_copy)
     header = header._replace(header_crc32=L.header_crc(bytes(head)))
     head[:L.HEADER.size] = L.HEADER.pack(*header)
     L.REGION_FIELDS.pack_into(head, L.REGION_FIELDS_OFFSET, regions_offset, len(graph.regions))
+    L.CONSTANTS_FIELDS.pack_into(head, L.CONSTANTS_FIELDS_OFFSET, *constants_copy)
     return bytes(head) + body
+
+
+def _constants_copy(graph: Graph, constants_size: int) -> tuple[int, int]:
+    """Header bytes 116..123 (3.3): (flags, arena offset) of the constants' copy in RAM; (0, 0) without one."""
+    at = graph.constants_at
+    if at < 0:
+        return 0, 0
+    if at % L.CONSTANT_ALIGN or at + constants_size > graph.arena_bytes:
+        raise ValueError(f"the constants' copy at arena offset {at} ({constants_size} bytes) is not 16-aligned "
+                         f"inside the arena of {graph.arena_bytes} bytes")
+    return L.CONSTANTS_IN_RAM, at
 
 
 def _region_records(graph: Graph, strings: StringTable) -> bytes:
@@ -248,7 +264,8 @@ def _op_record(
     if problem is None:
         problem = (shifts_problem(op, graph.tensors) or compact_params_problem(op, graph.tensors)
                    or aten_index_problem(op) or recurrent_problem(op, graph.tensors)
-                   or minmax_problem(op, graph.tensors) or kernel_shape_problem(op, graph.tensors))
+                   or minmax_problem(op, graph.tensors) or kernel_shape_problem(op, graph.tensors)
+                   or fill_problem(op))
     if problem is None and scratch:
         problem = scratch_problem(scratch_offset, scratch, graph.arena_bytes,
                                     [(n, graph.tensors[n].offset, graph.tensors[n].nbytes)

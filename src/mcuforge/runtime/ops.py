@@ -193,9 +193,13 @@ def _slice(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
 
 
 def _insert_tile(op: Op, ins: list[np.ndarray], outs: list[np.ndarray]) -> np.ndarray:
-    """dst (zeros without one) with the tile written at ``begin`` (mcuforge.patches)."""
+    """dst (zeros without one; with ``fill`` 0 the output's bytes as they are) with the tile written at ``begin``
+    (mcuforge.patches)."""
     tile, dst = ins[0], ins[1] if len(ins) > 1 else None
-    out = np.zeros(outs[0].shape, outs[0].dtype) if dst is None else np.array(dst, copy=True)
+    if dst is None:
+        out = np.zeros(outs[0].shape, outs[0].dtype) if op.attrs.get("fill", 1) else np.array(outs[0], copy=True)
+    else:
+        out = np.array(dst, copy=True)
     out[(slice(None), *(slice(b, b + n) for b, n in zip(op.attrs["begin"], tile.shape[1:], strict=True)))] = tile
     return out
 

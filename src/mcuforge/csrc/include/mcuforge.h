@@ -122,6 +122,9 @@ typedef struct {
      * [region_start[k], region_start[k] + region_bytes[k]); region_name[k] is a string table offset. */
     uint32_t region_count;
     uint32_t region_start[MF_MAX_REGIONS], region_bytes[MF_MAX_REGIONS], region_name[MF_MAX_REGIONS];
+    /* Constants in RAM (format 3.3): nonzero when mf_init copies the constants section to arena offset
+     * constants_at (inside one region, sharing no byte with any buffer) and the kernels read them there. */
+    uint32_t constants_in_ram, constants_at;
     /* Where the last mf_program_load failure was found: -1 when not in an op / tensor. */
     int32_t error_op;
     int32_t error_tensor;
@@ -199,6 +202,7 @@ typedef struct {
     uint32_t count;
     uint8_t *base[MF_MAX_REGIONS];
     uint32_t start[MF_MAX_REGIONS];
+    const uint8_t *constants; /* the constants section: in the program file, or its copy in RAM */
 } mf_arena_map;
 
 typedef struct {

@@ -2,11 +2,13 @@
  * insert_tile: out = dst (zeros without one) with tile written at begin[k] per stored dim of dst
  * (mcuforge.patches: the result of one spatial patch landing in the patched chain's output). Any
  * element type; bytes are copied, not converted. The planner may place out onto dst (in place): the
- * copy of dst is then skipped and only the tile's bytes are written.
+ * copy of dst is then skipped and only the tile's bytes are written. fill (optional, 1 when absent): 0
+ * leaves the output's other bytes as they are without dst (the planner placed the output over the dead
+ * bytes of the graph input: later tiles cover them, mcuforge.plan.input_overlap).
  */
 #include "mf_kernel_util.h"
 
-enum { A_BEGIN };
+enum { A_BEGIN, A_FILL };
 
 static mf_status check(const mf_call *c) {
     mf_tensor t, d, o;
@@ -22,6 +24,8 @@ static mf_status check(const mf_call *c) {
     }
     mf_value b = mf_attr(c, A_BEGIN);
     if (mf_value_count(b) != o.rank) return MF_ERR_SHAPE;
+    const int32_t fill = mf_attr_int_or(c, A_FILL, 1);
+    if (fill != 0 && fill != 1) return MF_ERR_SHAPE;
     for (uint32_t k = 0; k < o.rank; k++) {
         const int32_t at = mf_value_ints_at(b, k);
         if (at < 0 || (uint64_t)(uint32_t)at + t.shape[k] > o.shape[k]) return MF_ERR_SHAPE;
@@ -36,7 +40,7 @@ static mf_status run(const mf_call *c) {
     uint8_t *out = (uint8_t *)o.data;
     if (c->n_in == 2 && mf_call_input(c, 1, &d)) {
         if (d.data != o.data) memcpy(out, d.data, o.nbytes);
-    } else if (t.data != o.data) {
+    } else if (t.data != o.data && mf_attr_int_or(c, A_FILL, 1)) {
         memset(out, 0, o.nbytes);
     }
     if (t.numel == 0 || t.data == o.data) return MF_OK; /* an empty tile; a tile that is the whole output */

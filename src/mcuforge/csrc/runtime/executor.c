@@ -6,6 +6,17 @@
 #include "mf_internal.h"
 #include "mf_trace_internal.h"
 
+/* Where the kernels read the constants: in place in the program file, or (format 3.3) a copy made here in
+ * the arena bytes the planner reserved for it (one memcpy; the arena was zeroed first). */
+static void bind_constants(mf_context *ctx) {
+    const mf_program *p = ctx->program;
+    ctx->map.constants = p->data + p->constants_offset;
+    if (!p->constants_in_ram) return;
+    uint8_t *copy = mf_arena_at(&ctx->map, p->constants_at);
+    if (p->constants_size) memcpy(copy, p->data + p->constants_offset, p->constants_size);
+    ctx->map.constants = copy;
+}
+
 mf_status mf_init(mf_context *ctx, const mf_program *p, uint8_t *arena, size_t arena_size) {
     return mf_init_delegate(ctx, p, arena, arena_size, NULL);
 }
@@ -26,6 +37,7 @@ mf_status mf_init_delegate(mf_context *ctx, const mf_program *p, uint8_t *arena,
     ctx->map.count = 1; /* a program with regions too: they lie end to end in this one buffer */
     ctx->map.base[0] = arena;
     ctx->delegate = delegate;
+    bind_constants(ctx);
     ctx->ready = 1;
     return mf_delegate_bind(ctx); /* MF_ERR_NO_DELEGATE (and not ready) if NPU ops have no driver */
 }
@@ -67,6 +79,7 @@ mf_status mf_init_regions(mf_context *ctx, const mf_program *p, uint8_t *const *
         ctx->map.base[k] = buffers[k];
         ctx->map.start[k] = p->region_start[k];
     }
+    bind_constants(ctx);
     ctx->ready = 1;
     return mf_delegate_bind(ctx); /* no NPU driver here: MF_ERR_NO_DELEGATE for a program with NPU ops */
 }

@@ -106,7 +106,7 @@
 #define MF_KIND_HEAD_convert_s16_s8 MF_KIND_CONVERT_S16_S8, "convert_s16_s8", 1, 1, 0, "iii"
 #define MF_KIND_HEAD_lstm_s8 MF_KIND_LSTM_S8, "lstm_s8", 5, 5, 0, "IIIIiiiiiiiii"
 #define MF_KIND_HEAD_gru_s8 MF_KIND_GRU_S8, "gru_s8", 5, 5, 0, "IIIIiii"
-#define MF_KIND_HEAD_insert_tile MF_KIND_INSERT_TILE, "insert_tile", 1, 2, 1u << 1, "I"
+#define MF_KIND_HEAD_insert_tile MF_KIND_INSERT_TILE, "insert_tile", 1, 2, 1u << 1, "I?i"
 
 /* The precisions an op of the kind may record: bit p for MF_PREC_* code p. */
 static inline uint32_t mf_kind_precisions(uint16_t kind) {

@@ -172,6 +172,25 @@ static mf_status check_regions(mf_program *p) {
     return MF_OK;
 }
 
+/* ---- constants in RAM (3.3, docs/format.md "Header"): header bytes 116..123 ---- */
+static mf_status check_constants_copy(mf_program *p) {
+    const uint8_t *d = p->data;
+    uint32_t flags = mf_rd_u32(d + 116), at = mf_rd_u32(d + 120);
+    if (flags == 0 && at == 0) return MF_OK;
+    if (mf_rd_u16(d + 4) == 3 && mf_rd_u16(d + 6) < 3) return MF_ERR_FORMAT; /* reserved before 3.3 */
+    if (flags != 1u || at % 16u) return MF_ERR_FORMAT;
+    if ((uint64_t)at + p->constants_size > p->arena_bytes) return MF_ERR_BOUNDS;
+    p->constants_in_ram = 1;
+    p->constants_at = at;
+    return MF_OK;
+}
+
+/* Arena bytes [offset, offset + nbytes) share none with the constants' copy in RAM (none without one). */
+static int clear_of_constants(const mf_program *p, uint64_t offset, uint64_t nbytes) {
+    if (!p->constants_in_ram || nbytes == 0 || p->constants_size == 0) return 1;
+    return offset + nbytes <= p->constants_at || (uint64_t)p->constants_at + p->constants_size <= offset;
+}
+
 /* Arena bytes [offset, offset + nbytes) lie inside one region (always, for a single arena): a runtime maps
  * each buffer to its region's memory. */
 static int in_one_region(const mf_program *p, uint64_t offset, uint64_t nbytes) {
@@ -227,7 +246,7 @@ static mf_status check_tensor(const mf_program *p, uint32_t i) {
         }
     } else {
         if (offset + nbytes > p->arena_bytes) return MF_ERR_BOUNDS;
-        if (!in_one_region(p, offset, nbytes)) return MF_ERR_FORMAT;
+        if (!in_one_region(p, offset, nbytes) || !clear_of_constants(p, offset, nbytes)) return MF_ERR_FORMAT;
         /* Not in format.md 1.0 (the planner aligns to 16): kernels use typed pointers. */
         if (offset % itemsize) return MF_ERR_FORMAT;
     }
@@ -423,7 +442,9 @@ static mf_status check_scratch(const mf_program *p, const mf_call *c) {
     const uint64_t lo = c->scratch_offset, hi = lo + c->scratch_bytes;
     if (lo % 16u) return MF_ERR_FORMAT;
     if (hi > p->arena_bytes) return MF_ERR_BOUNDS;
-    if (!in_one_region(p, lo, c->scratch_bytes)) return MF_ERR_FORMAT;
+    if (!in_one_region(p, lo, c->scratch_bytes) || !clear_of_constants(p, lo, c->scratch_bytes)) {
+        return MF_ERR_FORMAT;
+    }
     for (uint32_t j = 0; j < c->n_in + c->n_out; j++) {
         const int32_t idx = mf_index_entry(p, j < c->n_in ? c->in_start + j : c->out_start + (j - c->n_in));
         if (idx < 0) continue;
@@ -515,6 +536,10 @@ mf_status mf_program_load(mf_program *p, const uint8_t *data, size_t size) {
     mf_status s = check_header(p, data, size);
     if (s == MF_OK) s = check_sections(p);
     if (s == MF_OK) s = check_regions(p);
+    if (s == MF_OK) s = check_constants_copy(p);
+    if (s == MF_OK && p->constants_in_ram && !in_one_region(p, p->constants_at, p->constants_size)) {
+        s = MF_ERR_FORMAT;
+    }
     if (s == MF_OK) s = check_tensors(p);
     for (uint32_t i = 0; s == MF_OK && i < p->op_count; i++) {
         s = check_op(p, i);

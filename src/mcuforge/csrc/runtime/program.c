@@ -70,7 +70,9 @@ uint8_t *mf_arena_at(const mf_arena_map *map, uint32_t offset) {
 void mf_tensor_bind(const mf_program *p, const mf_arena_map *arena, mf_tensor *t) {
     if (t->flags & MF_TENSOR_FLAG_CONSTANT) {
         /* const is dropped for a uniform view; outputs are never constants (checked at load) */
-        t->data = (void *)(uintptr_t)(p->data + p->constants_offset + t->offset);
+        const uint8_t *base = arena != NULL && arena->constants != NULL ? arena->constants
+                                                                         : p->data + p->constants_offset;
+        t->data = (void *)(uintptr_t)(base + t->offset);
     } else {
         t->data = mf_arena_at(arena, t->offset);
     }
