@@ -71,31 +71,52 @@ def folded_names(gm: fx.GraphModule, folds: list[_Fold]) -> list[tuple[str, str,
 
 
 class BatchNormStatistics(nn.Module):
-    """One folded BatchNorm: its constants, the latest batch's statistics, the folded parameters it refolds."""
+    """One folded BatchNorm: its constants, the latest batch's statistics, the folded parameters it refolds.
+
+    ``weight`` / ``bias`` (Parameters) are the BatchNorm's gamma and beta as training moves them while tracking;
+    the ``gamma`` / ``beta`` buffers are the ones the layer is folded with (equal to them after each refold)."""
 
     def __init__(self, weight: nn.Parameter, bias: nn.Parameter, fold: _Fold, axis: int) -> None:
         super().__init__()
         gamma, beta, mean, var, eps = fold.constants
         for name, value in (("gamma", gamma), ("beta", beta), ("running_mean", mean), ("running_var", var)):
             self.register_buffer(name, value.clone())
+        self.weight = nn.Parameter(gamma.float().clone())
+        self.bias = nn.Parameter(beta.float().clone())
         self.eps, self.momentum, self.axis = eps, fold.momentum, axis
         self.tracking = False
         self.batch: tuple[torch.Tensor, torch.Tensor] | None = None
         object.__setattr__(self, "params", (weight, bias))  # not submodules/parameters: the model's own
 
     def forward(self, y: torch.Tensor) -> torch.Tensor:
-        if self.tracking:  # train_qat (or track_batch_norm) sets it: exported models ignore train()
-            with torch.no_grad():
-                flat = torch.movedim(y.detach().double(), self.axis, 0).reshape(y.shape[self.axis], -1)
-                sigma = torch.sqrt(self.running_var + self.eps)
-                ratio = sigma / torch.where(self.gamma == 0, torch.ones_like(self.gamma), self.gamma)
-                # the BatchNorm input z: z - mean = (y - beta) * sigma / gamma
-                self.batch = ((flat.mean(1) - self.beta) * ratio + self.running_mean, flat.var(1) * ratio ** 2)
-        return y
+        if not self.tracking:  # train_qat (or track_batch_norm) sets it: exported models ignore train()
+            return y
+        # torchao's conv-BN QAT forward, on the folded layer's output y = x W_f^T + b_f (W_f fake-quantized):
+        # the BatchNorm input z = (y - beta) * sigma / gamma + mean (running statistics, those of the fold),
+        # normalized with the batch's statistics (gradients through them, as BatchNorm trains) and scaled by the
+        # trainable gamma and beta. Frozen (not tracking), this is the identity: the layer is the folded one.
+        shape = [1] * y.dim()
+        shape[self.axis] = -1
+        gamma = torch.where(self.gamma == 0, torch.ones_like(self.gamma), self.gamma)
+        ratio = (torch.sqrt(self.running_var + self.eps) / gamma).to(y.dtype)
+        z = (y - self.beta.to(y.dtype).reshape(shape)) * ratio.reshape(shape) + \
+            self.running_mean.to(y.dtype).reshape(shape)
+        dims = [d for d in range(y.dim()) if d != self.axis % y.dim()]
+        mean = z.mean(dims, keepdim=True)
+        var = z.var(dims, unbiased=False, keepdim=True)
+        with torch.no_grad():
+            count = z.numel() // z.shape[self.axis]
+            unbiased = var.detach().double().reshape(-1) * count / max(count - 1, 1)
+            self.batch = (mean.detach().double().reshape(-1), unbiased)
+        normalized = (z - mean) * torch.rsqrt(var + self.eps)
+        out = normalized * self.weight.reshape(shape) + self.bias.reshape(shape)
+        keep = (self.gamma != 0).reshape(shape)  # a zero gamma folded to zero weights: that channel stays as it is
+        return torch.where(keep, out, y)
 
     @torch.no_grad()
     def update(self) -> bool:
-        """Running statistics one momentum step toward the last batch's, parameters refolded; False if none."""
+        """Running statistics one momentum step toward the last batch's, parameters refolded with them and the
+        trained gamma and beta; False if no batch was recorded."""
         if self.batch is None:
             return False
         batch_mean, batch_var = self.batch
@@ -107,14 +128,21 @@ class BatchNormStatistics(nn.Module):
         sigma, new_sigma = torch.sqrt(self.running_var + self.eps), torch.sqrt(var + self.eps)
         weight, bias = self.params
         gamma = torch.where(keep, self.gamma, torch.ones_like(self.gamma))
+        new_gamma = torch.where(keep, self.weight.double(), self.gamma)
+        new_beta = torch.where(keep, self.bias.double(), self.beta)
         # unfolded weight W = W_f * sigma / gamma and conv bias b0 = (b_f - beta) * sigma / gamma + mean, unchanged
         b0 = (bias.double() - self.beta) * sigma / gamma + self.running_mean
-        new_bias = torch.where(keep, (b0 - mean) * gamma / new_sigma + self.beta, bias.double())
+        new_bias = torch.where(keep, (b0 - mean) * new_gamma / new_sigma + new_beta, bias.double())
         shape = (-1,) + (1,) * (weight.dim() - 1)
-        weight.mul_((sigma / new_sigma).reshape(shape).to(weight.dtype))
+        scale = torch.where(keep, new_gamma / gamma * sigma / new_sigma, torch.ones_like(sigma))
+        weight.mul_(scale.reshape(shape).to(weight.dtype))
         bias.copy_(new_bias.to(bias.dtype))
         self.running_mean.copy_(mean)
         self.running_var.copy_(var)
+        self.gamma.copy_(new_gamma)
+        self.beta.copy_(new_beta)
+        self.weight.copy_(new_gamma.float())  # a zero gamma's channel: back to zero
+        self.bias.copy_(new_beta.float())
         return True
 
 
