@@ -15,10 +15,11 @@ spectrograms and ResNet-8 on synthetic gratings (both saturate at ~100%: nothing
 
 Per seed (data split, fp32 training, QAT) each model is trained in fp32, then: PTQ int8 and PTQ W4A8
 (``mcuforge.compile``, calibrated on 128 training inputs), QAT W4A8 and QAT int8 (``prepare_qat`` on the same
-calibration, ``train_qat``: 3 epochs, Adam, lr 3e-5, BatchNorm statistics tracked for the first two epochs,
-observers frozen for the last one; lr 3e-4 and 1e-4 did worse on the converged models here, see
-docs/accuracy.md; the BatchNorm-free MLP: 5 epochs, Adam lr 1e-3 annealed to 0 (cosine), observers frozen from
-epoch 1, ``RECIPES``), and the control
+calibration, ``train_qat``; ``RECIPES``: the BatchNorm MLP and CNN 10 epochs, Adam lr 1e-3 (the CNN 3e-3) annealed
+to 0 (cosine), the BatchNorm phase (batch statistics in the forward, running statistics, gamma and beta trained) and
+live weight observers for the first 8; the BatchNorm-free MLP 5 epochs, Adam lr 1e-3 cosine, observers frozen
+from epoch 1; the digits CNN 3 epochs, Adam lr 3e-5, the BatchNorm phase for two; see docs/accuracy.md for the
+recipes tried), and the control
 "fp32 +QAT ep": the fp32 model trained the same epochs with the same lr schedule without fake quantization (QAT is extra
 training too: the control says how much of QAT's gain that alone gives). Accuracy is the compiled program's (host
 runtime, bit-exact with the C runtime and the boards) on held-out data; SQNR is the program's logits against the
@@ -60,8 +61,12 @@ class QATRecipe:
     freeze_epoch: int | None = None  # observers frozen from this epoch (None: the last one)
 
 
-#: the BatchNorm-free MLP: a larger step, annealed, observers frozen after the first epoch
-RECIPES = {"features_mlp_nobn": QATRecipe(epochs=5, lr=1e-3, bn_epochs=0, cosine=True, freeze_epoch=1)}
+#: the BatchNorm-free MLP: a larger step, annealed, observers frozen after the first epoch; the BatchNorm models:
+#: a large step (the CNN's 3x the MLP's) annealed over 10 epochs, the BatchNorm phase (batch statistics in the
+#: forward, qat/batchnorm.py) and live weight observers for the first 8
+RECIPES = {"features_mlp_nobn": QATRecipe(epochs=5, lr=1e-3, bn_epochs=0, cosine=True, freeze_epoch=1),
+           "features_mlp": QATRecipe(epochs=10, lr=1e-3, bn_epochs=8, cosine=True, freeze_epoch=8),
+           "features_cnn": QATRecipe(epochs=10, lr=3e-3, bn_epochs=8, cosine=True, freeze_epoch=8)}
 
 
 class Annealed:

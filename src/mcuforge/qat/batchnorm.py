@@ -1,23 +1,27 @@
-"""BatchNorm statistics during QAT, with the BatchNorm kept folded: the freeze-BN-stats schedule.
+"""BatchNorm during QAT, folded: the freeze-BN-stats schedule with torchao's conv-BN QAT forward.
 
 prepare_qat folds each BatchNorm into the conv / linear before it (PTQ's pass), so the weight fake quant sees
 the folded weight ``W_f = W * gamma / sigma`` and the program's layer is one kernel. The usual QAT schedule
-also lets the BatchNorm statistics follow the fine-tuned weights for the first epochs, then freezes them.
-torchao's conv-BN QAT pattern does that with the BatchNorm left in the graph, but it needs the quantizer to
-annotate conv -> BN (-> ReLU) chains, which mcuforge's does not (it never sees a BatchNorm). Here the folded
-layer keeps its BatchNorm's constants (gamma, beta, running mean and variance) and:
+trains the BatchNorm for the first epochs (batch statistics in the forward, running statistics following the
+fine-tuned weights, gamma and beta trained), then freezes it. torchao does that with its conv-BN pattern
+(``_fuse_conv_bn_qat``), which needs the quantizer to annotate conv -> BN (-> ReLU) chains; mcuforge's never
+sees a BatchNorm, and torchao has no linear -> BatchNorm1d pattern. Here the folded layer (conv or linear)
+keeps its BatchNorm's constants (gamma, beta, running mean and variance) in a recorder placed in line after it,
+and while tracking (before ``freeze_bn_epoch``):
 
-- in the forward, a recorder beside the layer takes the batch's per-channel mean and variance of the folded
-  output ``y`` and turns them into the BatchNorm input's: ``z - mean = (y - beta) * sigma / gamma``;
-- after each optimizer step (:func:`update_batch_norm`) the running statistics move toward them (the
-  BatchNorm's momentum, unbiased variance as torch's) and the layer is folded again with them: ``W_f`` scaled by
-  ``sigma / sigma'`` and ``b_f`` moved so that the unfolded ``W`` and conv bias are unchanged.
+- the forward is torchao's: the folded output ``y`` (fake-quantized ``W_f``, folded with the running
+  statistics, as torchao scales the weight by ``gamma / running_sigma``) is taken back to the BatchNorm input
+  ``z = (y - beta) * sigma / gamma + mean`` and normalized with the batch's mean and variance (gradients
+  through them, as BatchNorm trains), times the trainable gamma plus beta (the recorder's parameters);
+- after each optimizer step (:func:`update_batch_norm`) the running statistics move toward the batch's (the
+  BatchNorm's momentum, unbiased variance as torch's) and the layer is folded again with them and the trained
+  gamma and beta: ``W_f`` scaled by ``(gamma' / gamma) (sigma / sigma')`` and ``b_f`` moved so that the
+  unfolded ``W`` and conv bias are unchanged.
 
-The forward always normalizes with the running statistics (folded), never with the batch's: at every step the
-frozen forward is the program (the exactness tests hold during and after the BatchNorm phase). That is the
-end state torchao's pattern reaches after its freeze; before it, torchao normalizes with the batch statistics.
-The recorders are identities in line after each folded layer, added after the requantization emulation has
-matched its patterns and removed before convert_pt2e.
+Not tracking (the frozen BatchNorm, and from ``freeze_bn_epoch`` on) the recorder is the identity: the forward
+is the folded layer with the running statistics, which is what the program computes (the exactness tests hold
+after the BatchNorm phase). The recorders are added after the requantization emulation has matched its
+patterns and removed before convert_pt2e.
 """
 
 from __future__ import annotations
@@ -185,7 +189,8 @@ def recorders(model: nn.Module) -> list[BatchNormStatistics]:
 
 
 def track_batch_norm(model: nn.Module, enabled: bool) -> None:
-    """BatchNorm statistics tracking on (each training forward records the batch's) or frozen (the default)."""
+    """The BatchNorm phase on (each forward normalizes with the batch's statistics and records them: evaluate
+    with it off) or frozen (the default: the folded layer, the program's forward)."""
     for r in recorders(model):
         r.tracking = enabled
         r.batch = None
