@@ -4,7 +4,8 @@ synthetic-but-learnable data (nothing downloaded).
     python benchmarks/qat.py [--seeds 3] [--models digits,features_cnn,features_mlp,features_mlp_nobn]  # results/qat.md
     python benchmarks/qat.py --models ds_cnn,resnet8                                   # the zoo models (~25 min)
 
-Models (default, ~5 min on one thread): the digits CNN (scikit-learn's digits, mcuforge.examples.digits); a
+Models (default; ~5 min on one idle thread with the earlier 3-epoch recipes, ~28 min wall in all on a loaded shared
+machine with the 10-epoch BatchNorm ones): the digits CNN (scikit-learn's digits, mcuforge.examples.digits); a
 narrow CNN (4-8-8 channels) and a small MLP (64-32-32-10, BatchNorm) on a 10-class task from scikit-learn's
 ``make_classification`` (64 features, 32 informative and 16 redundant, two Gaussian clusters per class,
 class_sep 1.5: fine class boundaries that no model here saturates; the CNN sees the features as an 8x8 image,
