@@ -4,7 +4,8 @@ synthetic-but-learnable data (nothing downloaded).
     python benchmarks/qat.py [--seeds 3] [--models digits,features_cnn,features_mlp,features_mlp_nobn]  # results/qat.md
     python benchmarks/qat.py --models ds_cnn,resnet8                                   # the zoo models (~25 min)
 
-Models (default, ~5 min on one thread): the digits CNN (scikit-learn's digits, mcuforge.examples.digits); a
+Models (default; ~5 min on one idle thread with the earlier 3-epoch recipes, ~25 min wall in all on a loaded shared
+machine with the 10- and 15-epoch BatchNorm ones): the digits CNN (scikit-learn's digits, mcuforge.examples.digits); a
 narrow CNN (4-8-8 channels) and a small MLP (64-32-32-10, BatchNorm) on a 10-class task from scikit-learn's
 ``make_classification`` (64 features, 32 informative and 16 redundant, two Gaussian clusters per class,
 class_sep 1.5: fine class boundaries that no model here saturates; the CNN sees the features as an 8x8 image,
@@ -15,10 +16,11 @@ spectrograms and ResNet-8 on synthetic gratings (both saturate at ~100%: nothing
 
 Per seed (data split, fp32 training, QAT) each model is trained in fp32, then: PTQ int8 and PTQ W4A8
 (``mcuforge.compile``, calibrated on 128 training inputs), QAT W4A8 and QAT int8 (``prepare_qat`` on the same
-calibration, ``train_qat``: 3 epochs, Adam, lr 3e-5, BatchNorm statistics tracked for the first two epochs,
-observers frozen for the last one; lr 3e-4 and 1e-4 did worse on the converged models here, see
-docs/accuracy.md; the BatchNorm-free MLP: 5 epochs, Adam lr 1e-3 annealed to 0 (cosine), observers frozen from
-epoch 1, ``RECIPES``), and the control
+calibration, ``train_qat``; ``RECIPES``: the BatchNorm MLP 10 epochs, Adam lr 1e-3 annealed to 0 (cosine), the
+BatchNorm phase (batch statistics in the forward, running statistics, gamma and beta trained) and live weight
+observers for the first 8; the BatchNorm CNN the same with 15 epochs at lr 3e-3, 12 of them; the BatchNorm-free
+MLP 5 epochs, Adam lr 1e-3 cosine, observers frozen from epoch 1; the digits CNN 3 epochs, Adam lr 3e-5, the
+BatchNorm phase for two; see docs/accuracy.md for the recipes tried), and the control
 "fp32 +QAT ep": the fp32 model trained the same epochs with the same lr schedule without fake quantization (QAT is extra
 training too: the control says how much of QAT's gain that alone gives). Accuracy is the compiled program's (host
 runtime, bit-exact with the C runtime and the boards) on held-out data; SQNR is the program's logits against the
@@ -60,8 +62,12 @@ class QATRecipe:
     freeze_epoch: int | None = None  # observers frozen from this epoch (None: the last one)
 
 
-#: the BatchNorm-free MLP: a larger step, annealed, observers frozen after the first epoch
-RECIPES = {"features_mlp_nobn": QATRecipe(epochs=5, lr=1e-3, bn_epochs=0, cosine=True, freeze_epoch=1)}
+#: the BatchNorm-free MLP: a larger step, annealed, observers frozen after the first epoch; the BatchNorm models:
+#: a large step annealed to 0, the BatchNorm phase (batch statistics in the forward, qat/batchnorm.py) and live
+#: weight observers for all but the last few epochs (MLP 10 epochs lr 1e-3, 8 of them; CNN 15 at 3e-3, 12)
+RECIPES = {"features_mlp_nobn": QATRecipe(epochs=5, lr=1e-3, bn_epochs=0, cosine=True, freeze_epoch=1),
+           "features_mlp": QATRecipe(epochs=10, lr=1e-3, bn_epochs=8, cosine=True, freeze_epoch=8),
+           "features_cnn": QATRecipe(epochs=15, lr=3e-3, bn_epochs=12, cosine=True, freeze_epoch=12)}
 
 
 class Annealed:

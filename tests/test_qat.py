@@ -94,7 +94,10 @@ def test_batch_norm_folded_and_parameters_are_the_folded_weights():
     # copies: training the QAT model leaves the user's model as it was
     originals = {id(p) for p in model.parameters()} | {p.data_ptr() for p in model.parameters()}
     assert not any(id(p) in originals or p.data_ptr() in originals for p in qat.parameters())
-    assert len(names) == 8 and not any("running" in n or n.startswith("stem.1") for n in names)
+    assert not any("running" in n or n.startswith("stem.1") for n in names)
+    # the layers' folded weights and biases, and the BatchNorm's gamma and beta (trained while its statistics are)
+    assert len(names) == 10 and sorted(n for n in names if n.startswith("mcuforge_bnstats_")) == [
+        "mcuforge_bnstats_0.bias", "mcuforge_bnstats_0.weight"]
     # 4-bit weights for every conv and the linear layer, fake-quantized to [-7, 7]
     weights = [fq for fq in fake_quants(qat) if fq.weight]
     assert len(weights) == 4 and all((fq.quant_min, fq.quant_max) == (-7, 7) for fq in weights)
@@ -320,6 +323,73 @@ def test_batch_norm_statistics_train_then_freeze_and_program_stays_exact():
     # now train: statistics for one epoch, observers frozen for the last; the program is the frozen forward
     train_qat(qat, _batches(x, y), nn.functional.cross_entropy, epochs=3, lr=1e-2, freeze_bn_epoch=1,
               progress=False)
+    prog = mcuforge.compile(qat, x[:1], target="cortex-m4")
+    assert not any(op.kind.startswith("batch_norm") for op in prog.ops)
+    diff = _codes_differ(prog, qat, x)
+    assert not diff.any(), f"{(diff != 0).mean():.2%} of the codes differ"
+
+
+class MixedBN(nn.Module):
+    """conv -> BatchNorm2d -> ReLU and linear -> BatchNorm1d -> ReLU: both folded patterns the BatchNorm phase trains
+    (statistics, gamma and beta)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU())
+        self.fc = nn.Sequential(nn.Linear(64, 16), nn.BatchNorm1d(16), nn.ReLU())
+        self.head = nn.Linear(16, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pooled = nn.functional.max_pool2d(self.conv(x), 2)
+        return self.head(self.fc(torch.flatten(pooled, 1)))
+
+
+def test_batch_norm_phase_normalizes_with_batch_statistics_and_program_stays_exact():
+    """While its statistics are tracked, each folded BatchNorm (conv -> BatchNorm2d and linear -> BatchNorm1d) is
+    torchao's conv-BN QAT forward: the folded layer's output unscaled to the BatchNorm input and normalized with the
+    batch's statistics, gamma and beta trainable. With fake quantization off this is the float model in train mode:
+    same outputs, same gradients for gamma and beta. After the phase the forward is the folded layer again and the
+    compiled program computes the frozen fake-quant forward's codes exactly."""
+    from mcuforge.qat import set_fake_quant, track_batch_norm
+    from mcuforge.qat.batchnorm import recorders
+
+    torch.manual_seed(5)
+    model = MixedBN().eval()
+    for bn in (model.conv[1], model.fc[1]):
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 2.0)
+        bn.weight.data.uniform_(0.5, 1.5)
+        bn.bias.data.uniform_(-0.2, 0.2)
+    x = torch.randn(128, 1, 8, 8)
+    y = (x[:, 0, :4].mean((1, 2)) > 0).long() * 2 + (x[:, 0, :, :4].mean((1, 2)) > 0).long()
+    qat = prepare_qat(model, x[:1], _calibration(x), "w4a8", progress=False)
+    recs = recorders(qat)
+    assert [r.axis for r in recs] == [1, -1]  # the conv's channels, the linear's features
+    # the float model in train mode (batch statistics) against the QAT model tracking, fake quantization off
+    eager = copy.deepcopy(model).train()
+    ref = eager(x[:32])
+    nn.functional.cross_entropy(ref, y[:32]).backward()
+    set_fake_quant(qat, False)
+    track_batch_norm(qat, True)
+    out = qat(x[:32])
+    nn.functional.cross_entropy(out, y[:32]).backward()
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-5)
+    for rec, bn in zip(recs, (eager.conv[1], eager.fc[1]), strict=True):
+        torch.testing.assert_close(rec.weight.grad, bn.weight.grad, rtol=1e-3, atol=1e-6)
+        torch.testing.assert_close(rec.bias.grad, bn.bias.grad, rtol=1e-3, atol=1e-6)
+    # not tracking: the folded layer (running statistics), i.e. the float model in eval mode
+    track_batch_norm(qat, False)
+    with torch.no_grad():
+        torch.testing.assert_close(qat(x[:32]), model(x[:32]), rtol=1e-4, atol=1e-5)
+    set_fake_quant(qat, True)
+    qat.zero_grad()
+    # train: the BatchNorm phase for two epochs (gamma and beta move and are folded in), observers frozen last
+    gammas = [r.gamma.clone() for r in recs]
+    log = train_qat(qat, _batches(x, y), nn.functional.cross_entropy, epochs=3, lr=1e-2, freeze_bn_epoch=2,
+                    progress=False)
+    assert log.bn_frozen_at_epoch == 2 and log.bn_updates == 2 * 2 * 4  # two BatchNorms, two epochs of 4 steps
+    assert all(not torch.equal(g, r.gamma) for g, r in zip(gammas, recs, strict=True))
+    assert all(torch.equal(r.weight.detach().double(), r.gamma.float().double()) for r in recs)
     prog = mcuforge.compile(qat, x[:1], target="cortex-m4")
     assert not any(op.kind.startswith("batch_norm") for op in prog.ops)
     diff = _codes_differ(prog, qat, x)

@@ -1,23 +1,27 @@
-"""BatchNorm statistics during QAT, with the BatchNorm kept folded: the freeze-BN-stats schedule.
+"""BatchNorm during QAT, folded: the freeze-BN-stats schedule with torchao's conv-BN QAT forward.
 
 prepare_qat folds each BatchNorm into the conv / linear before it (PTQ's pass), so the weight fake quant sees
 the folded weight ``W_f = W * gamma / sigma`` and the program's layer is one kernel. The usual QAT schedule
-also lets the BatchNorm statistics follow the fine-tuned weights for the first epochs, then freezes them.
-torchao's conv-BN QAT pattern does that with the BatchNorm left in the graph, but it needs the quantizer to
-annotate conv -> BN (-> ReLU) chains, which mcuforge's does not (it never sees a BatchNorm). Here the folded
-layer keeps its BatchNorm's constants (gamma, beta, running mean and variance) and:
+trains the BatchNorm for the first epochs (batch statistics in the forward, running statistics following the
+fine-tuned weights, gamma and beta trained), then freezes it. torchao does that with its conv-BN pattern
+(``_fuse_conv_bn_qat``), which needs the quantizer to annotate conv -> BN (-> ReLU) chains; mcuforge's never
+sees a BatchNorm, and torchao has no linear -> BatchNorm1d pattern. Here the folded layer (conv or linear)
+keeps its BatchNorm's constants (gamma, beta, running mean and variance) in a recorder placed in line after it,
+and while tracking (before ``freeze_bn_epoch``):
 
-- in the forward, a recorder beside the layer takes the batch's per-channel mean and variance of the folded
-  output ``y`` and turns them into the BatchNorm input's: ``z - mean = (y - beta) * sigma / gamma``;
-- after each optimizer step (:func:`update_batch_norm`) the running statistics move toward them (the
-  BatchNorm's momentum, unbiased variance as torch's) and the layer is folded again with them: ``W_f`` scaled by
-  ``sigma / sigma'`` and ``b_f`` moved so that the unfolded ``W`` and conv bias are unchanged.
+- the forward is torchao's: the folded output ``y`` (fake-quantized ``W_f``, folded with the running
+  statistics, as torchao scales the weight by ``gamma / running_sigma``) is taken back to the BatchNorm input
+  ``z = (y - beta) * sigma / gamma + mean`` and normalized with the batch's mean and variance (gradients
+  through them, as BatchNorm trains), times the trainable gamma plus beta (the recorder's parameters);
+- after each optimizer step (:func:`update_batch_norm`) the running statistics move toward the batch's (the
+  BatchNorm's momentum, unbiased variance as torch's) and the layer is folded again with them and the trained
+  gamma and beta: ``W_f`` scaled by ``(gamma' / gamma) (sigma / sigma')`` and ``b_f`` moved so that the
+  unfolded ``W`` and conv bias are unchanged.
 
-The forward always normalizes with the running statistics (folded), never with the batch's: at every step the
-frozen forward is the program (the exactness tests hold during and after the BatchNorm phase). That is the
-end state torchao's pattern reaches after its freeze; before it, torchao normalizes with the batch statistics.
-The recorders are identities in line after each folded layer, added after the requantization emulation has
-matched its patterns and removed before convert_pt2e.
+Not tracking (the frozen BatchNorm, and from ``freeze_bn_epoch`` on) the recorder is the identity: the forward
+is the folded layer with the running statistics, which is what the program computes (the exactness tests hold
+after the BatchNorm phase). The recorders are added after the requantization emulation has matched its
+patterns and removed before convert_pt2e.
 """
 
 from __future__ import annotations
@@ -71,31 +75,52 @@ def folded_names(gm: fx.GraphModule, folds: list[_Fold]) -> list[tuple[str, str,
 
 
 class BatchNormStatistics(nn.Module):
-    """One folded BatchNorm: its constants, the latest batch's statistics, the folded parameters it refolds."""
+    """One folded BatchNorm: its constants, the latest batch's statistics, the folded parameters it refolds.
+
+    ``weight`` / ``bias`` (Parameters) are the BatchNorm's gamma and beta as training moves them while tracking;
+    the ``gamma`` / ``beta`` buffers are the ones the layer is folded with (equal to them after each refold)."""
 
     def __init__(self, weight: nn.Parameter, bias: nn.Parameter, fold: _Fold, axis: int) -> None:
         super().__init__()
         gamma, beta, mean, var, eps = fold.constants
         for name, value in (("gamma", gamma), ("beta", beta), ("running_mean", mean), ("running_var", var)):
             self.register_buffer(name, value.clone())
+        self.weight = nn.Parameter(gamma.float().clone())
+        self.bias = nn.Parameter(beta.float().clone())
         self.eps, self.momentum, self.axis = eps, fold.momentum, axis
         self.tracking = False
         self.batch: tuple[torch.Tensor, torch.Tensor] | None = None
         object.__setattr__(self, "params", (weight, bias))  # not submodules/parameters: the model's own
 
     def forward(self, y: torch.Tensor) -> torch.Tensor:
-        if self.tracking:  # train_qat (or track_batch_norm) sets it: exported models ignore train()
-            with torch.no_grad():
-                flat = torch.movedim(y.detach().double(), self.axis, 0).reshape(y.shape[self.axis], -1)
-                sigma = torch.sqrt(self.running_var + self.eps)
-                ratio = sigma / torch.where(self.gamma == 0, torch.ones_like(self.gamma), self.gamma)
-                # the BatchNorm input z: z - mean = (y - beta) * sigma / gamma
-                self.batch = ((flat.mean(1) - self.beta) * ratio + self.running_mean, flat.var(1) * ratio ** 2)
-        return y
+        if not self.tracking:  # train_qat (or track_batch_norm) sets it: exported models ignore train()
+            return y
+        # torchao's conv-BN QAT forward, on the folded layer's output y = x W_f^T + b_f (W_f fake-quantized):
+        # the BatchNorm input z = (y - beta) * sigma / gamma + mean (running statistics, those of the fold),
+        # normalized with the batch's statistics (gradients through them, as BatchNorm trains) and scaled by the
+        # trainable gamma and beta. Frozen (not tracking), this is the identity: the layer is the folded one.
+        shape = [1] * y.dim()
+        shape[self.axis] = -1
+        gamma = torch.where(self.gamma == 0, torch.ones_like(self.gamma), self.gamma)
+        ratio = (torch.sqrt(self.running_var + self.eps) / gamma).to(y.dtype)
+        z = (y - self.beta.to(y.dtype).reshape(shape)) * ratio.reshape(shape) + \
+            self.running_mean.to(y.dtype).reshape(shape)
+        dims = [d for d in range(y.dim()) if d != self.axis % y.dim()]
+        mean = z.mean(dims, keepdim=True)
+        var = z.var(dims, unbiased=False, keepdim=True)
+        with torch.no_grad():
+            count = z.numel() // z.shape[self.axis]
+            unbiased = var.detach().double().reshape(-1) * count / max(count - 1, 1)
+            self.batch = (mean.detach().double().reshape(-1), unbiased)
+        normalized = (z - mean) * torch.rsqrt(var + self.eps)
+        out = normalized * self.weight.reshape(shape) + self.bias.reshape(shape)
+        keep = (self.gamma != 0).reshape(shape)  # a zero gamma folded to zero weights: that channel stays as it is
+        return torch.where(keep, out, y)
 
     @torch.no_grad()
     def update(self) -> bool:
-        """Running statistics one momentum step toward the last batch's, parameters refolded; False if none."""
+        """Running statistics one momentum step toward the last batch's, parameters refolded with them and the
+        trained gamma and beta; False if no batch was recorded."""
         if self.batch is None:
             return False
         batch_mean, batch_var = self.batch
@@ -107,14 +132,21 @@ class BatchNormStatistics(nn.Module):
         sigma, new_sigma = torch.sqrt(self.running_var + self.eps), torch.sqrt(var + self.eps)
         weight, bias = self.params
         gamma = torch.where(keep, self.gamma, torch.ones_like(self.gamma))
+        new_gamma = torch.where(keep, self.weight.double(), self.gamma)
+        new_beta = torch.where(keep, self.bias.double(), self.beta)
         # unfolded weight W = W_f * sigma / gamma and conv bias b0 = (b_f - beta) * sigma / gamma + mean, unchanged
         b0 = (bias.double() - self.beta) * sigma / gamma + self.running_mean
-        new_bias = torch.where(keep, (b0 - mean) * gamma / new_sigma + self.beta, bias.double())
+        new_bias = torch.where(keep, (b0 - mean) * new_gamma / new_sigma + new_beta, bias.double())
         shape = (-1,) + (1,) * (weight.dim() - 1)
-        weight.mul_((sigma / new_sigma).reshape(shape).to(weight.dtype))
+        scale = torch.where(keep, new_gamma / gamma * sigma / new_sigma, torch.ones_like(sigma))
+        weight.mul_(scale.reshape(shape).to(weight.dtype))
         bias.copy_(new_bias.to(bias.dtype))
         self.running_mean.copy_(mean)
         self.running_var.copy_(var)
+        self.gamma.copy_(new_gamma)
+        self.beta.copy_(new_beta)
+        self.weight.copy_(new_gamma.float())  # a zero gamma's channel: back to zero
+        self.bias.copy_(new_beta.float())
         return True
 
 
@@ -157,7 +189,8 @@ def recorders(model: nn.Module) -> list[BatchNormStatistics]:
 
 
 def track_batch_norm(model: nn.Module, enabled: bool) -> None:
-    """BatchNorm statistics tracking on (each training forward records the batch's) or frozen (the default)."""
+    """The BatchNorm phase on (each forward normalizes with the batch's statistics and records them: evaluate
+    with it off) or frozen (the default: the folded layer, the program's forward)."""
     for r in recorders(model):
         r.tracking = enabled
         r.batch = None

@@ -4,9 +4,11 @@ The schedule: the weights' fake quants observe the current weights each step unt
 every observer is frozen (the qparams stop moving and the last epochs train against the program's exact
 grid); the activations' qparams are the calibrated ones throughout unless ``observe_activations``.
 BatchNorm was folded into the weights by prepare_qat with its running statistics; until ``freeze_bn_epoch``
-(default 0: frozen from the first step) the statistics follow the batches and the layers are refolded after
-each step (``batchnorm.py``: the usual freeze-BN-stats schedule, the forward always folded). BatchNorm is
-frozen no later than the observers: a weight scale frozen while the weights are still refolded would not fit.
+(default 0: frozen from the first step) the forward normalizes with the batch's statistics (torchao's conv-BN
+QAT forward), the running statistics follow the batches, gamma and beta train, and the layers are refolded
+after each step (``batchnorm.py``: the usual freeze-BN-stats schedule); from it the forward is the folded layer.
+BatchNorm is frozen no later than the observers: a weight scale frozen while the weights are still refolded
+would not fit.
 """
 
 from __future__ import annotations
