@@ -83,8 +83,9 @@ def offsets(rng) -> dict:
 
 
 def conv_case(rng, kind: str, wc: int, kernel: tuple[int, int], groups: int = 1, scratch: bool = True,
-              dm: int | None = None, pad: list[int] | None = None) -> dict:
-    """One conv2d_s4 / depthwise_conv2d_s4 case as the arguments of BoardSweep.add."""
+              dm: int | None = None, pad: list[int] | None = None, opg: int | None = None) -> dict:
+    """One conv2d_s4 / depthwise_conv2d_s4 case as the arguments of BoardSweep.add (``opg``: conv2d_s4's
+    filters per group, else drawn)."""
     for _ in range(100):
         h, w = int(rng.integers(1, 9)), int(rng.integers(1, 9))
         st = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
@@ -100,7 +101,7 @@ def conv_case(rng, kind: str, wc: int, kernel: tuple[int, int], groups: int = 1,
         oc, in_c, shape = wc * dm, wc, (1, *kernel, wc * dm)
         attrs["depth_multiplier"] = dm
     else:
-        oc = int(rng.integers(1, 10)) * groups
+        oc = (opg or int(rng.integers(1, 10))) * groups
         in_c, shape = wc * groups, (oc, *kernel, wc)
     consts, names = weighted(rng, int4("w", shape, random_packed(rng, int(np.prod(shape)))), oc)
     order = ["input_offset", "output_offset", "stride", "padding", "dilation", "depth_multiplier", "act_min", "act_max"]
@@ -137,6 +138,12 @@ def sweep_cases(seed: int) -> list[tuple[str, dict]]:
     cases.append(("conv_groups3", conv_case(rng, "conv2d_s4", 3, (3, 3), groups=3)))
     cases.append(("conv_groups2_c5", conv_case(rng, "conv2d_s4", 5, (1, 3), groups=2)))
     cases.append(("conv_no_scratch", conv_case(rng, "conv2d_s4", 7, (3, 3), scratch=False)))
+    # MVE: the filters unpacked to int8 a stack buffer (4096 bytes) at a time for conv2d_s8's path: depth 576
+    # (7 filters a chunk: 7, 7, 3), odd depth 315 (13 a chunk; filters from high nibbles) in 2 groups, 27
+    # taps (64 filters a chunk: 64 + 6)
+    cases.append(("conv_chunks_c64", conv_case(rng, "conv2d_s4", 64, (3, 3), opg=17, pad=[1, 1])))
+    cases.append(("conv_chunks_c35_g2", conv_case(rng, "conv2d_s4", 35, (3, 3), groups=2, opg=15)))
+    cases.append(("conv_chunks_c3", conv_case(rng, "conv2d_s4", 3, (3, 3), opg=70, pad=[1, 1])))
     for c in (1, 3, 4, 8, 9, 16, 17):  # any depth multiplier: the portable path beyond 1
         cases.append((f"dw_c{c}", conv_case(rng, "depthwise_conv2d_s4", c, (3, 3))))
     for c in (1, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24, 64):  # multiplier 1: the DSP / MVE paths

@@ -16,7 +16,15 @@
  *        filter as offset * sum(weights) (VADDVA); the depth % 32 tail 16 weights at a time, predicated.
  *        A 1x1 convolution without padding runs filters outer instead (pointwise_filters): each filter
  *        unpacked once to int8 in the scratch, then met by the input pixels in place, four per pass.
+ *        Both only when the unpacked path below does not take the op.
+ * MVE, unpacked (run_unpacked): the filters unpacked to int8 into a 4 KB stack buffer as many at a time
+ * as fit, each chunk run by conv2d_s8's MVE path (mf_conv2d_mve: im2col blocks of four pixels, the rows
+ * loop, the output stage's table with the offset folded into the bias): every weight decoded once per
+ * op, the tap loop int8's. It takes the op when conv2d_s8's path would (its scratch plan, 5 patches
+ * rounded up to 16, is within this kind's unless the patch is 1..8 taps over a multiple of 16) and a
+ * filter fits the buffer; the cost is the patches copied once per chunk instead of once.
  */
+#include "mf_conv_mve.h"
 #include "mf_s4.h"
 
 enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_ACT_MIN, A_ACT_MAX };
@@ -429,7 +437,58 @@ static int fast_path_fits(const mf_call *c) {
 }
 #endif /* MF_USE_DSP || MF_USE_MVE */
 
+#if defined(MF_USE_MVE)
+#define S4_UNPACKED_BYTES 4096u /* the stack for unpacked filters (run_unpacked) */
+
+/* The packed weights (ctx of s4_unpack). */
+typedef struct {
+    const int8_t *w;
+    uint32_t depth;
+} s4_weights;
+
+/* Filters oc0 .. oc0 + n - 1 unpacked to int8 rows of depth bytes in buf (mf_s4_decode16, 16 at a time). */
+static const int8_t *s4_unpack(const void *ctx, uint32_t oc0, uint32_t n, int8_t *buf) {
+    const s4_weights *s = (const s4_weights *)ctx;
+    const uint32_t depth = s->depth;
+    for (uint32_t f = 0; f < n; f++) {
+        const uint32_t start = (oc0 + f) * depth;
+        const uint8_t *p = (const uint8_t *)s->w + (start >> 1);
+        int8_t *row = buf + (size_t)f * depth;
+        for (uint32_t k = 0; k < depth; k += 16) {
+            vstrbq_p_s8(row + k, mf_s4_decode16(p + k / 2, start & 1u, depth - k), vctp8q(depth - k));
+        }
+    }
+    return buf;
+}
+
+/* conv2d_s8's MVE path (mf_conv2d_mve) on the filters unpacked S4_UNPACKED_BYTES / depth at a time: the
+ * unpacking once per weight for the whole op, the tap loop int8's. */
+static __attribute__((noinline)) void run_unpacked(const mf_call *c, uint32_t depth) {
+    int8_t buf[S4_UNPACKED_BYTES];
+    mf_tensor w;
+    mf_call_input(c, 1, &w);
+    const s4_weights ctx = {(const int8_t *)w.data, depth};
+    mf_conv2d_mve(c, s4_unpack, &ctx, buf, S4_UNPACKED_BYTES / depth);
+}
+
+/* The unpacked path: conv2d_s8's MVE path takes the op (its scratch plan, a multiple of 16 taps or more
+ * than 8 over one, is within conv2d_s4's) and a filter fits the buffer. */
+static uint32_t unpacked_depth(const mf_call *c) {
+    mf_tensor w;
+    mf_call_input(c, 1, &w);
+    const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3];
+    return depth <= S4_UNPACKED_BYTES && mf_conv2d_mve_fits(c) ? depth : 0u;
+}
+#endif
+
 static mf_status run(const mf_call *c) {
+#if defined(MF_USE_MVE)
+    const uint32_t depth = unpacked_depth(c);
+    if (depth != 0u) {
+        run_unpacked(c, depth);
+        return MF_OK;
+    }
+#endif
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
     if (fast_path_fits(c)) return run_fast(c);
 #endif

@@ -30,7 +30,8 @@
  *        with rows of whole chunks copy each row by one loop, shorter rows (few-channel first
  *        layers) are staged by predicated row copies; the other windows go through im2col_s8 (zero
  *        points outside). An -O0 build, which leaves the asm too few registers, and a multiplier of
- *        INT32_MIN take the portable path.
+ *        INT32_MIN take the portable path. conv2d_s4 runs the same path on its weights unpacked a
+ *        chunk of filters at a time (mf_conv2d_mve, mf_conv_mve.h).
  * The DSP path reads a 1x1 convolution without padding in place (widening it). A patch row whose
  * taps are adjacent (dilation 1, one group) and inside the input is copied as one run.
  * The scratch buffer is mcuforge.ir.kernel_scratch_bytes (set by the lowering for the program's target:
@@ -39,6 +40,7 @@
  * load (MF_ERR_SHAPE, planned_scratch_bytes), and a path runs only with the scratch it needs.
  */
 #include "mf_scalar.h"
+#include "mf_conv_mve.h"
 
 /* attributes */
 enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_ACT_MIN, A_ACT_MAX };
@@ -803,7 +805,7 @@ static void mve_mm_init(mve_mm *m, const mf_channel_requant *rq, uint32_t depth,
 static void mve_fill_table(mve_filter *t, const mf_channel_requant *rq, int32_t in_off, const int8_t *w,
                            uint32_t oc0, uint32_t n, uint32_t depth) {
     for (uint32_t f = 0; f < n; f++, w += depth) {
-        uint32_t b = rq->bias != NULL ? (uint32_t)rq->bias[oc0 + f] : 0u;
+        uint32_t b = (uint32_t)mf_rq_bias(rq, oc0 + f);
         if (in_off != 0) {
             int32_t s = 0;
             for (uint32_t k = 0; k < depth; k += 16u) {
@@ -812,8 +814,8 @@ static void mve_fill_table(mve_filter *t, const mf_channel_requant *rq, int32_t 
             }
             b += (uint32_t)in_off * (uint32_t)s;
         }
-        const uint32_t ch = rq->per_channel ? oc0 + f : 0u;
-        t[f].bias = (int32_t)b, t[f].mult = rq->mult[ch], t[f].shift = rq->shift[ch];
+        t[f].bias = (int32_t)b, t[f].mult = mf_rq_mult(rq, oc0 + f); /* mf_rq_*: conv2d_s4's compact ones too */
+        t[f].shift = rq->shift[rq->per_channel ? oc0 + f : 0u];
     }
 }
 
@@ -994,7 +996,13 @@ static void run_blocks(const conv_geom *g, const mve_mm *m, const int8_t *wg, ui
 }
 #endif
 
+#if defined(MF_USE_MVE)
+/* The MVE path with the weights of filters oc0 .. through weights(ctx, oc0, n, buf), chunk at a time. */
+static mf_status run_fast_mve(const mf_call *c, mf_conv_mve_weights weights, const void *ctx, int8_t *buf,
+                              uint32_t chunk) {
+#else
 static mf_status run_fast(const mf_call *c) {
+#endif
     mf_tensor x, w, b, m, s, o;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
     const int32_t in_off = mf_attr_int(c, A_IN_OFF);
@@ -1012,7 +1020,6 @@ static mf_status run_fast(const mf_call *c) {
     g.contiguous_rows = g.dl[1] == 1 && g.wc == g.ch;
     const uint32_t oc_n = w.shape[0], groups = g.ch / g.wc, opg = oc_n / groups;
     const uint32_t depth = g.kh * g.kw * g.wc, ow = o.shape[2], pixels = o.shape[1] * ow;
-    const int8_t *wd = (const int8_t *)w.data;
     int8_t *scratch = (int8_t *)c->scratch;
 #if defined(MF_USE_MVE)
     mve_filter table[MVE_TABLE];
@@ -1025,6 +1032,7 @@ static mf_status run_fast(const mf_call *c) {
     const int32_t off16 = mf_pack_off16(in_off);
     /* windows inside the input widen straight from its rows (widen_rows) */
     const int rows4 = !pointwise && g.contiguous_rows && (g.kw * g.wc) % 4u == 0;
+    const int8_t *wd = (const int8_t *)w.data;
     const int small = mf_dsp_small_ok(&rq, oc_n, depth) ? 1 + dsp_shifts_negative(&rq, oc_n) : 0;
 #endif
     for (uint32_t n = 0; n < x.shape[0]; n++) {
@@ -1032,15 +1040,17 @@ static mf_status run_fast(const mf_call *c) {
         int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
         for (uint32_t grp = 0; grp < groups; grp++) {
             g.x = image + (size_t)grp * g.wc;
-            const int8_t *wg = wd + (size_t)grp * opg * depth;
 #if defined(MF_USE_MVE)
-            /* the group's filters MVE_TABLE at a time (more repeat the patches' copies) */
-            for (uint32_t f0 = 0; f0 < opg; f0 += MVE_TABLE) {
-                mm.rows = opg - f0 < MVE_TABLE ? opg - f0 : MVE_TABLE;
-                mve_fill_table(table, &rq, in_off, wg + (size_t)f0 * depth, grp * opg + f0, mm.rows, depth);
-                run_blocks(&g, &mm, wg + (size_t)f0 * depth, o.shape[1], ow, out_image + grp * opg + f0, scratch);
+            /* the group's filters `chunk` at a time (more repeat the patches' copies) */
+            for (uint32_t f0 = 0; f0 < opg; f0 += chunk) {
+                mm.rows = opg - f0 < chunk ? opg - f0 : chunk;
+                const uint32_t oc0 = grp * opg + f0;
+                const int8_t *wr = weights(ctx, oc0, mm.rows, buf);
+                mve_fill_table(table, &rq, in_off, wr, oc0, mm.rows, depth);
+                run_blocks(&g, &mm, wr, o.shape[1], ow, out_image + oc0, scratch);
             }
 #else
+            const int8_t *wg = wd + (size_t)grp * opg * depth;
             for (uint32_t p0 = 0; p0 < pixels; p0 += NCOLS) {
                 const uint32_t n_cols = pixels - p0 < NCOLS ? pixels - p0 : NCOLS;
                 int16_t *cols = (int16_t *)(void *)scratch;
@@ -1072,6 +1082,27 @@ static mf_status run_fast(const mf_call *c) {
     }
     return MF_OK;
 }
+
+#if defined(MF_USE_MVE)
+/* conv2d_s8's own weights: in place (ctx: the weight tensor). */
+static const int8_t *weights_in_place(const void *ctx, uint32_t oc0, uint32_t n, int8_t *buf) {
+    const mf_tensor *w = (const mf_tensor *)ctx;
+    (void)n, (void)buf;
+    return (const int8_t *)w->data + (size_t)oc0 * w->shape[1] * w->shape[2] * w->shape[3];
+}
+
+static mf_status run_fast(const mf_call *c) {
+    mf_tensor w;
+    mf_call_input(c, 1, &w);
+    return run_fast_mve(c, weights_in_place, &w, NULL, MVE_TABLE);
+}
+
+void mf_conv2d_mve(const mf_call *c, mf_conv_mve_weights weights, const void *ctx, int8_t *buf, uint32_t chunk) {
+    (void)run_fast_mve(c, weights, ctx, buf, chunk < MVE_TABLE ? chunk : MVE_TABLE);
+}
+
+int mf_conv2d_mve_fits(const mf_call *c) { return fast_path_fits(c); }
+#endif
 #endif /* MF_USE_DSP || MF_USE_MVE */
 
 #if defined(MF_USE_SCALAR_FAST)
