@@ -144,6 +144,12 @@ def sweep_cases(seed: int) -> list[tuple[str, dict]]:
     cases.append(("conv_chunks_c64", conv_case(rng, "conv2d_s4", 64, (3, 3), opg=17, pad=[1, 1])))
     cases.append(("conv_chunks_c35_g2", conv_case(rng, "conv2d_s4", 35, (3, 3), groups=2, opg=15)))
     cases.append(("conv_chunks_c3", conv_case(rng, "conv2d_s4", 3, (3, 3), opg=70, pad=[1, 1])))
+    # patches of 1..8 taps over a multiple of 16 (20, 72): conv2d_s8's larger im2col scratch borrowed from the
+    # buffer; filters beyond the buffer (4104 taps, a 4100-channel 1x1): the packed-weight MVE paths
+    cases.append(("conv_borrowed_c1_k5x4", conv_case(rng, "conv2d_s4", 1, (5, 4), opg=9, pad=[2, 1])))
+    cases.append(("conv_borrowed_c8", conv_case(rng, "conv2d_s4", 8, (3, 3), opg=5, pad=[1, 1])))
+    cases.append(("conv_packed_c456", conv_case(rng, "conv2d_s4", 456, (3, 3), opg=3, pad=[1, 1])))
+    cases.append(("pw_packed_c4100", conv_case(rng, "conv2d_s4", 4100, (1, 1), opg=3, pad=[0, 0])))
     for c in (1, 3, 4, 8, 9, 16, 17):  # any depth multiplier: the portable path beyond 1
         cases.append((f"dw_c{c}", conv_case(rng, "depthwise_conv2d_s4", c, (3, 3))))
     for c in (1, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24, 64):  # multiplier 1: the DSP / MVE paths

@@ -20,9 +20,10 @@
  * MVE, unpacked (run_unpacked): the filters unpacked to int8 into a 4 KB stack buffer as many at a time
  * as fit, each chunk run by conv2d_s8's MVE path (mf_conv2d_mve: im2col blocks of four pixels, the rows
  * loop, the output stage's table with the offset folded into the bias): every weight decoded once per
- * op, the tap loop int8's. It takes the op when conv2d_s8's path would (its scratch plan, 5 patches
- * rounded up to 16, is within this kind's unless the patch is 1..8 taps over a multiple of 16) and a
- * filter fits the buffer; the cost is the patches copied once per chunk instead of once.
+ * op, the tap loop int8's. It takes the op when it has its planned scratch, conv2d_s8's path would take
+ * it, and a filter fits the buffer (beside the im2col scratch conv2d_s8 plans where this kind's plan is
+ * smaller: 5 patches rounded up to 16 > 5 rounded up to 8 when the patch is 1..8 taps over a multiple
+ * of 16); the cost is the patches copied once per chunk instead of once.
  */
 #include "mf_conv_mve.h"
 #include "mf_s4.h"
@@ -461,23 +462,34 @@ static const int8_t *s4_unpack(const void *ctx, uint32_t oc0, uint32_t n, int8_t
     return buf;
 }
 
-/* conv2d_s8's MVE path (mf_conv2d_mve) on the filters unpacked S4_UNPACKED_BYTES / depth at a time: the
+/* The im2col scratch conv2d_s8's path needs beyond the op's (conv2d_s4's plan, 5 patches rounded up to 8,
+ * falls short of its 5 rounded up to 16 when the patch is 1..8 taps over a multiple of 16): taken from the
+ * buffer's start. */
+static uint32_t borrowed_scratch(const mf_call *c, uint32_t depth) {
+    const uint32_t need = mf_scratch_conv2d_s8_im2col(depth);
+    return c->scratch_bytes >= need ? 0u : need;
+}
+
+/* conv2d_s8's MVE path (mf_conv2d_mve) on the filters unpacked as many at a time as the buffer holds: the
  * unpacking once per weight for the whole op, the tap loop int8's. */
 static __attribute__((noinline)) void run_unpacked(const mf_call *c, uint32_t depth) {
     int8_t buf[S4_UNPACKED_BYTES];
     mf_tensor w;
     mf_call_input(c, 1, &w);
     const s4_weights ctx = {(const int8_t *)w.data, depth};
-    mf_conv2d_mve(c, s4_unpack, &ctx, buf, S4_UNPACKED_BYTES / depth);
+    const uint32_t borrowed = borrowed_scratch(c, depth);
+    int8_t *scratch = borrowed ? buf : (int8_t *)c->scratch;
+    mf_conv2d_mve(c, s4_unpack, &ctx, buf + borrowed, (S4_UNPACKED_BYTES - borrowed) / depth, scratch);
 }
 
-/* The unpacked path: conv2d_s8's MVE path takes the op (its scratch plan, a multiple of 16 taps or more
- * than 8 over one, is within conv2d_s4's) and a filter fits the buffer. */
+/* The unpacked path: the op has its planned scratch (none: the portable path), conv2d_s8's MVE path takes
+ * it, and a filter fits the buffer beside any scratch borrowed from it. */
 static uint32_t unpacked_depth(const mf_call *c) {
     mf_tensor w;
     mf_call_input(c, 1, &w);
     const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3];
-    return depth <= S4_UNPACKED_BYTES && mf_conv2d_mve_fits(c) ? depth : 0u;
+    if (c->scratch_bytes < mf_scratch_conv2d_s4_im2col(depth) || depth > S4_UNPACKED_BYTES) return 0u;
+    return borrowed_scratch(c, depth) + depth <= S4_UNPACKED_BYTES && mf_conv2d_mve_fits(c) ? depth : 0u;
 }
 #endif
 

@@ -851,20 +851,32 @@ static __attribute__((noinline)) void mat_mult_4cols(const mve_mm *m, const int8
 
 /* The op declares the fast path's scratch, and every index of its geometry fits an int32; on MVE also
  * an optimized build and requantization parameters the vector output stage takes. */
+#if defined(MF_USE_MVE)
+static int mve_fits(const mf_call *c);
+#endif
 static int fast_path_fits(const mf_call *c) {
     if (!path_fits(c, fast_scratch_bytes)) return 0;
 #if defined(MF_USE_MVE)
+    return mve_fits(c);
+#else
+    return 1;
+#endif
+}
+
+#if defined(MF_USE_MVE)
+/* The MVE path's needs beside the scratch: an optimized build, int32 geometry, no INT32_MIN multiplier. */
+static int mve_fits(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    if (!geometry_fits(c, &x, &w, &o)) return 0;
 #if !defined(__OPTIMIZE__)
     return 0; /* the MVE rows loop is asm that needs an optimized build's registers */
 #endif
-    mf_tensor x, w, b, m, s, o;
     mf_channel_requant rq;
-    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
     mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
-    if (!mf_requant_vector_ok(&rq, w.shape[0])) return 0; /* a multiplier of INT32_MIN: the portable path */
-#endif
-    return 1;
+    return mf_requant_vector_ok(&rq, w.shape[0]); /* a multiplier of INT32_MIN: the portable path */
 }
+#endif
 
 #if defined(MF_USE_MVE)
 /* rows x row_bytes (a multiple of 16) from src (rows `stride` bytes apart) into column i of the
@@ -999,7 +1011,7 @@ static void run_blocks(const conv_geom *g, const mve_mm *m, const int8_t *wg, ui
 #if defined(MF_USE_MVE)
 /* The MVE path with the weights of filters oc0 .. through weights(ctx, oc0, n, buf), chunk at a time. */
 static mf_status run_fast_mve(const mf_call *c, mf_conv_mve_weights weights, const void *ctx, int8_t *buf,
-                              uint32_t chunk) {
+                              uint32_t chunk, int8_t *scratch) {
 #else
 static mf_status run_fast(const mf_call *c) {
 #endif
@@ -1020,7 +1032,6 @@ static mf_status run_fast(const mf_call *c) {
     g.contiguous_rows = g.dl[1] == 1 && g.wc == g.ch;
     const uint32_t oc_n = w.shape[0], groups = g.ch / g.wc, opg = oc_n / groups;
     const uint32_t depth = g.kh * g.kw * g.wc, ow = o.shape[2], pixels = o.shape[1] * ow;
-    int8_t *scratch = (int8_t *)c->scratch;
 #if defined(MF_USE_MVE)
     mve_filter table[MVE_TABLE];
     mve_mm mm;
@@ -1033,6 +1044,7 @@ static mf_status run_fast(const mf_call *c) {
     /* windows inside the input widen straight from its rows (widen_rows) */
     const int rows4 = !pointwise && g.contiguous_rows && (g.kw * g.wc) % 4u == 0;
     const int8_t *wd = (const int8_t *)w.data;
+    int8_t *scratch = (int8_t *)c->scratch;
     const int small = mf_dsp_small_ok(&rq, oc_n, depth) ? 1 + dsp_shifts_negative(&rq, oc_n) : 0;
 #endif
     for (uint32_t n = 0; n < x.shape[0]; n++) {
@@ -1094,14 +1106,15 @@ static const int8_t *weights_in_place(const void *ctx, uint32_t oc0, uint32_t n,
 static mf_status run_fast(const mf_call *c) {
     mf_tensor w;
     mf_call_input(c, 1, &w);
-    return run_fast_mve(c, weights_in_place, &w, NULL, MVE_TABLE);
+    return run_fast_mve(c, weights_in_place, &w, NULL, MVE_TABLE, (int8_t *)c->scratch);
 }
 
-void mf_conv2d_mve(const mf_call *c, mf_conv_mve_weights weights, const void *ctx, int8_t *buf, uint32_t chunk) {
-    (void)run_fast_mve(c, weights, ctx, buf, chunk < MVE_TABLE ? chunk : MVE_TABLE);
+void mf_conv2d_mve(const mf_call *c, mf_conv_mve_weights weights, const void *ctx, int8_t *buf, uint32_t chunk,
+                   int8_t *scratch) {
+    (void)run_fast_mve(c, weights, ctx, buf, chunk < MVE_TABLE ? chunk : MVE_TABLE, scratch);
 }
 
-int mf_conv2d_mve_fits(const mf_call *c) { return fast_path_fits(c); }
+int mf_conv2d_mve_fits(const mf_call *c) { return mve_fits(c); }
 #endif
 #endif /* MF_USE_DSP || MF_USE_MVE */
 

@@ -14,11 +14,13 @@ typedef const int8_t *(*mf_conv_mve_weights)(const void *ctx, uint32_t oc0, uint
 
 /* The convolution c (conv2d_s8's attributes and shapes; its weights through `weights`) by conv2d_s8's
  * MVE path, the filters of a group `chunk` (1..64) at a time: the caller has checked that it fits
- * (mf_conv2d_mve_fits) and that buf holds chunk rows. */
-void mf_conv2d_mve(const mf_call *c, mf_conv_mve_weights weights, const void *ctx, int8_t *buf, uint32_t chunk);
+ * (mf_conv2d_mve_fits), that buf holds chunk rows and scratch conv2d_s8's plan
+ * (mf_scratch_conv2d_s8_im2col of the patch). */
+void mf_conv2d_mve(const mf_call *c, mf_conv_mve_weights weights, const void *ctx, int8_t *buf, uint32_t chunk,
+                   int8_t *scratch);
 
-/* Whether conv2d_s8's MVE path takes c: an optimized build, the scratch it plans, index arithmetic in
- * int32, and no multiplier of INT32_MIN. */
+/* Whether conv2d_s8's MVE path takes c given the scratch: an optimized build, index arithmetic in int32,
+ * and no multiplier of INT32_MIN. */
 int mf_conv2d_mve_fits(const mf_call *c);
 #endif
 
