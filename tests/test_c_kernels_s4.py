@@ -171,6 +171,9 @@ def sweep_cases(seed: int) -> list[tuple[str, dict]]:
             rows = int(rng.integers(1, 4))
             cases.append((f"fc4_d{depth}_o{oc}", fc_case(rng, "fully_connected_s4", depth, oc, rows)))
     cases.append(("fc4_no_scratch", {**fc_case(rng, "fully_connected_s4", 37, 4, 2), "scratch": False}))
+    for depth in (40, 48, 640):  # MVE even depths: 32-weight steps with and without a 16-weight tail, pairs of rows
+        for oc in (2, 4, 7):
+            cases.append((f"fc4_even_d{depth}_o{oc}", fc_case(rng, "fully_connected_s4", depth, oc, 2)))
     for depth in (5, 16, 33):
         cases.append((f"fcpc_d{depth}", fc_case(rng, "fully_connected_per_channel_s8", depth, 6, 2)))
     cases.append(("fc8_per_tensor", fc_case(rng, "fully_connected_s8", 9, 4, 2)))
