@@ -17,13 +17,13 @@
  *        A 1x1 convolution without padding runs filters outer instead (pointwise_filters): each filter
  *        unpacked once to int8 in the scratch, then met by the input pixels in place, four per pass.
  *        Both only when the unpacked path below does not take the op.
- * MVE, unpacked (run_unpacked): the filters unpacked to int8 into a 4 KB stack buffer as many at a time
- * as fit, each chunk run by conv2d_s8's MVE path (mf_conv2d_mve: im2col blocks of four pixels, the rows
- * loop, the output stage's table with the offset folded into the bias): every weight decoded once per
- * op, the tap loop int8's. It takes the op when it has its planned scratch, conv2d_s8's path would take
- * it, and a filter fits the buffer (beside the im2col scratch conv2d_s8 plans where this kind's plan is
- * smaller: 5 patches rounded up to 16 > 5 rounded up to 8 when the patch is 1..8 taps over a multiple
- * of 16); the cost is the patches copied once per chunk instead of once.
+ * MVE, unpacked (run_unpacked): the filters unpacked to int8 into the op's scratch as many at a time as
+ * its plan holds (mf_scratch_conv2d_s4_mve_unpacked: up to 4 KB of whole filters, at most 64, after
+ * conv2d_s8's im2col patches), each chunk run by conv2d_s8's MVE path (mf_conv2d_mve: im2col blocks of
+ * four pixels, the rows loop, the output stage's table with the offset folded into the bias): every
+ * weight decoded once per op, the tap loop int8's. It takes the op when it has that planned scratch,
+ * conv2d_s8's path would take it, and a filter is at most 4096 taps; the cost is the patches copied once
+ * per chunk instead of once. The buffer is planned scratch, not stack, so the RAM is known at compile time.
  */
 #include "mf_conv_mve.h"
 #include "mf_s4.h"
@@ -439,8 +439,6 @@ static int fast_path_fits(const mf_call *c) {
 #endif /* MF_USE_DSP || MF_USE_MVE */
 
 #if defined(MF_USE_MVE)
-#define S4_UNPACKED_BYTES 4096u /* the stack for unpacked filters (run_unpacked) */
-
 /* The packed weights (ctx of s4_unpack). */
 typedef struct {
     const int8_t *w;
@@ -462,34 +460,31 @@ static const int8_t *s4_unpack(const void *ctx, uint32_t oc0, uint32_t n, int8_t
     return buf;
 }
 
-/* The im2col scratch conv2d_s8's path needs beyond the op's (conv2d_s4's plan, 5 patches rounded up to 8,
- * falls short of its 5 rounded up to 16 when the patch is 1..8 taps over a multiple of 16): taken from the
- * buffer's start. */
-static uint32_t borrowed_scratch(const mf_call *c, uint32_t depth) {
-    const uint32_t need = mf_scratch_conv2d_s8_im2col(depth);
-    return c->scratch_bytes >= need ? 0u : need;
+/* Filters unpacked per chunk by the op's plan (mf_scratch_conv2d_s4_mve_unpacked: conv2d_s8's im2col
+ * scratch, then the chunk's rows); 0 beyond 4096 taps. */
+static uint32_t unpacked_chunk(uint32_t depth, uint32_t filters) {
+    return (mf_scratch_conv2d_s4_mve_unpacked(depth, filters) - mf_scratch_conv2d_s8_im2col(depth)) / depth;
 }
 
-/* conv2d_s8's MVE path (mf_conv2d_mve) on the filters unpacked as many at a time as the buffer holds: the
- * unpacking once per weight for the whole op, the tap loop int8's. */
+/* conv2d_s8's MVE path (mf_conv2d_mve) on the filters unpacked a chunk at a time into the scratch after
+ * the im2col patches: the unpacking once per weight for the whole op, the tap loop int8's. */
 static __attribute__((noinline)) void run_unpacked(const mf_call *c, uint32_t depth) {
-    int8_t buf[S4_UNPACKED_BYTES];
     mf_tensor w;
     mf_call_input(c, 1, &w);
     const s4_weights ctx = {(const int8_t *)w.data, depth};
-    const uint32_t borrowed = borrowed_scratch(c, depth);
-    int8_t *scratch = borrowed ? buf : (int8_t *)c->scratch;
-    mf_conv2d_mve(c, s4_unpack, &ctx, buf + borrowed, (S4_UNPACKED_BYTES - borrowed) / depth, scratch);
+    int8_t *scratch = (int8_t *)c->scratch;
+    mf_conv2d_mve(c, s4_unpack, &ctx, scratch + mf_scratch_conv2d_s8_im2col(depth), unpacked_chunk(depth, w.shape[0]),
+                  scratch);
 }
 
-/* The unpacked path: the op has its planned scratch (none: the portable path), conv2d_s8's MVE path takes
- * it, and a filter fits the buffer beside any scratch borrowed from it. */
+/* The unpacked path: the op has this path's planned scratch (a program planned for the packed paths'
+ * smaller one, or none, runs those), a filter fits the chunk and conv2d_s8's MVE path takes the op. */
 static uint32_t unpacked_depth(const mf_call *c) {
     mf_tensor w;
     mf_call_input(c, 1, &w);
     const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3];
-    if (c->scratch_bytes < mf_scratch_conv2d_s4_im2col(depth) || depth > S4_UNPACKED_BYTES) return 0u;
-    return borrowed_scratch(c, depth) + depth <= S4_UNPACKED_BYTES && mf_conv2d_mve_fits(c) ? depth : 0u;
+    if (depth == 0u || c->scratch_bytes < mf_scratch_conv2d_s4_mve_unpacked(depth, w.shape[0])) return 0u;
+    return unpacked_chunk(depth, w.shape[0]) != 0u && mf_conv2d_mve_fits(c) ? depth : 0u;
 }
 #endif
 
