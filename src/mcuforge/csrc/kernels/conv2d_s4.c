@@ -32,7 +32,8 @@ enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_ACT_MIN, A_ACT_MAX };
 
 static mf_status check(const mf_call *c) { return mf_check_conv2d(c, MF_INT4); }
 
-static mf_status run_portable(const mf_call *c) {
+/* Not inlined into run(): its frame would sit under the MVE paths' (the stack high-water). */
+static __attribute__((noinline)) mf_status run_portable(const mf_call *c) {
     mf_weighted_run k;
     mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
     const mf_tensor x = k.x, w = k.w, o = k.o;
@@ -460,39 +461,36 @@ static const int8_t *s4_unpack(const void *ctx, uint32_t oc0, uint32_t n, int8_t
     return buf;
 }
 
-/* Filters unpacked per chunk by the op's plan (mf_scratch_conv2d_s4_mve_unpacked: conv2d_s8's im2col
- * scratch, then the chunk's rows); 0 beyond 4096 taps. */
-static uint32_t unpacked_chunk(uint32_t depth, uint32_t filters) {
-    return (mf_scratch_conv2d_s4_mve_unpacked(depth, filters) - mf_scratch_conv2d_s8_im2col(depth)) / depth;
-}
-
-/* conv2d_s8's MVE path (mf_conv2d_mve) on the filters unpacked a chunk at a time into the scratch after
+/* conv2d_s8's MVE path (mf_conv2d_mve) on the filters unpacked `chunk` at a time into the scratch after
  * the im2col patches: the unpacking once per weight for the whole op, the tap loop int8's. */
-static __attribute__((noinline)) void run_unpacked(const mf_call *c, uint32_t depth) {
-    mf_tensor w;
-    mf_call_input(c, 1, &w);
-    const s4_weights ctx = {(const int8_t *)w.data, depth};
-    int8_t *scratch = (int8_t *)c->scratch;
-    mf_conv2d_mve(c, s4_unpack, &ctx, scratch + mf_scratch_conv2d_s8_im2col(depth), unpacked_chunk(depth, w.shape[0]),
-                  scratch);
-}
-
-/* The unpacked path: the op has this path's planned scratch (a program planned for the packed paths'
- * smaller one, or none, runs those), a filter fits the chunk and conv2d_s8's MVE path takes the op. */
-static uint32_t unpacked_depth(const mf_call *c) {
+static __attribute__((noinline)) void run_unpacked(const mf_call *c, uint32_t chunk) {
     mf_tensor w;
     mf_call_input(c, 1, &w);
     const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3];
-    if (depth == 0u || c->scratch_bytes < mf_scratch_conv2d_s4_mve_unpacked(depth, w.shape[0])) return 0u;
-    return unpacked_chunk(depth, w.shape[0]) != 0u && mf_conv2d_mve_fits(c) ? depth : 0u;
+    const s4_weights ctx = {(const int8_t *)w.data, depth};
+    int8_t *scratch = (int8_t *)c->scratch;
+    mf_conv2d_mve(c, s4_unpack, &ctx, scratch + mf_scratch_conv2d_s8_im2col(depth), chunk, scratch);
+}
+
+/* The filters the unpacked path takes at a time, or 0 when it does not take the op: it needs this path's
+ * planned scratch (a program planned for the packed paths' smaller one, or none, runs those), a filter in
+ * the chunk (none beyond 4096 taps) and conv2d_s8's MVE path taking the op. */
+static uint32_t unpacked_chunk(const mf_call *c) {
+    mf_tensor w;
+    mf_call_input(c, 1, &w);
+    const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3];
+    const uint32_t need = mf_scratch_conv2d_s4_mve_unpacked(depth, w.shape[0]);
+    if (depth == 0u || c->scratch_bytes < need) return 0u;
+    const uint32_t chunk = (need - mf_scratch_conv2d_s8_im2col(depth)) / depth; /* the plan's rows after im2col */
+    return chunk != 0u && mf_conv2d_mve_fits(c) ? chunk : 0u;
 }
 #endif
 
 static mf_status run(const mf_call *c) {
 #if defined(MF_USE_MVE)
-    const uint32_t depth = unpacked_depth(c);
-    if (depth != 0u) {
-        run_unpacked(c, depth);
+    const uint32_t chunk = unpacked_chunk(c);
+    if (chunk != 0u) {
+        run_unpacked(c, chunk);
         return MF_OK;
     }
 #endif
