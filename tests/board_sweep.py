@@ -45,11 +45,11 @@ class BoardSweep:
 
     def add(self, case: str, kind: str, attrs: dict, inputs: Sequence[tuple[Tensor, np.ndarray]],
             outputs: Sequence[Tensor], constants: Sequence[Tensor] = (), op_inputs: Sequence[str] | None = None,
-            backend: str = "int8", scratch: bool = True) -> None:
+            backend: str = "int8", scratch: bool | int = True) -> None:
         """One case: an op of ``kind`` over graph inputs (tensor, value), constants and outputs.
         ``op_inputs``: the op's input names in order ("" for an absent optional input); by default
         the inputs, then the constants. ``scratch=False``: the op asks no scratch (its kernel then
-        runs the portable path)."""
+        runs the portable path); an int: those bytes on every target (a plan other than the target's)."""
         if any(op.debug.get("case") == case for op in self.ops):
             raise ValueError(f"case {case!r} added twice")
         rename = {t.name: f"{case}.{t.name}" for t in [*(t for t, _ in inputs), *constants, *outputs]}
@@ -63,7 +63,8 @@ class BoardSweep:
             self.case_of_output.append(case)
         names = op_inputs if op_inputs is not None else [t.name for t in [*(t for t, _ in inputs), *constants]]
         self.ops.append(Op(kind, [rename[n] if n else "" for n in names], [rename[t.name] for t in outputs],
-                           dict(attrs), backend=backend, debug={"case": case, "scratch": scratch}))
+                           dict(attrs), backend=backend, scratch_bytes=0 if isinstance(scratch, bool) else scratch,
+                           debug={"case": case, "scratch": scratch if isinstance(scratch, bool) else "keep"}))
 
     def add_graph(self, case: str, graph: Graph, values: Sequence[np.ndarray], keep_scratch: bool = False) -> None:
         """A whole program as one case (its ops in order, its tensors prefixed with the case name): patch

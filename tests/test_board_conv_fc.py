@@ -9,7 +9,8 @@ grouped, and 1x1 with padding, which takes im2col), the few-input-channel first 
 row), a conv without scratch (the portable path on the board, its dot product the DSP/MVE mf_dot_s8);
 fully_connected_s8 with depths and output counts around the lane widths and several rows (input offset 0:
 the lowering folds it into the bias where no tap is padding, and the MVE loops then skip the weight sums);
-every bias / offset / requantization variant of the MVE rows loop; transposed convolution (its fast
+every bias / offset / requantization variant of the MVE rows loop, and its output-stage table's chunks of
+64 filters (offsets folded into int32 biases); transposed convolution (its fast
 paths: tests/test_board_matmul_tconv.py); per-tensor and per-channel requantization over the whole legal
 range (INT32_MIN multipliers take the scalar requantization). All cases of a kind run in one program: one QEMU
 boot per board.
@@ -52,8 +53,10 @@ def offsets(rng, input_offset: int | None = None) -> dict:
 def conv_case(rng, sweep: BoardSweep, case: str, wc: int, kernel: tuple[int, int], groups: int = 1,
               oc_per_group: int | None = None, stride=None, pad=None, dil=None, hw=None, batch: int = 1,
               scratch: bool = True, input_offset: int | None = None, bias: bool | None = None,
-              per_channel: bool | None = None, shifts: tuple[int, ...] = (), out_off: int | None = None) -> None:
-    """``out_off``: this output offset and the full int8 clamp (else both drawn)."""
+              per_channel: bool | None = None, shifts: tuple[int, ...] = (), out_off: int | None = None,
+              bias_bits: int = 16) -> None:
+    """``out_off``: this output offset and the full int8 clamp (else both drawn); ``bias_bits``: the biases'
+    range (31: the whole int32 range)."""
     for _ in range(100):
         h, w = hw or (int(rng.integers(1, 10)), int(rng.integers(1, 10)))
         st = stride or [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
@@ -64,8 +67,8 @@ def conv_case(rng, sweep: BoardSweep, case: str, wc: int, kernel: tuple[int, int
             break
     opg = oc_per_group or int(rng.integers(1, 10))
     oc = opg * groups
-    consts, names = weighted_consts(rng, int8(rng, (oc, *kernel, wc)), oc, bias=bias, per_channel=per_channel,
-                                    shifts=shifts)
+    consts, names = weighted_consts(rng, int8(rng, (oc, *kernel, wc)), oc, bias_bits=bias_bits, bias=bias,
+                                    per_channel=per_channel, shifts=shifts)
     o = offsets(rng, input_offset)
     if out_off is not None:
         o.update(output_offset=out_off, act_min=-128, act_max=127)
@@ -156,6 +159,17 @@ def conv_sweep(seed: int) -> BoardSweep:
     # no scratch: the portable path, its dot product the optimized mf_dot_s8
     for wc in (3, 17, 20):
         conv_case(rng, sweep, f"no_scratch_c{wc}", wc, (3, 3), scratch=False)
+    # the MVE output-stage table, 64 filters (MVE_TABLE) at a time: 65, 67 and 130 filters (a last chunk of
+    # 1 and 3, two full chunks and 2) and exactly 64; input offsets with padding (the weights' sums folded
+    # into the table's biases), biases over the whole int32 range (the fold wraps as the sums do),
+    # per-tensor and per-channel, mixed-sign and all-negative shifts, groups, odd pixel counts
+    for i, (wc, kernel, opg, groups, per_channel, shifts) in enumerate((
+            (16, (3, 3), 65, 1, True, (-1, -9, -22)), (3, (1, 1), 130, 1, False, ()),
+            (8, (3, 3), 67, 2, True, (2, -3, 0)), (5, (2, 2), 64, 1, False, ()))):
+        conv_case(rng, sweep, f"table_chunks_c{wc}_o{opg}_{i}_{len(sweep)}", wc, kernel, groups=groups,
+                  oc_per_group=opg, pad=[1, 0] if kernel == (1, 1) else [1, 1], stride=[1, 1], dil=[1, 1],
+                  hw=(3, 5), input_offset=(-127, 128, 37, -5)[i], bias=True, per_channel=per_channel,
+                  shifts=shifts, bias_bits=31)
     return sweep
 
 

@@ -31,8 +31,9 @@ from test_c_validation import fix_crcs
 from test_kernels_s4 import random_packed
 
 from mcuforge import cruntime, fuzz
-from mcuforge.ir import KIND_PRECISIONS, OP_KINDS, Tensor, kind_precisions
+from mcuforge.ir import KIND_PRECISIONS, OP_KINDS, Tensor, kernel_scratch_bytes, kind_precisions
 from mcuforge.kernels import conv_output_hw
+from mcuforge.kinds.scratch import SCRATCH
 from mcuforge.program import ProgramFormatError, deserialize, read_header
 from mcuforge.program.layout import PRECISION_CODES
 
@@ -83,8 +84,9 @@ def offsets(rng) -> dict:
 
 
 def conv_case(rng, kind: str, wc: int, kernel: tuple[int, int], groups: int = 1, scratch: bool = True,
-              dm: int | None = None, pad: list[int] | None = None) -> dict:
-    """One conv2d_s4 / depthwise_conv2d_s4 case as the arguments of BoardSweep.add."""
+              dm: int | None = None, pad: list[int] | None = None, opg: int | None = None) -> dict:
+    """One conv2d_s4 / depthwise_conv2d_s4 case as the arguments of BoardSweep.add (``opg``: conv2d_s4's
+    filters per group, else drawn)."""
     for _ in range(100):
         h, w = int(rng.integers(1, 9)), int(rng.integers(1, 9))
         st = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
@@ -100,7 +102,7 @@ def conv_case(rng, kind: str, wc: int, kernel: tuple[int, int], groups: int = 1,
         oc, in_c, shape = wc * dm, wc, (1, *kernel, wc * dm)
         attrs["depth_multiplier"] = dm
     else:
-        oc = int(rng.integers(1, 10)) * groups
+        oc = (opg or int(rng.integers(1, 10))) * groups
         in_c, shape = wc * groups, (oc, *kernel, wc)
     consts, names = weighted(rng, int4("w", shape, random_packed(rng, int(np.prod(shape)))), oc)
     order = ["input_offset", "output_offset", "stride", "padding", "dilation", "depth_multiplier", "act_min", "act_max"]
@@ -137,6 +139,23 @@ def sweep_cases(seed: int) -> list[tuple[str, dict]]:
     cases.append(("conv_groups3", conv_case(rng, "conv2d_s4", 3, (3, 3), groups=3)))
     cases.append(("conv_groups2_c5", conv_case(rng, "conv2d_s4", 5, (1, 3), groups=2)))
     cases.append(("conv_no_scratch", conv_case(rng, "conv2d_s4", 7, (3, 3), scratch=False)))
+    # MVE: the filters unpacked to int8 into the planned scratch (mf_scratch_conv2d_s4_mve_unpacked: up to 4 KB of
+    # whole filters, at most 64) a chunk at a time for conv2d_s8's path: depth 576 (7 filters a chunk: 7, 7, 3),
+    # odd depth 315 (13 a chunk; filters from high nibbles) in 2 groups, 27 taps (64 filters a chunk: 64 + 6)
+    cases.append(("conv_chunks_c64", conv_case(rng, "conv2d_s4", 64, (3, 3), opg=17, pad=[1, 1])))
+    cases.append(("conv_chunks_c35_g2", conv_case(rng, "conv2d_s4", 35, (3, 3), groups=2, opg=15)))
+    cases.append(("conv_chunks_c3", conv_case(rng, "conv2d_s4", 3, (3, 3), opg=70, pad=[1, 1])))
+    # patches of 1..8 taps over a multiple of 16 (20, 72): conv2d_s8's im2col plan, larger than the packed paths';
+    # filters beyond 4096 taps (4104, a 4100-channel 1x1): the packed-weight MVE paths
+    cases.append(("conv_borrowed_c1_k5x4", conv_case(rng, "conv2d_s4", 1, (5, 4), opg=9, pad=[2, 1])))
+    cases.append(("conv_borrowed_c8", conv_case(rng, "conv2d_s4", 8, (3, 3), opg=5, pad=[1, 1])))
+    cases.append(("conv_packed_c456", conv_case(rng, "conv2d_s4", 456, (3, 3), opg=3, pad=[1, 1])))
+    cases.append(("pw_packed_c4100", conv_case(rng, "conv2d_s4", 4100, (1, 1), opg=3, pad=[0, 0])))
+    # the DSP plan (5 patches rounded up to 8) on every core: on cortex-m55 too small for the unpacked path, so a
+    # program planned that way runs the packed-weight MVE paths (3x3 and 1x1), never beyond its scratch
+    for name, wc, kernel, pad in (("conv_dsp_plan_c16", 16, (3, 3), [1, 1]), ("pw_dsp_plan_c24", 24, (1, 1), [0, 0])):
+        case = conv_case(np.random.default_rng(seed + 100), "conv2d_s4", wc, kernel, opg=6, pad=pad)
+        cases.append((name, {**case, "scratch": SCRATCH["conv2d_s4_im2col"](depth=kernel[0] * kernel[1] * wc)}))
     for c in (1, 3, 4, 8, 9, 16, 17):  # any depth multiplier: the portable path beyond 1
         cases.append((f"dw_c{c}", conv_case(rng, "depthwise_conv2d_s4", c, (3, 3))))
     for c in (1, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24, 64):  # multiplier 1: the DSP / MVE paths
@@ -158,10 +177,26 @@ def sweep_cases(seed: int) -> list[tuple[str, dict]]:
             rows = int(rng.integers(1, 4))
             cases.append((f"fc4_d{depth}_o{oc}", fc_case(rng, "fully_connected_s4", depth, oc, rows)))
     cases.append(("fc4_no_scratch", {**fc_case(rng, "fully_connected_s4", 37, 4, 2), "scratch": False}))
+    for depth in (40, 48, 640):  # MVE even depths: 32-weight steps with and without a 16-weight tail, pairs of rows
+        for oc in (2, 4, 7):
+            cases.append((f"fc4_even_d{depth}_o{oc}", fc_case(rng, "fully_connected_s4", depth, oc, 2)))
     for depth in (5, 16, 33):
         cases.append((f"fcpc_d{depth}", fc_case(rng, "fully_connected_per_channel_s8", depth, 6, 2)))
     cases.append(("fc8_per_tensor", fc_case(rng, "fully_connected_s8", 9, 4, 2)))
     return cases
+
+
+def test_conv2d_s4_mve_plan_holds_the_unpacked_filters():
+    """On cortex-m55 a conv2d_s4 plans conv2d_s8's im2col patches and then its filters unpacked to int8, as many
+    as 4 KB holds, at most 64 and all of them (the kernel's buffer: nothing of it on the stack); beyond 4096 taps
+    only the patches (the packed-weight paths run). The DSP cores keep the packed paths' plan."""
+    for (oc, kh, kw, ic), filters in (((17, 3, 3, 64), 7), ((70, 3, 3, 3), 64), ((5, 3, 3, 8), 5),
+                                      ((9, 5, 4, 1), 9), ((3, 1, 1, 4096), 1), ((3, 1, 1, 4100), 0)):
+        depth = kh * kw * ic
+        im2col = 5 * -(-depth // 16) * 16
+        assert kernel_scratch_bytes("conv2d_s4", (oc, kh, kw, ic), "cortex-m55") == im2col + filters * depth
+        assert filters * depth <= 4096
+        assert kernel_scratch_bytes("conv2d_s4", (oc, kh, kw, ic), "cortex-m4") == 5 * -(-depth // 8) * 8
 
 
 def one_op(case: dict) -> tuple[bytes, list[np.ndarray]]:

@@ -172,8 +172,9 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     if kind in RECURRENT_GATES:
         return formula(hidden=weight_shape[0] // RECURRENT_GATES[kind])
     if kind in ("conv2d_s8", "conv2d_s4", "conv2d_s16"):
-        _, kh, kw, ic = weight_shape
-        return formula(depth=kh * kw * ic)
+        oc, kh, kw, ic = weight_shape
+        filters = {"filters": oc} if "filters" in formula.args else {}  # conv2d_s4's unpacked filters (MVE)
+        return formula(depth=kh * kw * ic, **filters)
     if kind == "fully_connected_s4":
         return formula(depth=weight_shape[1])
     if kind == "depthwise_conv2d_s4":

@@ -3,8 +3,8 @@ evaluated by the planner (mcuforge.ir.kernel_scratch_bytes) and generated into c
 kind_table.h includes) as ``static inline uint32_t mf_scratch_<name>(uint32_t <args>...)``, which the C kernels call
 for the same size.
 
-Expressions use + - * // and ``round_up(a, n)`` (a rounded up to a multiple of n) on non-negative integers only,
-so that C's uint32 arithmetic gives the same value.
+Expressions use + - * // and ``round_up(a, n)`` (a rounded up to a multiple of n), ``min(a, b)`` and ``max(a, b)``
+on non-negative integers only, so that C's uint32 arithmetic gives the same value.
 """
 
 from __future__ import annotations
@@ -27,11 +27,13 @@ class ScratchFormula:
     why: str
 
     def __call__(self, **quantities: int) -> int:
-        return int(eval(self.expr, {"__builtins__": {}, "round_up": round_up}, quantities))  # noqa: S307 - ours
+        names = {"__builtins__": {}, "round_up": round_up, "min": min, "max": max}
+        return int(eval(self.expr, names, quantities))  # noqa: S307 - ours
 
     def c_expr(self) -> str:
-        """The expression in C: uint32 literals, round_up as MF_ROUND_UP."""
+        """The expression in C: uint32 literals, round_up as MF_ROUND_UP, min / max as mf_scratch_min / _max."""
         text = re.sub(r"\bround_up\b", "MF_ROUND_UP", self.expr).replace("//", "/")
+        text = re.sub(r"\b(min|max)\(", r"mf_scratch_\1(", text)
         return re.sub(r"(?<![\w.])(\d+)(?![\w.])", r"\1u", text)
 
 
@@ -46,8 +48,13 @@ FORMULAS: tuple[ScratchFormula, ...] = (
                    "DSP: 2 int16 patches and an int8 one; 5 patches rounded up to 16 serve both"),
     ScratchFormula("conv2d_s8_scalar", ("conv2d_s8",), ("scalar",), ("depth",), "12 * depth",
                    "cortex-m3: 3 columns of int32 pixel pairs"),
-    ScratchFormula("conv2d_s4_im2col", ("conv2d_s4",), _FAST, ("depth",), "5 * round_up(depth, 8)",
+    ScratchFormula("conv2d_s4_im2col", ("conv2d_s4",), ("dsp",), ("depth",), "5 * round_up(depth, 8)",
                    "conv2d_s8's 5 patches, the patch rounded up to 8 (a word of 8 packed weights widened at a time)"),
+    ScratchFormula("conv2d_s4_mve_unpacked", ("conv2d_s4",), ("mve",), ("depth", "filters"),
+                   "5 * round_up(depth, 16) + depth * min(min(filters, 64), 4096 // max(depth, 1))",
+                   "conv2d_s8's im2col scratch (its MVE path runs the op), then the filters unpacked to int8 as many "
+                   "at a time as 4 KB holds, at most 64 (its output-stage table) and all of them; none beyond 4096 "
+                   "taps (the packed-weight paths, which conv2d_s4_im2col's smaller plan serves, run then)"),
     ScratchFormula("fully_connected_s4_row", ("fully_connected_s4",), _FAST, ("depth",), "2 * round_up(depth, 8)",
                    "one input row widened to int16"),
     ScratchFormula("depthwise_conv2d_s4_weights", ("depthwise_conv2d_s4",), _FAST, ("numel",), "round_up(numel, 4)",
@@ -77,7 +84,9 @@ def render_c() -> str:
            " * (tests/test_kinds.py fails while it is stale). Scratch bytes per kernel path: the planner's formulas",
            " * (mcuforge.ir.kernel_scratch_bytes), which the kernels call for the same size.", " */",
            "#ifndef MF_KIND_SCRATCH_H", "#define MF_KIND_SCRATCH_H", "", "#include <stdint.h>", "",
-           "#define MF_ROUND_UP(a, n) (((a) + (n) - 1u) / (n) * (n))", ""]
+           "#define MF_ROUND_UP(a, n) (((a) + (n) - 1u) / (n) * (n))", "",
+           "static inline uint32_t mf_scratch_min(uint32_t a, uint32_t b) { return a < b ? a : b; }",
+           "static inline uint32_t mf_scratch_max(uint32_t a, uint32_t b) { return a > b ? a : b; }", ""]
     for f in FORMULAS:
         args = ", ".join(f"uint32_t {a}" for a in f.args) or "void"
         doc = textwrap.wrap(f"{' / '.join(f.kinds)} on {', '.join(f.paths)}: {f.why}.", 112)

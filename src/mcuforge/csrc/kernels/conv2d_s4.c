@@ -16,14 +16,24 @@
  *        filter as offset * sum(weights) (VADDVA); the depth % 32 tail 16 weights at a time, predicated.
  *        A 1x1 convolution without padding runs filters outer instead (pointwise_filters): each filter
  *        unpacked once to int8 in the scratch, then met by the input pixels in place, four per pass.
+ *        Both only when the unpacked path below does not take the op.
+ * MVE, unpacked (run_unpacked): the filters unpacked to int8 into the op's scratch as many at a time as
+ * its plan holds (mf_scratch_conv2d_s4_mve_unpacked: up to 4 KB of whole filters, at most 64, after
+ * conv2d_s8's im2col patches), each chunk run by conv2d_s8's MVE path (mf_conv2d_mve: im2col blocks of
+ * four pixels, the rows loop, the output stage's table with the offset folded into the bias): every
+ * weight decoded once per op, the tap loop int8's. It takes the op when it has that planned scratch,
+ * conv2d_s8's path would take it, and a filter is at most 4096 taps; the cost is the patches copied once
+ * per chunk instead of once. The buffer is planned scratch, not stack, so the RAM is known at compile time.
  */
+#include "mf_conv_mve.h"
 #include "mf_s4.h"
 
 enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_ACT_MIN, A_ACT_MAX };
 
 static mf_status check(const mf_call *c) { return mf_check_conv2d(c, MF_INT4); }
 
-static mf_status run_portable(const mf_call *c) {
+/* Not inlined into run(): its frame would sit under the MVE paths' (the stack high-water). */
+static __attribute__((noinline)) mf_status run_portable(const mf_call *c) {
     mf_weighted_run k;
     mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
     const mf_tensor x = k.x, w = k.w, o = k.o;
@@ -429,7 +439,61 @@ static int fast_path_fits(const mf_call *c) {
 }
 #endif /* MF_USE_DSP || MF_USE_MVE */
 
+#if defined(MF_USE_MVE)
+/* The packed weights (ctx of s4_unpack). */
+typedef struct {
+    const int8_t *w;
+    uint32_t depth;
+} s4_weights;
+
+/* Filters oc0 .. oc0 + n - 1 unpacked to int8 rows of depth bytes in buf (mf_s4_decode16, 16 at a time). */
+static const int8_t *s4_unpack(const void *ctx, uint32_t oc0, uint32_t n, int8_t *buf) {
+    const s4_weights *s = (const s4_weights *)ctx;
+    const uint32_t depth = s->depth;
+    for (uint32_t f = 0; f < n; f++) {
+        const uint32_t start = (oc0 + f) * depth;
+        const uint8_t *p = (const uint8_t *)s->w + (start >> 1);
+        int8_t *row = buf + (size_t)f * depth;
+        for (uint32_t k = 0; k < depth; k += 16) {
+            vstrbq_p_s8(row + k, mf_s4_decode16(p + k / 2, start & 1u, depth - k), vctp8q(depth - k));
+        }
+    }
+    return buf;
+}
+
+/* conv2d_s8's MVE path (mf_conv2d_mve) on the filters unpacked `chunk` at a time into the scratch after
+ * the im2col patches: the unpacking once per weight for the whole op, the tap loop int8's. */
+static __attribute__((noinline)) void run_unpacked(const mf_call *c, uint32_t chunk) {
+    mf_tensor w;
+    mf_call_input(c, 1, &w);
+    const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3];
+    const s4_weights ctx = {(const int8_t *)w.data, depth};
+    int8_t *scratch = (int8_t *)c->scratch;
+    mf_conv2d_mve(c, s4_unpack, &ctx, scratch + mf_scratch_conv2d_s8_im2col(depth), chunk, scratch);
+}
+
+/* The filters the unpacked path takes at a time, or 0 when it does not take the op: it needs this path's
+ * planned scratch (a program planned for the packed paths' smaller one, or none, runs those), a filter in
+ * the chunk (none beyond 4096 taps) and conv2d_s8's MVE path taking the op. */
+static uint32_t unpacked_chunk(const mf_call *c) {
+    mf_tensor w;
+    mf_call_input(c, 1, &w);
+    const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3];
+    const uint32_t need = mf_scratch_conv2d_s4_mve_unpacked(depth, w.shape[0]);
+    if (depth == 0u || c->scratch_bytes < need) return 0u;
+    const uint32_t chunk = (need - mf_scratch_conv2d_s8_im2col(depth)) / depth; /* the plan's rows after im2col */
+    return chunk != 0u && mf_conv2d_mve_fits(c) ? chunk : 0u;
+}
+#endif
+
 static mf_status run(const mf_call *c) {
+#if defined(MF_USE_MVE)
+    const uint32_t chunk = unpacked_chunk(c);
+    if (chunk != 0u) {
+        run_unpacked(c, chunk);
+        return MF_OK;
+    }
+#endif
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
     if (fast_path_fits(c)) return run_fast(c);
 #endif

@@ -22,14 +22,16 @@
  *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
  *        them), and for every filter one asm block (MVE_ROWS_ASM): a tail-predicated WLSTP/LETP
  *        loop of VMLADAVA over 16 lanes, then the four pixels requantized as one vector (VQRDMULH +
- *        rounding shift, shorter when every shift is negative), clamped and scatter-stored. With an
- *        input offset the loop also sums the weights (VADDVA: offset * sum(w)); the lowering folds
- *        the offset into the bias of every convolution without padding, so the usual 1x1 layers
- *        skip it. The patches: a 1x1 without stride or padding copies four consecutive pixels in
- *        one loop; windows inside the input with rows of whole chunks copy each row by one loop,
- *        shorter rows (few-channel first layers) are staged by predicated row copies; the other
- *        windows go through im2col_s8 (zero points outside). An -O0 build, which leaves the asm too
- *        few registers, and a multiplier of INT32_MIN take the portable path.
+ *        rounding shift, shorter when every shift is negative), clamped and scatter-stored. Each
+ *        filter's bias (the input offset's term offset * sum(w) folded in once per op), multiplier
+ *        and shift come from a table on the stack (mve_fill_table, 64 filters at a time), so the
+ *        loop keeps every operand in a register and sums no weights. The patches: a 1x1 without
+ *        stride or padding copies four consecutive pixels in one loop; windows inside the input
+ *        with rows of whole chunks copy each row by one loop, shorter rows (few-channel first
+ *        layers) are staged by predicated row copies; the other windows go through im2col_s8 (zero
+ *        points outside). An -O0 build, which leaves the asm too few registers, and a multiplier of
+ *        INT32_MIN take the portable path. conv2d_s4 runs the same path on its weights unpacked a
+ *        chunk of filters at a time (mf_conv2d_mve, mf_conv_mve.h).
  * The DSP path reads a 1x1 convolution without padding in place (widening it). A patch row whose
  * taps are adjacent (dilation 1, one group) and inside the input is copied as one run.
  * The scratch buffer is mcuforge.ir.kernel_scratch_bytes (set by the lowering for the program's target:
@@ -38,6 +40,7 @@
  * load (MF_ERR_SHAPE, planned_scratch_bytes), and a path runs only with the scratch it needs.
  */
 #include "mf_scalar.h"
+#include "mf_conv_mve.h"
 
 /* attributes */
 enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_ACT_MIN, A_ACT_MAX };
@@ -705,32 +708,14 @@ static void mat_mult_2cols(const int16_t *cols, const int8_t *w, uint32_t rows, 
 
 #else /* MVE */
 #define NCOLS 4u
+#define MVE_TABLE 64u /* filters per output-stage table (768 bytes of run_fast's stack) */
 
-/* What the rows loop below reads from memory each filter (its registers are all taken). */
+/* A filter's output-stage constants, as the rows loop reads them: its bias with the input offset's
+ * term folded in (bias + in_off * sum(w), wrapping as the accumulation does), multiplier and shift
+ * (the tensor's for every filter when per tensor). */
 typedef struct {
-    const int32_t *bias, *mult;         /* offsets 0, 4: the next filter's (per channel) */
-    const mf_shift *shift;              /* 8: the next filter's shift (int8) */
-    int32_t in_off;                     /* 12 */
-    int32_t mult0, shift0;              /* 16, 20: per-tensor requantization */
-    int32_t skip;                       /* 24: depth - 16 * ceil(depth / 16), w's step after a row's loop */
-    const int8_t *cols;                 /* 28: the block's columns */
-} mve_rows_state;
-
-/* Pieces of the rows loop's text, one per variant (bias or not, offset or not, per channel or per
- * tensor). a0..a3: the four pixels' accumulators; ws: the weights' sum; cp: the column pointer. */
-#define MVE_K_BIAS "   ldr          %[cp], [%[st]]\n   ldr          %[a0], [%[cp]], #4\n   str          %[cp], [%[st]]\n" \
-                   "   mov          %[a1], %[a0]\n   mov          %[a2], %[a0]\n   mov          %[a3], %[a0]\n"
-#define MVE_K_ZERO "   movs         %[a0], #0\n   movs         %[a1], #0\n   movs         %[a2], #0\n   movs         %[a3], #0\n"
-#define MVE_K_SUM MVE_K_ZERO "   movs         %[ws], #0\n"
-#define MVE_WSUM "   vaddva.s8    %[ws], q0\n"
-/* after the loop, with an offset: q3 += bias + in_off * sum(w) (|sum(w)| <= 2^23, |in_off| <= 128) */
-#define MVE_ADD_SUM_BIAS "   ldr          %[cp], [%[st]]\n   ldr          %[a0], [%[cp]], #4\n   str          %[cp], [%[st]]\n" \
-                         "   ldr          %[a1], [%[st], #12]\n   mla          %[a0], %[ws], %[a1], %[a0]\n" \
-                         "   vadd.i32     q3, q3, %[a0]\n"
-#define MVE_ADD_SUM "   ldr          %[a1], [%[st], #12]\n   mul          %[a0], %[ws], %[a1]\n   vadd.i32     q3, q3, %[a0]\n"
-#define MVE_PARAMS_CHANNEL "   ldrd         %[a0], %[a1], [%[st], #4]\n   ldr          %[a2], [%[a0]], #4\n" \
-                           "   ldrsb        %[a3], [%[a1]], #1\n   strd         %[a0], %[a1], [%[st], #4]\n"
-#define MVE_PARAMS_TENSOR "   ldrd         %[a2], %[a3], [%[st], #16]\n"
+    int32_t bias, mult, shift;
+} mve_filter;
 
 /* The requantization of q3 by mult a2 and shift a3: general (mf_requantize_x4_n) or, when every shift
  * of the op is negative, without the left shift and the tests. */
@@ -751,14 +736,18 @@ typedef struct {
     "   vrshl.s32    q3, %[a3]\n"
 
 /* For each of `rows` filters (weights from w, row after row of depth bytes, the pointer moved on by
- * st->skip after each row's loop): the four interleaved columns' dot products (one tail-predicated
- * loop of 16 lanes, WLSTP/LETP), then the output stage on the four pixels as one vector (REQ), +
- * output offset, clamp, a byte scatter store of the lanes in P0 to out + offsets, out + 1 for the
- * next filter. */
-#define MVE_ROWS_ASM(K, WSUM, ADD, PARAMS, REQ)                                                       \
+ * skip after each row's loop; their constants from tbl): the four pixels' accumulators start at the
+ * filter's bias, then the four interleaved columns' dot products (one tail-predicated loop of 16
+ * lanes, WLSTP/LETP), then the output stage on the four pixels as one vector (REQ), + output offset,
+ * clamp, a byte scatter store of the lanes in P0 to out + offsets, out + 1 for the next filter. No
+ * state in memory but the table: every operand stays in a register. */
+#define MVE_ROWS_ASM(REQ)                                                                             \
     __asm__ volatile("   vmsr         p0, %[cp]\n"                                                     \
-                     "3:\n" K                                                                          \
-                     "   ldr          %[cp], [%[st], #28]\n"                                          \
+                     "3: ldr          %[a0], [%[tbl]], #12\n"                                          \
+                     "   mov          %[a1], %[a0]\n"                                                  \
+                     "   mov          %[a2], %[a0]\n"                                                  \
+                     "   mov          %[a3], %[a0]\n"                                                  \
+                     "   mov          %[cp], %[cols]\n"                                                \
                      "   wlstp.8      lr, %[n], 1f\n"                                                  \
                      "2: vldrb.8      q0, [%[w]], #16\n"                                               \
                      "   vldrb.8      q1, [%[cp]], #64\n"                                              \
@@ -768,12 +757,12 @@ typedef struct {
                      "   vldrb.8      q1, [%[cp], #-32]\n"                                             \
                      "   vmladava.s8  %[a2], q0, q1\n"                                                 \
                      "   vldrb.8      q2, [%[cp], #-16]\n"                                             \
-                     "   vmladava.s8  %[a3], q0, q2\n" WSUM                                            \
+                     "   vmladava.s8  %[a3], q0, q2\n"                                                 \
                      "   letp         lr, 2b\n"                                                        \
-                     "1: ldr          %[cp], [%[st], #24]\n"                                          \
-                     "   add          %[w], %[w], %[cp]\n"                                             \
+                     "1: add          %[w], %[w], %[skip]\n"                                           \
                      "   vmov         q3[2], q3[0], %[a0], %[a2]\n"                                    \
-                     "   vmov         q3[3], q3[1], %[a1], %[a3]\n" ADD PARAMS REQ                     \
+                     "   vmov         q3[3], q3[1], %[a1], %[a3]\n"                                    \
+                     "   ldrd         %[a2], %[a3], [%[tbl], #-8]\n" REQ                               \
                      "   vadd.i32     q3, q3, %q[ooff]\n"                                              \
                      "   vmax.s32     q3, q3, %q[lo]\n"                                                \
                      "   vmin.s32     q3, q3, %q[hi]\n"                                                \
@@ -782,9 +771,9 @@ typedef struct {
                      "   adds         %[out], %[out], #1\n"                                            \
                      "   subs         %[rows], %[rows], #1\n"                                          \
                      "   bne          3b\n"                                                            \
-                     : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [ws] "=&Te"(ws),  \
-                       [cp] "+&r"(cp), [w] "+&r"(w), [out] "+&r"(out), [rows] "+&r"(rows)                \
-                     : [n] "r"(depth), [st] "r"(stp),                                                   \
+                     : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3),                \
+                       [cp] "+&r"(cp), [tbl] "+&r"(tbl), [w] "+&r"(w), [out] "+&r"(out), [rows] "+&r"(rows) \
+                     : [n] "r"(depth), [cols] "r"(cols), [skip] "r"(skip),                              \
                        [lo] "w"(lo), [hi] "w"(hi), [offs] "w"(pixel_offsets), [ooff] "w"(ooff)         \
                      : "q0", "q1", "q2", "q3", "lr", "memory", "cc")
 
@@ -792,88 +781,102 @@ typedef struct {
 typedef struct {
     int32x4_t lo, hi, ooff; /* activation range, output offset */
     uint32x4_t offs;        /* lane i's byte offset among the four pixels' outputs, in the VMOVs' lane order */
-    mve_rows_state st;      /* st.bias/mult/shift: the group's first filter's, reset per block */
-    const int32_t *bias0, *mult0;
-    const mf_shift *shift0;
+    const mve_filter *tbl;  /* the filters' constants (mve_fill_table), one entry per row */
+    int32_t skip;           /* depth - 16 * ceil(depth / 16): w's step after a row's loop */
     uint32_t depth, rows, oc_n;
-    int variant;            /* bit 0: bias, bit 1: an input offset, bit 2: per channel, bit 3: every shift < 0 */
+    int negative;           /* per channel and every shift negative: the shorter requantization */
 } mve_mm;
 
-static void mve_mm_init(mve_mm *m, const mf_channel_requant *rq, int32_t in_off, uint32_t depth, uint32_t rows,
-                        uint32_t oc_n) {
+static void mve_mm_init(mve_mm *m, const mf_channel_requant *rq, uint32_t depth, uint32_t oc_n, mve_filter *tbl) {
     m->lo = vdupq_n_s32(rq->lo), m->hi = vdupq_n_s32(rq->hi), m->ooff = vdupq_n_s32(rq->out_off);
     m->offs = vreinterpretq_u32_s32(mf_mve_lanes4(0, (int32_t)oc_n, (int32_t)(2u * oc_n), (int32_t)(3u * oc_n)));
-    m->st.in_off = in_off, m->st.mult0 = rq->mult[0], m->st.shift0 = rq->shift[0];
-    m->st.skip = (int32_t)depth - (int32_t)((depth + 15u) & ~15u); /* the loop moves w on 16 * ceil(depth / 16) */
-    m->depth = depth, m->rows = rows, m->oc_n = oc_n;
-    int negative = rq->per_channel != 0; /* per channel, every shift negative: the shorter requantization */
+    m->skip = (int32_t)depth - (int32_t)((depth + 15u) & ~15u); /* the loop moves w on 16 * ceil(depth / 16) */
+    m->depth = depth, m->rows = 0, m->oc_n = oc_n, m->tbl = tbl;
+    int negative = rq->per_channel != 0;
     for (uint32_t i = 0; negative && i < oc_n; i++) negative = rq->shift[i] < 0;
-    m->variant = (rq->bias != NULL) | (in_off != 0) << 1 | (rq->per_channel != 0) << 2 | negative << 3;
+    m->negative = negative;
 }
 
-/* The group's filters from oc0 (their bias and requantization from oc0 on). */
-static inline void mve_mm_group(mve_mm *m, const mf_channel_requant *rq, uint32_t oc0) {
-    m->bias0 = rq->bias ? rq->bias + oc0 : NULL;
-    m->mult0 = rq->per_channel ? rq->mult + oc0 : rq->mult;
-    m->shift0 = rq->per_channel ? rq->shift + oc0 : rq->shift;
+/* The table of filters oc0 .. oc0 + n - 1 (weights w, row after row). With an input offset,
+ * sum((x + off) * w) = sum(x * w) + off * sum(w): the second term is the filter's own, added to its
+ * bias here once per op instead of summing the weights in every block's loop; padding taps hold the
+ * input zero point (x + off = 0), so the sum over every tap stays right. All in int32 arithmetic that
+ * wraps as the loop's accumulation (|sum(w)| <= 2^23, |off| <= 128). */
+static void mve_fill_table(mve_filter *t, const mf_channel_requant *rq, int32_t in_off, const int8_t *w,
+                           uint32_t oc0, uint32_t n, uint32_t depth) {
+    for (uint32_t f = 0; f < n; f++, w += depth) {
+        uint32_t b = (uint32_t)mf_rq_bias(rq, oc0 + f);
+        if (in_off != 0) {
+            int32_t s = 0;
+            for (uint32_t k = 0; k < depth; k += 16u) {
+                const mve_pred16_t p = vctp8q(depth - k);
+                s = vaddvaq_p_s8(s, vldrbq_z_s8(w + k, p), p);
+            }
+            b += (uint32_t)in_off * (uint32_t)s;
+        }
+        t[f].bias = (int32_t)b, t[f].mult = mf_rq_mult(rq, oc0 + f); /* mf_rq_*: conv2d_s4's compact ones too */
+        t[f].shift = rq->shift[rq->per_channel ? oc0 + f : 0u];
+    }
 }
 
-/* Outputs of the group's filters (weights w, row after row) for a block of four interleaved columns
- * (the patches of four pixels; columns past n_cols hold stale bytes and are not stored).
- * sum((x + off) * w) = sum(x * w) + off * sum(w): with an offset the loop also sums the weights
- * (VADDVA); an offset of 0 (the lowering folds it into the bias where no tap is ever padding) needs
- * only the products. The four outputs of a filter share its requantization: one vector
- * requantize, one scatter store (the outputs of consecutive pixels lie oc_n bytes apart). */
-static __attribute__((noinline)) void mat_mult_4cols(mve_mm *m, const int8_t *cols, uint32_t n_cols, const int8_t *w, int8_t *out) {
+/* Outputs of m->rows filters (weights w, row after row; their constants m->tbl) for a block of four
+ * interleaved columns (the patches of four pixels; columns past n_cols hold stale bytes and are not
+ * stored). The four outputs of a filter share its requantization: one vector requantize, one scatter
+ * store (the outputs of consecutive pixels lie oc_n bytes apart). */
+static __attribute__((noinline)) void mat_mult_4cols(const mve_mm *m, const int8_t *cols, uint32_t n_cols,
+                                                     const int8_t *w, int8_t *out) {
     if (m->rows == 0) return;
     const int32x4_t lo = m->lo, hi = m->hi, ooff = m->ooff;
     const uint32x4_t pixel_offsets = m->offs;
     const uint32_t depth = m->depth;
-    mve_rows_state *stp = &m->st;
-    stp->bias = m->bias0, stp->mult = m->mult0, stp->shift = m->shift0;
-    stp->cols = cols;
+    const int32_t skip = m->skip;
+    const mve_filter *tbl = m->tbl;
     /* the store predicate (the lanes whose offsets belong to the n_cols pixels), then the column pointer */
     uint32_t cp = vcmphiq_u32(vdupq_n_u32(n_cols * m->oc_n), pixel_offsets);
     uint32_t rows = m->rows;
-    int32_t a0, a1, a2, a3, ws;
+    int32_t a0, a1, a2, a3;
 #if defined(__OPTIMIZE__) /* an unoptimized build has too few registers for the asm: fast_path_fits says no */
-    switch (m->variant) {
-    case 13: MVE_ROWS_ASM(MVE_K_BIAS, "", "", MVE_PARAMS_CHANNEL, MVE_REQ_NEGATIVE); break;
-    case 12: MVE_ROWS_ASM(MVE_K_ZERO, "", "", MVE_PARAMS_CHANNEL, MVE_REQ_NEGATIVE); break;
-    case 15: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM_BIAS, MVE_PARAMS_CHANNEL, MVE_REQ_NEGATIVE); break;
-    case 14: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM, MVE_PARAMS_CHANNEL, MVE_REQ_NEGATIVE); break;
-    case 5: MVE_ROWS_ASM(MVE_K_BIAS, "", "", MVE_PARAMS_CHANNEL, MVE_REQ_GENERAL); break;
-    case 4: MVE_ROWS_ASM(MVE_K_ZERO, "", "", MVE_PARAMS_CHANNEL, MVE_REQ_GENERAL); break;
-    case 7: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM_BIAS, MVE_PARAMS_CHANNEL, MVE_REQ_GENERAL); break;
-    case 6: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM, MVE_PARAMS_CHANNEL, MVE_REQ_GENERAL); break;
-    case 1: MVE_ROWS_ASM(MVE_K_BIAS, "", "", MVE_PARAMS_TENSOR, MVE_REQ_GENERAL); break;
-    case 0: MVE_ROWS_ASM(MVE_K_ZERO, "", "", MVE_PARAMS_TENSOR, MVE_REQ_GENERAL); break;
-    case 3: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM_BIAS, MVE_PARAMS_TENSOR, MVE_REQ_GENERAL); break;
-    default: MVE_ROWS_ASM(MVE_K_SUM, MVE_WSUM, MVE_ADD_SUM, MVE_PARAMS_TENSOR, MVE_REQ_GENERAL); break;
+    if (m->negative) {
+        MVE_ROWS_ASM(MVE_REQ_NEGATIVE);
+    } else {
+        MVE_ROWS_ASM(MVE_REQ_GENERAL);
     }
 #else
-    (void)cp, (void)rows, (void)w, (void)out, (void)lo, (void)hi, (void)ooff, (void)depth;
+    (void)cp, (void)rows, (void)w, (void)out, (void)lo, (void)hi, (void)ooff, (void)depth, (void)skip, (void)tbl,
+        (void)cols;
 #endif
-    (void)a0, (void)a1, (void)a2, (void)a3, (void)ws;
+    (void)a0, (void)a1, (void)a2, (void)a3;
 }
 #endif
 
 /* The op declares the fast path's scratch, and every index of its geometry fits an int32; on MVE also
  * an optimized build and requantization parameters the vector output stage takes. */
+#if defined(MF_USE_MVE)
+static int mve_fits(const mf_call *c);
+#endif
 static int fast_path_fits(const mf_call *c) {
     if (!path_fits(c, fast_scratch_bytes)) return 0;
 #if defined(MF_USE_MVE)
+    return mve_fits(c);
+#else
+    return 1;
+#endif
+}
+
+#if defined(MF_USE_MVE)
+/* The MVE path's needs beside the scratch: an optimized build, int32 geometry, no INT32_MIN multiplier. */
+static int mve_fits(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    if (!geometry_fits(c, &x, &w, &o)) return 0;
 #if !defined(__OPTIMIZE__)
     return 0; /* the MVE rows loop is asm that needs an optimized build's registers */
 #endif
-    mf_tensor x, w, b, m, s, o;
     mf_channel_requant rq;
-    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
     mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
-    if (!mf_requant_vector_ok(&rq, w.shape[0])) return 0; /* a multiplier of INT32_MIN: the portable path */
-#endif
-    return 1;
+    return mf_requant_vector_ok(&rq, w.shape[0]); /* a multiplier of INT32_MIN: the portable path */
 }
+#endif
 
 #if defined(MF_USE_MVE)
 /* rows x row_bytes (a multiple of 16) from src (rows `stride` bytes apart) into column i of the
@@ -947,7 +950,7 @@ static inline void patch_pixels(int8_t *col, const int8_t *src, uint32_t n, uint
  * rows of whole chunks: patch_rows16; a 1x1 inside the input: the pixel itself; else im2col_s8), then
  * every filter of the group by mat_mult_4cols. The geometry is copied into locals: the copy loops'
  * asm clobbers memory, which would reload every field of g after each. */
-static void run_blocks(const conv_geom *g, mve_mm *m, const int8_t *wg, uint32_t oh, uint32_t ow, int8_t *out,
+static void run_blocks(const conv_geom *g, const mve_mm *m, const int8_t *wg, uint32_t oh, uint32_t ow, int8_t *out,
                        int8_t *cols) {
     const uint32_t ch = g->ch, row_bytes = g->kw * g->wc, in_row = (uint32_t)g->w * ch, pixels = oh * ow;
     const uint32_t kh = g->kh, depth = m->depth, oc_n = m->oc_n;
@@ -1005,7 +1008,13 @@ static void run_blocks(const conv_geom *g, mve_mm *m, const int8_t *wg, uint32_t
 }
 #endif
 
+#if defined(MF_USE_MVE)
+/* The MVE path with the weights of filters oc0 .. through weights(ctx, oc0, n, buf), chunk at a time. */
+static mf_status run_fast_mve(const mf_call *c, mf_conv_mve_weights weights, const void *ctx, int8_t *buf,
+                              uint32_t chunk, int8_t *scratch) {
+#else
 static mf_status run_fast(const mf_call *c) {
+#endif
     mf_tensor x, w, b, m, s, o;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
     const int32_t in_off = mf_attr_int(c, A_IN_OFF);
@@ -1023,11 +1032,10 @@ static mf_status run_fast(const mf_call *c) {
     g.contiguous_rows = g.dl[1] == 1 && g.wc == g.ch;
     const uint32_t oc_n = w.shape[0], groups = g.ch / g.wc, opg = oc_n / groups;
     const uint32_t depth = g.kh * g.kw * g.wc, ow = o.shape[2], pixels = o.shape[1] * ow;
-    const int8_t *wd = (const int8_t *)w.data;
-    int8_t *scratch = (int8_t *)c->scratch;
 #if defined(MF_USE_MVE)
+    mve_filter table[MVE_TABLE];
     mve_mm mm;
-    mve_mm_init(&mm, &rq, in_off, depth, opg, oc_n);
+    mve_mm_init(&mm, &rq, depth, oc_n, table);
 #else
     /* 1x1, no padding: the patch is the input pixel */
     const int pointwise = g.kh == 1 && g.kw == 1 && g.pd[0] == 0 && g.pd[1] == 0 &&
@@ -1035,6 +1043,8 @@ static mf_status run_fast(const mf_call *c) {
     const int32_t off16 = mf_pack_off16(in_off);
     /* windows inside the input widen straight from its rows (widen_rows) */
     const int rows4 = !pointwise && g.contiguous_rows && (g.kw * g.wc) % 4u == 0;
+    const int8_t *wd = (const int8_t *)w.data;
+    int8_t *scratch = (int8_t *)c->scratch;
     const int small = mf_dsp_small_ok(&rq, oc_n, depth) ? 1 + dsp_shifts_negative(&rq, oc_n) : 0;
 #endif
     for (uint32_t n = 0; n < x.shape[0]; n++) {
@@ -1042,11 +1052,17 @@ static mf_status run_fast(const mf_call *c) {
         int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
         for (uint32_t grp = 0; grp < groups; grp++) {
             g.x = image + (size_t)grp * g.wc;
-            const int8_t *wg = wd + (size_t)grp * opg * depth;
 #if defined(MF_USE_MVE)
-            mve_mm_group(&mm, &rq, grp * opg);
-            run_blocks(&g, &mm, wg, o.shape[1], ow, out_image + grp * opg, scratch);
+            /* the group's filters `chunk` at a time (more repeat the patches' copies) */
+            for (uint32_t f0 = 0; f0 < opg; f0 += chunk) {
+                mm.rows = opg - f0 < chunk ? opg - f0 : chunk;
+                const uint32_t oc0 = grp * opg + f0;
+                const int8_t *wr = weights(ctx, oc0, mm.rows, buf);
+                mve_fill_table(table, &rq, in_off, wr, oc0, mm.rows, depth);
+                run_blocks(&g, &mm, wr, o.shape[1], ow, out_image + oc0, scratch);
+            }
 #else
+            const int8_t *wg = wd + (size_t)grp * opg * depth;
             for (uint32_t p0 = 0; p0 < pixels; p0 += NCOLS) {
                 const uint32_t n_cols = pixels - p0 < NCOLS ? pixels - p0 : NCOLS;
                 int16_t *cols = (int16_t *)(void *)scratch;
@@ -1078,6 +1094,28 @@ static mf_status run_fast(const mf_call *c) {
     }
     return MF_OK;
 }
+
+#if defined(MF_USE_MVE)
+/* conv2d_s8's own weights: in place (ctx: the weight tensor). */
+static const int8_t *weights_in_place(const void *ctx, uint32_t oc0, uint32_t n, int8_t *buf) {
+    const mf_tensor *w = (const mf_tensor *)ctx;
+    (void)n, (void)buf;
+    return (const int8_t *)w->data + (size_t)oc0 * w->shape[1] * w->shape[2] * w->shape[3];
+}
+
+static mf_status run_fast(const mf_call *c) {
+    mf_tensor w;
+    mf_call_input(c, 1, &w);
+    return run_fast_mve(c, weights_in_place, &w, NULL, MVE_TABLE, (int8_t *)c->scratch);
+}
+
+void mf_conv2d_mve(const mf_call *c, mf_conv_mve_weights weights, const void *ctx, int8_t *buf, uint32_t chunk,
+                   int8_t *scratch) {
+    (void)run_fast_mve(c, weights, ctx, buf, chunk < MVE_TABLE ? chunk : MVE_TABLE, scratch);
+}
+
+int mf_conv2d_mve_fits(const mf_call *c) { return mve_fits(c); }
+#endif
 #endif /* MF_USE_DSP || MF_USE_MVE */
 
 #if defined(MF_USE_SCALAR_FAST)

@@ -10,6 +10,9 @@
 
 #define MF_ROUND_UP(a, n) (((a) + (n) - 1u) / (n) * (n))
 
+static inline uint32_t mf_scratch_min(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static inline uint32_t mf_scratch_max(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
 /* conv2d_s8 on dsp, mve: MVE: an int8 patch (depth = kh * kw * filter channels) and 4 interleaved ones in 16-byte
  * chunks; DSP: 2 int16 patches and an int8 one; 5 patches rounded up to 16 serve both. */
 static inline uint32_t mf_scratch_conv2d_s8_im2col(uint32_t depth) { return 5u * MF_ROUND_UP(depth, 16u); }
@@ -17,9 +20,14 @@ static inline uint32_t mf_scratch_conv2d_s8_im2col(uint32_t depth) { return 5u *
 /* conv2d_s8 on scalar: cortex-m3: 3 columns of int32 pixel pairs. */
 static inline uint32_t mf_scratch_conv2d_s8_scalar(uint32_t depth) { return 12u * depth; }
 
-/* conv2d_s4 on dsp, mve: conv2d_s8's 5 patches, the patch rounded up to 8 (a word of 8 packed weights widened at a
+/* conv2d_s4 on dsp: conv2d_s8's 5 patches, the patch rounded up to 8 (a word of 8 packed weights widened at a
  * time). */
 static inline uint32_t mf_scratch_conv2d_s4_im2col(uint32_t depth) { return 5u * MF_ROUND_UP(depth, 8u); }
+
+/* conv2d_s4 on mve: conv2d_s8's im2col scratch (its MVE path runs the op), then the filters unpacked to int8 as
+ * many at a time as 4 KB holds, at most 64 (its output-stage table) and all of them; none beyond 4096 taps (the
+ * packed-weight paths, which conv2d_s4_im2col's smaller plan serves, run then). */
+static inline uint32_t mf_scratch_conv2d_s4_mve_unpacked(uint32_t depth, uint32_t filters) { return 5u * MF_ROUND_UP(depth, 16u) + depth * mf_scratch_min(mf_scratch_min(filters, 64u), 4096u / mf_scratch_max(depth, 1u)); }
 
 /* fully_connected_s4 on dsp, mve: one input row widened to int16. */
 static inline uint32_t mf_scratch_fully_connected_s4_row(uint32_t depth) { return 2u * MF_ROUND_UP(depth, 8u); }
