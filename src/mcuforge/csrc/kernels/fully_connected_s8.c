@@ -85,6 +85,56 @@ static inline __attribute__((always_inline)) void fc_rows3_asm(const int8_t **xp
 #define FC_ROWS3_ASM 1
 #endif
 
+/* One group of 4 features of rows4's loop (input offset 0): one pointer, p0, walks row 0 and reaches the
+ * input (p0 + dx) and rows 1-3 (p0 + ds, p0 + 2 * ds, p0 + d3) by register offsets, so that four rows,
+ * their sums and five temporaries fit the 14 registers; the loads go in two runs (pipelined on the
+ * Cortex-M4: 4 cycles for 3, 3 for 2). Row 0's load moves p0 to the next group. */
+#define FC_ROWS4_GROUP                                                                                 \
+    "   ldr     %[xv], [%[p0], %[dx]]\n"                                                              \
+    "   ldr     %[v], [%[p0], %[ds]]\n"                                                               \
+    "   ldr     %[t], [%[p0], %[ds], lsl #1]\n"                                                       \
+    "   sxtb16  %[x02], %[xv]\n"                                                                      \
+    "   sxtb16  %[xv], %[xv], ror #8\n"                                                               \
+    "   sxtb16  %[s], %[v]\n"                                                                         \
+    "   sxtb16  %[v], %[v], ror #8\n"                                                                 \
+    "   smlad   %[a1], %[x02], %[s], %[a1]\n"                                                         \
+    "   smlad   %[a1], %[xv], %[v], %[a1]\n"                                                          \
+    "   sxtb16  %[s], %[t]\n"                                                                         \
+    "   sxtb16  %[t], %[t], ror #8\n"                                                                 \
+    "   smlad   %[a2], %[x02], %[s], %[a2]\n"                                                         \
+    "   smlad   %[a2], %[xv], %[t], %[a2]\n"                                                          \
+    "   ldr     %[v], [%[p0], %[d3]]\n"                                                               \
+    "   ldr     %[t], [%[p0]], #4\n"                                                                  \
+    "   sxtb16  %[s], %[v]\n"                                                                         \
+    "   sxtb16  %[v], %[v], ror #8\n"                                                                 \
+    "   smlad   %[a3], %[x02], %[s], %[a3]\n"                                                         \
+    "   smlad   %[a3], %[xv], %[v], %[a3]\n"                                                          \
+    "   sxtb16  %[s], %[t]\n"                                                                         \
+    "   sxtb16  %[t], %[t], ror #8\n"                                                                 \
+    "   smlad   %[a0], %[x02], %[s], %[a0]\n"                                                         \
+    "   smlad   %[a0], %[xv], %[t], %[a0]\n"
+
+/* sums of the four rows p0 + i * depth (i < 4) against x (input offset 0) over the first n8 features (a
+ * multiple of 8, > 0), two groups per iteration; returns p0 moved past them (the input moves with it:
+ * x + (p0' - p0)). */
+static inline __attribute__((always_inline)) const int8_t *fc_rows4_asm(const int8_t *x, const int8_t *p0,
+                                                                       uint32_t depth, uint32_t n8, int32_t acc[4]) {
+    const int8_t *const pend = p0 + n8;
+    const int32_t dx = (int32_t)(x - p0), ds = (int32_t)depth, d3 = 3 * (int32_t)depth;
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, xv, x02, v, t, s;
+    __asm__ volatile("1:\n" FC_ROWS4_GROUP FC_ROWS4_GROUP
+                     "   cmp     %[p0], %[pend]\n"
+                     "   bne     1b\n"
+                     : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [p0] "+r"(p0), [xv] "=&r"(xv),
+                       [x02] "=&r"(x02), [v] "=&r"(v), [t] "=&r"(t), [s] "=&r"(s)
+                     : [dx] "r"(dx), [ds] "r"(ds), [d3] "r"(d3), [pend] "r"(pend)
+                     : "cc", "memory");
+    (void)xv, (void)x02, (void)v, (void)t, (void)s;
+    acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
+    return p0;
+}
+#define FC_ROWS4_ASM 1
+
 /* Outputs oc .. oc + n - 1 (n <= 3) of one input row; weight rows past n repeat row oc, unwritten.
  * Three rows keep the loop's 14 values in registers (the loop in asm: fc_rows3_asm). */
 static void rows3(const int8_t *x, const int8_t *p0, const int8_t *p1, const int8_t *p2, uint32_t n,
@@ -158,10 +208,61 @@ static void rows2(const int8_t *x, const int8_t *p0, const int8_t *p1, uint32_t 
     out[1] = mf_channel_requant_s8_inline(rq, oc + 1, mf_add_wrap(a1, extra));
 }
 
+#if defined(FC_ROWS4_ASM)
+/* mf_requantize_inline without branches (the shift's sign by masks: the compiler branched on it, out of
+ * line), + output offset, clamped: the same arithmetic, the same bits. */
+static inline int8_t fc_requant(int32_t acc, int32_t mult, int32_t shift, int32_t out_off, int32_t lo, int32_t hi) {
+    const int32_t left = shift & ~(shift >> 31), right = left - shift; /* max(shift, 0), max(-shift, 0) */
+    const int32_t x = mf_wrap32((uint32_t)acc << left);
+    const int32_t high = mf_wrap32((uint32_t)(uint64_t)(((int64_t)x * mult + (1ll << 30)) >> 31));
+    const int32_t mask = (int32_t)((1u << right) - 1u), result = high >> right;
+    const int32_t threshold = (mask >> 1) + (int32_t)((uint32_t)result >> 31);
+    int32_t v = mf_add_wrap(result + ((high & mask) > threshold ? 1 : 0), out_off);
+    v = v < lo ? lo : v;
+    return (int8_t)(v > hi ? hi : v);
+}
+
+/* The output stage of 4 channels from oc: sums + extra + bias, requantized, clamped. A function of its
+ * own, so that its constants stay in registers (inlined in run(), they were reloaded from the stack). */
+static __attribute__((noinline)) void fc_out4(const int32_t a[4], int32_t extra, const mf_channel_requant *rq,
+                                              uint32_t oc, int8_t *out) {
+    const int32_t *bias = rq->bias;
+    const uint32_t step = rq->per_channel ? 1u : 0u;
+    const int32_t *mult = rq->mult + oc * step;
+    const mf_shift *shift = rq->shift + oc * step;
+    const int32_t out_off = rq->out_off, lo = rq->lo, hi = rq->hi;
+    for (uint32_t i = 0; i < 4; i++) {
+        const int32_t acc = mf_add_wrap(a[i], bias ? mf_add_wrap(extra, bias[oc + i]) : extra);
+        out[i] = fc_requant(acc, mult[i * step], shift[i * step], out_off, lo, hi);
+    }
+}
+
+/* Input offset 0 (the lowering folds it into the bias): whole groups of 4 output channels, their sums by
+ * fc_rows4_asm over whole groups of 8 features, the rest in C. Returns the channels done. */
+static __attribute__((noinline)) uint32_t rows4(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth,
+                                                int32_t extra, const mf_channel_requant *rq, int8_t *out) {
+    const uint32_t done = oc_n & ~3u, d8 = depth & ~7u;
+    for (uint32_t oc = 0; oc < done; oc += 4) {
+        const int8_t *p0 = w + (size_t)oc * depth;
+        int32_t a[4] = {0, 0, 0, 0};
+        if (d8 > 0) fc_rows4_asm(x, p0, depth, d8, a);
+        for (uint32_t k = d8; k < depth; k++) {
+            const int32_t xo = x[k];
+            for (uint32_t i = 0; i < 4; i++) a[i] += xo * p0[i * depth + k];
+        }
+        fc_out4(a, extra, rq, oc, out + oc);
+    }
+    return done;
+}
+#endif
+
 static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t in_off, int32_t extra,
                     const mf_channel_requant *rq, int vector_rq, int8_t *out) {
     (void)vector_rq;
     uint32_t oc = 0;
+#if defined(FC_ROWS4_ASM)
+    if (in_off == 0) oc = rows4(x, w, oc_n, depth, extra, rq, out);
+#endif
     for (; oc + 3 <= oc_n; oc += 3) {
         const int8_t *p0 = w + (size_t)oc * depth;
         rows3(x, p0, p0 + depth, p0 + 2u * depth, 3, depth, in_off, extra, rq, oc, out + oc);
