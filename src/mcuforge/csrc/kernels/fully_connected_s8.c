@@ -248,35 +248,46 @@ static inline int8_t fc_requant(int32_t acc, int32_t mult, int32_t shift, int32_
     return (int8_t)(v > hi ? hi : v);
 }
 
-/* The output stage of 4 channels from oc: sums + extra + bias, requantized, clamped. A function of its
- * own, so that its constants stay in registers (inlined in run(), they were reloaded from the stack). */
-static __attribute__((noinline)) void fc_out4(const int32_t a[4], int32_t extra, const mf_channel_requant *rq,
-                                              uint32_t oc, int8_t *out) {
-    const int32_t *bias = rq->bias;
-    const uint32_t step = rq->per_channel ? 1u : 0u;
-    const int32_t *mult = rq->mult + oc * step;
-    const mf_shift *shift = rq->shift + oc * step;
+/* The output stage of n channels from oc whose sums a[] hold the bias and extra already: requantized,
+ * clamped. A function of its own, so that its constants stay in registers (inlined in run(), they were
+ * reloaded from the stack), called once per FC_BATCH channels. */
+static __attribute__((noinline)) void fc_out(const int32_t *a, uint32_t n, const mf_channel_requant *rq, uint32_t oc,
+                                             int8_t *out) {
     const int32_t out_off = rq->out_off, lo = rq->lo, hi = rq->hi;
-    for (uint32_t i = 0; i < 4; i++) {
-        const int32_t acc = mf_add_wrap(a[i], bias ? mf_add_wrap(extra, bias[oc + i]) : extra);
-        out[i] = fc_requant(acc, mult[i * step], shift[i * step], out_off, lo, hi);
+    const int32_t *const end = a + n;
+    if (rq->per_channel) {
+        const int32_t *mult = rq->mult + oc;
+        const mf_shift *shift = rq->shift + oc;
+        while (a != end) *out++ = fc_requant(*a++, *mult++, *shift++, out_off, lo, hi);
+    } else {
+        const int32_t mult = rq->mult[0], shift = rq->shift[0];
+        while (a != end) *out++ = fc_requant(*a++, mult, shift, out_off, lo, hi);
     }
 }
+
+enum { FC_BATCH = 16 }; /* channels whose sums rows4 keeps (on the stack) for one fc_out call */
 
 /* Input offset 0 (the lowering folds it into the bias): whole groups of 4 output channels, their sums by
  * fc_rows4_asm over whole groups of 8 features, the rest in C. Returns the channels done. */
 static __attribute__((noinline)) uint32_t rows4(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth,
                                                 int32_t extra, const mf_channel_requant *rq, int8_t *out) {
     const uint32_t done = oc_n & ~3u, d8 = depth & ~7u;
-    for (uint32_t oc = 0; oc < done; oc += 4) {
-        const int8_t *p0 = w + (size_t)oc * depth;
-        int32_t a[4] = {0, 0, 0, 0};
-        if (d8 > 0) fc_rows4_asm(x, p0, depth, d8, a);
-        for (uint32_t k = d8; k < depth; k++) {
-            const int32_t xo = x[k];
-            for (uint32_t i = 0; i < 4; i++) a[i] += xo * p0[i * depth + k];
+    const int32_t *const bias = rq->bias;
+    int32_t sums[FC_BATCH];
+    for (uint32_t oc0 = 0; oc0 < done; oc0 += FC_BATCH) {
+        const uint32_t n = done - oc0 < FC_BATCH ? done - oc0 : FC_BATCH;
+        for (uint32_t j = 0; j < n; j += 4) {
+            const int8_t *p0 = w + (size_t)(oc0 + j) * depth;
+            int32_t *a = sums + j, s4[4] = {0, 0, 0, 0};
+            if (d8 > 0) fc_rows4_asm(x, p0, depth, d8, s4);
+            for (uint32_t k = d8; k < depth; k++) {
+                const int32_t xo = x[k];
+                for (uint32_t i = 0; i < 4; i++) s4[i] += xo * p0[i * depth + k];
+            }
+            for (uint32_t i = 0; i < 4; i++)
+                a[i] = mf_add_wrap(mf_add_wrap(s4[i], extra), bias ? bias[oc0 + j + i] : 0);
         }
-        fc_out4(a, extra, rq, oc, out + oc);
+        fc_out(sums, n, rq, oc0, out + oc0);
     }
     return done;
 }
