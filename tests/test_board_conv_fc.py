@@ -216,6 +216,17 @@ def fc_sweep(seed: int, sweep: BoardSweep) -> BoardSweep:
         consts = [const("w", w), const("b", bias.astype(np.int32)), const("m", mult), const("s", shift)]
         sweep.add(f"fc_rq_int32min_o{oc}", "fully_connected_s8", offsets(rng, 0), [(act("x", (2, 24)), x)],
                   [act("y", (2, oc))], consts, op_inputs=["x", "w", "b", "m", "s"])
+    # offset 0 in whole groups of 4 channels (the DSP rows4 path: its asm loop over groups of 8 features, the
+    # depth's tail in C, its own output stage) and 1-3 channels past them (rows3, rows2, one row); depths
+    # with no tail, a tail of 4 and odd tails; every shift sign (left shifts, 0, the whole right range)
+    for depth in (8, 9, 12, 13, 24, 31):
+        for oc in (4, 5, 6, 7):
+            rows = int(rng.integers(1, 4))
+            consts, names = weighted_consts(rng, int8(rng, (oc, depth)), oc, bias_bits=24,
+                                            shifts=(-31, -20, -7, -1, 0, 1, 5, 30))
+            sweep.add(f"fc_rows4_d{depth}_o{oc}_r{rows}", "fully_connected_s8", offsets(rng, 0),
+                      [(act("x", (rows, depth)), int8(rng, (rows, depth)))], [act("y", (rows, oc))], consts,
+                      op_inputs=names)
     return sweep
 
 

@@ -8,7 +8,10 @@
  * run() is the portable statement of the math. The optimized paths give the same int32 sums:
  *   DSP: 3 output channels per loop (the last 2 or 1 apart), 4 features per step -- the input widened once per step with
  *        the offset added (SXTAB16), the weights with SXTB16, two SMLADs per channel (the loop in asm,
- *        fc_rows3_asm, over whole groups of 8 features);
+ *        fc_rows3_asm, over whole groups of 8 features); with input offset 0 (what the lowering gives:
+ *        it folds the offset into the bias) 4 channels per loop first (rows4: fc_rows4_asm, the input and
+ *        four rows reached from one pointer, its instructions ordered for the Cortex-M4's load pipelining
+ *        and the Cortex-M7's dual issue), their sums requantized 16 at a time (fc_out);
  *   MVE: 4 output channels per loop over 16 lanes: one input load, VMLADAVA per channel. The
  *        lowering folds the input offset into the bias of every fully connected layer; then the loop
  *        is one tail-predicated asm block (rows4_asm; for whole groups of 4 with vector requantization
@@ -85,6 +88,185 @@ static inline __attribute__((always_inline)) void fc_rows3_asm(const int8_t **xp
 #define FC_ROWS3_ASM 1
 #endif
 
+/* Two groups of 4 features of rows4's loop (input offset 0). One pointer, p0, walks row 0 and reaches the
+ * input (p0 + dx) and rows 1-3 (p0 + ds, p0 + 2 * ds, p0 + d3) by register offsets, so that four rows,
+ * their sums and five temporaries fit the 14 registers. Per group the loads go in two runs (3 then 2:
+ * pipelined on the Cortex-M4) and the rest is ordered for the Cortex-M7's dual issue (an SMLAD beside an
+ * SXTB16 or a load, no loaded value used by the next issue group): the order was searched with
+ * mcuforge.cycles' models under the data dependencies, 50 + 2 cycles per pass on the cortex-m4 model (the
+ * same as the plain order) and 24 + 1 on the cortex-m7 one (26 + 1 plain). Row 0's load moves p0. */
+#define FC_ROWS4_PAIR                           \
+    "   ldr     %[xv], [%[p0], %[dx]]\n"        \
+    "   ldr     %[v], [%[p0], %[ds]]\n"         \
+    "   ldr     %[t], [%[p0], %[ds], lsl #1]\n" \
+    "   sxtb16  %[x02], %[xv]\n"                \
+    "   sxtb16  %[s], %[v]\n"                   \
+    "   sxtb16  %[xv], %[xv], ror #8\n"         \
+    "   smlad   %[a1], %[x02], %[s], %[a1]\n"   \
+    "   sxtb16  %[s], %[t]\n"                   \
+    "   sxtb16  %[v], %[v], ror #8\n"           \
+    "   smlad   %[a2], %[x02], %[s], %[a2]\n"   \
+    "   smlad   %[a1], %[xv], %[v], %[a1]\n"    \
+    "   ldr     %[v], [%[p0], %[d3]]\n"         \
+    "   ldr     %[s], [%[p0]], #4\n"            \
+    "   sxtb16  %[t], %[t], ror #8\n"           \
+    "   smlad   %[a2], %[xv], %[t], %[a2]\n"    \
+    "   sxtb16  %[t], %[v]\n"                   \
+    "   smlad   %[a3], %[x02], %[t], %[a3]\n"   \
+    "   sxtb16  %[t], %[s]\n"                   \
+    "   sxtb16  %[v], %[v], ror #8\n"           \
+    "   smlad   %[a0], %[x02], %[t], %[a0]\n"   \
+    "   sxtb16  %[s], %[s], ror #8\n"           \
+    "   smlad   %[a3], %[xv], %[v], %[a3]\n"    \
+    "   smlad   %[a0], %[xv], %[s], %[a0]\n"    \
+    "   ldr     %[v], [%[p0], %[ds]]\n"         \
+    "   ldr     %[xv], [%[p0], %[dx]]\n"        \
+    "   ldr     %[t], [%[p0], %[ds], lsl #1]\n" \
+    "   sxtb16  %[s], %[v]\n"                   \
+    "   sxtb16  %[x02], %[xv]\n"                \
+    "   sxtb16  %[xv], %[xv], ror #8\n"         \
+    "   smlad   %[a1], %[x02], %[s], %[a1]\n"   \
+    "   sxtb16  %[s], %[t]\n"                   \
+    "   sxtb16  %[v], %[v], ror #8\n"           \
+    "   smlad   %[a2], %[x02], %[s], %[a2]\n"   \
+    "   smlad   %[a1], %[xv], %[v], %[a1]\n"    \
+    "   ldr     %[v], [%[p0], %[d3]]\n"         \
+    "   ldr     %[s], [%[p0]], #4\n"            \
+    "   sxtb16  %[t], %[t], ror #8\n"           \
+    "   smlad   %[a2], %[xv], %[t], %[a2]\n"    \
+    "   sxtb16  %[t], %[v]\n"                   \
+    "   smlad   %[a3], %[x02], %[t], %[a3]\n"   \
+    "   sxtb16  %[t], %[s]\n"                   \
+    "   sxtb16  %[s], %[s], ror #8\n"           \
+    "   smlad   %[a0], %[x02], %[t], %[a0]\n"   \
+    "   sxtb16  %[v], %[v], ror #8\n"           \
+    "   smlad   %[a0], %[xv], %[s], %[a0]\n"    \
+    "   smlad   %[a3], %[xv], %[v], %[a3]\n"
+
+/* Four groups (16 features) of rows4's loop, ordered as FC_ROWS4_PAIR was (searched): per pass 100 + 2
+ * cycles on the cortex-m4 model, 48 + 1 on the cortex-m7 one. */
+#define FC_ROWS4_QUAD                           \
+    "   ldr     %[xv], [%[p0], %[dx]]\n"        \
+    "   ldr     %[v], [%[p0], %[ds]]\n"         \
+    "   ldr     %[t], [%[p0], %[ds], lsl #1]\n" \
+    "   sxtb16  %[x02], %[xv]\n"                \
+    "   sxtb16  %[s], %[v]\n"                   \
+    "   sxtb16  %[xv], %[xv], ror #8\n"         \
+    "   sxtb16  %[v], %[v], ror #8\n"           \
+    "   smlad   %[a1], %[x02], %[s], %[a1]\n"   \
+    "   sxtb16  %[s], %[t]\n"                   \
+    "   smlad   %[a1], %[xv], %[v], %[a1]\n"    \
+    "   smlad   %[a2], %[x02], %[s], %[a2]\n"   \
+    "   ldr     %[v], [%[p0], %[d3]]\n"         \
+    "   ldr     %[s], [%[p0]], #4\n"            \
+    "   sxtb16  %[t], %[t], ror #8\n"           \
+    "   smlad   %[a2], %[xv], %[t], %[a2]\n"    \
+    "   sxtb16  %[t], %[v]\n"                   \
+    "   smlad   %[a3], %[x02], %[t], %[a3]\n"   \
+    "   sxtb16  %[t], %[s]\n"                   \
+    "   smlad   %[a0], %[x02], %[t], %[a0]\n"   \
+    "   sxtb16  %[s], %[s], ror #8\n"           \
+    "   smlad   %[a0], %[xv], %[s], %[a0]\n"    \
+    "   sxtb16  %[v], %[v], ror #8\n"           \
+    "   smlad   %[a3], %[xv], %[v], %[a3]\n"    \
+    "   ldr     %[xv], [%[p0], %[dx]]\n"        \
+    "   ldr     %[v], [%[p0], %[ds]]\n"         \
+    "   ldr     %[t], [%[p0], %[ds], lsl #1]\n" \
+    "   sxtb16  %[x02], %[xv]\n"                \
+    "   sxtb16  %[s], %[v]\n"                   \
+    "   sxtb16  %[xv], %[xv], ror #8\n"         \
+    "   smlad   %[a1], %[x02], %[s], %[a1]\n"   \
+    "   sxtb16  %[v], %[v], ror #8\n"           \
+    "   sxtb16  %[s], %[t]\n"                   \
+    "   smlad   %[a1], %[xv], %[v], %[a1]\n"    \
+    "   smlad   %[a2], %[x02], %[s], %[a2]\n"   \
+    "   ldr     %[v], [%[p0], %[d3]]\n"         \
+    "   ldr     %[s], [%[p0]], #4\n"            \
+    "   sxtb16  %[t], %[t], ror #8\n"           \
+    "   smlad   %[a2], %[xv], %[t], %[a2]\n"    \
+    "   sxtb16  %[t], %[v]\n"                   \
+    "   smlad   %[a3], %[x02], %[t], %[a3]\n"   \
+    "   sxtb16  %[t], %[s]\n"                   \
+    "   smlad   %[a0], %[x02], %[t], %[a0]\n"   \
+    "   sxtb16  %[v], %[v], ror #8\n"           \
+    "   smlad   %[a3], %[xv], %[v], %[a3]\n"    \
+    "   sxtb16  %[s], %[s], ror #8\n"           \
+    "   smlad   %[a0], %[xv], %[s], %[a0]\n"    \
+    "   ldr     %[xv], [%[p0], %[dx]]\n"        \
+    "   ldr     %[v], [%[p0], %[ds]]\n"         \
+    "   ldr     %[t], [%[p0], %[ds], lsl #1]\n" \
+    "   sxtb16  %[x02], %[xv]\n"                \
+    "   sxtb16  %[s], %[v]\n"                   \
+    "   sxtb16  %[v], %[v], ror #8\n"           \
+    "   sxtb16  %[xv], %[xv], ror #8\n"         \
+    "   smlad   %[a1], %[x02], %[s], %[a1]\n"   \
+    "   smlad   %[a1], %[xv], %[v], %[a1]\n"    \
+    "   sxtb16  %[s], %[t]\n"                   \
+    "   smlad   %[a2], %[x02], %[s], %[a2]\n"   \
+    "   ldr     %[v], [%[p0], %[d3]]\n"         \
+    "   ldr     %[s], [%[p0]], #4\n"            \
+    "   sxtb16  %[t], %[t], ror #8\n"           \
+    "   smlad   %[a2], %[xv], %[t], %[a2]\n"    \
+    "   sxtb16  %[t], %[v]\n"                   \
+    "   smlad   %[a3], %[x02], %[t], %[a3]\n"   \
+    "   sxtb16  %[t], %[s]\n"                   \
+    "   smlad   %[a0], %[x02], %[t], %[a0]\n"   \
+    "   sxtb16  %[v], %[v], ror #8\n"           \
+    "   smlad   %[a3], %[xv], %[v], %[a3]\n"    \
+    "   sxtb16  %[s], %[s], ror #8\n"           \
+    "   smlad   %[a0], %[xv], %[s], %[a0]\n"    \
+    "   ldr     %[xv], [%[p0], %[dx]]\n"        \
+    "   ldr     %[v], [%[p0], %[ds]]\n"         \
+    "   ldr     %[t], [%[p0], %[ds], lsl #1]\n" \
+    "   sxtb16  %[x02], %[xv]\n"                \
+    "   sxtb16  %[s], %[v]\n"                   \
+    "   sxtb16  %[v], %[v], ror #8\n"           \
+    "   sxtb16  %[xv], %[xv], ror #8\n"         \
+    "   smlad   %[a1], %[x02], %[s], %[a1]\n"   \
+    "   sxtb16  %[s], %[t]\n"                   \
+    "   smlad   %[a1], %[xv], %[v], %[a1]\n"    \
+    "   smlad   %[a2], %[x02], %[s], %[a2]\n"   \
+    "   ldr     %[v], [%[p0], %[d3]]\n"         \
+    "   ldr     %[s], [%[p0]], #4\n"            \
+    "   sxtb16  %[t], %[t], ror #8\n"           \
+    "   smlad   %[a2], %[xv], %[t], %[a2]\n"    \
+    "   sxtb16  %[t], %[v]\n"                   \
+    "   smlad   %[a3], %[x02], %[t], %[a3]\n"   \
+    "   sxtb16  %[v], %[v], ror #8\n"           \
+    "   sxtb16  %[t], %[s]\n"                   \
+    "   smlad   %[a3], %[xv], %[v], %[a3]\n"    \
+    "   smlad   %[a0], %[x02], %[t], %[a0]\n"   \
+    "   sxtb16  %[s], %[s], ror #8\n"           \
+    "   smlad   %[a0], %[xv], %[s], %[a0]\n"
+
+/* sums of the four rows p0 + i * depth (i < 4) against x (input offset 0) over the first n8 features (a
+ * multiple of 8, > 0): one FC_ROWS4_PAIR when n8 / 8 is odd, then four groups per iteration; returns p0
+ * moved past them (the input moves with it: x + (p0' - p0)). */
+static inline __attribute__((always_inline)) const int8_t *fc_rows4_asm(const int8_t *x, const int8_t *p0,
+                                                                       uint32_t depth, uint32_t n8, int32_t acc[4]) {
+    const int8_t *const pend = p0 + n8;
+    const int32_t dx = (int32_t)(x - p0), ds = (int32_t)depth, d3 = 3 * (int32_t)depth;
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, xv, x02, v, t, s;
+    if (n8 & 8u) /* an odd number of groups of 8: one pair first */
+        __asm__ volatile(FC_ROWS4_PAIR
+                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [p0] "+r"(p0), [xv] "=&r"(xv),
+                           [x02] "=&r"(x02), [v] "=&r"(v), [t] "=&r"(t), [s] "=&r"(s)
+                         : [dx] "r"(dx), [ds] "r"(ds), [d3] "r"(d3)
+                         : "memory");
+    if (n8 >= 16u)
+        __asm__ volatile("1:\n" FC_ROWS4_QUAD
+                         "   cmp     %[p0], %[pend]\n"
+                         "   bne     1b\n"
+                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [p0] "+r"(p0), [xv] "=&r"(xv),
+                           [x02] "=&r"(x02), [v] "=&r"(v), [t] "=&r"(t), [s] "=&r"(s)
+                         : [dx] "r"(dx), [ds] "r"(ds), [d3] "r"(d3), [pend] "r"(pend)
+                         : "cc", "memory");
+    (void)xv, (void)x02, (void)v, (void)t, (void)s;
+    acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
+    return p0;
+}
+#define FC_ROWS4_ASM 1
+
 /* Outputs oc .. oc + n - 1 (n <= 3) of one input row; weight rows past n repeat row oc, unwritten.
  * Three rows keep the loop's 14 values in registers (the loop in asm: fc_rows3_asm). */
 static void rows3(const int8_t *x, const int8_t *p0, const int8_t *p1, const int8_t *p2, uint32_t n,
@@ -158,10 +340,72 @@ static void rows2(const int8_t *x, const int8_t *p0, const int8_t *p1, uint32_t 
     out[1] = mf_channel_requant_s8_inline(rq, oc + 1, mf_add_wrap(a1, extra));
 }
 
+#if defined(FC_ROWS4_ASM)
+/* mf_requantize_inline without branches (the shift's sign by masks: the compiler branched on it, out of
+ * line), + output offset, clamped: the same arithmetic, the same bits. */
+static inline int8_t fc_requant(int32_t acc, int32_t mult, int32_t shift, int32_t out_off, int32_t lo, int32_t hi) {
+    const int32_t left = shift & ~(shift >> 31), right = left - shift; /* max(shift, 0), max(-shift, 0) */
+    const int32_t x = mf_wrap32((uint32_t)acc << left);
+    const int32_t high = mf_wrap32((uint32_t)(uint64_t)(((int64_t)x * mult + (1ll << 30)) >> 31));
+    const int32_t mask = (int32_t)((1u << right) - 1u), result = high >> right;
+    const int32_t threshold = (mask >> 1) + (int32_t)((uint32_t)result >> 31);
+    int32_t v = mf_add_wrap(result + ((high & mask) > threshold ? 1 : 0), out_off);
+    v = v < lo ? lo : v;
+    return (int8_t)(v > hi ? hi : v);
+}
+
+/* The output stage of n channels from oc whose sums a[] hold the bias and extra already: requantized,
+ * clamped. A function of its own, so that its constants stay in registers (inlined in run(), they were
+ * reloaded from the stack), called once per FC_BATCH channels. */
+static __attribute__((noinline)) void fc_out(const int32_t *a, uint32_t n, const mf_channel_requant *rq, uint32_t oc,
+                                             int8_t *out) {
+    const int32_t out_off = rq->out_off, lo = rq->lo, hi = rq->hi;
+    const int32_t *const end = a + n;
+    if (rq->per_channel) {
+        const int32_t *mult = rq->mult + oc;
+        const mf_shift *shift = rq->shift + oc;
+        while (a != end) *out++ = fc_requant(*a++, *mult++, *shift++, out_off, lo, hi);
+    } else {
+        const int32_t mult = rq->mult[0], shift = rq->shift[0];
+        while (a != end) *out++ = fc_requant(*a++, mult, shift, out_off, lo, hi);
+    }
+}
+
+enum { FC_BATCH = 16 }; /* channels whose sums rows4 keeps (on the stack) for one fc_out call */
+
+/* Input offset 0 (the lowering folds it into the bias): whole groups of 4 output channels, their sums by
+ * fc_rows4_asm over whole groups of 8 features, the rest in C. Returns the channels done. */
+static __attribute__((noinline)) uint32_t rows4(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth,
+                                                int32_t extra, const mf_channel_requant *rq, int8_t *out) {
+    const uint32_t done = oc_n & ~3u, d8 = depth & ~7u;
+    const int32_t *const bias = rq->bias;
+    int32_t sums[FC_BATCH];
+    for (uint32_t oc0 = 0; oc0 < done; oc0 += FC_BATCH) {
+        const uint32_t n = done - oc0 < FC_BATCH ? done - oc0 : FC_BATCH;
+        for (uint32_t j = 0; j < n; j += 4) {
+            const int8_t *p0 = w + (size_t)(oc0 + j) * depth;
+            int32_t *a = sums + j, s4[4] = {0, 0, 0, 0};
+            if (d8 > 0) fc_rows4_asm(x, p0, depth, d8, s4);
+            for (uint32_t k = d8; k < depth; k++) {
+                const int32_t xo = x[k];
+                for (uint32_t i = 0; i < 4; i++) s4[i] += xo * p0[i * depth + k];
+            }
+            for (uint32_t i = 0; i < 4; i++)
+                a[i] = mf_add_wrap(mf_add_wrap(s4[i], extra), bias ? bias[oc0 + j + i] : 0);
+        }
+        fc_out(sums, n, rq, oc0, out + oc0);
+    }
+    return done;
+}
+#endif
+
 static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t in_off, int32_t extra,
                     const mf_channel_requant *rq, int vector_rq, int8_t *out) {
     (void)vector_rq;
     uint32_t oc = 0;
+#if defined(FC_ROWS4_ASM)
+    if (in_off == 0) oc = rows4(x, w, oc_n, depth, extra, rq, out);
+#endif
     for (; oc + 3 <= oc_n; oc += 3) {
         const int8_t *p0 = w + (size_t)oc * depth;
         rows3(x, p0, p0 + depth, p0 + 2u * depth, 3, depth, in_off, extra, rq, oc, out + oc);
