@@ -102,9 +102,10 @@ def depthwise_sweep(seed: int) -> BoardSweep:
                                          (8, (12, 12), (1, 1), [2, 2]), (12, (13, 14), (3, 3), [1, 1]))):
         depthwise_case(rng, sweep, f"dw3x3_buffer_{i}", c, (3, 3), hw=hw, dil=dl, stride_hw=st,
                        shifts=(-1, -21, -7) if i % 2 else (-1, -21, -22, -5))
-    # the DSP channel-planar 3x3 windows (dwp: stride 1 along the view's rows): rows of 1 to 53 windows (every
-    # count of single windows after the passes of four), the longest the ring takes and one past it, either
-    # axis, a vertical stride, odd channel counts (the last channels elsewhere), every activation range
+    # the DSP channel-planar 3x3 windows (dwp: stride 1 along the view's rows, 8 windows or more; shorter rows
+    # dw3_pairs): rows of 1 to 53 windows (every count of single windows after the passes of four), the
+    # longest the ring takes and one past it, either axis, a vertical stride, odd channel counts (the last
+    # channels elsewhere), every activation range
     for i, (c, hw, st) in enumerate(((4, (6, 4), (1, 1)), (8, (7, 5), (1, 1)), (5, (8, 3), (1, 1)),
                                      (12, (9, 4), (2, 1)), (4, (4, 10), (1, 1)), (16, (5, 11), (1, 2)),
                                      (7, (13, 6), (1, 1)), (8, (30, 2), (1, 1)), (4, (51, 3), (1, 1)),

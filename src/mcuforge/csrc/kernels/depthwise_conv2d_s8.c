@@ -19,7 +19,7 @@
  *   point around (dw3_pairs, stride 1 or 2 across, no dilation across: padding costs nothing there;
  *   rows along the longer output side), or one window per pass on the image and the padding's windows
  *   on patches (dw3_run, dw3_edge); outputs of fewer than 16 pixels keep the C loop (the table's cost);
- *   where the rows have stride 1 and no dilation (and at most DWP_NC - 3 windows), a ring per channel of
+ *   where the rows have stride 1 and no dilation (and 8 to DWP_NC - 3 windows), a ring per channel of
  *   rows sign-extended once (dwp_fill) and four windows of one channel per asm pass, two taps per SMLAD
  *   (dwp: mf_dwp_run_int8 / mf_dwp_run_clamp);
  * - MVE (cortex-m55): groups of eight channels outer, products by VMULLB/VMULLT of int16 lanes
@@ -1267,15 +1267,17 @@ static void dwp_fill(const int8_t *src, ptrdiff_t xcol, int32_t c0, int32_t w, i
     for (; c < n; c += 2) dwp_put(d + c, zp, zp);
 }
 
-/* dwp takes the view: stride 1 and no dilation along its rows, no dilation across, a row of at most
- * DWP_NC - 3 windows (the ring holds them and the columns the last passes read). */
+/* dwp takes the view: stride 1 and no dilation along its rows, no dilation across, a row of 8 to
+ * DWP_NC - 3 windows (the ring holds them and the columns the last passes read). Shorter rows stay with
+ * dw3_pairs: a call per channel and row and the single windows cost more than the passes save there
+ * (MobileNet's 6 x 6 layers: 267,223 cycles on the Cortex-M4 model by dw3_pairs, 302,423 by dwp). */
 static int dwp_ok(const dw3_view *v) {
-    return v->st[1] == 1 && v->dl[1] == 1 && v->dl[0] == 1 && v->ow + 3 <= DWP_NC;
+    return v->st[1] == 1 && v->dl[1] == 1 && v->dl[0] == 1 && v->ow >= 8 && v->ow + 3 <= DWP_NC;
 }
 
 /* Every output row of one image (of the view) for the group's four channels (ch: dwp_blocks). */
 static void dwp_image(const dw3_view *v, dwp_ch ch[4], const int8_t *xb, int32_t zp, int8_t *out) {
-    int16_t ring[4 * 3 * DWP_NC];
+    int16_t ring[4 * 3 * DWP_NC] __attribute__((aligned(4))); /* the asm reads it by words */
     const int32_t n = (v->ow + 3) & ~1, ow = v->ow;
     int32_t tag[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
     const int full = ch[0].lo == -128 && ch[0].hi == 127;
