@@ -18,7 +18,9 @@
  *        the full int8 range, so is the output stage (dsp_tile_out_asm): shaped by the Cortex-M4 cycle
  *        model (mcuforge.cycles), where the compiler's code reloaded values from the stack;
  *        with the full clamp and every shift in [-22, -1] the filter pairs' loop, output stage included,
- *        is one asm block (DSP_TILE_ROWS_ASM: 13 registers, its state in a stack frame of its own);
+ *        is one asm block (DSP_TILE_ROWS_ASM: 13 registers, its state in a stack frame of its own), at
+ *        depth 64 and 40 an asm function (mf_pw_rows64/40: 14 registers, one run of six loads a group;
+ *        not on cortex-m7, whose dual issue prefers DSP_TILE_GROUP's interleaving);
  *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
  *        them), and for every filter one asm block (MVE_ROWS_ASM): a tail-predicated WLSTP/LETP
  *        loop of VMLADAVA over 16 lanes, then the four pixels requantized as one vector (VQRDMULH +
