@@ -21,7 +21,8 @@
  *   on patches (dw3_run, dw3_edge); outputs of fewer than 16 pixels keep the C loop (the table's cost);
  *   where the rows have stride 1 and no dilation (and 8 to DWP_NC - 3 windows), a ring per channel of
  *   rows sign-extended once (dwp_fill) and four windows of one channel per asm pass, two taps per SMLAD
- *   (dwp: mf_dwp_run_int8 / mf_dwp_run_clamp);
+ *   (dwp: mf_dwp_run_int8 / mf_dwp_run_clamp), the rings in the op's planned scratch (the planner's
+ *   mf_scratch_depthwise_conv2d_s8_dwp; with less scratch, dw3_buffered);
  * - MVE (cortex-m55): groups of eight channels outer, products by VMULLB/VMULLT of int16 lanes
  *   into even/odd int32 accumulators (a vector of 16 int8 channels would need four accumulators
  *   plus operands: more than the eight Q registers). 3x3 kernels: the windows inside the input as
@@ -100,6 +101,8 @@ typedef struct {
     int8_t *out;
     int32_t batch, h, wi, ch, kh, kw, oh, ow, st[2], pd[2], dl[2], in_off;
     mf_channel_requant rq;
+    uint8_t *scratch; /* the DSP 3x3 path's rings (dwp), scratch_bytes of them; NULL: none */
+    uint32_t scratch_bytes;
 } dw_geom;
 
 static void dw_geom_read(const mf_call *c, dw_geom *g) {
@@ -119,6 +122,7 @@ static void dw_geom_read(const mf_call *c, dw_geom *g) {
     g->oh = (int32_t)o.shape[1];
     g->ow = (int32_t)o.shape[2];
     g->in_off = mf_attr_int(c, A_IN_OFF);
+    g->scratch = NULL, g->scratch_bytes = 0;
 }
 
 /* Window positions fit int32 with room to spare (the fast paths' arithmetic); absurd strides,
@@ -1059,8 +1063,18 @@ static void dw3_buffered(const dw3_view *v, dw3_tab Tp[3], const int8_t *xb, int
  * of MACs on the Cortex-M4 model against 20 for dw3_pairs' (four channels: no pairs of taps). A row of
  * windows runs in passes of four; the last windows, when the row is not a multiple of 4, are one more
  * pass that ends at the row's end (it recomputes windows of the one before: the same bytes). */
-#define DWP_NC 56 /* a ring row's columns (int16); 4 channels x 3 rows: 1344 bytes of stack */
+#define DWP_NC 56 /* halfwords between a channel's ring rows: the most columns a ring row holds */
 #define DWP_RB 112 /* bytes between ring rows (DWP_RB = 2 DWP_NC, an immediate in the asm) */
+/* The rings live in the op's planned scratch (mf_scratch_depthwise_conv2d_s8_dwp: kinds/scratch.py), laid
+ * out for the layer: ring rows of `cols` halfwords (the view's windows + 3, rounded up to 4), DWP_NC apart
+ * for one channel, so k = DWP_NC / cols channels share those rows side by side (channel i at column
+ * (i % k) cols) and the next k channels start 3 DWP_NC on (i / k): KWS's 25-window rows take 2 x 28
+ * columns of each 56, 672 bytes for the four channels' rings, not 1344. */
+static inline int32_t dwp_cols(int32_t ow) { return (ow + 3 + 3) & ~3; }
+static inline int32_t dwp_chan(int32_t cols, int32_t i) {
+    const int32_t k = (DWP_NC + 3) / (cols + 1); /* DWP_NC / cols for cols 12..56, as the formula writes it */
+    return (i % k) * cols + (i / k) * 3 * DWP_NC;
+}
 
 /* One channel's pass state and constants; the asm reads them at these offsets. */
 typedef struct {
@@ -1241,30 +1255,39 @@ static inline int32_t dwp_high2(int32_t lo, int32_t hi) {
     return r;
 }
 
-/* Columns u, v (4 channels each) as the four channels' halfword pairs at d (channels 3 DWP_NC apart). */
-static inline __attribute__((always_inline)) void dwp_put(int16_t *d, int32_t u, int32_t v) {
+/* Columns u, v (4 channels each) as the four channels' halfword pairs at d (channel i at byte o_i of it). */
+static inline __attribute__((always_inline)) void dwp_put(uint8_t *d, int32_t o1, int32_t o2, int32_t o3, int32_t u,
+                                                          int32_t v) {
     const int32_t u02 = mf_sxtb16(u), u13 = mf_sxtb16_ror8(u), v02 = mf_sxtb16(v), v13 = mf_sxtb16_ror8(v);
     mf_st32(d, dwp_low2(u02, v02));
-    mf_st32(d + 3 * DWP_NC, dwp_low2(u13, v13));
-    mf_st32(d + 6 * DWP_NC, dwp_high2(u02, v02));
-    mf_st32(d + 9 * DWP_NC, dwp_high2(u13, v13));
+    mf_st32(d + o1, dwp_low2(u13, v13));
+    mf_st32(d + o2, dwp_high2(u02, v02));
+    mf_st32(d + o3, dwp_high2(u13, v13));
 }
 
-/* Slot d of the four channels' rings (channel i at d + 3 i DWP_NC): n columns (even) of view row src
- * (column 0 at c0; NULL: a row outside the input), the columns outside [0, w) the zero point zp (4 bytes):
- * the pairs inside the input in one loop, the others column by column. */
-static void dwp_fill(const int8_t *src, ptrdiff_t xcol, int32_t c0, int32_t w, int32_t n, int32_t zp, int16_t *d) {
+/* Slot d of the four channels' rings (channel i at byte o_i of it, o_0 = 0: dwp_chan): n columns (even)
+ * of view row src (column 0 at c0; NULL: a row outside the input), the columns outside [0, w) the zero point
+ * zp (4 bytes): the pairs inside the input in one loop (the three offsets in registers), the others column by
+ * column. */
+static void dwp_fill(const int8_t *src, ptrdiff_t xcol, int32_t c0, int32_t w, int32_t n, int32_t zp, int16_t *d16,
+                     int32_t o1, int32_t o2, int32_t o3) {
+    uint8_t *d = (uint8_t *)d16;
     int32_t c = 0;
     if (src != NULL) {
-        for (; c < n && c0 + c < 0; c += 2) {
+        for (; c < n && c0 + c < 0; c += 2, d += 4) {
             const int32_t a = c0 + c;
-            dwp_put(d + c, zp, a + 1 >= 0 && a + 1 < w ? mf_ld32(src + (a + 1) * xcol) : zp);
+            dwp_put(d, o1, o2, o3, zp, a + 1 >= 0 && a + 1 < w ? mf_ld32(src + (a + 1) * xcol) : zp);
         }
-        const int8_t *s = src + (c0 + c) * xcol;
-        for (; c < n && c0 + c + 1 < w; c += 2, s += 2 * xcol) dwp_put(d + c, mf_ld32(s), mf_ld32(s + xcol));
-        if (c < n && c0 + c < w) dwp_put(d + c, mf_ld32(s), zp), c += 2;
+        const int32_t lim = n < w - c0 - 1 ? n : w - c0 - 1; /* the pairs inside: c < lim */
+        if (c < lim) {
+            const int8_t *s = src + (c0 + c) * xcol;
+            const uint8_t *e = d + 2 * ((lim - c + 1) & ~1);
+            c += (lim - c + 1) & ~1;
+            for (; d != e; d += 4, s += 2 * xcol) dwp_put(d, o1, o2, o3, mf_ld32(s), mf_ld32(s + xcol));
+        }
+        if (c < n && c0 + c < w) dwp_put(d, o1, o2, o3, mf_ld32(src + (c0 + c) * xcol), zp), c += 2, d += 4;
     }
-    for (; c < n; c += 2) dwp_put(d + c, zp, zp);
+    for (; c < n; c += 2, d += 4) dwp_put(d, o1, o2, o3, zp, zp);
 }
 
 /* dwp takes the view: stride 1 and no dilation along its rows, no dilation across, a row of 8 to
@@ -1275,27 +1298,37 @@ static int dwp_ok(const dw3_view *v) {
     return v->st[1] == 1 && v->dl[1] == 1 && v->dl[0] == 1 && v->ow >= 8 && v->ow + 3 <= DWP_NC;
 }
 
-/* Every output row of one image (of the view) for the group's four channels (ch: dwp_blocks). */
-static void dwp_image(const dw3_view *v, dwp_ch ch[4], const int8_t *xb, int32_t zp, int8_t *out) {
-    int16_t ring[4 * 3 * DWP_NC] __attribute__((aligned(4))); /* the asm reads it by words */
-    const int32_t n = (v->ow + 3) & ~1, ow = v->ow;
+/* The scratch bytes dwp's rings take for the view (a multiple of 4). */
+static uint32_t dwp_ring_bytes(const dw3_view *v) {
+    return mf_scratch_depthwise_conv2d_s8_dwp((uint32_t)dwp_cols(v->ow));
+}
+
+/* Every output row of one image (of the view) for the group's four channels (ch: dwp_blocks); ring: the
+ * scratch, word-aligned (the asm reads it by words), dwp_ring_bytes(v) of it. */
+static __attribute__((noinline)) void dwp_image(const dw3_view *v, dwp_ch ch[4], const int8_t *xb, int32_t zp,
+                                                int8_t *out, int16_t *ring) {
+    const int32_t n = (v->ow + 3) & ~1, ow = v->ow, cols = dwp_cols(ow);
+    const int32_t o1 = 2 * dwp_chan(cols, 1), o2 = 2 * dwp_chan(cols, 2), o3 = 2 * dwp_chan(cols, 3); /* bytes */
     int32_t tag[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
     const int full = ch[0].lo == -128 && ch[0].hi == 127;
+    for (int i = 0; i < 4; i++) { /* the same every row (the asm moves only out on) */
+        dwp_ch *c = &ch[i];
+        const int16_t *x = ring + dwp_chan(cols, i);
+        c->x = x, c->ostep = (int32_t)v->o_col, c->end = x + 4 * (ow / 4), c->ones = ow % 4;
+    }
     for (int32_t oy = 0; oy < v->oh; oy++, out += v->o_row) {
         const int32_t y0 = oy * v->st[0] - v->pd[0], p = ((y0 % 3) + 3) % 3;
         for (int32_t k = 0; k < 3; k++) {
             const int32_t iy = y0 + k, q = ((iy % 3) + 3) % 3;
             if (tag[q] != iy) {
                 const int8_t *src = iy >= 0 && iy < v->h ? xb + iy * v->x_row : NULL;
-                dwp_fill(src, v->x_col, -v->pd[1], v->w, n, zp, ring + q * DWP_NC);
+                dwp_fill(src, v->x_col, -v->pd[1], v->w, n, zp, ring + q * DWP_NC, o1, o2, o3);
                 tag[q] = iy;
             }
         }
         for (int i = 0; i < 4; i++) {
             dwp_ch *c = &ch[i];
-            const int16_t *x = ring + 3 * DWP_NC * i;
-            c->x = x, c->out = out + i, c->ostep = (int32_t)v->o_col, c->end = x + 4 * (ow / 4), c->ones = ow % 4;
-            c->w = c->rot[p];
+            c->out = out + i, c->w = c->rot[p];
             if (full) {
                 mf_dwp_run_int8(c);
             } else {
@@ -1321,12 +1354,15 @@ static void dw3_group(const dw_geom *g, dw3_tab *T, int32_t oc, int32_t ox_lo, i
     if (!dw3_view_ok(&v)) t = !t, dw3_view_of(g, t, &v);
     const int buffered = dw3_view_ok(&v);
 #if defined(DWP)
-    if (buffered && dwp_ok(&v)) { /* channel-planar windows (dwp) */
+    /* channel-planar windows (dwp) where the planned scratch holds the rings (else dw3_buffered) */
+    if (buffered && dwp_ok(&v) && g->scratch != NULL && ((uintptr_t)g->scratch & 3u) == 0 &&
+        g->scratch_bytes >= dwp_ring_bytes(&v)) {
         dwp_ch ch[4];
         dwp_blocks(g, T, t, oc, ch);
         for (int32_t b = 0; b < g->batch; b++) {
             dwp_image(&v, ch, g->x + (size_t)b * (size_t)g->h * (size_t)row + oc, pad,
-                      g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + oc);
+                      g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + oc,
+                      (int16_t *)(void *)g->scratch);
         }
         return;
     }
@@ -1460,7 +1496,7 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
 int mf_depthwise_dsp_3x3(const mf_call *c, const int8_t *w) {
     dw_geom g;
     if (!dw_geom_on(c, w, &g) || g.kh != 3 || g.kw != 3 || g.ch % 4) return 0;
-    dw_dsp_3x3_groups(&g);
+    dw_dsp_3x3_groups(&g); /* no rings: its scratch holds the unpacked weights (w) */
     return 1;
 }
 
@@ -1475,6 +1511,7 @@ static mf_status run(const mf_call *c) {
     const int32_t *bias = g.rq.bias;
     int32_t oc_first = 0; /* channels before it are done */
     if (fast3x3) {
+        g.scratch = c->scratch, g.scratch_bytes = c->scratch_bytes;
         dw_dsp_3x3_groups(&g);
         oc_first = C & ~3;
         if (oc_first == C) return MF_OK;
