@@ -259,6 +259,12 @@ def test_conv2d_fast_paths_on_board(target):
     sweep.assert_same_on_board(target)
 
 
+def test_conv2d_fast_paths_on_cortex_m7():
+    """The DSP tiles (the tile rows' asm without its loop at depth 64 included) as cortex-m7's build compiles
+    them."""
+    conv_sweep(seed=21).assert_same_on_board("cortex-m7")
+
+
 @pytest.mark.parametrize("target", BOARDS)
 def test_fully_connected_and_dot_fast_paths_on_board(target):
     sweep = tconv_sweep(seed=23, sweep=fc_sweep(seed=22, sweep=BoardSweep()))

@@ -15,12 +15,15 @@ QEMU boot per board.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from board_sweep import BoardSweep
 from test_c_kernels import act, act_range, const, int8, requant_params
 
 from mcuforge import firmware
+from mcuforge.ir import kernel_scratch_bytes
 from mcuforge.kernels import add_quant_params, conv_output_hw
 from mcuforge.program import deserialize
 from mcuforge.runtime import execute
@@ -32,7 +35,9 @@ CHANNELS = (1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 40, 64)
 def depthwise_case(rng, sweep: BoardSweep, case: str, channels: int, kernel: tuple[int, int], dm: int = 1,
                    negative_shifts: bool = False, hw: tuple[int, int] | None = None,
                    dil: list[int] | None = None, shifts: tuple[int, ...] = (),
-                   stride_hw: tuple[int, int] | None = None) -> None:
+                   stride_hw: tuple[int, int] | None = None, scratch: bool = True, short: int = 0) -> None:
+    """``scratch=False``: the op asks no scratch; ``short``: it asks that many bytes less than cortex-m4's
+    kernel plans (kept on every target)."""
     for _ in range(100):
         n = 1 if rng.random() < 0.8 else 2
         h, w = hw or (int(rng.integers(1, 9)), int(rng.integers(1, 9)))
@@ -58,7 +63,11 @@ def depthwise_case(rng, sweep: BoardSweep, case: str, channels: int, kernel: tup
     consts += [const("m", mult), const("s", shift)]
     x = act("x", (n, h, w, channels))
     sweep.add(case, "depthwise_conv2d_s8", attrs, [(x, int8(rng, x.shape))], [act("y", (n, oh, ow, oc))], consts,
-              op_inputs=["x", "w", "b" if bias is not None else "", "m", "s"])
+              op_inputs=["x", "w", "b" if bias is not None else "", "m", "s"], scratch=scratch)
+    if short:
+        need = kernel_scratch_bytes("depthwise_conv2d_s8", weight.shape, "cortex-m4", (n, oh, ow, oc), attrs)
+        assert need > short, need
+        sweep.ops[-1] = replace(sweep.ops[-1], scratch_bytes=need - short, debug={"case": case, "scratch": "keep"})
 
 
 def depthwise_sweep(seed: int) -> BoardSweep:
@@ -102,6 +111,23 @@ def depthwise_sweep(seed: int) -> BoardSweep:
                                          (8, (12, 12), (1, 1), [2, 2]), (12, (13, 14), (3, 3), [1, 1]))):
         depthwise_case(rng, sweep, f"dw3x3_buffer_{i}", c, (3, 3), hw=hw, dil=dl, stride_hw=st,
                        shifts=(-1, -21, -7) if i % 2 else (-1, -21, -22, -5))
+    # the DSP channel-planar 3x3 windows (dwp: stride 1 along the view's rows, 8 windows or more; shorter rows
+    # dw3_pairs): rows of 1 to 53 windows (every count of single windows after the passes of four), the
+    # longest the ring takes and one past it, either axis, a vertical stride, odd channel counts (the last
+    # channels elsewhere), every activation range
+    for i, (c, hw, st) in enumerate(((4, (6, 4), (1, 1)), (8, (7, 5), (1, 1)), (5, (8, 3), (1, 1)),
+                                     (12, (9, 4), (2, 1)), (4, (4, 10), (1, 1)), (16, (5, 11), (1, 2)),
+                                     (7, (13, 6), (1, 1)), (8, (30, 2), (1, 1)), (4, (51, 3), (1, 1)),
+                                     (4, (52, 3), (1, 1)), (8, (53, 4), (1, 1)), (4, (55, 3), (1, 1)),
+                                     (9, (3, 56), (1, 1)), (4, (2, 17), (1, 1)), (4, (18, 18), (2, 1)),
+                                     (6, (16, 5), (1, 1)))):
+        depthwise_case(rng, sweep, f"dw3x3_planar_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=st,
+                       shifts=(-1, -21, -6, -13))
+    # dwp's rings in the planned scratch (mf_scratch_depthwise_conv2d_s8_dwp): none or 4 bytes short of them,
+    # dw3_buffered instead (the same bytes)
+    for i, (c, hw, short) in enumerate(((8, (6, 27), 0), (4, (30, 5), 4), (8, (5, 53), 4), (12, (12, 9), 4))):
+        depthwise_case(rng, sweep, f"dw3x3_planar_noring_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=(1, 1),
+                       shifts=(-1, -21, -6, -13), scratch=bool(short), short=short)
     return sweep
 
 
@@ -216,6 +242,11 @@ def test_depthwise_fast_paths_on_board(target):
     sweep.assert_same_on_board(target)
 
 
+def test_depthwise_fast_paths_on_cortex_m7():
+    """The DSP paths (the channel-planar 3x3 windows' assembly included) as cortex-m7's build compiles them."""
+    depthwise_sweep(seed=11).assert_same_on_board("cortex-m7")
+
+
 def test_depthwise_dsp_c_form_on_board():
     """The DSP 3x3 path's C form (dw3_run / dw3_pairs without their assembly: a firmware built at -O0)
     on the same sweep: the same bytes."""
@@ -239,3 +270,22 @@ def test_scalar_paths_on_host_c(tmp_path):
 def test_add_mul_fast_paths_on_board(kind, target):
     sweep = elementwise_sweep(kind, seed=12 + (kind == "mul_s8"))
     sweep.assert_same_on_board(target)
+
+
+def test_dwp_ring_scratch_is_planned_per_layer():
+    """The DSP targets plan the channel-planar 3x3 path's rings as scratch sized by the layer's view rows
+    (kinds/scratch.py depthwise_conv2d_s8_dwp): KWS's 25 x 5 outputs take 2 x 28 columns of each 56-halfword
+    ring row (672 bytes), rows of 53 windows the most (1344), none where dwp does not run (no host run here: the
+    board sweeps above run the kernel on these sizes, and on 4 bytes less)."""
+    dw = {"stride": [1, 1], "padding": [1, 1], "dilation": [1, 1], "depth_multiplier": 1}
+    w = (1, 3, 3, 64)
+    for target in ("cortex-m4", "cortex-m7", "cortex-m33"):
+        assert kernel_scratch_bytes("depthwise_conv2d_s8", w, target, (1, 25, 5, 64), dw) == 672
+    assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 5, 53, 64), dw) == 1344
+    assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 12, 12, 64), dw) == 592
+    assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 48, 48, 8), dw) == 1336
+    for out, attrs in (((1, 6, 6, 64), dw), ((1, 5, 54, 64), dw), ((1, 25, 5, 64), {**dw, "stride": [2, 1]}),
+                       ((1, 25, 5, 64), {**dw, "dilation": [1, 2]})):
+        assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", out, attrs) == 0, (out, attrs)
+    assert kernel_scratch_bytes("depthwise_conv2d_s8", (1, 3, 3, 62), "cortex-m4", (1, 25, 5, 62), dw) == 0
+    assert kernel_scratch_bytes("depthwise_conv2d_s8", (1, 5, 5, 64), "cortex-m4", (1, 25, 5, 64), dw) == 0

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .kinds import KINDS, kinds_where
-from .kinds.scratch import FORMULAS, ScratchFormula
+from .kinds.scratch import FORMULAS, ScratchFormula, round_up
 from .targets import get_target
 
 #: The value ranges of the quantized activation dtypes (int8, and A16W8's int16).
@@ -179,9 +179,40 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
         return formula(depth=weight_shape[1])
     if kind == "depthwise_conv2d_s4":
         return formula(numel=int(np.prod(weight_shape)))
+    if kind == "depthwise_conv2d_s8" and formula.name == "depthwise_conv2d_s8_dwp":
+        return _depthwise_dwp_scratch(formula, weight_shape, out_shape, attrs or {})
     if kind == "depthwise_conv2d_s8":
         return _depthwise_rows_scratch(formula, weight_shape, out_shape, attrs or {})
     return formula()
+
+
+def _depthwise_dwp_scratch(formula: ScratchFormula, weight_shape: Sequence[int], out_shape: Sequence[int],
+                           attrs: dict[str, Any]) -> int:
+    """depthwise_conv2d_s8 on the DSP path: the channel-planar 3x3 path's rings where the kernel may take it
+    (depthwise_conv2d_s8.c dw3_group / dwp_ok): 3x3 windows, depth multiplier 1, channels a multiple of 4, the
+    view's rows (along the longer output axis, or the other when that one's stride is not 1 or 2 or it is
+    dilated) of stride 1 and 8 to 53 windows, no dilation, 16 outputs or more. Elsewhere none (the kernel's
+    other paths keep their buffers on the stack)."""
+    _, kh, kw, ch = weight_shape
+    stride, dilation = list(attrs.get("stride", [1, 1])), list(attrs.get("dilation", [1, 1]))
+    if (kh, kw) != (3, 3) or attrs.get("depth_multiplier", 1) != 1 or ch % 4 or len(out_shape) != 4:
+        return 0
+    batch, oh, ow = out_shape[0], out_shape[1], out_shape[2]
+    if batch * oh * ow < 16:
+        return 0
+    axis = 0 if oh > ow else 1  # the image axis along the view's rows
+
+    def view_ok(a: int) -> bool:
+        return dilation[a] == 1 and stride[a] in (1, 2)
+
+    if not view_ok(axis):
+        axis = 1 - axis
+        if not view_ok(axis):
+            return 0
+    n = out_shape[1 + axis]
+    if stride[axis] != 1 or dilation != [1, 1] or not 8 <= n <= 53:
+        return 0
+    return formula(cols=round_up(n + 3, 4))
 
 
 def _depthwise_rows_scratch(formula: ScratchFormula, weight_shape: Sequence[int], out_shape: Sequence[int],

@@ -71,6 +71,13 @@ FORMULAS: tuple[ScratchFormula, ...] = (
                    "the taps, a ring of the span rows the window reaches and a row of zeros, each `row` words of "
                    "packed pixel pairs, and the sums of `pairs` output pixel pairs (rows along the longer output "
                    "axis; the pixel-major 3x3 path's 384 bytes of tables are added where it runs)"),
+    ScratchFormula("depthwise_conv2d_s8_dwp", ("depthwise_conv2d_s8",), ("dsp",), ("cols",),
+                   "2 * (cols + 112 + (3 - 3 // (59 // (cols + 1) + cols // 59) * (59 // (cols + 1) + cols // 59)) "
+                   "* cols + 3 // (59 // (cols + 1) + cols // 59) * 168)",
+                   "the channel-planar 3x3 path's rings: 3 int16 rows of `cols` (12..56: the view's windows + 3, "
+                   "rounded up to 4) for each of 4 channels, a channel's rows 56 halfwords apart (an immediate in "
+                   "its asm), k channels side by side in them, the next k 168 halfwords on; k = 56 // cols for those "
+                   "cols, written 59 // (cols + 1) + cols // 59 to be at least 1 for any cols"),
     ScratchFormula("recurrent_state", ("lstm_s8", "gru_s8"), ("portable", "scalar", "dsp", "mve"), ("hidden",),
                    "round_up(10 * hidden, 16)",
                    "one batch row's int16 cell (hidden) state and four int16 gate vectors"),

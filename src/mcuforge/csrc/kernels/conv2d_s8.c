@@ -18,7 +18,9 @@
  *        the full int8 range, so is the output stage (dsp_tile_out_asm): shaped by the Cortex-M4 cycle
  *        model (mcuforge.cycles), where the compiler's code reloaded values from the stack;
  *        with the full clamp and every shift in [-22, -1] the filter pairs' loop, output stage included,
- *        is one asm block (DSP_TILE_ROWS_ASM: 13 registers, its state in a stack frame of its own);
+ *        is one asm block (DSP_TILE_ROWS_ASM: 13 registers, its state in a stack frame of its own), at
+ *        depth 64 and 40 an asm function (mf_pw_rows64/40: 14 registers, one run of six loads a group;
+ *        not on cortex-m7, whose dual issue prefers DSP_TILE_GROUP's interleaving);
  *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
  *        them), and for every filter one asm block (MVE_ROWS_ASM): a tail-predicated WLSTP/LETP
  *        loop of VMLADAVA over 16 lanes, then the four pixels requantized as one vector (VQRDMULH +
@@ -443,28 +445,29 @@ static inline __attribute__((always_inline)) void dsp_tile_out_asm(int32_t a00, 
 }
 
 /* The tile loop of DSP_TILE_ROWS_ASM: the first filter's row w (the second's at w + d + 4), columns from
- * end - 4 d - 16 to end; the accumulators start at the filters' biases (the same wrapped sums as adding
+ * start to end; the accumulators start at the filters' biases (the same wrapped sums as adding
  * the bias after). Its state between tiles sits in a frame the asm copies to the stack: [sp] bias,
  * [sp, #4] mult, [sp, #8] shift, [sp, #12] out0, [sp, #16] out1, [sp, #20] 2 out_off + 1, [sp, #24]
  * pairs left, [sp, #28] end (read from the stack at the loop's end: 13 registers, not 14, so that GCC
  * can allocate them whatever the code around; 14 failed with "impossible constraints" after unrelated
- * changes to run_fast). */
-#define DSP_ROWS_TILE(GROUPS)                                                                          \
+ * changes to run_fast), [sp, #32] start (one load, not two SUBs from the end, before each tile). */
+#define DSP_ROWS_TILE(GROUPS, LOOP)                                                                    \
     "2: ldr     %[t], [sp]\n"                                                                          \
-    "   ldr     %[x], [sp, #28]\n"                                                                     \
+    "   ldr     %[x], [sp, #32]\n"                                                                     \
     "   ldr     %[a00], [%[t]], #4\n"                                                                  \
     "   ldr     %[a10], [%[t]], #4\n"                                                                  \
     "   str     %[t], [sp]\n"                                                                          \
     "   mov     %[a01], %[a00]\n"                                                                      \
     "   mov     %[a11], %[a10]\n"                                                                      \
-    "   sub     %[x], %[x], %[d], lsl #2\n"                                                            \
-    "   sub     %[x], %[x], #16\n"                                                                     \
-    "1:\n" GROUPS                                                                                      \
-    "   ldr     %[xa], [sp, #28]\n"                                                                    \
-    "   cmp     %[x], %[xa]\n"                                                                         \
-    "   bne     1b\n"                                                                                  \
+    "1:\n" GROUPS LOOP                                                                                 \
     "   add     %[w], %[w], %[d]\n"                                                                    \
     "   add     %[w], %[w], #4\n"
+/* The tile loop's end (its columns' end at [sp, #28]); nothing when GROUPS are the whole depth (64: the
+ * usual pointwise layer, 4 cycles a tile on the Cortex-M4 model). */
+#define DSP_ROWS_LOOP                                                                                  \
+    "   ldr     %[xa], [sp, #28]\n"                                                                    \
+    "   cmp     %[x], %[xa]\n"                                                                         \
+    "   bne     1b\n"
 
 /* The output stage of DSP_TILE_OUT_FILTER_NEG for the two filters at once, the rounding constant
  * 2^(n-1) + out_off 2^n as (2 out_off + 1) << (n - 1), n - 1 = ~shift; then the next tile or the end. */
@@ -524,8 +527,8 @@ static inline __attribute__((always_inline)) void dsp_tile_out_asm(int32_t a00, 
 /* tiled_rows (full clamp, every shift in [-22, -1]) as one asm block: the tile loop, its accumulators
  * initialized with the biases, and the output stage, with no C between tiles (GCC's loop reloaded and
  * stored its state around every tile: about 45 cycles a tile on the Cortex-M4 model). pairs > 0. */
-#define DSP_TILE_ROWS_ASM(GROUPS)                                                                      \
-    __asm__ volatile("   sub     sp, sp, #32\n"                                                        \
+#define DSP_TILE_ROWS_ASM(GROUPS, LOOP)                                                                \
+    __asm__ volatile("   sub     sp, sp, #40\n"                                                        \
                      "   ldr     %[a00], [%[t]]\n"                                                     \
                      "   ldr     %[a01], [%[t], #4]\n"                                                 \
                      "   ldr     %[a10], [%[t], #8]\n"                                                 \
@@ -541,37 +544,171 @@ static inline __attribute__((always_inline)) void dsp_tile_out_asm(int32_t a00, 
                      "   str     %[va], [sp, #16]\n"                                                   \
                      "   str     %[vb], [sp, #20]\n"                                                   \
                      "   str     %[u], [sp, #24]\n"                                                    \
-                     "   str     %[xa], [sp, #28]\n" DSP_ROWS_TILE(GROUPS) DSP_ROWS_OUT                \
-                     "   add     sp, sp, #32\n"                                                        \
+                     "   str     %[xa], [sp, #28]\n"                                                  \
+                     "   ldr     %[xa], [%[t], #32]\n"                                                \
+                     "   str     %[xa], [sp, #32]\n" DSP_ROWS_TILE(GROUPS, LOOP) DSP_ROWS_OUT          \
+                     "   add     sp, sp, #40\n"                                                        \
                      : [a00] "=&r"(a00), [a01] "=&r"(a01), [a10] "=&r"(a10), [a11] "=&r"(a11), [w] "+r"(wp), \
                        [x] "=&r"(xp), [va] "=&r"(va), [vb] "=&r"(vb), [t] "+r"(t), [u] "=&r"(u),          \
                        [xa] "=&r"(xa), [xb] "=&r"(xb)                                                    \
                      : [d] "r"(dstep)                                                                   \
                      : "cc", "memory")
 
+/* A double-precision FPU on an Armv7E-M core: a Cortex-M7 (dual issue), whose timing model pairs a load with
+ * the multiplies around it: DSP_TILE_GROUP's interleaved loads suit it better than mf_pw_rows' runs (1.05
+ * against 1.12 cycles/MAC for KWS's pointwise layers). A Cortex-M7 built without one takes the Cortex-M4's
+ * choice: the same bytes, a few percent slower. */
+#if defined(__ARM_ARCH_7EM__) && defined(__ARM_FP) && (__ARM_FP & 8)
+#define DSP_PW_RUNS 0
+#else
+#define DSP_PW_RUNS 1
+#endif
+
+#if DSP_PW_RUNS
+/* dsp_tile_rows_neg's tile rows at depth 64 (the usual pointwise layer) and 40 (KWS's 10 x 4 first layer) as
+ * functions of their own in asm (mf_pw_rows64 / mf_pw_rows40(frame, w), the frame as DSP_TILE_ROWS_ASM's):
+ * with every core register theirs, a group of 4 taps loads both filters' words and both columns' four words
+ * as one run of six (7 cycles on the Cortex-M4 model, against 5 + 3 for DSP_TILE_GROUP's two runs, whose asm
+ * statement has one register fewer), the second filter's word at the immediate offset DEPTH, no loop over
+ * the groups; then DSP_ROWS_OUT's output stage.
+ * r0 w, r1 x, r2..r5 a00, a01, a10, a11, r6/r7 the filters' words, r8/r9 their even lanes, r10..r12 and lr
+ * the columns' words. */
+#define DSP_PW_GROUP(DEPTH) \
+    "ldr r6, [r0], #4\n\t" \
+    "ldr r7, [r0, #" #DEPTH " - 4]\n\t" \
+    "ldr r10, [r1], #4\n\t" \
+    "ldr r11, [r1], #4\n\t" \
+    "ldr r12, [r1], #4\n\t" \
+    "ldr lr, [r1], #4\n\t" \
+    "sxtb16 r8, r6\n\t" \
+    "sxtb16 r6, r6, ror #8\n\t" \
+    "sxtb16 r9, r7\n\t" \
+    "sxtb16 r7, r7, ror #8\n\t" \
+    "smlad r2, r8, r10, r2\n\t" \
+    "smlad r2, r6, r11, r2\n\t" \
+    "smlad r4, r9, r10, r4\n\t" \
+    "smlad r4, r7, r11, r4\n\t" \
+    "smlad r3, r8, r12, r3\n\t" \
+    "smlad r3, r6, lr, r3\n\t" \
+    "smlad r5, r9, r12, r5\n\t" \
+    "smlad r5, r7, lr, r5\n\t"
+#define DSP_PW_GROUPS4(D) DSP_PW_GROUP(D) DSP_PW_GROUP(D) DSP_PW_GROUP(D) DSP_PW_GROUP(D)
+/* The function NAME: GROUPS groups of 4 taps (DEPTH / 4). */
+#define DSP_PW_FUNC(NAME, DEPTH, GROUPS) \
+__asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
+        ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n" \
+        #NAME ":\n\t" \
+        "push {r4-r11, lr}\n\t" \
+        "sub sp, sp, #36\n\t" \
+        "ldm r0, {r2-r10}\n\t" \
+        "stm sp, {r2-r10}\n\t" \
+        "mov r0, r1\n\t" \
+        "2:\n\t" \
+        "ldr r8, [sp]\n\t" \
+        "ldr r1, [sp, #32]\n\t" \
+        "ldr r2, [r8], #4\n\t" \
+        "ldr r4, [r8], #4\n\t" \
+        "str r8, [sp]\n\t" \
+        "mov r3, r2\n\t" \
+        "mov r5, r4\n\t" \
+        GROUPS \
+        "add r0, r0, #" #DEPTH "\n\t" \
+        "ldr r8, [sp, #4]\n\t" \
+        "ldr r9, [sp, #8]\n\t" \
+        "ldr r6, [r8], #4\n\t" \
+        "ldr r7, [r8], #4\n\t" \
+        "ldrsb r10, [r9], #1\n\t" \
+        "ldrsb r11, [r9], #1\n\t" \
+        "ldr r1, [sp, #20]\n\t" \
+        "str r8, [sp, #4]\n\t" \
+        "str r9, [sp, #8]\n\t" \
+        "lsl r2, r2, #1\n\t" \
+        "lsl r3, r3, #1\n\t" \
+        "lsl r4, r4, #1\n\t" \
+        "lsl r5, r5, #1\n\t" \
+        "smmulr r2, r2, r6\n\t" \
+        "smmulr r3, r3, r6\n\t" \
+        "smmulr r4, r4, r7\n\t" \
+        "smmulr r5, r5, r7\n\t" \
+        "mvn r8, r10\n\t" \
+        "lsl r8, r1, r8\n\t" \
+        "rsb r10, r10, #0\n\t" \
+        "mvn r9, r11\n\t" \
+        "lsl r9, r1, r9\n\t" \
+        "rsb r11, r11, #0\n\t" \
+        "add r2, r2, r2, asr #31\n\t" \
+        "add r2, r2, r8\n\t" \
+        "asr r2, r2, r10\n\t" \
+        "ssat r2, #8, r2\n\t" \
+        "add r3, r3, r3, asr #31\n\t" \
+        "add r3, r3, r8\n\t" \
+        "asr r3, r3, r10\n\t" \
+        "ssat r3, #8, r3\n\t" \
+        "add r4, r4, r4, asr #31\n\t" \
+        "add r4, r4, r9\n\t" \
+        "asr r4, r4, r11\n\t" \
+        "ssat r4, #8, r4\n\t" \
+        "add r5, r5, r5, asr #31\n\t" \
+        "add r5, r5, r9\n\t" \
+        "asr r5, r5, r11\n\t" \
+        "ssat r5, #8, r5\n\t" \
+        "ldr r8, [sp, #12]\n\t" \
+        "ldr r9, [sp, #16]\n\t" \
+        "ldr r1, [sp, #24]\n\t" \
+        "strb r2, [r8], #1\n\t" \
+        "strb r4, [r8], #1\n\t" \
+        "strb r3, [r9], #1\n\t" \
+        "strb r5, [r9], #1\n\t" \
+        "str r8, [sp, #12]\n\t" \
+        "str r9, [sp, #16]\n\t" \
+        "subs r1, r1, #1\n\t" \
+        "str r1, [sp, #24]\n\t" \
+        "bne 2b\n\t" \
+        "add sp, sp, #36\n\t" \
+        "pop {r4-r11, pc}\n\t" \
+        ".size " #NAME ", . - " #NAME "\n\t" \
+        ".popsection\n")
+DSP_PW_FUNC(mf_pw_rows64, 64, DSP_PW_GROUPS4(64) DSP_PW_GROUPS4(64) DSP_PW_GROUPS4(64) DSP_PW_GROUPS4(64));
+DSP_PW_FUNC(mf_pw_rows40, 40, DSP_PW_GROUPS4(40) DSP_PW_GROUPS4(40) DSP_PW_GROUP(40) DSP_PW_GROUP(40));
+void mf_pw_rows40(const uint32_t *frame, const int8_t *w);
+void mf_pw_rows64(const uint32_t *frame, const int8_t *w);
+#endif
+
 static inline __attribute__((always_inline)) void dsp_tile_rows_neg(const int16_t *cols, const int8_t *w,
                                                                    uint32_t pairs, uint32_t depth,
                                                                    const mf_channel_requant *rq, uint32_t oc0,
                                                                    int8_t *out0, int8_t *out1) {
-    /* the asm's frame: bias, mult, shift pointers, outputs, 2 out_off + 1, pairs, the columns' end */
-    const uint32_t frame[8] = {(uint32_t)(uintptr_t)(rq->bias + oc0), (uint32_t)(uintptr_t)(rq->mult + oc0),
+    /* the asm's frame: bias, mult, shift pointers, outputs, 2 out_off + 1, pairs, the columns' end, start */
+    const uint32_t frame[9] = {(uint32_t)(uintptr_t)(rq->bias + oc0), (uint32_t)(uintptr_t)(rq->mult + oc0),
                                (uint32_t)(uintptr_t)(rq->shift + oc0), (uint32_t)(uintptr_t)out0,
                                (uint32_t)(uintptr_t)out1, (uint32_t)(2 * rq->out_off + 1), pairs,
-                               (uint32_t)(uintptr_t)(cols + 2u * depth)};
+                               (uint32_t)(uintptr_t)(cols + 2u * depth), (uint32_t)(uintptr_t)cols};
     const uint32_t *t = frame;
     int32_t a00, a01, a10, a11, va, vb, u, xa, xb;
     const int8_t *wp = w;
     const int16_t *xp;
     const int32_t dstep = (int32_t)depth - 4;
-    if ((depth & 63u) == 0) { /* 16 groups an iteration: 1 for the usual 64 channels */
 #define DSP_TILE_GROUPS4 DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP
-        DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4);
+    if (DSP_PW_RUNS && depth == 64u) { /* the usual 64 channels */
+#if DSP_PW_RUNS
+        mf_pw_rows64(frame, w);
+#endif
+    } else if (!DSP_PW_RUNS && depth == 64u) { /* the same with DSP_TILE_GROUP: 16 groups, no loop */
+#if !DSP_PW_RUNS
+        DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4, "");
+#endif
+    } else if ((depth & 63u) == 0) { /* 16 groups an iteration */
+        DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4, DSP_ROWS_LOOP);
     } else if ((depth & 15u) == 0) {
-        DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP);
-    } else if (depth % 40u == 0) { /* 10 groups: one iteration for a 10 x 4 first layer (KWS) */
-        DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUP DSP_TILE_GROUP);
+        DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP, DSP_ROWS_LOOP);
+    } else if (DSP_PW_RUNS && depth == 40u) { /* a 10 x 4 first layer (KWS) */
+#if DSP_PW_RUNS
+        mf_pw_rows40(frame, w);
+#endif
+    } else if (depth % 40u == 0) { /* 10 groups an iteration */
+        DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUP DSP_TILE_GROUP, DSP_ROWS_LOOP);
     } else {
-        DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP);
+        DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP, DSP_ROWS_LOOP);
     }
     (void)a00, (void)a01, (void)a10, (void)a11, (void)wp, (void)xp, (void)va, (void)vb, (void)t, (void)u;
     (void)xa, (void)xb;

@@ -50,6 +50,12 @@ static inline uint32_t mf_scratch_conv2d_s16_mve_patches(uint32_t depth) { retur
  * axis; the pixel-major 3x3 path's 384 bytes of tables are added where it runs). */
 static inline uint32_t mf_scratch_depthwise_conv2d_s8_rows(uint32_t taps, uint32_t span, uint32_t row, uint32_t pairs) { return 4u * (taps + (span + 1u) * row + 2u * pairs); }
 
+/* depthwise_conv2d_s8 on dsp: the channel-planar 3x3 path's rings: 3 int16 rows of `cols` (12..56: the view's
+ * windows + 3, rounded up to 4) for each of 4 channels, a channel's rows 56 halfwords apart (an immediate in its
+ * asm), k channels side by side in them, the next k 168 halfwords on; k = 56 // cols for those cols, written 59 //
+ * (cols + 1) + cols // 59 to be at least 1 for any cols. */
+static inline uint32_t mf_scratch_depthwise_conv2d_s8_dwp(uint32_t cols) { return 2u * (cols + 112u + (3u - 3u / (59u / (cols + 1u) + cols / 59u) * (59u / (cols + 1u) + cols / 59u)) * cols + 3u / (59u / (cols + 1u) + cols / 59u) * 168u); }
+
 /* lstm_s8 / gru_s8 on portable, scalar, dsp, mve: one batch row's int16 cell (hidden) state and four int16 gate
  * vectors. */
 static inline uint32_t mf_scratch_recurrent_state(uint32_t hidden) { return MF_ROUND_UP(10u * hidden, 16u); }
