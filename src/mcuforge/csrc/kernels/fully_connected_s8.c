@@ -88,6 +88,7 @@ static inline __attribute__((always_inline)) void fc_rows3_asm(const int8_t **xp
 #define FC_ROWS3_ASM 1
 #endif
 
+#if defined(__OPTIMIZE__) /* -O0 keeps a frame pointer: the loop's 14 registers do not fit */
 /* Two groups of 4 features of rows4's loop (input offset 0). One pointer, p0, walks row 0 and reaches the
  * input (p0 + dx) and rows 1-3 (p0 + ds, p0 + 2 * ds, p0 + d3) by register offsets, so that four rows,
  * their sums and five temporaries fit the 14 registers. Per group the loads go in two runs (3 then 2:
@@ -266,6 +267,7 @@ static inline __attribute__((always_inline)) const int8_t *fc_rows4_asm(const in
     return p0;
 }
 #define FC_ROWS4_ASM 1
+#endif
 
 /* Outputs oc .. oc + n - 1 (n <= 3) of one input row; weight rows past n repeat row oc, unwritten.
  * Three rows keep the loop's 14 values in registers (the loop in asm: fc_rows3_asm). */
