@@ -173,3 +173,54 @@ def test_in_place_ops_give_the_same_bytes_everywhere(backend):
         got, _, _ = firmware.run_on_qemu(serialize(g), inputs, backend)
     for e, o in zip(expected, got, strict=True):
         np.testing.assert_array_equal(o, e)
+
+
+def test_faster_paths_take_more_scratch_only_within_the_ram_asked_for():
+    """conv2d_s4 on cortex-m55 runs its unpacked-filter path with more scratch, its packed paths with less
+    (the same bytes out): by default the arena is what the packed paths need; with a RAM budget the ops get
+    the larger scratch while the arena stays within it (mcuforge.plan.trim_optional_scratch)."""
+    import copy
+    import warnings
+
+    import torch
+
+    import mcuforge
+    from mcuforge.kinds.scratch import FORMULAS
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(8, 32, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(32, 32, 3, padding=1), torch.nn.ReLU()).eval()
+    example = (torch.randn(1, 8, 16, 16),)
+    calibration = [(torch.randn(1, 8, 16, 16),) for _ in range(4)]
+
+    def build(ram_budget=None):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return mcuforge.compile(model, example, calibration=calibration, target="cortex-m55", progress=False,
+                                    quantization="w4a8", ram_budget=ram_budget)
+
+    (small_plan,) = [f for f in FORMULAS if f.name == "conv2d_s4_im2col"]
+    (fast_plan,) = [f for f in FORMULAS if f.name == "conv2d_s4_mve_unpacked"]
+
+    def plans(prog):
+        convs = [op for op in prog.graph.ops if op.kind == "conv2d_s4"]
+        shapes = [prog.graph.tensors[op.inputs[1]].shape for op in convs]
+        small = [small_plan(depth=kh * kw * ic) for _, kh, kw, ic in shapes]
+        fast = [fast_plan(depth=kh * kw * ic, filters=oc) for oc, kh, kw, ic in shapes]
+        return [op.scratch_bytes for op in convs], small, fast
+
+    default = build()
+    got, small, fast = plans(default)
+    assert all(s < f for s, f in zip(small, fast, strict=True)) and set(got) <= set(small) | set(fast)
+    all_small = copy.deepcopy(default.graph)
+    for op, s in zip([op for op in all_small.ops if op.kind == "conv2d_s4"], small, strict=True):
+        op.scratch_bytes = s
+    assert default.arena_bytes == plan_arena(all_small)  # no RAM spent on speed by default
+    assert got != fast  # here the faster path would cost RAM somewhere
+
+    roomy = build(ram_budget=1 << 20)
+    assert plans(roomy)[0] == fast and default.arena_bytes < roomy.arena_bytes <= 1 << 20
+    x = torch.randn(1, 8, 16, 16)
+    for prog in (default, roomy):  # either plan, the same bytes as the Python kernels
+        np.testing.assert_array_equal(prog.run_raw(x), prog.run_raw(x, backend="c"))
+    np.testing.assert_array_equal(default.run_raw(x), roomy.run_raw(x))

@@ -387,6 +387,45 @@ def plan_arena(graph: Graph) -> int:
     return arena
 
 
+
+#: A kernel that runs a faster path with more scratch and, given the smaller plan of the named formula
+#: (mcuforge.kinds.scratch), a slower path with the same bytes out (the kernel checks the scratch it gets):
+#: (kind, kernel path) -> that formula. conv2d_s4 on Helium: the filters unpacked to int8 (up to 4 KB) and run
+#: by conv2d_s8's MVE path, else the packed-weight paths.
+OPTIONAL_SCRATCH = {("conv2d_s4", "mve"): "conv2d_s4_im2col"}
+
+
+def trim_optional_scratch(graph: Graph, ram_budget: int | None = None) -> list[int]:
+    """Give an op the larger scratch of its faster path only where the planned arena stays within what the
+    slower paths need, or within ``ram_budget`` when one is given with room: a program trades RAM for speed
+    only when the user asks (a RAM budget), never by default. Elsewhere the smaller plan, whose path gives the
+    same bytes out. Plans the arena; returns the ops left with the smaller plan."""
+    from .kinds.scratch import FORMULAS
+    from .targets import get_target
+
+    path = get_target(graph.target).kernel_path
+    small: dict[int, int] = {}
+    for i, op in enumerate(graph.ops):
+        name = OPTIONAL_SCRATCH.get((op.kind, path))
+        weight = graph.tensors.get(op.inputs[1]) if name and len(op.inputs) > 1 else None
+        if weight is None or len(weight.shape) != 4:
+            continue
+        (formula,) = [f for f in FORMULAS if f.name == name]
+        _, kh, kw, ic = weight.shape
+        need = formula(depth=kh * kw * ic)
+        if need < op.scratch_bytes:
+            small[i] = need
+    full = {i: graph.ops[i].scratch_bytes for i in small}
+    for i, need in small.items():
+        graph.ops[i].scratch_bytes = need
+    room = max(plan_arena(graph), ram_budget or 0)
+    for i in small:  # in program order: each keeps its faster path while the arena stays within room
+        graph.ops[i].scratch_bytes = full[i]
+        if plan_arena(graph) > room:
+            graph.ops[i].scratch_bytes = small[i]
+    plan_arena(graph)
+    return [i for i in small if graph.ops[i].scratch_bytes == small[i]]
+
 # ---- a patched chain's output over the graph input's dead bytes (TinyEngine / MCUNetV2 input reuse) ---------
 
 Spans = list[tuple[int, int]]  # byte ranges [start, end), sorted and merged

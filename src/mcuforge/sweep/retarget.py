@@ -13,7 +13,7 @@ import copy
 
 from ..api import Program
 from ..ir import RECURRENT_GATES, kernel_scratch_bytes
-from ..plan import plan_arena
+from ..plan import trim_optional_scratch
 
 
 class RetargetError(ValueError):
@@ -38,6 +38,6 @@ def retarget(prog: Program, target: str) -> Program:
             op.scratch_bytes = kernel_scratch_bytes(op.kind, graph.tensors[op.inputs[1]].shape, target, out, op.attrs)
         elif op.scratch_bytes:
             raise RetargetError(f"op {op.kind} has scratch of unknown origin")
-    plan_arena(graph)
+    trim_optional_scratch(graph)  # plans the arena, as compile does
     meta = {**prog.meta, "target": target}
     return Program(graph, compile_seconds=prog.compile_seconds, meta=meta, reference=prog.reference)
