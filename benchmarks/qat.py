@@ -148,7 +148,7 @@ def features_mlp(hidden: int = 32) -> nn.Module:
 
 #: name -> (data, model factory, fp32 epochs)
 SYNTHETIC = {
-    "features_cnn": (lambda seed: features_task(seed, True), FeaturesCNN, 20),
+    "features_cnn": (lambda seed: features_task(seed, True), FeaturesCNN, 60),
     "features_mlp": (lambda seed: features_task(seed, False), features_mlp, 30),
     "features_mlp_nobn": (lambda seed: features_task(seed, False), features_mlp_nobn, 30),
     "ds_cnn": (lambda seed: keyword_task(seed), DSCNN, 8),
