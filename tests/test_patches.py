@@ -321,3 +321,31 @@ def test_cli_compile_with_patches_and_budget(tmp_path, capsys):
 
     prog = mcuforge.load(tmp_path / "b.mfp")
     assert prog.patch_plan.split > 0 and prog.arena_bytes <= 6000 < prog.patch_plan.arena_before, out
+
+
+
+
+def test_patched_w4a8_convs_keep_the_whole_ops_scratch_plan():
+    """conv2d_s4 on cortex-m55: a patch op gets its whole op's scratch plan (mcuforge.plan.trim_optional_scratch:
+    the unpacked-filter path only where it was given room), and the patched program gives the whole one's bytes
+    in Python and host C."""
+    from mcuforge.ir import kernel_scratch_bytes
+    from mcuforge.patches import patch_graph
+
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Conv2d(8, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 32, 3, padding=1), nn.ReLU(),
+                          nn.Conv2d(32, 8, 3, stride=2, padding=1))
+    plain = _compile(model, (1, 8, 16, 16), target="cortex-m55", quantization="w4a8")
+    whole = {op.inputs[1]: op.scratch_bytes for op in plain.graph.ops if op.kind == "conv2d_s4"}
+    full = {w: kernel_scratch_bytes("conv2d_s4", plain.graph.tensors[w].shape, "cortex-m55") for w in whole}
+    assert whole != full  # some whole op was left the packed paths' plan
+    split = next(i for i, op in enumerate(plain.graph.ops) if op.kind == "conv2d_s4" and whole[op.inputs[1]] !=
+                 full[op.inputs[1]]) + 1
+    graph = patch_graph(plain.graph, split, (2, 2))
+    plan_arena(graph)
+    subs = [op for op in graph.ops if op.kind == "conv2d_s4" and op.debug.get("patch")]
+    assert subs and all(op.scratch_bytes == whole[op.inputs[1]] for op in subs)  # by its weight tensor
+    x = torch.randn(1, 8, 16, 16)
+    patched = api.Program(graph, meta=plain.meta)
+    got = np.asarray(patched.run(x, backend="c"))
+    assert np.array_equal(got, np.asarray(patched.run(x))) and np.array_equal(got, np.asarray(plain.run(x)))

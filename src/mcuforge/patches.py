@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 from .ir import Graph, Op, Tensor, kernel_scratch_bytes
 from .kinds import KIND
-from .plan import _peak, choose_in_place, input_overlap, plan_arena
+from .plan import OPTIONAL_SCRATCH, _peak, choose_in_place, input_overlap, plan_arena
+from .targets import get_target
 
 CONVS = ("conv2d_s8", "depthwise_conv2d_s8", "conv2d_s4", "depthwise_conv2d_s4")
 POOLS = ("avgpool_s8", "maxpool_s8")
@@ -280,7 +281,10 @@ def _scratch(graph: Graph, op: Op, sub: Op, out_shape: tuple[int, ...]) -> int:
         return 0
     if op.kind == "add_s8":
         return kernel_scratch_bytes(op.kind, (), graph.target)
-    return kernel_scratch_bytes(op.kind, graph.tensors[op.inputs[1]].shape, graph.target, out_shape, sub.attrs)
+    need = kernel_scratch_bytes(op.kind, graph.tensors[op.inputs[1]].shape, graph.target, out_shape, sub.attrs)
+    if (op.kind, get_target(graph.target).kernel_path) in OPTIONAL_SCRATCH:
+        return min(need, op.scratch_bytes)  # the whole op's plan: its faster path only if it was given room
+    return need
 
 
 # ---- measuring and choosing ---------------------------------------------------------------------------------
