@@ -248,7 +248,7 @@ def test_an_internal_error_asks_for_a_bug_report(models, tmp_path, capsys, monke
     def broken(*_args, **_kwargs):
         raise KeyError("a bug")
 
-    monkeypatch.setattr(compiler, "plan_arena", broken)
+    monkeypatch.setattr(compiler, "trim_optional_scratch", broken)
     status, line = run(["compile", f"{models}:fine", "-o", str(tmp_path / "f.mfp")], capsys)
     assert status == 1
     assert re.match(r"mcuforge compile: internal error: KeyError: 'a bug' \(at mcuforge/compiler\.py:\d+\)", line), line
@@ -257,7 +257,7 @@ def test_an_internal_error_asks_for_a_bug_report(models, tmp_path, capsys, monke
 def test_the_bug_report_line_names_the_files_and_the_traceback(models, tmp_path, capsys, monkeypatch):
     from mcuforge import compiler
 
-    monkeypatch.setattr(compiler, "plan_arena", lambda *_a, **_k: 1 / 0)
+    monkeypatch.setattr(compiler, "trim_optional_scratch", lambda *_a, **_k: 1 / 0)
     assert cli.main(["compile", f"{models}:fine", "-o", str(tmp_path / "f.mfp")]) == 1
     report = capsys.readouterr().err.splitlines()[-1]
     found = re.search(r"this is a bug in mcuforge, not in your input: please report it with the command line, the "
