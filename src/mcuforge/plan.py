@@ -415,6 +415,9 @@ def trim_optional_scratch(graph: Graph, ram_budget: int | None = None) -> list[i
         need = formula(depth=kh * kw * ic)
         if need < op.scratch_bytes:
             small[i] = need
+    if not small:  # nothing to choose (every program but W4A8 on Helium): one plan
+        plan_arena(graph)
+        return []
     full = {i: graph.ops[i].scratch_bytes for i in small}
     for i, need in small.items():
         graph.ops[i].scratch_bytes = need
@@ -425,6 +428,7 @@ def trim_optional_scratch(graph: Graph, ram_budget: int | None = None) -> list[i
             graph.ops[i].scratch_bytes = small[i]
     plan_arena(graph)
     return [i for i in small if graph.ops[i].scratch_bytes == small[i]]
+
 
 # ---- a patched chain's output over the graph input's dead bytes (TinyEngine / MCUNetV2 input reuse) ---------
 
