@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from .fit import FitError
 from .ir import Graph
 from .plan import ALIGNMENT, Key, _align, alias_offsets, alias_roots, allocations
+from .program.layout import CONSTANT_ALIGN, align_up
 from .targets import KB, MB, BoardMemory, get_target
 
 
@@ -247,7 +248,7 @@ def constants_section_bytes(graph: Graph) -> int:
     size = 0
     for t in graph.tensors.values():
         if t.is_constant:
-            size = _align(size) + t.nbytes
+            size = align_up(size, CONSTANT_ALIGN) + t.nbytes  # _append_constant's rule (program/writer.py)
     return size
 
 
