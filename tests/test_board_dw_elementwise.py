@@ -174,6 +174,81 @@ def add_variants(rng, sweep: BoardSweep) -> None:
                       [(a, int8(rng, a.shape)), (b, int8(rng, b.shape))], [act("y", (1, numel))])
 
 
+def add_residual_sweep(seed: int) -> BoardSweep:
+    """add_s8's DSP residual-add loop (add_dsp4: left shift 20, one input of multiplier 2^30 and shift 0, the
+    other's shift < 0, output shift < 0, activation range [-128, 127]) and the parameters just outside it:
+    either input the general one, lengths around its 4-element passes, the ends of the multipliers (2^10 + 1,
+    2^31 - 1; the output's 2^30 + 1) and shifts (-1 .. -24, the bounds its int32 sums allow, and -25),
+    output offset -128 (the loop without the sign term) and any other, extreme input offsets and inputs
+    (every byte -128 or 127: the saturation at both ends)."""
+    rng = np.random.default_rng(seed)
+    sweep = BoardSweep()
+    lengths = (1, 3, 4, 5, 7, 8, 15, 16, 17, 63, 64, 67, 258, 1027)
+    for i in range(70):
+        numel = lengths[i % len(lengths)]
+        inside = i < 50  # the loop's parameters; then their ends and just past them
+        n_g = int(rng.choice([1, 1, 2, 3, 4, 6, 9] if inside else [1, 12, 20, 24, 25]))
+        n_o = int(rng.choice([1, 2, 17, 18, 19, 22] if inside else [1, 19, 24, 25]))
+        m_g = int(rng.choice([(1 << 10) + 1, (1 << 31) - 1, int(rng.integers(1 << 30, 1 << 31))] +
+                             ([] if inside else [1 << 10, 1000])))
+        m_o = int(rng.choice([(1 << 30) + 1, (1 << 31) - 1, int(rng.integers(1 << 30, 1 << 31))] +
+                             ([] if inside else [1 << 30])))
+        offs = [int(rng.choice([-127, 128, int(rng.integers(-127, 129))])) for _ in range(2)]
+        out_off = int(rng.choice([-128, -128, 127, int(rng.integers(-128, 128))]))
+        lo, hi = (-128, 127) if inside or i % 3 else act_range(rng)
+        general, exact = (("a", "b") if i % 2 else ("b", "a"))
+        attrs = {"a_offset": offs[0], "b_offset": offs[1], "output_offset": out_off, "act_min": lo, "act_max": hi,
+                 "left_shift": 20, f"{general}_multiplier": m_g, f"{general}_shift": -n_g,
+                 f"{exact}_multiplier": 1 << 30, f"{exact}_shift": 0, "output_multiplier": m_o,
+                 "output_shift": -n_o}
+        if not inside and i % 5 == 0:  # both exact, or a left shift of 19: the older loops
+            attrs.update({f"{general}_multiplier": 1 << 30, f"{general}_shift": 0} if i % 10 == 0 else
+                         {"left_shift": 19})
+        shape = (1, numel)
+        xs = [int8(rng, shape) for _ in range(2)]
+        if i % 7 == 3:
+            xs = [np.full(shape, v, np.int8) for v in ((-128, 127), (127, -128), (127, 127))[i % 3]]
+        sweep.add(f"add_residual_{i}_{numel}", "add_s8", attrs, [(act("a", shape), xs[0]), (act("b", shape), xs[1])],
+                  [act("y", shape)])
+    # every rounding step visible in the output: the exact input all at its zero point (its scaled value 0),
+    # the general one's shift large (its scaled values small), the output's shift small, so that a scaled
+    # value off by one changes the output byte; multipliers just above 2^30 put many values on exact ties
+    # (the [X < 0] and [S < 0] terms decide them)
+    for i in range(24):
+        tie = i % 3 != 2
+        numel = int(rng.integers(1, 8) if i % 4 == 3 else rng.integers(8, 70))
+        general, exact = (("a", "b") if i % 2 else ("b", "a"))
+        out_off = int(rng.integers(-20, 21)) if tie else int(rng.choice([-128, int(rng.integers(-128, 128))]))
+        attrs = {f"{general}_offset": int(rng.integers(-127, 129)), f"{exact}_offset": 0,
+                 "output_offset": out_off, "act_min": -128,
+                 "act_max": 127, "left_shift": 20, f"{exact}_multiplier": 1 << 30, f"{exact}_shift": 0,
+                 f"{general}_multiplier": (1 << 30) + int(rng.integers(1, 4)) if tie else
+                 int(rng.integers((1 << 10) + 1, 1 << 31)),
+                 f"{general}_shift": -int(rng.integers(20, 22) if tie else rng.integers(12, 25)),
+                 "output_multiplier": (1 << 30) + int(rng.integers(1, 4)) if tie else
+                 int(rng.integers((1 << 30) + 1, 1 << 31)),
+                 "output_shift": -int(rng.integers(1, 3))}
+        shape = (1, numel)
+        xs = {general: int8(rng, shape), exact: np.zeros(shape, np.int8)}
+        sweep.add(f"add_residual_fine_{i}_{numel}", "add_s8", attrs,
+                  [(act("a", shape), xs["a"]), (act("b", shape), xs["b"])], [act("y", shape)])
+    return sweep
+
+
+@pytest.mark.parametrize("target", ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55", "cortex-m3"))
+def test_add_residual_loop_on_board(target):
+    add_residual_sweep(seed=31).assert_same_on_board(target)
+
+
+def test_add_residual_c_form_on_board():
+    """add_dsp4's C form (the firmware built at -O0, without the asm loop) on the same sweep: the same bytes."""
+    sweep = add_residual_sweep(seed=31)
+    program = sweep.program("cortex-m4")
+    graph = deserialize(program)
+    got, _trace, _facts = firmware.run_on_qemu(program, sweep.values, "cortex-m4", graph=graph, build_flags=("-O0",))
+    sweep._assert_same("cortex-m4 at -O0", execute(graph, sweep.values), got)
+
+
 def elementwise_sweep(kind: str, seed: int) -> BoardSweep:
     rng = np.random.default_rng(seed)
     sweep = BoardSweep()

@@ -194,6 +194,113 @@ static void add_dsp(const add_params *p, const int8_t *a, const int8_t *b, int8_
         out[i] = mf_clamp_s8(v, p->lo, p->hi);
     }
 }
+
+/*
+ * The DSP cores' residual add (add_dsp4), TFLite's parameters: left shift 20; one input "exact"
+ * (multiplier 2^30, shift 0: its scaled value is (x + off) * 2^19, no multiply), the other "general"
+ * (multiplier > 2^10, shift -n, n >= 1); output multiplier > 2^30, shift -no, no >= 1; activation
+ * range [-128, 127] (SSAT). With X = x + off of the general input and Y = X * 2^21, add_dsp's
+ * v = SMMULR(Y, m) is negative exactly when X is (m > 2^10), so its rounding divide
+ * floor((v + 2^(n-1) - [v < 0]) / 2^n) is one SMMLAR with the accumulator k_g - [X < 0]
+ * (k_g = 2^(n-1), plus the exact input's offset * 2^(19+n), which the floor passes through whole) and
+ * an ASR: the general input's scaled value plus the exact one's offset term. Adding x_e * 2^19 gives
+ * the sum S (|S| < 2^28); the output likewise: SMMLAR(2 S, m_o, k_o - [S < 0]) >> no, k_o =
+ * 2^(no-1) + out_off * 2^no (m_o > 2^30: the product is negative exactly when S is). With out_off = -128
+ * the [S < 0] term is dropped: a negative S gives a result <= -128 either way, which SSAT makes -128.
+ * add_dsp4_setup checks every bound (int64) so no sum wraps: the same bits as add_dsp.
+ */
+typedef struct {
+    int32_t off_g, k_g, m_g, n_g, k_o, m_o, n_o; /* the asm's LDM order (r4-r10) */
+    int relu;                                    /* out_off = -128: no [S < 0] term */
+} add_dsp4_k;
+
+static inline int32_t add_smmlar(int32_t x, int32_t m, int32_t acc) {
+    int32_t r;
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(x), "r"(m), "r"(acc));
+    return r;
+}
+
+/* The constants for add_dsp4 and whether input b is the general one (then the caller swaps a and b:
+ * the sum is symmetric); 0 when the parameters are not add_dsp4's. */
+static int add_dsp4_setup(const add_params *p, add_dsp4_k *k, int *swap) {
+    const int a_exact = p->a_mult == (1 << 30) && p->a_shift == 0, b_exact = p->b_mult == (1 << 30) && p->b_shift == 0;
+    if (p->ls != 20 || p->lo != -128 || p->hi != 127 || a_exact == b_exact) return 0;
+    *swap = a_exact;
+    const int32_t m_g = a_exact ? p->b_mult : p->a_mult, shift_g = a_exact ? p->b_shift : p->a_shift;
+    const int32_t off_g = a_exact ? p->b_off : p->a_off, off_e = a_exact ? p->a_off : p->b_off;
+    if (m_g <= (1 << 10) || shift_g > -1 || p->out_mult <= (1 << 30) || p->out_shift > -1) return 0;
+    const int32_t n = -shift_g, no = -p->out_shift;
+    if (n > 24 || no > 24) return 0;
+    const int64_t k_g = ((int64_t)1 << (n - 1)) + (int64_t)off_e * ((int64_t)1 << (19 + n));
+    const int64_t k_o = ((int64_t)1 << (no - 1)) + (int64_t)p->out_off * ((int64_t)1 << no);
+    const int64_t room = ((int64_t)1 << 31) - ((int64_t)1 << 28) - 2; /* |v| <= 2^28, the sign term 1 */
+    if (k_g > room || k_g < -room || k_o > room || k_o < -room) return 0;
+    k->off_g = off_g, k->k_g = (int32_t)k_g, k->m_g = m_g, k->n_g = n;
+    k->k_o = (int32_t)k_o, k->m_o = p->out_mult, k->n_o = no, k->relu = p->out_off == -128;
+    return 1;
+}
+
+/* One element of add_dsp4 in C (the tail, and builds without the asm). */
+static inline int8_t add_dsp4_one(const add_dsp4_k *k, int32_t x_g, int32_t x_e) {
+    const int32_t x = x_g + k->off_g;
+    const int32_t s = (add_smmlar(x * (1 << 21), k->m_g, k->k_g + (x >> 31)) >> k->n_g) + x_e * (1 << 19);
+    return mf_clamp_s8(add_smmlar(s * 2, k->m_o, k->k_o + (s >> 31)) >> k->n_o, -128, 127);
+}
+
+#if defined(__OPTIMIZE__)
+/* One element (byte lane ROR of the words in r11, lr) of the asm loop; OUT_ACC the output's SMMLAR
+ * accumulator, OUT_SIGN the line that makes it (k_o - [S < 0] into t1) or nothing (out_off = -128). */
+#define ADD4_EL(ROR, OUT_SIGN, OUT_ACC, STORE)                                                         \
+    "   sxtab  %[t1], r4, r11" ROR "\n"                                                                \
+    "   lsl    %[t2], %[t1], #21\n"                                                                    \
+    "   add    %[t1], r5, %[t1], asr #31\n"                                                            \
+    "   smmlar %[t2], %[t2], r6, %[t1]\n"                                                              \
+    "   asr    %[t2], %[t2], r7\n"                                                                     \
+    "   sxtb   %[t1], lr" ROR "\n"                                                                     \
+    "   add    %[t2], %[t2], %[t1], lsl #19\n" OUT_SIGN                                                \
+    "   lsl    %[t2], %[t2], #1\n"                                                                     \
+    "   smmlar %[t2], %[t2], r9, " OUT_ACC "\n"                                                        \
+    "   asr    %[t2], %[t2], r10\n"                                                                    \
+    "   ssat   %[t2], #8, %[t2]\n"                                                                     \
+    "   strb   %[t2], " STORE "\n"
+
+/* Four elements a pass: the two inputs' words by LDR, the constants in r4-r10 (one LDM), the end
+ * pointer on the stack (every other register is taken), compared right after the loads so that the
+ * flags carry to the BNE (nothing in between sets them). */
+#define ADD4_LOOP(OUT_SIGN, OUT_ACC)                                                                   \
+    __asm__ volatile("   ldm    %[t1], {r4, r5, r6, r7, r8, r9, r10}\n"                                \
+                     "   push   {%[t2]}\n"                                                             \
+                     "1: ldr    r11, [%[a]], #4\n"                                                     \
+                     "   ldr    lr, [%[b]], #4\n"                                                      \
+                     "   ldr    %[t2], [sp]\n"                                                         \
+                     "   cmp    %[a], %[t2]\n" ADD4_EL("", OUT_SIGN, OUT_ACC, "[%[o]], #4")            \
+                         ADD4_EL(", ror #8", OUT_SIGN, OUT_ACC, "[%[o], #-3]")                          \
+                             ADD4_EL(", ror #16", OUT_SIGN, OUT_ACC, "[%[o], #-2]")                     \
+                                 ADD4_EL(", ror #24", OUT_SIGN, OUT_ACC, "[%[o], #-1]")                 \
+                     "   bne    1b\n"                                                                  \
+                     "   add    sp, sp, #4\n"                                                          \
+                     : [a] "+&r"(a), [b] "+&r"(b), [o] "+&r"(out), [t1] "+&r"(kp), [t2] "+&r"(end)       \
+                     :                                                                                 \
+                     : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory")
+#endif
+
+static void add_dsp4(const add_dsp4_k *k, const int8_t *a, const int8_t *b, int8_t *out, uint32_t n) {
+    uint32_t i = 0;
+#if defined(__OPTIMIZE__)
+    if (n >= 4) {
+        const int8_t *end = a + (n & ~3u);
+        const add_dsp4_k *kp = k;
+        if (k->relu) {
+            ADD4_LOOP("", "r8");
+        } else {
+            ADD4_LOOP("   add    %[t1], r8, %[t2], asr #31\n", "%[t1]");
+        }
+        i = n & ~3u; /* the asm advanced a, b and out past them */
+        a -= i, b -= i, out -= i;
+    }
+#endif
+    for (; i < n; i++) out[i] = add_dsp4_one(k, a[i], b[i]);
+}
 #endif
 
 #endif
@@ -253,6 +360,13 @@ static mf_status run(const mf_call *c) {
                 return MF_OK;
             }
 #elif defined(MF_USE_DSP)
+            add_dsp4_k k;
+            int swap;
+            if (add_dsp4_setup(&p, &k, &swap)) {
+                const int8_t *g = (const int8_t *)(swap ? b.data : a.data), *e = (const int8_t *)(swap ? a.data : b.data);
+                add_dsp4(&k, g, e, (int8_t *)o.data, o.numel);
+                return MF_OK;
+            }
             if (add_dsp_ok(&p)) {
                 add_dsp(&p, (const int8_t *)a.data, (const int8_t *)b.data, (int8_t *)o.data, o.numel);
                 return MF_OK;
