@@ -78,6 +78,51 @@ static void add_params_read(const mf_call *c, add_params *p) {
 }
 #endif
 
+#if defined(MF_USE_DSP) || (defined(MF_USE_MVE) && defined(__OPTIMIZE__)) /* add_mve4 is asm only */
+/*
+ * The residual add of the DSP cores (add_dsp4) and of Helium (add_mve4), TFLite's parameters: left
+ * shift 20; one input "exact" (multiplier 2^30, shift 0: its scaled value is (x + off) * 2^19, no
+ * multiply), the other "general"
+ * (multiplier > 2^10, shift -n, n >= 1); output multiplier > 2^30, shift -no, no >= 1 (on the DSP cores the
+ * activation range [-128, 127]: SSAT). With X = x + off of the general input and Y = X * 2^21, add_dsp's
+ * v = SMMULR(Y, m) is negative exactly when X is (m > 2^10), so its rounding divide
+ * floor((v + 2^(n-1) - [v < 0]) / 2^n) is one SMMLAR with the accumulator k_g - [X < 0]
+ * (k_g = 2^(n-1), plus the exact input's offset * 2^(19+n), which the floor passes through whole) and
+ * an ASR: the general input's scaled value plus the exact one's offset term. Adding x_e * 2^19 gives
+ * the sum S (|S| < 2^28); the output likewise: SMMLAR(2 S, m_o, k_o - [S < 0]) >> no, k_o =
+ * 2^(no-1) + out_off * 2^no (m_o > 2^30: the product is negative exactly when S is). When act_min >= out_off
+ * the [S < 0] term is dropped: a negative S gives a result <= out_off either way, which the clamp makes
+ * act_min. add_fold_setup checks every bound (int64) so no sum wraps: the same bits as add_dsp (and as
+ * mf_requantize: add_dsp's equality with it is shown there).
+ */
+typedef struct {
+    int32_t off_g, k_g, m_g, n_g, k_o, m_o, n_o; /* the asm's LDM order (r4-r10) */
+    int relu;                                    /* act_min >= out_off: no [S < 0] term */
+} add_fold_k;
+
+/* The constants of add_dsp4 / add_mve4 and whether input b is the general one (then the caller swaps a
+ * and b: the sum is symmetric); 0 when the parameters are not theirs. `full_range`: the activation range
+ * must be [-128, 127] (the DSP loop's SSAT). */
+static int add_fold_setup(const add_params *p, add_fold_k *k, int *swap, int full_range) {
+    const int a_exact = p->a_mult == (1 << 30) && p->a_shift == 0, b_exact = p->b_mult == (1 << 30) && p->b_shift == 0;
+    if (p->ls != 20 || (full_range && (p->lo != -128 || p->hi != 127)) || a_exact == b_exact) return 0;
+    *swap = a_exact;
+    const int32_t m_g = a_exact ? p->b_mult : p->a_mult, shift_g = a_exact ? p->b_shift : p->a_shift;
+    const int32_t off_g = a_exact ? p->b_off : p->a_off, off_e = a_exact ? p->a_off : p->b_off;
+    if (m_g <= (1 << 10) || shift_g > -1 || p->out_mult <= (1 << 30) || p->out_shift > -1) return 0;
+    const int32_t n = -shift_g, no = -p->out_shift;
+    if (n > 24 || no > 24) return 0;
+    const int64_t k_g = ((int64_t)1 << (n - 1)) + (int64_t)off_e * ((int64_t)1 << (19 + n));
+    const int64_t k_o = ((int64_t)1 << (no - 1)) + (int64_t)p->out_off * ((int64_t)1 << no);
+    const int64_t room = ((int64_t)1 << 31) - ((int64_t)1 << 28) - 2; /* |v| <= 2^28, the sign term 1 */
+    if (k_g > room || k_g < -room || k_o > room || k_o < -room) return 0;
+    k->off_g = off_g, k->k_g = (int32_t)k_g, k->m_g = m_g, k->n_g = n;
+    k->k_o = (int32_t)k_o, k->m_o = p->out_mult, k->n_o = no, k->relu = p->lo >= p->out_off;
+    return 1;
+}
+
+#endif
+
 #if defined(MF_USE_MVE)
 
 /* (x + offset) << left_shift (wrapping), requantized: four lanes */
@@ -150,6 +195,47 @@ static __attribute__((noinline)) void add_asm(const add_params *p, const int8_t 
     }
 }
 
+#if defined(__OPTIMIZE__)
+/* add_fold_k's arithmetic on four lanes, tail-predicated (WLSTP/LETP): VMLAS makes Y = X * 2^20 (VQRDMULH
+ * doubles), VQRDMLAH is SMMLAR (the accumulator k_g - [X < 0] from VSHR #31 + VADD), VSHL by -n floors;
+ * VMLA adds x_e * 2^19; the output's VQRDMLAH likewise (or, with act_min >= out_off, VQRDMULH, the
+ * rounding VRSHL and the offset), the clamp, four bytes stored. No lane saturates (add_fold_setup's
+ * bounds). Scalars by one LDM: r4 off_g * 2^20, r5 k_g, r6 m_g, r8 -n, r9 m_o, r10 k_o (or out_off),
+ * r11 -no. */
+#define ADDM_ASM(OUT, R)                                                                              \
+    __asm__ volatile("   ldm          %[k], {r4, r5, r6, r8, r9, r10, r11}\n"                       \
+                     "   wlstp.32     lr, %[n], 1f\n"                                              \
+                     "2: vldrb.s32    q0, [%[g]], #4\n"                                            \
+                     "   vldrb.s32    q1, [%[e]], #4\n"                                            \
+                     "   vmlas.s32    q0, %q[pow], r4\n"                                           \
+                     "   vshr.s32     q2, q0, #31\n"                                               \
+                     "   vadd.i32     q2, q2, r5\n"                                                \
+                     "   vqrdmlah.s32 q2, q0, r6\n"                                                \
+                     "   vshl.s32     q2, r8\n"                                                    \
+                     "   vmla.s32     q2, q1, %[c19]\n" OUT                                        \
+                     "   vmax.s32     " R ", " R ", %q[lo]\n"                                      \
+                     "   vmin.s32     " R ", " R ", %q[hi]\n"                                      \
+                     "   vstrb.32     " R ", [%[o]], #4\n"                                         \
+                     "   letp         lr, 2b\n"                                                    \
+                     "1:\n"                                                                        \
+                     : [g] "+&l"(g), [e] "+&l"(e), [o] "+&l"(out)                                     \
+                     : [n] "r"(n), [k] "r"(kv), [c19] "r"(1 << 19), [pow] "w"(pow), [lo] "w"(lo), [hi] "w"(hi) \
+                     : "q0", "q1", "q2", "q3", "r4", "r5", "r6", "r8", "r9", "r10", "r11", "lr", "memory")
+
+static __attribute__((noinline)) void add_mve4(const add_fold_k *k, int32_t lo_, int32_t hi_, const int8_t *g,
+                                               const int8_t *e, int8_t *out, uint32_t n, int32_t out_off) {
+    const int32x4_t pow = vdupq_n_s32(1 << 20), lo = vdupq_n_s32(lo_), hi = vdupq_n_s32(hi_);
+    const int32_t kv[7] = {k->off_g * (1 << 20), k->k_g, k->m_g, -k->n_g, k->m_o, k->relu ? out_off : k->k_o, -k->n_o};
+    if (k->relu) {
+        ADDM_ASM("   vqrdmulh.s32 q2, q2, r9\n   vrshl.s32    q2, r11\n   vadd.i32     q2, q2, r10\n", "q2");
+    } else {
+        ADDM_ASM("   vshr.s32     q3, q2, #31\n   vadd.i32     q3, q3, r10\n   vqrdmlah.s32 q3, q2, r9\n"
+                 "   vshl.s32     q3, r11\n",
+                 "q3");
+    }
+}
+#endif
+
 #elif defined(MF_ARM_LOOPS)
 
 static void add_same_shape(const add_params *p, const int8_t *a, const int8_t *b, int8_t *out, uint32_t n) {
@@ -195,53 +281,14 @@ static void add_dsp(const add_params *p, const int8_t *a, const int8_t *b, int8_
     }
 }
 
-/*
- * The DSP cores' residual add (add_dsp4), TFLite's parameters: left shift 20; one input "exact"
- * (multiplier 2^30, shift 0: its scaled value is (x + off) * 2^19, no multiply), the other "general"
- * (multiplier > 2^10, shift -n, n >= 1); output multiplier > 2^30, shift -no, no >= 1; activation
- * range [-128, 127] (SSAT). With X = x + off of the general input and Y = X * 2^21, add_dsp's
- * v = SMMULR(Y, m) is negative exactly when X is (m > 2^10), so its rounding divide
- * floor((v + 2^(n-1) - [v < 0]) / 2^n) is one SMMLAR with the accumulator k_g - [X < 0]
- * (k_g = 2^(n-1), plus the exact input's offset * 2^(19+n), which the floor passes through whole) and
- * an ASR: the general input's scaled value plus the exact one's offset term. Adding x_e * 2^19 gives
- * the sum S (|S| < 2^28); the output likewise: SMMLAR(2 S, m_o, k_o - [S < 0]) >> no, k_o =
- * 2^(no-1) + out_off * 2^no (m_o > 2^30: the product is negative exactly when S is). With out_off = -128
- * the [S < 0] term is dropped: a negative S gives a result <= -128 either way, which SSAT makes -128.
- * add_dsp4_setup checks every bound (int64) so no sum wraps: the same bits as add_dsp.
- */
-typedef struct {
-    int32_t off_g, k_g, m_g, n_g, k_o, m_o, n_o; /* the asm's LDM order (r4-r10) */
-    int relu;                                    /* out_off = -128: no [S < 0] term */
-} add_dsp4_k;
-
 static inline int32_t add_smmlar(int32_t x, int32_t m, int32_t acc) {
     int32_t r;
     __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(x), "r"(m), "r"(acc));
     return r;
 }
 
-/* The constants for add_dsp4 and whether input b is the general one (then the caller swaps a and b:
- * the sum is symmetric); 0 when the parameters are not add_dsp4's. */
-static int add_dsp4_setup(const add_params *p, add_dsp4_k *k, int *swap) {
-    const int a_exact = p->a_mult == (1 << 30) && p->a_shift == 0, b_exact = p->b_mult == (1 << 30) && p->b_shift == 0;
-    if (p->ls != 20 || p->lo != -128 || p->hi != 127 || a_exact == b_exact) return 0;
-    *swap = a_exact;
-    const int32_t m_g = a_exact ? p->b_mult : p->a_mult, shift_g = a_exact ? p->b_shift : p->a_shift;
-    const int32_t off_g = a_exact ? p->b_off : p->a_off, off_e = a_exact ? p->a_off : p->b_off;
-    if (m_g <= (1 << 10) || shift_g > -1 || p->out_mult <= (1 << 30) || p->out_shift > -1) return 0;
-    const int32_t n = -shift_g, no = -p->out_shift;
-    if (n > 24 || no > 24) return 0;
-    const int64_t k_g = ((int64_t)1 << (n - 1)) + (int64_t)off_e * ((int64_t)1 << (19 + n));
-    const int64_t k_o = ((int64_t)1 << (no - 1)) + (int64_t)p->out_off * ((int64_t)1 << no);
-    const int64_t room = ((int64_t)1 << 31) - ((int64_t)1 << 28) - 2; /* |v| <= 2^28, the sign term 1 */
-    if (k_g > room || k_g < -room || k_o > room || k_o < -room) return 0;
-    k->off_g = off_g, k->k_g = (int32_t)k_g, k->m_g = m_g, k->n_g = n;
-    k->k_o = (int32_t)k_o, k->m_o = p->out_mult, k->n_o = no, k->relu = p->out_off == -128;
-    return 1;
-}
-
 /* One element of add_dsp4 in C (the tail, and builds without the asm). */
-static inline int8_t add_dsp4_one(const add_dsp4_k *k, int32_t x_g, int32_t x_e) {
+static inline int8_t add_dsp4_one(const add_fold_k *k, int32_t x_g, int32_t x_e) {
     const int32_t x = x_g + k->off_g;
     const int32_t s = (add_smmlar(x * (1 << 21), k->m_g, k->k_g + (x >> 31)) >> k->n_g) + x_e * (1 << 19);
     return mf_clamp_s8(add_smmlar(s * 2, k->m_o, k->k_o + (s >> 31)) >> k->n_o, -128, 127);
@@ -284,12 +331,12 @@ static inline int8_t add_dsp4_one(const add_dsp4_k *k, int32_t x_g, int32_t x_e)
                      : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory")
 #endif
 
-static void add_dsp4(const add_dsp4_k *k, const int8_t *a, const int8_t *b, int8_t *out, uint32_t n) {
+static void add_dsp4(const add_fold_k *k, const int8_t *a, const int8_t *b, int8_t *out, uint32_t n) {
     uint32_t i = 0;
 #if defined(__OPTIMIZE__)
     if (n >= 4) {
         const int8_t *end = a + (n & ~3u);
-        const add_dsp4_k *kp = k;
+        const add_fold_k *kp = k;
         if (k->relu) {
             ADD4_LOOP("", "r8");
         } else {
@@ -355,14 +402,23 @@ static mf_status run(const mf_call *c) {
         add_params_read(c, &p);
         if (add_fast_ok(&p)) {
 #if defined(MF_USE_MVE)
+#if defined(__OPTIMIZE__)
+            add_fold_k k;
+            int swap;
+            if (add_fold_setup(&p, &k, &swap, 0)) {
+                const int8_t *g = (const int8_t *)(swap ? b.data : a.data), *e = (const int8_t *)(swap ? a.data : b.data);
+                add_mve4(&k, p.lo, p.hi, g, e, (int8_t *)o.data, o.numel, p.out_off);
+                return MF_OK;
+            }
+#endif
             if (add_asm_ok(&p)) {
                 add_asm(&p, (const int8_t *)a.data, (const int8_t *)b.data, (int8_t *)o.data, o.numel);
                 return MF_OK;
             }
 #elif defined(MF_USE_DSP)
-            add_dsp4_k k;
+            add_fold_k k;
             int swap;
-            if (add_dsp4_setup(&p, &k, &swap)) {
+            if (add_fold_setup(&p, &k, &swap, 1)) {
                 const int8_t *g = (const int8_t *)(swap ? b.data : a.data), *e = (const int8_t *)(swap ? a.data : b.data);
                 add_dsp4(&k, g, e, (int8_t *)o.data, o.numel);
                 return MF_OK;
