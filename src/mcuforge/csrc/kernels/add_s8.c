@@ -9,9 +9,9 @@
  * parameters in C with the tail predicated; on DSP cores TFLite's parameters by SMMULR (add_dsp).
  * TFLite's usual residual add (one input of multiplier 2^30, shift 0; see add_fold_k) takes a shorter
  * loop on both: add_mve4 (Helium) and add_dsp4 (DSP, activation range [-128, 127]: 4 elements a
- * pass, 12 instructions an element). On the scalar cores (cortex-m3, mf_scalar.h) tables of each input's 256 scaled values in the op's
- * scratch; on the other Cortex-M cores one scalar loop with the requantization inlined and the
- * broadcast walker gone. A multiplier of INT32_MIN takes the portable path on MVE.
+ * pass, 12 instructions an element). On the scalar cores (cortex-m3, mf_scalar.h) tables of each
+ * input's 256 scaled values in the op's scratch; on the other Cortex-M cores one scalar loop with the
+ * requantization inlined and the broadcast walker gone. A multiplier of INT32_MIN takes the portable path on MVE.
  */
 #include "broadcast.h"
 #include "mf_scalar.h"
