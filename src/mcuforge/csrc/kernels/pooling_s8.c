@@ -7,8 +7,8 @@
  * helpers of mf_pool.h, shared with pooling_s16.c).
  *
  * MVE (cortex-m55): an average over a window of at most 255 inputs (so that the int16 sums cannot
- * overflow: 255 * 128 < 2^15) sums eight channels per VLDRB.S16 + VADD, then divides each channel's
- * sum in scalar code exactly as below; a maximum takes 16 channels per VLDRB + VMAX (tail-predicated),
+ * overflow: 255 * 128 < 2^15) sums eight channels per VLDRB.S16 + VADD (16 a pass, whole-width window
+ * rows as one run), then divides each channel's sum in scalar code exactly as below; a maximum takes 16 channels per VLDRB + VMAX (tail-predicated),
  * clamped as a vector.
  * DSP (cortex-m4/m7/m33): four channels per word: an average (at most 255 inputs) sums them as two
  * pairs of int16 lanes (SXTAB16), a maximum keeps four byte lanes by SSUB8 + SEL; the last ch % 4
@@ -30,19 +30,39 @@ static mf_status check(const mf_call *c) {
 }
 
 #if defined(MF_USE_MVE)
-/* The averages of window [y_lo, y_hi) x [x_lo, x_hi) (count <= 255 inputs) of image xd, all channels. */
+/* The averages of window [y_lo, y_hi) x [x_lo, x_hi) (count <= 255 inputs) of image xd, all channels.
+ * Sixteen channels a pass by two unpredicated VLDRB.S16 + VADD (the last ch % 16 channels eight at a
+ * time, predicated); window rows of the whole image width are one run of positions, ch bytes apart
+ * (a global pool: one loop). Each channel's sum is divided in scalar code as the portable loop does. */
 static void avg_window_mve(const int8_t *xd, uint32_t w, uint32_t ch, uint32_t y_lo, uint32_t y_hi, uint32_t x_lo,
                            uint32_t x_hi, int32_t count, int32_t lo, int32_t hi, int8_t *out) {
-    for (uint32_t c0 = 0; c0 < ch; c0 += 8) {
-        const mve_pred16_t p = vctp16q(ch - c0);
-        int16x8_t acc = vdupq_n_s16(0);
-        for (uint32_t iy = y_lo; iy < y_hi; iy++) {
-            const int8_t *xp = xd + ((size_t)iy * w + x_lo) * ch + c0;
-            for (uint32_t ix = x_lo; ix < x_hi; ix++, xp += ch) acc = vaddq_s16(acc, vldrbq_z_s16(xp, p));
+    const int whole_rows = x_lo == 0 && x_hi == w;
+    const uint32_t runs = whole_rows ? 1u : y_hi - y_lo, run = whole_rows ? (y_hi - y_lo) * w : x_hi - x_lo;
+    int16_t sums[16];
+    for (uint32_t c0 = 0; c0 < ch; c0 += 16) {
+        const uint32_t left = ch - c0, n = left < 16 ? left : 16;
+        if (left >= 16) {
+            int16x8_t acc0 = vdupq_n_s16(0), acc1 = vdupq_n_s16(0);
+            for (uint32_t r = 0; r < runs; r++) {
+                const int8_t *xp = xd + ((size_t)(y_lo + r) * w + x_lo) * ch + c0;
+                for (uint32_t i = 0; i < run; i++, xp += ch) {
+                    acc0 = vaddq_s16(acc0, vldrbq_s16(xp));
+                    acc1 = vaddq_s16(acc1, vldrbq_s16(xp + 8));
+                }
+            }
+            vst1q_s16(sums, acc0);
+            vst1q_s16(sums + 8, acc1);
+        } else {
+            for (uint32_t h = 0; h < n; h += 8) {
+                const mve_pred16_t p = vctp16q(n - h);
+                int16x8_t acc = vdupq_n_s16(0);
+                for (uint32_t r = 0; r < runs; r++) {
+                    const int8_t *xp = xd + ((size_t)(y_lo + r) * w + x_lo) * ch + c0 + h;
+                    for (uint32_t i = 0; i < run; i++, xp += ch) acc = vaddq_s16(acc, vldrbq_z_s16(xp, p));
+                }
+                vst1q_s16(sums + h, acc);
+            }
         }
-        int16_t sums[8];
-        vst1q_s16(sums, acc);
-        const uint32_t n = ch - c0 < 8 ? ch - c0 : 8;
         for (uint32_t i = 0; i < n; i++) {
             const int32_t a = sums[i];
             out[c0 + i] = mf_clamp_s8(a > 0 ? (a + count / 2) / count : (a - count / 2) / count, lo, hi);
