@@ -285,6 +285,29 @@ def test_row_bounds_and_thin_first_row(programs):
     assert [a.tobytes() for a in c_got] == [a.tobytes() for a in execute(graph, values)]
 
 
+def test_choice_pruned_by_the_floor_is_the_same(programs, monkeypatch):
+    """choose skips splits whose floor (rest_bounds: the live bytes after the chain) is too far over the budget:
+    every candidate's bound is at least its split's floor, and the choice under 4 budgets is the one made without
+    the pruning (the same split, grid, first row, arena and MACs)."""
+    from mcuforge import patches
+    from mcuforge.patches import candidates, choose, rest_bounds
+
+    skipped = 0
+    for name in ("stem", "wide"):
+        graph = programs[name].graph
+        floor = rest_bounds(graph)
+        for c in candidates(graph):
+            assert c.bound >= floor[c.split], (name, c)
+        for budget in (int(graph.arena_bytes * f) for f in (0.5, 0.6, 0.75, 0.9)):
+            skipped += any(floor[s] > patches.NEAR * budget for s in range(1, len(graph.ops)) if chain_output(graph, s))
+            pruned = choose(graph, ram_budget=budget)[1]
+            with monkeypatch.context() as m:
+                m.setattr(patches, "rest_bounds", lambda g: [0] * (len(g.ops) + 1))
+                plain = choose(graph, ram_budget=budget)[1]
+            assert pruned == plain, (name, budget)
+    assert skipped >= 4, skipped  # the pruning skips a split under most of the budgets
+
+
 @pytest.mark.parametrize("target", ["cortex-m4", "cortex-m55"])
 def test_banded_on_board(programs, target):
     """10 random banded programs on the board (one boot): board == host Python == the plain program."""

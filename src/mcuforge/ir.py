@@ -12,6 +12,7 @@ torch's own dimension order).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,7 +81,7 @@ class Tensor:
 
     @property
     def numel(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(int(d) for d in self.shape)  # not np.prod: the planner asks it ~10^4 times a candidate
 
     @property
     def nbytes(self) -> int:

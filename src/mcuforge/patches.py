@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from .ir import Graph, Op, Tensor, kernel_scratch_bytes
 from .kinds import KIND
-from .plan import OPTIONAL_SCRATCH, _peak, choose_in_place, input_overlap, plan_arena
+from .plan import OPTIONAL_SCRATCH, _peak, allocations, choose_in_place, input_overlap, plan_arena
 from .targets import get_target
 
 CONVS = ("conv2d_s8", "depthwise_conv2d_s8", "conv2d_s4", "depthwise_conv2d_s4")
@@ -38,6 +38,10 @@ PATCHABLE = (*CONVS, *POOLS, *ELEMENTWISE)
 #: patch row sets how far its output must start before the input it overlaps: :func:`overlap_input`).
 GRIDS = tuple(sorted({(r, c) for r in range(2, 9) for c in range(2, 9) if abs(r - c) <= 1},
                      key=lambda g: (g[0] * g[1], -g[0])))
+
+#: :func:`choose` plans the candidates whose bound is within this factor of the budget (the placement may need a
+#: little more than the bound, in place may take some off).
+NEAR = 1.25
 
 Region = tuple[int, int, int, int]  # rows [r0, r1), columns [c0, c1) of a map
 
@@ -334,16 +338,41 @@ class Candidate:
     first: int = 0  # the first patch row's height (0: even rows; patch_graph)
 
 
-def candidates(graph: Graph, grids: tuple[tuple[int, int], ...] = GRIDS, budget: int | None = None
-               ) -> list[Candidate]:
+def rest_bounds(graph: Graph) -> list[int]:
+    """``rest[s]``: the most bytes live at one op from op ``s`` on in ``graph`` (scratch included). The ops after a
+    patched chain of ``s`` ops are the whole graph's, with the same live allocations (only the chain's output
+    crosses the split, as large as it is whole), so every patched program of split ``s`` has a bound of at least
+    ``rest[s]`` (:func:`candidates` skips a split whose floor is far over the budget)."""
+    n = len(graph.ops)
+    live = [0] * (n + 2)
+    for first, last, size in allocations(graph).values():
+        live[max(first, 0)] += size
+        live[min(last, n) + 1] -= size
+    rest, total = [0] * (n + 1), 0
+    sums = []
+    for k in range(n + 1):
+        total += live[k]
+        sums.append(total)
+    for k in range(n, -1, -1):
+        rest[k] = max(sums[k], rest[k + 1] if k < n else 0)
+    return rest
+
+
+def candidates(graph: Graph, grids: tuple[tuple[int, int], ...] = GRIDS, budget: int | None = None,
+               near: float = NEAR) -> list[Candidate]:
     """Every chain split of ``graph`` with every grid that fits its output map: bound and MACs. With ``budget``,
-    a split's grids stop at the first whose bound meets it (fewer patches recompute less halo)."""
+    a split's grids stop at the first whose bound meets it (fewer patches recompute less halo), and a split whose
+    floor (:func:`rest_bounds`) is over ``near`` times the budget is not measured: none of its candidates could
+    be near enough for :func:`choose` to plan."""
     found = []
+    floor = rest_bounds(graph) if budget is not None else []
     for split in range(1, len(graph.ops)):
         target = chain_output(graph, split)
         if target is None:
             if any(op.kind not in PATCHABLE for op in graph.ops[:split]):
                 break  # no longer split is a chain either
+            continue
+        if budget is not None and floor[split] > near * budget:
             continue
         _, h, w, _ = graph.tensors[target].shape
         for grid in grids:
@@ -381,7 +410,7 @@ def choose(graph: Graph, ram_budget: int | None = None, patches: int | tuple[int
         order = sorted(found, key=lambda c: (c.bound, c.macs, c.split))[:1]
     else:  # the bound is a floor (the placement may need a little more); in place may take some off: the fewest
         # MACs first, then (when those miss) the fewest MACs among the bounds that meet the budget
-        near = sorted((c for c in found if c.bound <= 1.25 * ram_budget), key=lambda c: (c.macs, c.bound, c.split))
+        near = sorted((c for c in found if c.bound <= NEAR * ram_budget), key=lambda c: (c.macs, c.bound, c.split))
         order = near[:4] + sorted(near[4:], key=lambda c: (c.bound > ram_budget, c.macs, c.bound, c.split))  # type: ignore[operator]
     for c in order[:8]:
         patched, n = plan_patched(graph, c, ram_budget, in_place=ram_budget is not None)
