@@ -14,7 +14,7 @@ from test_patches import Stem, Wide, _compile, _input
 
 from mcuforge import cruntime
 from mcuforge.patches import chain_output, choose, overlap_input, patch_graph
-from mcuforge.plan import ALIGNMENT, _peak, alias_offsets, input_overlap, lifetimes, plan_arena
+from mcuforge.plan import ALIGNMENT, _peak, alias_offsets, input_bands, input_overlap, lifetimes, plan_arena
 from mcuforge.program import deserialize, serialize
 from mcuforge.runtime import execute
 
@@ -83,12 +83,17 @@ def test_proof_is_sound_and_least(programs):
 
 def _shared_while_live(graph) -> set[tuple[str, str]]:
     """Pairs of allocations (alias roots; an op's scratch as ("scratch", op)) whose members share arena bytes
-    while both are live: (the overlapped input, its output's root) is the only one a correct plan has."""
+    while both are live, an overlapped input by its bands of rows (plan.input_bands, each live until its last
+    reader; the replay of tests/test_patches_bands.py checks them): (the overlapped input, its output's root) is
+    the only one a correct plan has."""
     life, roots = lifetimes(graph), alias_offsets(graph, False)
     spans = {}
     for name, (first, last) in life.items():
         t = graph.tensors[name]
-        if t.nbytes:
+        if name in graph.overlaps:
+            spans[name] = [(first, max(first, end), t.offset + a, t.offset + b, name)
+                           for _k, a, b, end in input_bands(graph, name)]
+        elif t.nbytes:
             spans.setdefault(roots[name][0], []).append((first, last, t.offset, t.offset + t.nbytes, name))
     for i, op in enumerate(graph.ops):
         if op.scratch_bytes:

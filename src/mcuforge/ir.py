@@ -12,6 +12,7 @@ torch's own dimension order).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,7 +81,7 @@ class Tensor:
 
     @property
     def numel(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(int(d) for d in self.shape)  # not np.prod: the planner asks it ~10^4 times a candidate
 
     @property
     def nbytes(self) -> int:
@@ -246,7 +247,9 @@ def arena_overlap_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
     where they overlap: the one exception is the planner's own, an output starting at the first byte of an
     input that its kind may write in place (:data:`IN_PLACE_INPUTS`) and ending inside it (a strided
     depthwise convolution's output is smaller than its input); a ``concat_s8`` input on its own slice of the
-    output (:func:`concat_slice_start`: concat by placement, the kernel copies nothing)."""
+    output (:func:`concat_slice_start`: concat by placement, the kernel copies nothing); a ``slice`` marked
+    ``outside`` whose output misses every byte of its box (:func:`slice_box_bytes`: the planner reused dead rows
+    of an overlapped graph input, ``mcuforge.plan.input_bands``)."""
     def span(name: str) -> tuple[int, int] | None:
         t = tensors.get(name)
         return None if not name or t is None or t.is_constant or t.nbytes == 0 else (t.offset, t.offset + t.nbytes)
@@ -262,9 +265,32 @@ def arena_overlap_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
                 continue
             if j == 0 and other in op.inputs and s[1] <= o[1] and concat_slice_start(op, tensors, other) == s[0] - o[0]:
                 continue
+            if j == 0 and other == op.inputs[0] and op.kind == "slice" and op.attrs.get("outside") == 1:
+                box = slice_box_bytes(op, tensors[other])
+                if box is not None and all(b <= o[0] - s[0] or o[1] - s[0] <= a for a, b in box):
+                    continue
             return (f"output {out!r} (arena bytes [{o[0]}, {o[1]})) overlaps {other!r} "
                     f"([{s[0]}, {s[1]})): the kernel would overwrite what it reads")
     return None
+
+
+def slice_box_bytes(op: Op, x: Tensor) -> list[tuple[int, int]] | None:
+    """The bytes of ``x`` (from its first byte) a ``slice`` reads: one range per (batch, row) of its box, from its
+    first column's first channel to its last column's last channel; None unless ``x`` is 4-D and the box has unit
+    steps and 0 <= begin < end <= extent per dim (what the C loader's slice_outside accepts too)."""
+    begin, end, step = (list(op.attrs.get(k, ())) for k in ("begin", "end", "step"))
+    if len(x.shape) != 4 or not len(begin) == len(end) == len(step) == 4 or any(s != 1 for s in step):
+        return None
+    if any(not 0 <= b < e <= n for b, e, n in zip(begin, end, x.shape, strict=True)):
+        return None
+    _, h, w, c = x.shape
+    item = x.nbytes // max(x.numel, 1)
+    spans = []
+    for n in range(begin[0], end[0]):
+        for r in range(begin[1], end[1]):
+            row = (n * h + r) * w
+            spans.append((((row + begin[2]) * c + begin[3]) * item, ((row + end[2] - 1) * c + end[3]) * item))
+    return spans
 
 
 def concat_slice_start(op: Op, tensors: dict[str, Tensor], name: str) -> int | None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from .ir import Graph, Op, Tensor, kernel_scratch_bytes
 from .kinds import KIND
-from .plan import OPTIONAL_SCRATCH, _peak, choose_in_place, input_overlap, plan_arena
+from .plan import OPTIONAL_SCRATCH, _peak, allocations, choose_in_place, input_overlap, plan_arena
 from .targets import get_target
 
 CONVS = ("conv2d_s8", "depthwise_conv2d_s8", "conv2d_s4", "depthwise_conv2d_s4")
@@ -38,6 +38,10 @@ PATCHABLE = (*CONVS, *POOLS, *ELEMENTWISE)
 #: patch row sets how far its output must start before the input it overlaps: :func:`overlap_input`).
 GRIDS = tuple(sorted({(r, c) for r in range(2, 9) for c in range(2, 9) if abs(r - c) <= 1},
                      key=lambda g: (g[0] * g[1], -g[0])))
+
+#: :func:`choose` plans the candidates whose bound is within this factor of the budget (the placement may need a
+#: little more than the bound, in place may take some off).
+NEAR = 1.25
 
 Region = tuple[int, int, int, int]  # rows [r0, r1), columns [c0, c1) of a map
 
@@ -52,7 +56,8 @@ class PatchPlan:
     ``macs_before`` / ``macs_after``: MACs of the whole and of the patched program (the halo recomputation);
     ``in_place``: depthwise convolutions written over their input (:func:`mcuforge.plan.choose_in_place`);
     ``overlap``: where the chain's output starts before the graph input it overlaps, in bytes (-1: apart;
-    :func:`overlap_input`)."""
+    :func:`overlap_input`); ``first``: the first patch row's height in rows of the chain's output (0: even
+    rows; a thin first row: :func:`plan_thin`)."""
 
     split: int
     grid: tuple[int, int]
@@ -64,6 +69,7 @@ class PatchPlan:
     budget: int | None = None
     in_place: int = 0  # depthwise ops written over their input (mcuforge.plan.choose_in_place)
     overlap: int = -1  # the chain's output starts this many bytes before the input it overlaps (-1: apart)
+    first: int = 0  # rows of the chain's output map in the first patch row (0: even rows; patch_graph)
 
     @property
     def mac_overhead(self) -> float:
@@ -80,6 +86,8 @@ class PatchPlan:
             fits = "the whole program fits" if self.budget is None or self.arena_after <= self.budget else \
                 "no plan meets the budget"
             return f"patches: none, {fits}{budget}: arena {self.arena_after:,} B{in_place}"
+        if self.first:
+            in_place += f", a first patch row of {self.first} rows"
         return (f"patches: first {self.split} ops over {self.grid[0]}x{self.grid[1]} patches{budget}: arena "
                 f"{self.arena_before:,} B -> {self.arena_after:,} B (per-layer bound {self.bound_before:,} B), "
                 f"+{100 * self.mac_overhead:.1f} % MACs{in_place}")
@@ -129,6 +137,16 @@ def _bounds(n: int, parts: int) -> list[int]:
     return [i * n // parts for i in range(parts + 1)]
 
 
+def row_bounds(h: int, parts: int, first: int = 0) -> list[int]:
+    """Patch row boundaries of a map of ``h`` rows: ``parts`` even rows, or (``first`` > 0) a first row of
+    ``first`` rows and ``parts - 1`` even rows after it. Raises ValueError when a row would be empty."""
+    if not first:
+        return _bounds(h, parts)
+    if parts < 2 or not 0 < first <= h - (parts - 1):
+        raise ValueError(f"a first patch row of {first} leaves no room for {parts - 1} rows in {h}")
+    return [0] + [first + b for b in _bounds(h - first, parts - 1)]
+
+
 # ---- which splits are chains --------------------------------------------------------------------------------
 
 def _activations(graph: Graph, op: Op) -> list[str]:
@@ -159,10 +177,12 @@ def chain_output(graph: Graph, split: int) -> str | None:
 
 # ---- the rewrite --------------------------------------------------------------------------------------------
 
-def patch_graph(graph: Graph, split: int, grid: tuple[int, int]) -> Graph:
+def patch_graph(graph: Graph, split: int, grid: tuple[int, int], first: int = 0) -> Graph:
     """``graph`` with its first ``split`` ops run over a ``grid`` (rows, columns) of patches of their output
-    map (not planned: call :func:`mcuforge.plan.plan_arena`). Raises ValueError when they are not a chain
-    (:func:`chain_output`) or the grid has more patches along an axis than the map has pixels."""
+    map (not planned: call :func:`mcuforge.plan.plan_arena`); ``first`` > 0: the first patch row is that many
+    rows of the map and the others share the rest evenly (a thin first row: see :func:`row_bounds`). Raises
+    ValueError when they are not a chain (:func:`chain_output`) or the grid has more patches along an axis than
+    the map has pixels."""
     target = chain_output(graph, split)
     if target is None:
         raise ValueError(f"the first {split} ops are not a chain that can run by patches")
@@ -172,7 +192,7 @@ def patch_graph(graph: Graph, split: int, grid: tuple[int, int]) -> Graph:
     chain = graph.ops[:split]
     tensors = {name: dataclasses.replace(t) for name, t in graph.tensors.items()}
     ops: list[Op] = []
-    rows, cols = _bounds(h, grid[0]), _bounds(w, grid[1])
+    rows, cols = row_bounds(h, grid[0], first), _bounds(w, grid[1])
     dst = ""
     for i in range(grid[0]):
         for j in range(grid[1]):
@@ -315,18 +335,44 @@ class Candidate:
     bound: int  # the patched graph's arena lower bound (its output over the dead input where that lowers it)
     macs: int
     overlap: bool = False  # the output over the input's dead bytes (overlap_input)
+    first: int = 0  # the first patch row's height (0: even rows; patch_graph)
 
 
-def candidates(graph: Graph, grids: tuple[tuple[int, int], ...] = GRIDS, budget: int | None = None
-               ) -> list[Candidate]:
+def rest_bounds(graph: Graph) -> list[int]:
+    """``rest[s]``: the most bytes live at one op from op ``s`` on in ``graph`` (scratch included). The ops after a
+    patched chain of ``s`` ops are the whole graph's, with the same live allocations (only the chain's output
+    crosses the split, as large as it is whole), so every patched program of split ``s`` has a bound of at least
+    ``rest[s]`` (:func:`candidates` skips a split whose floor is far over the budget)."""
+    n = len(graph.ops)
+    live = [0] * (n + 2)
+    for first, last, size in allocations(graph).values():
+        live[max(first, 0)] += size
+        live[min(last, n) + 1] -= size
+    rest, total = [0] * (n + 1), 0
+    sums = []
+    for k in range(n + 1):
+        total += live[k]
+        sums.append(total)
+    for k in range(n, -1, -1):
+        rest[k] = max(sums[k], rest[k + 1] if k < n else 0)
+    return rest
+
+
+def candidates(graph: Graph, grids: tuple[tuple[int, int], ...] = GRIDS, budget: int | None = None,
+               near: float = NEAR) -> list[Candidate]:
     """Every chain split of ``graph`` with every grid that fits its output map: bound and MACs. With ``budget``,
-    a split's grids stop at the first whose bound meets it (fewer patches recompute less halo)."""
+    a split's grids stop at the first whose bound meets it (fewer patches recompute less halo), and a split whose
+    floor (:func:`rest_bounds`) is over ``near`` times the budget is not measured: none of its candidates could
+    be near enough for :func:`choose` to plan."""
     found = []
+    floor = rest_bounds(graph) if budget is not None else []
     for split in range(1, len(graph.ops)):
         target = chain_output(graph, split)
         if target is None:
             if any(op.kind not in PATCHABLE for op in graph.ops[:split]):
                 break  # no longer split is a chain either
+            continue
+        if budget is not None and floor[split] > near * budget:
             continue
         _, h, w, _ = graph.tensors[target].shape
         for grid in grids:
@@ -364,16 +410,48 @@ def choose(graph: Graph, ram_budget: int | None = None, patches: int | tuple[int
         order = sorted(found, key=lambda c: (c.bound, c.macs, c.split))[:1]
     else:  # the bound is a floor (the placement may need a little more); in place may take some off: the fewest
         # MACs first, then (when those miss) the fewest MACs among the bounds that meet the budget
-        near = sorted((c for c in found if c.bound <= 1.25 * ram_budget), key=lambda c: (c.macs, c.bound, c.split))
+        near = sorted((c for c in found if c.bound <= NEAR * ram_budget), key=lambda c: (c.macs, c.bound, c.split))
         order = near[:4] + sorted(near[4:], key=lambda c: (c.bound > ram_budget, c.macs, c.bound, c.split))  # type: ignore[operator]
     for c in order[:8]:
         patched, n = plan_patched(graph, c, ram_budget, in_place=ram_budget is not None)
+        if ram_budget is not None and patched.arena_bytes > ram_budget and patches is None:
+            patched, n, c = plan_thin(graph, c, ram_budget, (patched, n))
         arena = patched.arena_bytes
         if ram_budget is None or arena <= ram_budget or patches is not None:
             overlap = next(iter(patched.overlaps.values()), ("", -1))[1]
             return patched, dataclasses.replace(base, split=c.split, grid=c.grid, arena_after=arena,
-                                                macs_after=c.macs, in_place=n, overlap=overlap)
+                                                macs_after=c.macs, in_place=n, overlap=overlap, first=c.first)
     return graph, base
+
+
+def thin_rows(graph: Graph, c: Candidate) -> list[int]:
+    """The first-row heights :func:`plan_thin` tries for candidate ``c``: from half an even row to one row less
+    than it (none for one patch row or a candidate without the overlap)."""
+    if c.grid[0] < 2 or not c.overlap:
+        return []
+    even = graph.tensors[chain_output(graph, c.split)].shape[1] // c.grid[0]  # type: ignore[index]
+    return list(range(max(1, even // 2), even))
+
+
+def plan_thin(graph: Graph, c: Candidate, ram_budget: int | None = None,
+              best: tuple[Graph, int] | None = None) -> tuple[Graph, int, Candidate]:
+    """Candidate ``c`` with a thinner first patch row (:func:`thin_rows`), planned as :func:`plan_patched` does:
+    the least arena of those and of ``best`` (``c`` planned already, if given), stopping at the first that meets
+    ``ram_budget``; with its number in place and the candidate (its ``first``, bound and MACs). With the output
+    over the input (:func:`overlap_input`) and the input's rows freed as their last patch reads them
+    (:func:`mcuforge.plan.input_bands`), every patch row but the first may put its buffers in the input's dead
+    rows: the first row sets the peak, and a thinner one needs less."""
+    if best is None:
+        best = plan_patched(graph, c, ram_budget)
+    chosen = c
+    for first in thin_rows(graph, c):
+        if ram_budget is not None and best[0].arena_bytes <= ram_budget:
+            break
+        thin = dataclasses.replace(c, first=first)
+        patched, n = plan_patched(graph, thin, ram_budget)
+        if patched.arena_bytes < best[0].arena_bytes:
+            best, chosen = (patched, n), dataclasses.replace(thin, bound=peak_bound(patched), macs=macs(patched))
+    return best[0], best[1], chosen
 
 
 def plan_patched(graph: Graph, c: Candidate, ram_budget: int | None = None, in_place: bool = True
@@ -383,7 +461,7 @@ def plan_patched(graph: Graph, c: Candidate, ram_budget: int | None = None, in_p
     ``in_place`` and the arena is over ``ram_budget`` (any arena without one)); and the number in place."""
     best: tuple[Graph, int] | None = None
     for overlap in (False, True) if c.overlap else (False,):
-        patched = patch_graph(graph, c.split, c.grid)
+        patched = patch_graph(graph, c.split, c.grid, c.first)
         if overlap:
             overlap_input(patched)
         n = 0

@@ -255,32 +255,74 @@ def choose_in_place(graph: Graph) -> int:
     return len(chosen)
 
 
-def overlap_ties(graph: Graph) -> dict[str, tuple[str, int]]:
-    """For ``allocations(graph, overlaps=False)``: overlapped input -> (the allocation it is tied to, the offset of
-    its first byte after that allocation's)."""
+def overlap_ties(graph: Graph) -> dict[Key, tuple[Key, int]]:
+    """For ``allocations(graph, overlaps=False)``: each band of an overlapped input (:func:`input_bands`) -> (the
+    allocation it is tied to, the offset of the band's first byte after that allocation's)."""
     offsets = alias_offsets(graph, False)
-    return {x: (offsets[t][0], offsets[t][1] + d) for x, (t, d) in graph.overlaps.items()
-            if x in offsets and t in offsets}
+    ties: dict[Key, tuple[Key, int]] = {}
+    for x, (t, d) in graph.overlaps.items():
+        if x in offsets and t in offsets:
+            for key, start, _end, _last in input_bands(graph, x):
+                ties[key] = (offsets[t][0], offsets[t][1] + d + start)
+    return ties
 
 
-def _tied_spans(graph: Graph) -> tuple[dict[Key, tuple[int, int, int]], dict[str, tuple[str, int]],
+def input_bands(graph: Graph, x: str) -> list[tuple[str, int, int, int]]:
+    """The bands of overlapped graph input ``x`` (``Graph.overlaps``), each its own allocation tied to the patched
+    chain's output: (key, first byte, end byte, last op reading it), runs of whole rows of the map with the same
+    last reader (a ``slice`` reads its box's rows, any other op all of ``x``; a row no op reads is dead from the
+    start, last -1). Once every op reading a band has run, its bytes are free for later patches' buffers. The last
+    band ends at ``x``'s aligned size; a map that is not 4-D is one band."""
+    t = graph.tensors[x]
+    size = _size(t.nbytes)
+    if len(t.shape) != 4 or t.shape[0] != 1 or t.shape[1] < 2:
+        return [(f"{x}@band0", 0, size, lifetimes(graph)[x][1])]
+    rows, row_bytes = t.shape[1], t.nbytes // t.shape[1]
+    last = [-1] * rows
+    for i, op in enumerate(graph.ops):
+        if x in op.inputs:
+            for a, b in _reads(graph, op, x):
+                for r in range(a // row_bytes, min(rows, -(-b // row_bytes))):
+                    last[r] = i
+    if x in graph.outputs:
+        last = [len(graph.ops)] * rows
+    bands: list[tuple[str, int, int, int]] = []
+    for r in range(rows):
+        if bands and bands[-1][3] == last[r]:
+            key, start, _end, at = bands[-1]
+            bands[-1] = (key, start, (r + 1) * row_bytes, at)
+        else:
+            bands.append((f"{x}@band{len(bands)}", r * row_bytes, (r + 1) * row_bytes, last[r]))
+    key, start, _end, at = bands[-1]
+    bands[-1] = (key, start, size, at)
+    return bands
+
+
+def _tied_spans(graph: Graph) -> tuple[dict[Key, tuple[int, int, int]], dict[Key, tuple[Key, int]],
                                         list[tuple[int, int, int]]]:
-    """The allocations with overlapped inputs their own, the ties, and (first, last, bytes) to add to the live
-    sum where a tied pair is live together (their shared bytes, counted twice by the spans: negative)."""
+    """The allocations with overlapped inputs as their bands, the ties, and (first, last, bytes) of each tied
+    group (an output and the bands over it) standing for its members in a live sum: the union of its live
+    members' bytes, op by op (bytes two members share counted once)."""
     spans, ties = allocations(graph, False), overlap_ties(graph)
-    shared = []
-    for x, (r, d) in ties.items():
-        (fx, lx, sx), (fr, lr, sr) = spans[x], spans[r]
-        if max(fx, fr) <= min(lx, lr):
-            shared.append((max(fx, fr), min(lx, lr), max(sr, d + sx) - sr - sx))
-    return spans, ties, shared
+    groups: dict[Key, list[tuple[Key, int]]] = {}
+    for k, (r, at) in ties.items():
+        groups.setdefault(r, [(r, 0)]).append((k, at))
+    united = []
+    for members in groups.values():
+        points = sorted({spans[k][0] for k, _ in members} | {spans[k][1] + 1 for k, _ in members})
+        for p, q in zip(points, points[1:], strict=False):
+            live = _merge([(at, at + spans[k][2]) for k, at in members if spans[k][0] <= p <= spans[k][1]])
+            if live:
+                united.append((p, q - 1, sum(b - a for a, b in live)))
+    grouped = {k for members in groups.values() for k, _ in members}
+    return {k: v for k, v in spans.items() if k not in grouped}, ties, united
 
 
 def _peak(graph: Graph) -> int:
     """``arena_lower_bound`` by one sweep over the allocations' lifetimes (fast on long graphs)."""
     events: dict[int, int] = {}
-    spans, _ties, shared = _tied_spans(graph)
-    for first, last, size in [*spans.values(), *shared]:
+    spans, _ties, united = _tied_spans(graph)
+    for first, last, size in [*spans.values(), *united]:
         events[first] = events.get(first, 0) + size
         events[last + 1] = events.get(last + 1, 0) - size
     live = best = 0
@@ -294,14 +336,20 @@ def allocations(graph: Graph, overlaps: bool = True) -> dict[Key, tuple[int, int
     """(first op, last op, aligned bytes) of every allocation: one per alias root (the union of its
     members' lifetimes) and one per op scratch buffer (its op only). An input placed over a patched chain's
     output (``Graph.overlaps``) shares that output's allocation, its union of bytes for their union of lifetimes
-    (what any placement may use), or with ``overlaps=False`` is its own, tied to it (:func:`overlap_ties`: the
-    arena planner places the two together and counts their shared bytes once)."""
+    (what any placement may use), or with ``overlaps=False`` is its bands (:func:`input_bands`: rows that die
+    with their last reader), each tied to that output (:func:`overlap_ties`: the arena planner places them
+    together and counts their shared bytes once)."""
     life = lifetimes(graph)
     spans: dict[Key, tuple[int, int, int]] = {}
     for name, (r, at) in alias_offsets(graph, overlaps).items():
         first, last = life[name]  # the allocation spans its members (an overlapped input may end past the root)
         f0, l0, s0 = spans.get(r, (first, last, 0))
         spans[r] = (min(f0, first), max(l0, last), max(s0, _size(at + graph.tensors[name].nbytes)))
+    for x in () if overlaps else graph.overlaps:
+        if spans.get(x) is not None and x in graph.inputs:
+            first = spans.pop(x)[0]
+            for key, start, end, last in input_bands(graph, x):
+                spans[key] = (first, max(first, last), end - start)
     for i, op in enumerate(graph.ops):
         if op.scratch_bytes:
             spans[i] = (i, i, _size(op.scratch_bytes))
@@ -315,36 +363,38 @@ def _size(nbytes: int) -> int:
 def arena_lower_bound(graph: Graph, scratch: bool = True) -> int:
     """The largest sum of allocation sizes live at one op: no placement of these lifetimes fits in
     less. ``scratch=False``: tensors only (the op scratch buffers left out)."""
-    every, _ties, shared = _tied_spans(graph)
-    spans = {k: v for k, v in every.items() if scratch or isinstance(k, str)}
-    points = {first for first, _, _ in spans.values()}  # the live set only grows where an allocation starts
-    return max((sum(s for f, l, s in [*spans.values(), *shared] if f <= i <= l) for i in points), default=0)
+    every, _ties, united = _tied_spans(graph)
+    spans = [v for k, v in every.items() if scratch or isinstance(k, str)] + united
+    points = {first for first, _, _ in spans}  # the live set only grows where an allocation starts
+    return max((sum(s for f, l, s in spans if f <= i <= l) for i in points), default=0)
 
 
 def _place(spans: dict[Key, tuple[int, int, int]], order: list[Key],
-           ties: dict[str, tuple[str, int]] | None = None) -> tuple[int, dict[Key, int]]:
+           ties: dict[Key, tuple[Key, int]] | None = None) -> tuple[int, dict[Key, int]]:
     """First fit in ``order``: each allocation at the lowest aligned offset free for its whole lifetime; a tied
-    pair (``ties``: key -> (its partner, its offset after the partner's)) together, when the first of them comes."""
+    group (``ties``: key -> (its root, its offset after the root's first byte)) together, when the first of them
+    comes, at the lowest aligned offset where every member fits."""
     placed: list[tuple[int, int, int, int]] = []  # (offset, end, first, last)
     offsets: dict[Key, int] = {}
     arena = 0
-    partner: dict[Key, tuple[Key, int]] = {}
-    for x, (r, d) in (ties or {}).items():
-        partner[x], partner[r] = (r, -d), (x, d)
+    group: dict[Key, list[tuple[Key, int]]] = {}
+    for k, (r, d) in (ties or {}).items():
+        group.setdefault(r, [(r, 0)]).append((k, d))
+    for k, (r, _d) in (ties or {}).items():
+        group[k] = group[r]
     for key in order:
         if key in offsets:
             continue
-        if key in partner:  # the lowest offset o where key fits at o and its partner at o + d, both aligned
-            other, d = partner[key]
-            pair = [(key, 0, *spans[key]), (other, d, *spans[other])]
-            base = max(0, -d)
+        if key in group:  # the lowest aligned offset o where every member fits at o + its offset
+            members = [(k, at, *spans[k]) for k, at in group[key]]
+            base = _align(max(0, -min(at for _k, at, *_ in members)))
             while True:
-                bump = max((e - at for k, at, f, l, s in pair for o, e, pf, pl in placed
+                bump = max((e - at for k, at, f, l, s in members for o, e, pf, pl in placed
                             if pf <= l and f <= pl and o < base + at + s and base + at < e), default=None)
                 if bump is None:
                     break
                 base = _align(bump)
-            for k, at, f, l, s in pair:
+            for k, at, f, l, s in members:
                 offsets[k] = base + at
                 placed.append((base + at, base + at + s, f, l))
                 arena = max(arena, base + at + s)
@@ -383,6 +433,12 @@ def plan_arena(graph: Graph) -> int:
             t.offset = -1
     for i, op in enumerate(graph.ops):
         op.scratch_offset = offsets[i] if op.scratch_bytes else -1
+        if op.kind == "slice" and op.inputs and op.inputs[0] in graph.overlaps:  # a band reused: the readers'
+            x, out = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]  # check (ir.slice_box_bytes)
+            if x.offset < out.offset + out.nbytes and out.offset < x.offset + x.nbytes:
+                op.attrs["outside"] = 1
+            else:
+                op.attrs.pop("outside", None)
     graph.arena_bytes = arena
     return arena
 

@@ -88,8 +88,10 @@ KINDS: tuple[KindSpec, ...] = (
     KindSpec("transpose", 21, ("x",), (("perm", "ints"),), precisions=_MOVES, tosa=True,
              cmsis_nn="arm_transpose_s8 (int8 only)"),
     # x[begin:end:step] per stored dim of x; the output may drop size-1 dims (same elements, same order).
-    KindSpec("slice", 22, ("x",), (("begin", "ints"), ("end", "ints"), ("step", "ints")), precisions=_MOVES,
-             tosa=True, cmsis_nn="none"),
+    # outside 1: the output lies over bytes of x outside the box it reads (the planner reused an overlapped input's
+    # dead rows for a patch's buffers: mcuforge.plan.input_bands); the readers accept exactly that overlap.
+    KindSpec("slice", 22, ("x",), (("begin", "ints"), ("end", "ints"), ("step", "ints"), ("outside", "int")),
+             precisions=_MOVES, tosa=True, optional_attrs={"outside": 0}, cmsis_nn="none"),
     # A constant int8 table (rows, D) indexed by int64 / int32 indices: out[..., :] = table[indices[...], :], in the
     # output's quantization (the table is quantized to it at compile time; an index outside [0, rows) is an error).
     KindSpec("embedding_s8", 23, ("indices", "table"), precisions=("a8w8",), aten=("embedding.default",),

@@ -102,6 +102,15 @@ def fill_problem(op: Op) -> str | None:
     return f"insert_tile fill {op.attrs['fill']!r} is neither 0 (write the tile only) nor 1 (zeros around it)"
 
 
+def outside_problem(op: Op) -> str | None:
+    """Why a ``slice``'s ``outside`` (optional, 0) is not 0 or 1 (1: its output lies over its input's bytes
+    outside the box, which ``ir.arena_overlap_problem`` then checks; the C kernel's check refuses the same), or
+    None."""
+    if op.kind != "slice" or op.attrs.get("outside", 0) in (0, 1):
+        return None
+    return f"slice outside {op.attrs['outside']!r} is neither 0 nor 1 (its output over its input outside the box)"
+
+
 MINMAX_KINDS = ("maximum_s8", "minimum_s8")
 
 

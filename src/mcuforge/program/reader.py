@@ -40,6 +40,7 @@ from mcuforge.program.op_checks import (
     fill_problem,
     kernel_shape_problem,
     minmax_problem,
+    outside_problem,
     recurrent_problem,
     scratch_problem,
     shifts_problem,
@@ -455,7 +456,7 @@ class _OpReader:
         problem = (shifts_problem(op, self.by_name) or compact_params_problem(op, self.by_name)
                    or aten_index_problem(op) or recurrent_problem(op, self.by_name)
                    or minmax_problem(op, self.by_name) or kernel_shape_problem(op, self.by_name)
-                   or fill_problem(op))
+                   or fill_problem(op) or outside_problem(op))
         if problem:
             raise ProgramFormatError(f"{where}: {problem}")
         return op

@@ -35,6 +35,7 @@ from mcuforge.program.op_checks import (
     fill_problem,
     kernel_shape_problem,
     minmax_problem,
+    outside_problem,
     recurrent_problem,
     scratch_problem,
     shifts_problem,
@@ -265,7 +266,7 @@ def _op_record(
         problem = (shifts_problem(op, graph.tensors) or compact_params_problem(op, graph.tensors)
                    or aten_index_problem(op) or recurrent_problem(op, graph.tensors)
                    or minmax_problem(op, graph.tensors) or kernel_shape_problem(op, graph.tensors)
-                   or fill_problem(op))
+                   or fill_problem(op) or outside_problem(op))
     if problem is None and scratch:
         problem = scratch_problem(scratch_offset, scratch, graph.arena_bytes,
                                     [(n, graph.tensors[n].offset, graph.tensors[n].nbytes)

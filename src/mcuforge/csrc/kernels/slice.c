@@ -1,11 +1,13 @@
 /*
  * slice: x[begin:end:step] per stored dim of x, with Python's slice semantics (negative and
  * out-of-range bounds, negative steps), for any element type; the output may drop size-1 dims
- * (same elements, same order). Data movement: bytes are copied, not converted.
+ * (same elements, same order). Data movement: bytes are copied, not converted. outside (optional, 0):
+ * 1 when the planner put the output over bytes of x outside the box (the loader checks it misses the box);
+ * the kernel reads only the box's elements either way.
  */
 #include "mf_kernel_util.h"
 
-enum { A_BEGIN, A_END, A_STEP };
+enum { A_BEGIN, A_END, A_STEP, A_OUTSIDE };
 
 /* PySlice_AdjustIndices for a dim of n elements (step != 0): first index and element count. */
 static void slice_dim(int64_t n, int64_t begin, int64_t end, int64_t step, int64_t *start, uint32_t *count) {
@@ -34,6 +36,8 @@ static mf_status check(const mf_call *c) {
     mf_call_input(c, 0, &x);
     mf_call_output(c, 0, &o);
     if (x.dtype != o.dtype) return MF_ERR_SHAPE;
+    const int32_t outside = mf_attr_int_or(c, A_OUTSIDE, 0);
+    if (outside != 0 && outside != 1) return MF_ERR_SHAPE;
     mf_value b = mf_attr(c, A_BEGIN), e = mf_attr(c, A_END), s = mf_attr(c, A_STEP);
     if (mf_value_count(b) != x.rank || mf_value_count(e) != x.rank || mf_value_count(s) != x.rank) {
         return MF_ERR_SHAPE;

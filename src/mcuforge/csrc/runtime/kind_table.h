@@ -80,7 +80,7 @@
 #define MF_KIND_HEAD_fully_connected_per_channel_s8 MF_KIND_FULLY_CONNECTED_PER_CHANNEL_S8, "fully_connected_per_channel_s8", 4, 5, 1u << 2, "iiii?i"
 #define MF_KIND_HEAD_reshape MF_KIND_RESHAPE, "reshape", 1, 1, 0, ""
 #define MF_KIND_HEAD_transpose MF_KIND_TRANSPOSE, "transpose", 1, 1, 0, "I"
-#define MF_KIND_HEAD_slice MF_KIND_SLICE, "slice", 1, 1, 0, "III"
+#define MF_KIND_HEAD_slice MF_KIND_SLICE, "slice", 1, 1, 0, "III?i"
 #define MF_KIND_HEAD_embedding_s8 MF_KIND_EMBEDDING_S8, "embedding_s8", 2, 2, 0, ""
 #define MF_KIND_HEAD_upsample_nearest2d_s8 MF_KIND_UPSAMPLE_NEAREST2D_S8, "upsample_nearest2d_s8", 1, 1, 0, ""
 #define MF_KIND_HEAD_flip_s8 MF_KIND_FLIP_S8, "flip_s8", 1, 1, 0, "I"

@@ -415,10 +415,44 @@ static int concat_slice(const mf_program *p, const mf_call *c, uint32_t k, uint3
     return at == s_lo; /* the caller checked the input ends inside the output */
 }
 
+/* Whether a slice marked outside (attribute 3 = 1) has its output [o_lo, o_hi) clear of every byte its box
+ * reads in its input at s_lo: a 4-D input, unit steps, 0 <= begin < end <= extent per dim; each (batch, row)
+ * of the box is one byte range, from its first column's first channel to its last column's last channel
+ * (the planner put the output over dead rows of an overlapped graph input: mcuforge.plan.input_bands). */
+static int slice_outside(const mf_program *p, const mf_call *c, uint32_t o_lo, uint32_t o_hi, uint32_t s_lo) {
+    if (c->kind != MF_KIND_SLICE || c->n_in != 1 || !mf_attr_present(c, 3) || mf_value_int(mf_attr(c, 3)) != 1) {
+        return 0;
+    }
+    mf_tensor t;
+    const int32_t idx = mf_index_entry(p, c->in_start);
+    if (idx < 0) return 0;
+    mf_tensor_read(p, (uint32_t)idx, &t);
+    const mf_value b = mf_attr(c, 0), e = mf_attr(c, 1), s = mf_attr(c, 2);
+    if (t.rank != 4 || mf_value_count(b) != 4 || mf_value_count(e) != 4 || mf_value_count(s) != 4) return 0;
+    int64_t lo[4], hi[4];
+    for (uint32_t k = 0; k < 4; k++) {
+        lo[k] = mf_value_ints_at(b, k);
+        hi[k] = mf_value_ints_at(e, k);
+        if (mf_value_ints_at(s, k) != 1 || lo[k] < 0 || lo[k] >= hi[k] || hi[k] > (int64_t)t.shape[k]) return 0;
+    }
+    const uint64_t item = t.numel ? t.nbytes / t.numel : 1u;
+    const uint64_t w = t.shape[2], ch = t.shape[3];
+    for (int64_t n = lo[0]; n < hi[0]; n++) {
+        for (int64_t r = lo[1]; r < hi[1]; r++) {
+            const uint64_t row = ((uint64_t)n * t.shape[1] + (uint64_t)r) * w;
+            const uint64_t first = s_lo + ((row + (uint64_t)lo[2]) * ch + (uint64_t)lo[3]) * item;
+            const uint64_t last = s_lo + ((row + (uint64_t)hi[2] - 1u) * ch + (uint64_t)hi[3]) * item;
+            if (o_lo < last && first < o_hi) return 0;
+        }
+    }
+    return 1;
+}
+
 /* No output shares arena bytes with an activation input or another output: kernels read their inputs
  * while writing (memcpy included). The planner's exceptions: an output at the first byte of an input
  * that its kind may write in place, ending inside it (a strided in-place depthwise output is smaller);
- * a concat_s8 input on its own slice of the output (concat_slice). */
+ * a concat_s8 input on its own slice of the output (concat_slice); a slice marked outside whose output
+ * misses its box (slice_outside). */
 static int outputs_apart(const mf_program *p, const mf_call *c) {
     for (uint32_t j = 0; j < c->n_out; j++) {
         uint32_t o_lo, o_hi, s_lo, s_hi;
@@ -428,6 +462,7 @@ static int outputs_apart(const mf_program *p, const mf_call *c) {
             if (!arena_span(p, e, &s_lo, &s_hi) || !(o_lo < s_hi && s_lo < o_hi)) continue;
             if (k < c->n_in && mf_kind_in_place(c->kind, k) && o_lo == s_lo && o_hi <= s_hi) continue;
             if (k < c->n_in && j == 0 && s_hi <= o_hi && concat_slice(p, c, k, o_lo, s_lo)) continue;
+            if (k == 0 && j == 0 && slice_outside(p, c, o_lo, o_hi, s_lo)) continue;
             return 0;
         }
     }
