@@ -215,6 +215,29 @@ def _depthwise_dwp_scratch(formula: ScratchFormula, weight_shape: Sequence[int],
     return formula(cols=round_up(n + 3, 4))
 
 
+def depthwise_in_place_fast(weight_shape: Sequence[int], in_shape: Sequence[int], out_shape: Sequence[int],
+                            attrs: dict[str, Any], target: str) -> bool:
+    """Whether a depthwise_conv2d_s8 written over its input (``Op.in_place``) runs as fast as out of place on
+    ``target``: the DSP channel-planar 3x3 path runs over the input there (depthwise_conv2d_s8.c dw_dsp_in_place,
+    which states why that is exact): its rings are planned (:func:`kernel_scratch_bytes` plans them), batch 1,
+    the view's padding across its rows at most 2, and the output no wider than the input (rows along the image's
+    rows) or of the input's size (rows along its columns). Elsewhere the in-place kernel is the portable one."""
+    if get_target(target).kernel_path != "dsp" or len(in_shape) != 4 or len(out_shape) != 4 or in_shape[0] != 1:
+        return False
+    if not kernel_scratch_bytes("depthwise_conv2d_s8", weight_shape, target, out_shape, attrs):
+        return False
+    oh, ow = out_shape[1], out_shape[2]
+    stride, dilation = list(attrs.get("stride", [1, 1])), list(attrs.get("dilation", [1, 1]))
+    axis = 0 if oh > ow else 1  # as _depthwise_dwp_scratch: the image axis along the view's rows
+    if not (dilation[axis] == 1 and stride[axis] in (1, 2)):
+        axis = 1 - axis
+    if list(attrs.get("padding", [0, 0]))[1 - axis] > 2:
+        return False
+    if axis == 0:  # view rows are image columns: the output must be the input's size
+        return (oh, ow) == (in_shape[1], in_shape[2])
+    return ow <= in_shape[2]
+
+
 def _depthwise_rows_scratch(formula: ScratchFormula, weight_shape: Sequence[int], out_shape: Sequence[int],
                             attrs: dict[str, Any]) -> int:
     """depthwise_conv2d_s8 on the scalar path: the rows formula in the kernel's view (rows along the longer output

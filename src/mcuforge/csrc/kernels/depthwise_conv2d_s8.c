@@ -22,7 +22,8 @@
  *   where the rows have stride 1 and no dilation (and 8 to DWP_NC - 3 windows), a ring per channel of
  *   rows sign-extended once (dwp_fill) and four windows of one channel per asm pass, two taps per SMLAD
  *   (dwp: mf_dwp_run_int8 / mf_dwp_run_clamp), the rings in the op's planned scratch (the planner's
- *   mf_scratch_depthwise_conv2d_s8_dwp; with less scratch, dw3_buffered);
+ *   mf_scratch_depthwise_conv2d_s8_dwp; with less scratch, dw3_buffered); the same path runs the op written
+ *   over its input where the planner chose that (dw_dsp_in_place);
  * - MVE (cortex-m55): groups of eight channels outer, products by VMULLB/VMULLT of int16 lanes
  *   into even/odd int32 accumulators (a vector of 16 int8 channels would need four accumulators
  *   plus operands: more than the eight Q registers). 3x3 kernels: the windows inside the input as
@@ -1493,6 +1494,52 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
     }
 }
 
+#if defined(DWP)
+/* Written over its input (the planner's choice, mcuforge.plan.choose_in_place; its kernel where
+ * mcuforge.ir.dwp_in_place_ok holds): each channel group that the channel-planar path takes runs it with the
+ * output at the input's bytes, the other channels through depthwise_in_place.c. Why that is exact: a group
+ * reads and writes only its own four channels (dwp_fill loads one word, channels oc .. oc + 3, per pixel), so
+ * per channel it is a one-channel image, pixel p at byte p C + c of both tensors. dwp_image copies view rows
+ * into the ring in increasing order, all three rows of output row oy before that row's asm runs, so once
+ * output row oy is written the rows still to be read are view rows >= oy st + 3 - pd >= oy + 1 (pd <= 2).
+ * Not transposed (view = image): row oy writes pixels oy OW .. oy OW + OW - 1 < (oy + 1) W (OW <= W), all
+ * before the first pixel of row oy + 1, and read already. Transposed (view rows are image columns), the output
+ * the input's size: row oy writes image column oy, read already (later reads: columns >= oy + 1). Returns 0
+ * (nothing done) where the shape does not take the path: the caller runs the portable in-place kernel. */
+static int dw_dsp_in_place(const mf_call *c) {
+    if (mf_attr_int(c, A_MULT) != 1) return 0;
+    dw_geom g;
+    dw_geom_read(c, &g);
+    if (!dw_geom_fits(&g) || g.kh != 3 || g.kw != 3 || g.batch != 1 || g.oh * g.ow < 16) return 0;
+    dw3_view v; /* dw3_group's view */
+    int t = g.oh > g.ow;
+    dw3_view_of(&g, t, &v);
+    if (!dw3_view_ok(&v)) t = !t, dw3_view_of(&g, t, &v);
+    if (!dw3_view_ok(&v) || !dwp_ok(&v) || v.pd[0] > 2 || (t ? g.oh != g.h || g.ow != g.wi : g.ow > g.wi)) return 0;
+    if (c->scratch == NULL || ((uintptr_t)c->scratch & 3u) != 0 || c->scratch_bytes < dwp_ring_bytes(&v)) return 0;
+    const int32_t C = g.ch;
+    const int small = mf_dsp_small_ok(&g.rq, (uint32_t)C, 9);
+    const int32_t pad = mf_wrap32((uint32_t)(uint8_t)(int8_t)-g.in_off * 0x01010101u);
+    for (int32_t oc = 0; oc + 4 <= C; oc += 4) {
+        mf_dsp_channel ch4[4];
+        for (int i = 0; i < 4; i++) ch4[i] = mf_dsp_channel_any(&g.rq, (uint32_t)(oc + i));
+        dw_out_params q;
+        dw_out_params_of(&g, ch4, &q);
+        dw3_tab T;
+        if (small && dw3_tab_of(&g, &q, oc, &T)) {
+            dwp_ch ch[4];
+            dwp_blocks(&g, &T, t, oc, ch);
+            dwp_image(&v, ch, g.x + oc, pad, g.out + oc, (int16_t *)c->scratch);
+        } else {
+            mf_depthwise_s8_in_place_channels(c, (uint32_t)oc, (uint32_t)oc + 4u);
+        }
+    }
+    mf_depthwise_s8_in_place_channels(c, (uint32_t)(C & ~3), (uint32_t)C);
+    return 1;
+}
+#define DW_IN_PLACE_FAST 1
+#endif
+
 int mf_depthwise_dsp_3x3(const mf_call *c, const int8_t *w) {
     dw_geom g;
     if (!dw_geom_on(c, w, &g) || g.kh != 3 || g.kw != 3 || g.ch % 4) return 0;
@@ -1793,6 +1840,13 @@ static mf_status check_any(const mf_call *c) {
     return st != MF_OK || !mf_output_on_input(c) ? st : mf_depthwise_s8_in_place_check(c);
 }
 
-static mf_status run_any(const mf_call *c) { return mf_output_on_input(c) ? mf_depthwise_s8_in_place(c) : run(c); }
+static mf_status run_in_place(const mf_call *c) {
+#if defined(DW_IN_PLACE_FAST)
+    if (dw_dsp_in_place(c)) return MF_OK; /* the DSP channel-planar path over its input */
+#endif
+    return mf_depthwise_s8_in_place(c);
+}
+
+static mf_status run_any(const mf_call *c) { return mf_output_on_input(c) ? run_in_place(c) : run(c); }
 
 const mf_kernel mf_kernel_depthwise_conv2d_s8 = {MF_KIND_HEAD_depthwise_conv2d_s8, check_any, run_any};
