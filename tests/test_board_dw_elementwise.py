@@ -130,17 +130,36 @@ def depthwise_sweep(seed: int) -> BoardSweep:
     for i, (c, hw, short) in enumerate(((8, (6, 27), 0), (4, (30, 5), 4), (8, (5, 53), 4), (12, (12, 9), 4))):
         depthwise_case(rng, sweep, f"dw3x3_planar_noring_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=(1, 1),
                        shifts=(-1, -21, -6, -13), scratch=bool(short), short=short)
+    # (drawn after the cases above, which keep their draws) the channel-planar windows at stride 2 along the
+    # rows (dwp2: 19 to 27 windows): odd and even widths (the right padding read or not), padding 0 to 2, rows
+    # along either axis, a vertical stride of 1 or 2, odd channel counts, the widest row (27 windows) and one
+    # past it, a group whose output stage is not the table's; then dwp2's rings short
+    for i, (c, hw, st, pd) in enumerate(((4, (5, 40), (1, 2), (1, 1)), (8, (7, 41), (2, 2), (1, 1)),
+                                         (5, (6, 53), (1, 2), (0, 1)), (4, (4, 55), (1, 2), (1, 1)),
+                                         (8, (45, 6), (2, 1), (1, 1)), (12, (9, 42), (2, 2), (2, 0)),
+                                         (7, (5, 39), (1, 2), (0, 2)), (16, (47, 9), (2, 2), (1, 1)),
+                                         (8, (11, 48), (2, 2), (2, 2)), (4, (3, 54), (1, 2), (1, 0)))):
+        depthwise_case(rng, sweep, f"dw3x3_planar2_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=st, pad_hw=pd,
+                       shifts=(-1, -21, -6, -13) if i != 7 else (-1, -22, -6, 0))
+    for i, (c, hw, short) in enumerate(((8, (5, 45), 4), (4, (47, 5), 1))):
+        depthwise_case(rng, sweep, f"dw3x3_planar2_noring_{i}", c, (3, 3), hw=hw, dil=[1, 1],
+                       stride_hw=(1, 2) if hw[1] > hw[0] else (2, 1), pad_hw=(1, 1), shifts=(-1, -21, -6, -13),
+                       short=short)
     return sweep
 
 
 def in_place_case(rng, sweep: BoardSweep, case: str, channels: int, hw: tuple[int, int], stride: tuple[int, int],
-                  pad: tuple[int, int], shifts: tuple[int, ...] = (-1, -21, -6, -13), short: int = 0) -> None:
+                  pad: tuple[int, int], shifts: tuple[int, ...] = (-1, -21, -6, -13), short: int = 0,
+                  wide: bool = True) -> None:
     """A 3x3 depthwise case written over its input (``Op.in_place``, as plan.choose_in_place marks it) with the
     scratch of both in-place paths: the DSP channel-planar path's rings as cortex-m4 plans them for the channels
-    rounded up to 4 (less ``short`` bytes), at least the portable in-place path's channel buffer (Ho x Wo)."""
+    rounded up to 4 (less ``short`` bytes), at least the portable in-place path's channel buffer (Ho x Wo).
+    ``wide``: int8's whole activation range (a narrow drawn one can clamp most outputs to one value)."""
     depthwise_case(rng, sweep, case, channels, (3, 3), hw=hw, dil=[1, 1], stride_hw=stride, pad_hw=pad, batch=1,
                    shifts=shifts)
     op = sweep.ops[-1]
+    if wide:
+        op.attrs.update(act_min=-128, act_max=127)
     _, oh, ow, _ = sweep.tensors[op.outputs[0]].shape
     c4 = (channels + 3) // 4 * 4
     ring = kernel_scratch_bytes("depthwise_conv2d_s8", (1, 3, 3, c4), "cortex-m4", (1, oh, ow, c4), op.attrs)
@@ -163,7 +182,8 @@ def depthwise_in_place_sweep(seed: int) -> BoardSweep:
              (7, (13, 9), (1, 1), (1, 1)), (13, (9, 13), (1, 1), (1, 1)), (4, (53, 3), (1, 1), (1, 1)),
              (4, (3, 54), (1, 1), (1, 1)), (8, (8, 6), (1, 1), (1, 1)), (8, (10, 12), (1, 1), (0, 1)),
              (8, (12, 10), (1, 1), (1, 0)), (8, (10, 14), (1, 1), (1, 0)), (12, (16, 16), (1, 1), (1, 1)),
-             (20, (11, 9), (1, 2), (1, 1)))
+             (20, (11, 9), (1, 2), (1, 1)), (8, (9, 45), (2, 2), (1, 1)), (12, (6, 50), (1, 2), (1, 1)),
+             (8, (45, 9), (2, 2), (1, 1)), (5, (7, 43), (1, 2), (0, 1)))
     for i, (c, hw, st, pd) in enumerate(fixed):
         in_place_case(rng, sweep, f"dw_in_place_{i}", c, hw, st, pd)
     in_place_case(rng, sweep, "dw_in_place_shift_ends", 16, (25, 5), (1, 1), (1, 1), shifts=(-1, -21, -22, 0))
@@ -178,7 +198,7 @@ def depthwise_in_place_sweep(seed: int) -> BoardSweep:
             oh, ow = conv_output_hw(hw, (3, 3), list(st), list(pd), [1, 1])
             if oh >= 1 and ow >= 1 and oh * ow <= hw[0] * hw[1]:
                 break
-        in_place_case(rng, sweep, f"dw_in_place_rand_{i}", c, hw, st, pd)
+        in_place_case(rng, sweep, f"dw_in_place_rand_{i}", c, hw, st, pd, wide=False)
     return sweep
 
 
@@ -346,7 +366,10 @@ def test_dwp_ring_scratch_is_planned_per_layer():
     assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 5, 53, 64), dw) == 1344
     assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 12, 12, 64), dw) == 592
     assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 48, 48, 8), dw) == 1336
-    for out, attrs in (((1, 6, 6, 64), dw), ((1, 5, 54, 64), dw), ((1, 25, 5, 64), {**dw, "stride": [2, 1]}),
+    s2 = {**dw, "stride": [2, 1]}
+    assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 25, 5, 64), s2) == 1336  # 52 columns
+    assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 5, 27, 64), {**dw, "stride": [1, 2]}) == 1344
+    for out, attrs in (((1, 6, 6, 64), dw), ((1, 5, 54, 64), dw), ((1, 18, 5, 64), s2), ((1, 28, 5, 64), s2),
                        ((1, 25, 5, 64), {**dw, "dilation": [1, 2]})):
         assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", out, attrs) == 0, (out, attrs)
     assert kernel_scratch_bytes("depthwise_conv2d_s8", (1, 3, 3, 62), "cortex-m4", (1, 25, 5, 62), dw) == 0

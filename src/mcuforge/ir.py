@@ -186,12 +186,17 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     return formula()
 
 
+#: The fewest windows a row of the channel-planar path at stride 2 takes (depthwise_conv2d_s8.c DWP2_MIN).
+DWP2_MIN = 19
+
+
 def _depthwise_dwp_scratch(formula: ScratchFormula, weight_shape: Sequence[int], out_shape: Sequence[int],
                            attrs: dict[str, Any]) -> int:
     """depthwise_conv2d_s8 on the DSP path: the channel-planar 3x3 path's rings where the kernel may take it
     (depthwise_conv2d_s8.c dw3_group / dwp_ok): 3x3 windows, depth multiplier 1, channels a multiple of 4, the
     view's rows (along the longer output axis, or the other when that one's stride is not 1 or 2 or it is
-    dilated) of stride 1 and 8 to 53 windows, no dilation, 16 outputs or more. Elsewhere none (the kernel's
+    dilated) of stride 1 and 8 to 53 windows or of stride 2 and DWP2_MIN to 27 windows, no dilation, 16 outputs
+    or more. Elsewhere none (the kernel's
     other paths keep their buffers on the stack)."""
     _, kh, kw, ch = weight_shape
     stride, dilation = list(attrs.get("stride", [1, 1])), list(attrs.get("dilation", [1, 1]))
@@ -210,9 +215,13 @@ def _depthwise_dwp_scratch(formula: ScratchFormula, weight_shape: Sequence[int],
         if not view_ok(axis):
             return 0
     n = out_shape[1 + axis]
-    if stride[axis] != 1 or dilation != [1, 1] or not 8 <= n <= 53:
+    if dilation != [1, 1]:
         return 0
-    return formula(cols=round_up(n + 3, 4))
+    if stride[axis] == 1 and 8 <= n <= 53:
+        return formula(cols=round_up(n + 3, 4))
+    if stride[axis] == 2 and DWP2_MIN <= n <= 27:  # dwp2: the rows' 2 n + 2 columns in the 56 of a ring row
+        return formula(cols=round_up(2 * n + 2, 4))
+    return 0
 
 
 def depthwise_in_place_fast(weight_shape: Sequence[int], in_shape: Sequence[int], out_shape: Sequence[int],
