@@ -1386,14 +1386,14 @@ static void dwp_fill(const int8_t *src, ptrdiff_t xcol, int32_t c0, int32_t w, i
  * DWP_NC - 3 windows (the ring holds them and the columns the last passes read). Shorter rows stay with
  * dw3_pairs: a call per channel and row and the single windows cost more than the passes save there
  * (MobileNet's 6 x 6 layers: 267,223 cycles on the Cortex-M4 model by dw3_pairs, 302,423 by dwp). */
-static int dwp_ok(const dw3_view *v) {
+static inline __attribute__((always_inline)) int dwp_ok(const dw3_view *v) {
     if (v->dl[1] != 1 || v->dl[0] != 1) return 0;
     if (v->st[1] == 2) return v->ow >= DWP2_MIN && 2 * v->ow + 2 <= DWP_NC; /* dwp2: 2 ow + 2 columns */
     return v->st[1] == 1 && v->ow >= 8 && v->ow + 3 <= DWP_NC;
 }
 
 /* The scratch bytes dwp's rings take for the view (a multiple of 4). */
-static uint32_t dwp_ring_bytes(const dw3_view *v) {
+static inline __attribute__((always_inline)) uint32_t dwp_ring_bytes(const dw3_view *v) {
     return mf_scratch_depthwise_conv2d_s8_dwp((uint32_t)dwp_cols(v->ow, v->st[1]));
 }
 
@@ -1406,6 +1406,8 @@ static __attribute__((noinline)) void dwp_image(const dw3_view *v, dwp_ch ch[4],
     const int32_t o1 = 2 * dwp_chan(cols, 1), o2 = 2 * dwp_chan(cols, 2), o3 = 2 * dwp_chan(cols, 3); /* bytes */
     int32_t tag[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
     const int full = ch[0].lo == -128 && ch[0].hi == 127;
+    void (*const run)(dwp_ch *) = s2 ? full ? mf_dwp2_run_int8 : mf_dwp2_run_clamp
+                                     : full ? mf_dwp_run_int8 : mf_dwp_run_clamp; /* chosen once */
     for (int i = 0; i < 4; i++) { /* the same every row (the asm moves only out on) */
         dwp_ch *c = &ch[i];
         const int16_t *x = ring + dwp_chan(cols, i);
@@ -1424,17 +1426,7 @@ static __attribute__((noinline)) void dwp_image(const dw3_view *v, dwp_ch ch[4],
         for (int i = 0; i < 4; i++) {
             dwp_ch *c = &ch[i];
             c->out = out + i, c->w = c->rot[p];
-            if (s2) {
-                if (full) {
-                    mf_dwp2_run_int8(c);
-                } else {
-                    mf_dwp2_run_clamp(c);
-                }
-            } else if (full) {
-                mf_dwp_run_int8(c);
-            } else {
-                mf_dwp_run_clamp(c);
-            }
+            run(c);
         }
     }
 }
@@ -1445,7 +1437,8 @@ static __attribute__((noinline)) void dwp_image(const dw3_view *v, dwp_ch ch[4],
  * (rows along the longer output side when both do; whole output rows, the padding's windows included);
  * otherwise a row's windows inside the input as one dw3_run on the image and the others one by one on
  * patches (dw3_edge). */
-static void dw3_group(const dw_geom *g, dw3_tab *T, int32_t oc, int32_t ox_lo, int32_t ox_hi) {
+static __attribute__((noinline)) void dw3_group(const dw_geom *g, dw3_tab *T, int32_t oc, int32_t ox_lo,
+                                                int32_t ox_hi) {
     const int32_t C = g->ch, row = g->wi * C;
     const int32_t dy = g->dl[0] * row, dx = g->dl[1] * C, step = g->st[1] * C;
     const int32_t pad = mf_wrap32((uint32_t)(uint8_t)(int8_t)-g->in_off * 0x01010101u);
@@ -1605,7 +1598,8 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
  * Not transposed (view = image): row oy writes pixels oy OW .. oy OW + OW - 1 < (oy + 1) W (OW <= W), all
  * before the first pixel of row oy + 1, and read already. Transposed (view rows are image columns), the output
  * the input's size: row oy writes image column oy, read already (later reads: columns >= oy + 1). Returns 0
- * (nothing done) where the shape does not take the path: the caller runs the portable in-place kernel. */
+ * (nothing done) where the shape or the output stage does not take the path: the caller runs the portable
+ * in-place kernel. */
 static int dw_dsp_in_place(const mf_call *c) {
     if (mf_attr_int(c, A_MULT) != 1) return 0;
     dw_geom g;
@@ -1617,23 +1611,19 @@ static int dw_dsp_in_place(const mf_call *c) {
     if (!dw3_view_ok(&v)) t = !t, dw3_view_of(&g, t, &v);
     if (!dw3_view_ok(&v) || !dwp_ok(&v) || v.pd[0] > 2 || (t ? g.oh != g.h || g.ow != g.wi : g.ow > g.wi)) return 0;
     if (c->scratch == NULL || ((uintptr_t)c->scratch & 3u) != 0 || c->scratch_bytes < dwp_ring_bytes(&v)) return 0;
+    /* every group's table (dw_dsp_3x3_groups' test and dw3_tab_of's: the short output stage, the offsets and
+     * range it folds): then every group runs dwp (dw3_group's test above), none another path, which would not
+     * be exact over the input */
     const int32_t C = g.ch;
-    const int small = mf_dsp_small_ok(&g.rq, (uint32_t)C, 9);
-    const int32_t pad = mf_wrap32((uint32_t)(uint8_t)(int8_t)-g.in_off * 0x01010101u);
-    for (int32_t oc = 0; oc + 4 <= C; oc += 4) {
-        mf_dsp_channel ch4[4];
-        for (int i = 0; i < 4; i++) ch4[i] = mf_dsp_channel_any(&g.rq, (uint32_t)(oc + i));
-        dw_out_params q;
-        dw_out_params_of(&g, ch4, &q);
-        dw3_tab T;
-        if (small && dw3_tab_of(&g, &q, oc, &T)) {
-            dwp_ch ch[4];
-            dwp_blocks(&g, &T, t, oc, ch);
-            dwp_image(&v, ch, g.x + oc, pad, g.out + oc, (int16_t *)c->scratch);
-        } else {
-            mf_depthwise_s8_in_place_channels(c, (uint32_t)oc, (uint32_t)oc + 4u);
-        }
+    if (!mf_dsp_small_ok(&g.rq, (uint32_t)C, 9) || g.in_off < -127 || g.in_off > 128 || g.rq.out_off < -255 ||
+        g.rq.out_off > 255 || g.rq.lo < -128 || g.rq.hi > 127 || g.rq.lo > g.rq.hi) {
+        return 0;
     }
+    for (int32_t i = 0; i < (g.rq.per_channel ? (C & ~3) : 1); i++) {
+        if (g.rq.shift[i] < -21 || g.rq.shift[i] > -1) return 0;
+    }
+    g.scratch = c->scratch, g.scratch_bytes = c->scratch_bytes;
+    dw_dsp_3x3_groups(&g); /* every group by dwp: the view, rings and tables hold for all */
     mf_depthwise_s8_in_place_channels(c, (uint32_t)(C & ~3), (uint32_t)C);
     return 1;
 }
