@@ -1508,11 +1508,10 @@ static __attribute__((noinline)) void dw3_group(const dw_geom *g, dw3_tab *T, in
  * sign-extended once into 18 halfword pairs, and its channels' output parameters, read once. A row's
  * windows inside the input run without bounds (three row pointers, the taps dx apart); the others
  * (the padding's edges) take the taps of their row and column masks, unrolled (dw_win9). Channels
- * [0, ch & ~3). */
-static void dw_dsp_3x3_groups(const dw_geom *g) {
+ * [0, ch & ~3). small: mf_dsp_small_ok for the op (the caller's: dw_dsp_in_place needs it first). */
+static void dw_dsp_3x3_groups(const dw_geom *g, int small) {
     const int32_t C = g->ch, row = g->wi * C, off16 = mf_pack_off16(g->in_off);
     const int32_t dy = g->dl[0] * row, dx = g->dl[1] * C, step = g->st[1] * C;
-    const int small = mf_dsp_small_ok(&g->rq, (uint32_t)C, 9);
     /* output columns [ox_lo, ox_hi) whose windows lie inside the input's width */
     const int32_t ox_lo = (g->pd[1] + g->st[1] - 1) / g->st[1];
     const int32_t span_x = g->wi - 1 - 2 * g->dl[1] + g->pd[1];
@@ -1615,7 +1614,8 @@ static int dw_dsp_in_place(const mf_call *c) {
      * range it folds): then every group runs dwp (dw3_group's test above), none another path, which would not
      * be exact over the input */
     const int32_t C = g.ch;
-    if (!mf_dsp_small_ok(&g.rq, (uint32_t)C, 9) || g.in_off < -127 || g.in_off > 128 || g.rq.out_off < -255 ||
+    const int small = mf_dsp_small_ok(&g.rq, (uint32_t)C, 9);
+    if (!small || g.in_off < -127 || g.in_off > 128 || g.rq.out_off < -255 ||
         g.rq.out_off > 255 || g.rq.lo < -128 || g.rq.hi > 127 || g.rq.lo > g.rq.hi) {
         return 0;
     }
@@ -1623,7 +1623,7 @@ static int dw_dsp_in_place(const mf_call *c) {
         if (g.rq.shift[i] < -21 || g.rq.shift[i] > -1) return 0;
     }
     g.scratch = c->scratch, g.scratch_bytes = c->scratch_bytes;
-    dw_dsp_3x3_groups(&g); /* every group by dwp: the view, rings and tables hold for all */
+    dw_dsp_3x3_groups(&g, small); /* every group by dwp: the view, rings and tables hold for all */
     mf_depthwise_s8_in_place_channels(c, (uint32_t)(C & ~3), (uint32_t)C);
     return 1;
 }
@@ -1633,7 +1633,8 @@ static int dw_dsp_in_place(const mf_call *c) {
 int mf_depthwise_dsp_3x3(const mf_call *c, const int8_t *w) {
     dw_geom g;
     if (!dw_geom_on(c, w, &g) || g.kh != 3 || g.kw != 3 || g.ch % 4) return 0;
-    dw_dsp_3x3_groups(&g); /* no rings: its scratch holds the unpacked weights (w) */
+    /* no rings: its scratch holds the unpacked weights (w) */
+    dw_dsp_3x3_groups(&g, mf_dsp_small_ok(&g.rq, (uint32_t)g.ch, 9));
     return 1;
 }
 
@@ -1649,7 +1650,7 @@ static mf_status run(const mf_call *c) {
     int32_t oc_first = 0; /* channels before it are done */
     if (fast3x3) {
         g.scratch = c->scratch, g.scratch_bytes = c->scratch_bytes;
-        dw_dsp_3x3_groups(&g);
+        dw_dsp_3x3_groups(&g, mf_dsp_small_ok(&g.rq, (uint32_t)C, 9));
         oc_first = C & ~3;
         if (oc_first == C) return MF_OK;
     }
