@@ -1508,8 +1508,10 @@ static __attribute__((noinline)) void dw3_group(const dw_geom *g, dw3_tab *T, in
  * sign-extended once into 18 halfword pairs, and its channels' output parameters, read once. A row's
  * windows inside the input run without bounds (three row pointers, the taps dx apart); the others
  * (the padding's edges) take the taps of their row and column masks, unrolled (dw_win9). Channels
- * [0, ch & ~3). small: mf_dsp_small_ok for the op (the caller's: dw_dsp_in_place needs it first). */
-static void dw_dsp_3x3_groups(const dw_geom *g, int small) {
+ * [0, ch & ~3). small: mf_dsp_small_ok for the op (the caller's: dw_dsp_in_place needs it first); in_place: the
+ * call when written over its input (dw_dsp_in_place), whose groups without the table run the portable in-place
+ * kernel; else NULL. */
+static void dw_dsp_3x3_groups(const dw_geom *g, int small, const mf_call *in_place) {
     const int32_t C = g->ch, row = g->wi * C, off16 = mf_pack_off16(g->in_off);
     const int32_t dy = g->dl[0] * row, dx = g->dl[1] * C, step = g->st[1] * C;
     /* output columns [ox_lo, ox_hi) whose windows lie inside the input's width */
@@ -1533,6 +1535,10 @@ static void dw_dsp_3x3_groups(const dw_geom *g, int small) {
         /* the table and its rotations cost about as much as 16 windows save (MobileNet's 3 x 3 outputs) */
         if (small && g->batch * g->oh * g->ow >= 16 && dw3_tab_of(g, &q, oc, &T)) {
             dw3_group(g, &T, oc, ox_lo, ox_hi);
+            continue;
+        }
+        if (in_place != NULL) {
+            mf_depthwise_s8_in_place_channels(in_place, (uint32_t)oc, (uint32_t)oc + 4u);
             continue;
         }
         for (int32_t b = 0; b < g->batch; b++) {
@@ -1610,20 +1616,11 @@ static int dw_dsp_in_place(const mf_call *c) {
     if (!dw3_view_ok(&v)) t = !t, dw3_view_of(&g, t, &v);
     if (!dw3_view_ok(&v) || !dwp_ok(&v) || v.pd[0] > 2 || (t ? g.oh != g.h || g.ow != g.wi : g.ow > g.wi)) return 0;
     if (c->scratch == NULL || ((uintptr_t)c->scratch & 3u) != 0 || c->scratch_bytes < dwp_ring_bytes(&v)) return 0;
-    /* every group's table (dw_dsp_3x3_groups' test and dw3_tab_of's: the short output stage, the offsets and
-     * range it folds): then every group runs dwp (dw3_group's test above), none another path, which would not
-     * be exact over the input */
+    /* a group whose table holds runs dwp (dw3_group's test, above, holds for every group), the others the
+     * portable in-place kernel (dw_dsp_3x3_groups' in_place): no other path, which would not be exact here */
     const int32_t C = g.ch;
-    const int small = mf_dsp_small_ok(&g.rq, (uint32_t)C, 9);
-    if (!small || g.in_off < -127 || g.in_off > 128 || g.rq.out_off < -255 ||
-        g.rq.out_off > 255 || g.rq.lo < -128 || g.rq.hi > 127 || g.rq.lo > g.rq.hi) {
-        return 0;
-    }
-    for (int32_t i = 0; i < (g.rq.per_channel ? (C & ~3) : 1); i++) {
-        if (g.rq.shift[i] < -21 || g.rq.shift[i] > -1) return 0;
-    }
     g.scratch = c->scratch, g.scratch_bytes = c->scratch_bytes;
-    dw_dsp_3x3_groups(&g, small); /* every group by dwp: the view, rings and tables hold for all */
+    dw_dsp_3x3_groups(&g, mf_dsp_small_ok(&g.rq, (uint32_t)C, 9), c);
     mf_depthwise_s8_in_place_channels(c, (uint32_t)(C & ~3), (uint32_t)C);
     return 1;
 }
@@ -1634,7 +1631,7 @@ int mf_depthwise_dsp_3x3(const mf_call *c, const int8_t *w) {
     dw_geom g;
     if (!dw_geom_on(c, w, &g) || g.kh != 3 || g.kw != 3 || g.ch % 4) return 0;
     /* no rings: its scratch holds the unpacked weights (w) */
-    dw_dsp_3x3_groups(&g, mf_dsp_small_ok(&g.rq, (uint32_t)g.ch, 9));
+    dw_dsp_3x3_groups(&g, mf_dsp_small_ok(&g.rq, (uint32_t)g.ch, 9), NULL);
     return 1;
 }
 
@@ -1650,7 +1647,7 @@ static mf_status run(const mf_call *c) {
     int32_t oc_first = 0; /* channels before it are done */
     if (fast3x3) {
         g.scratch = c->scratch, g.scratch_bytes = c->scratch_bytes;
-        dw_dsp_3x3_groups(&g, mf_dsp_small_ok(&g.rq, (uint32_t)C, 9));
+        dw_dsp_3x3_groups(&g, mf_dsp_small_ok(&g.rq, (uint32_t)C, 9), NULL);
         oc_first = C & ~3;
         if (oc_first == C) return MF_OK;
     }
