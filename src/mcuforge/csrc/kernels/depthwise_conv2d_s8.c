@@ -1437,8 +1437,7 @@ static __attribute__((noinline)) void dwp_image(const dw3_view *v, dwp_ch ch[4],
  * (rows along the longer output side when both do; whole output rows, the padding's windows included);
  * otherwise a row's windows inside the input as one dw3_run on the image and the others one by one on
  * patches (dw3_edge). */
-static __attribute__((noinline)) void dw3_group(const dw_geom *g, dw3_tab *T, int32_t oc, int32_t ox_lo,
-                                                int32_t ox_hi) {
+static void dw3_group(const dw_geom *g, dw3_tab *T, int32_t oc, int32_t ox_lo, int32_t ox_hi) {
     const int32_t C = g->ch, row = g->wi * C;
     const int32_t dy = g->dl[0] * row, dx = g->dl[1] * C, step = g->st[1] * C;
     const int32_t pad = mf_wrap32((uint32_t)(uint8_t)(int8_t)-g->in_off * 0x01010101u);
