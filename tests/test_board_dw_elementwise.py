@@ -35,14 +35,16 @@ CHANNELS = (1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 40, 64)
 def depthwise_case(rng, sweep: BoardSweep, case: str, channels: int, kernel: tuple[int, int], dm: int = 1,
                    negative_shifts: bool = False, hw: tuple[int, int] | None = None,
                    dil: list[int] | None = None, shifts: tuple[int, ...] = (),
-                   stride_hw: tuple[int, int] | None = None, scratch: bool = True, short: int = 0) -> None:
+                   stride_hw: tuple[int, int] | None = None, scratch: bool = True, short: int = 0,
+                   pad_hw: tuple[int, int] | None = None, batch: int | None = None) -> None:
     """``scratch=False``: the op asks no scratch; ``short``: it asks that many bytes less than cortex-m4's
     kernel plans (kept on every target)."""
     for _ in range(100):
-        n = 1 if rng.random() < 0.8 else 2
+        n = batch or (1 if rng.random() < 0.8 else 2)
         h, w = hw or (int(rng.integers(1, 9)), int(rng.integers(1, 9)))
         stride = list(stride_hw) if stride_hw else [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
         pad = [int(rng.integers(0, 3)), int(rng.integers(0, 3))]
+        pad = list(pad_hw) if pad_hw else pad
         dil = dil or ([1, 1] if rng.random() < 0.7 else [int(rng.integers(1, 3)), int(rng.integers(1, 3))])
         oh, ow = conv_output_hw((h, w), kernel, stride, pad, dil)
         if oh >= 1 and ow >= 1:
@@ -128,6 +130,75 @@ def depthwise_sweep(seed: int) -> BoardSweep:
     for i, (c, hw, short) in enumerate(((8, (6, 27), 0), (4, (30, 5), 4), (8, (5, 53), 4), (12, (12, 9), 4))):
         depthwise_case(rng, sweep, f"dw3x3_planar_noring_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=(1, 1),
                        shifts=(-1, -21, -6, -13), scratch=bool(short), short=short)
+    # (drawn after the cases above, which keep their draws) the channel-planar windows at stride 2 along the
+    # rows (dwp2: 19 to 27 windows): odd and even widths (the right padding read or not), padding 0 to 2, rows
+    # along either axis, a vertical stride of 1 or 2, odd channel counts, the widest row (27 windows) and one
+    # past it, a group whose output stage is not the table's; then dwp2's rings short
+    for i, (c, hw, st, pd) in enumerate(((4, (5, 40), (1, 2), (1, 1)), (8, (7, 41), (2, 2), (1, 1)),
+                                         (5, (6, 53), (1, 2), (0, 1)), (4, (4, 55), (1, 2), (1, 1)),
+                                         (8, (45, 6), (2, 1), (1, 1)), (12, (9, 42), (2, 2), (2, 0)),
+                                         (7, (5, 39), (1, 2), (0, 2)), (16, (47, 9), (2, 2), (1, 1)),
+                                         (8, (11, 48), (2, 2), (2, 2)), (4, (3, 54), (1, 2), (1, 0)))):
+        depthwise_case(rng, sweep, f"dw3x3_planar2_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=st, pad_hw=pd,
+                       shifts=(-1, -21, -6, -13) if i != 7 else (-1, -22, -6, 0))
+    for i, (c, hw, short) in enumerate(((8, (5, 45), 4), (4, (47, 5), 1))):
+        depthwise_case(rng, sweep, f"dw3x3_planar2_noring_{i}", c, (3, 3), hw=hw, dil=[1, 1],
+                       stride_hw=(1, 2) if hw[1] > hw[0] else (2, 1), pad_hw=(1, 1), shifts=(-1, -21, -6, -13),
+                       short=short)
+    return sweep
+
+
+def in_place_case(rng, sweep: BoardSweep, case: str, channels: int, hw: tuple[int, int], stride: tuple[int, int],
+                  pad: tuple[int, int], shifts: tuple[int, ...] = (-1, -21, -6, -13), short: int = 0,
+                  wide: bool = True) -> None:
+    """A 3x3 depthwise case written over its input (``Op.in_place``, as plan.choose_in_place marks it) with the
+    scratch of both in-place paths: the DSP channel-planar path's rings as cortex-m4 plans them for the channels
+    rounded up to 4 (less ``short`` bytes), at least the portable in-place path's channel buffer (Ho x Wo).
+    ``wide``: int8's whole activation range (a narrow drawn one can clamp most outputs to one value)."""
+    depthwise_case(rng, sweep, case, channels, (3, 3), hw=hw, dil=[1, 1], stride_hw=stride, pad_hw=pad, batch=1,
+                   shifts=shifts)
+    op = sweep.ops[-1]
+    if wide:
+        op.attrs.update(act_min=-128, act_max=127)
+    _, oh, ow, _ = sweep.tensors[op.outputs[0]].shape
+    c4 = (channels + 3) // 4 * 4
+    ring = kernel_scratch_bytes("depthwise_conv2d_s8", (1, 3, 3, c4), "cortex-m4", (1, oh, ow, c4), op.attrs)
+    scratch = max(ring - short, (oh * ow + 15) // 16 * 16)
+    sweep.ops[-1] = replace(op, in_place=True, scratch_bytes=scratch, debug={"case": case, "scratch": "keep"})
+
+
+def depthwise_in_place_sweep(seed: int) -> BoardSweep:
+    """In-place depthwise (TinyEngine's; plan.choose_in_place) where the DSP cores run the channel-planar path
+    over the input (depthwise_conv2d_s8.c dw_dsp_in_place) and where they do not (the portable in-place kernel):
+    DS-CNN's shape, rows along either axis, valid padding (an output smaller than the input: rows along the
+    image's rows take dwp, along its columns the portable kernel), padding 2 across the rows with stride 2, a
+    vertical stride, the longest ring rows and one past, channel counts not a multiple of 4 (the last channels
+    portable), groups whose output stage is not the table's (shift 0 or -22: those four channels portable),
+    the rings' scratch one byte short (all portable); then random legal geometries."""
+    rng = np.random.default_rng(seed)
+    sweep = BoardSweep()
+    fixed = ((64, (25, 5), (1, 1), (1, 1)), (8, (5, 25), (1, 1), (1, 1)), (8, (6, 20), (1, 1), (0, 0)),
+             (8, (20, 6), (1, 1), (0, 0)), (12, (9, 12), (2, 1), (1, 1)), (8, (9, 10), (2, 1), (2, 1)),
+             (7, (13, 9), (1, 1), (1, 1)), (13, (9, 13), (1, 1), (1, 1)), (4, (53, 3), (1, 1), (1, 1)),
+             (4, (3, 54), (1, 1), (1, 1)), (8, (8, 6), (1, 1), (1, 1)), (8, (10, 12), (1, 1), (0, 1)),
+             (8, (12, 10), (1, 1), (1, 0)), (8, (10, 14), (1, 1), (1, 0)), (12, (16, 16), (1, 1), (1, 1)),
+             (20, (11, 9), (1, 2), (1, 1)), (8, (9, 45), (2, 2), (1, 1)), (12, (6, 50), (1, 2), (1, 1)),
+             (8, (45, 9), (2, 2), (1, 1)), (5, (7, 43), (1, 2), (0, 1)))
+    for i, (c, hw, st, pd) in enumerate(fixed):
+        in_place_case(rng, sweep, f"dw_in_place_{i}", c, hw, st, pd)
+    in_place_case(rng, sweep, "dw_in_place_shift_ends", 16, (25, 5), (1, 1), (1, 1), shifts=(-1, -21, -22, 0))
+    in_place_case(rng, sweep, "dw_in_place_ring_short", 8, (25, 5), (1, 1), (1, 1), short=1)
+    in_place_case(rng, sweep, "dw_in_place_ring_short_rows", 8, (5, 25), (1, 1), (1, 1), short=1)
+    for i in range(16):
+        while True:
+            c = int(rng.choice((4, 5, 8, 12, 16, 24, 3)))
+            hw = (int(rng.integers(3, 30)), int(rng.integers(3, 30)))
+            st = ((1, 1), (1, 1), (2, 1), (1, 2))[int(rng.integers(0, 4))]
+            pd = (int(rng.integers(0, 2)), int(rng.integers(0, 2)))
+            oh, ow = conv_output_hw(hw, (3, 3), list(st), list(pd), [1, 1])
+            if oh >= 1 and ow >= 1 and oh * ow <= hw[0] * hw[1]:
+                break
+        in_place_case(rng, sweep, f"dw_in_place_rand_{i}", c, hw, st, pd, wide=False)
     return sweep
 
 
@@ -317,6 +388,17 @@ def test_depthwise_fast_paths_on_board(target):
     sweep.assert_same_on_board(target)
 
 
+@pytest.mark.parametrize("target", ["cortex-m3", "cortex-m4", "cortex-m7"])
+def test_depthwise_in_place_on_board(target):
+    """Every case of the in-place sweep planned in place (its output at its input's offset) and equal to the
+    host's out-of-place bytes: the DSP cores' channel-planar path over the input, and the portable in-place
+    kernel (cortex-m3, and the DSP cores' shapes the channel-planar path does not take)."""
+    sweep = depthwise_in_place_sweep(seed=21)
+    graph = deserialize(sweep.program(target))
+    assert all(graph.tensors[op.outputs[0]].offset == graph.tensors[op.inputs[0]].offset for op in graph.ops)
+    sweep.assert_same_on_board(target)
+
+
 def test_depthwise_fast_paths_on_cortex_m7():
     """The DSP paths (the channel-planar 3x3 windows' assembly included) as cortex-m7's build compiles them."""
     depthwise_sweep(seed=11).assert_same_on_board("cortex-m7")
@@ -359,8 +441,42 @@ def test_dwp_ring_scratch_is_planned_per_layer():
     assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 5, 53, 64), dw) == 1344
     assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 12, 12, 64), dw) == 592
     assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 48, 48, 8), dw) == 1336
-    for out, attrs in (((1, 6, 6, 64), dw), ((1, 5, 54, 64), dw), ((1, 25, 5, 64), {**dw, "stride": [2, 1]}),
+    s2 = {**dw, "stride": [2, 1]}
+    assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 25, 5, 64), s2) == 1336  # 52 columns
+    assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 5, 27, 64), {**dw, "stride": [1, 2]}) == 1344
+    for out, attrs in (((1, 6, 6, 64), dw), ((1, 5, 54, 64), dw), ((1, 18, 5, 64), s2), ((1, 28, 5, 64), s2),
                        ((1, 25, 5, 64), {**dw, "dilation": [1, 2]})):
         assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", out, attrs) == 0, (out, attrs)
     assert kernel_scratch_bytes("depthwise_conv2d_s8", (1, 3, 3, 62), "cortex-m4", (1, 25, 5, 62), dw) == 0
     assert kernel_scratch_bytes("depthwise_conv2d_s8", (1, 5, 5, 64), "cortex-m4", (1, 25, 5, 64), dw) == 0
+
+
+def test_dwp_in_place_where_it_costs_no_speed():
+    """DS-CNN on the DSP cores: its four depthwise layers are written over their input by default
+    (plan.choose_free_in_place: their in-place kernel is the channel-planar path, ir.depthwise_in_place_fast),
+    so the rings no longer sit beside each layer's input and output: the arena is no larger than cortex-m55's
+    (no rings, nothing in place), and re-planned out of place it would be. The predicate: only on the DSP
+    path, where the rings are planned, rows along the image's columns only at the input's size."""
+    from mcuforge.ir import depthwise_in_place_fast
+    from mcuforge.plan import plan_arena
+
+    from conftest import compiled
+
+    _, _, m55 = compiled("ds_cnn")
+    assert not any(op.in_place for op in m55.graph.ops)
+    for target in ("cortex-m4", "cortex-m7"):
+        _, _, prog = compiled("ds_cnn", target)
+        dw = [op for op in prog.graph.ops if op.kind == "depthwise_conv2d_s8"]
+        assert len(dw) == 4 and all(op.in_place for op in dw) and prog.arena_bytes <= m55.arena_bytes
+        for op in dw:
+            op.in_place = False
+        assert plan_arena(prog.graph) > m55.arena_bytes
+    dw = {"stride": [1, 1], "padding": [1, 1], "dilation": [1, 1], "depth_multiplier": 1}
+    w, x = (1, 3, 3, 64), (1, 25, 5, 64)
+    assert depthwise_in_place_fast(w, x, x, dw, "cortex-m4") and depthwise_in_place_fast(w, x, x, dw, "cortex-m33")
+    assert not depthwise_in_place_fast(w, x, x, dw, "cortex-m55") and not depthwise_in_place_fast(w, x, x, dw,
+                                                                                                   "cortex-m3")
+    assert not depthwise_in_place_fast((1, 3, 3, 62), (1, 25, 5, 62), (1, 25, 5, 62), dw, "cortex-m4")
+    valid = {**dw, "padding": [0, 0]}
+    assert not depthwise_in_place_fast(w, (1, 27, 7, 64), (1, 25, 5, 64), valid, "cortex-m4")  # column rows
+    assert depthwise_in_place_fast(w, (1, 7, 27, 64), (1, 5, 25, 64), valid, "cortex-m4")  # image rows

@@ -20,7 +20,7 @@ from .fit import check_fit
 from .float_passes.cleanup import prepare_float_graph
 from .float_passes.decompose import decompose
 from .lower import lower_to_ir
-from .plan import choose_concat_placement, trim_optional_scratch
+from .plan import choose_concat_placement, choose_free_in_place, trim_optional_scratch
 from .quantize import ObserverConfig, Scheme, get_scheme, quantize
 from .targets import get_target
 
@@ -105,6 +105,7 @@ def compile_fixed(
 
         graph, _subgraphs = partition_graph(graph, npu)
     trim_optional_scratch(graph, ram_budget)  # plans the arena; faster paths' scratch only within RAM asked for
+    choose_free_in_place(graph)  # depthwise over its input where that costs no speed and lowers the arena
     choose_concat_placement(graph)  # producers write into a concat's output where that lowers the arena
     patch_plan = None
     if ram_budget is not None or patches is not None:  # patch-based execution to meet the budget
@@ -141,6 +142,7 @@ def compile_qat(model: Any, example_inputs: Any, calibration: Iterable[Any] | No
 
         graph, _subgraphs = partition_graph(graph, npu)
     trim_optional_scratch(graph, ram_budget)  # plans the arena; faster paths' scratch only within RAM asked for
+    choose_free_in_place(graph)  # depthwise over its input where that costs no speed and lowers the arena
     choose_concat_placement(graph)  # producers write into a concat's output where that lowers the arena
     check_memory(graph, target, flash_bytes, ram_bytes, fit_check=fit_check, flash_budget=flash_budget,
                  ram_budget=ram_budget, board=board)

@@ -187,12 +187,17 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     return formula()
 
 
+#: The fewest windows a row of the channel-planar path at stride 2 takes (depthwise_conv2d_s8.c DWP2_MIN).
+DWP2_MIN = 19
+
+
 def _depthwise_dwp_scratch(formula: ScratchFormula, weight_shape: Sequence[int], out_shape: Sequence[int],
                            attrs: dict[str, Any]) -> int:
     """depthwise_conv2d_s8 on the DSP path: the channel-planar 3x3 path's rings where the kernel may take it
     (depthwise_conv2d_s8.c dw3_group / dwp_ok): 3x3 windows, depth multiplier 1, channels a multiple of 4, the
     view's rows (along the longer output axis, or the other when that one's stride is not 1 or 2 or it is
-    dilated) of stride 1 and 8 to 53 windows, no dilation, 16 outputs or more. Elsewhere none (the kernel's
+    dilated) of stride 1 and 8 to 53 windows or of stride 2 and DWP2_MIN to 27 windows, no dilation, 16 outputs
+    or more. Elsewhere none (the kernel's
     other paths keep their buffers on the stack)."""
     _, kh, kw, ch = weight_shape
     stride, dilation = list(attrs.get("stride", [1, 1])), list(attrs.get("dilation", [1, 1]))
@@ -211,9 +216,36 @@ def _depthwise_dwp_scratch(formula: ScratchFormula, weight_shape: Sequence[int],
         if not view_ok(axis):
             return 0
     n = out_shape[1 + axis]
-    if stride[axis] != 1 or dilation != [1, 1] or not 8 <= n <= 53:
+    if dilation != [1, 1]:
         return 0
-    return formula(cols=round_up(n + 3, 4))
+    if stride[axis] == 1 and 8 <= n <= 53:
+        return formula(cols=round_up(n + 3, 4))
+    if stride[axis] == 2 and DWP2_MIN <= n <= 27:  # dwp2: the rows' 2 n + 2 columns in the 56 of a ring row
+        return formula(cols=round_up(2 * n + 2, 4))
+    return 0
+
+
+def depthwise_in_place_fast(weight_shape: Sequence[int], in_shape: Sequence[int], out_shape: Sequence[int],
+                            attrs: dict[str, Any], target: str) -> bool:
+    """Whether a depthwise_conv2d_s8 written over its input (``Op.in_place``) runs as fast as out of place on
+    ``target``: the DSP channel-planar 3x3 path runs over the input there (depthwise_conv2d_s8.c dw_dsp_in_place,
+    which states why that is exact): its rings are planned (:func:`kernel_scratch_bytes` plans them), batch 1,
+    the view's padding across its rows at most 2, and the output no wider than the input (rows along the image's
+    rows) or of the input's size (rows along its columns). Elsewhere the in-place kernel is the portable one."""
+    if get_target(target).kernel_path != "dsp" or len(in_shape) != 4 or len(out_shape) != 4 or in_shape[0] != 1:
+        return False
+    if not kernel_scratch_bytes("depthwise_conv2d_s8", weight_shape, target, out_shape, attrs):
+        return False
+    oh, ow = out_shape[1], out_shape[2]
+    stride, dilation = list(attrs.get("stride", [1, 1])), list(attrs.get("dilation", [1, 1]))
+    axis = 0 if oh > ow else 1  # as _depthwise_dwp_scratch: the image axis along the view's rows
+    if not (dilation[axis] == 1 and stride[axis] in (1, 2)):
+        axis = 1 - axis
+    if list(attrs.get("padding", [0, 0]))[1 - axis] > 2:
+        return False
+    if axis == 0:  # view rows are image columns: the output must be the input's size
+        return (oh, ow) == (in_shape[1], in_shape[2])
+    return ow <= in_shape[2]
 
 
 def _depthwise_rows_scratch(formula: ScratchFormula, weight_shape: Sequence[int], out_shape: Sequence[int],

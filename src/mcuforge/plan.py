@@ -26,11 +26,13 @@ input's bytes are reused like any tensor's once no op reads it: set the inputs b
 ``mf_invoke``.)
 
 The kinds of :data:`IN_PLACE_IF_CHOSEN` write in place only where :func:`choose_in_place` marked the op
-(``Op.in_place``: where that lowers the arena, for a program asked to fit a RAM budget): a
+(``Op.in_place``: where that lowers the arena, for a program asked to fit a RAM budget; in every compile where
+the in-place kernel is as fast as out of place and that lowers the arena, :func:`choose_free_in_place`): a
 ``depthwise_conv2d_s8`` of depth multiplier 1 and batch 1 writes its output (as large as its input, or smaller
 when strided) from its input's first byte -- TinyEngine's in-place depthwise: the kernel computes one channel's
 outputs into its scratch (Ho x Wo bytes) and then stores them in that channel's slots, which no other channel
-reads.
+reads; on the DSP cores the channel-planar 3x3 path runs over the input instead where it takes the op
+(``ir.depthwise_in_place_fast``; its ring of input rows is copied before the output rows over them are written).
 
 Concat by placement: a ``concat_s8`` whose input slices are contiguous bytes of its output (every axis
 before the concat axis has extent 1: concatenated flat or pooled features, an outer-axis sequence concat)
@@ -43,8 +45,9 @@ where :func:`choose_concat_placement` finds it lowers the planned arena (``Op.in
 from __future__ import annotations
 
 import bisect
+from collections.abc import Collection
 
-from .ir import IN_PLACE_INPUTS, Graph, Op, concat_slice_start
+from .ir import IN_PLACE_INPUTS, Graph, Op, concat_slice_start, depthwise_in_place_fast
 
 ALIGNMENT = 16
 
@@ -198,14 +201,14 @@ def in_place_scratch(graph: Graph, op: Op) -> int:
     return _align(oh * ow)
 
 
-def choose_in_place(graph: Graph) -> int:
-    """Mark (``Op.in_place``) the ops of :data:`IN_PLACE_IF_CHOSEN` kinds that may write over their input where
-    that lowers the arena's lower bound, one at a time while it does; each marked op's scratch grows to what its
-    in-place path needs. Then plans: keeps the marks only if the planned arena is smaller than without them.
-    Returns the number of ops marked (0: the graph is as it was, planned)."""
+def choose_in_place(graph: Graph, only: Collection[int] | None = None) -> int:
+    """Mark (``Op.in_place``) the ops of :data:`IN_PLACE_IF_CHOSEN` kinds (those of ``only``, when given) that may
+    write over their input where that lowers the arena's lower bound, one at a time while it does; each marked
+    op's scratch grows to what its in-place path needs. Then plans: keeps the marks only if the planned arena is
+    smaller than without them. Returns the number of ops marked (0: the graph is as it was, planned)."""
     life, outputs = lifetimes(graph), set(graph.outputs)
     legal = [i for i, op in enumerate(graph.ops) if op.kind in IN_PLACE_IF_CHOSEN and not op.in_place
-             and in_place_legal(graph, i, life, outputs)]
+             and (only is None or i in only) and in_place_legal(graph, i, life, outputs)]
     before = plan_arena(graph)
     scratch = {i: graph.ops[i].scratch_bytes for i in legal}
     # One layer's ops across the patches of a patched chain (mcuforge.patches) are marked together: each patch
@@ -253,6 +256,30 @@ def choose_in_place(graph: Graph) -> int:
         chosen = []
         plan_arena(graph)
     return len(chosen)
+
+
+def choose_free_in_place(graph: Graph) -> int:
+    """:func:`choose_in_place` over the depthwise ops whose in-place kernel is as fast as out of place on the
+    graph's target (:func:`mcuforge.ir.depthwise_in_place_fast`: the DSP channel-planar path, whose ring would
+    otherwise be live beside the op's input and output): every compile takes those where they lower the arena.
+    All of them at once first (at no cost in speed; like layers tie at the peak, where one mark alone lowers
+    nothing: DS-CNN's four), kept if the planned arena is smaller; else one at a time. Returns the number marked."""
+    t, life, outputs = graph.tensors, lifetimes(graph), set(graph.outputs)
+    fast = [i for i, op in enumerate(graph.ops) if op.kind == "depthwise_conv2d_s8" and not op.in_place
+            and len(op.inputs) > 1 and in_place_legal(graph, i, life, outputs)
+            and depthwise_in_place_fast(t[op.inputs[1]].shape, t[op.inputs[0]].shape, t[op.outputs[0]].shape,
+                                        op.attrs, graph.target)]
+    if not fast:
+        return 0
+    before, scratch = graph.arena_bytes or plan_arena(graph), {i: graph.ops[i].scratch_bytes for i in fast}
+    for i in fast:
+        graph.ops[i].in_place = True  # plan_arena gives each its in-place scratch
+    if plan_arena(graph) < before:
+        return len(fast)
+    for i in fast:
+        graph.ops[i].in_place, graph.ops[i].scratch_bytes = False, scratch[i]
+    plan_arena(graph)
+    return choose_in_place(graph, set(fast))
 
 
 def overlap_ties(graph: Graph) -> dict[Key, tuple[Key, int]]:

@@ -13,7 +13,7 @@ import copy
 
 from ..api import Program
 from ..ir import RECURRENT_GATES, kernel_scratch_bytes
-from ..plan import trim_optional_scratch
+from ..plan import IN_PLACE_IF_CHOSEN, choose_free_in_place, trim_optional_scratch
 
 
 class RetargetError(ValueError):
@@ -38,6 +38,11 @@ def retarget(prog: Program, target: str) -> Program:
             op.scratch_bytes = kernel_scratch_bytes(op.kind, graph.tensors[op.inputs[1]].shape, target, out, op.attrs)
         elif op.scratch_bytes:
             raise RetargetError(f"op {op.kind} has scratch of unknown origin")
+    if "patch_plan" not in prog.meta:  # no budget: the in-place choice is the target's (plan.choose_free_in_place)
+        for op in graph.ops:
+            op.in_place = op.in_place and op.kind not in IN_PLACE_IF_CHOSEN
     trim_optional_scratch(graph)  # plans the arena, as compile does
+    if "patch_plan" not in prog.meta:
+        choose_free_in_place(graph)
     meta = {**prog.meta, "target": target}
     return Program(graph, compile_seconds=prog.compile_seconds, meta=meta, reference=prog.reference)

@@ -21,8 +21,10 @@
  *   on patches (dw3_run, dw3_edge); outputs of fewer than 16 pixels keep the C loop (the table's cost);
  *   where the rows have stride 1 and no dilation (and 8 to DWP_NC - 3 windows), a ring per channel of
  *   rows sign-extended once (dwp_fill) and four windows of one channel per asm pass, two taps per SMLAD
- *   (dwp: mf_dwp_run_int8 / mf_dwp_run_clamp), the rings in the op's planned scratch (the planner's
- *   mf_scratch_depthwise_conv2d_s8_dwp; with less scratch, dw3_buffered);
+ *   (dwp: mf_dwp_run_int8 / mf_dwp_run_clamp; at stride 2 along the rows, 19 to 27 windows, one SMLAD a tap
+ *   pair with no PKHBT: mf_dwp2_run_int8 / _clamp), the rings in the op's planned scratch (the planner's
+ *   mf_scratch_depthwise_conv2d_s8_dwp; with less scratch, dw3_buffered); the same path runs the op written
+ *   over its input where the planner chose that (dw_dsp_in_place);
  * - MVE (cortex-m55): groups of eight channels outer, products by VMULLB/VMULLT of int16 lanes
  *   into even/odd int32 accumulators (a vector of 16 int8 channels would need four accumulators
  *   plus operands: more than the eight Q registers). 3x3 kernels: the windows inside the input as
@@ -1065,12 +1067,15 @@ static void dw3_buffered(const dw3_view *v, dw3_tab Tp[3], const int8_t *xb, int
  * pass that ends at the row's end (it recomputes windows of the one before: the same bytes). */
 #define DWP_NC 56 /* halfwords between a channel's ring rows: the most columns a ring row holds */
 #define DWP_RB 112 /* bytes between ring rows (DWP_RB = 2 DWP_NC, an immediate in the asm) */
+#define DWP2_MIN 19 /* dwp2 (stride 2 along the rows) from rows of this many windows: below, dw3_buffered holds a row
+                       * in its ring and is as fast or faster (rows of 16: 190,790 cycles against 198,222; of 24
+                       * (MobileNet 0.25 op 3): 483,470 against 401,154 on the Cortex-M4 model) */
 /* The rings live in the op's planned scratch (mf_scratch_depthwise_conv2d_s8_dwp: kinds/scratch.py), laid
  * out for the layer: ring rows of `cols` halfwords (the view's windows + 3, rounded up to 4), DWP_NC apart
  * for one channel, so k = DWP_NC / cols channels share those rows side by side (channel i at column
  * (i % k) cols) and the next k channels start 3 DWP_NC on (i / k): KWS's 25-window rows take 2 x 28
  * columns of each 56, 672 bytes for the four channels' rings, not 1344. */
-static inline int32_t dwp_cols(int32_t ow) { return (ow + 3 + 3) & ~3; }
+static inline int32_t dwp_cols(int32_t ow, int32_t s) { return s == 1 ? (ow + 3 + 3) & ~3 : (2 * ow + 2 + 3) & ~3; }
 static inline int32_t dwp_chan(int32_t cols, int32_t i) {
     const int32_t k = (DWP_NC + 3) / (cols + 1); /* DWP_NC / cols for cols 12..56, as the formula writes it */
     return (i % k) * cols + (i / k) * 3 * DWP_NC;
@@ -1217,6 +1222,94 @@ void mf_dwp_run_clamp(dwp_ch *c);
 DWP_FUNC(mf_dwp_run_int8, "", "");
 DWP_FUNC(mf_dwp_run_clamp, DWP_CLAMP4, DWP_CLAMP_ONE);
 
+/* Stride 2 along the rows (dwp2): window a of a pass reads columns 2a .. 2a + 2, so its taps 0/1 are the aligned
+ * pair of word a (one SMLAD) and its tap 2 the low half of word a + 1, the next window's pair: five words a row
+ * for four windows, no PKHBT. Row 0 (taps 0/1 in r5, tap 2 in r8's low half) starts windows 1..3 from r1 before
+ * window 0 adds to it. */
+#define DWP2_ROW0                                                                                                     \
+    "ldr r10, [r0, #8]\n\t"                                                                                           \
+    "ldr r11, [r0, #12]\n\t"                                                                                          \
+    "ldr r12, [r0, #16]\n\t"                                                                                          \
+    "smlad r3, r10, r5, r1\n\t"                                                                                       \
+    "smlabb r3, r11, r8, r3\n\t"                                                                                      \
+    "smlad r4, r11, r5, r1\n\t"                                                                                       \
+    "smlabb r4, r12, r8, r4\n\t"                                                                                      \
+    "ldr r11, [r0, #4]\n\t"                                                                                           \
+    "ldr r12, [r0]\n\t"                                                                                               \
+    "smlad r2, r11, r5, r1\n\t"                                                                                       \
+    "smlabb r2, r10, r8, r2\n\t"                                                                                      \
+    "smlad r1, r12, r5, r1\n\t"                                                                                       \
+    "smlabb r1, r11, r8, r1\n\t"
+/* One row (slot at byte OFF, taps 0/1 in W, tap 2 in half Y of W2) of windows 0..3. */
+#define DWP2_ROW(OFF, W, W2, Y)                                                                                       \
+    "ldr r10, [r0, #" #OFF "]\n\t"                                                                                    \
+    "ldr r11, [r0, #" #OFF " + 4]\n\t"                                                                                \
+    "ldr r12, [r0, #" #OFF " + 8]\n\t"                                                                                \
+    "smlad r1, r10, " W ", r1\n\t"                                                                                     \
+    "smlab" Y " r1, r11, " W2 ", r1\n\t"                                                                               \
+    "ldr r10, [r0, #" #OFF " + 12]\n\t"                                                                               \
+    "smlad r2, r11, " W ", r2\n\t"                                                                                     \
+    "smlab" Y " r2, r12, " W2 ", r2\n\t"                                                                               \
+    "ldr r11, [r0, #" #OFF " + 16]\n\t"                                                                               \
+    "smlad r3, r12, " W ", r3\n\t"                                                                                     \
+    "smlab" Y " r3, r10, " W2 ", r3\n\t"                                                                               \
+    "smlad r4, r10, " W ", r4\n\t"                                                                                     \
+    "smlab" Y " r4, r11, " W2 ", r4\n\t"
+/* dwp2's function NAME(dwp_ch *c): as DWP_FUNC, passes of four windows 16 bytes on; single window k (the row's
+ * last 0..3) at word k of the pass after. */
+#define DWP2_FUNC(NAME, CLAMP, CLAMP_ONE)                                                                              \
+    __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t"                                                       \
+            ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n"                     \
+            #NAME ":\n\t"                                                                                              \
+            "push {r4-r11, lr}\n\t"                                                                                    \
+            "mov lr, r0\n\t"                                                                                           \
+            "ldr r1, [lr, #24]\n\t"                                                                                    \
+            "ldr r0, [lr]\n\t"                                                                                         \
+            "ldm r1, {r5-r9}\n\t"                                                                                      \
+            "ldr r10, [lr, #12]\n\t"                                                                                   \
+            "cmp r0, r10\n\t"                                                                                          \
+            "beq 3f\n"                                                                                                 \
+            "1:\n\t"                                                                                                   \
+            "ldr r1, [lr, #28]\n\t" DWP2_ROW0 DWP2_ROW(112, "r6", "r8", "t") DWP2_ROW(224, "r7", "r9", "b")            \
+            "ldr r10, [lr, #32]\n\t"                                                                                   \
+            "ldr r11, [lr, #36]\n\t"                                                                                   \
+            "ldr r12, [lr, #40]\n\t" DWP_OUT("r1") DWP_OUT("r2") DWP_OUT("r3") DWP_OUT("r4") CLAMP                     \
+            "ldr r10, [lr, #4]\n\t"                                                                                    \
+            "ldr r11, [lr, #8]\n\t"                                                                                    \
+            "strb r1, [r10]\n\t"                                                                                       \
+            "strb r2, [r10, r11]\n\t"                                                                                  \
+            "add r10, r10, r11, lsl #1\n\t"                                                                            \
+            "add r0, r0, #16\n\t"                                                                                      \
+            "strb r3, [r10]\n\t"                                                                                       \
+            "strb r4, [r10, r11]\n\t"                                                                                  \
+            "add r10, r10, r11, lsl #1\n\t"                                                                            \
+            "str r10, [lr, #4]\n\t"                                                                                    \
+            "ldr r10, [lr, #12]\n\t"                                                                                   \
+            "cmp r0, r10\n\t"                                                                                          \
+            "bne 1b\n"                                                                                                 \
+            "3:\n\t"                                                                                                   \
+            "ldr r2, [lr, #16]\n\t"                                                                                    \
+            "cmp r2, #0\n\t"                                                                                           \
+            "beq 2f\n\t"                                                                                               \
+            "ldr r1, [lr, #28]\n\t" DWP_ONE0(0, 0, "r5", "r8", "b") DWP_ONE0(112, 0, "r6", "r8", "t")                  \
+            DWP_ONE0(224, 0, "r7", "r9", "b") DWP_ONE_OUT(CLAMP_ONE)                                                   \
+            "cmp r2, #1\n\t"                                                                                           \
+            "beq 2f\n\t"                                                                                               \
+            "ldr r1, [lr, #28]\n\t" DWP_ONE0(0, 4, "r5", "r8", "b") DWP_ONE0(112, 4, "r6", "r8", "t")                  \
+            DWP_ONE0(224, 4, "r7", "r9", "b") DWP_ONE_OUT(CLAMP_ONE)                                                   \
+            "cmp r2, #2\n\t"                                                                                           \
+            "beq 2f\n\t"                                                                                               \
+            "ldr r1, [lr, #28]\n\t" DWP_ONE0(0, 8, "r5", "r8", "b") DWP_ONE0(112, 8, "r6", "r8", "t")                  \
+            DWP_ONE0(224, 8, "r7", "r9", "b") DWP_ONE_OUT(CLAMP_ONE)                                                   \
+            "2:\n\t"                                                                                                   \
+            "pop {r4-r11, pc}\n\t"                                                                                     \
+            ".size " #NAME ", . - " #NAME "\n\t"                                                                       \
+            ".popsection\n")
+void mf_dwp2_run_int8(dwp_ch *c);
+void mf_dwp2_run_clamp(dwp_ch *c);
+DWP2_FUNC(mf_dwp2_run_int8, "", "");
+DWP2_FUNC(mf_dwp2_run_clamp, DWP_CLAMP4, DWP_CLAMP_ONE);
+
 /* Halfwords a (low) and b (high) of one word. */
 static inline int32_t dwp_pair(int32_t a, int32_t b) { return dw3_pair(a, b); }
 
@@ -1294,27 +1387,32 @@ static void dwp_fill(const int8_t *src, ptrdiff_t xcol, int32_t c0, int32_t w, i
  * DWP_NC - 3 windows (the ring holds them and the columns the last passes read). Shorter rows stay with
  * dw3_pairs: a call per channel and row and the single windows cost more than the passes save there
  * (MobileNet's 6 x 6 layers: 267,223 cycles on the Cortex-M4 model by dw3_pairs, 302,423 by dwp). */
-static int dwp_ok(const dw3_view *v) {
-    return v->st[1] == 1 && v->dl[1] == 1 && v->dl[0] == 1 && v->ow >= 8 && v->ow + 3 <= DWP_NC;
+static inline __attribute__((always_inline)) int dwp_ok(const dw3_view *v) {
+    if (v->dl[1] != 1 || v->dl[0] != 1) return 0;
+    if (v->st[1] == 2) return v->ow >= DWP2_MIN && 2 * v->ow + 2 <= DWP_NC; /* dwp2: 2 ow + 2 columns */
+    return v->st[1] == 1 && v->ow >= 8 && v->ow + 3 <= DWP_NC;
 }
 
 /* The scratch bytes dwp's rings take for the view (a multiple of 4). */
-static uint32_t dwp_ring_bytes(const dw3_view *v) {
-    return mf_scratch_depthwise_conv2d_s8_dwp((uint32_t)dwp_cols(v->ow));
+static inline __attribute__((always_inline)) uint32_t dwp_ring_bytes(const dw3_view *v) {
+    return mf_scratch_depthwise_conv2d_s8_dwp((uint32_t)dwp_cols(v->ow, v->st[1]));
 }
 
 /* Every output row of one image (of the view) for the group's four channels (ch: dwp_blocks); ring: the
  * scratch, word-aligned (the asm reads it by words), dwp_ring_bytes(v) of it. */
 static __attribute__((noinline)) void dwp_image(const dw3_view *v, dwp_ch ch[4], const int8_t *xb, int32_t zp,
                                                 int8_t *out, int16_t *ring) {
-    const int32_t n = (v->ow + 3) & ~1, ow = v->ow, cols = dwp_cols(ow);
+    const int32_t s2 = v->st[1] == 2, ow = v->ow, cols = dwp_cols(ow, v->st[1]);
+    const int32_t n = s2 ? 2 * ow + 2 : (ow + 3) & ~1; /* the columns the windows read (even) */
     const int32_t o1 = 2 * dwp_chan(cols, 1), o2 = 2 * dwp_chan(cols, 2), o3 = 2 * dwp_chan(cols, 3); /* bytes */
     int32_t tag[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
     const int full = ch[0].lo == -128 && ch[0].hi == 127;
+    void (*const run)(dwp_ch *) = s2 ? full ? mf_dwp2_run_int8 : mf_dwp2_run_clamp
+                                     : full ? mf_dwp_run_int8 : mf_dwp_run_clamp; /* chosen once */
     for (int i = 0; i < 4; i++) { /* the same every row (the asm moves only out on) */
         dwp_ch *c = &ch[i];
         const int16_t *x = ring + dwp_chan(cols, i);
-        c->x = x, c->ostep = (int32_t)v->o_col, c->end = x + 4 * (ow / 4), c->ones = ow % 4;
+        c->x = x, c->ostep = (int32_t)v->o_col, c->end = x + (s2 ? 8 : 4) * (ow / 4), c->ones = ow % 4;
     }
     for (int32_t oy = 0; oy < v->oh; oy++, out += v->o_row) {
         const int32_t y0 = oy * v->st[0] - v->pd[0], p = ((y0 % 3) + 3) % 3;
@@ -1329,11 +1427,7 @@ static __attribute__((noinline)) void dwp_image(const dw3_view *v, dwp_ch ch[4],
         for (int i = 0; i < 4; i++) {
             dwp_ch *c = &ch[i];
             c->out = out + i, c->w = c->rot[p];
-            if (full) {
-                mf_dwp_run_int8(c);
-            } else {
-                mf_dwp_run_clamp(c);
-            }
+            run(c);
         }
     }
 }
@@ -1414,11 +1508,12 @@ static void dw3_group(const dw_geom *g, dw3_tab *T, int32_t oc, int32_t ox_lo, i
  * sign-extended once into 18 halfword pairs, and its channels' output parameters, read once. A row's
  * windows inside the input run without bounds (three row pointers, the taps dx apart); the others
  * (the padding's edges) take the taps of their row and column masks, unrolled (dw_win9). Channels
- * [0, ch & ~3). */
-static void dw_dsp_3x3_groups(const dw_geom *g) {
+ * [0, ch & ~3). small: mf_dsp_small_ok for the op (the caller's: dw_dsp_in_place needs it first); in_place: the
+ * call when written over its input (dw_dsp_in_place), whose groups without the table run the portable in-place
+ * kernel; else NULL. */
+static void dw_dsp_3x3_groups(const dw_geom *g, int small, const mf_call *in_place) {
     const int32_t C = g->ch, row = g->wi * C, off16 = mf_pack_off16(g->in_off);
     const int32_t dy = g->dl[0] * row, dx = g->dl[1] * C, step = g->st[1] * C;
-    const int small = mf_dsp_small_ok(&g->rq, (uint32_t)C, 9);
     /* output columns [ox_lo, ox_hi) whose windows lie inside the input's width */
     const int32_t ox_lo = (g->pd[1] + g->st[1] - 1) / g->st[1];
     const int32_t span_x = g->wi - 1 - 2 * g->dl[1] + g->pd[1];
@@ -1440,6 +1535,10 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
         /* the table and its rotations cost about as much as 16 windows save (MobileNet's 3 x 3 outputs) */
         if (small && g->batch * g->oh * g->ow >= 16 && dw3_tab_of(g, &q, oc, &T)) {
             dw3_group(g, &T, oc, ox_lo, ox_hi);
+            continue;
+        }
+        if (in_place != NULL) {
+            mf_depthwise_s8_in_place_channels(in_place, (uint32_t)oc, (uint32_t)oc + 4u);
             continue;
         }
         for (int32_t b = 0; b < g->batch; b++) {
@@ -1493,10 +1592,46 @@ static void dw_dsp_3x3_groups(const dw_geom *g) {
     }
 }
 
+#if defined(DWP)
+/* Written over its input (the planner's choice, mcuforge.plan.choose_in_place; its kernel where
+ * mcuforge.ir.dwp_in_place_ok holds): each channel group that the channel-planar path takes runs it with the
+ * output at the input's bytes, the other channels through depthwise_in_place.c. Why that is exact: a group
+ * reads and writes only its own four channels (dwp_fill loads one word, channels oc .. oc + 3, per pixel), so
+ * per channel it is a one-channel image, pixel p at byte p C + c of both tensors. dwp_image copies view rows
+ * into the ring in increasing order, all three rows of output row oy before that row's asm runs, so once
+ * output row oy is written the rows still to be read are view rows >= oy st + 3 - pd >= oy + 1 (pd <= 2).
+ * Not transposed (view = image): row oy writes pixels oy OW .. oy OW + OW - 1 < (oy + 1) W (OW <= W), all
+ * before the first pixel of row oy + 1, and read already. Transposed (view rows are image columns), the output
+ * the input's size: row oy writes image column oy, read already (later reads: columns >= oy + 1). Returns 0
+ * (nothing done) where the shape or the output stage does not take the path: the caller runs the portable
+ * in-place kernel. */
+static int dw_dsp_in_place(const mf_call *c) {
+    if (mf_attr_int(c, A_MULT) != 1) return 0;
+    dw_geom g;
+    dw_geom_read(c, &g);
+    if (!dw_geom_fits(&g) || g.kh != 3 || g.kw != 3 || g.batch != 1 || g.oh * g.ow < 16) return 0;
+    dw3_view v; /* dw3_group's view */
+    int t = g.oh > g.ow;
+    dw3_view_of(&g, t, &v);
+    if (!dw3_view_ok(&v)) t = !t, dw3_view_of(&g, t, &v);
+    if (!dw3_view_ok(&v) || !dwp_ok(&v) || v.pd[0] > 2 || (t ? g.oh != g.h || g.ow != g.wi : g.ow > g.wi)) return 0;
+    if (c->scratch == NULL || ((uintptr_t)c->scratch & 3u) != 0 || c->scratch_bytes < dwp_ring_bytes(&v)) return 0;
+    /* a group whose table holds runs dwp (dw3_group's test, above, holds for every group), the others the
+     * portable in-place kernel (dw_dsp_3x3_groups' in_place): no other path, which would not be exact here */
+    const int32_t C = g.ch;
+    g.scratch = c->scratch, g.scratch_bytes = c->scratch_bytes;
+    dw_dsp_3x3_groups(&g, mf_dsp_small_ok(&g.rq, (uint32_t)C, 9), c);
+    mf_depthwise_s8_in_place_channels(c, (uint32_t)(C & ~3), (uint32_t)C);
+    return 1;
+}
+#define DW_IN_PLACE_FAST 1
+#endif
+
 int mf_depthwise_dsp_3x3(const mf_call *c, const int8_t *w) {
     dw_geom g;
     if (!dw_geom_on(c, w, &g) || g.kh != 3 || g.kw != 3 || g.ch % 4) return 0;
-    dw_dsp_3x3_groups(&g); /* no rings: its scratch holds the unpacked weights (w) */
+    /* no rings: its scratch holds the unpacked weights (w) */
+    dw_dsp_3x3_groups(&g, mf_dsp_small_ok(&g.rq, (uint32_t)g.ch, 9), NULL);
     return 1;
 }
 
@@ -1512,7 +1647,7 @@ static mf_status run(const mf_call *c) {
     int32_t oc_first = 0; /* channels before it are done */
     if (fast3x3) {
         g.scratch = c->scratch, g.scratch_bytes = c->scratch_bytes;
-        dw_dsp_3x3_groups(&g);
+        dw_dsp_3x3_groups(&g, mf_dsp_small_ok(&g.rq, (uint32_t)C, 9), NULL);
         oc_first = C & ~3;
         if (oc_first == C) return MF_OK;
     }
@@ -1793,6 +1928,13 @@ static mf_status check_any(const mf_call *c) {
     return st != MF_OK || !mf_output_on_input(c) ? st : mf_depthwise_s8_in_place_check(c);
 }
 
-static mf_status run_any(const mf_call *c) { return mf_output_on_input(c) ? mf_depthwise_s8_in_place(c) : run(c); }
+static mf_status run_in_place(const mf_call *c) {
+#if defined(DW_IN_PLACE_FAST)
+    if (dw_dsp_in_place(c)) return MF_OK; /* the DSP channel-planar path over its input */
+#endif
+    return mf_depthwise_s8_in_place(c);
+}
+
+static mf_status run_any(const mf_call *c) { return mf_output_on_input(c) ? run_in_place(c) : run(c); }
 
 const mf_kernel mf_kernel_depthwise_conv2d_s8 = {MF_KIND_HEAD_depthwise_conv2d_s8, check_any, run_any};

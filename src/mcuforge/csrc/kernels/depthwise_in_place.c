@@ -4,7 +4,8 @@
  * the input's first byte). One channel at a time: its Ho x Wo outputs into the op's scratch, then into that
  * channel's slots p * C + c (p < Ho * Wo <= H * W), which only channel c reads, and it is done with them. The
  * arithmetic is the portable path's (depthwise_conv2d_s8.c run_portable, CMSIS-NN's): the same bytes as the
- * op out of place.
+ * op out of place. On the DSP cores, depthwise_conv2d_s8.c runs the 3x3 channel groups its channel-planar path
+ * takes (dw_dsp_in_place) and calls mf_depthwise_s8_in_place_channels for the other channels.
  */
 #include "mf_in_place.h"
 
@@ -30,6 +31,13 @@ mf_status mf_depthwise_s8_in_place_check(const mf_call *c) {
 }
 
 mf_status mf_depthwise_s8_in_place(const mf_call *c) {
+    mf_tensor x;
+    mf_call_input(c, 0, &x);
+    mf_depthwise_s8_in_place_channels(c, 0, x.shape[3]);
+    return MF_OK;
+}
+
+void mf_depthwise_s8_in_place_channels(const mf_call *c, uint32_t c0, uint32_t c1) {
     mf_tensor x, w, b, m, s, o;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
     const int32_t in_off = mf_attr_int(c, A_IN_OFF);
@@ -42,7 +50,7 @@ mf_status mf_depthwise_s8_in_place(const mf_call *c) {
     int8_t *channel = (int8_t *)c->scratch;
     const int64_t h = x.shape[1], wi = x.shape[2];
     const uint32_t ch = x.shape[3], kh = w.shape[1], kw = w.shape[2], oh = o.shape[1], ow = o.shape[2];
-    for (uint32_t oc = 0; oc < ch; oc++) {
+    for (uint32_t oc = c0; oc < c1; oc++) {
         int8_t *out = channel;
         for (uint32_t oy = 0; oy < oh; oy++) {
             const int64_t y0 = (int64_t)oy * st[0] - pd[0];
@@ -64,5 +72,4 @@ mf_status mf_depthwise_s8_in_place(const mf_call *c) {
         }
         for (size_t p = 0; p < (size_t)oh * ow; p++) data[p * ch + oc] = channel[p];
     }
-    return MF_OK;
 }

@@ -12,6 +12,8 @@
  * mf_depthwise_s8_in_place runs it. */
 mf_status mf_depthwise_s8_in_place_check(const mf_call *c);
 mf_status mf_depthwise_s8_in_place(const mf_call *c);
+/* Channels [c0, c1) of it (each channel reads and writes only its own slots: any channels, in any order). */
+void mf_depthwise_s8_in_place_channels(const mf_call *c, uint32_t c0, uint32_t c1);
 /* Whether op c writes its output 0 from the first byte of its input 0 (both activations). */
 int mf_output_on_input(const mf_call *c);
 
