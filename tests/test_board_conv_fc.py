@@ -157,6 +157,16 @@ def conv_sweep(seed: int) -> BoardSweep:
         conv_case(rng, sweep, f"widen_rows_c{wc}_{i}_{len(sweep)}", wc, kernel, stride=st, dil=dl, pad=[1, 1],
                   hw=(13, 9) if wc > 1 else (25, 9), batch=1 + i % 2, input_offset=in_off)
     few_channel_cases(rng, sweep)
+    # the shallow pointwise path (conv2d_s8.c pw_run, cortex-m4: 1x1 without stride or padding, 8 or 16
+    # channels, the tiles' output stage): even and odd filter counts (the last one in C), odd pixel counts (the
+    # last pixel's outputs written twice), batches, the offsets' ends; and a per-tensor case (another path)
+    for i, (wc, opg, hw) in enumerate(((8, 16, (5, 7)), (16, 32, (3, 3)), (8, 3, (1, 1)), (16, 5, (2, 5)),
+                                       (8, 2, (4, 4)), (16, 9, (3, 7)))):
+        conv_case(rng, sweep, f"pw_shallow_c{wc}_o{opg}_{i}_{len(sweep)}", wc, (1, 1), stride=[1, 1], pad=[0, 0],
+                  dil=[1, 1], hw=hw, oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True,
+                  shifts=(-1, -22, -7), out_off=(-128, 127, 0)[i % 3], input_offset=(-127, 128, 0, None)[i % 4])
+    conv_case(rng, sweep, "pw_shallow_per_tensor", 8, (1, 1), stride=[1, 1], pad=[0, 0], dil=[1, 1], hw=(3, 5),
+              oc_per_group=6, bias=True, per_channel=False, shifts=(-3,), out_off=5)
     # no scratch: the portable path, its dot product the optimized mf_dot_s8
     for wc in (3, 17, 20):
         conv_case(rng, sweep, f"no_scratch_c{wc}", wc, (3, 3), scratch=False)

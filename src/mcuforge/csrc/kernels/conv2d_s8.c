@@ -676,6 +676,11 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
         ".popsection\n")
 DSP_PW_FUNC(mf_pw_rows64, 64, DSP_PW_GROUPS4(64) DSP_PW_GROUPS4(64) DSP_PW_GROUPS4(64) DSP_PW_GROUPS4(64));
 DSP_PW_FUNC(mf_pw_rows40, 40, DSP_PW_GROUPS4(40) DSP_PW_GROUPS4(40) DSP_PW_GROUP(40) DSP_PW_GROUP(40));
+/* the shallow pointwise layers (VWW's 8 -> 16 and 16 -> 32): no loop over the groups, the loads in runs */
+DSP_PW_FUNC(mf_pw_rows16, 16, DSP_PW_GROUPS4(16));
+DSP_PW_FUNC(mf_pw_rows8, 8, DSP_PW_GROUP(8) DSP_PW_GROUP(8));
+void mf_pw_rows8(const uint32_t *frame, const int8_t *w);
+void mf_pw_rows16(const uint32_t *frame, const int8_t *w);
 void mf_pw_rows40(const uint32_t *frame, const int8_t *w);
 void mf_pw_rows64(const uint32_t *frame, const int8_t *w);
 #endif
@@ -702,6 +707,20 @@ static inline __attribute__((always_inline)) void dsp_tile_rows_neg(const int16_
     } else if (!DSP_PW_RUNS && depth == 64u) { /* the same with DSP_TILE_GROUP: 16 groups, no loop */
 #if !DSP_PW_RUNS
         DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4, "");
+#endif
+    } else if (depth == 16u || depth == 8u) { /* shallow pointwise layers: no loop */
+#if DSP_PW_RUNS
+        if (depth == 16u) {
+            mf_pw_rows16(frame, w);
+        } else {
+            mf_pw_rows8(frame, w);
+        }
+#else
+        if (depth == 16u) {
+            DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4, "");
+        } else {
+            DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP, "");
+        }
 #endif
     } else if ((depth & 63u) == 0) { /* 16 groups an iteration */
         DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4, DSP_ROWS_LOOP);
@@ -1250,7 +1269,7 @@ static void few_widen(const int8_t *src, size_t step, uint32_t kh, uint32_t rb, 
 }
 
 /* The 2 x 2 tiles of `pairs` filter pairs (rows of dp taps at w) on the interleaved columns: DSP_TILE_ROWS_ASM
- * (its full-clamp output stage with every shift in [-22, -1]) at 28 taps without a loop, else 4 or 2 groups an
+ * (its full-clamp output stage with every shift in [-22, -1]) at 28 taps without a loop, else 2 groups an
  * iteration. A function of its own, not mat_mult_2cols: a second call site would stop GCC inlining that one
  * into run_fast's loop (measured: 3 % more cycles on the other layers). */
 static __attribute__((noinline)) void few_tiles(const int16_t *cols, const int8_t *w, uint32_t pairs, uint32_t dp,
@@ -1266,8 +1285,6 @@ static __attribute__((noinline)) void few_tiles(const int16_t *cols, const int8_
     const int32_t dstep = (int32_t)dp - 4;
     if (dp == 28u) {
         DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4 DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP, "");
-    } else if ((dp & 15u) == 0) {
-        DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4, DSP_ROWS_LOOP);
     } else {
         DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP, DSP_ROWS_LOOP);
     }
@@ -1344,12 +1361,76 @@ static __attribute__((noinline)) void few_image(const conv_geom *g, const int8_t
     }
 }
 
-/* The op on the few-channel path when it takes it (few_depth; 1), else 0. Apart from run_fast, whose loop GCC
- * compiled with 3 % more cycles on the other layers with this code inside. */
+#if DSP_PW_RUNS
+/* Pixels a and b (depth 8 or 16 bytes each) as the interleaved pair of widened columns. */
+static inline void pw_widen(const int8_t *a, const int8_t *b, int16_t *cols, uint32_t depth, int32_t off16) {
+    for (uint32_t j = 0; j < depth; j += 4, cols += 8) {
+        const int32_t va = mf_ld32(a + j), vb = mf_ld32(b + j);
+        mf_st32(cols, mf_sxtab16(off16, va));
+        mf_st32(cols + 2, mf_sxtab16_ror8(off16, va));
+        mf_st32(cols + 4, mf_sxtab16(off16, vb));
+        mf_st32(cols + 6, mf_sxtab16_ror8(off16, vb));
+    }
+}
+
+/* The shallow pointwise layers on the Cortex-M4 (DSP_PW_RUNS: VWW's 8 -> 16 and 16 -> 32): a 1x1 without
+ * stride or padding over rows as wide as the input's, 8 or 16 channels, one group, with dsp_tile_rows_neg's
+ * output stage (per-channel requantization with a bias, shifts in [-22, -1], the full clamp). Each pixel
+ * pair widened in place and every filter pair by mf_pw_rows8 / mf_pw_rows16 from one frame whose outputs
+ * alone change (the last odd filter by few_last, a last odd pixel in both columns, its outputs written
+ * twice): run_fast's loop spent about 300 estimated cycles a pixel pair around the tiles (its pixel
+ * coordinates, patch choice, checks and frame), as long as three of them at depth 8. 1 when it ran the op. */
+static __attribute__((noinline)) int pw_run(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    int32_t st[2], pd[2], dl[2];
+    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
+    const uint32_t depth = w.shape[3], oc_n = w.shape[0], pixels = o.shape[1] * o.shape[2];
+    if (x.shape[3] != depth || st[0] != 1 || st[1] != 1 || pd[0] != 0 || pd[1] != 0 || o.shape[2] != x.shape[2] ||
+        o.shape[1] > x.shape[1] || oc_n < 2) {
+        return 0;
+    }
+    mf_channel_requant rq;
+    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    if (!rq.per_channel || rq.bias == NULL || rq.lo != -128 || rq.hi != 127) return 0;
+    if (!mf_dsp_small_ok(&rq, oc_n, depth) || !dsp_shifts_negative(&rq, oc_n)) return 0;
+    const int32_t off16 = mf_pack_off16(mf_attr_int(c, A_IN_OFF));
+    int16_t *cols = (int16_t *)c->scratch;
+    const int8_t *wd = (const int8_t *)w.data;
+    /* the asm's frame (DSP_TILE_ROWS_ASM's): bias, mult, shift, out0, out1, 2 out_off + 1, pairs, end, start */
+    uint32_t frame[9] = {(uint32_t)(uintptr_t)rq.bias, (uint32_t)(uintptr_t)rq.mult, (uint32_t)(uintptr_t)rq.shift,
+                         0u, 0u, (uint32_t)(2 * rq.out_off + 1), oc_n / 2u, (uint32_t)(uintptr_t)(cols + 2u * depth),
+                         (uint32_t)(uintptr_t)cols};
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * depth;
+        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
+        for (uint32_t p0 = 0; p0 < pixels; p0 += 2) {
+            const int two = pixels - p0 > 1u;
+            const int8_t *px = image + (size_t)p0 * depth;
+            int8_t *out0 = out_image + (size_t)p0 * oc_n, *out1 = two ? out0 + oc_n : out0;
+            pw_widen(px, two ? px + depth : px, cols, depth, off16);
+            frame[3] = (uint32_t)(uintptr_t)out0, frame[4] = (uint32_t)(uintptr_t)out1;
+            if (depth == 16u) {
+                mf_pw_rows16(frame, wd);
+            } else {
+                mf_pw_rows8(frame, wd);
+            }
+            if (oc_n & 1u) few_last(cols, wd + (size_t)(oc_n - 1u) * depth, depth, &rq, oc_n - 1u, out0, out1);
+        }
+    }
+    return 1;
+}
+#endif
+
+/* The op on the few-channel path when it takes it (few_depth; 1), or on pw_run's, else 0. Apart from
+ * run_fast, whose loop GCC compiled with 3 % more cycles on the other layers with this code inside. */
 static __attribute__((noinline)) int few_run(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
     mf_call_input(c, 1, &w);
     const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3];
+#if DSP_PW_RUNS
+    if ((depth == 8u || depth == 16u) && w.shape[1] == 1u && w.shape[2] == 1u) return pw_run(c);
+#endif
     if ((depth & 7u) == 0 || depth > 64u) return 0;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
     const int32_t in_off = mf_attr_int(c, A_IN_OFF);
