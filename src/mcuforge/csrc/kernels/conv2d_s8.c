@@ -679,6 +679,9 @@ DSP_PW_FUNC(mf_pw_rows40, 40, DSP_PW_GROUPS4(40) DSP_PW_GROUPS4(40) DSP_PW_GROUP
 /* the shallow pointwise layers (VWW's 8 -> 16 and 16 -> 32): no loop over the groups, the loads in runs */
 DSP_PW_FUNC(mf_pw_rows16, 16, DSP_PW_GROUPS4(16));
 DSP_PW_FUNC(mf_pw_rows8, 8, DSP_PW_GROUP(8) DSP_PW_GROUP(8));
+/* the few-channel path's RGB 3x3 rows, padded to 28 taps (few_image) */
+DSP_PW_FUNC(mf_pw_rows28, 28, DSP_PW_GROUPS4(28) DSP_PW_GROUP(28) DSP_PW_GROUP(28) DSP_PW_GROUP(28));
+void mf_pw_rows28(const uint32_t *frame, const int8_t *w);
 void mf_pw_rows8(const uint32_t *frame, const int8_t *w);
 void mf_pw_rows16(const uint32_t *frame, const int8_t *w);
 void mf_pw_rows40(const uint32_t *frame, const int8_t *w);
@@ -1283,7 +1286,7 @@ static __attribute__((noinline)) void few_tiles(const int16_t *cols, const int8_
     const int8_t *wp = w;
     const int16_t *xp;
     const int32_t dstep = (int32_t)dp - 4;
-    if (dp == 28u) {
+    if (!DSP_PW_RUNS && dp == 28u) { /* (mf_pw_rows28 where DSP_PW_RUNS) */
         DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4 DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP, "");
     } else {
         DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP, DSP_ROWS_LOOP);
@@ -1332,31 +1335,66 @@ static __attribute__((noinline)) void few_image(const conv_geom *g, const int8_t
     int8_t *staging = scratch + 4u * dp;
     const uint32_t rb = g->kw * g->wc, kh = g->kh, pixels = oh * ow;
     const size_t row_step = (size_t)g->dl[0] * (size_t)g->w * g->ch, ch = g->ch;
-    const int32_t st0 = g->st[0], st1 = g->st[1], pd0 = g->pd[0], pd1 = g->pd[1], h = g->h, w = g->w;
-    const int32_t y_span = ((int32_t)kh - 1) * g->dl[0], x_span = ((int32_t)g->kw - 1) * g->dl[1];
+    const int32_t st0 = g->st[0], st1 = g->st[1], pd0 = g->pd[0], pd1 = g->pd[1];
     const int contiguous = g->contiguous_rows, rgb = kh == 3u && rb == 9u;
     const int8_t *x = g->x;
+    /* output columns whose windows lie inside the input's width, rows likewise (run_blocks' bounds); a window
+     * inside the input at `at`, moved on a pixel's stride at a time */
+    const int32_t span_x = g->w - 1 - ((int32_t)g->kw - 1) * g->dl[1] + pd1;
+    const int32_t span_y = g->h - 1 - ((int32_t)kh - 1) * g->dl[0] + pd0;
+    const int32_t ox_lo = (pd1 + st1 - 1) / st1, ox_hi = span_x < 0 ? 0 : span_x / st1 + 1;
+    const int32_t oy_lo = (pd0 + st0 - 1) / st0, oy_hi = span_y < 0 ? 0 : span_y / st0 + 1;
+    const ptrdiff_t in_row = (ptrdiff_t)g->w * (ptrdiff_t)ch, px_step = (ptrdiff_t)st1 * (ptrdiff_t)ch;
+#if DSP_PW_RUNS
+    /* at 28 taps mf_pw_rows28 from one frame whose outputs alone change (as pw_run) */
+    uint32_t frame[9] = {(uint32_t)(uintptr_t)rq->bias, (uint32_t)(uintptr_t)rq->mult, (uint32_t)(uintptr_t)rq->shift,
+                         0u, 0u, (uint32_t)(2 * rq->out_off + 1), oc_n / 2u, (uint32_t)(uintptr_t)(cols + 2u * dp),
+                         (uint32_t)(uintptr_t)cols};
+#endif
     int32_t oy = 0, ox = 0;
+    int row_inside = contiguous && oy_lo <= 0 && 0 < oy_hi;
+    const int8_t *at = x - (ptrdiff_t)pd0 * in_row - (ptrdiff_t)pd1 * (ptrdiff_t)ch; /* window (0, 0) */
     for (uint32_t p0 = 0; p0 < pixels; p0 += 2) {
         const uint32_t n_cols = pixels - p0 < 2u ? 1u : 2u;
         for (uint32_t i = 0; i < 2; i++) {
-            const int32_t y0 = oy * st0 - pd0, x0 = ox * st1 - pd1;
-            if (contiguous && y0 >= 0 && x0 >= 0 && y0 + y_span < h && x0 + x_span < w) {
-                const int8_t *src = x + ((size_t)y0 * (size_t)w + (size_t)x0) * ch;
+            if (row_inside && ox >= ox_lo && ox < ox_hi) {
                 if (rgb) {
-                    few_widen_rgb(src, row_step, cols, i, off16, in_off);
+                    few_widen_rgb(at, row_step, cols, i, off16, in_off);
                 } else {
-                    few_widen(src, row_step, kh, rb, cols, i, off16, in_off);
+                    few_widen(at, row_step, kh, rb, cols, i, off16, in_off);
                 }
             } else {
-                few_border(g, y0, x0, staging);
+                few_border(g, oy * st0 - pd0, ox * st1 - pd1, staging);
                 few_widen(staging, rb, kh, rb, cols, i, off16, in_off);
             }
-            if (i + 1 < n_cols && ++ox == (int32_t)ow) ox = 0, oy++;
+            if (i + 1 < n_cols) { /* the next pixel (a last odd one goes into both columns) */
+                at += px_step;
+                if (++ox == (int32_t)ow) {
+                    ox = 0, oy++;
+                    row_inside = contiguous && oy_lo <= oy && oy < oy_hi;
+                    at = x + (ptrdiff_t)(oy * st0 - pd0) * in_row - (ptrdiff_t)pd1 * (ptrdiff_t)ch;
+                }
+            }
         }
-        if (n_cols == 2 && ++ox == (int32_t)ow) ox = 0, oy++;
+        if (n_cols == 2) {
+            at += px_step;
+            if (++ox == (int32_t)ow) {
+                ox = 0, oy++;
+                row_inside = contiguous && oy_lo <= oy && oy < oy_hi;
+                at = x + (ptrdiff_t)(oy * st0 - pd0) * in_row - (ptrdiff_t)pd1 * (ptrdiff_t)ch;
+            }
+        }
         int8_t *out0 = out + (size_t)p0 * oc_n, *out1 = n_cols > 1 ? out0 + oc_n : out0;
+#if DSP_PW_RUNS
+        if (dp == 28u) {
+            frame[3] = (uint32_t)(uintptr_t)out0, frame[4] = (uint32_t)(uintptr_t)out1;
+            mf_pw_rows28(frame, wp);
+        } else {
+            few_tiles(cols, wp, oc_n / 2u, dp, rq, out0, out1);
+        }
+#else
         few_tiles(cols, wp, oc_n / 2u, dp, rq, out0, out1);
+#endif
         if (oc_n & 1u) few_last(cols, wp + (size_t)(oc_n - 1u) * dp, dp, rq, oc_n - 1u, out0, out1);
     }
 }
