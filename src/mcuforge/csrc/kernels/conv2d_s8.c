@@ -1399,7 +1399,6 @@ static __attribute__((noinline)) void few_image(const conv_geom *g, const int8_t
     }
 }
 
-#if DSP_PW_RUNS
 /* Pixels a and b (depth 8 or 16 bytes each) as the interleaved pair of widened columns. */
 static inline void pw_widen(const int8_t *a, const int8_t *b, int16_t *cols, uint32_t depth, int32_t off16) {
     for (uint32_t j = 0; j < depth; j += 4, cols += 8) {
@@ -1448,17 +1447,21 @@ static __attribute__((noinline)) int pw_run(const mf_call *c) {
             int8_t *out0 = out_image + (size_t)p0 * oc_n, *out1 = two ? out0 + oc_n : out0;
             pw_widen(px, two ? px + depth : px, cols, depth, off16);
             frame[3] = (uint32_t)(uintptr_t)out0, frame[4] = (uint32_t)(uintptr_t)out1;
+#if DSP_PW_RUNS
             if (depth == 16u) {
                 mf_pw_rows16(frame, wd);
             } else {
                 mf_pw_rows8(frame, wd);
             }
+#else
+            (void)frame;
+            few_tiles(cols, wd, oc_n / 2u, depth, &rq, out0, out1);
+#endif
             if (oc_n & 1u) few_last(cols, wd + (size_t)(oc_n - 1u) * depth, depth, &rq, oc_n - 1u, out0, out1);
         }
     }
     return 1;
 }
-#endif
 
 /* The op on the few-channel path when it takes it (few_depth; 1), or on pw_run's, else 0. Apart from
  * run_fast, whose loop GCC compiled with 3 % more cycles on the other layers with this code inside. */
@@ -1466,9 +1469,7 @@ static __attribute__((noinline)) int few_run(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
     mf_call_input(c, 1, &w);
     const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3];
-#if DSP_PW_RUNS
     if ((depth == 8u || depth == 16u) && w.shape[1] == 1u && w.shape[2] == 1u) return pw_run(c);
-#endif
     if ((depth & 7u) == 0 || depth > 64u) return 0;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
     const int32_t in_off = mf_attr_int(c, A_IN_OFF);
