@@ -314,6 +314,12 @@ def test_conv2d_fast_paths_on_cortex_m7():
     conv_sweep(seed=21).assert_same_on_board("cortex-m7")
 
 
+def test_conv2d_fast_paths_on_cortex_m33():
+    """The DSP paths as cortex-m33's build compiles them (Armv8-M: the Cortex-M4's choices, mf_pw_rows and the
+    few-channel path's mf_pw_rows28 included)."""
+    conv_sweep(seed=21).assert_same_on_board("cortex-m33")
+
+
 @pytest.mark.parametrize("target", BOARDS)
 def test_fully_connected_and_dot_fast_paths_on_board(target):
     sweep = tconv_sweep(seed=23, sweep=fc_sweep(seed=22, sweep=BoardSweep()))
