@@ -52,7 +52,7 @@ def offsets(rng, input_offset: int | None = None) -> dict:
 
 def conv_case(rng, sweep: BoardSweep, case: str, wc: int, kernel: tuple[int, int], groups: int = 1,
               oc_per_group: int | None = None, stride=None, pad=None, dil=None, hw=None, batch: int = 1,
-              scratch: bool = True, input_offset: int | None = None, bias: bool | None = None,
+              scratch: bool | int = True, input_offset: int | None = None, bias: bool | None = None,
               per_channel: bool | None = None, shifts: tuple[int, ...] = (), out_off: int | None = None,
               bias_bits: int = 16) -> None:
     """``out_off``: this output offset and the full int8 clamp (else both drawn); ``bias_bits``: the biases'
@@ -156,6 +156,17 @@ def conv_sweep(seed: int) -> BoardSweep:
                                                       (8, (1, 3), [1, 1], [3, 1], 128))):
         conv_case(rng, sweep, f"widen_rows_c{wc}_{i}_{len(sweep)}", wc, kernel, stride=st, dil=dl, pad=[1, 1],
                   hw=(13, 9) if wc > 1 else (25, 9), batch=1 + i % 2, input_offset=in_off)
+    few_channel_cases(rng, sweep)
+    # the shallow pointwise path (conv2d_s8.c pw_run, cortex-m4: 1x1 without stride or padding, 8 or 16
+    # channels, the tiles' output stage): even and odd filter counts (the last one in C), odd pixel counts (the
+    # last pixel's outputs written twice), batches, the offsets' ends; and a per-tensor case (another path)
+    for i, (wc, opg, hw) in enumerate(((8, 16, (5, 7)), (16, 32, (3, 3)), (8, 3, (1, 1)), (16, 5, (2, 5)),
+                                       (8, 2, (4, 4)), (16, 9, (3, 7)))):
+        conv_case(rng, sweep, f"pw_shallow_c{wc}_o{opg}_{i}_{len(sweep)}", wc, (1, 1), stride=[1, 1], pad=[0, 0],
+                  dil=[1, 1], hw=hw, oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True,
+                  shifts=(-1, -22, -7), out_off=(-128, 127, 0)[i % 3], input_offset=(-127, 128, 0, None)[i % 4])
+    conv_case(rng, sweep, "pw_shallow_per_tensor", 8, (1, 1), stride=[1, 1], pad=[0, 0], dil=[1, 1], hw=(3, 5),
+              oc_per_group=6, bias=True, per_channel=False, shifts=(-3,), out_off=5)
     # no scratch: the portable path, its dot product the optimized mf_dot_s8
     for wc in (3, 17, 20):
         conv_case(rng, sweep, f"no_scratch_c{wc}", wc, (3, 3), scratch=False)
@@ -171,6 +182,44 @@ def conv_sweep(seed: int) -> BoardSweep:
                   hw=(3, 5), input_offset=(-127, 128, 37, -5)[i], bias=True, per_channel=per_channel,
                   shifts=shifts, bias_bits=31)
     return sweep
+
+
+def few_channel_cases(rng, sweep: BoardSweep) -> None:
+    """The DSP few-input-channel path (conv2d_s8.c few_run: patches of at most 64 taps and not a multiple of 8,
+    rows reordered and padded with zero weights to 28 or a multiple of 8, the 2 x 2 tiles' asm; it needs
+    per-channel requantization with a bias, shifts in [-22, -1], the full clamp and conv2d_s8_dsp's scratch):
+    the RGB 3x3 layer's straight-line patches (stride 1 and 2, padding on every border, odd widths, windows
+    all inside and all crossing the border), the other patch sizes' gathered row ends (1 to 3 bytes a row,
+    none, 4..64 taps), vertical and horizontal dilation (the border patch for every window), odd filter counts
+    (the last filter in C), an odd pixel count (its outputs written twice), batches, the output offset's and the
+    input offset's ends; and with the scratch one byte short of that plan, the im2col path (still the
+    im2col plan's bytes or more on every board)."""
+    from mcuforge.kinds.scratch import SCRATCH
+
+    shapes = (  # (filter channels, kernel, stride, padding, dilation, (h, w), filters)
+        (3, (3, 3), [1, 1], [1, 1], [1, 1], (9, 7), 8), (3, (3, 3), [2, 2], [1, 1], [1, 1], (12, 11), 8),
+        (3, (3, 3), [1, 2], [0, 1], [1, 1], (7, 13), 5), (3, (3, 3), [2, 1], [1, 0], [1, 1], (11, 6), 3),
+        (3, (3, 3), [1, 1], [2, 2], [1, 1], (2, 3), 9), (3, (3, 3), [1, 1], [0, 0], [1, 1], (3, 3), 2),
+        (1, (5, 5), [2, 2], [2, 2], [1, 1], (13, 9), 6), (1, (3, 3), [1, 1], [1, 1], [1, 1], (8, 5), 7),
+        (2, (3, 3), [1, 1], [1, 1], [1, 1], (6, 7), 4), (3, (2, 2), [2, 2], [1, 1], [1, 1], (7, 9), 16),
+        (4, (3, 3), [1, 1], [1, 1], [1, 1], (5, 6), 6), (3, (7, 1), [1, 1], [3, 0], [1, 1], (9, 4), 4),
+        (5, (3, 3), [2, 2], [1, 1], [1, 1], (9, 9), 5), (1, (7, 7), [2, 2], [3, 3], [1, 1], (11, 10), 3),
+        (7, (3, 3), [1, 1], [1, 1], [1, 1], (5, 5), 2), (3, (1, 1), [1, 1], [1, 1], [1, 1], (4, 5), 6),
+        (3, (3, 3), [1, 1], [2, 1], [2, 1], (9, 8), 4), (3, (3, 3), [1, 1], [1, 2], [1, 2], (7, 9), 5),
+        (1, (1, 3), [1, 1], [0, 1], [1, 1], (3, 11), 8), (3, (2, 3), [1, 1], [1, 2], [1, 1], (6, 7), 3),
+    )
+    for i, (wc, kernel, st, pd, dl, hw, opg) in enumerate(shapes):
+        conv_case(rng, sweep, f"few_c{wc}_k{kernel[0]}x{kernel[1]}_o{opg}_{i}_{len(sweep)}", wc, kernel, stride=st,
+                  pad=pd, dil=dl, hw=hw, oc_per_group=opg, batch=1 + i % 3 // 2, bias=True, per_channel=True,
+                  shifts=(-1, -22, -9, -14), out_off=(-128, 127, 0, 31)[i % 4],
+                  input_offset=(None, -127, 128, 0)[i % 4])
+    for i, (wc, kernel, opg) in enumerate(((3, (3, 3), 8), (1, (5, 5), 5), (3, (2, 2), 8))):
+        depth = wc * kernel[0] * kernel[1]
+        short = SCRATCH["conv2d_s8_dsp"](depth=depth, filters=opg) - 1
+        assert short >= max(SCRATCH["conv2d_s8_im2col"](depth=depth), SCRATCH["conv2d_s8_scalar"](depth=depth))
+        conv_case(rng, sweep, f"few_short_scratch_c{wc}_{i}_{len(sweep)}", wc, kernel, stride=[1, 2], pad=[1, 1],
+                  dil=[1, 1], hw=(7, 8), oc_per_group=opg, bias=True, per_channel=True, shifts=(-1, -22, -9),
+                  out_off=-128, scratch=short)
 
 
 def fc_sweep(seed: int, sweep: BoardSweep) -> BoardSweep:
@@ -263,6 +312,12 @@ def test_conv2d_fast_paths_on_cortex_m7():
     """The DSP tiles (the tile rows' asm without its loop at depth 64 included) as cortex-m7's build compiles
     them."""
     conv_sweep(seed=21).assert_same_on_board("cortex-m7")
+
+
+def test_conv2d_fast_paths_on_cortex_m33():
+    """The DSP paths as cortex-m33's build compiles them (Armv8-M: the Cortex-M4's choices, mf_pw_rows and the
+    few-channel path's mf_pw_rows28 included)."""
+    conv_sweep(seed=21).assert_same_on_board("cortex-m33")
 
 
 @pytest.mark.parametrize("target", BOARDS)

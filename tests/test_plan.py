@@ -224,3 +224,40 @@ def test_faster_paths_take_more_scratch_only_within_the_ram_asked_for():
     for prog in (default, roomy):  # either plan, the same bytes as the Python kernels
         np.testing.assert_array_equal(prog.run_raw(x), prog.run_raw(x, backend="c"))
     np.testing.assert_array_equal(default.run_raw(x), roomy.run_raw(x))
+
+
+def test_few_channel_conv_takes_its_larger_scratch_only_within_the_ram_asked_for():
+    """conv2d_s8 on cortex-m4: a 3-channel 3x3 layer runs the few-channel path with conv2d_s8_dsp's scratch
+    (its filters copied, rows padded) and the im2col path with conv2d_s8_im2col's (the same bytes out). Where
+    the layer is the arena's peak, by default it gets the smaller plan, which the writer accepts; with a RAM
+    budget the larger; on the board both give the Python kernels' bytes."""
+    import warnings
+
+    import torch
+
+    import mcuforge
+    from mcuforge.kinds.scratch import SCRATCH
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU()).eval()
+    example = (torch.randn(1, 3, 12, 10),)
+    calibration = [(torch.randn(1, 3, 12, 10),) for _ in range(4)]
+
+    def build(ram_budget=None):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return mcuforge.compile(model, example, calibration=calibration, target="cortex-m4", progress=False,
+                                    ram_budget=ram_budget)
+
+    small, fast = SCRATCH["conv2d_s8_im2col"](depth=27), SCRATCH["conv2d_s8_dsp"](depth=27, filters=16)
+    assert small < fast
+    default, roomy = build(), build(ram_budget=1 << 20)
+    (conv,) = [op for op in default.graph.ops if op.kind == "conv2d_s8"]
+    (roomy_conv,) = [op for op in roomy.graph.ops if op.kind == "conv2d_s8"]
+    assert (conv.scratch_bytes, roomy_conv.scratch_bytes) == (small, fast)
+    assert default.arena_bytes + fast - small == roomy.arena_bytes
+    x = torch.randn(1, 3, 12, 10)
+    expected = default.run_raw(x)
+    for prog in (default, roomy):
+        for got, want in zip(prog.run_raw(x, backend="qemu"), expected, strict=True):
+            np.testing.assert_array_equal(got, want)

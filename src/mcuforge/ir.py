@@ -343,7 +343,8 @@ def concat_slice_start(op: Op, tensors: dict[str, Tensor], name: str) -> int | N
 
 def scratch_size_problem(op: Op, tensors: dict[str, Tensor], target: str) -> str | None:
     """Why ``op.scratch_bytes`` does not fit its kernel, or None: a conv2d_s8's scratch is none (0, the
-    portable path) or at least what :func:`kernel_scratch_bytes` plans for the program's ``target``; the
+    portable path) or at least what :func:`kernel_scratch_bytes` plans for the program's ``target`` (or the
+    smaller plan of mcuforge.plan.OPTIONAL_SCRATCH, whose slower path the kernel then runs); the
     writer, the Python reader and the C loader all refuse a smaller one (a plan and a kernel that
     disagree). An lstm_s8 / gru_s8 needs its scratch (the int16 state and gates): none is a problem too."""
     if op.kind in RECURRENT_GATES and len(op.inputs) >= 3 and op.inputs[2] in tensors:
@@ -356,6 +357,11 @@ def scratch_size_problem(op: Op, tensors: dict[str, Tensor], target: str) -> str
         return None
     weight = tensors[op.inputs[1]].shape
     need = kernel_scratch_bytes(op.kind, weight, target) if len(weight) == 4 else 0
+    from .plan import OPTIONAL_SCRATCH  # noqa: PLC0415 - plan imports this module
+
+    smaller = OPTIONAL_SCRATCH.get((op.kind, get_target(target).kernel_path))
+    if smaller and len(weight) == 4:  # the faster path's plan is optional: the slower one's is the least
+        need = min(need, next(f for f in FORMULAS if f.name == smaller)(depth=weight[1] * weight[2] * weight[3]))
     if op.scratch_bytes < need:
         return f"scratch_bytes {op.scratch_bytes} is less than the {need} bytes its kernel needs (0: no scratch)"
     return None

@@ -20,7 +20,11 @@
  *        with the full clamp and every shift in [-22, -1] the filter pairs' loop, output stage included,
  *        is one asm block (DSP_TILE_ROWS_ASM: 13 registers, its state in a stack frame of its own), at
  *        depth 64 and 40 an asm function (mf_pw_rows64/40: 14 registers, one run of six loads a group;
- *        not on cortex-m7, whose dual issue prefers DSP_TILE_GROUP's interleaving);
+ *        not on cortex-m7, whose dual issue prefers DSP_TILE_GROUP's interleaving); a patch of at most 64
+ *        taps not a multiple of 8 (few input channels: RGB 3x3 first layers) with that output stage runs
+ *        the same tiles on patches and filters reordered into whole groups of 4 and padded with zero weights
+ *        (few_run; the filters copied once into a larger scratch, conv2d_s8_dsp, that the planner gives
+ *        where the arena allows);
  *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
  *        them), and for every filter one asm block (MVE_ROWS_ASM): a tail-predicated WLSTP/LETP
  *        loop of VMLADAVA over 16 lanes, then the four pixels requantized as one vector (VQRDMULH +
@@ -37,7 +41,8 @@
  * The DSP path reads a 1x1 convolution without padding in place (widening it). A patch row whose
  * taps are adjacent (dilation 1, one group) and inside the input is copied as one run.
  * The scratch buffer is mcuforge.ir.kernel_scratch_bytes (set by the lowering for the program's target:
- * 5 patches rounded up to 16 bytes on DSP/MVE, 12 x the patch on the scalar path); a program without
+ * 5 patches rounded up to 16 bytes on DSP/MVE, on DSP plus the few-channel path's filters where the arena
+ * allows, 12 x the patch on the scalar path); a program without
  * scratch (0) runs the portable path, one with a nonzero scratch below its target's plan is refused at
  * load (MF_ERR_SHAPE, planned_scratch_bytes), and a path runs only with the scratch it needs.
  */
@@ -47,9 +52,10 @@
 /* attributes */
 enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_ACT_MIN, A_ACT_MAX };
 
-/* The scratch mcuforge.ir.kernel_scratch_bytes plans for the program's target, by the same formulas
- * (mcuforge/kinds/scratch.py, kind_table.h): 5 patches rounded up to 16 bytes (DSP, MVE), 12 bytes a tap
- * (cortex-m3's scalar path), none (cortex-m0plus: portable). */
+/* The least scratch mcuforge.ir.kernel_scratch_bytes plans for the program's target, by the same formulas
+ * (mcuforge/kinds/scratch.py, kind_table.h): 5 patches rounded up to 16 bytes (DSP, MVE; on DSP the
+ * few-channel path's larger plan is optional: mcuforge.plan.OPTIONAL_SCRATCH), 12 bytes a tap (cortex-m3's
+ * scalar path), none (cortex-m0plus: portable). */
 static uint32_t planned_scratch_bytes(const mf_program *p, uint32_t depth) {
     if (p->isa_id == MF_ISA_DSP || p->isa_id == MF_ISA_MVE) return mf_scratch_conv2d_s8_im2col(depth);
     return p->target_id == MF_TARGET_CORTEX_M3 ? mf_scratch_conv2d_s8_scalar(depth) : 0u;
@@ -670,6 +676,14 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
         ".popsection\n")
 DSP_PW_FUNC(mf_pw_rows64, 64, DSP_PW_GROUPS4(64) DSP_PW_GROUPS4(64) DSP_PW_GROUPS4(64) DSP_PW_GROUPS4(64));
 DSP_PW_FUNC(mf_pw_rows40, 40, DSP_PW_GROUPS4(40) DSP_PW_GROUPS4(40) DSP_PW_GROUP(40) DSP_PW_GROUP(40));
+/* the shallow pointwise layers (VWW's 8 -> 16 and 16 -> 32): no loop over the groups, the loads in runs */
+DSP_PW_FUNC(mf_pw_rows16, 16, DSP_PW_GROUPS4(16));
+DSP_PW_FUNC(mf_pw_rows8, 8, DSP_PW_GROUP(8) DSP_PW_GROUP(8));
+/* the few-channel path's RGB 3x3 rows, padded to 28 taps (few_image) */
+DSP_PW_FUNC(mf_pw_rows28, 28, DSP_PW_GROUPS4(28) DSP_PW_GROUP(28) DSP_PW_GROUP(28) DSP_PW_GROUP(28));
+void mf_pw_rows28(const uint32_t *frame, const int8_t *w);
+void mf_pw_rows8(const uint32_t *frame, const int8_t *w);
+void mf_pw_rows16(const uint32_t *frame, const int8_t *w);
 void mf_pw_rows40(const uint32_t *frame, const int8_t *w);
 void mf_pw_rows64(const uint32_t *frame, const int8_t *w);
 #endif
@@ -696,6 +710,20 @@ static inline __attribute__((always_inline)) void dsp_tile_rows_neg(const int16_
     } else if (!DSP_PW_RUNS && depth == 64u) { /* the same with DSP_TILE_GROUP: 16 groups, no loop */
 #if !DSP_PW_RUNS
         DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4, "");
+#endif
+    } else if (depth == 16u || depth == 8u) { /* shallow pointwise layers: no loop */
+#if DSP_PW_RUNS
+        if (depth == 16u) {
+            mf_pw_rows16(frame, w);
+        } else {
+            mf_pw_rows8(frame, w);
+        }
+#else
+        if (depth == 16u) {
+            DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4, "");
+        } else {
+            DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP, "");
+        }
 #endif
     } else if ((depth & 63u) == 0) { /* 16 groups an iteration */
         DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4 DSP_TILE_GROUPS4, DSP_ROWS_LOOP);
@@ -1145,12 +1173,345 @@ static void run_blocks(const conv_geom *g, const mve_mm *m, const int8_t *wg, ui
 }
 #endif
 
+#if defined(DSP_TILE)
+/* The few-input-channel path (RGB 3x3 first layers: 27 taps, 6.2 estimated cycles a MAC on the Cortex-M4
+ * model through the C loops and their scalar tail): the patches in an order whose every group of 4 taps is
+ * whole -- each kernel row's whole words, then the rows' last (kw * channels) % 4 taps gathered -- padded with
+ * zero-weight taps to 28 (25..28 taps: dsp_tile_rows_neg's 7 groups) or to a multiple of 8, the filters
+ * copied once in the same order into the scratch, so that the 2 x 2 tiles' asm and its output stage run on
+ * them; a window inside the input is widened straight from its rows (no im2col copy), the others through
+ * im2col_s8's patch. few_depth gives that padded size for a layer that takes the path, else depth: at most 64
+ * taps and not a multiple of 8, one group, not the in-place 1x1, per-channel requantization with a bias,
+ * every shift in [-22, -1] and the full clamp (dsp_tile_rows_neg), two filters or more, an optimized build
+ * (the asm) and conv2d_s8_dsp's scratch (the planner gives it where the arena allows:
+ * mcuforge.plan.OPTIONAL_SCRATCH; with less, the im2col path runs). */
+static uint32_t few_depth(const mf_call *c, const mf_channel_requant *rq, uint32_t depth, uint32_t groups,
+                          int pointwise, int small) {
+    const uint32_t dp = (depth + 3u) / 4u == 7u ? 28u : (depth + 7u) & ~7u;
+    mf_tensor w;
+    mf_call_input(c, 1, &w);
+    if (dp == depth || depth > 64u || groups != 1 || pointwise || small != 2 || w.shape[0] < 2) return depth;
+    if (!rq->per_channel || rq->bias == NULL || rq->lo != -128 || rq->hi != 127) return depth;
+    return c->scratch_bytes >= mf_scratch_conv2d_s8_dsp(depth, w.shape[0]) ? dp : depth;
+}
+
+/* The filters (rows of kh kernel rows of rb bytes) into dst in few_widen's order, rows of dp, padding 0. */
+static const int8_t *few_weights(const int8_t *w, uint32_t filters, uint32_t kh, uint32_t rb, uint32_t dp,
+                                 int8_t *dst) {
+    const uint32_t q = rb & ~3u;
+    for (uint32_t f = 0; f < filters; f++, w += kh * rb) {
+        int8_t *row = dst + (size_t)f * dp;
+        uint32_t k = 0;
+        for (uint32_t ky = 0; ky < kh; ky++) {
+            for (uint32_t j = 0; j < q; j++) row[k++] = w[ky * rb + j];
+        }
+        for (uint32_t ky = 0; ky < kh; ky++) {
+            for (uint32_t j = q; j < rb; j++) row[k++] = w[ky * rb + j];
+        }
+        while (k < dp) row[k++] = 0;
+    }
+    return dst;
+}
+
+/* few_widen for the RGB 3x3 layer (3 rows of 9 bytes) in straight-line code, inlined in few_image's loop:
+ * six words, then the rows' ninth bytes as group 6's lanes 0, 1, 2 (about 40 estimated cycles a patch on the
+ * Cortex-M4 model against 250 through the loops). */
+static inline __attribute__((always_inline)) void few_widen_rgb(const int8_t *src, size_t step, int16_t *cols,
+                                                               uint32_t c, int32_t off16, int32_t off) {
+    int16_t *dst = cols + 4u * c;
+    {
+        const int8_t *r1 = src + step, *r2 = r1 + step;
+        const int32_t a0 = mf_ld32(src), a1 = mf_ld32(src + 4), b0 = mf_ld32(r1), b1 = mf_ld32(r1 + 4);
+        const int32_t c0 = mf_ld32(r2), c1 = mf_ld32(r2 + 4), t0 = src[8] + off, t1 = r1[8] + off, t2 = r2[8] + off;
+        mf_st32(dst, mf_sxtab16(off16, a0));
+        mf_st32(dst + 2, mf_sxtab16_ror8(off16, a0));
+        mf_st32(dst + 8, mf_sxtab16(off16, a1));
+        mf_st32(dst + 10, mf_sxtab16_ror8(off16, a1));
+        mf_st32(dst + 16, mf_sxtab16(off16, b0));
+        mf_st32(dst + 18, mf_sxtab16_ror8(off16, b0));
+        mf_st32(dst + 24, mf_sxtab16(off16, b1));
+        mf_st32(dst + 26, mf_sxtab16_ror8(off16, b1));
+        mf_st32(dst + 32, mf_sxtab16(off16, c0));
+        mf_st32(dst + 34, mf_sxtab16_ror8(off16, c0));
+        mf_st32(dst + 40, mf_sxtab16(off16, c1));
+        mf_st32(dst + 42, mf_sxtab16_ror8(off16, c1));
+        mf_st32(dst + 48, mf_wrap32(((uint32_t)t0 & 0xFFFFu) | ((uint32_t)t2 << 16))); /* lanes 0, 2 */
+        dst[50] = (int16_t)t1;                                                          /* lane 1 */
+    }
+}
+
+/* Column c of the interleaved pair (widen_interleaved's layout) from a patch of kh rows of rb bytes, `step`
+ * bytes apart at src, in few_weights' order: each row's whole words, then the rows' last rb % 4 bytes, each
+ * x + offset. The lanes past them keep the zeros few_run wrote (their weights are 0 anyway). */
+static void few_widen(const int8_t *src, size_t step, uint32_t kh, uint32_t rb, int16_t *cols, uint32_t c,
+                      int32_t off16, int32_t off) {
+    int16_t *dst = cols + 4u * c;
+    const uint32_t q = rb & ~3u;
+    const int8_t *row = src;
+    for (uint32_t ky = 0; ky < kh; ky++, row += step) {
+        for (uint32_t j = 0; j < q; j += 4, dst += 8) {
+            const int32_t v = mf_ld32(row + j);
+            mf_st32(dst, mf_sxtab16(off16, v));
+            mf_st32(dst + 2, mf_sxtab16_ror8(off16, v));
+        }
+    }
+    if (q == rb) return;
+    /* the rows' last bytes gathered (fewer than the patch's 64 taps), then widened a word at a time */
+    int8_t tail[68];
+    uint32_t n = 0;
+    row = src + q;
+    for (uint32_t ky = 0; ky < kh; ky++, row += step) {
+        for (uint32_t j = 0; j < rb - q; j++) tail[n++] = row[j];
+    }
+    for (; n & 3u; n++) tail[n] = (int8_t)(-off); /* x + offset = 0 */
+    for (uint32_t j = 0; j < n; j += 4, dst += 8) {
+        const int32_t v = mf_ld32(tail + j);
+        mf_st32(dst, mf_sxtab16(off16, v));
+        mf_st32(dst + 2, mf_sxtab16_ror8(off16, v));
+    }
+}
+
+/* The 2 x 2 tiles of `pairs` filter pairs (rows of dp taps at w) on the interleaved columns: DSP_TILE_ROWS_ASM
+ * (its full-clamp output stage with every shift in [-22, -1]) at 28 taps without a loop, else 2 groups an
+ * iteration. A function of its own, not mat_mult_2cols: a second call site would stop GCC inlining that one
+ * into run_fast's loop (measured: 3 % more cycles on the other layers). */
+static __attribute__((noinline)) void few_tiles(const int16_t *cols, const int8_t *w, uint32_t pairs, uint32_t dp,
+                                                const mf_channel_requant *rq, int8_t *out0, int8_t *out1) {
+    const uint32_t frame[9] = {(uint32_t)(uintptr_t)rq->bias, (uint32_t)(uintptr_t)rq->mult,
+                               (uint32_t)(uintptr_t)rq->shift, (uint32_t)(uintptr_t)out0, (uint32_t)(uintptr_t)out1,
+                               (uint32_t)(2 * rq->out_off + 1), pairs, (uint32_t)(uintptr_t)(cols + 2u * dp),
+                               (uint32_t)(uintptr_t)cols};
+    const uint32_t *t = frame;
+    int32_t a00, a01, a10, a11, va, vb, u, xa, xb;
+    const int8_t *wp = w;
+    const int16_t *xp;
+    const int32_t dstep = (int32_t)dp - 4;
+    if (!DSP_PW_RUNS && dp == 28u) { /* (mf_pw_rows28 where DSP_PW_RUNS) */
+        DSP_TILE_ROWS_ASM(DSP_TILE_GROUPS4 DSP_TILE_GROUP DSP_TILE_GROUP DSP_TILE_GROUP, "");
+    } else {
+        DSP_TILE_ROWS_ASM(DSP_TILE_GROUP DSP_TILE_GROUP, DSP_ROWS_LOOP);
+    }
+    (void)a00, (void)a01, (void)a10, (void)a11, (void)wp, (void)xp, (void)va, (void)vb, (void)t, (void)u;
+    (void)xa, (void)xb;
+}
+
+/* The last filter oc of an odd count (row w of dp taps) on both columns, in C. */
+static void few_last(const int16_t *cols, const int8_t *w, uint32_t dp, const mf_channel_requant *rq, uint32_t oc,
+                     int8_t *out0, int8_t *out1) {
+    const int32_t *x = (const int32_t *)(const void *)cols;
+    int32_t a0 = 0, a1 = 0;
+    for (uint32_t i = 0; i < dp; i += 4, x += 4) {
+        const int32_t v = mf_ld32(w + i), w02 = mf_sxtb16(v), w13 = mf_sxtb16_ror8(v);
+        a0 = mf_smlad(w13, x[1], mf_smlad(w02, x[0], a0));
+        a1 = mf_smlad(w13, x[3], mf_smlad(w02, x[2], a1));
+    }
+    out0[oc] = mf_channel_requant_s8_inline(rq, oc, a0);
+    out1[oc] = mf_channel_requant_s8_inline(rq, oc, a1);
+}
+
+/* The natural-order patch (ky, kx, c) of a window crossing the input's border into dst: taps outside hold the
+ * zero point (x + offset = 0). */
+static void few_border(const conv_geom *g, int32_t y0, int32_t x0, int8_t *dst) {
+    for (uint32_t ky = 0; ky < g->kh; ky++) {
+        const int32_t iy = y0 + (int32_t)ky * g->dl[0];
+        for (uint32_t kx = 0; kx < g->kw; kx++, dst += g->wc) {
+            const int32_t ix = x0 + (int32_t)kx * g->dl[1];
+            if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w) {
+                for (uint32_t k = 0; k < g->wc; k++) dst[k] = g->zero_point;
+                continue;
+            }
+            const int8_t *src = g->x + ((size_t)iy * (size_t)g->w + (size_t)ix) * g->ch;
+            for (uint32_t k = 0; k < g->wc; k++) dst[k] = src[k];
+        }
+    }
+}
+
+/* One image of the few-channel path: output pixels two at a time (a last odd one in both columns, its outputs
+ * written twice), every filter pair by few_tiles on the dp-tap rows wp. */
+static __attribute__((noinline)) void few_image(const conv_geom *g, const int8_t *wp, const mf_channel_requant *rq,
+                                                uint32_t oc_n, uint32_t dp, uint32_t oh, uint32_t ow, int8_t *out,
+                                                int8_t *scratch, int32_t off16, int32_t in_off) {
+    int16_t *cols = (int16_t *)(void *)scratch;
+    int8_t *staging = scratch + 4u * dp;
+    const uint32_t rb = g->kw * g->wc, kh = g->kh, pixels = oh * ow;
+    const size_t row_step = (size_t)g->dl[0] * (size_t)g->w * g->ch, ch = g->ch;
+    const int32_t st0 = g->st[0], st1 = g->st[1], pd0 = g->pd[0], pd1 = g->pd[1];
+    const int contiguous = g->contiguous_rows, rgb = kh == 3u && rb == 9u;
+    const int8_t *x = g->x;
+    /* output columns whose windows lie inside the input's width, rows likewise (run_blocks' bounds); a window
+     * inside the input at `at`, moved on a pixel's stride at a time */
+    const int32_t span_x = g->w - 1 - ((int32_t)g->kw - 1) * g->dl[1] + pd1;
+    const int32_t span_y = g->h - 1 - ((int32_t)kh - 1) * g->dl[0] + pd0;
+    const int32_t ox_lo = (pd1 + st1 - 1) / st1, ox_hi = span_x < 0 ? 0 : span_x / st1 + 1;
+    const int32_t oy_lo = (pd0 + st0 - 1) / st0, oy_hi = span_y < 0 ? 0 : span_y / st0 + 1;
+    const ptrdiff_t in_row = (ptrdiff_t)g->w * (ptrdiff_t)ch, px_step = (ptrdiff_t)st1 * (ptrdiff_t)ch;
+#if DSP_PW_RUNS
+    /* at 28 taps mf_pw_rows28 from one frame whose outputs alone change (as pw_run) */
+    uint32_t frame[9] = {(uint32_t)(uintptr_t)rq->bias, (uint32_t)(uintptr_t)rq->mult, (uint32_t)(uintptr_t)rq->shift,
+                         0u, 0u, (uint32_t)(2 * rq->out_off + 1), oc_n / 2u, (uint32_t)(uintptr_t)(cols + 2u * dp),
+                         (uint32_t)(uintptr_t)cols};
+#endif
+    int32_t oy = 0, ox = 0;
+    int row_inside = contiguous && oy_lo <= 0 && 0 < oy_hi;
+    const int8_t *at = x - (ptrdiff_t)pd0 * in_row - (ptrdiff_t)pd1 * (ptrdiff_t)ch; /* window (0, 0) */
+    for (uint32_t p0 = 0; p0 < pixels; p0 += 2) {
+        const uint32_t n_cols = pixels - p0 < 2u ? 1u : 2u;
+        for (uint32_t i = 0; i < 2; i++) {
+            if (row_inside && ox >= ox_lo && ox < ox_hi) {
+                if (rgb) {
+                    few_widen_rgb(at, row_step, cols, i, off16, in_off);
+                } else {
+                    few_widen(at, row_step, kh, rb, cols, i, off16, in_off);
+                }
+            } else {
+                few_border(g, oy * st0 - pd0, ox * st1 - pd1, staging);
+                few_widen(staging, rb, kh, rb, cols, i, off16, in_off);
+            }
+            if (i + 1 < n_cols) { /* the next pixel (a last odd one goes into both columns) */
+                at += px_step;
+                if (++ox == (int32_t)ow) {
+                    ox = 0, oy++;
+                    row_inside = contiguous && oy_lo <= oy && oy < oy_hi;
+                    at = x + (ptrdiff_t)(oy * st0 - pd0) * in_row - (ptrdiff_t)pd1 * (ptrdiff_t)ch;
+                }
+            }
+        }
+        if (n_cols == 2) {
+            at += px_step;
+            if (++ox == (int32_t)ow) {
+                ox = 0, oy++;
+                row_inside = contiguous && oy_lo <= oy && oy < oy_hi;
+                at = x + (ptrdiff_t)(oy * st0 - pd0) * in_row - (ptrdiff_t)pd1 * (ptrdiff_t)ch;
+            }
+        }
+        int8_t *out0 = out + (size_t)p0 * oc_n, *out1 = n_cols > 1 ? out0 + oc_n : out0;
+#if DSP_PW_RUNS
+        if (dp == 28u) {
+            frame[3] = (uint32_t)(uintptr_t)out0, frame[4] = (uint32_t)(uintptr_t)out1;
+            mf_pw_rows28(frame, wp);
+        } else {
+            few_tiles(cols, wp, oc_n / 2u, dp, rq, out0, out1);
+        }
+#else
+        few_tiles(cols, wp, oc_n / 2u, dp, rq, out0, out1);
+#endif
+        if (oc_n & 1u) few_last(cols, wp + (size_t)(oc_n - 1u) * dp, dp, rq, oc_n - 1u, out0, out1);
+    }
+}
+
+/* Pixels a and b (depth 8 or 16 bytes each) as the interleaved pair of widened columns. */
+static inline void pw_widen(const int8_t *a, const int8_t *b, int16_t *cols, uint32_t depth, int32_t off16) {
+    for (uint32_t j = 0; j < depth; j += 4, cols += 8) {
+        const int32_t va = mf_ld32(a + j), vb = mf_ld32(b + j);
+        mf_st32(cols, mf_sxtab16(off16, va));
+        mf_st32(cols + 2, mf_sxtab16_ror8(off16, va));
+        mf_st32(cols + 4, mf_sxtab16(off16, vb));
+        mf_st32(cols + 6, mf_sxtab16_ror8(off16, vb));
+    }
+}
+
+/* The shallow pointwise layers on the Cortex-M4 (DSP_PW_RUNS: VWW's 8 -> 16 and 16 -> 32): a 1x1 without
+ * stride or padding over rows as wide as the input's, 8 or 16 channels, one group, with dsp_tile_rows_neg's
+ * output stage (per-channel requantization with a bias, shifts in [-22, -1], the full clamp). Each pixel
+ * pair widened in place and every filter pair by mf_pw_rows8 / mf_pw_rows16 from one frame whose outputs
+ * alone change (the last odd filter by few_last, a last odd pixel in both columns, its outputs written
+ * twice): run_fast's loop spent about 300 estimated cycles a pixel pair around the tiles (its pixel
+ * coordinates, patch choice, checks and frame), as long as three of them at depth 8. 1 when it ran the op. */
+static __attribute__((noinline)) int pw_run(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    int32_t st[2], pd[2], dl[2];
+    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
+    const uint32_t depth = w.shape[3], oc_n = w.shape[0], pixels = o.shape[1] * o.shape[2];
+    if (x.shape[3] != depth || st[0] != 1 || st[1] != 1 || pd[0] != 0 || pd[1] != 0 || o.shape[2] != x.shape[2] ||
+        o.shape[1] > x.shape[1] || oc_n < 2) {
+        return 0;
+    }
+    mf_channel_requant rq;
+    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    if (!rq.per_channel || rq.bias == NULL || rq.lo != -128 || rq.hi != 127) return 0;
+    if (!mf_dsp_small_ok(&rq, oc_n, depth) || !dsp_shifts_negative(&rq, oc_n)) return 0;
+    const int32_t off16 = mf_pack_off16(mf_attr_int(c, A_IN_OFF));
+    int16_t *cols = (int16_t *)c->scratch;
+    const int8_t *wd = (const int8_t *)w.data;
+    /* the asm's frame (DSP_TILE_ROWS_ASM's): bias, mult, shift, out0, out1, 2 out_off + 1, pairs, end, start */
+    uint32_t frame[9] = {(uint32_t)(uintptr_t)rq.bias, (uint32_t)(uintptr_t)rq.mult, (uint32_t)(uintptr_t)rq.shift,
+                         0u, 0u, (uint32_t)(2 * rq.out_off + 1), oc_n / 2u, (uint32_t)(uintptr_t)(cols + 2u * depth),
+                         (uint32_t)(uintptr_t)cols};
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * depth;
+        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
+        for (uint32_t p0 = 0; p0 < pixels; p0 += 2) {
+            const int two = pixels - p0 > 1u;
+            const int8_t *px = image + (size_t)p0 * depth;
+            int8_t *out0 = out_image + (size_t)p0 * oc_n, *out1 = two ? out0 + oc_n : out0;
+            pw_widen(px, two ? px + depth : px, cols, depth, off16);
+            frame[3] = (uint32_t)(uintptr_t)out0, frame[4] = (uint32_t)(uintptr_t)out1;
+#if DSP_PW_RUNS
+            if (depth == 16u) {
+                mf_pw_rows16(frame, wd);
+            } else {
+                mf_pw_rows8(frame, wd);
+            }
+#else
+            (void)frame;
+            few_tiles(cols, wd, oc_n / 2u, depth, &rq, out0, out1);
+#endif
+            if (oc_n & 1u) few_last(cols, wd + (size_t)(oc_n - 1u) * depth, depth, &rq, oc_n - 1u, out0, out1);
+        }
+    }
+    return 1;
+}
+
+/* The op on the few-channel path when it takes it (few_depth; 1), or on pw_run's, else 0. Apart from
+ * run_fast, whose loop GCC compiled with 3 % more cycles on the other layers with this code inside. */
+static __attribute__((noinline)) int few_run(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    mf_call_input(c, 1, &w);
+    const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3];
+    if ((depth == 8u || depth == 16u) && w.shape[1] == 1u && w.shape[2] == 1u) return pw_run(c);
+    if ((depth & 7u) == 0 || depth > 64u) return 0;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    const int32_t in_off = mf_attr_int(c, A_IN_OFF);
+    conv_geom g;
+    mf_attr_conv_window(c, A_STRIDE, g.st, g.pd, g.dl);
+    mf_channel_requant rq;
+    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    g.h = (int32_t)x.shape[1];
+    g.w = (int32_t)x.shape[2];
+    g.ch = x.shape[3];
+    g.wc = w.shape[3];
+    g.kh = w.shape[1];
+    g.kw = w.shape[2];
+    g.zero_point = (int8_t)(-in_off);
+    g.contiguous_rows = g.dl[1] == 1 && g.wc == g.ch;
+    const uint32_t oc_n = w.shape[0], ow = o.shape[2], pixels = o.shape[1] * ow;
+    const int pointwise = g.kh == 1 && g.kw == 1 && g.pd[0] == 0 && g.pd[1] == 0 &&
+                          ((int32_t)o.shape[1] - 1) * g.st[0] < g.h && ((int32_t)ow - 1) * g.st[1] < g.w;
+    const int small = mf_dsp_small_ok(&rq, oc_n, depth) ? 1 + dsp_shifts_negative(&rq, oc_n) : 0;
+    const uint32_t dp = few_depth(c, &rq, depth, g.ch / g.wc, pointwise, small);
+    if (dp == depth) return 0;
+    int8_t *scratch = (int8_t *)c->scratch;
+    const int8_t *wp = few_weights((const int8_t *)w.data, oc_n, g.kh, g.kw * g.wc, dp, scratch + 5u * dp);
+    for (uint32_t k = 0; k < 4u * dp; k++) scratch[k] = 0; /* the columns' padding lanes stay 0 */
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        g.x = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
+        few_image(&g, wp, &rq, oc_n, dp, o.shape[1], ow, (int8_t *)o.data + (size_t)n * pixels * oc_n, scratch,
+                  mf_pack_off16(in_off), in_off);
+    }
+    return 1;
+}
+#endif
+
 #if defined(MF_USE_MVE)
 /* The MVE path with the weights of filters oc0 .. through weights(ctx, oc0, n, buf), chunk at a time. */
 static mf_status run_fast_mve(const mf_call *c, mf_conv_mve_weights weights, const void *ctx, int8_t *buf,
                               uint32_t chunk, int8_t *scratch) {
 #else
 static mf_status run_fast(const mf_call *c) {
+#if defined(DSP_TILE)
+    if (few_run(c)) return MF_OK;
+#endif
 #endif
     mf_tensor x, w, b, m, s, o;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
