@@ -10,7 +10,7 @@ class, class_sep 1.5: fine class boundaries that no model here saturates; the CN
 which has no spatial meaning: it is a conv workload with a hard task), and a BatchNorm-free MLP (64-64-64-10 layer
 widths, i.e. two hidden layers of 64) on the same task: PTQ W4A8 loses 1.5-3.5 points on these three. The MLPerf
 Tiny zoo models (mcuforge.zoo.mlperf_tiny) on synthetic tasks made ambiguous by construction, so that they do not
-saturate (``keyword_task``, ``grating_task``: fp32 ~85-90%, not ~100% as the earlier versions): DS-CNN on 49x10
+saturate (``keyword_task``, ``grating_task``: fp32 84-89%, not ~100% as the earlier versions): DS-CNN on 49x10
 keyword "spectrograms" where pairs of keywords share a template and differ by the direction of a time shift,
 ResNet-8 on 32x32 colour gratings whose 10 orientation classes overlap at their edges. PTQ W4A8 does not lose on
 these two: QAT has nothing to win back there.
