@@ -3,7 +3,9 @@ synthetic-but-learnable data (nothing downloaded).
 
     python benchmarks/qat.py [--seeds 3] [--models digits,features_cnn,...]    # all six models: results/qat.md
 
-Models (default; the last run's wall time is in results/qat.md's header): the digits CNN (scikit-learn's digits,
+Models (default; time: the four non-zoo models ~25 min wall on the loaded shared machine, ResNet-8 ~7 min per seed
+at a load average of ~2, DS-CNN ~35 min per seed at 9-14 (not measured unloaded): about an hour or more for the
+whole set; results/qat.md's header says how its tables were run): the digits CNN (scikit-learn's digits,
 mcuforge.examples.digits); a narrow CNN (4-8-8 channels) and a small MLP (64-32-32-10, BatchNorm) on a 10-class task
 from scikit-learn's ``make_classification`` (64 features, 32 informative and 16 redundant, two Gaussian clusters per
 class, class_sep 1.5: fine class boundaries that no model here saturates; the CNN sees the features as an 8x8 image,
