@@ -145,6 +145,20 @@ def depthwise_sweep(seed: int) -> BoardSweep:
         depthwise_case(rng, sweep, f"dw3x3_planar2_noring_{i}", c, (3, 3), hw=hw, dil=[1, 1],
                        stride_hw=(1, 2) if hw[1] > hw[0] else (2, 1), pad_hw=(1, 1), shifts=(-1, -21, -6, -13),
                        short=short)
+    # (drawn after the cases above) small maps (dw3_small: the whole padded map, at most 8 rows x 12 columns, in
+    # one buffer): MobileNet's 6 x 6 and 3 x 3 maps with padding 1 and 0, stride 2 to 3 x 3 and smaller, odd and
+    # even widths, a vertical stride alone, padding 2, the buffer's last row and column and one past each (the
+    # other paths), channel counts not a multiple of 4, two images, a group whose output stage is not the table's
+    for i, (c, hw, st, pd, n) in enumerate(((12, (6, 6), (1, 1), (1, 1), 1), (13, (6, 6), (1, 1), (1, 1), 1),
+                                            (8, (3, 3), (1, 1), (1, 1), 1), (7, (3, 3), (1, 1), (0, 0), 1),
+                                            (8, (6, 6), (1, 1), (0, 0), 1), (16, (6, 6), (2, 2), (1, 1), 1),
+                                            (6, (6, 6), (2, 2), (0, 0), 1), (9, (12, 12), (2, 2), (1, 1), 1),
+                                            (8, (6, 10), (1, 1), (1, 1), 1), (8, (6, 11), (1, 1), (1, 1), 1),
+                                            (8, (7, 6), (1, 1), (1, 1), 1), (4, (5, 9), (1, 2), (1, 1), 1),
+                                            (12, (6, 4), (2, 1), (1, 2), 1), (8, (6, 6), (1, 1), (1, 1), 2),
+                                            (5, (4, 5), (1, 1), (2, 2), 1), (12, (3, 3), (1, 1), (1, 1), 2))):
+        depthwise_case(rng, sweep, f"dw3x3_small_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=st, pad_hw=pd,
+                       batch=n, shifts=(-1, -21, -6, -13) if i != 3 else (-1, -22, -6, 0))
     return sweep
 
 
