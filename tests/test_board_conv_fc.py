@@ -192,7 +192,7 @@ def few_channel_cases(rng, sweep: BoardSweep) -> None:
     all inside and all crossing the border), the other patch sizes' gathered row ends (1 to 3 bytes a row,
     none, 4..64 taps), vertical and horizontal dilation (the border patch for every window), odd filter counts
     (the last filter in C), an odd pixel count (its outputs written twice), batches, the output offset's and the
-    input offset's ends; the Cortex-M4's 2 x 3 tiles' pixel counts not a multiple of 3; and with the scratch
+    input offset's ends; the 2 x 3 tiles' pixel counts not a multiple of 3; and with the scratch
     one byte short of that plan, the im2col path (still the im2col plan's bytes or more on every board)."""
     from mcuforge.kinds.scratch import SCRATCH
 
@@ -213,7 +213,7 @@ def few_channel_cases(rng, sweep: BoardSweep) -> None:
                   pad=pd, dil=dl, hw=hw, oc_per_group=opg, batch=1 + i % 3 // 2, bias=True, per_channel=True,
                   shifts=(-1, -22, -9, -14), out_off=(-128, 127, 0, 31)[i % 4],
                   input_offset=(None, -127, 128, 0)[i % 4])
-    # the Cortex-M4's 2 x 3 tiles (mf_few3_rows28: 25..28 taps, an even filter count): pixel counts of 3 k + 1
+    # the DSP cores' 2 x 3 tiles (mf_few3_rows28: 25..28 taps, an even filter count): pixel counts of 3 k + 1
     # and 3 k + 2 (the last pixel repeated into the columns left), one pixel, 1 and 8 filter pairs, batches,
     # windows inside and across the borders, the generic patch (5x5, one channel) and the RGB one
     few3 = (  # (filter channels, kernel, stride, padding, (h, w), filters, batch)

@@ -53,7 +53,7 @@ FORMULAS: tuple[ScratchFormula, ...] = (
                    "conv2d_s8_im2col's patches, then, for a patch of at most 64 taps and not a multiple of 8 (the "
                    "few-input-channel first layers: 3x3x3 = 27), the filters copied with their rows zero-padded to "
                    "a multiple of 8 (28 for 25..28 taps), word-aligned, so that the 2 x 2 tiles' asm runs on "
-                   "them, and 2 patches more: a third int16 column (the Cortex-M4's 2 x 3 tiles at 28 taps)"),
+                   "them, and 2 patches more: a third int16 column (the 2 x 3 tiles at 28 taps)"),
     ScratchFormula("conv2d_s8_scalar", ("conv2d_s8",), ("scalar",), ("depth",), "12 * depth",
                    "cortex-m3: 3 columns of int32 pixel pairs"),
     ScratchFormula("conv2d_s4_im2col", ("conv2d_s4",), ("dsp",), ("depth",), "5 * round_up(depth, 8)",

@@ -24,8 +24,7 @@
  *        taps not a multiple of 8 (few input channels: RGB 3x3 first layers) with that output stage runs
  *        the same tiles on patches and filters reordered into whole groups of 4 and padded with zero weights
  *        (few_run; the filters copied once into a larger scratch, conv2d_s8_dsp, that the planner gives
- *        where the arena allows; at 25..28 taps and an even filter count, mf_few3_rows28's 2 x 3 tiles
- *        where DSP_PW_RUNS);
+ *        where the arena allows; at 25..28 taps and an even filter count, mf_few3_rows28's 2 x 3 tiles);
  *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
  *        them), and for every filter one asm block (MVE_ROWS_ASM): a tail-predicated WLSTP/LETP
  *        loop of VMLADAVA over 16 lanes, then the four pixels requantized as one vector (VQRDMULH +
@@ -683,7 +682,16 @@ DSP_PW_FUNC(mf_pw_rows8, 8, DSP_PW_GROUP(8) DSP_PW_GROUP(8));
 /* the few-channel path's RGB 3x3 rows, padded to 28 taps (few_image) */
 DSP_PW_FUNC(mf_pw_rows28, 28, DSP_PW_GROUPS4(28) DSP_PW_GROUP(28) DSP_PW_GROUP(28) DSP_PW_GROUP(28));
 void mf_pw_rows28(const uint32_t *frame, const int8_t *w);
+void mf_pw_rows8(const uint32_t *frame, const int8_t *w);
+void mf_pw_rows16(const uint32_t *frame, const int8_t *w);
+void mf_pw_rows40(const uint32_t *frame, const int8_t *w);
+void mf_pw_rows64(const uint32_t *frame, const int8_t *w);
+#endif
 
+/* mf_few3_rows28 on every DSP core: on the Cortex-M7 model too it beats the 2 x 2 tiles (VWW's first layer 1.91
+ * -> 1.68 estimated cycles/MAC there, the Cortex-M4's 2.71 -> 2.37) */
+#define FEW3_TILES 1
+#if FEW3_TILES
 /* The few-channel path's 28-tap rows on three output pixels at once (few_image3): mf_few3_rows28(frame, w),
  * a 2 x 3 tile (two filters, three pixels) per filter pair. The 2 x 2 tiles' output stage took about 55 of
  * their 190 estimated cycles (Cortex-M4 model) for 4 outputs; here one pair of channel constants serves 6
@@ -702,11 +710,17 @@ void mf_pw_rows28(const uint32_t *frame, const int8_t *w);
 #define FEW3_GROUP(G) \
     "ldr r8, [r0, #4 * " #G "]\n\t" \
     "ldr r10, [r0, #28 + 4 * " #G "]\n\t" \
+    "ldr r12, [r1, #24 * " #G "]\n\t" \
+    "ldr lr, [r1, #24 * " #G " + 4]\n\t" \
     "sxtb16 r9, r8, ror #8\n\t" \
     "sxtb16 r8, r8\n\t" \
     "sxtb16 r11, r10, ror #8\n\t" \
     "sxtb16 r10, r10\n\t" \
-    FEW3_COLS(G, 0, "r2", "r5") FEW3_COLS(G, 1, "r3", "r6") FEW3_COLS(G, 2, "r4", "r7")
+    "smlad r2, r8, r12, r2\n\t" \
+    "smlad r2, r9, lr, r2\n\t" \
+    "smlad r5, r10, r12, r5\n\t" \
+    "smlad r5, r11, lr, r5\n\t" \
+    FEW3_COLS(G, 1, "r3", "r6") FEW3_COLS(G, 2, "r4", "r7")
 /* DSP_ROWS_OUT's rounding (every shift in [-22, -1], the full clamp) of accumulator X: round constant K,
  * right shift N */
 #define FEW3_OUT(X, K, N) \
@@ -784,10 +798,6 @@ __asm__(".pushsection .text.mf_few3_rows28,\"ax\",%progbits\n\t"
         ".size mf_few3_rows28, . - mf_few3_rows28\n\t"
         ".popsection\n");
 void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
-void mf_pw_rows8(const uint32_t *frame, const int8_t *w);
-void mf_pw_rows16(const uint32_t *frame, const int8_t *w);
-void mf_pw_rows40(const uint32_t *frame, const int8_t *w);
-void mf_pw_rows64(const uint32_t *frame, const int8_t *w);
 #endif
 
 static inline __attribute__((always_inline)) void dsp_tile_rows_neg(const int16_t *cols, const int8_t *w,
@@ -1431,7 +1441,7 @@ static void few_border(const conv_geom *g, int32_t y0, int32_t x0, int8_t *dst) 
 
 /* One image of the few-channel path: output pixels `lanes` at a time (the last ones repeated into the columns
  * left, their outputs written again), every filter pair by few_tiles on the dp-tap rows wp; lanes = 3 (28
- * taps, an even filter count, the Cortex-M4's DSP_PW_RUNS): mf_few3_rows28's 2 x 3 tiles. */
+ * taps, an even filter count): mf_few3_rows28's 2 x 3 tiles. */
 static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g, const int8_t *wp,
                                                              const mf_channel_requant *rq, uint32_t oc_n, uint32_t dp,
                                                              uint32_t oh, uint32_t ow, int8_t *out, int8_t *scratch,
@@ -1451,8 +1461,8 @@ static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g
     const int32_t ox_lo = (pd1 + st1 - 1) / st1, ox_hi = span_x < 0 ? 0 : span_x / st1 + 1;
     const int32_t oy_lo = (pd0 + st0 - 1) / st0, oy_hi = span_y < 0 ? 0 : span_y / st0 + 1;
     const ptrdiff_t in_row = (ptrdiff_t)g->w * (ptrdiff_t)ch, px_step = (ptrdiff_t)st1 * (ptrdiff_t)ch;
-#if DSP_PW_RUNS
-    /* at 28 taps mf_pw_rows28 from one frame whose outputs alone change (as pw_run) */
+#if DSP_PW_RUNS || FEW3_TILES
+    /* at 28 taps mf_pw_rows28 / mf_few3_rows28 from one frame whose outputs alone change (as pw_run) */
     uint32_t frame[10] = {(uint32_t)(uintptr_t)rq->bias, (uint32_t)(uintptr_t)rq->mult, (uint32_t)(uintptr_t)rq->shift,
                           0u, 0u, (uint32_t)(2 * rq->out_off + 1), oc_n / 2u, (uint32_t)(uintptr_t)(cols + 2u * dp),
                           (uint32_t)(uintptr_t)cols, 0u};
@@ -1491,20 +1501,22 @@ static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g
             }
         }
         int8_t *out0 = out + (size_t)p0 * oc_n, *out1 = n_cols > 1 ? out0 + oc_n : out0;
-#if DSP_PW_RUNS
+#if FEW3_TILES
         if (lanes == 3u) {
             frame[3] = (uint32_t)(uintptr_t)out0, frame[4] = (uint32_t)(uintptr_t)out1;
             frame[9] = (uint32_t)(uintptr_t)(n_cols > 2 ? out1 + oc_n : out1);
             mf_few3_rows28(frame, wp);
-        } else if (dp == 28u) {
+        } else
+#endif
+#if DSP_PW_RUNS
+        if (dp == 28u) {
             frame[3] = (uint32_t)(uintptr_t)out0, frame[4] = (uint32_t)(uintptr_t)out1;
             mf_pw_rows28(frame, wp);
-        } else {
+        } else
+#endif
+        {
             few_tiles(cols, wp, oc_n / 2u, dp, rq, out0, out1);
         }
-#else
-        few_tiles(cols, wp, oc_n / 2u, dp, rq, out0, out1);
-#endif
         if (oc_n & 1u) few_last(cols, wp + (size_t)(oc_n - 1u) * dp, dp, rq, oc_n - 1u, out0, out1);
     }
 }
@@ -1516,7 +1528,7 @@ static __attribute__((noinline)) void few_image(const conv_geom *g, const int8_t
     few_image_n(g, wp, rq, oc_n, dp, oh, ow, out, scratch, off16, in_off, 2u);
 }
 
-#if DSP_PW_RUNS
+#if FEW3_TILES
 /* few_image_n three pixels at a time (mf_few3_rows28; 28 taps, an even filter count) */
 static __attribute__((noinline)) void few_image3(const conv_geom *g, const int8_t *wp, const mf_channel_requant *rq,
                                                  uint32_t oc_n, uint32_t oh, uint32_t ow, int8_t *out, int8_t *scratch,
@@ -1624,7 +1636,7 @@ static __attribute__((noinline)) int few_run(const mf_call *c) {
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         g.x = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
         int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
-#if DSP_PW_RUNS
+#if FEW3_TILES
         if (dp == 28u && (oc_n & 1u) == 0) {
             few_image3(&g, wp, &rq, oc_n, o.shape[1], ow, out_image, scratch, mf_pack_off16(in_off), in_off);
             continue;
