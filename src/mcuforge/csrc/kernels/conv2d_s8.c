@@ -1425,16 +1425,28 @@ static void few_last(const int16_t *cols, const int8_t *w, uint32_t dp, const mf
 /* The natural-order patch (ky, kx, c) of a window crossing the input's border into dst: taps outside hold the
  * zero point (x + offset = 0). */
 static void few_border(const conv_geom *g, int32_t y0, int32_t x0, int8_t *dst) {
-    for (uint32_t ky = 0; ky < g->kh; ky++) {
-        const int32_t iy = y0 + (int32_t)ky * g->dl[0];
-        for (uint32_t kx = 0; kx < g->kw; kx++, dst += g->wc) {
-            const int32_t ix = x0 + (int32_t)kx * g->dl[1];
-            if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w) {
-                for (uint32_t k = 0; k < g->wc; k++) dst[k] = g->zero_point;
+    /* g's fields in locals (the int8 stores below may alias them) */
+    const int8_t *x = g->x, zp = g->zero_point;
+    const int32_t h = g->h, w = g->w, dy = g->dl[0], dx = g->dl[1];
+    const uint32_t kh = g->kh, kw = g->kw, wc = g->wc, ch = g->ch;
+    for (uint32_t ky = 0; ky < kh; ky++) {
+        const int32_t iy = y0 + (int32_t)ky * dy;
+        for (uint32_t kx = 0; kx < kw; kx++, dst += wc) {
+            const int32_t ix = x0 + (int32_t)kx * dx;
+            if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
+                if (wc == 3u) { /* RGB: no loop (resnet8's first layer: 81 k -> 55 k estimated cycles here, Cortex-M4) */
+                    dst[0] = dst[1] = dst[2] = zp;
+                    continue;
+                }
+                for (uint32_t k = 0; k < wc; k++) dst[k] = zp;
                 continue;
             }
-            const int8_t *src = g->x + ((size_t)iy * (size_t)g->w + (size_t)ix) * g->ch;
-            for (uint32_t k = 0; k < g->wc; k++) dst[k] = src[k];
+            const int8_t *src = x + ((size_t)iy * (size_t)w + (size_t)ix) * ch;
+            if (wc == 3u) {
+                dst[0] = src[0], dst[1] = src[1], dst[2] = src[2];
+                continue;
+            }
+            for (uint32_t k = 0; k < wc; k++) dst[k] = src[k];
         }
     }
 }
