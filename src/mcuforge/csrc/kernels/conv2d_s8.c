@@ -1434,7 +1434,8 @@ static void few_border(const conv_geom *g, int32_t y0, int32_t x0, int8_t *dst) 
         for (uint32_t kx = 0; kx < kw; kx++, dst += wc) {
             const int32_t ix = x0 + (int32_t)kx * dx;
             if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
-                if (wc == 3u) { /* RGB: no loop (resnet8's first layer: 81 k -> 55 k estimated cycles here, Cortex-M4) */
+                /* RGB: no loop (resnet8's first layer: 81 k -> 55 k estimated cycles here, Cortex-M4) */
+                if (wc == 3u) {
                     dst[0] = dst[1] = dst[2] = zp;
                     continue;
                 }
