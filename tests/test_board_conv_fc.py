@@ -192,8 +192,8 @@ def few_channel_cases(rng, sweep: BoardSweep) -> None:
     all inside and all crossing the border), the other patch sizes' gathered row ends (1 to 3 bytes a row,
     none, 4..64 taps), vertical and horizontal dilation (the border patch for every window), odd filter counts
     (the last filter in C), an odd pixel count (its outputs written twice), batches, the output offset's and the
-    input offset's ends; and with the scratch one byte short of that plan, the im2col path (still the
-    im2col plan's bytes or more on every board)."""
+    input offset's ends; the 2 x 3 tiles' pixel counts not a multiple of 3; and with the scratch
+    one byte short of that plan, the im2col path (still the im2col plan's bytes or more on every board)."""
     from mcuforge.kinds.scratch import SCRATCH
 
     shapes = (  # (filter channels, kernel, stride, padding, dilation, (h, w), filters)
@@ -213,6 +213,18 @@ def few_channel_cases(rng, sweep: BoardSweep) -> None:
                   pad=pd, dil=dl, hw=hw, oc_per_group=opg, batch=1 + i % 3 // 2, bias=True, per_channel=True,
                   shifts=(-1, -22, -9, -14), out_off=(-128, 127, 0, 31)[i % 4],
                   input_offset=(None, -127, 128, 0)[i % 4])
+    # the DSP cores' 2 x 3 tiles (mf_few3_rows28: 25..28 taps, an even filter count): pixel counts of 3 k + 1
+    # and 3 k + 2 (the last pixel repeated into the columns left), one pixel, 1 and 8 filter pairs, batches,
+    # windows inside and across the borders, the generic patch (5x5, one channel) and the RGB one
+    few3 = (  # (filter channels, kernel, stride, padding, (h, w), filters, batch)
+        (3, (3, 3), [1, 1], [1, 1], (5, 5), 10, 1), (3, (3, 3), [1, 1], [1, 1], (4, 5), 6, 2),
+        (3, (3, 3), [1, 1], [1, 1], (2, 2), 2, 1), (1, (5, 5), [1, 1], [2, 2], (4, 4), 4, 2),
+        (3, (3, 3), [2, 2], [1, 1], (8, 7), 16, 1), (3, (3, 3), [1, 1], [0, 0], (3, 3), 4, 2),
+    )
+    for i, (wc, kernel, st, pd, hw, opg, batch) in enumerate(few3):
+        conv_case(rng, sweep, f"few3_c{wc}_o{opg}_{i}_{len(sweep)}", wc, kernel, stride=st, pad=pd, dil=[1, 1],
+                  hw=hw, oc_per_group=opg, batch=batch, bias=True, per_channel=True, shifts=(-1, -22, -9, -14),
+                  out_off=(-128, 127, 0)[i % 3], input_offset=(-127, 128, 0, None)[i % 4])
     for i, (wc, kernel, opg) in enumerate(((3, (3, 3), 8), (1, (5, 5), 5), (3, (2, 2), 8))):
         depth = wc * kernel[0] * kernel[1]
         short = SCRATCH["conv2d_s8_dsp"](depth=depth, filters=opg) - 1

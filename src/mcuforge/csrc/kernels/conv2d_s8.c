@@ -24,7 +24,7 @@
  *        taps not a multiple of 8 (few input channels: RGB 3x3 first layers) with that output stage runs
  *        the same tiles on patches and filters reordered into whole groups of 4 and padded with zero weights
  *        (few_run; the filters copied once into a larger scratch, conv2d_s8_dsp, that the planner gives
- *        where the arena allows);
+ *        where the arena allows; at 25..28 taps and an even filter count, mf_few3_rows28's 2 x 3 tiles);
  *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
  *        them), and for every filter one asm block (MVE_ROWS_ASM): a tail-predicated WLSTP/LETP
  *        loop of VMLADAVA over 16 lanes, then the four pixels requantized as one vector (VQRDMULH +
@@ -688,6 +688,118 @@ void mf_pw_rows40(const uint32_t *frame, const int8_t *w);
 void mf_pw_rows64(const uint32_t *frame, const int8_t *w);
 #endif
 
+/* mf_few3_rows28 on every DSP core: on the Cortex-M7 model too it beats the 2 x 2 tiles (VWW's first layer 1.91
+ * -> 1.68 estimated cycles/MAC there, the Cortex-M4's 2.71 -> 2.37) */
+#define FEW3_TILES 1
+#if FEW3_TILES
+/* The few-channel path's 28-tap rows on three output pixels at once (few_image3): mf_few3_rows28(frame, w),
+ * a 2 x 3 tile (two filters, three pixels) per filter pair. The 2 x 2 tiles' output stage took about 55 of
+ * their 190 estimated cycles (Cortex-M4 model) for 4 outputs; here one pair of channel constants serves 6
+ * outputs, and each filter word, once widened, 6 SMLADs, not 4. The three columns interleaved by group of 4
+ * taps (24 bytes: column c's lanes 0, 2 at 8 c, lanes 1, 3 at 8 c + 4; few_widen's gs = 12). The frame:
+ * mf_pw_rows' (bias, mult, shift, out0, out1, 2 out_off + 1, pairs, -, columns) and out2 at [36].
+ * r0 w, r1 the columns, r2..r4 filter A on the pixels 0..2, r5..r7 filter B's, r8/r9 A's even/odd lanes,
+ * r10/r11 B's, r12 and lr a column's two words: all 14 registers, no loop over the groups. */
+#define FEW3_COLS(G, C, AA, BB) \
+    "ldr r12, [r1, #24 * " #G " + 8 * " #C "]\n\t" \
+    "ldr lr, [r1, #24 * " #G " + 8 * " #C " + 4]\n\t" \
+    "smlad " AA ", r8, r12, " AA "\n\t" \
+    "smlad " AA ", r9, lr, " AA "\n\t" \
+    "smlad " BB ", r10, r12, " BB "\n\t" \
+    "smlad " BB ", r11, lr, " BB "\n\t"
+#define FEW3_GROUP(G) \
+    "ldr r8, [r0, #4 * " #G "]\n\t" \
+    "ldr r10, [r0, #28 + 4 * " #G "]\n\t" \
+    "ldr r12, [r1, #24 * " #G "]\n\t" \
+    "ldr lr, [r1, #24 * " #G " + 4]\n\t" \
+    "sxtb16 r9, r8, ror #8\n\t" \
+    "sxtb16 r8, r8\n\t" \
+    "sxtb16 r11, r10, ror #8\n\t" \
+    "sxtb16 r10, r10\n\t" \
+    "smlad r2, r8, r12, r2\n\t" \
+    "smlad r2, r9, lr, r2\n\t" \
+    "smlad r5, r10, r12, r5\n\t" \
+    "smlad r5, r11, lr, r5\n\t" \
+    FEW3_COLS(G, 1, "r3", "r6") FEW3_COLS(G, 2, "r4", "r7")
+/* DSP_ROWS_OUT's rounding (every shift in [-22, -1], the full clamp) of accumulator X: round constant K,
+ * right shift N */
+#define FEW3_OUT(X, K, N) \
+    "add " X ", " X ", " X ", asr #31\n\t" \
+    "add " X ", " X ", " K "\n\t" \
+    "asr " X ", " X ", " N "\n\t" \
+    "ssat " X ", #8, " X "\n\t"
+__asm__(".pushsection .text.mf_few3_rows28,\"ax\",%progbits\n\t"
+        ".syntax unified\n\t.thumb\n\t.align 2\n\t.type mf_few3_rows28, %function\n\t.thumb_func\n"
+        "mf_few3_rows28:\n\t"
+        "push {r4-r11, lr}\n\t"
+        "sub sp, sp, #40\n\t"
+        "ldm r0, {r2-r11}\n\t"
+        "stm sp, {r2-r11}\n\t"
+        "mov r0, r1\n\t"
+        "2:\n\t"
+        "ldr r8, [sp]\n\t"
+        "ldr r1, [sp, #32]\n\t"
+        "ldr r2, [r8], #4\n\t"
+        "ldr r5, [r8], #4\n\t"
+        "str r8, [sp]\n\t"
+        "mov r3, r2\n\t"
+        "mov r4, r2\n\t"
+        "mov r6, r5\n\t"
+        "mov r7, r5\n\t"
+        FEW3_GROUP(0) FEW3_GROUP(1) FEW3_GROUP(2) FEW3_GROUP(3) FEW3_GROUP(4) FEW3_GROUP(5) FEW3_GROUP(6)
+        "add r0, r0, #56\n\t"
+        "ldr r8, [sp, #4]\n\t"
+        "ldr r9, [sp, #8]\n\t"
+        "ldr r10, [r8], #4\n\t"
+        "ldr r11, [r8], #4\n\t"
+        "ldrsb r12, [r9], #1\n\t"
+        "ldrsb lr, [r9], #1\n\t"
+        "ldr r1, [sp, #20]\n\t"
+        "str r8, [sp, #4]\n\t"
+        "str r9, [sp, #8]\n\t"
+        "lsl r2, r2, #1\n\t"
+        "lsl r3, r3, #1\n\t"
+        "lsl r4, r4, #1\n\t"
+        "lsl r5, r5, #1\n\t"
+        "lsl r6, r6, #1\n\t"
+        "lsl r7, r7, #1\n\t"
+        "smmulr r2, r2, r10\n\t"
+        "smmulr r3, r3, r10\n\t"
+        "smmulr r4, r4, r10\n\t"
+        "smmulr r5, r5, r11\n\t"
+        "smmulr r6, r6, r11\n\t"
+        "smmulr r7, r7, r11\n\t"
+        "mvn r8, r12\n\t"
+        "lsl r8, r1, r8\n\t"
+        "rsb r12, r12, #0\n\t"
+        "mvn r9, lr\n\t"
+        "lsl r9, r1, r9\n\t"
+        "rsb lr, lr, #0\n\t"
+        FEW3_OUT("r2", "r8", "r12") FEW3_OUT("r3", "r8", "r12") FEW3_OUT("r4", "r8", "r12")
+        FEW3_OUT("r5", "r9", "lr") FEW3_OUT("r6", "r9", "lr") FEW3_OUT("r7", "r9", "lr")
+        "ldr r8, [sp, #12]\n\t"
+        "ldr r9, [sp, #16]\n\t"
+        "ldr r10, [sp, #36]\n\t"
+        "ldr r1, [sp, #24]\n\t"
+        "strb r2, [r8], #1\n\t"
+        "strb r5, [r8], #1\n\t"
+        "strb r3, [r9], #1\n\t"
+        "strb r6, [r9], #1\n\t"
+        "strb r4, [r10], #1\n\t"
+        "strb r7, [r10], #1\n\t"
+        "str r8, [sp, #12]\n\t"
+        "str r9, [sp, #16]\n\t"
+        "str r10, [sp, #36]\n\t"
+        "subs r1, r1, #1\n\t"
+        "str r1, [sp, #24]\n\t"
+        "bne 2b\n\t"
+        "add sp, sp, #40\n\t"
+        "pop {r4-r11, pc}\n\t"
+        ".size mf_few3_rows28, . - mf_few3_rows28\n\t"
+        ".popsection\n");
+void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
+#endif
+
 static inline __attribute__((always_inline)) void dsp_tile_rows_neg(const int16_t *cols, const int8_t *w,
                                                                    uint32_t pairs, uint32_t depth,
                                                                    const mf_channel_requant *rq, uint32_t oc0,
@@ -1215,9 +1327,9 @@ static const int8_t *few_weights(const int8_t *w, uint32_t filters, uint32_t kh,
 
 /* few_widen for the RGB 3x3 layer (3 rows of 9 bytes) in straight-line code, inlined in few_image's loop:
  * six words, then the rows' ninth bytes as group 6's lanes 0, 1, 2 (about 40 estimated cycles a patch on the
- * Cortex-M4 model against 250 through the loops). */
+ * Cortex-M4 model against 250 through the loops). Groups of 4 taps gs int16 apart (few_widen's gs). */
 static inline __attribute__((always_inline)) void few_widen_rgb(const int8_t *src, size_t step, int16_t *cols,
-                                                               uint32_t c, int32_t off16, int32_t off) {
+                                                               uint32_t c, uint32_t gs, int32_t off16, int32_t off) {
     int16_t *dst = cols + 4u * c;
     {
         const int8_t *r1 = src + step, *r2 = r1 + step;
@@ -1225,31 +1337,32 @@ static inline __attribute__((always_inline)) void few_widen_rgb(const int8_t *sr
         const int32_t c0 = mf_ld32(r2), c1 = mf_ld32(r2 + 4), t0 = src[8] + off, t1 = r1[8] + off, t2 = r2[8] + off;
         mf_st32(dst, mf_sxtab16(off16, a0));
         mf_st32(dst + 2, mf_sxtab16_ror8(off16, a0));
-        mf_st32(dst + 8, mf_sxtab16(off16, a1));
-        mf_st32(dst + 10, mf_sxtab16_ror8(off16, a1));
-        mf_st32(dst + 16, mf_sxtab16(off16, b0));
-        mf_st32(dst + 18, mf_sxtab16_ror8(off16, b0));
-        mf_st32(dst + 24, mf_sxtab16(off16, b1));
-        mf_st32(dst + 26, mf_sxtab16_ror8(off16, b1));
-        mf_st32(dst + 32, mf_sxtab16(off16, c0));
-        mf_st32(dst + 34, mf_sxtab16_ror8(off16, c0));
-        mf_st32(dst + 40, mf_sxtab16(off16, c1));
-        mf_st32(dst + 42, mf_sxtab16_ror8(off16, c1));
-        mf_st32(dst + 48, mf_wrap32(((uint32_t)t0 & 0xFFFFu) | ((uint32_t)t2 << 16))); /* lanes 0, 2 */
-        dst[50] = (int16_t)t1;                                                          /* lane 1 */
+        mf_st32(dst + 1u * gs, mf_sxtab16(off16, a1));
+        mf_st32(dst + 1u * gs + 2u, mf_sxtab16_ror8(off16, a1));
+        mf_st32(dst + 2u * gs, mf_sxtab16(off16, b0));
+        mf_st32(dst + 2u * gs + 2u, mf_sxtab16_ror8(off16, b0));
+        mf_st32(dst + 3u * gs, mf_sxtab16(off16, b1));
+        mf_st32(dst + 3u * gs + 2u, mf_sxtab16_ror8(off16, b1));
+        mf_st32(dst + 4u * gs, mf_sxtab16(off16, c0));
+        mf_st32(dst + 4u * gs + 2u, mf_sxtab16_ror8(off16, c0));
+        mf_st32(dst + 5u * gs, mf_sxtab16(off16, c1));
+        mf_st32(dst + 5u * gs + 2u, mf_sxtab16_ror8(off16, c1));
+        mf_st32(dst + 6u * gs, mf_wrap32(((uint32_t)t0 & 0xFFFFu) | ((uint32_t)t2 << 16))); /* lanes 0, 2 */
+        dst[6u * gs + 2u] = (int16_t)t1;                                                      /* lane 1 */
     }
 }
 
-/* Column c of the interleaved pair (widen_interleaved's layout) from a patch of kh rows of rb bytes, `step`
- * bytes apart at src, in few_weights' order: each row's whole words, then the rows' last rb % 4 bytes, each
- * x + offset. The lanes past them keep the zeros few_run wrote (their weights are 0 anyway). */
+/* Column c of the interleaved columns (widen_interleaved's layout when gs = 8: the groups of 4 taps 8 int16
+ * apart; 12 for the 2 x 3 tiles' three columns) from a patch of kh rows of rb bytes, `step` bytes apart at
+ * src, in few_weights' order: each row's whole words, then the rows' last rb % 4 bytes, each x + offset. The
+ * lanes past them keep the zeros few_run wrote (their weights are 0 anyway). */
 static void few_widen(const int8_t *src, size_t step, uint32_t kh, uint32_t rb, int16_t *cols, uint32_t c,
-                      int32_t off16, int32_t off) {
+                      uint32_t gs, int32_t off16, int32_t off) {
     int16_t *dst = cols + 4u * c;
     const uint32_t q = rb & ~3u;
     const int8_t *row = src;
     for (uint32_t ky = 0; ky < kh; ky++, row += step) {
-        for (uint32_t j = 0; j < q; j += 4, dst += 8) {
+        for (uint32_t j = 0; j < q; j += 4, dst += gs) {
             const int32_t v = mf_ld32(row + j);
             mf_st32(dst, mf_sxtab16(off16, v));
             mf_st32(dst + 2, mf_sxtab16_ror8(off16, v));
@@ -1264,7 +1377,7 @@ static void few_widen(const int8_t *src, size_t step, uint32_t kh, uint32_t rb, 
         for (uint32_t j = 0; j < rb - q; j++) tail[n++] = row[j];
     }
     for (; n & 3u; n++) tail[n] = (int8_t)(-off); /* x + offset = 0 */
-    for (uint32_t j = 0; j < n; j += 4, dst += 8) {
+    for (uint32_t j = 0; j < n; j += 4, dst += gs) {
         const int32_t v = mf_ld32(tail + j);
         mf_st32(dst, mf_sxtab16(off16, v));
         mf_st32(dst + 2, mf_sxtab16_ror8(off16, v));
@@ -1312,27 +1425,43 @@ static void few_last(const int16_t *cols, const int8_t *w, uint32_t dp, const mf
 /* The natural-order patch (ky, kx, c) of a window crossing the input's border into dst: taps outside hold the
  * zero point (x + offset = 0). */
 static void few_border(const conv_geom *g, int32_t y0, int32_t x0, int8_t *dst) {
-    for (uint32_t ky = 0; ky < g->kh; ky++) {
-        const int32_t iy = y0 + (int32_t)ky * g->dl[0];
-        for (uint32_t kx = 0; kx < g->kw; kx++, dst += g->wc) {
-            const int32_t ix = x0 + (int32_t)kx * g->dl[1];
-            if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w) {
-                for (uint32_t k = 0; k < g->wc; k++) dst[k] = g->zero_point;
+    /* g's fields in locals (the int8 stores below may alias them) */
+    const int8_t *x = g->x, zp = g->zero_point;
+    const int32_t h = g->h, w = g->w, dy = g->dl[0], dx = g->dl[1];
+    const uint32_t kh = g->kh, kw = g->kw, wc = g->wc, ch = g->ch;
+    for (uint32_t ky = 0; ky < kh; ky++) {
+        const int32_t iy = y0 + (int32_t)ky * dy;
+        for (uint32_t kx = 0; kx < kw; kx++, dst += wc) {
+            const int32_t ix = x0 + (int32_t)kx * dx;
+            if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
+                /* RGB: no loop (resnet8's first layer: 81 k -> 55 k estimated cycles here, Cortex-M4) */
+                if (wc == 3u) {
+                    dst[0] = dst[1] = dst[2] = zp;
+                    continue;
+                }
+                for (uint32_t k = 0; k < wc; k++) dst[k] = zp;
                 continue;
             }
-            const int8_t *src = g->x + ((size_t)iy * (size_t)g->w + (size_t)ix) * g->ch;
-            for (uint32_t k = 0; k < g->wc; k++) dst[k] = src[k];
+            const int8_t *src = x + ((size_t)iy * (size_t)w + (size_t)ix) * ch;
+            if (wc == 3u) {
+                dst[0] = src[0], dst[1] = src[1], dst[2] = src[2];
+                continue;
+            }
+            for (uint32_t k = 0; k < wc; k++) dst[k] = src[k];
         }
     }
 }
 
-/* One image of the few-channel path: output pixels two at a time (a last odd one in both columns, its outputs
- * written twice), every filter pair by few_tiles on the dp-tap rows wp. */
-static __attribute__((noinline)) void few_image(const conv_geom *g, const int8_t *wp, const mf_channel_requant *rq,
-                                                uint32_t oc_n, uint32_t dp, uint32_t oh, uint32_t ow, int8_t *out,
-                                                int8_t *scratch, int32_t off16, int32_t in_off) {
+/* One image of the few-channel path: output pixels `lanes` at a time (the last ones repeated into the columns
+ * left, their outputs written again), every filter pair by few_tiles on the dp-tap rows wp; lanes = 3 (28
+ * taps, an even filter count): mf_few3_rows28's 2 x 3 tiles. */
+static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g, const int8_t *wp,
+                                                             const mf_channel_requant *rq, uint32_t oc_n, uint32_t dp,
+                                                             uint32_t oh, uint32_t ow, int8_t *out, int8_t *scratch,
+                                                             int32_t off16, int32_t in_off, const uint32_t lanes) {
     int16_t *cols = (int16_t *)(void *)scratch;
-    int8_t *staging = scratch + 4u * dp;
+    int8_t *staging = scratch + 6u * dp;
+    const uint32_t gs = lanes == 3u ? 12u : 8u; /* int16 from a group of 4 taps to the next */
     const uint32_t rb = g->kw * g->wc, kh = g->kh, pixels = oh * ow;
     const size_t row_step = (size_t)g->dl[0] * (size_t)g->w * g->ch, ch = g->ch;
     const int32_t st0 = g->st[0], st1 = g->st[1], pd0 = g->pd[0], pd1 = g->pd[1];
@@ -1345,29 +1474,29 @@ static __attribute__((noinline)) void few_image(const conv_geom *g, const int8_t
     const int32_t ox_lo = (pd1 + st1 - 1) / st1, ox_hi = span_x < 0 ? 0 : span_x / st1 + 1;
     const int32_t oy_lo = (pd0 + st0 - 1) / st0, oy_hi = span_y < 0 ? 0 : span_y / st0 + 1;
     const ptrdiff_t in_row = (ptrdiff_t)g->w * (ptrdiff_t)ch, px_step = (ptrdiff_t)st1 * (ptrdiff_t)ch;
-#if DSP_PW_RUNS
-    /* at 28 taps mf_pw_rows28 from one frame whose outputs alone change (as pw_run) */
-    uint32_t frame[9] = {(uint32_t)(uintptr_t)rq->bias, (uint32_t)(uintptr_t)rq->mult, (uint32_t)(uintptr_t)rq->shift,
-                         0u, 0u, (uint32_t)(2 * rq->out_off + 1), oc_n / 2u, (uint32_t)(uintptr_t)(cols + 2u * dp),
-                         (uint32_t)(uintptr_t)cols};
+#if DSP_PW_RUNS || FEW3_TILES
+    /* at 28 taps mf_pw_rows28 / mf_few3_rows28 from one frame whose outputs alone change (as pw_run) */
+    uint32_t frame[10] = {(uint32_t)(uintptr_t)rq->bias, (uint32_t)(uintptr_t)rq->mult, (uint32_t)(uintptr_t)rq->shift,
+                          0u, 0u, (uint32_t)(2 * rq->out_off + 1), oc_n / 2u, (uint32_t)(uintptr_t)(cols + 2u * dp),
+                          (uint32_t)(uintptr_t)cols, 0u};
 #endif
     int32_t oy = 0, ox = 0;
     int row_inside = contiguous && oy_lo <= 0 && 0 < oy_hi;
     const int8_t *at = x - (ptrdiff_t)pd0 * in_row - (ptrdiff_t)pd1 * (ptrdiff_t)ch; /* window (0, 0) */
-    for (uint32_t p0 = 0; p0 < pixels; p0 += 2) {
-        const uint32_t n_cols = pixels - p0 < 2u ? 1u : 2u;
-        for (uint32_t i = 0; i < 2; i++) {
+    for (uint32_t p0 = 0; p0 < pixels; p0 += lanes) {
+        const uint32_t n_cols = pixels - p0 < lanes ? pixels - p0 : lanes;
+        for (uint32_t i = 0; i < lanes; i++) {
             if (row_inside && ox >= ox_lo && ox < ox_hi) {
                 if (rgb) {
-                    few_widen_rgb(at, row_step, cols, i, off16, in_off);
+                    few_widen_rgb(at, row_step, cols, i, gs, off16, in_off);
                 } else {
-                    few_widen(at, row_step, kh, rb, cols, i, off16, in_off);
+                    few_widen(at, row_step, kh, rb, cols, i, gs, off16, in_off);
                 }
             } else {
                 few_border(g, oy * st0 - pd0, ox * st1 - pd1, staging);
-                few_widen(staging, rb, kh, rb, cols, i, off16, in_off);
+                few_widen(staging, rb, kh, rb, cols, i, gs, off16, in_off);
             }
-            if (i + 1 < n_cols) { /* the next pixel (a last odd one goes into both columns) */
+            if (i + 1 < n_cols) { /* the next pixel (the last one goes into the columns left) */
                 at += px_step;
                 if (++ox == (int32_t)ow) {
                     ox = 0, oy++;
@@ -1376,7 +1505,7 @@ static __attribute__((noinline)) void few_image(const conv_geom *g, const int8_t
                 }
             }
         }
-        if (n_cols == 2) {
+        if (n_cols == lanes) {
             at += px_step;
             if (++ox == (int32_t)ow) {
                 ox = 0, oy++;
@@ -1385,19 +1514,41 @@ static __attribute__((noinline)) void few_image(const conv_geom *g, const int8_t
             }
         }
         int8_t *out0 = out + (size_t)p0 * oc_n, *out1 = n_cols > 1 ? out0 + oc_n : out0;
+#if FEW3_TILES
+        if (lanes == 3u) {
+            frame[3] = (uint32_t)(uintptr_t)out0, frame[4] = (uint32_t)(uintptr_t)out1;
+            frame[9] = (uint32_t)(uintptr_t)(n_cols > 2 ? out1 + oc_n : out1);
+            mf_few3_rows28(frame, wp);
+        } else
+#endif
 #if DSP_PW_RUNS
         if (dp == 28u) {
             frame[3] = (uint32_t)(uintptr_t)out0, frame[4] = (uint32_t)(uintptr_t)out1;
             mf_pw_rows28(frame, wp);
-        } else {
+        } else
+#endif
+        {
             few_tiles(cols, wp, oc_n / 2u, dp, rq, out0, out1);
         }
-#else
-        few_tiles(cols, wp, oc_n / 2u, dp, rq, out0, out1);
-#endif
         if (oc_n & 1u) few_last(cols, wp + (size_t)(oc_n - 1u) * dp, dp, rq, oc_n - 1u, out0, out1);
     }
 }
+
+/* few_image_n two pixels at a time (the 2 x 2 tiles) */
+static __attribute__((noinline)) void few_image(const conv_geom *g, const int8_t *wp, const mf_channel_requant *rq,
+                                                uint32_t oc_n, uint32_t dp, uint32_t oh, uint32_t ow, int8_t *out,
+                                                int8_t *scratch, int32_t off16, int32_t in_off) {
+    few_image_n(g, wp, rq, oc_n, dp, oh, ow, out, scratch, off16, in_off, 2u);
+}
+
+#if FEW3_TILES
+/* few_image_n three pixels at a time (mf_few3_rows28; 28 taps, an even filter count) */
+static __attribute__((noinline)) void few_image3(const conv_geom *g, const int8_t *wp, const mf_channel_requant *rq,
+                                                 uint32_t oc_n, uint32_t oh, uint32_t ow, int8_t *out, int8_t *scratch,
+                                                 int32_t off16, int32_t in_off) {
+    few_image_n(g, wp, rq, oc_n, 28u, oh, ow, out, scratch, off16, in_off, 3u);
+}
+#endif
 
 /* Pixels a and b (depth 8 or 16 bytes each) as the interleaved pair of widened columns. */
 static inline void pw_widen(const int8_t *a, const int8_t *b, int16_t *cols, uint32_t depth, int32_t off16) {
@@ -1492,12 +1643,19 @@ static __attribute__((noinline)) int few_run(const mf_call *c) {
     const uint32_t dp = few_depth(c, &rq, depth, g.ch / g.wc, pointwise, small);
     if (dp == depth) return 0;
     int8_t *scratch = (int8_t *)c->scratch;
-    const int8_t *wp = few_weights((const int8_t *)w.data, oc_n, g.kh, g.kw * g.wc, dp, scratch + 5u * dp);
-    for (uint32_t k = 0; k < 4u * dp; k++) scratch[k] = 0; /* the columns' padding lanes stay 0 */
+    /* the scratch: 3 int16 columns (6 dp bytes), the staging patch (dp), the filters */
+    const int8_t *wp = few_weights((const int8_t *)w.data, oc_n, g.kh, g.kw * g.wc, dp, scratch + 7u * dp);
+    for (uint32_t k = 0; k < 6u * dp; k++) scratch[k] = 0; /* the columns' padding lanes stay 0 */
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         g.x = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
-        few_image(&g, wp, &rq, oc_n, dp, o.shape[1], ow, (int8_t *)o.data + (size_t)n * pixels * oc_n, scratch,
-                  mf_pack_off16(in_off), in_off);
+        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
+#if FEW3_TILES
+        if (dp == 28u && (oc_n & 1u) == 0) {
+            few_image3(&g, wp, &rq, oc_n, o.shape[1], ow, out_image, scratch, mf_pack_off16(in_off), in_off);
+            continue;
+        }
+#endif
+        few_image(&g, wp, &rq, oc_n, dp, o.shape[1], ow, out_image, scratch, mf_pack_off16(in_off), in_off);
     }
     return 1;
 }
