@@ -366,3 +366,41 @@ def test_choice_takes_a_thin_first_row_when_it_is_the_cheapest_fit(programs, mon
     c_got, _ = cruntime.LoadedProgram(serialize(patched)).run(values)
     py = execute(deserialize(serialize(patched)), values)
     assert [a.tobytes() for a in c_got] == [a.tobytes() for a in py] == [a.tobytes() for a in execute(graph, values)]
+
+
+def _previous_choice(graph, budget):
+    """The order choose planned candidates in before least_macs (the 4 of fewest MACs, then the bounds that meet
+    the budget first; a thin first row only on a candidate it plans): the reference for the cases that need no
+    thin row."""
+    from mcuforge import patches
+
+    found = patches.candidates(graph, patches.GRIDS, budget)
+    near = sorted((c for c in found if c.bound <= patches.NEAR * budget), key=lambda c: (c.macs, c.bound, c.split))
+    order = near[:4] + sorted(near[4:], key=lambda c: (c.bound > budget, c.macs, c.bound, c.split))
+    for c in order[:8]:
+        patched, n = patches.plan_patched(graph, c, budget)
+        if patched.arena_bytes > budget:
+            patched, n, c = patches.plan_thin(graph, c, budget, (patched, n))
+        if patched.arena_bytes <= budget:
+            return c.split, c.grid, c.first, patched.arena_bytes, c.macs, n
+    return None
+
+
+def test_choice_unchanged_where_no_thin_row_is_needed(programs):
+    """Under 6 budgets (2 on one model, 4 on the other) that patched programs meet, choose makes the previous
+    order's choice (the same split, grid, arena, MACs and depthwise in place) wherever that needed no thin first
+    row, and never one of more MACs."""
+    from mcuforge.patches import choose
+
+    same = 0
+    for name, fractions in (("stem", (0.75, 0.9)), ("wide", (0.3, 0.35, 0.4, 0.5))):
+        graph = programs[name].graph
+        for budget in (int(graph.arena_bytes * f) for f in fractions):
+            plan = choose(graph, ram_budget=budget)[1]
+            assert plan.split and plan.arena_after <= budget, (name, budget, plan)  # met by a patched program
+            old = _previous_choice(graph, budget)
+            assert old is not None and plan.macs_after <= old[4], (name, budget, plan, old)
+            if old[2] == 0:
+                assert (plan.split, plan.grid, plan.first, plan.arena_after, plan.macs_after, plan.in_place) == old
+                same += 1
+    assert same == 6, same
