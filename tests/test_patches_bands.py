@@ -8,6 +8,8 @@ of the proof are caught by the replay and change the outputs (the checks can fai
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from board_sweep import BoardSweep
@@ -320,3 +322,85 @@ def test_banded_on_board(programs, target):
     assert _stale_reads(merged) == 0
     assert sum(op.attrs.get("outside", 0) for op in merged.ops) >= 1
     sweep.assert_same_on_board(target)
+
+
+def _fits(graph, c, budget):
+    """Every plan choose may make of candidate ``c`` (even rows, then each thin first row), planned as it plans
+    them: (arena, MACs, first) of those that meet ``budget``."""
+    from mcuforge.patches import macs, plan_patched
+
+    out = []
+    for first in (0, *thin_rows(graph, c)):
+        patched = plan_patched(graph, dataclasses.replace(c, first=first), budget)[0]
+        if patched.arena_bytes <= budget:
+            out.append((patched.arena_bytes, macs(patched), first))
+    return out
+
+
+def test_choice_takes_a_thin_first_row_when_it_is_the_cheapest_fit(programs, monkeypatch):
+    """A constructed case (the candidates choose sees are set): four cheap candidates that miss the budget, one
+    whose even rows miss it but a thin first row meets it, and a dearer one whose even-row bound meets it.
+    choose returns the thin-row plan: the least MACs of every plan of every candidate that meets the budget
+    (each planned here, even rows and every thin first row), and Python == host C for it."""
+    from mcuforge import patches
+    from mcuforge.patches import candidates, choose
+
+    graph = programs["wide"].graph
+    by = {(c.split, c.grid): c for c in candidates(graph)}
+    misses = [by[4, (3, 2)], by[4, (2, 3)], by[3, (2, 3)], by[3, (3, 3)]]
+    thin, dear = by[3, (4, 3)], by[4, (4, 4)]
+    budget = 10_500
+    found = [*misses, thin, dear]
+    assert all(c.bound <= patches.NEAR * budget for c in found)  # all planned by choose
+    assert dear.bound <= budget < thin.bound and thin.macs < dear.macs
+    assert not any(_fits(graph, c, budget) for c in misses)  # the construction: none of them fits
+    fits = {c: _fits(graph, c, budget) for c in (thin, dear)}
+    assert fits[thin] and all(first for _a, _m, first in fits[thin]), fits  # only a thin first row meets it
+    least = min(m for f in fits.values() for _a, m, _f in f)
+    monkeypatch.setattr(patches, "candidates", lambda *a, **k: list(found))
+    patched, plan = choose(graph, ram_budget=budget)
+    assert (plan.split, plan.grid) == (thin.split, thin.grid) and plan.first > 0, plan
+    assert plan.arena_after == patched.arena_bytes <= budget and plan.macs_after == least < dear.macs, plan
+    assert (plan.arena_after, plan.macs_after, plan.first) in fits[thin]
+    values = _input(graph, np.random.default_rng(29))
+    c_got, _ = cruntime.LoadedProgram(serialize(patched)).run(values)
+    py = execute(deserialize(serialize(patched)), values)
+    assert [a.tobytes() for a in c_got] == [a.tobytes() for a in py] == [a.tobytes() for a in execute(graph, values)]
+
+
+def _previous_choice(graph, budget):
+    """The order choose planned candidates in before least_macs (the 4 of fewest MACs, then the bounds that meet
+    the budget first; a thin first row only on a candidate it plans): the reference for the cases that need no
+    thin row."""
+    from mcuforge import patches
+
+    found = patches.candidates(graph, patches.GRIDS, budget)
+    near = sorted((c for c in found if c.bound <= patches.NEAR * budget), key=lambda c: (c.macs, c.bound, c.split))
+    order = near[:4] + sorted(near[4:], key=lambda c: (c.bound > budget, c.macs, c.bound, c.split))
+    for c in order[:8]:
+        patched, n = patches.plan_patched(graph, c, budget)
+        if patched.arena_bytes > budget:
+            patched, n, c = patches.plan_thin(graph, c, budget, (patched, n))
+        if patched.arena_bytes <= budget:
+            return c.split, c.grid, c.first, patched.arena_bytes, c.macs, n
+    return None
+
+
+def test_choice_unchanged_where_no_thin_row_is_needed(programs):
+    """Under 6 budgets (2 on one model, 4 on the other) that patched programs meet, choose makes the previous
+    order's choice (the same split, grid, arena, MACs and depthwise in place) wherever that needed no thin first
+    row, and never one of more MACs."""
+    from mcuforge.patches import choose
+
+    same = 0
+    for name, fractions in (("stem", (0.75, 0.9)), ("wide", (0.3, 0.35, 0.4, 0.5))):
+        graph = programs[name].graph
+        for budget in (int(graph.arena_bytes * f) for f in fractions):
+            plan = choose(graph, ram_budget=budget)[1]
+            assert plan.split and plan.arena_after <= budget, (name, budget, plan)  # met by a patched program
+            old = _previous_choice(graph, budget)
+            assert old is not None and plan.macs_after <= old[4], (name, budget, plan, old)
+            if old[2] == 0:
+                assert (plan.split, plan.grid, plan.first, plan.arena_after, plan.macs_after, plan.in_place) == old
+                same += 1
+    assert same == 6, same
