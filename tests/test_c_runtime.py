@@ -243,13 +243,14 @@ ARM_CPUS = [("cortex-m0plus", ["-mfloat-abi=soft"]), ("cortex-m3", ["-mfloat-abi
 @pytest.mark.parametrize("cpu,fpu", ARM_CPUS, ids=[c for c, _ in ARM_CPUS])
 def test_sources_compile_for_cortex_m(cpu, fpu, tmp_path):
     """Every runtime and kernel file (portable and DSP/MVE paths) compiles with -Werror, with and
-    without tracing, and without double-precision promotion, at the firmware's -O3."""
-    for trace in (0, 1):
-        cmd = ["arm-none-eabi-gcc", f"-mcpu={cpu}", "-mthumb", *fpu, *cruntime.WARNING_FLAGS, "-O3",
+    without tracing, and without double-precision promotion, at the firmware's -O3 and at the levels a
+    user's own build may pick (the inline asm needs registers that -O0 and -Os do not leave: guarded)."""
+    for level, trace in (("-O3", 0), ("-O3", 1), ("-O0", 0), ("-O1", 0), ("-O2", 0), ("-Os", 0)):
+        cmd = ["arm-none-eabi-gcc", f"-mcpu={cpu}", "-mthumb", *fpu, *cruntime.WARNING_FLAGS, level,
                "-ffp-contract=off", "-fno-strict-aliasing", f"-DMF_TRACE={trace}",
                f"-I{cruntime.CSRC / 'include'}", "-c", *map(str, cruntime.runtime_sources())]
         result = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
-        assert result.returncode == 0, f"{cpu}, MF_TRACE={trace}:\n{result.stderr}"
+        assert result.returncode == 0, f"{cpu}, {level}, MF_TRACE={trace}:\n{result.stderr}"
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))

@@ -296,7 +296,7 @@ static inline int8_t add_dsp4_one(const add_fold_k *k, int32_t x_g, int32_t x_e)
     return mf_clamp_s8(add_smmlar(s * 2, k->m_o, k->k_o + (s >> 31)) >> k->n_o, -128, 127);
 }
 
-#if defined(__OPTIMIZE__)
+#if defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__) /* -Os keeps too few registers for the asm's 14 */
 /* One element (byte lane ROR of the words in r11, lr) of the asm loop; OUT_ACC the output's SMMLAR
  * accumulator, OUT_SIGN the line that makes it (k_o - [S < 0] into t1) or nothing (out_off = -128). */
 #define ADD4_EL(ROR, OUT_SIGN, OUT_ACC, STORE)                                                         \
@@ -335,7 +335,7 @@ static inline int8_t add_dsp4_one(const add_fold_k *k, int32_t x_g, int32_t x_e)
 
 static void add_dsp4(const add_fold_k *k, const int8_t *a, const int8_t *b, int8_t *out, uint32_t n) {
     uint32_t i = 0;
-#if defined(__OPTIMIZE__)
+#if defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__)
     if (n >= 4) {
         const int8_t *end = a + (n & ~3u);
         const add_fold_k *kp = k;

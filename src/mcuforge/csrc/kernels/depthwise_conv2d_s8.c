@@ -434,7 +434,7 @@ static inline const int8_t *dw_at(const int8_t *xb, ptrdiff_t off) {
 }
 
 int mf_depthwise_mve(const mf_call *c, const int8_t *w) {
-    dw_geom g;
+    dw_geom g = {0}; /* zeroed: -O1's flow analysis cannot see that dw_geom_on fills it (-Wmaybe-uninitialized) */
     if (!dw_geom_on(c, w, &g) || !mf_requant_vector_ok(&g.rq, (uint32_t)g.ch)) return 0;
     const int32_t C = g.ch, row = g.wi * C, dy = g.dl[0] * row, dx = g.dl[1] * C, step = g.st[1] * C;
     const int32_t ystep = g.st[0] * row, orow = g.ow * C;
