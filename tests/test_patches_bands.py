@@ -388,8 +388,8 @@ def _previous_choice(graph, budget):
 
 def test_choice_unchanged_where_no_thin_row_is_needed(programs):
     """Under 6 budgets (2 on one model, 4 on the other) that patched programs meet, choose makes the previous
-    order's choice (the same split, grid, arena, MACs and depthwise in place) wherever that needed no thin first
-    row, and never one of more MACs."""
+    order's choice (the same split, grid, arena, MACs and depthwise in place) or one of fewer MACs wherever that
+    needed no thin first row, and never one of more MACs."""
     from mcuforge.patches import choose
 
     same = 0
@@ -400,7 +400,8 @@ def test_choice_unchanged_where_no_thin_row_is_needed(programs):
             assert plan.split and plan.arena_after <= budget, (name, budget, plan)  # met by a patched program
             old = _previous_choice(graph, budget)
             assert old is not None and plan.macs_after <= old[4], (name, budget, plan, old)
-            if old[2] == 0:
-                assert (plan.split, plan.grid, plan.first, plan.arena_after, plan.macs_after, plan.in_place) == old
+            if old[2] == 0:  # fewer MACs (a candidate the old order never planned fits), or the same choice
+                choice = (plan.split, plan.grid, plan.first, plan.arena_after, plan.macs_after, plan.in_place)
+                assert plan.macs_after < old[4] or choice == old, (name, budget, choice, old)
                 same += 1
     assert same == 6, same

@@ -12,7 +12,17 @@ import numpy as np
 import pytest
 
 from mcuforge.cruntime import aten_table_index
-from mcuforge.ir import DTYPES, OP_KINDS, OPTIONAL_ATTRS, Graph, Op, QParams, Tensor, TensorRef, kernel_scratch_bytes
+from mcuforge.ir import (
+    DTYPES,
+    OP_KINDS,
+    OPTIONAL_ATTRS,
+    Graph,
+    Op,
+    QParams,
+    Tensor,
+    TensorRef,
+    least_scratch_bytes,
+)
 from mcuforge.lower.fallback import aten_fp32_attrs
 from mcuforge.program import FORMAT_VERSION, MAGIC, ProgramFormatError, deserialize, read_header, serialize
 from mcuforge.program import layout as L
@@ -66,7 +76,7 @@ def make_graph(target: str = "cortex-m4") -> Graph:
         Tensor("empty", (0, 5), "float32", data=np.zeros((0, 5), np.float32)),
     ]
     tensors_by_name, arena = _planned(tensors)
-    scratch = kernel_scratch_bytes("conv2d_s8", (2, 3, 3, 3), target)  # 160 bytes on cortex-m4
+    scratch = least_scratch_bytes("conv2d_s8", (2, 3, 3, 3), target)  # 160 bytes on cortex-m4 (the im2col plan)
     ops = [
         Op("conv2d_s8", ["x", "conv.weight", "conv.bias", "conv.mult", "conv.shift"], ["y"], conv_attrs(),
            scratch_bytes=scratch, scratch_offset=-(-arena // 16) * 16, reason="ignored", debug={"module": "conv"}),

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .kinds import KINDS, kinds_where
-from .kinds.scratch import FORMULAS, ScratchFormula, round_up
+from .kinds.scratch import FORMULAS, OPTIONAL_SCRATCH, ScratchFormula, round_up
 from .targets import get_target
 
 #: The value ranges of the quantized activation dtypes (int8, and A16W8's int16).
@@ -187,6 +187,18 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     return formula()
 
 
+def least_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str) -> int:
+    """The least scratch a convolution of ``kind`` may be given on ``target`` (OHWI ``weight_shape``): what
+    :func:`kernel_scratch_bytes` plans, or the smaller plan of its slower path where the faster one's is
+    optional (mcuforge.kinds.scratch.OPTIONAL_SCRATCH); the readers refuse less."""
+    need = kernel_scratch_bytes(kind, weight_shape, target)
+    smaller = OPTIONAL_SCRATCH.get((kind, get_target(target).kernel_path))
+    if smaller:  # the faster path's plan is optional: the slower one's is the least
+        _, kh, kw, ic = weight_shape
+        need = min(need, next(f for f in FORMULAS if f.name == smaller)(depth=kh * kw * ic))
+    return need
+
+
 #: The fewest windows a row of the channel-planar path at stride 2 takes (depthwise_conv2d_s8.c DWP2_MIN).
 DWP2_MIN = 19
 
@@ -344,7 +356,7 @@ def concat_slice_start(op: Op, tensors: dict[str, Tensor], name: str) -> int | N
 def scratch_size_problem(op: Op, tensors: dict[str, Tensor], target: str) -> str | None:
     """Why ``op.scratch_bytes`` does not fit its kernel, or None: a conv2d_s8's scratch is none (0, the
     portable path) or at least what :func:`kernel_scratch_bytes` plans for the program's ``target`` (or the
-    smaller plan of mcuforge.plan.OPTIONAL_SCRATCH, whose slower path the kernel then runs); the
+    smaller plan of mcuforge.kinds.scratch.OPTIONAL_SCRATCH, whose slower path the kernel then runs); the
     writer, the Python reader and the C loader all refuse a smaller one (a plan and a kernel that
     disagree). An lstm_s8 / gru_s8 needs its scratch (the int16 state and gates): none is a problem too."""
     if op.kind in RECURRENT_GATES and len(op.inputs) >= 3 and op.inputs[2] in tensors:
@@ -356,12 +368,7 @@ def scratch_size_problem(op: Op, tensors: dict[str, Tensor], target: str) -> str
     if op.kind != "conv2d_s8" or not op.scratch_bytes or len(op.inputs) < 2 or op.inputs[1] not in tensors:
         return None
     weight = tensors[op.inputs[1]].shape
-    need = kernel_scratch_bytes(op.kind, weight, target) if len(weight) == 4 else 0
-    from .plan import OPTIONAL_SCRATCH  # noqa: PLC0415 - plan imports this module
-
-    smaller = OPTIONAL_SCRATCH.get((op.kind, get_target(target).kernel_path))
-    if smaller and len(weight) == 4:  # the faster path's plan is optional: the slower one's is the least
-        need = min(need, next(f for f in FORMULAS if f.name == smaller)(depth=weight[1] * weight[2] * weight[3]))
+    need = least_scratch_bytes(op.kind, weight, target) if len(weight) == 4 else 0
     if op.scratch_bytes < need:
         return f"scratch_bytes {op.scratch_bytes} is less than the {need} bytes its kernel needs (0: no scratch)"
     return None

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 from .ir import Graph, Op, Tensor, kernel_scratch_bytes
 from .kinds import KIND
-from .plan import OPTIONAL_SCRATCH, _peak, allocations, choose_in_place, input_overlap, plan_arena
+from .kinds.scratch import OPTIONAL_SCRATCH
+from .plan import _peak, allocations, choose_in_place, input_overlap, plan_arena, trim_optional_scratch
 from .targets import get_target
 
 CONVS = ("conv2d_s8", "depthwise_conv2d_s8", "conv2d_s4", "depthwise_conv2d_s4")
@@ -497,7 +498,10 @@ def plan_patched(graph: Graph, c: Candidate, ram_budget: int | None = None, in_p
         if overlap:
             overlap_input(patched)
         n = 0
-        if plan_arena(patched) > (ram_budget if ram_budget is not None else -1) and in_place:
+        # plans the arena; a patch op keeps its whole op's faster-path scratch only where the patched arena
+        # stays what the slower paths need, or within ram_budget (the whole op's room was the unpatched arena's)
+        trim_optional_scratch(patched, ram_budget)
+        if patched.arena_bytes > (ram_budget if ram_budget is not None else -1) and in_place:
             n = choose_in_place(patched)
         if best is None or patched.arena_bytes < best[0].arena_bytes:
             best = (patched, n)

@@ -48,6 +48,7 @@ import bisect
 from collections.abc import Collection
 
 from .ir import IN_PLACE_INPUTS, Graph, Op, concat_slice_start, depthwise_in_place_fast
+from .kinds.scratch import OPTIONAL_SCRATCH
 
 ALIGNMENT = 16
 
@@ -471,12 +472,6 @@ def plan_arena(graph: Graph) -> int:
 
 
 
-#: A kernel that runs a faster path with more scratch and, given the smaller plan of the named formula
-#: (mcuforge.kinds.scratch), a slower path with the same bytes out (the kernel checks the scratch it gets):
-#: (kind, kernel path) -> that formula. conv2d_s4 on Helium: the filters unpacked to int8 (up to 4 KB) and run
-#: by conv2d_s8's MVE path, else the packed-weight paths. conv2d_s8 on DSP: a few-channel layer's filters
-#: copied with padded rows (conv2d_s8_dsp) for the 2 x 2 tiles' asm, else the im2col path's C loops.
-OPTIONAL_SCRATCH = {("conv2d_s4", "mve"): "conv2d_s4_im2col", ("conv2d_s8", "dsp"): "conv2d_s8_im2col"}
 
 
 def trim_optional_scratch(graph: Graph, ram_budget: int | None = None) -> list[int]:

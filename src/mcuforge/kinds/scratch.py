@@ -46,7 +46,7 @@ FORMULAS: tuple[ScratchFormula, ...] = (
     ScratchFormula("conv2d_s8_im2col", ("conv2d_s8",), ("mve",), ("depth",), "5 * round_up(depth, 16)",
                    "MVE: an int8 patch (depth = kh * kw * filter channels) and 4 interleaved ones in 16-byte chunks; "
                    "DSP: 2 int16 patches and an int8 one; 5 patches rounded up to 16 serve both (on DSP the smaller "
-                   "plan of conv2d_s8_dsp, mcuforge.plan.OPTIONAL_SCRATCH)"),
+                   "plan of conv2d_s8_dsp, mcuforge.kinds.scratch.OPTIONAL_SCRATCH)"),
     ScratchFormula("conv2d_s8_dsp", ("conv2d_s8",), ("dsp",), ("depth", "filters"),
                    "5 * round_up(depth, 16) + (filters * round_up(depth, 8) + 2 * round_up(depth, 16)) "
                    "* min(1, round_up(depth, 8) - depth) * min(1, 65 // (depth + 1))",
@@ -110,3 +110,11 @@ def render_c() -> str:
         out += [f"static inline uint32_t mf_scratch_{f.name}({args}) {{ return {f.c_expr()}; }}", ""]
     out += ["#endif /* MF_KIND_SCRATCH_H */", ""]
     return "\n".join(out)
+
+
+#: A kernel that runs a faster path with more scratch and, given the smaller plan of the named formula
+#: (above), a slower path with the same bytes out (the kernel checks the scratch it gets):
+#: (kind, kernel path) -> that formula. conv2d_s4 on Helium: the filters unpacked to int8 (up to 4 KB) and run
+#: by conv2d_s8's MVE path, else the packed-weight paths. conv2d_s8 on DSP: a few-channel layer's filters
+#: copied with padded rows (conv2d_s8_dsp) for the 2 x 2 tiles' asm, else the im2col path's C loops.
+OPTIONAL_SCRATCH = {("conv2d_s4", "mve"): "conv2d_s4_im2col", ("conv2d_s8", "dsp"): "conv2d_s8_im2col"}

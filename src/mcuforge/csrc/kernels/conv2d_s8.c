@@ -54,7 +54,7 @@ enum { A_IN_OFF, A_OUT_OFF, A_STRIDE, A_PAD, A_DIL, A_ACT_MIN, A_ACT_MAX };
 
 /* The least scratch mcuforge.ir.kernel_scratch_bytes plans for the program's target, by the same formulas
  * (mcuforge/kinds/scratch.py, kind_table.h): 5 patches rounded up to 16 bytes (DSP, MVE; on DSP the
- * few-channel path's larger plan is optional: mcuforge.plan.OPTIONAL_SCRATCH), 12 bytes a tap (cortex-m3's
+ * few-channel path's larger plan is optional: mcuforge.kinds.scratch.OPTIONAL_SCRATCH), 12 bytes a tap (cortex-m3's
  * scalar path), none (cortex-m0plus: portable). */
 static uint32_t planned_scratch_bytes(const mf_program *p, uint32_t depth) {
     if (p->isa_id == MF_ISA_DSP || p->isa_id == MF_ISA_MVE) return mf_scratch_conv2d_s8_im2col(depth);
@@ -1296,7 +1296,7 @@ static void run_blocks(const conv_geom *g, const mve_mm *m, const int8_t *wg, ui
  * taps and not a multiple of 8, one group, not the in-place 1x1, per-channel requantization with a bias,
  * every shift in [-22, -1] and the full clamp (dsp_tile_rows_neg), two filters or more, an optimized build
  * (the asm) and conv2d_s8_dsp's scratch (the planner gives it where the arena allows:
- * mcuforge.plan.OPTIONAL_SCRATCH; with less, the im2col path runs). */
+ * mcuforge.kinds.scratch.OPTIONAL_SCRATCH; with less, the im2col path runs). */
 static uint32_t few_depth(const mf_call *c, const mf_channel_requant *rq, uint32_t depth, uint32_t groups,
                           int pointwise, int small) {
     const uint32_t dp = (depth + 3u) / 4u == 7u ? 28u : (depth + 7u) & ~7u;

@@ -15,7 +15,7 @@ static inline uint32_t mf_scratch_max(uint32_t a, uint32_t b) { return a > b ? a
 
 /* conv2d_s8 on mve: MVE: an int8 patch (depth = kh * kw * filter channels) and 4 interleaved ones in 16-byte
  * chunks; DSP: 2 int16 patches and an int8 one; 5 patches rounded up to 16 serve both (on DSP the smaller plan of
- * conv2d_s8_dsp, mcuforge.plan.OPTIONAL_SCRATCH). */
+ * conv2d_s8_dsp, mcuforge.kinds.scratch.OPTIONAL_SCRATCH). */
 static inline uint32_t mf_scratch_conv2d_s8_im2col(uint32_t depth) { return 5u * MF_ROUND_UP(depth, 16u); }
 
 /* conv2d_s8 on dsp: conv2d_s8_im2col's patches, then, for a patch of at most 64 taps and not a multiple of 8 (the
