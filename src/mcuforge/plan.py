@@ -47,7 +47,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Collection
 
-from .ir import IN_PLACE_INPUTS, Graph, Op, concat_slice_start, depthwise_in_place_fast
+from .ir import IN_PLACE_INPUTS, Graph, Op, concat_slice_start, depthwise_in_place_fast, least_scratch_bytes
 from .kinds.scratch import OPTIONAL_SCRATCH
 
 ALIGNMENT = 16
@@ -479,19 +479,16 @@ def trim_optional_scratch(graph: Graph, ram_budget: int | None = None) -> list[i
     slower paths need, or within ``ram_budget`` when one is given with room: a program trades RAM for speed
     only when the user asks (a RAM budget), never by default. Elsewhere the smaller plan, whose path gives the
     same bytes out. Plans the arena; returns the ops left with the smaller plan."""
-    from .kinds.scratch import FORMULAS
     from .targets import get_target
 
     path = get_target(graph.target).kernel_path
     small: dict[int, int] = {}
     for i, op in enumerate(graph.ops):
-        name = OPTIONAL_SCRATCH.get((op.kind, path))
-        weight = graph.tensors.get(op.inputs[1]) if name and len(op.inputs) > 1 else None
+        optional = (op.kind, path) in OPTIONAL_SCRATCH and len(op.inputs) > 1
+        weight = graph.tensors.get(op.inputs[1]) if optional else None
         if weight is None or len(weight.shape) != 4:
             continue
-        (formula,) = [f for f in FORMULAS if f.name == name]
-        _, kh, kw, ic = weight.shape
-        need = formula(depth=kh * kw * ic)
+        need = least_scratch_bytes(op.kind, weight.shape, graph.target)
         if need < op.scratch_bytes:
             small[i] = need
     if not small:  # nothing to choose (every program but W4A8 on Helium): one plan
