@@ -14,8 +14,9 @@ files with the change:
     python -m pytest tests/test_guards.py --update-guards
 
 The figures are this machine's: the instruction counts hold on any host (QEMU counts the guest's
-instructions), the SQNR figures move by a few hundredths of a dB with the CPU's float arithmetic
-(docs/accuracy.md), far inside the 0.3 dB tolerance.
+instructions), the SQNR figures move with the CPU's float arithmetic (docs/accuracy.md): by up to 0.25 dB
+between the machine that wrote the file and an AMD EPYC (torchvision mobilenet_v2_035 W4A8), so the tolerance
+is 0.6 dB, still well inside the 2.7 dB a coarsened first layer costs (the test below).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import input_dependent
 GUARDS = Path(__file__).resolve().parent / "guards"
 SQNR_FILE, INSTRUCTIONS_FILE = GUARDS / "sqnr.json", GUARDS / "instructions.json"
 REGENERATE = "python -m pytest tests/test_guards.py --update-guards"
-SQNR_DROP_DB = 0.3
+SQNR_DROP_DB = 0.6  # cross-CPU spread seen: 0.25 dB; see the module docstring
 INSTRUCTION_RISE = 0.01
 SQNR_SEEDS = (0, 1)
 CALIBRATION_ITEMS, EVALUATION_ITEMS = 8, 8
@@ -189,10 +190,10 @@ def test_instruction_guard(model, request):
 
 def test_sqnr_guard_fails_on_a_drop_naming_model_precision_and_figure():
     stored = {"int8": 30.0, "w4a8": 25.0}
-    failures, notes = check_sqnr("ds_cnn", stored, {"int8": 29.65, "w4a8": 25.2})
-    assert failures == ["ds_cnn int8: output SQNR 29.65 dB, guard 30.00 dB (-0.35 dB): dropped by more than 0.3 dB"]
+    failures, notes = check_sqnr("ds_cnn", stored, {"int8": 29.35, "w4a8": 25.2})
+    assert failures == ["ds_cnn int8: output SQNR 29.35 dB, guard 30.00 dB (-0.65 dB): dropped by more than 0.6 dB"]
     assert not notes
-    failures, notes = check_sqnr("ds_cnn", stored, {"int8": 29.75, "w4a8": 25.5})  # within; a rise
+    failures, notes = check_sqnr("ds_cnn", stored, {"int8": 29.45, "w4a8": 25.7})  # within; a rise
     assert not failures and len(notes) == 1 and "w4a8" in notes[0] and "--update-guards" in notes[0]
     assert "no guard figure" in check_sqnr("ds_cnn", stored, {"a16w8": 60.0})[0][0]
 
