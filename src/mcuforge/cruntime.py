@@ -43,7 +43,7 @@ FUZZ_FLAGS = ("-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=fuzzer,address
 STATUS_NAMES = (
     "MF_OK", "MF_ERR_MAGIC", "MF_ERR_VERSION", "MF_ERR_TRUNCATED", "MF_ERR_CRC", "MF_ERR_BOUNDS",
     "MF_ERR_FORMAT", "MF_ERR_TARGET", "MF_ERR_UNSUPPORTED_OP", "MF_ERR_ARENA_TOO_SMALL", "MF_ERR_ARG",
-    "MF_ERR_SHAPE", "MF_ERR_STATE", "MF_ERR_NO_DELEGATE",
+    "MF_ERR_SHAPE", "MF_ERR_STATE", "MF_ERR_NO_DELEGATE", "MF_ERR_NPU_UNREACHABLE",
 )
 _DTYPES = {0: np.int8, 1: np.int16, 2: np.int32, 3: np.float32, 4: np.int64, 5: np.bool_}
 

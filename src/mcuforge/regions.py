@@ -35,7 +35,9 @@ from .targets import KB, MB, BoardMemory, get_target
 @dataclass(frozen=True)
 class Region:
     """One memory of a board: ``speed`` ranks the RAMs (0 fastest); ``kind`` "ram" (the planner may use it),
-    "flash" (where the program file lives) or "code" (RAM kept for the firmware: not planned into)."""
+    "flash" (where the program file lives) or "code" (RAM kept for the firmware: not planned into). ``npu``: the
+    board's NPU reaches it with its own DMA (an Ethos-U reads its command stream and weights and reads and writes
+    its scratch there itself; a core's TCM is private to the core). False on a board without an NPU."""
 
     name: str
     base: int
@@ -43,6 +45,7 @@ class Region:
     speed: int = 0
     kind: str = "ram"
     note: str = ""
+    npu: bool = False
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,11 @@ class BoardSpec:
         if not flashes:
             raise ValueError(f"board {self.key!r} lists no flash region for the program file")
         return flashes[0]
+
+    @property
+    def npu_regions(self) -> tuple[Region, ...]:
+        """The RAMs the board's NPU reaches, fastest first (empty: the board has no NPU)."""
+        return tuple(r for r in self.ram_regions if r.npu)
 
     @property
     def memory(self) -> BoardMemory:
@@ -135,13 +143,17 @@ BOARDS: dict[str, BoardSpec] = {b.key: b for b in (
     # 0x21000000, QSPI 8 MB (ROM) at 0x28000000, DDR at 0x60000000): checked against QEMU's model; Arm AN547
     # sec. 4 (memory map) gives the same. The DDR region is the part of it the test firmware gives programs
     # (mcuforge.firmware.boards: 64 MB). The ISRAM's first 1 MB holds the firmware's data and stack.
+    # NPU reach (``npu``): the Ethos-U55's two AXI managers sit on the SSE-300's main interconnect (SRAM, ISRAM,
+    # DDR, the QSPI flash: Arm's ML embedded evaluation kit, "Memory considerations", puts the NPU's tensor arena
+    # in the SRAM and reads the model from the flash over the NPU's second AXI port); the ITCM and DTCM are the
+    # Cortex-M55's tightly coupled memories, on its own TCM interface, which the NPU's DMA does not reach.
     _b("mps3-an547", "Corstone-300 (MPS3 AN547)", "cortex-m55", (
         Region("ITCM", 0x0000_0000, 512 * KB, 0, "code"),
         Region("DTCM", 0x2000_0000, 512 * KB, 0, note="4 banks of 128 KB"),
-        Region("SRAM", 0x0100_0000, 2 * MB, 1),
-        Region("ISRAM", 0x2110_0000, 3 * MB, 1, note="0x21000000 4 MB; the first 1 MB is the firmware's"),
-        Region("DDR", 0x6000_0000, 64 * MB, 2),
-        Region("flash", 0x2800_0000, 8 * MB, 9, "flash", "the QSPI flash (QEMU: a ROM)"),
+        Region("SRAM", 0x0100_0000, 2 * MB, 1, npu=True),
+        Region("ISRAM", 0x2110_0000, 3 * MB, 1, note="0x21000000 4 MB; the first 1 MB is the firmware's", npu=True),
+        Region("DDR", 0x6000_0000, 64 * MB, 2, npu=True),
+        Region("flash", 0x2800_0000, 8 * MB, 9, "flash", "the QSPI flash (QEMU: a ROM)", npu=True),
     ), "QEMU hw/arm/mps2-tz.c an547_raminfo; Arm AN547 sec. 4"),
 )}
 BOARDS["corstone-300"] = BOARDS["mps3-an547"]
@@ -209,14 +221,17 @@ def _first_fit(placed: list[tuple[int, int, int, int]], first: int, last: int, s
 
 
 def _split(spans: dict[Key, tuple[int, int, int]], regions: tuple[Region, ...],
-           order: list[Key]) -> tuple[dict[Key, tuple[int, int]], Key | None]:
+           order: list[Key], npu_keys: frozenset[Key] = frozenset()) -> tuple[dict[Key, tuple[int, int]], Key | None]:
     """Allocation -> (region index, offset in it), placing in ``order`` each into the fastest region with
-    room; the first allocation that fits nowhere (None when all fit)."""
+    room (an NPU buffer, ``npu_keys``, only into a region the NPU reaches); the first allocation that fits
+    nowhere (None when all fit)."""
     placed: list[list[tuple[int, int, int, int]]] = [[] for _ in regions]
     where: dict[Key, tuple[int, int]] = {}
     for key in order:
         first, last, size = spans[key]
         for j, region in enumerate(regions):
+            if key in npu_keys and not region.npu:
+                continue
             offset = _first_fit(placed[j], first, last, size)
             if offset + size <= region.size:
                 placed[j].append((offset, offset + size, first, last))
@@ -240,6 +255,59 @@ def _describe(graph: Graph, key: Key, spans: dict[Key, tuple[int, int, int]], re
     return (f"{what} ({size:,} B, live over {ops}) fits no RAM region ({free}); the arena planned as one needs "
             f"{need:,} B, the regions hold {total:,} B"
             + (f": short by {need - total:,} B" if need > total else " but not in pieces that fit"))
+
+
+def npu_scratch_ops(graph: Graph) -> frozenset[int]:
+    """The ops whose scratch buffer the NPU reads and writes itself: each delegate op's (Vela's scratch region,
+    which holds the subgraph's inputs, outputs and intermediates). The delegate's input and output tensors
+    are copied in and out of it by the CPU, so they may lie anywhere."""
+    return frozenset(i for i, op in enumerate(graph.ops) if op.kind == "delegate" and op.scratch_bytes)
+
+
+def _delegate_name(graph: Graph, i: int) -> str:
+    op = graph.ops[i]
+    return f"delegate op {i} ({op.attrs.get('npu', 'npu')}, {op.debug.get('module') or 'subgraph'})"
+
+
+def _describe_npu(graph: Graph, key: int, spans: dict[Key, tuple[int, int, int]], regions: tuple[Region, ...],
+                  where: dict[Key, tuple[int, int]], board: BoardSpec) -> str:
+    """The refusal for a delegate's scratch that fits no region its NPU reaches: the op, the buffer, the bytes
+    missing in the reachable region closest to holding it."""
+    first, last, size = spans[key]
+    reach = [(j, r) for j, r in enumerate(regions) if r.npu]
+    others = ", ".join(r.name for r in regions if not r.npu)
+    head = f"{_delegate_name(graph, key)}: its NPU scratch buffer (op {key}'s scratch, {size:,} B) "
+    if not reach:
+        return head + f"has no RAM region of {board.name} the NPU reaches (none is marked npu; {others} are not)"
+    live = {j: sum(spans[k][2] for k, (jj, _o) in where.items() if jj == j and k != key
+                   and spans[k][0] <= last and first <= spans[k][1]) for j, _r in reach}
+    short = min(live[j] + size - r.size for j, r in reach)
+    free = ", ".join(f"{r.name} {r.size:,} B with {live[j]:,} B live" for j, r in reach)
+    return (head + f"fits no region the NPU reaches ({free}" + (f"; not {others}: the NPU does not reach them"
+                                                               if others else "") + ")"
+            + (f": short by {short:,} B" if short > 0 else ": the free bytes are not in one piece"))
+
+
+def _check_npu_constants(graph: Graph, board: BoardSpec) -> None:
+    """The NPU reads each delegate's command stream and weights where the constants are (the flash, or their
+    RAM copy): refuse a board whose constants' home the NPU does not reach, naming the op and the blobs."""
+    ops = sorted(npu_scratch_ops(graph) | {i for i, op in enumerate(graph.ops) if op.kind == "delegate"})
+    if not ops:
+        return
+    if not any(r.npu for r in board.regions):
+        raise RegionError(f"{_delegate_name(graph, ops[0])} runs on an NPU, but {board.name} lists no memory an NPU "
+                          f"reaches (no region is marked npu: the board has no NPU)")
+    home = board.region(board.constants)
+    if home.npu:
+        return
+    i = ops[0]
+    op = graph.ops[i]
+    blobs = [n for n in op.inputs[op.attrs.get("input_count", 0):] if n and not n.endswith(".tosa")]
+    what = " and ".join(f"{n} ({graph.tensors[n].nbytes:,} B)" for n in blobs)
+    reach = ", ".join(r.name for r in board.regions if r.npu)
+    raise RegionError(f"{_delegate_name(graph, i)}: the NPU reads its {what} where the constants are, "
+                      f"{board.name}'s {home.name}, which the NPU does not reach: keep the constants in a memory it "
+                      f"reaches ({reach})")
 
 
 def constants_section_bytes(graph: Graph) -> int:
@@ -272,6 +340,7 @@ def place(graph: Graph, board: BoardSpec) -> list[RegionUse]:
     regions = board.ram_regions
     if not regions:
         raise ValueError(f"board {board.key!r} lists no RAM region")
+    _check_npu_constants(graph, board)
     graph.constants_at = -1
     target = board.constants_region
     reserve = _align(constants_section_bytes(graph)) if target is not None else 0
@@ -323,7 +392,10 @@ def _reserve(graph: Graph, regions: tuple[Region, ...], uses: list[RegionUse], k
 
 
 def _place(graph: Graph, board: BoardSpec, regions: tuple[Region, ...]) -> list[RegionUse]:
-    whole = [r for r in regions if graph.arena_bytes <= r.size]
+    npu_keys = npu_scratch_ops(graph)
+    # The arena whole in one region only where the NPU reaches it when a delegate's scratch is in it: a faster
+    # TCM the NPU cannot reach then takes the CPU's buffers and the scratch goes to a region the NPU reaches.
+    whole = [r for r in regions if graph.arena_bytes <= r.size and (r.npu or not npu_keys)]
     if whole and whole[0].speed == regions[0].speed:  # one of the fastest regions holds it: the plan as it is
         graph.regions = ()
         return [RegionUse(whole[0].name, 0, graph.arena_bytes, whole[0].size)]
@@ -333,15 +405,18 @@ def _place(graph: Graph, board: BoardSpec, regions: tuple[Region, ...]) -> list[
         sorted(spans, key=lambda k: (spans[k][1] - spans[k][0], spans[k][2], tie[k])),  # shortest-lived first
         sorted(spans, key=lambda k: (-spans[k][2], spans[k][0], tie[k])),  # largest first: packs tighter
     )
-    where, missing = _split(spans, regions, orders[0])
+    where, missing = _split(spans, regions, orders[0], npu_keys)
     if missing is not None:
-        where2, missing2 = _split(spans, regions, orders[1])
+        where2, missing2 = _split(spans, regions, orders[1], npu_keys)
         if missing2 is not None and whole:  # no split fits, but a slower region holds it all
             graph.regions = ()
             return [RegionUse(whole[0].name, 0, graph.arena_bytes, whole[0].size)]
         if missing2 is not None:
+            if missing not in npu_keys and missing2 in npu_keys:
+                missing, where = missing2, where2
             raise RegionError(f"the program does not fit the RAM regions of {board.name}: "
-                              + _describe(graph, missing, spans, regions, where))
+                              + (_describe_npu(graph, missing, spans, regions, where, board) if missing in npu_keys
+                                 else _describe(graph, missing, spans, regions, where)))
         where = where2
     used = [max((o + spans[k][2] for k, (j, o) in where.items() if j == i), default=0)
             for i in range(len(regions))]

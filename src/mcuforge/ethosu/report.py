@@ -13,6 +13,20 @@ def npu_mac_share(prog: Any) -> tuple[float, int, int]:
     return (npu / total if total else 0.0), npu, total
 
 
+def scratch_place(graph: Any, op_index: int) -> str:
+    """Where a delegate op's NPU scratch sits: its RAM region (a program split across a board's regions,
+    which the planner kept to the regions the NPU reaches) or the one arena, and its bytes."""
+    from ..regions import region_of
+
+    op = graph.ops[op_index]
+    if not op.scratch_bytes:
+        return "NPU scratch   none"
+    region = region_of(graph, op.scratch_offset)
+    where = "the arena (one region)" if region == "arena" else f"region {region}"
+    start = next((s for n, s, _b in graph.regions if n == region), 0)
+    return f"NPU scratch   {op.scratch_bytes:,} B in {where} at offset {op.scratch_offset - start:,}"
+
+
 def _span(ops: tuple[int, ...]) -> str:
     return f"op {ops[0]}" if len(ops) == 1 else f"ops {ops[0]}-{ops[-1]}"
 
@@ -38,6 +52,7 @@ def npu_summary(prog: Any) -> str:
                      f"{d.npu_cycles:,} NPU cycles ({d.total_cycles:,} total), {d.macs:,} MACs, "
                      f"SRAM {d.sram_bytes:,} B, flash {d.flash_bytes:,} B "
                      f"+ command stream {d.command_stream_bytes:,} B")
+        lines.append(f"    {scratch_place(prog.graph, d.op_index)}")
     cpu = [op for op in ops if op.backend in ("int8", "fp32")]
     lines.append(f"CPU ops         {len(cpu)}" + (":" if cpu else ""))
     for op in cpu:

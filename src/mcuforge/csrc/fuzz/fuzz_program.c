@@ -91,7 +91,7 @@ static mf_status npu_touch(void *user, const mf_delegate_call *call) {
 
 static const mf_delegate fake_npu = {NULL, NULL, npu_touch, npu_touch};
 
-static int known_status(mf_status s) { return (unsigned)s <= (unsigned)MF_ERR_NO_DELEGATE; }
+static int known_status(mf_status s) { return (unsigned)s <= (unsigned)MF_ERR_NPU_UNREACHABLE; }
 
 static void run_program(const mf_program *p, const uint8_t *seed, size_t seed_n) {
     const uint32_t need = mf_program_arena_bytes(p);

@@ -39,3 +39,18 @@ void mf_host_trace_init(mf_trace_sink *t, void (*write)(void *, const uint8_t *,
     t->dropped_pending_bytes = 0;
     t->dropped_records = 0;
 }
+
+/* The host's NPU reach, as a board defines mf_board_npu_reaches (replacing the runtime's weak default):
+ * here the tests mark one address range the "NPU" does not reach (an empty range: it reaches everything),
+ * to check that mf_init_delegate / mf_init_regions_delegate refuse such a buffer before writing any. */
+static uintptr_t unreachable_lo, unreachable_hi;
+
+void mf_host_npu_unreachable(const void *address, size_t nbytes) {
+    unreachable_lo = (uintptr_t)address;
+    unreachable_hi = (uintptr_t)address + nbytes;
+}
+
+int mf_board_npu_reaches(const void *address, size_t nbytes) {
+    const uintptr_t lo = (uintptr_t)address, hi = lo + nbytes;
+    return hi <= unreachable_lo || unreachable_hi <= lo;
+}

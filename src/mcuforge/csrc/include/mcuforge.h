@@ -78,7 +78,9 @@ typedef enum {
     MF_ERR_ARG = 10,             /* bad API argument (NULL, index out of range, wrong size) */
     MF_ERR_SHAPE = 11,           /* an op's tensors/attributes do not fit its kernel */
     MF_ERR_STATE = 12,           /* call out of order (e.g. mf_invoke before mf_init) */
-    MF_ERR_NO_DELEGATE = 13      /* program has NPU delegate ops and no (matching) delegate was registered */
+    MF_ERR_NO_DELEGATE = 13,     /* program has NPU delegate ops and no (matching) delegate was registered */
+    MF_ERR_NPU_UNREACHABLE = 14  /* a buffer the NPU would read or write lies where it cannot reach
+                                    (mf_board_npu_reaches) */
 } mf_status;
 
 /* "MF_OK", "MF_ERR_CRC", ...; "MF_ERR_UNKNOWN" for other values. Never NULL. */
@@ -263,9 +265,21 @@ typedef struct mf_delegate {
 } mf_delegate;
 
 /* mf_init, with an NPU driver for the program's delegate ops (delegate may be NULL for a program
- * without them). MF_ERR_NO_DELEGATE: delegate ops and no delegate, or one for another NPU. */
+ * without them). MF_ERR_NO_DELEGATE: delegate ops and no delegate, or one for another NPU.
+ * MF_ERR_NPU_UNREACHABLE (ctx->error_op: the delegate op): a buffer the NPU would read or write (the op's
+ * scratch region in the arena, its command stream or weights where the constants are) is not where
+ * mf_board_npu_reaches says the NPU reaches; checked before any byte of the arena is written. */
 mf_status mf_init_delegate(mf_context *ctx, const mf_program *p, uint8_t *arena, size_t arena_size,
                            const mf_delegate *delegate);
+/* mf_init_regions with an NPU driver: one buffer per RAM region (as mf_init_regions), each delegate op's
+ * buffers checked as by mf_init_delegate before any buffer is written. */
+mf_status mf_init_regions_delegate(mf_context *ctx, const mf_program *p, uint8_t *const *buffers,
+                                   const size_t *sizes, uint32_t count, const mf_delegate *delegate);
+/* Whether the board's NPU reaches [address, address + nbytes) with its own DMA (nonzero: yes). The runtime
+ * asks before it hands a buffer to the NPU. The runtime's definition is weak and says yes to everything; a
+ * board whose NPU does not reach some memory (the Cortex-M55's TCMs on Corstone-300) defines its own from its
+ * memory map (docs/memory.md, "NPU reach"). */
+int mf_board_npu_reaches(const void *address, size_t nbytes);
 /* Number of delegate (NPU) ops in a loaded program. */
 uint32_t mf_program_delegate_count(const mf_program *p);
 

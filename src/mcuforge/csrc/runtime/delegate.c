@@ -102,6 +102,40 @@ static int npu_matches(const mf_delegate *d, const mf_call *c) {
     return d->npu == NULL || (strlen(d->npu) == length && memcmp(d->npu, npu, length) == 0);
 }
 
+/* The default for a board that says nothing about its NPU's reach: every address (the host, a board whose
+ * NPU reaches all its RAM). Weak, so that a board's own definition replaces it at link time. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((weak))
+#endif
+int mf_board_npu_reaches(const void *address, size_t nbytes) {
+    (void)address;
+    (void)nbytes;
+    return 1;
+}
+
+static int reaches(const void *address, size_t nbytes) {
+    return nbytes == 0 || mf_board_npu_reaches(address, nbytes);
+}
+
+mf_status mf_delegate_reach(mf_context *ctx) {
+    const mf_program *p = ctx->program;
+    if (ctx->delegate == NULL) return MF_OK;
+    for (uint32_t i = 0; i < p->op_count; i++) {
+        mf_call c;
+        mf_call_read(p, i, &ctx->map, &c);
+        if (c.kind != MF_KIND_DELEGATE) continue;
+        mf_delegate_call call;
+        delegate_call(&c, &call); /* the addresses the driver would get; nothing is read or written */
+        if (!reaches(call.scratch, call.scratch_size) || !reaches(call.command_stream, call.command_stream_size) ||
+            !reaches(call.weights, call.weights_size)) {
+            ctx->ready = 0;
+            ctx->error_op = (int32_t)i;
+            return ctx->error = MF_ERR_NPU_UNREACHABLE;
+        }
+    }
+    return MF_OK;
+}
+
 mf_status mf_delegate_bind(mf_context *ctx) {
     const mf_program *p = ctx->program;
     for (uint32_t i = 0; i < p->op_count; i++) {

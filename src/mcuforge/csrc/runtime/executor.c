@@ -6,15 +6,20 @@
 #include "mf_internal.h"
 #include "mf_trace_internal.h"
 
-/* Where the kernels read the constants: in place in the program file, or (format 3.3) a copy made here in
- * the arena bytes the planner reserved for it (one memcpy; the arena was zeroed first). */
+/* Where the kernels read the constants: in place in the program file, or (format 3.3) a copy in the arena
+ * bytes the planner reserved for it. Only the address here: copy_constants writes the copy once the buffers
+ * have passed every check. */
 static void bind_constants(mf_context *ctx) {
     const mf_program *p = ctx->program;
-    ctx->map.constants = p->data + p->constants_offset;
-    if (!p->constants_in_ram) return;
-    uint8_t *copy = mf_arena_at(&ctx->map, p->constants_at);
-    if (p->constants_size) memcpy(copy, p->data + p->constants_offset, p->constants_size);
-    ctx->map.constants = copy;
+    ctx->map.constants = p->constants_in_ram ? mf_arena_at(&ctx->map, p->constants_at)
+                                             : p->data + p->constants_offset;
+}
+
+static void copy_constants(mf_context *ctx) {
+    const mf_program *p = ctx->program;
+    if (p->constants_in_ram && p->constants_size) {
+        memcpy(mf_arena_at(&ctx->map, p->constants_at), p->data + p->constants_offset, p->constants_size);
+    }
 }
 
 mf_status mf_init(mf_context *ctx, const mf_program *p, uint8_t *arena, size_t arena_size) {
@@ -30,7 +35,6 @@ mf_status mf_init_delegate(mf_context *ctx, const mf_program *p, uint8_t *arena,
     if (arena == NULL && mf_program_arena_bytes(p) > 0) return ctx->error = MF_ERR_ARG;
     if ((uintptr_t)arena & 15u) return ctx->error = MF_ERR_ARG;
     if (arena_size < mf_program_arena_bytes(p)) return ctx->error = MF_ERR_ARENA_TOO_SMALL;
-    if (arena != NULL) memset(arena, 0, mf_program_arena_bytes(p));
     ctx->program = p;
     ctx->arena = arena;
     ctx->arena_size = arena_size;
@@ -38,12 +42,21 @@ mf_status mf_init_delegate(mf_context *ctx, const mf_program *p, uint8_t *arena,
     ctx->map.base[0] = arena;
     ctx->delegate = delegate;
     bind_constants(ctx);
+    /* the NPU's buffers checked before the arena is written: a refused call leaves it untouched */
+    if (mf_delegate_reach(ctx) != MF_OK) return ctx->error;
+    if (arena != NULL) memset(arena, 0, mf_program_arena_bytes(p));
+    copy_constants(ctx);
     ctx->ready = 1;
     return mf_delegate_bind(ctx); /* MF_ERR_NO_DELEGATE (and not ready) if NPU ops have no driver */
 }
 
 mf_status mf_init_regions(mf_context *ctx, const mf_program *p, uint8_t *const *buffers, const size_t *sizes,
                           uint32_t count) {
+    return mf_init_regions_delegate(ctx, p, buffers, sizes, count, NULL);
+}
+
+mf_status mf_init_regions_delegate(mf_context *ctx, const mf_program *p, uint8_t *const *buffers,
+                                   const size_t *sizes, uint32_t count, const mf_delegate *delegate) {
     if (ctx == NULL) return MF_ERR_ARG;
     if (p == NULL || p->data == NULL) {
         memset(ctx, 0, sizeof *ctx);
@@ -56,7 +69,7 @@ mf_status mf_init_regions(mf_context *ctx, const mf_program *p, uint8_t *const *
         ctx->error_op = -1;
         return ctx->error = MF_ERR_ARG;
     }
-    if (p->region_count == 0) return mf_init(ctx, p, buffers[0], sizes[0]);
+    if (p->region_count == 0) return mf_init_delegate(ctx, p, buffers[0], sizes[0], delegate);
     /* every buffer checked before any is written: a refused call leaves them untouched */
     for (uint32_t k = 0; k < count; k++) {
         mf_status s = MF_OK;
@@ -75,13 +88,16 @@ mf_status mf_init_regions(mf_context *ctx, const mf_program *p, uint8_t *const *
     ctx->arena_size = sizes[0];
     ctx->map.count = count;
     for (uint32_t k = 0; k < count; k++) {
-        memset(buffers[k], 0, p->region_bytes[k]);
         ctx->map.base[k] = buffers[k];
         ctx->map.start[k] = p->region_start[k];
     }
+    ctx->delegate = delegate;
     bind_constants(ctx);
+    if (mf_delegate_reach(ctx) != MF_OK) return ctx->error; /* before any buffer is written */
+    for (uint32_t k = 0; k < count; k++) memset(buffers[k], 0, p->region_bytes[k]);
+    copy_constants(ctx);
     ctx->ready = 1;
-    return mf_delegate_bind(ctx); /* no NPU driver here: MF_ERR_NO_DELEGATE for a program with NPU ops */
+    return mf_delegate_bind(ctx); /* MF_ERR_NO_DELEGATE (and not ready) if NPU ops have no driver */
 }
 
 mf_status mf_set_input(mf_context *ctx, uint32_t i, const void *data, size_t nbytes) {

@@ -152,6 +152,10 @@ const mf_kernel *mf_kernel_lookup(uint16_t kind);
 /* At mf_init: MF_ERR_NO_DELEGATE if the program has delegate ops that ctx->delegate cannot run; else
  * the delegate's init per delegate op. */
 mf_status mf_delegate_bind(mf_context *ctx);
+/* At mf_init, before any buffer is written (ctx's map and constants address set): MF_ERR_NPU_UNREACHABLE,
+ * in ctx->error / error_op, if a delegate op's scratch, command stream or weights lie where
+ * mf_board_npu_reaches says the NPU does not reach; MF_OK without a delegate (nothing goes to an NPU). */
+mf_status mf_delegate_reach(mf_context *ctx);
 /* One delegate op: inputs into the NPU scratch region, the delegate's execute, outputs out. */
 mf_status mf_delegate_run(mf_context *ctx, const mf_call *c);
 

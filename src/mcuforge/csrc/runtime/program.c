@@ -27,7 +27,7 @@ const char *mf_status_name(mf_status s) {
     static const char *const names[] = {
         "MF_OK", "MF_ERR_MAGIC", "MF_ERR_VERSION", "MF_ERR_TRUNCATED", "MF_ERR_CRC", "MF_ERR_BOUNDS",
         "MF_ERR_FORMAT", "MF_ERR_TARGET", "MF_ERR_UNSUPPORTED_OP", "MF_ERR_ARENA_TOO_SMALL", "MF_ERR_ARG",
-        "MF_ERR_SHAPE", "MF_ERR_STATE", "MF_ERR_NO_DELEGATE",
+        "MF_ERR_SHAPE", "MF_ERR_STATE", "MF_ERR_NO_DELEGATE", "MF_ERR_NPU_UNREACHABLE",
     };
     unsigned i = (unsigned)s;
     return i < sizeof names / sizeof names[0] ? names[i] : "MF_ERR_UNKNOWN";
