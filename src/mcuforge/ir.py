@@ -312,7 +312,9 @@ def arena_overlap_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
     of an overlapped graph input, ``mcuforge.plan.input_bands``)."""
     def span(name: str) -> tuple[int, int] | None:
         t = tensors.get(name)
-        return None if not name or t is None or t.is_constant or t.nbytes == 0 else (t.offset, t.offset + arena_extent(t))
+        if not name or t is None or t.is_constant or t.nbytes == 0:
+            return None
+        return t.offset, t.offset + arena_extent(t)
 
     in_place = IN_PLACE_INPUTS.get(op.kind, ())
     outputs = [(name, span(name), False) for name in op.outputs]
