@@ -144,8 +144,9 @@ def test_pitched_slices_and_format(branches):
         h = read_header(data)
         assert (h.version_major, h.version_minor) == L.PITCH_VERSION and h.tensor_record_size == 56, name
         back = deserialize(data)
-        assert {n: (t.offset, t.pitch) for n, t in back.tensors.items() if not t.is_constant} == \
-            {n: (t.offset, t.pitch) for n, t in graph.tensors.items() if not t.is_constant}, name
+        assert {n: (t.offset, t.pitch) for n, t in back.tensors.items() if not t.is_constant} == {
+            n: (t.offset, t.pitch) for n, t in graph.tensors.items() if not t.is_constant
+        }, name
 
 
 def test_unpitched_programs_keep_their_bytes(branches):
@@ -183,8 +184,9 @@ def test_placed_on_board(branches, target):
     rng = np.random.default_rng(11)
     for name, graph in branches:
         values = _input(graph, rng)
-        assert [a.tobytes() for a in execute(graph, values)] == \
-            [a.tobytes() for a in execute(_unplaced(graph), values)], name
+        assert [a.tobytes() for a in execute(graph, values)] == [
+            a.tobytes() for a in execute(_unplaced(graph), values)
+        ], name
         sweep.add_graph(name, graph, values)
     merged = deserialize(sweep.program(target))
     assert len(_pitched(merged)) == 3 * len(branches)
