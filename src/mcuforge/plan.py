@@ -40,6 +40,9 @@ lets the producer of each input write straight into its slice (``alias_offsets``
 output's plus the bytes of the inputs before it), and the kernel copies nothing where source and destination
 are the same bytes. Only for an input read by that concat alone, not a graph input or output, and only
 where :func:`choose_concat_placement` finds it lowers the planned arena (``Op.in_place`` on the concat).
+Along the channels of 4-D NHWC maps (fire modules, Inception blocks) an input written by a conv2d_s8, avgpool_s8 or
+maxpool_s8 is placed pitched (``Tensor.pitch``, :func:`channel_pitches`: its kernel writes pixel p's channels at
+``out + p * pitch``, format 3.4; docs/memory.md).
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def _fingerprint(graph: Graph) -> tuple:
     """Everything a plan's views depend on, as ids and plain values (one tuple comparison checks it)."""
     return (graph.arena_bytes,
             tuple((id(op), tuple(op.inputs), tuple(op.outputs)) for op in graph.ops),
-            tuple((id(t), id(t.data), t.offset, tuple(t.shape), t.dtype) for t in graph.tensors.values()))
+            tuple((id(t), id(t.data), t.offset, t.pitch, tuple(t.shape), t.dtype) for t in graph.tensors.values()))
 
 
 #: Plans by graph (id, dropped when the graph is collected) and number of runs.
