@@ -74,6 +74,9 @@ class Tensor:
     data: np.ndarray | None = None  # constant value (stored in flash); None for activations
     layout: str = "plain"
     offset: int = -1  # arena offset, set by the planner (activations only)
+    # Elements from one pixel's channels to the next's (a 4-D int8 NHWC activation written into its channel slice
+    # of a concat's output, mcuforge.plan's concat by placement: the concat's channel count); 0: dense.
+    pitch: int = 0
 
     @property
     def is_constant(self) -> bool:
@@ -86,6 +89,19 @@ class Tensor:
     @property
     def nbytes(self) -> int:
         return dtype_nbytes(self.dtype, self.numel)
+
+
+def arena_extent(t: Tensor) -> int:
+    """The arena bytes ``t`` spans from its offset: ``nbytes``, or for a pitched tensor (``Tensor.pitch``) up to
+    its last pixel's last channel (the bytes between belong to the other slices of the concat's output)."""
+    if not t.pitch or not t.numel:
+        return t.nbytes
+    return (t.numel // t.shape[-1] - 1) * t.pitch + t.shape[-1]
+
+
+#: The kinds whose kernels (Python, C portable, DSP, MVE, scalar) take a pitched output (``Tensor.pitch``): they
+#: write pixel p's channels at ``out + p * pitch``.
+PITCHED_OUTPUT_KINDS = ("conv2d_s8", "avgpool_s8", "maxpool_s8")
 
 
 def dtype_nbytes(dtype: str, numel: int) -> int:
@@ -296,7 +312,9 @@ def arena_overlap_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
     of an overlapped graph input, ``mcuforge.plan.input_bands``)."""
     def span(name: str) -> tuple[int, int] | None:
         t = tensors.get(name)
-        return None if not name or t is None or t.is_constant or t.nbytes == 0 else (t.offset, t.offset + t.nbytes)
+        if not name or t is None or t.is_constant or t.nbytes == 0:
+            return None
+        return t.offset, t.offset + arena_extent(t)
 
     in_place = IN_PLACE_INPUTS.get(op.kind, ())
     outputs = [(name, span(name), False) for name in op.outputs]
@@ -308,6 +326,9 @@ def arena_overlap_problem(op: Op, tensors: dict[str, Tensor]) -> str | None:
             if may_share and o[0] == s[0] and o[1] <= s[1]:
                 continue
             if j == 0 and other in op.inputs and s[1] <= o[1] and concat_slice_start(op, tensors, other) == s[0] - o[0]:
+                continue
+            if (j == 0 and other in op.inputs and s[1] <= o[1] and tensors[other].pitch
+                    and concat_channel_start(op, tensors, other) == s[0] - o[0]):
                 continue
             if j == 0 and other == op.inputs[0] and op.kind == "slice" and op.attrs.get("outside") == 1:
                 box = slice_box_bytes(op, tensors[other])
@@ -351,6 +372,68 @@ def concat_slice_start(op: Op, tensors: dict[str, Tensor], name: str) -> int | N
     if not 0 <= axis < len(shape) or any(d != 1 for d in shape[:axis]):
         return None
     return sum(tensors[n].nbytes for n in op.inputs[:k])
+
+
+def concat_channel_start(op: Op, tensors: dict[str, Tensor], name: str) -> int | None:
+    """Where input ``name`` of a ``concat_s8`` along the channels of 4-D int8 NHWC tensors starts in each pixel of
+    the output (the channels of the inputs before it), else None. A producer of a kind of
+    :data:`PITCHED_OUTPUT_KINDS` may then write the input pitched (``Tensor.pitch``: the output's channel count)
+    straight into that slice (``mcuforge.plan``, concat by placement)."""
+    axis = op.attrs.get("axis")
+    if op.kind != "concat_s8" or len(op.outputs) != 1 or axis != 3 or op.inputs.count(name) != 1:
+        return None
+    if any(n not in tensors for n in op.inputs) or op.outputs[0] not in tensors:
+        return None
+    out = tensors[op.outputs[0]]
+    ins = [tensors[n] for n in op.inputs]
+    if any(len(t.shape) != 4 or t.dtype != "int8" or t.layout != "nhwc" for t in [out, *ins]):
+        return None
+    if any(t.shape[:3] != out.shape[:3] for t in ins) or sum(t.shape[3] for t in ins) != out.shape[3]:
+        return None
+    k = op.inputs.index(name)
+    return sum(t.shape[3] for t in ins[:k])
+
+
+def pitch_problem(tensors: dict[str, Tensor], ops: list[Op], graph_io: list[str]) -> str | None:
+    """Why the graph's pitched tensors (``Tensor.pitch``) cannot be run, or None. A pitched tensor is a 4-D int8
+    NHWC activation with a pitch of at least its channel count, written by one op of a kind of
+    :data:`PITCHED_OUTPUT_KINDS` (its only output) and read by one ``concat_s8`` alone, on its channel slice of
+    that concat's output (:func:`concat_channel_start`), whose channel count is the pitch; not a graph input or
+    output. Every other kernel reads and writes dense tensors."""
+    pitched = {n for n, t in tensors.items() if t.pitch}
+    if not pitched:
+        return None
+    for n in sorted(pitched):
+        t = tensors[n]
+        if t.is_constant or t.dtype != "int8" or len(t.shape) != 4 or t.layout != "nhwc" or t.pitch < t.shape[3]:
+            return (f"tensor {n!r} has pitch {t.pitch}: only a 4-D int8 NHWC activation may, with a pitch of at "
+                    f"least its channel count ({t.shape[-1] if t.shape else 0})")
+        if n in graph_io:
+            return f"tensor {n!r} has pitch {t.pitch} and is a graph input or output (those are dense)"
+    writers: dict[str, int] = {}
+    readers: dict[str, int] = {}
+    for i, op in enumerate(ops):
+        for pos, n in enumerate(op.outputs):
+            if n not in pitched:
+                continue
+            if op.kind not in PITCHED_OUTPUT_KINDS or pos or len(op.outputs) != 1 or n in writers:
+                return (f"op {i} ({op.kind}) writes pitched tensor {n!r}: only {', '.join(PITCHED_OUTPUT_KINDS)} "
+                        "write a pitched output, one op each")
+            writers[n] = i
+        for n in op.inputs:
+            if n not in pitched:
+                continue
+            out = tensors.get(op.outputs[0]) if op.outputs else None
+            if (op.kind != "concat_s8" or n in readers or out is None or out.pitch or len(out.shape) != 4
+                    or out.shape[3] != tensors[n].pitch or concat_channel_start(op, tensors, n) is None
+                    or tensors[n].offset - out.offset != concat_channel_start(op, tensors, n)):
+                return (f"op {i} ({op.kind}) reads pitched tensor {n!r}: only one concat_s8 along the channels may, "
+                        "the tensor on its slice of the output, the pitch the output's channel count")
+            readers[n] = i
+    for n in sorted(pitched):
+        if n not in writers or n not in readers or writers[n] > readers[n]:
+            return f"pitched tensor {n!r} is not written by an op before the concat_s8 that reads it"
+    return None
 
 
 def scratch_size_problem(op: Op, tensors: dict[str, Tensor], target: str) -> str | None:

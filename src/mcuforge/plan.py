@@ -40,6 +40,9 @@ lets the producer of each input write straight into its slice (``alias_offsets``
 output's plus the bytes of the inputs before it), and the kernel copies nothing where source and destination
 are the same bytes. Only for an input read by that concat alone, not a graph input or output, and only
 where :func:`choose_concat_placement` finds it lowers the planned arena (``Op.in_place`` on the concat).
+Along the channels of 4-D NHWC maps (fire modules, Inception blocks) an input written by a conv2d_s8, avgpool_s8 or
+maxpool_s8 is placed pitched (``Tensor.pitch``, :func:`channel_pitches`: its kernel writes pixel p's channels at
+``out + p * pitch``, format 3.4; docs/memory.md).
 """
 
 from __future__ import annotations
@@ -47,7 +50,16 @@ from __future__ import annotations
 import bisect
 from collections.abc import Collection
 
-from .ir import IN_PLACE_INPUTS, Graph, Op, concat_slice_start, depthwise_in_place_fast, least_scratch_bytes
+from .ir import (
+    IN_PLACE_INPUTS,
+    PITCHED_OUTPUT_KINDS,
+    Graph,
+    Op,
+    concat_channel_start,
+    concat_slice_start,
+    depthwise_in_place_fast,
+    least_scratch_bytes,
+)
 from .kinds.scratch import OPTIONAL_SCRATCH
 
 ALIGNMENT = 16
@@ -128,11 +140,17 @@ def placed_concat_inputs(graph: Graph, i: int, life: dict[str, tuple[int, int]],
     offset in the output): the slice is contiguous (every axis before the concat axis has extent 1), the input
     is written by an op (not a graph input, not a constant), is not a graph output, is read by this concat
     alone and once, and is its own allocation (not an in-place output). A concat_s8 copies bytes (the lowering
-    requantizes an input of other qparams first), so the placed input is already the output's bytes."""
+    requantizes an input of other qparams first), so the placed input is already the output's bytes.
+
+    Along the channels of 4-D NHWC maps (:func:`mcuforge.ir.concat_channel_start`: SqueezeNet's fire modules,
+    Inception blocks) the slice is a run of channels in every pixel: an input written by the only output of an op
+    of :data:`mcuforge.ir.PITCHED_OUTPUT_KINDS` is placed there pitched (:func:`channel_pitches`), the concat's
+    output being its own allocation (not placed in turn)."""
     op = graph.ops[i]
     placed: dict[str, int] = {}
     if len(op.outputs) != 1 or op.outputs[0] in parent:
         return placed
+    writer = {n: o for o in graph.ops for n in o.outputs}
     for name in op.inputs:
         t = graph.tensors.get(name) if name else None
         if (t is None or t.is_constant or t.nbytes == 0 or name in outputs or name in parent
@@ -141,7 +159,30 @@ def placed_concat_inputs(graph: Graph, i: int, life: dict[str, tuple[int, int]],
         at = concat_slice_start(op, graph.tensors, name)
         if at is not None:
             placed[name] = at
+            continue
+        at = concat_channel_start(op, graph.tensors, name)
+        producer = writer.get(name)
+        if at is not None and producer is not None and producer.kind in PITCHED_OUTPUT_KINDS \
+                and len(producer.outputs) == 1 and t.shape[3] < graph.tensors[op.outputs[0]].shape[3]:
+            placed[name] = at
     return placed
+
+
+def channel_pitches(graph: Graph, aliases: dict[str, tuple[str, int]]) -> dict[str, int]:
+    """The pitch (``Tensor.pitch``) of every input placed on its channel slice of a ``concat_s8`` (``aliases``:
+    :func:`alias_offsets`; placed along the channels of a map of more than one pixel): the output's channels."""
+    pitches: dict[str, int] = {}
+    for op in graph.ops:
+        if op.kind != "concat_s8" or not op.in_place:
+            continue
+        out = graph.tensors[op.outputs[0]]
+        root = aliases[op.outputs[0]][0]
+        for name in op.inputs:
+            if (name and name != root and aliases.get(name, (name, 0))[0] == root
+                    and concat_slice_start(op, graph.tensors, name) is None
+                    and concat_channel_start(op, graph.tensors, name) is not None):
+                pitches[name] = out.shape[-1]
+    return pitches
 
 
 def choose_concat_placement(graph: Graph) -> int:
@@ -454,8 +495,12 @@ def plan_arena(graph: Graph) -> int:
         sorted(spans, key=lambda k: (-spans[k][2] * (spans[k][1] - spans[k][0] + 1), tie[k])),  # largest area
     )
     arena, offsets = min((_place(spans, order, ties) for order in orders), key=lambda plan: plan[0])
-    for name, (r, at) in alias_offsets(graph).items():
+    aliases = alias_offsets(graph)
+    for name, (r, at) in aliases.items():
         graph.tensors[name].offset = offsets[r] + at
+    pitches = channel_pitches(graph, aliases)
+    for name, t in graph.tensors.items():  # a placed channel slice is pitched, only while it is placed
+        t.pitch = pitches.get(name, 0)
     for t in graph.tensors.values():
         if t.is_constant:
             t.offset = -1

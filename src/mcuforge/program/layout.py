@@ -26,6 +26,10 @@ REGIONS_VERSION = (3, 2)
 #: where in the arena (header bytes 116..123); only such a program is written as 3.3. A 3.2 reader would read the
 #: constants in place, which is as valid (the reserved arena bytes stay unused).
 CONSTANTS_RAM_VERSION = (3, 3)
+#: 3.4: pitched tensors (concat by placement along the channels, ``Tensor.pitch``): tensor records grow to
+#: ``TENSOR_PITCHED`` (a u32 pitch after the 52 bytes) and carry flag ``TENSOR_FLAG_PITCHED``; only a program with
+#: one is written as 3.4 (every other as before, byte for byte). Older readers refuse the flag (unknown bit).
+PITCH_VERSION = (3, 4)
 
 CONSTANT_ALIGN = 16  # constants are read in place from flash, with SIMD loads on MVE
 SECTION_ALIGN = 4  # every other section holds 32-bit words
@@ -98,6 +102,10 @@ MAX_REGIONS = 8
 # nbytes.
 TENSOR = struct.Struct("<IIBBBB6IfiII")
 assert TENSOR.size == 52
+# 3.4: the record of a program with a pitched tensor (every record of that program): the 52 bytes, then the pitch
+# (elements from one pixel's channels to the next's; 0 unless TENSOR_FLAG_PITCHED).
+TENSOR_PITCH = struct.Struct("<I")
+TENSOR_PITCHED_SIZE = TENSOR.size + TENSOR_PITCH.size
 
 # Op record: kind id, backend, precision, inputs (start, count) and outputs (start, count) in the index
 # pool, attribute values (start, word count) in the attrs pool, scratch bytes and the scratch buffer's
@@ -107,7 +115,8 @@ assert OP.size == 36
 
 TENSOR_FLAG_CONSTANT = 1
 TENSOR_FLAG_QPARAMS = 2
-TENSOR_FLAGS_KNOWN = TENSOR_FLAG_CONSTANT | TENSOR_FLAG_QPARAMS
+TENSOR_FLAG_PITCHED = 4  # 3.4: the record's pitch field is the tensor's pitch (mcuforge.ir.Tensor.pitch)
+TENSOR_FLAGS_KNOWN = TENSOR_FLAG_CONSTANT | TENSOR_FLAG_QPARAMS | TENSOR_FLAG_PITCHED
 
 # Stable codes: never renumber, only append.
 DTYPE_CODES = {"int8": 0, "int16": 1, "int32": 2, "float32": 3, "int64": 4, "bool": 5, "int4": 6}

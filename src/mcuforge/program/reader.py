@@ -25,9 +25,11 @@ from mcuforge.ir import (
     Op,
     QParams,
     Tensor,
+    arena_extent,
     arena_overlap_problem,
     dtype_nbytes,
     kind_precisions,
+    pitch_problem,
     scratch_size_problem,
 )
 from mcuforge.kernels.int4 import packing_problem
@@ -70,6 +72,9 @@ def deserialize(data: bytes | bytearray | memoryview) -> Graph:
     graph_inputs = reader.graph_io("input", header.inputs_start, header.input_count)
     graph_outputs = reader.graph_io("output", header.outputs_start, header.output_count)
     _check_int4_uses(ops, {t.name: t for t in tensors}, graph_inputs + graph_outputs)
+    problem = pitch_problem({t.name: t for t in tensors}, ops, graph_inputs + graph_outputs)
+    if problem:
+        raise ProgramFormatError(problem)
     regions = _read_regions(buf, header, strings)
     _check_region_use(regions, tensors, ops)
     constants_at = _read_constants_copy(buf, header, regions, tensors, ops)
@@ -102,7 +107,7 @@ def _read_constants_copy(buf: bytes, h: Header, regions: tuple[tuple[str, int, i
                                  f"({h.arena_bytes} bytes)")
     if regions and h.constants_size and not any(s <= at and end <= s + n for _r, s, n in regions):
         raise ProgramFormatError(f"the constants' copy [{at}, {end}) crosses a region boundary")
-    ranges = [(f"tensor {t.name!r}", t.offset, t.nbytes) for t in tensors if not t.is_constant and t.nbytes]
+    ranges = [(f"tensor {t.name!r}", t.offset, arena_extent(t)) for t in tensors if not t.is_constant and t.nbytes]
     ranges += [(f"op {i}'s scratch", op.scratch_offset, op.scratch_bytes) for i, op in enumerate(ops)
                if op.scratch_bytes]
     for what, offset, nbytes in ranges:
@@ -149,7 +154,7 @@ def _check_region_use(regions: tuple[tuple[str, int, int], ...], tensors: list[T
     """Every activation and scratch buffer lies inside one region: a runtime maps it to that region's buffer."""
     if not regions:
         return
-    ranges = [(f"tensor {t.name!r}", t.offset, t.nbytes) for t in tensors if not t.is_constant and t.nbytes]
+    ranges = [(f"tensor {t.name!r}", t.offset, arena_extent(t)) for t in tensors if not t.is_constant and t.nbytes]
     ranges += [(f"op {i}'s scratch", op.scratch_offset, op.scratch_bytes) for i, op in enumerate(ops)
                if op.scratch_bytes]
     for what, offset, nbytes in ranges:
@@ -327,6 +332,7 @@ def _read_tensor(buf: bytes, h: Header, strings: _Strings, i: int) -> Tensor:
         raise ProgramFormatError(f"{where}: unknown layout code {layout_code}")
     if flags & ~L.TENSOR_FLAGS_KNOWN:
         raise ProgramFormatError(f"{where}: unknown flag bits 0x{flags:02x}")
+    pitch = _pitch(buf, h, pos, flags, where)
     shape = _shape(dims, rank, where)
     needed = dtype_nbytes(dtype, math.prod(shape))
     if needed != nbytes:
@@ -335,16 +341,43 @@ def _read_tensor(buf: bytes, h: Header, strings: _Strings, i: int) -> Tensor:
     if dtype == INT4 and not flags & L.TENSOR_FLAG_CONSTANT:
         raise ProgramFormatError(f"{where}: an int4 activation (int4 is for packed constant weights only)")
     if flags & L.TENSOR_FLAG_CONSTANT:
+        if pitch:
+            raise ProgramFormatError(f"{where}: a pitched constant (only activations may be pitched)")
         data = _constant_data(buf, h, offset, shape, dtype, where)
         return Tensor(name, shape, dtype, qparams, data=data, layout=layout)
-    if offset + nbytes > h.arena_bytes:
-        raise ProgramFormatError(
-            f"{where}: arena range [{offset}, {offset + nbytes}) is outside the {h.arena_bytes}-byte arena"
-        )
+    t = Tensor(name, shape, dtype, qparams, layout=layout, offset=offset)
+    if pitch:
+        if dtype != "int8" or len(shape) != 4 or layout != "nhwc" or pitch < shape[3]:
+            raise ProgramFormatError(f"{where}: pitch {pitch} on a {dtype} {layout} tensor of shape {shape}: only a "
+                                     "4-D int8 NHWC activation may be pitched, by at least its channel count")
+        t.pitch = pitch
+    end = offset + arena_extent(t)
+    if end > h.arena_bytes:
+        raise ProgramFormatError(f"{where}: arena range [{offset}, {end}) is outside the {h.arena_bytes}-byte arena")
     if offset % DTYPES[dtype].itemsize:
         raise ProgramFormatError(f"{where}: arena offset {offset} is not a multiple of its item size "
                                  f"{DTYPES[dtype].itemsize}")
-    return Tensor(name, shape, dtype, qparams, layout=layout, offset=offset)
+    return t
+
+
+def _pitch(buf: bytes, h: Header, pos: int, flags: int, where: str) -> int:
+    """The record's pitch (3.4): nonzero with TENSOR_FLAG_PITCHED, in a record that has the field; else 0."""
+    if h.tensor_record_size < L.TENSOR_PITCHED_SIZE:
+        if flags & L.TENSOR_FLAG_PITCHED:
+            raise ProgramFormatError(f"{where}: pitched flag in a {h.tensor_record_size}-byte tensor record "
+                                     f"(the pitch field needs {L.TENSOR_PITCHED_SIZE})")
+        return 0
+    (pitch,) = L.TENSOR_PITCH.unpack_from(buf, pos + L.TENSOR.size)
+    if flags & L.TENSOR_FLAG_PITCHED:
+        if h.version_major == L.PITCH_VERSION[0] and h.version_minor < L.PITCH_VERSION[1]:
+            raise ProgramFormatError(f"{where}: pitched tensor in a {h.version_major}.{h.version_minor} file "
+                                     f"(pitches are {L.PITCH_VERSION[0]}.{L.PITCH_VERSION[1]})")
+        if pitch == 0:
+            raise ProgramFormatError(f"{where}: pitched flag with pitch 0")
+        return pitch
+    if pitch:
+        raise ProgramFormatError(f"{where}: pitch {pitch} without the pitched flag (0x04)")
+    return 0
 
 
 def _shape(dims: list[int], rank: int, where: str) -> tuple[int, ...]:
@@ -467,7 +500,7 @@ class _OpReader:
                 raise ProgramFormatError(f"{where}: scratch offset {offset} without scratch bytes (must be 0)")
             return
         problem = scratch_problem(offset, nbytes, self.h.arena_bytes,
-                                    [(n, self.by_name[n].offset, self.by_name[n].nbytes) for n in names
+                                    [(n, self.by_name[n].offset, arena_extent(self.by_name[n])) for n in names
                                      if n and not self.by_name[n].is_constant])
         if problem:
             raise ProgramFormatError(f"{where}: {problem}")

@@ -21,9 +21,11 @@ from mcuforge.ir import (
     Graph,
     Op,
     Tensor,
+    arena_extent,
     arena_overlap_problem,
     kind_precisions,
     op_precision,
+    pitch_problem,
     scratch_size_problem,
 )
 from mcuforge.kernels.int4 import packing_problem
@@ -52,8 +54,12 @@ def serialize(graph: Graph) -> bytes:
     index_of = {name: i for i, name in enumerate(names)}
     strings = StringTable()
     constants = bytearray()
+    problem = pitch_problem(graph.tensors, graph.ops, graph.inputs + graph.outputs)
+    if problem:
+        raise ValueError(problem)
+    pitched = any(graph.tensors[n].pitch for n in names)  # 3.4: every record grows by the pitch field
     tensor_records = [
-        _tensor_record(name, graph.tensors[name], arena_bytes, strings, constants) for name in names
+        _tensor_record(name, graph.tensors[name], arena_bytes, strings, constants, pitched) for name in names
     ]
     index_pool: list[int] = []
     attr_pool: list[int] = []
@@ -80,12 +86,13 @@ def serialize(graph: Graph) -> bytes:
 
     header = L.Header(
         magic=L.MAGIC, version_major=L.FORMAT_VERSION[0],
-        version_minor=(L.CONSTANTS_RAM_VERSION if graph.constants_at >= 0 else
+        version_minor=(L.PITCH_VERSION if pitched else L.CONSTANTS_RAM_VERSION if graph.constants_at >= 0 else
                        L.REGIONS_VERSION if graph.regions else L.FORMAT_VERSION)[1],
         header_size=L.HEADER.size, file_size=file_size, crc32=zlib.crc32(body),
         target_id=target.id, isa_id=ISA_IDS[target.isa], arena_bytes=arena_bytes,
         constant_bytes=_u32(graph.constant_bytes, "constant bytes"),
-        tensors_offset=tensors_offset, tensor_count=len(tensor_records), tensor_record_size=L.TENSOR.size,
+        tensors_offset=tensors_offset, tensor_count=len(tensor_records),
+        tensor_record_size=L.TENSOR_PITCHED_SIZE if pitched else L.TENSOR.size,
         ops_offset=ops_offset, op_count=len(op_records), op_record_size=L.OP.size,
         index_offset=index_offset, index_count=len(index_pool),
         attrs_offset=attrs_offset, attr_word_count=len(attr_pool),
@@ -159,7 +166,7 @@ def _u32(value: Any, what: str) -> int:
 
 
 def _tensor_record(
-    name: str, t: Tensor, arena_bytes: int, strings: StringTable, constants: bytearray
+    name: str, t: Tensor, arena_bytes: int, strings: StringTable, constants: bytearray, pitched: bool = False
 ) -> bytes:
     where = f"tensor {name!r}"
     if t.name != name:
@@ -180,20 +187,24 @@ def _tensor_record(
         raise ValueError(f"{where}: int4 tensors are packed weights, constants only (no kernel reads int4 activations)")
     else:
         offset = t.offset
-        if not isinstance(offset, int | np.integer) or offset < 0 or offset + nbytes > arena_bytes:
+        extent = arena_extent(t)
+        if not isinstance(offset, int | np.integer) or offset < 0 or offset + extent > arena_bytes:
             raise ValueError(
-                f"{where}: arena offset {offset} + {nbytes} bytes is outside the arena of "
+                f"{where}: arena offset {offset} + {extent} bytes is outside the arena of "
                 f"{arena_bytes} bytes (run the planner before serializing)"
             )
         if offset % DTYPES[t.dtype].itemsize:
             raise ValueError(f"{where}: arena offset {offset} is not a multiple of its item size "
                              f"{DTYPES[t.dtype].itemsize} (kernels read activations through typed pointers)")
+    if t.pitch:
+        flags |= L.TENSOR_FLAG_PITCHED
     name_offset, name_length = strings.add(name)
     dims = list(shape) + [0] * (L.MAX_RANK - len(shape))
-    return L.TENSOR.pack(
+    record = L.TENSOR.pack(
         name_offset, name_length, L.DTYPE_CODES[t.dtype], len(shape), L.LAYOUT_CODES[t.layout], flags,
         *dims, word_to_float(scale_bits), zero_point, int(offset), nbytes,
     )
+    return record + L.TENSOR_PITCH.pack(_u32(t.pitch, f"{where} pitch")) if pitched else record
 
 
 def _shape(shape: Any, where: str) -> tuple[int, ...]:
@@ -269,7 +280,7 @@ def _op_record(
                    or fill_problem(op) or outside_problem(op))
     if problem is None and scratch:
         problem = scratch_problem(scratch_offset, scratch, graph.arena_bytes,
-                                    [(n, graph.tensors[n].offset, graph.tensors[n].nbytes)
+                                    [(n, graph.tensors[n].offset, arena_extent(graph.tensors[n]))
                                      for n in op.inputs + op.outputs if n and not graph.tensors[n].is_constant])
         if problem and scratch_offset < 0:
             problem += " (run the planner before serializing)"

@@ -60,6 +60,8 @@ class Arena:
                 view = PackedWeights(t.data, tuple(t.shape))
             elif t.is_constant:
                 view = t.data[np.newaxis]
+            elif t.pitch:
+                view = self._pitched(t)
             else:
                 dtype = DTYPES[t.dtype]
                 start = t.offset * self.runs
@@ -67,6 +69,18 @@ class Arena:
                 view = self.buffer[start:start + nbytes * self.runs].view(dtype).reshape((self.runs, *t.shape))
             self._views[name] = view
         return view
+
+    def _pitched(self, t) -> np.ndarray:
+        """A pitched tensor (``Tensor.pitch``, int8 NHWC, its channels in a slice of a concat's output): pixel p's
+        C channels at ``offset + p * pitch``. With G runs each pixel's G copies lie side by side at ``G * (offset +
+        p * pitch)`` (every run of a pixel's bytes scaled as a whole tensor is): the slices of one concat output
+        interleave in its G-scaled bytes as they do in one run's."""
+        n, h, w, c = t.shape
+        g = self.runs
+        start, span = t.offset * g, ((n * h * w - 1) * t.pitch + c) * g if t.numel else 0
+        base = self.buffer[start:start + span].view(np.int8)
+        pix = t.pitch * g
+        return np.lib.stride_tricks.as_strided(base, (g, n, h, w, c), (c, h * w * pix, w * pix, pix, 1))
 
 
 class _Plan:
@@ -90,7 +104,7 @@ def _fingerprint(graph: Graph) -> tuple:
     """Everything a plan's views depend on, as ids and plain values (one tuple comparison checks it)."""
     return (graph.arena_bytes,
             tuple((id(op), tuple(op.inputs), tuple(op.outputs)) for op in graph.ops),
-            tuple((id(t), id(t.data), t.offset, tuple(t.shape), t.dtype) for t in graph.tensors.values()))
+            tuple((id(t), id(t.data), t.offset, t.pitch, tuple(t.shape), t.dtype) for t in graph.tensors.values()))
 
 
 #: Plans by graph (id, dropped when the graph is collected) and number of runs.

@@ -38,12 +38,14 @@ static mf_status run(const mf_call *c) {
     for (uint32_t i = 0; i < c->n_in; i++) {
         mf_call_input(c, i, &t);
         const size_t chunk = (size_t)t.shape[axis] * inner;
+        /* a pitched input (format 3.4, a channel concat's slice; inner is 1) has its pixels pitch apart */
+        const size_t src_row = t.pitch ? t.pitch : chunk;
         const uint8_t *src = (const uint8_t *)t.data;
         for (uint32_t n = 0; chunk && n < outer; n++) {
             uint8_t *dst = out + (size_t)n * out_row + col;
             /* concat by placement: the producer already wrote this input on its slice (the loader allows no
              * other overlap), so there is nothing to copy */
-            if (dst != src + (size_t)n * chunk) memcpy(dst, src + (size_t)n * chunk, chunk);
+            if (dst != src + (size_t)n * src_row) memcpy(dst, src + (size_t)n * src_row, chunk);
         }
         col += chunk;
     }

@@ -178,6 +178,7 @@ typedef struct {
     int32_t st[2], pd[2], dl[2];
     int8_t zero_point;         /* -input offset: the value of a tap outside the input */
     int contiguous_rows;       /* dilation 1 along x and one group: a kernel row is one run of bytes */
+    uint32_t ps;               /* output bytes from one pixel to the next: the filters, or a pitched output's pitch */
 } conv_geom;
 
 /* The patch of output pixel (oy, ox) as int8, in the weights' (ky, kx, c) order, into column i of
@@ -1060,15 +1061,16 @@ typedef struct {
     uint32x4_t offs;        /* lane i's byte offset among the four pixels' outputs, in the VMOVs' lane order */
     const mve_filter *tbl;  /* the filters' constants (mve_fill_table), one entry per row */
     int32_t skip;           /* depth - 16 * ceil(depth / 16): w's step after a row's loop */
-    uint32_t depth, rows, oc_n;
+    uint32_t depth, rows, ps; /* ps: output bytes from one pixel to the next (conv_geom's) */
     int negative;           /* per channel and every shift negative: the shorter requantization */
 } mve_mm;
 
-static void mve_mm_init(mve_mm *m, const mf_channel_requant *rq, uint32_t depth, uint32_t oc_n, mve_filter *tbl) {
+static void mve_mm_init(mve_mm *m, const mf_channel_requant *rq, uint32_t depth, uint32_t oc_n, uint32_t ps,
+                        mve_filter *tbl) {
     m->lo = vdupq_n_s32(rq->lo), m->hi = vdupq_n_s32(rq->hi), m->ooff = vdupq_n_s32(rq->out_off);
-    m->offs = vreinterpretq_u32_s32(mf_mve_lanes4(0, (int32_t)oc_n, (int32_t)(2u * oc_n), (int32_t)(3u * oc_n)));
+    m->offs = vreinterpretq_u32_s32(mf_mve_lanes4(0, (int32_t)ps, (int32_t)(2u * ps), (int32_t)(3u * ps)));
     m->skip = (int32_t)depth - (int32_t)((depth + 15u) & ~15u); /* the loop moves w on 16 * ceil(depth / 16) */
-    m->depth = depth, m->rows = 0, m->oc_n = oc_n, m->tbl = tbl;
+    m->depth = depth, m->rows = 0, m->ps = ps, m->tbl = tbl;
     int negative = rq->per_channel != 0;
     for (uint32_t i = 0; negative && i < oc_n; i++) negative = rq->shift[i] < 0;
     m->negative = negative;
@@ -1099,7 +1101,7 @@ static void mve_fill_table(mve_filter *t, const mf_channel_requant *rq, int32_t 
 /* Outputs of m->rows filters (weights w, row after row; their constants m->tbl) for a block of four
  * interleaved columns (the patches of four pixels; columns past n_cols hold stale bytes and are not
  * stored). The four outputs of a filter share its requantization: one vector requantize, one scatter
- * store (the outputs of consecutive pixels lie oc_n bytes apart). */
+ * store (the outputs of consecutive pixels lie m->ps bytes apart). */
 static __attribute__((noinline)) void mat_mult_4cols(const mve_mm *m, const int8_t *cols, uint32_t n_cols,
                                                      const int8_t *w, int8_t *out) {
     if (m->rows == 0) return;
@@ -1109,7 +1111,7 @@ static __attribute__((noinline)) void mat_mult_4cols(const mve_mm *m, const int8
     const int32_t skip = m->skip;
     const mve_filter *tbl = m->tbl;
     /* the store predicate (the lanes whose offsets belong to the n_cols pixels), then the column pointer */
-    uint32_t cp = vcmphiq_u32(vdupq_n_u32(n_cols * m->oc_n), pixel_offsets);
+    uint32_t cp = vcmphiq_u32(vdupq_n_u32(n_cols * m->ps), pixel_offsets);
     uint32_t rows = m->rows;
     int32_t a0, a1, a2, a3;
 #if defined(__OPTIMIZE__) /* an unoptimized build has too few registers for the asm: fast_path_fits says no */
@@ -1230,7 +1232,7 @@ static inline void patch_pixels(int8_t *col, const int8_t *src, uint32_t n, uint
 static void run_blocks(const conv_geom *g, const mve_mm *m, const int8_t *wg, uint32_t oh, uint32_t ow, int8_t *out,
                        int8_t *cols) {
     const uint32_t ch = g->ch, row_bytes = g->kw * g->wc, in_row = (uint32_t)g->w * ch, pixels = oh * ow;
-    const uint32_t kh = g->kh, depth = m->depth, oc_n = m->oc_n;
+    const uint32_t kh = g->kh, depth = m->depth, ps = m->ps;
     const int32_t st0 = g->st[0], st1 = g->st[1], pd0 = g->pd[0], pd1 = g->pd[1];
     const uint32_t row_step = in_row * (uint32_t)g->dl[0], px_step = (uint32_t)st1 * ch;
     const int8_t *x = g->x;
@@ -1252,7 +1254,7 @@ static void run_blocks(const conv_geom *g, const mve_mm *m, const int8_t *wg, ui
         for (uint32_t p0 = 0; p0 < pixels; p0 += NCOLS) {
             const uint32_t n_cols = pixels - p0 < NCOLS ? pixels - p0 : NCOLS;
             patch_pixels(cols, x + (size_t)p0 * ch, n_cols, depth, ch);
-            mat_mult_4cols(m, cols, n_cols, wg, out + (size_t)p0 * oc_n);
+            mat_mult_4cols(m, cols, n_cols, wg, out + (size_t)p0 * ps);
         }
         return;
     }
@@ -1280,7 +1282,7 @@ static void run_blocks(const conv_geom *g, const mve_mm *m, const int8_t *wg, ui
                 at = x + (ptrdiff_t)(oy * st0 - pd0) * (ptrdiff_t)in_row + (ptrdiff_t)(-pd1) * (ptrdiff_t)ch;
             }
         }
-        mat_mult_4cols(m, cols, n_cols, wg, out + (size_t)p0 * oc_n);
+        mat_mult_4cols(m, cols, n_cols, wg, out + (size_t)p0 * ps);
     }
 }
 #endif
@@ -1513,11 +1515,11 @@ static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g
                 at = x + (ptrdiff_t)(oy * st0 - pd0) * in_row - (ptrdiff_t)pd1 * (ptrdiff_t)ch;
             }
         }
-        int8_t *out0 = out + (size_t)p0 * oc_n, *out1 = n_cols > 1 ? out0 + oc_n : out0;
+        int8_t *out0 = out + (size_t)p0 * g->ps, *out1 = n_cols > 1 ? out0 + g->ps : out0;
 #if FEW3_TILES
         if (lanes == 3u) {
             frame[3] = (uint32_t)(uintptr_t)out0, frame[4] = (uint32_t)(uintptr_t)out1;
-            frame[9] = (uint32_t)(uintptr_t)(n_cols > 2 ? out1 + oc_n : out1);
+            frame[9] = (uint32_t)(uintptr_t)(n_cols > 2 ? out1 + g->ps : out1);
             mf_few3_rows28(frame, wp);
         } else
 #endif
@@ -1574,6 +1576,7 @@ static __attribute__((noinline)) int pw_run(const mf_call *c) {
     int32_t st[2], pd[2], dl[2];
     mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
     const uint32_t depth = w.shape[3], oc_n = w.shape[0], pixels = o.shape[1] * o.shape[2];
+    const size_t ps = o.pitch ? o.pitch : oc_n; /* a pitched output (format 3.4): pixels pitch apart */
     if (x.shape[3] != depth || st[0] != 1 || st[1] != 1 || pd[0] != 0 || pd[1] != 0 || o.shape[2] != x.shape[2] ||
         o.shape[1] > x.shape[1] || oc_n < 2) {
         return 0;
@@ -1591,11 +1594,11 @@ static __attribute__((noinline)) int pw_run(const mf_call *c) {
                          (uint32_t)(uintptr_t)cols};
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * depth;
-        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
+        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * ps;
         for (uint32_t p0 = 0; p0 < pixels; p0 += 2) {
             const int two = pixels - p0 > 1u;
             const int8_t *px = image + (size_t)p0 * depth;
-            int8_t *out0 = out_image + (size_t)p0 * oc_n, *out1 = two ? out0 + oc_n : out0;
+            int8_t *out0 = out_image + (size_t)p0 * ps, *out1 = two ? out0 + ps : out0;
             pw_widen(px, two ? px + depth : px, cols, depth, off16);
             frame[3] = (uint32_t)(uintptr_t)out0, frame[4] = (uint32_t)(uintptr_t)out1;
 #if DSP_PW_RUNS
@@ -1637,6 +1640,7 @@ static __attribute__((noinline)) int few_run(const mf_call *c) {
     g.zero_point = (int8_t)(-in_off);
     g.contiguous_rows = g.dl[1] == 1 && g.wc == g.ch;
     const uint32_t oc_n = w.shape[0], ow = o.shape[2], pixels = o.shape[1] * ow;
+    g.ps = o.pitch ? o.pitch : oc_n;
     const int pointwise = g.kh == 1 && g.kw == 1 && g.pd[0] == 0 && g.pd[1] == 0 &&
                           ((int32_t)o.shape[1] - 1) * g.st[0] < g.h && ((int32_t)ow - 1) * g.st[1] < g.w;
     const int small = mf_dsp_small_ok(&rq, oc_n, depth) ? 1 + dsp_shifts_negative(&rq, oc_n) : 0;
@@ -1648,7 +1652,7 @@ static __attribute__((noinline)) int few_run(const mf_call *c) {
     for (uint32_t k = 0; k < 6u * dp; k++) scratch[k] = 0; /* the columns' padding lanes stay 0 */
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         g.x = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
-        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
+        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * g.ps;
 #if FEW3_TILES
         if (dp == 28u && (oc_n & 1u) == 0) {
             few_image3(&g, wp, &rq, oc_n, o.shape[1], ow, out_image, scratch, mf_pack_off16(in_off), in_off);
@@ -1688,10 +1692,11 @@ static mf_status run_fast(const mf_call *c) {
     g.contiguous_rows = g.dl[1] == 1 && g.wc == g.ch;
     const uint32_t oc_n = w.shape[0], groups = g.ch / g.wc, opg = oc_n / groups;
     const uint32_t depth = g.kh * g.kw * g.wc, ow = o.shape[2], pixels = o.shape[1] * ow;
+    g.ps = o.pitch ? o.pitch : oc_n; /* a pitched output (format 3.4): pixels pitch apart */
 #if defined(MF_USE_MVE)
     mve_filter table[MVE_TABLE];
     mve_mm mm;
-    mve_mm_init(&mm, &rq, depth, oc_n, table);
+    mve_mm_init(&mm, &rq, depth, oc_n, g.ps, table);
 #else
     /* 1x1, no padding: the patch is the input pixel */
     const int pointwise = g.kh == 1 && g.kw == 1 && g.pd[0] == 0 && g.pd[1] == 0 &&
@@ -1705,7 +1710,7 @@ static mf_status run_fast(const mf_call *c) {
 #endif
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
-        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
+        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * g.ps;
         for (uint32_t grp = 0; grp < groups; grp++) {
             g.x = image + (size_t)grp * g.wc;
 #if defined(MF_USE_MVE)
@@ -1739,10 +1744,10 @@ static mf_status run_fast(const mf_call *c) {
                     }
                     widen_interleaved(patch, cols, i, depth, off16, in_off);
                 }
-                int8_t *out0 = out_image + (size_t)p0 * oc_n + grp * opg;
+                int8_t *out0 = out_image + (size_t)p0 * g.ps + grp * opg;
                 /* a last odd pixel: its copy in column 1 takes the tiles too, its outputs to the staging
                  * patch (already widened) when they fit there */
-                int8_t *out1 = n_cols > 1 ? out0 + oc_n : opg <= depth4(depth) ? staging : NULL;
+                int8_t *out1 = n_cols > 1 ? out0 + g.ps : opg <= depth4(depth) ? staging : NULL;
                 mat_mult_2cols(cols, wg, opg, depth, &rq, small, grp * opg, out0, out1);
             }
 #endif
@@ -1868,6 +1873,7 @@ typedef struct {
     int8_t *out;
     mf_channel_requant rq;
     uint32_t oc_n, groups, opg, depth, ow, pixels, batch;
+    uint32_t ps; /* output bytes from one pixel to the next: oc_n, or a pitched output's pitch (format 3.4) */
     int pointwise;
 } sc_conv;
 
@@ -1894,14 +1900,14 @@ static void sc_pack_block(const sc_conv *v, uint32_t p0, uint32_t n_pix, int32_t
 static inline __attribute__((always_inline)) void sc_conv_group(sc_conv *v, uint32_t n, uint32_t grp,
                                                                int32_t *cols, int variant) {
     const int8_t *wg = v->w + (size_t)grp * v->opg * v->depth;
-    int8_t *out_image = v->out + (size_t)n * v->pixels * v->oc_n + grp * v->opg;
+    int8_t *out_image = v->out + (size_t)n * v->pixels * v->ps + grp * v->opg;
     for (uint32_t p0 = 0; p0 < v->pixels; p0 += 2u * SC_PAIRS) {
         const uint32_t n_pix = v->pixels - p0 < 2u * SC_PAIRS ? v->pixels - p0 : 2u * SC_PAIRS;
         sc_pack_block(v, p0, n_pix, cols);
-        int8_t *out0 = out_image + (size_t)p0 * v->oc_n;
+        int8_t *out0 = out_image + (size_t)p0 * v->ps;
         if (variant == MF_SC_FAST_SAT && n_pix == 2u * SC_PAIRS) { /* the common case: outputs from assembly */
             mf_sc_out6 prm;
-            for (uint32_t i = 0; i < 6; i++) prm.out[i] = out0 + (size_t)i * v->oc_n;
+            for (uint32_t i = 0; i < 6; i++) prm.out[i] = out0 + (size_t)i * v->ps;
             for (uint32_t f = 0; f < v->opg; f++) {
                 const mf_sc_channel ch = mf_sc_channel_of(&v->rq, grp * v->opg + f, variant);
                 prm.mult = ch.mult, prm.k_high = ch.k_high, prm.right_m1 = ch.right_m1, prm.bias = ch.bias;
@@ -1919,7 +1925,7 @@ static inline __attribute__((always_inline)) void sc_conv_group(sc_conv *v, uint
             int32_t sums[2 * SC_PAIRS];
             sc_filter(cols, wg + (size_t)f * v->depth, v->depth, sums);
             const mf_sc_channel ch = mf_sc_channel_of(&v->rq, grp * v->opg + f, variant);
-            mf_sc_store(&v->rq, &ch, variant, sums, n_pix, out0 + f, v->oc_n);
+            mf_sc_store(&v->rq, &ch, variant, sums, n_pix, out0 + f, v->ps);
         }
     }
 }
@@ -1941,6 +1947,7 @@ static mf_status run_scalar(const mf_call *c) {
     v.w = (const int8_t *)w.data;
     v.out = (int8_t *)o.data;
     v.oc_n = w.shape[0];
+    v.ps = o.pitch ? o.pitch : v.oc_n;
     v.groups = g->ch / g->wc;
     v.opg = v.oc_n / v.groups;
     v.depth = g->kh * g->kw * g->wc;
@@ -1983,11 +1990,12 @@ static mf_status run(const mf_call *c) {
     const int32_t h = (int32_t)x.shape[1], wi = (int32_t)x.shape[2];
     const uint32_t ch = x.shape[3], wc = w.shape[3], oc_n = w.shape[0], kh = w.shape[1], kw = w.shape[2];
     const uint32_t oc_per_group = oc_n / (ch / wc);
-    int8_t *out = (int8_t *)o.data;
+    const size_t ps = o.pitch ? o.pitch : oc_n; /* a pitched output (format 3.4): pixels pitch apart */
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         for (uint32_t oy = 0; oy < o.shape[1]; oy++) {
             for (uint32_t ox = 0; ox < o.shape[2]; ox++) {
                 const int64_t y0 = (int64_t)oy * st[0] - pd[0], x0 = (int64_t)ox * st[1] - pd[1];
+                int8_t *out = (int8_t *)o.data + (((size_t)n * o.shape[1] + oy) * o.shape[2] + ox) * ps;
                 for (uint32_t oc = 0; oc < oc_n; oc++) {
                     int32_t acc = 0;
                     for (uint32_t ky = 0; ky < kh; ky++) {

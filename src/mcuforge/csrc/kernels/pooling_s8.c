@@ -144,7 +144,8 @@ static mf_status run(const mf_call *c, int is_max) {
     const uint32_t h = x.shape[1], w = x.shape[2], ch = x.shape[3];
     const uint32_t oh = (uint32_t)p.out[0], ow = (uint32_t)p.out[1];
     const int8_t *xd = (const int8_t *)x.data;
-    int8_t *out = (int8_t *)o.data;
+    /* a pitched output (format 3.4: its channels in a slice of a concat's output) has its pixels pitch apart */
+    const size_t ps = o.pitch ? o.pitch : ch;
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         for (uint32_t oy = 0; oy < oh; oy++) {
             uint32_t y_lo, y_hi;
@@ -153,16 +154,15 @@ static mf_status run(const mf_call *c, int is_max) {
                 uint32_t x_lo, x_hi;
                 mf_pool_clip((int64_t)ox * p.st[1] - p.pd[1], p.k[1], w, &x_lo, &x_hi);
                 const int32_t count = (int32_t)((y_hi - y_lo) * (x_hi - x_lo));
+                int8_t *out = (int8_t *)o.data + (((size_t)n * oh + oy) * ow + ox) * ps;
                 uint32_t cc = 0; /* channels before it are done */
 #if defined(MF_USE_MVE)
                 if (!is_max && count <= 255) {
                     avg_window_mve(xd + (size_t)n * h * w * ch, w, ch, y_lo, y_hi, x_lo, x_hi, count, lo, hi, out);
-                    out += ch;
                     continue;
                 }
                 if (is_max) {
                     max_window_mve(xd + (size_t)n * h * w * ch, w, ch, y_lo, y_hi, x_lo, x_hi, lo, hi, out);
-                    out += ch;
                     continue;
                 }
 #elif defined(MF_USE_DSP)

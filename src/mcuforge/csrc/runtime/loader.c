@@ -213,7 +213,18 @@ static mf_status check_tensor(const mf_program *p, uint32_t i) {
     uint8_t dtype = r[8], rank = r[9], layout = r[10], flags = r[11];
     const int int4 = dtype == MF_INT4; /* packed two per byte: constants only */
     uint32_t itemsize = int4 ? 1u : mf_dtype_size(dtype);
-    if (itemsize == 0 || layout > MF_LAYOUT_NHWC || (flags & ~3u) || rank > MF_MAX_RANK) return MF_ERR_FORMAT;
+    if (itemsize == 0 || layout > MF_LAYOUT_NHWC || (flags & ~7u) || rank > MF_MAX_RANK) return MF_ERR_FORMAT;
+    /* 3.4: the pitch field exists in records of 56 bytes or more; nonzero exactly with the pitched flag, on a 4-D
+     * int8 NHWC activation, at least its channel count */
+    const uint32_t pitch = p->tensor_record_size >= MF_TENSOR_PITCHED_RECORD_SIZE ? mf_rd_u32(r + 52) : 0u;
+    if ((flags & MF_TENSOR_FLAG_PITCHED) != 0 && p->tensor_record_size < MF_TENSOR_PITCHED_RECORD_SIZE) {
+        return MF_ERR_FORMAT;
+    }
+    if ((pitch != 0) != ((flags & MF_TENSOR_FLAG_PITCHED) != 0)) return MF_ERR_FORMAT;
+    if (pitch != 0 && ((flags & MF_TENSOR_FLAG_CONSTANT) || dtype != MF_INT8 || rank != 4 || layout != MF_LAYOUT_NHWC ||
+                       pitch < mf_rd_u32(r + 24))) {
+        return MF_ERR_FORMAT;
+    }
     if (int4 && !(flags & MF_TENSOR_FLAG_CONSTANT)) return MF_ERR_FORMAT;
     uint64_t numel = 1;
     for (uint32_t k = 0; k < MF_MAX_RANK; k++) {
@@ -245,6 +256,10 @@ static mf_status check_tensor(const mf_program *p, uint32_t i) {
             return MF_ERR_FORMAT;
         }
     } else {
+        if (pitch != 0 && numel != 0) { /* the span up to the last pixel's last channel (shape[3] <= pitch) */
+            const uint64_t ch = mf_rd_u32(r + 24);
+            nbytes = (numel / ch - 1u) * (uint64_t)pitch + ch;
+        }
         if (offset + nbytes > p->arena_bytes) return MF_ERR_BOUNDS;
         if (!in_one_region(p, offset, nbytes) || !clear_of_constants(p, offset, nbytes)) return MF_ERR_FORMAT;
         /* Not in format.md 1.0 (the planner aligns to 16): kernels use typed pointers. */
@@ -387,7 +402,52 @@ static int arena_span(const mf_program *p, uint32_t e, uint32_t *lo, uint32_t *h
     mf_tensor_read(p, (uint32_t)idx, &t);
     if ((t.flags & MF_TENSOR_FLAG_CONSTANT) || t.nbytes == 0) return 0;
     *lo = t.offset;
-    *hi = t.offset + t.nbytes; /* no wrap: offset + nbytes <= arena_bytes was checked */
+    *hi = t.offset + mf_tensor_extent(&t); /* no wrap: offset + extent <= arena_bytes was checked */
+    return 1;
+}
+
+/* Whether pitched input k of a concat_s8 (format 3.4) lies on its channel slice of the output: the concat along
+ * axis 3 of 4-D tensors, the output dense with pitch channels, the input at the output's offset plus the channels
+ * of the inputs before it. */
+static int concat_channel_slice(const mf_program *p, const mf_call *c, uint32_t k, uint32_t o_lo, uint32_t s_lo) {
+    mf_tensor t, o;
+    mf_call_output(c, 0, &o);
+    int32_t idx = mf_index_entry(p, c->in_start + k);
+    if (idx < 0 || mf_value_int(mf_attr(c, 0)) != 3 || o.rank != 4 || o.pitch != 0) return 0;
+    mf_tensor_read(p, (uint32_t)idx, &t);
+    if (t.pitch != o.shape[3]) return 0;
+    uint64_t at = o_lo;
+    for (uint32_t i = 0; i < k; i++) {
+        idx = mf_index_entry(p, c->in_start + i);
+        if (idx < 0) return 0;
+        mf_tensor_read(p, (uint32_t)idx, &t);
+        if (t.rank != 4) return 0;
+        at += t.shape[3];
+    }
+    return at == s_lo;
+}
+
+/* A pitched tensor is written only as the one output of conv2d_s8, avgpool_s8 or maxpool_s8 (their kernels write
+ * pixel p at out + p * pitch) and read only by a concat_s8 on its channel slice (concat_channel_slice, checked
+ * with the overlaps); every other kernel reads and writes dense tensors. */
+static int pitch_uses_ok(const mf_program *p, const mf_call *c) {
+    for (uint32_t j = 0; j < c->n_in + c->n_out; j++) {
+        const int32_t idx = mf_index_entry(p, j < c->n_in ? c->in_start + j : c->out_start + (j - c->n_in));
+        if (idx < 0) continue;
+        mf_tensor t;
+        mf_tensor_read(p, (uint32_t)idx, &t);
+        if (t.pitch == 0) continue;
+        if (j < c->n_in) {
+            uint32_t lo, hi, o_lo, o_hi;
+            if (c->kind != MF_KIND_CONCAT_S8 || c->n_out != 1 || !arena_span(p, c->in_start + j, &lo, &hi) ||
+                !arena_span(p, c->out_start, &o_lo, &o_hi) || hi > o_hi || !concat_channel_slice(p, c, j, o_lo, lo)) {
+                return 0;
+            }
+        } else if ((c->kind != MF_KIND_CONV2D_S8 && c->kind != MF_KIND_AVGPOOL_S8 && c->kind != MF_KIND_MAXPOOL_S8) ||
+                   c->n_out != 1) {
+            return 0;
+        }
+    }
     return 1;
 }
 
@@ -402,6 +462,7 @@ static int concat_slice(const mf_program *p, const mf_call *c, uint32_t k, uint3
     mf_tensor_read(p, (uint32_t)idx, &t);
     const int32_t axis = mf_value_int(mf_attr(c, 0));
     if (axis < 0 || (uint32_t)axis >= t.rank) return 0;
+    if (t.pitch != 0) return concat_channel_slice(p, c, k, o_lo, s_lo);
     for (int32_t a = 0; a < axis; a++) {
         if (t.shape[a] != 1) return 0;
     }
@@ -486,7 +547,7 @@ static mf_status check_scratch(const mf_program *p, const mf_call *c) {
         mf_tensor t;
         mf_tensor_read(p, (uint32_t)idx, &t);
         if (t.flags & MF_TENSOR_FLAG_CONSTANT || t.nbytes == 0) continue;
-        if (lo < (uint64_t)t.offset + t.nbytes && t.offset < hi) return MF_ERR_FORMAT;
+        if (lo < (uint64_t)t.offset + mf_tensor_extent(&t) && t.offset < hi) return MF_ERR_FORMAT;
     }
     return MF_OK;
 }
@@ -527,7 +588,7 @@ static mf_status check_op(const mf_program *p, uint32_t i) {
     }
     mf_status s = check_attrs(p, &c, k->attr_types);
     if (s != MF_OK) return s;
-    if (!outputs_apart(p, &c)) return MF_ERR_FORMAT;
+    if (!outputs_apart(p, &c) || !pitch_uses_ok(p, &c)) return MF_ERR_FORMAT;
     return check_scratch(p, &c);
 }
 
@@ -541,6 +602,7 @@ static mf_status check_graph_io(const mf_program *p, uint32_t start, uint32_t co
         mf_tensor_read(p, (uint32_t)idx, &t);
         if (is_input && (t.flags & MF_TENSOR_FLAG_CONSTANT)) return MF_ERR_FORMAT;
         if (t.dtype == MF_INT4) return MF_ERR_FORMAT; /* packed weights are no graph input or output */
+        if (t.pitch != 0) return MF_ERR_FORMAT;      /* graph inputs and outputs are dense */
     }
     return MF_OK;
 }

@@ -39,9 +39,11 @@ uint32_t mf_crc32_update(uint32_t crc, const uint8_t *data, size_t n); /* crc st
 #define MF_FORMAT_MAJOR_OLDEST 2u
 #define MF_HEADER_SIZE 128u
 #define MF_TENSOR_RECORD_SIZE 52u
+#define MF_TENSOR_PITCHED_RECORD_SIZE 56u /* 3.4: a u32 pitch after the 52 bytes */
 #define MF_OP_RECORD_SIZE 36u
 #define MF_TENSOR_FLAG_CONSTANT 1u
 #define MF_TENSOR_FLAG_QPARAMS 2u
+#define MF_TENSOR_FLAG_PITCHED 4u
 #define MF_MAX_VALUE_DEPTH 8u
 #define MF_ABSENT_INPUT (-1)
 
@@ -62,10 +64,19 @@ typedef struct {
     float scale;
     int32_t zero_point;
     uint32_t offset, nbytes, numel;
+    /* format 3.4: elements from one pixel's channels to the next's of a pitched tensor (a 4-D int8 NHWC output
+     * written into its channel slice of a concat's output: conv2d_s8, avgpool_s8, maxpool_s8 write it, the concat
+     * reads it); 0 for a dense tensor */
+    uint32_t pitch;
     void *data; /* arena or flash; NULL while checking at load time (no arena yet) */
 } mf_tensor;
 
 uint32_t mf_dtype_size(uint8_t dtype); /* 0 for an unknown code */
+/* The arena bytes a tensor spans from its offset: nbytes, or up to a pitched tensor's last channel. */
+static inline uint32_t mf_tensor_extent(const mf_tensor *t) {
+    if (t->pitch == 0 || t->numel == 0) return t->nbytes;
+    return (t->numel / t->shape[3] - 1u) * t->pitch + t->shape[3];
+}
 /* Tensor record i (validated program, i < tensor_count). */
 void mf_tensor_read(const mf_program *p, uint32_t i, mf_tensor *t);
 /* The address of arena offset ``offset`` (in the region that holds it); NULL for a NULL map. */

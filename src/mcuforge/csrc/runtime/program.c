@@ -55,6 +55,9 @@ void mf_tensor_read(const mf_program *p, uint32_t i, mf_tensor *t) {
     t->zero_point = mf_rd_i32(r + 40);
     t->offset = mf_rd_u32(r + 44);
     t->nbytes = mf_rd_u32(r + 48);
+    t->pitch = (t->flags & MF_TENSOR_FLAG_PITCHED) && p->tensor_record_size >= MF_TENSOR_PITCHED_RECORD_SIZE
+                   ? mf_rd_u32(r + 52)
+                   : 0u;
     t->data = NULL;
 }
 

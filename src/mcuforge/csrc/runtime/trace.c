@@ -145,7 +145,7 @@ mf_status mf_trace_begin(mf_trace_sink *t, const mf_context *ctx) {
         mf_tensor_read(p, i, &tensor);
         if (tensor.flags & MF_TENSOR_FLAG_CONSTANT) continue;
         if (!lifetime(p, i, &first, &last)) continue;
-        alloc_record(t, 1, i, tensor.offset, tensor.nbytes, first, last);
+        alloc_record(t, 1, i, tensor.offset, mf_tensor_extent(&tensor), first, last);
     }
     for (uint32_t i = 0; i < p->op_count; i++) { /* each op's scratch buffer, live during its op */
         mf_call c;
@@ -197,6 +197,7 @@ static void op_tensors(mf_trace_sink *t, const mf_context *ctx, uint32_t op_inde
         mf_tensor out;
         mf_call_output(&c, slot, &out);
         if (out.nbytes > MAX_RECORD_PAYLOAD - 16u) continue; /* beyond the record size limit */
+        if (out.pitch != 0) continue; /* a slice of a concat's output (format 3.4): the concat's record has it */
         uint8_t b[16] = {0};
         put_u32(b, op_index);
         put_u32(b + 4, slot);
