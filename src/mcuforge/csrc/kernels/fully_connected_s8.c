@@ -242,8 +242,11 @@ static inline __attribute__((always_inline)) void fc_rows3_asm(const int8_t **xp
     "   smlad   %[a0], %[xv], %[s], %[a0]\n"
 
 /* acc[i] += the sum of row p0 + i * depth (i < 4) against x (input offset 0) over the first n8 features (a
- * multiple of 8, > 0): one FC_ROWS4_PAIR when n8 / 8 is odd, then four groups per iteration; returns p0
- * moved past them (the input moves with it: x + (p0' - p0)). */
+ * multiple of 8, > 0): one FC_ROWS4_PAIR when n8 / 8 is odd, one FC_ROWS4_QUAD when n8 / 16 is, then eight
+ * groups (32 features) per iteration, the loop's end read from memory (13 registers: with 14, GCC found
+ * none left where rows4's loop keeps values across the asm, at -O3 for cortex-m7): 6 cycles per 32
+ * features on the cortex-m4 model where a register end once per 16 took 8; returns p0 moved past them
+ * (the input moves with it: x + (p0' - p0)). */
 static inline __attribute__((always_inline)) const int8_t *fc_rows4_asm(const int8_t *x, const int8_t *p0,
                                                                        uint32_t depth, uint32_t n8, int32_t acc[4]) {
     const int8_t *const pend = p0 + n8;
@@ -255,13 +258,20 @@ static inline __attribute__((always_inline)) const int8_t *fc_rows4_asm(const in
                            [x02] "=&r"(x02), [v] "=&r"(v), [t] "=&r"(t), [s] "=&r"(s)
                          : [dx] "r"(dx), [ds] "r"(ds), [d3] "r"(d3)
                          : "memory");
-    if (n8 >= 16u)
-        __asm__ volatile("1:\n" FC_ROWS4_QUAD
-                         "   cmp     %[p0], %[pend]\n"
+    if (n8 & 16u)
+        __asm__ volatile(FC_ROWS4_QUAD
+                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [p0] "+r"(p0), [xv] "=&r"(xv),
+                           [x02] "=&r"(x02), [v] "=&r"(v), [t] "=&r"(t), [s] "=&r"(s)
+                         : [dx] "r"(dx), [ds] "r"(ds), [d3] "r"(d3)
+                         : "memory");
+    if (n8 >= 32u)
+        __asm__ volatile("1:\n" FC_ROWS4_QUAD FC_ROWS4_QUAD
+                         "   ldr     %[t], %[pend]\n"
+                         "   cmp     %[p0], %[t]\n"
                          "   bne     1b\n"
                          : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [p0] "+r"(p0), [xv] "=&r"(xv),
                            [x02] "=&r"(x02), [v] "=&r"(v), [t] "=&r"(t), [s] "=&r"(s)
-                         : [dx] "r"(dx), [ds] "r"(ds), [d3] "r"(d3), [pend] "r"(pend)
+                         : [dx] "r"(dx), [ds] "r"(ds), [d3] "r"(d3), [pend] "m"(pend)
                          : "cc", "memory");
     (void)xv, (void)x02, (void)v, (void)t, (void)s;
     acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
@@ -346,12 +356,12 @@ static void rows2(const int8_t *x, const int8_t *p0, const int8_t *p1, uint32_t 
 #if defined(FC_ROWS4_ASM)
 /* One output of fc_out4_asm: the sum in A (bias and extra in it already) requantized as
  * mf_requantize_inline does, + output offset, SSAT to int8 into A; the channel's multiplier and shift at
- * [pm, #MOFF] and [ps, #SOFF]. Three temporaries: m (multiplier, high word, ~mask, threshold), s (shift,
- * right shift, remainder), l (left shift, low word, result). The doubling high multiply is SMULL + 2^30
- * (ADDS/ADC) and the 64-bit >> 31 (LSL/ORR); the rounding divide by 2^right (half away from zero) is
- * CMSIS-NN's remainder test: result + (remainder > (mask >> 1) + (h < 0)), the comparison as the sign of
- * the difference (both sides in [0, 2^31)), ~mask = -1 << right and mask >> 1 = ~(~mask asr 1), right = 0
- * included (mask 0: no rounding). 18 instructions and 2 loads, no branch. */
+ * [pm, #MOFF] and [ps, #SOFF]. Three temporaries: m, s, l. The doubling high multiply h is SMULL + 2^30
+ * (ADDS/ADC) and the 64-bit >> 31 (LSL/ORR). The rounding divide by 2^right (half away from zero) is
+ * h asr right, + 1 when CMSIS-NN's remainder test holds: remainder > 2^(right - 1) - 1 + (h < 0), that is
+ * t >= 2^31 + (h < 0) for t = h << (32 - right), the remainder at the top of a word (0 when right = 0:
+ * LSL by 32 gives 0, no rounding), taken as the carry of t + 2^31 - (h < 0) (CMN) into ADC.
+ * 17 instructions and 2 loads, no branch. */
 #define FC_OUT1(A, MOFF, SOFF)                      \
     "   ldr     %[m], [%[pm], #" MOFF "]\n"         \
     "   ldrsb   %[s], [%[ps], #" SOFF "]\n"         \
@@ -364,13 +374,12 @@ static void rows2(const int8_t *x, const int8_t *p0, const int8_t *p1, uint32_t 
     "   lsl     %[m], %[m], #1\n"                   \
     "   orr     %[" A "], %[m], %[l], lsr #31\n"    \
     "   asr     %[l], %[" A "], %[s]\n"             \
-    "   mvn     %[m], #0\n"                         \
-    "   lsl     %[m], %[m], %[s]\n"                 \
-    "   bic     %[s], %[" A "], %[m]\n"             \
-    "   mvn     %[m], %[m], asr #1\n"               \
-    "   sub     %[m], %[m], %[s]\n"                 \
-    "   add     %[m], %[m], %[" A "], lsr #31\n"    \
-    "   add     %[l], %[l], %[m], lsr #31\n"        \
+    "   rsb     %[s], %[s], #32\n"                  \
+    "   lsl     %[s], %[" A "], %[s]\n"             \
+    "   lsr     %[m], %[" A "], #31\n"              \
+    "   rsb     %[m], %[m], #0x80000000\n"          \
+    "   cmn     %[s], %[m]\n"                       \
+    "   adc     %[l], %[l], #0\n"                   \
     "   add     %[l], %[l], %[off]\n"               \
     "   ssat    %[" A "], #8, %[l]\n"
 
@@ -418,10 +427,11 @@ static __attribute__((noinline)) void fc_sums4(const int8_t *x, const int8_t *p0
 /* Input offset 0 (the lowering folds it into the bias): whole groups of 4 output channels, their sums
  * started at bias + extra, then fc_rows4_asm over whole groups of 8 features, the rest in C, and the 4
  * outputs by fc_out4_asm, stored as one word. Returns the channels done. */
-static __attribute__((noinline)) uint32_t rows4(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth,
-                                                int32_t extra, const mf_channel_requant *rq, int8_t *out) {
+static inline __attribute__((always_inline)) uint32_t rows4_body(const int8_t *x, const int8_t *w, uint32_t oc_n,
+                                                                 uint32_t depth, int32_t extra,
+                                                                 const mf_channel_requant *rq, int8_t *out,
+                                                                 const int whole) {
     const uint32_t done = oc_n & ~3u;
-    const int whole = depth > 0 && (depth & 7u) == 0;
     const int32_t *const bias = rq->bias;
     /* per-tensor: the one multiplier and shift 4 times, read in place of 4 channels' (step 0) */
     int32_t mult4[4];
@@ -446,6 +456,24 @@ static __attribute__((noinline)) uint32_t rows4(const int8_t *x, const int8_t *w
         mf_st32(out + oc, fc_out4_asm(s4[0], s4[1], s4[2], s4[3], pm, ps, out_off, lo4, hi4));
     }
     return done;
+}
+
+/* rows4_body in two functions: depths that are multiples of 8 (the sums in registers, no call in the loop)
+ * and the others (fc_sums4). */
+static __attribute__((noinline)) uint32_t rows4_whole(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth,
+                                                      int32_t extra, const mf_channel_requant *rq, int8_t *out) {
+    return rows4_body(x, w, oc_n, depth, extra, rq, out, 1);
+}
+
+static __attribute__((noinline)) uint32_t rows4_any(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth,
+                                                    int32_t extra, const mf_channel_requant *rq, int8_t *out) {
+    return rows4_body(x, w, oc_n, depth, extra, rq, out, 0);
+}
+
+static uint32_t rows4(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t extra,
+                      const mf_channel_requant *rq, int8_t *out) {
+    return depth > 0 && (depth & 7u) == 0 ? rows4_whole(x, w, oc_n, depth, extra, rq, out)
+                                          : rows4_any(x, w, oc_n, depth, extra, rq, out);
 }
 #endif
 
