@@ -288,6 +288,21 @@ def fc_sweep(seed: int, sweep: BoardSweep) -> BoardSweep:
             sweep.add(f"fc_rows4_d{depth}_o{oc}_r{rows}", "fully_connected_s8", offsets(rng, 0),
                       [(act("x", (rows, depth)), int8(rng, (rows, depth)))], [act("y", (rows, oc))], consts,
                       op_inputs=names)
+    # rounding ties of the DSP rows4 output stage (fc_out4_asm): multiplier 2^30 makes the doubling high
+    # multiply (x + 1) >> 1, a tie at every odd x, and right shifts 1-3 tie at every odd multiple of
+    # 2^(shift - 1); small weights and inputs of both signs keep most outputs inside the int8 range, so
+    # both roundings' ties of either sign reach the output; per-channel and per-tensor
+    for depth, oc, per_channel in ((8, 8, True), (16, 12, True), (9, 4, True), (24, 8, False)):
+        w = rng.integers(-3, 4, size=(oc, depth)).astype(np.int8)
+        x = rng.integers(-20, 21, size=(3, depth)).astype(np.int8)
+        n = oc if per_channel else 1
+        mult = np.full(n, 1 << 30, np.int32)
+        shift = rng.choice((0, -1, -2, -3, 1), size=n).astype(np.int8)
+        bias = rng.integers(-40, 41, size=oc).astype(np.int32)
+        consts = [const("w", w), const("b", bias), const("m", mult), const("s", shift)]
+        attrs = {"input_offset": 0, "output_offset": int(rng.integers(-20, 21)), "act_min": -128, "act_max": 127}
+        sweep.add(f"fc_rows4_ties_d{depth}_o{oc}_pc{int(per_channel)}", "fully_connected_s8", attrs,
+                  [(act("x", (3, depth)), x)], [act("y", (3, oc))], consts, op_inputs=["x", "w", "b", "m", "s"])
     return sweep
 
 
@@ -337,6 +352,13 @@ def test_fully_connected_and_dot_fast_paths_on_board(target):
     sweep = tconv_sweep(seed=23, sweep=fc_sweep(seed=22, sweep=BoardSweep()))
     assert len(sweep) > 150
     sweep.assert_same_on_board(target)
+
+
+@pytest.mark.parametrize("target", ("cortex-m7", "cortex-m33"))
+def test_fully_connected_fast_paths_on_dsp_cores(target):
+    """The DSP paths (rows4's asm sums and output stage, rows3, rows2) as cortex-m7's and cortex-m33's builds
+    compile them."""
+    fc_sweep(seed=22, sweep=BoardSweep()).assert_same_on_board(target)
 
 
 def test_scalar_paths_on_host_c(tmp_path):

@@ -11,7 +11,8 @@
  *        fc_rows3_asm, over whole groups of 8 features); with input offset 0 (what the lowering gives:
  *        it folds the offset into the bias) 4 channels per loop first (rows4: fc_rows4_asm, the input and
  *        four rows reached from one pointer, its instructions ordered for the Cortex-M4's load pipelining
- *        and the Cortex-M7's dual issue), their sums requantized 16 at a time (fc_out);
+ *        and the Cortex-M7's dual issue), their sums started at bias + extra and requantized 4 at a time in
+ *        asm (fc_out4_asm), the 4 bytes clamped together and stored as one word;
  *   MVE: 4 output channels per loop over 16 lanes: one input load, VMLADAVA per channel. The
  *        lowering folds the input offset into the bias of every fully connected layer; then the loop
  *        is one tail-predicated asm block (rows4_asm; for whole groups of 4 with vector requantization
@@ -240,27 +241,37 @@ static inline __attribute__((always_inline)) void fc_rows3_asm(const int8_t **xp
     "   sxtb16  %[s], %[s], ror #8\n"           \
     "   smlad   %[a0], %[xv], %[s], %[a0]\n"
 
-/* sums of the four rows p0 + i * depth (i < 4) against x (input offset 0) over the first n8 features (a
- * multiple of 8, > 0): one FC_ROWS4_PAIR when n8 / 8 is odd, then four groups per iteration; returns p0
- * moved past them (the input moves with it: x + (p0' - p0)). */
+/* acc[i] += the sum of row p0 + i * depth (i < 4) against x (input offset 0) over the first n8 features (a
+ * multiple of 8, > 0): one FC_ROWS4_PAIR when n8 / 8 is odd, one FC_ROWS4_QUAD when n8 / 16 is, then eight
+ * groups (32 features) per iteration, the loop's end read from memory (13 registers: with 14, GCC found
+ * none left where rows4's loop keeps values across the asm, at -O3 for cortex-m7): 6 cycles per 32
+ * features on the cortex-m4 model where a register end once per 16 took 8; returns p0 moved past them
+ * (the input moves with it: x + (p0' - p0)). */
 static inline __attribute__((always_inline)) const int8_t *fc_rows4_asm(const int8_t *x, const int8_t *p0,
                                                                        uint32_t depth, uint32_t n8, int32_t acc[4]) {
     const int8_t *const pend = p0 + n8;
     const int32_t dx = (int32_t)(x - p0), ds = (int32_t)depth, d3 = 3 * (int32_t)depth;
-    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, xv, x02, v, t, s;
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3], xv, x02, v, t, s;
     if (n8 & 8u) /* an odd number of groups of 8: one pair first */
         __asm__ volatile(FC_ROWS4_PAIR
                          : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [p0] "+r"(p0), [xv] "=&r"(xv),
                            [x02] "=&r"(x02), [v] "=&r"(v), [t] "=&r"(t), [s] "=&r"(s)
                          : [dx] "r"(dx), [ds] "r"(ds), [d3] "r"(d3)
                          : "memory");
-    if (n8 >= 16u)
-        __asm__ volatile("1:\n" FC_ROWS4_QUAD
-                         "   cmp     %[p0], %[pend]\n"
+    if (n8 & 16u)
+        __asm__ volatile(FC_ROWS4_QUAD
+                         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [p0] "+r"(p0), [xv] "=&r"(xv),
+                           [x02] "=&r"(x02), [v] "=&r"(v), [t] "=&r"(t), [s] "=&r"(s)
+                         : [dx] "r"(dx), [ds] "r"(ds), [d3] "r"(d3)
+                         : "memory");
+    if (n8 >= 32u)
+        __asm__ volatile("1:\n" FC_ROWS4_QUAD FC_ROWS4_QUAD
+                         "   ldr     %[t], %[pend]\n"
+                         "   cmp     %[p0], %[t]\n"
                          "   bne     1b\n"
                          : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [p0] "+r"(p0), [xv] "=&r"(xv),
                            [x02] "=&r"(x02), [v] "=&r"(v), [t] "=&r"(t), [s] "=&r"(s)
-                         : [dx] "r"(dx), [ds] "r"(ds), [d3] "r"(d3), [pend] "r"(pend)
+                         : [dx] "r"(dx), [ds] "r"(ds), [d3] "r"(d3), [pend] "m"(pend)
                          : "cc", "memory");
     (void)xv, (void)x02, (void)v, (void)t, (void)s;
     acc[0] = a0, acc[1] = a1, acc[2] = a2, acc[3] = a3;
@@ -343,61 +354,126 @@ static void rows2(const int8_t *x, const int8_t *p0, const int8_t *p1, uint32_t 
 }
 
 #if defined(FC_ROWS4_ASM)
-/* mf_requantize_inline without branches (the shift's sign by masks: the compiler branched on it, out of
- * line), + output offset, clamped: the same arithmetic, the same bits. */
-static inline int8_t fc_requant(int32_t acc, int32_t mult, int32_t shift, int32_t out_off, int32_t lo, int32_t hi) {
-    const int32_t left = shift & ~(shift >> 31), right = left - shift; /* max(shift, 0), max(-shift, 0) */
-    const int32_t x = mf_wrap32((uint32_t)acc << left);
-    const int32_t high = mf_wrap32((uint32_t)(uint64_t)(((int64_t)x * mult + (1ll << 30)) >> 31));
-    const int32_t mask = (int32_t)((1u << right) - 1u), result = high >> right;
-    const int32_t threshold = (mask >> 1) + (int32_t)((uint32_t)result >> 31);
-    int32_t v = mf_add_wrap(result + ((high & mask) > threshold ? 1 : 0), out_off);
-    v = v < lo ? lo : v;
-    return (int8_t)(v > hi ? hi : v);
+/* One output of fc_out4_asm: the sum in A (bias and extra in it already) requantized as
+ * mf_requantize_inline does, + output offset, SSAT to int8 into A; the channel's multiplier and shift at
+ * [pm, #MOFF] and [ps, #SOFF]. Three temporaries: m, s, l. The doubling high multiply h is SMULL + 2^30
+ * (ADDS/ADC) and the 64-bit >> 31 (LSL/ORR). The rounding divide by 2^right (half away from zero) is
+ * h asr right, + 1 when CMSIS-NN's remainder test holds: remainder > 2^(right - 1) - 1 + (h < 0), that is
+ * t >= 2^31 + (h < 0) for t = h << (32 - right), the remainder at the top of a word (0 when right = 0:
+ * LSL by 32 gives 0, no rounding), taken as the carry of t + 2^31 - (h < 0) (CMN) into ADC.
+ * 17 instructions and 2 loads, no branch. */
+#define FC_OUT1(A, MOFF, SOFF)                      \
+    "   ldr     %[m], [%[pm], #" MOFF "]\n"         \
+    "   ldrsb   %[s], [%[ps], #" SOFF "]\n"         \
+    "   bic     %[l], %[s], %[s], asr #31\n"        \
+    "   sub     %[s], %[l], %[s]\n"                 \
+    "   lsl     %[" A "], %[" A "], %[l]\n"         \
+    "   smull   %[l], %[m], %[" A "], %[m]\n"       \
+    "   adds    %[l], %[l], #0x40000000\n"          \
+    "   adc     %[m], %[m], #0\n"                   \
+    "   lsl     %[m], %[m], #1\n"                   \
+    "   orr     %[" A "], %[m], %[l], lsr #31\n"    \
+    "   asr     %[l], %[" A "], %[s]\n"             \
+    "   rsb     %[s], %[s], #32\n"                  \
+    "   lsl     %[s], %[" A "], %[s]\n"             \
+    "   lsr     %[m], %[" A "], #31\n"              \
+    "   rsb     %[m], %[m], #0x80000000\n"          \
+    "   cmn     %[s], %[m]\n"                       \
+    "   adc     %[l], %[l], #0\n"                   \
+    "   add     %[l], %[l], %[off]\n"               \
+    "   ssat    %[" A "], #8, %[l]\n"
+
+/* The output stage of 4 channels in asm: their sums a0..a3 (bias and extra added) requantized (FC_OUT1,
+ * the multipliers and shifts at pm[0..3], ps[0..3]), packed into one word of 4 bytes (BFI) and clamped to
+ * [lo, hi] on all 4 bytes at once (SSUB8 sets GE where a byte is >= the bound, SEL picks): the same bits
+ * as mf_channel_requant_s8. GCC's code for the same arithmetic in C, one output at a time, reloaded its
+ * constants from the stack. lo4, hi4: lo and hi in every byte. */
+static inline __attribute__((always_inline)) int32_t fc_out4_asm(int32_t a0, int32_t a1, int32_t a2, int32_t a3,
+                                                                 const int32_t *pm, const mf_shift *ps, int32_t off,
+                                                                 int32_t lo4, int32_t hi4) {
+    int32_t m, s, l;
+    __asm__(FC_OUT1("a0", "0", "0") FC_OUT1("a1", "4", "1") FC_OUT1("a2", "8", "2") FC_OUT1("a3", "12", "3")
+            "   bfi     %[a0], %[a1], #8, #8\n"
+            "   bfi     %[a0], %[a2], #16, #8\n"
+            "   bfi     %[a0], %[a3], #24, #8\n"
+            : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3), [m] "=&r"(m), [s] "=&r"(s),
+              [l] "=&r"(l)
+            : [pm] "r"(pm), [ps] "r"(ps), [off] "r"(off)
+            : "cc");
+    /* a separate statement: the two bounds beside the 10 registers above left GCC none at -O1/-O2/-Os */
+    __asm__("   ssub8   %[m], %[a0], %[lo4]\n"
+            "   sel     %[a0], %[a0], %[lo4]\n"
+            "   ssub8   %[m], %[hi4], %[a0]\n"
+            "   sel     %[a0], %[a0], %[hi4]\n"
+            : [a0] "+&r"(a0), [m] "=&r"(m)
+            : [lo4] "r"(lo4), [hi4] "r"(hi4)
+            : "cc");
+    (void)m, (void)s, (void)l;
+    return a0;
 }
 
-/* The output stage of n channels from oc whose sums a[] hold the bias and extra already: requantized,
- * clamped. A function of its own, so that its constants stay in registers (inlined in run(), they were
- * reloaded from the stack), called once per FC_BATCH channels. */
-static __attribute__((noinline)) void fc_out(const int32_t *a, uint32_t n, const mf_channel_requant *rq, uint32_t oc,
-                                             int8_t *out) {
-    const int32_t out_off = rq->out_off, lo = rq->lo, hi = rq->hi;
-    const int32_t *const end = a + n;
-    if (rq->per_channel) {
-        const int32_t *mult = rq->mult + oc;
-        const mf_shift *shift = rq->shift + oc;
-        while (a != end) *out++ = fc_requant(*a++, *mult++, *shift++, out_off, lo, hi);
-    } else {
-        const int32_t mult = rq->mult[0], shift = rq->shift[0];
-        while (a != end) *out++ = fc_requant(*a++, mult, shift, out_off, lo, hi);
+/* s[i] += the sum of row p0 + i * depth (i < 4) against x (input offset 0): fc_rows4_asm over whole groups
+ * of 8 features, the rest in C. A function of its own: inlined in rows4's loop, GCC found no registers for
+ * the asm's 14 beside the loop's values. */
+static __attribute__((noinline)) void fc_sums4(const int8_t *x, const int8_t *p0, uint32_t depth, int32_t s[4]) {
+    const uint32_t d8 = depth & ~7u;
+    if (d8 > 0) fc_rows4_asm(x, p0, depth, d8, s);
+    for (uint32_t k = d8; k < depth; k++) {
+        const int32_t xo = x[k];
+        for (uint32_t i = 0; i < 4; i++) s[i] += xo * p0[i * depth + k];
     }
 }
 
-enum { FC_BATCH = 16 }; /* channels whose sums rows4 keeps (on the stack) for one fc_out call */
-
-/* Input offset 0 (the lowering folds it into the bias): whole groups of 4 output channels, their sums by
- * fc_rows4_asm over whole groups of 8 features, the rest in C. Returns the channels done. */
-static __attribute__((noinline)) uint32_t rows4(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth,
-                                                int32_t extra, const mf_channel_requant *rq, int8_t *out) {
-    const uint32_t done = oc_n & ~3u, d8 = depth & ~7u;
+/* Input offset 0 (the lowering folds it into the bias): whole groups of 4 output channels, their sums
+ * started at bias + extra, then fc_rows4_asm over whole groups of 8 features, the rest in C, and the 4
+ * outputs by fc_out4_asm, stored as one word. Returns the channels done. */
+static inline __attribute__((always_inline)) uint32_t rows4_body(const int8_t *x, const int8_t *w, uint32_t oc_n,
+                                                                 uint32_t depth, int32_t extra,
+                                                                 const mf_channel_requant *rq, int8_t *out,
+                                                                 const int whole) {
+    const uint32_t done = oc_n & ~3u;
     const int32_t *const bias = rq->bias;
-    int32_t sums[FC_BATCH];
-    for (uint32_t oc0 = 0; oc0 < done; oc0 += FC_BATCH) {
-        const uint32_t n = done - oc0 < FC_BATCH ? done - oc0 : FC_BATCH;
-        for (uint32_t j = 0; j < n; j += 4) {
-            const int8_t *p0 = w + (size_t)(oc0 + j) * depth;
-            int32_t *a = sums + j, s4[4] = {0, 0, 0, 0};
-            if (d8 > 0) fc_rows4_asm(x, p0, depth, d8, s4);
-            for (uint32_t k = d8; k < depth; k++) {
-                const int32_t xo = x[k];
-                for (uint32_t i = 0; i < 4; i++) s4[i] += xo * p0[i * depth + k];
-            }
-            for (uint32_t i = 0; i < 4; i++)
-                a[i] = mf_add_wrap(mf_add_wrap(s4[i], extra), bias ? bias[oc0 + j + i] : 0);
-        }
-        fc_out(sums, n, rq, oc0, out + oc0);
+    /* per-tensor: the one multiplier and shift 4 times, read in place of 4 channels' (step 0) */
+    int32_t mult4[4];
+    mf_shift shift4[4];
+    const int32_t *pm = rq->mult;
+    const mf_shift *ps = rq->shift;
+    const uint32_t step = rq->per_channel ? 4u : 0u;
+    if (!rq->per_channel) {
+        for (uint32_t i = 0; i < 4; i++) mult4[i] = rq->mult[0], shift4[i] = rq->shift[0];
+        pm = mult4, ps = shift4;
+    }
+    const int32_t lo4 = mf_wrap32(0x01010101u * (uint8_t)rq->lo), hi4 = mf_wrap32(0x01010101u * (uint8_t)rq->hi);
+    const int32_t out_off = rq->out_off;
+    for (uint32_t oc = 0; oc < done; oc += 4, pm += step, ps += step) {
+        const int8_t *p0 = w + (size_t)oc * depth;
+        int32_t s4[4];
+        for (uint32_t i = 0; i < 4; i++) s4[i] = mf_add_wrap(extra, bias ? bias[oc + i] : 0);
+        if (whole)
+            fc_rows4_asm(x, p0, depth, depth, s4);
+        else
+            fc_sums4(x, p0, depth, s4);
+        mf_st32(out + oc, fc_out4_asm(s4[0], s4[1], s4[2], s4[3], pm, ps, out_off, lo4, hi4));
     }
     return done;
+}
+
+/* rows4_body in two functions: depths that are multiples of 8 (the sums in registers, no call in the loop)
+ * and the others (fc_sums4). */
+static __attribute__((noinline)) uint32_t rows4_whole(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth,
+                                                      int32_t extra, const mf_channel_requant *rq, int8_t *out) {
+    return rows4_body(x, w, oc_n, depth, extra, rq, out, 1);
+}
+
+static __attribute__((noinline)) uint32_t rows4_any(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth,
+                                                    int32_t extra, const mf_channel_requant *rq, int8_t *out) {
+    return rows4_body(x, w, oc_n, depth, extra, rq, out, 0);
+}
+
+static uint32_t rows4(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t extra,
+                      const mf_channel_requant *rq, int8_t *out) {
+    return depth > 0 && (depth & 7u) == 0 ? rows4_whole(x, w, oc_n, depth, extra, rq, out)
+                                          : rows4_any(x, w, oc_n, depth, extra, rq, out);
 }
 #endif
 
