@@ -182,8 +182,59 @@ def sweep_cases(seed: int) -> list[tuple[str, dict]]:
             cases.append((f"fc4_even_d{depth}_o{oc}", fc_case(rng, "fully_connected_s4", depth, oc, 2)))
     for depth in (5, 16, 33):
         cases.append((f"fcpc_d{depth}", fc_case(rng, "fully_connected_per_channel_s8", depth, 6, 2)))
+    cases += halves_cases(rng)
     cases.append(("fc8_per_tensor", fc_case(rng, "fully_connected_s8", 9, 4, 2)))
     return cases
+
+
+def as_halves(case: dict) -> dict:
+    """The case with its int4 weights read as S4_HALVES (the same random bytes: any byte is valid there)."""
+    w = case["constants"][0]
+    halves = Tensor(w.name, w.shape, "int4", data=w.data, layout="s4_halves")
+    return {**case, "constants": [halves, *case["constants"][1:]]}
+
+
+def halves_cases(rng) -> list[tuple[str, dict]]:
+    """conv2d_s4 and fully_connected_s4 with S4_HALVES weights (a Helium program's; rows of an even length): on
+    cortex-m55 the 2 x 2 blocks of run_halves (with the packed paths' scratch: 32-tap blocks, a last block of
+    2..30, in_off tabled in the scratch or, without room, summed per block; odd pixel and filter counts, groups;
+    1x1 read in place), the unpacked path (the planned scratch) and the portable one (none); rows4_halves for
+    the fully connected; elsewhere the portable statement."""
+    im2col = SCRATCH["conv2d_s4_im2col"]
+    cases = []
+    for wc, kernel, opg, pad in ((2, (3, 3), 5, None), (16, (3, 3), 7, [1, 1]), (64, (3, 3), 3, [1, 1]),
+                                 (6, (1, 5), 30, None), (1, (5, 4), 9, [2, 1]), (40, (1, 1), 5, [0, 0]),
+                                 (32, (1, 1), 4, [0, 0]), (30, (1, 1), 3, [0, 0]), (64, (1, 1), 9, [0, 0]),
+                                 (2, (1, 1), 2, [0, 0])):
+        depth = kernel[0] * kernel[1] * wc
+        case = as_halves(conv_case(rng, "conv2d_s4", wc, kernel, opg=opg, pad=pad))
+        cases.append((f"halves_c{wc}_k{kernel[0]}x{kernel[1]}_packed", {**case, "scratch": im2col(depth=depth)}))
+        cases.append((f"halves_c{wc}_k{kernel[0]}x{kernel[1]}_planned", as_halves(
+            conv_case(rng, "conv2d_s4", wc, kernel, opg=opg, pad=pad))))
+    for wc, kernel, groups in ((4, (3, 3), 2), (8, (1, 1), 3)):
+        depth = kernel[0] * kernel[1] * wc
+        case = as_halves(conv_case(rng, "conv2d_s4", wc, kernel, groups=groups, opg=3))
+        cases.append((f"halves_groups{groups}_c{wc}", {**case, "scratch": im2col(depth=depth)}))
+    cases.append(("halves_no_scratch", as_halves(conv_case(rng, "conv2d_s4", 4, (3, 3), scratch=False))))
+    for depth in (2, 16, 30, 32, 40, 48, 64, 94, 640):
+        for oc in (1, 3, 6):
+            case = as_halves(fc_case(rng, "fully_connected_s4", depth, oc, int(rng.integers(1, 4))))
+            cases.append((f"halves_fc_d{depth}_o{oc}", case))
+    return cases
+
+
+def test_halves_weights_are_the_plain_ones_they_stand_for():
+    """Python's reading of S4_HALVES: the op on S4_HALVES bytes gives the bytes of the same op on the same weights
+    packed CMSIS-NN's way (pack_int4 of unpack_int4_halves), for every halves case (host Python and C)."""
+    from mcuforge.kernels.int4 import pack_int4, unpack_int4_halves
+
+    for name, case in halves_cases(np.random.default_rng(31)):
+        w = case["constants"][0]
+        plain = Tensor(w.name, w.shape, "int4", data=pack_int4(unpack_int4_halves(w.data, w.shape)))
+        python, c = run_both(*one_op(case))
+        plain_python, plain_c = run_both(*one_op({**case, "constants": [plain, *case["constants"][1:]]}))
+        assert_same_bytes(python, plain_python, name)
+        assert_same_bytes(c, plain_c, name)
 
 
 def test_conv2d_s4_mve_plan_holds_the_unpacked_filters():

@@ -41,6 +41,7 @@ static __attribute__((noinline)) mf_status run_portable(const mf_call *c) {
     const int32_t h = (int32_t)x.shape[1], wi = (int32_t)x.shape[2];
     const uint32_t ch = x.shape[3], wc = w.shape[3], oc_n = w.shape[0], kh = w.shape[1], kw = w.shape[2];
     const uint32_t oc_per_group = oc_n / (ch / wc);
+    const int halves = w.layout == MF_LAYOUT_S4_HALVES;
     int8_t *out = (int8_t *)o.data;
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         for (uint32_t oy = 0; oy < o.shape[1]; oy++) {
@@ -56,7 +57,9 @@ static __attribute__((noinline)) mf_status run_portable(const mf_call *c) {
                             if (ix < 0 || ix >= wi) continue;
                             const int8_t *xp = xd + (((size_t)n * (size_t)h + (size_t)iy) * (size_t)wi + (size_t)ix) * ch +
                                                (size_t)(oc / oc_per_group) * wc;
-                            acc += mf_dot_s4(xp, wd, ((oc * kh + ky) * kw + kx) * wc, wc, k.in_off);
+                            const uint32_t tap = (ky * kw + kx) * wc;
+                            acc += halves ? mf_dot_s4_halves(xp, wd, kh * kw * wc, oc, tap, wc, k.in_off)
+                                          : mf_dot_s4(xp, wd, oc * kh * kw * wc + tap, wc, k.in_off);
                         }
                     }
                     *out++ = mf_s4_requant(&k.rq, oc, acc);
@@ -350,6 +353,155 @@ static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint
 }
 #endif
 
+#if defined(MF_USE_MVE)
+/* The sums of patches c0, c1 with the S4_HALVES rows (mf_s4.h) at p0, p1: s = {c0.p0, c0.p1, c1.p0, c1.p1}, each
+ * 16 x the true sum. Per 32 taps: two contiguous loads of each patch, one 16-byte load of each row split by
+ * VSHL and VAND into 16 x its low- and high-nibble weights, eight VMLADAVAs, the instructions ordered so that
+ * loads, ALU operations and multiply-accumulates alternate (the Cortex-M55 overlaps neighbours of different
+ * units). The row's last block (fewer than 32 taps) the same, predicated. */
+static inline __attribute__((always_inline)) void dot2x2_halves(const int8_t *c0, const int8_t *c1, const int8_t *p0,
+                                                                const int8_t *p1, uint32_t depth, int32_t s[4]) {
+    const int8x16_t high = vdupq_n_s8(MF_S4_HALVES_HIGH);
+    int32_t a00 = 0, a01 = 0, a10 = 0, a11 = 0;
+    const uint32_t d32 = depth & ~31u;
+    uint32_t k = 0;
+#if defined(__OPTIMIZE__)
+    if (d32) { /* in asm: GCC's loop grouped the loads and the ALU operations (no overlap between them) */
+        const int8_t *x0 = c0, *x1 = c1;
+        __asm__ volatile("   wls          lr, %[iters], 1f\n"
+                         "2: vldrb.8      q4, [%[p0]], #16\n"
+                         "   vshl.i8      q5, q4, #4\n"
+                         "   vldrb.8      q0, [%[x0]], #32\n"
+                         "   vmladava.s8  %[a00], q0, q5\n"
+                         "   vldrb.8      q1, [%[x1]], #32\n"
+                         "   vmladava.s8  %[a10], q1, q5\n"
+                         "   vldrb.8      q6, [%[p1]], #16\n"
+                         "   vshl.i8      q5, q6, #4\n"
+                         "   vmladava.s8  %[a01], q0, q5\n"
+                         "   vand         q4, q4, %q[high]\n"
+                         "   vmladava.s8  %[a11], q1, q5\n"
+                         "   vldrb.8      q0, [%[x0], #-16]\n"
+                         "   vmladava.s8  %[a00], q0, q4\n"
+                         "   vldrb.8      q1, [%[x1], #-16]\n"
+                         "   vmladava.s8  %[a10], q1, q4\n"
+                         "   vand         q6, q6, %q[high]\n"
+                         "   vmladava.s8  %[a01], q0, q6\n"
+                         "   vmladava.s8  %[a11], q1, q6\n"
+                         "   le           lr, 2b\n"
+                         "1:\n"
+                         : [a00] "+Te"(a00), [a01] "+Te"(a01), [a10] "+Te"(a10), [a11] "+Te"(a11), [p0] "+r"(p0),
+                           [p1] "+r"(p1), [x0] "+r"(x0), [x1] "+r"(x1)
+                         : [iters] "r"(d32 / 32u), [high] "w"(high)
+                         : "q0", "q1", "q4", "q5", "q6", "lr", "memory");
+        k = d32;
+    }
+#endif
+    for (; k < depth; k += 32u, p0 += 16, p1 += 16) {
+        const uint32_t h = mf_s4_halves_half(depth, k); /* 16 but in the row's last block */
+        const mve_pred16_t pred = vctp8q(h);
+        const int8x16_t xl0 = vldrbq_z_s8(c0 + k, pred), xh0 = vldrbq_z_s8(c0 + k + h, pred);
+        const int8x16_t xl1 = vldrbq_z_s8(c1 + k, pred), xh1 = vldrbq_z_s8(c1 + k + h, pred);
+        const int8x16_t v0 = vldrbq_z_s8(p0, pred), v1 = vldrbq_z_s8(p1, pred);
+        const int8x16_t l0 = vshlq_n_s8(v0, 4), h0 = vandq_s8(v0, high), l1 = vshlq_n_s8(v1, 4), h1 = vandq_s8(v1, high);
+        a00 = vmladavaq_s8(vmladavaq_s8(a00, xl0, l0), xh0, h0);
+        a01 = vmladavaq_s8(vmladavaq_s8(a01, xl0, l1), xh0, h1);
+        a10 = vmladavaq_s8(vmladavaq_s8(a10, xl1, l0), xh1, h0);
+        a11 = vmladavaq_s8(vmladavaq_s8(a11, xl1, l1), xh1, h1);
+    }
+    s[0] = a00, s[1] = a01, s[2] = a10, s[3] = a11;
+}
+
+/* in_off * sum(w) of filter f (S4_HALVES rows of `depth` at w), from the table when there is one. */
+static inline int32_t halves_corr(const int32_t *table, const int8_t *w, uint32_t f, uint32_t depth, int32_t in_off) {
+    if (in_off == 0) return 0;
+    if (table != NULL) return table[f];
+    return mf_s4_halves_sum(w + (size_t)f * (depth / 2u), depth) * in_off; /* |sum(w)| <= 2^19, |in_off| <= 128 */
+}
+
+/* conv2d_s4 on Helium with S4_HALVES weights: blocks of 2 output pixels x 2 filters (dot2x2_halves), the patches
+ * copied (im2col, patch_s8_rows) into the scratch or, for a 1x1 convolution without padding, read in place; the
+ * offset as in_off * sum(w) per filter, tabled once per call after the two patches when the scratch has room;
+ * the four outputs of a block requantized as one vector. */
+static __attribute__((noinline)) void run_halves(const mf_call *c) {
+    mf_weighted_run k;
+    mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
+    const mf_tensor x = k.x, w = k.w, o = k.o;
+    conv_geom g = {.st = {k.st[0], k.st[1]}, .pd = {k.pd[0], k.pd[1]}, .dl = {k.dl[0], k.dl[1]}};
+    g.h = (int32_t)x.shape[1];
+    g.w = (int32_t)x.shape[2];
+    g.ch = x.shape[3];
+    g.wc = w.shape[3];
+    g.kh = w.shape[1];
+    g.kw = w.shape[2];
+    g.zero_point = (int8_t)(-k.in_off);
+    const uint32_t oc_n = w.shape[0], groups = g.ch / g.wc, opg = oc_n / groups;
+    const uint32_t depth = g.kh * g.kw * g.wc, half = depth / 2u, ow = o.shape[2], pixels = o.shape[1] * ow;
+    const int8_t *wd = (const int8_t *)w.data;
+    int8_t *scratch = (int8_t *)c->scratch;
+    const int pointwise = g.kh == 1 && g.kw == 1 && g.pd[0] == 0 && g.pd[1] == 0 &&
+                          ((int32_t)o.shape[1] - 1) * g.st[0] < g.h && ((int32_t)ow - 1) * g.st[1] < g.w;
+    const uint32_t table_at = (2u * depth + 3u) & ~3u;
+    int32_t *table = NULL;
+    if (k.in_off != 0 && c->scratch_bytes >= table_at + 4u * oc_n) {
+        table = (int32_t *)(void *)(scratch + table_at);
+        for (uint32_t f = 0; f < oc_n; f++) table[f] = mf_s4_halves_sum(wd + (size_t)f * half, depth) * k.in_off;
+    }
+    const int vector_rq = mf_requant_vector_ok(&k.rq, oc_n);
+    /* output (pixel i, filter j) of a block at out + i * oc_n + j, in the lane order of mf_mve_lanes4 */
+    const uint32x4_t offs = vreinterpretq_u32_s32(mf_mve_lanes4(0, 1, (int32_t)oc_n, (int32_t)oc_n + 1));
+    const int32x4_t lo = vdupq_n_s32(k.rq.lo), hi = vdupq_n_s32(k.rq.hi);
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
+        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
+        for (uint32_t grp = 0; grp < groups; grp++) {
+            g.x = image + (size_t)grp * g.wc;
+            for (uint32_t p0 = 0; p0 < pixels; p0 += 2u) {
+                const uint32_t two_cols = pixels - p0 > 1u;
+                const int8_t *c0, *c1;
+                if (pointwise) {
+                    c0 = in_place(&g, p0, ow);
+                    c1 = two_cols ? in_place(&g, p0 + 1u, ow) : c0;
+                } else {
+                    patch_s8_rows(&g, p0, ow, scratch);
+                    if (two_cols) patch_s8_rows(&g, p0 + 1u, ow, scratch + depth);
+                    c0 = scratch;
+                    c1 = two_cols ? scratch + depth : scratch; /* a lone pixel repeated, its outputs not written */
+                }
+                int8_t *out = out_image + (size_t)p0 * oc_n + grp * opg;
+                for (uint32_t r = 0; r < opg; r += 2u) {
+                    const uint32_t f0 = grp * opg + r, two_rows = opg - r > 1u, f1 = two_rows ? f0 + 1u : f0;
+                    int32_t s[4];
+                    dot2x2_halves(c0, c1, wd + (size_t)f0 * half, wd + (size_t)f1 * half, depth, s);
+                    const int32_t corr0 = halves_corr(table, wd, f0, depth, k.in_off);
+                    const int32_t corr1 = halves_corr(table, wd, f1, depth, k.in_off);
+                    if (vector_rq) {
+                        const uint32_t k0 = k.rq.per_channel ? f0 : 0u, k1 = k.rq.per_channel ? f1 : 0u;
+                        const int32_t b0 = mf_add_wrap(corr0, mf_rq_bias(&k.rq, f0)), b1 = mf_add_wrap(corr1, mf_rq_bias(&k.rq, f1));
+                        const int32_t m0 = mf_rq_mult(&k.rq, f0), m1 = mf_rq_mult(&k.rq, f1);
+                        const int32_t sh0 = k.rq.shift[k0], sh1 = k.rq.shift[k1];
+                        /* >> 4: exact, multiples of 16 (dot2x2_halves) */
+                        int32x4_t acc = vshrq_n_s32(mf_mve_lanes4(s[0], s[1], s[2], s[3]), 4);
+                        acc = vaddq_s32(acc, mf_mve_lanes4(b0, b1, b0, b1));
+                        acc = mf_requantize_x4(acc, mf_mve_lanes4(m0, m1, m0, m1), mf_mve_lanes4(sh0, sh1, sh0, sh1));
+                        acc = vminq_s32(vmaxq_s32(vaddq_n_s32(acc, k.rq.out_off), lo), hi);
+                        const mve_pred16_t store = vcmpneq_n_s32(
+                            mf_mve_lanes4(1, (int32_t)two_rows, (int32_t)two_cols, (int32_t)(two_rows & two_cols)), 0);
+                        vstrbq_scatter_offset_p_s32(out + r, offs, acc, store);
+                    } else {
+                        out[r] = mf_s4_requant_inline(&k.rq, f0, mf_add_wrap(s[0] >> 4, corr0));
+                        if (two_rows) out[r + 1u] = mf_s4_requant_inline(&k.rq, f1, mf_add_wrap(s[1] >> 4, corr1));
+                        if (two_cols) {
+                            out[oc_n + r] = mf_s4_requant_inline(&k.rq, f0, mf_add_wrap(s[2] >> 4, corr0));
+                            if (two_rows) out[oc_n + r + 1u] = mf_s4_requant_inline(&k.rq, f1, mf_add_wrap(s[3] >> 4, corr1));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+#endif
+
 #if defined(MF_USE_DSP)
 /* The DSP columns' stride: the patch rounded up to 8 (mf_scratch_conv2d_s4_im2col plans 5 of them). */
 static uint32_t depth8(uint32_t depth) { return (depth + 7u) & ~7u; }
@@ -444,6 +596,7 @@ static int fast_path_fits(const mf_call *c) {
 typedef struct {
     const int8_t *w;
     uint32_t depth;
+    int halves; /* MF_LAYOUT_S4_HALVES */
 } s4_weights;
 
 /* Filters oc0 .. oc0 + n - 1 unpacked to int8 rows of depth bytes in buf (mf_s4_decode16, 16 at a time). */
@@ -454,6 +607,10 @@ static const int8_t *s4_unpack(const void *ctx, uint32_t oc0, uint32_t n, int8_t
         const uint32_t start = (oc0 + f) * depth;
         const uint8_t *p = (const uint8_t *)s->w + (start >> 1);
         int8_t *row = buf + (size_t)f * depth;
+        if (s->halves) {
+            mf_s4_halves_unpack((const int8_t *)p, depth, row);
+            continue;
+        }
         for (uint32_t k = 0; k < depth; k += 16) {
             vstrbq_p_s8(row + k, mf_s4_decode16(p + k / 2, start & 1u, depth - k), vctp8q(depth - k));
         }
@@ -467,7 +624,7 @@ static __attribute__((noinline)) void run_unpacked(const mf_call *c, uint32_t ch
     mf_tensor w;
     mf_call_input(c, 1, &w);
     const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3];
-    const s4_weights ctx = {(const int8_t *)w.data, depth};
+    const s4_weights ctx = {(const int8_t *)w.data, depth, w.layout == MF_LAYOUT_S4_HALVES};
     int8_t *scratch = (int8_t *)c->scratch;
     mf_conv2d_mve(c, s4_unpack, &ctx, scratch + mf_scratch_conv2d_s8_im2col(depth), chunk, scratch);
 }
@@ -487,15 +644,24 @@ static uint32_t unpacked_chunk(const mf_call *c) {
 #endif
 
 static mf_status run(const mf_call *c) {
+#if defined(MF_USE_DSP) || defined(MF_USE_MVE)
+    mf_tensor w;
+    mf_call_input(c, 1, &w);
+    const int halves = w.layout == MF_LAYOUT_S4_HALVES;
+#endif
 #if defined(MF_USE_MVE)
     const uint32_t chunk = unpacked_chunk(c);
     if (chunk != 0u) {
         run_unpacked(c, chunk);
         return MF_OK;
     }
+    if (halves && fast_path_fits(c)) {
+        run_halves(c);
+        return MF_OK;
+    }
 #endif
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
-    if (fast_path_fits(c)) return run_fast(c);
+    if (!halves && fast_path_fits(c)) return run_fast(c); /* S4_HALVES on a DSP core: the portable path */
 #endif
     return run_portable(c);
 }
