@@ -196,10 +196,10 @@ def as_halves(case: dict) -> dict:
 
 def halves_cases(rng) -> list[tuple[str, dict]]:
     """conv2d_s4 and fully_connected_s4 with S4_HALVES weights (a Helium program's; rows of an even length): on
-    cortex-m55 the 2 x 2 blocks of run_halves (with the packed paths' scratch: 32-tap blocks, a last block of
-    2..30, in_off tabled in the scratch or, without room, summed per block; odd pixel and filter counts, groups;
-    1x1 read in place), the unpacked path (the planned scratch) and the portable one (none); rows4_halves for
-    the fully connected; elsewhere the portable statement."""
+    cortex-m55 run_halves (mf_s4_halves_row per pixel, with the packed paths' scratch: 32-tap blocks, a last block of
+    2..30, in_off tabled in the scratch or, without room, summed per pixel; odd pixel and filter counts, groups;
+    1x1 read in place by pointwise_filters), the unpacked path (the planned scratch) and the portable one (none);
+    mf_s4_halves_row for the fully connected; elsewhere the portable statement."""
     im2col = SCRATCH["conv2d_s4_im2col"]
     cases = []
     for wc, kernel, opg, pad in ((2, (3, 3), 5, None), (16, (3, 3), 7, [1, 1]), (64, (3, 3), 3, [1, 1]),
@@ -216,6 +216,10 @@ def halves_cases(rng) -> list[tuple[str, dict]]:
         case = as_halves(conv_case(rng, "conv2d_s4", wc, kernel, groups=groups, opg=3))
         cases.append((f"halves_groups{groups}_c{wc}", {**case, "scratch": im2col(depth=depth)}))
     cases.append(("halves_no_scratch", as_halves(conv_case(rng, "conv2d_s4", 4, (3, 3), scratch=False))))
+    # 30 filters of 18 taps: the packed plan (120 bytes) holds the patch but not the offset table (20 + 120)
+    case = as_halves(conv_case(rng, "conv2d_s4", 2, (3, 3), opg=30, pad=[1, 1]))
+    case["attrs"]["input_offset"] = 77
+    cases.append(("halves_c2_k3x3_no_table", {**case, "scratch": im2col(depth=18)}))
     for depth in (2, 16, 30, 32, 40, 48, 64, 94, 640):
         for oc in (1, 3, 6):
             case = as_halves(fc_case(rng, "fully_connected_s4", depth, oc, int(rng.integers(1, 4))))

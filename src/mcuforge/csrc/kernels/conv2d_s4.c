@@ -265,7 +265,7 @@ static void patch_s8_rows(const conv_geom *g, uint32_t p, uint32_t ow, int8_t *c
 static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint32_t pixels, uint32_t ow,
                                                        const int8_t *w, uint32_t oc0, uint32_t rows, uint32_t depth,
                                                        uint32_t oc_n, int32_t in_off, const mf_channel_requant *rq,
-                                                       int vector_rq, int8_t *wbuf, int8_t *out) {
+                                                       int vector_rq, int halves, int8_t *wbuf, int8_t *out) {
     /* pixel i's output at i * oc_n, in the lane order of mf_mve_lanes4 (how the sums are put together) */
     const uint32x4_t pixel_offsets = vreinterpretq_u32_s32(
         mf_mve_lanes4(0, (int32_t)oc_n, (int32_t)(2u * oc_n), (int32_t)(3u * oc_n)));
@@ -275,7 +275,11 @@ static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint
         const uint32_t oc = oc0 + r, start = oc * depth;
         const uint8_t *p = (const uint8_t *)w + (start >> 1);
         int32_t ws = 0;
-        for (uint32_t k = 0; k < depth; k += 16) {
+        if (halves) { /* S4_HALVES: the row at byte oc * depth / 2 (= start >> 1, depth even) */
+            mf_s4_halves_unpack((const int8_t *)p, depth, wbuf);
+            ws = in_off != 0 ? mf_s4_halves_sum((const int8_t *)p, depth) : 0;
+        }
+        for (uint32_t k = 0; !halves && k < depth; k += 16) {
             const int8x16_t wv = mf_s4_decode16(p + k / 2, start & 1u, depth - k);
             ws = vaddvaq_s8(ws, wv);
             vstrbq_p_s8(wbuf + k, wv, vctp8q(depth - k));
@@ -354,74 +358,11 @@ static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint
 #endif
 
 #if defined(MF_USE_MVE)
-/* The sums of patches c0, c1 with the S4_HALVES rows (mf_s4.h) at p0, p1: s = {c0.p0, c0.p1, c1.p0, c1.p1}, each
- * 16 x the true sum. Per 32 taps: two contiguous loads of each patch, one 16-byte load of each row split by
- * VSHL and VAND into 16 x its low- and high-nibble weights, eight VMLADAVAs, the instructions ordered so that
- * loads, ALU operations and multiply-accumulates alternate (the Cortex-M55 overlaps neighbours of different
- * units). The row's last block (fewer than 32 taps) the same, predicated. */
-static inline __attribute__((always_inline)) void dot2x2_halves(const int8_t *c0, const int8_t *c1, const int8_t *p0,
-                                                                const int8_t *p1, uint32_t depth, int32_t s[4]) {
-    const int8x16_t high = vdupq_n_s8(MF_S4_HALVES_HIGH);
-    int32_t a00 = 0, a01 = 0, a10 = 0, a11 = 0;
-    const uint32_t d32 = depth & ~31u;
-    uint32_t k = 0;
-#if defined(__OPTIMIZE__)
-    if (d32) { /* in asm: GCC's loop grouped the loads and the ALU operations (no overlap between them) */
-        const int8_t *x0 = c0, *x1 = c1;
-        __asm__ volatile("   wls          lr, %[iters], 1f\n"
-                         "2: vldrb.8      q4, [%[p0]], #16\n"
-                         "   vshl.i8      q5, q4, #4\n"
-                         "   vldrb.8      q0, [%[x0]], #32\n"
-                         "   vmladava.s8  %[a00], q0, q5\n"
-                         "   vldrb.8      q1, [%[x1]], #32\n"
-                         "   vmladava.s8  %[a10], q1, q5\n"
-                         "   vldrb.8      q6, [%[p1]], #16\n"
-                         "   vshl.i8      q5, q6, #4\n"
-                         "   vmladava.s8  %[a01], q0, q5\n"
-                         "   vand         q4, q4, %q[high]\n"
-                         "   vmladava.s8  %[a11], q1, q5\n"
-                         "   vldrb.8      q0, [%[x0], #-16]\n"
-                         "   vmladava.s8  %[a00], q0, q4\n"
-                         "   vldrb.8      q1, [%[x1], #-16]\n"
-                         "   vmladava.s8  %[a10], q1, q4\n"
-                         "   vand         q6, q6, %q[high]\n"
-                         "   vmladava.s8  %[a01], q0, q6\n"
-                         "   vmladava.s8  %[a11], q1, q6\n"
-                         "   le           lr, 2b\n"
-                         "1:\n"
-                         : [a00] "+Te"(a00), [a01] "+Te"(a01), [a10] "+Te"(a10), [a11] "+Te"(a11), [p0] "+r"(p0),
-                           [p1] "+r"(p1), [x0] "+r"(x0), [x1] "+r"(x1)
-                         : [iters] "r"(d32 / 32u), [high] "w"(high)
-                         : "q0", "q1", "q4", "q5", "q6", "lr", "memory");
-        k = d32;
-    }
-#endif
-    for (; k < depth; k += 32u, p0 += 16, p1 += 16) {
-        const uint32_t h = mf_s4_halves_half(depth, k); /* 16 but in the row's last block */
-        const mve_pred16_t pred = vctp8q(h);
-        const int8x16_t xl0 = vldrbq_z_s8(c0 + k, pred), xh0 = vldrbq_z_s8(c0 + k + h, pred);
-        const int8x16_t xl1 = vldrbq_z_s8(c1 + k, pred), xh1 = vldrbq_z_s8(c1 + k + h, pred);
-        const int8x16_t v0 = vldrbq_z_s8(p0, pred), v1 = vldrbq_z_s8(p1, pred);
-        const int8x16_t l0 = vshlq_n_s8(v0, 4), h0 = vandq_s8(v0, high), l1 = vshlq_n_s8(v1, 4), h1 = vandq_s8(v1, high);
-        a00 = vmladavaq_s8(vmladavaq_s8(a00, xl0, l0), xh0, h0);
-        a01 = vmladavaq_s8(vmladavaq_s8(a01, xl0, l1), xh0, h1);
-        a10 = vmladavaq_s8(vmladavaq_s8(a10, xl1, l0), xh1, h0);
-        a11 = vmladavaq_s8(vmladavaq_s8(a11, xl1, l1), xh1, h1);
-    }
-    s[0] = a00, s[1] = a01, s[2] = a10, s[3] = a11;
-}
-
-/* in_off * sum(w) of filter f (S4_HALVES rows of `depth` at w), from the table when there is one. */
-static inline int32_t halves_corr(const int32_t *table, const int8_t *w, uint32_t f, uint32_t depth, int32_t in_off) {
-    if (in_off == 0) return 0;
-    if (table != NULL) return table[f];
-    return mf_s4_halves_sum(w + (size_t)f * (depth / 2u), depth) * in_off; /* |sum(w)| <= 2^19, |in_off| <= 128 */
-}
-
-/* conv2d_s4 on Helium with S4_HALVES weights: blocks of 2 output pixels x 2 filters (dot2x2_halves), the patches
- * copied (im2col, patch_s8_rows) into the scratch or, for a 1x1 convolution without padding, read in place; the
- * offset as in_off * sum(w) per filter, tabled once per call after the two patches when the scratch has room;
- * the four outputs of a block requantized as one vector. */
+/* conv2d_s4 on Helium with S4_HALVES weights: each output pixel's patch (copied, im2col, into the scratch, or for a
+ * 1x1 convolution without padding read in place) is the input row of a fully connected layer over the group's
+ * filters (mf_s4_halves_row: four filters a pass sharing the patch's loads, their outputs requantized as one
+ * vector); the offset as in_off * sum(w) per filter, tabled once per call after the patch when the scratch has
+ * room (else summed per pixel). */
 static __attribute__((noinline)) void run_halves(const mf_call *c) {
     mf_weighted_run k;
     mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
@@ -440,62 +381,28 @@ static __attribute__((noinline)) void run_halves(const mf_call *c) {
     int8_t *scratch = (int8_t *)c->scratch;
     const int pointwise = g.kh == 1 && g.kw == 1 && g.pd[0] == 0 && g.pd[1] == 0 &&
                           ((int32_t)o.shape[1] - 1) * g.st[0] < g.h && ((int32_t)ow - 1) * g.st[1] < g.w;
-    const uint32_t table_at = (2u * depth + 3u) & ~3u;
+    const uint32_t table_at = (depth + 3u) & ~3u;
     int32_t *table = NULL;
     if (k.in_off != 0 && c->scratch_bytes >= table_at + 4u * oc_n) {
         table = (int32_t *)(void *)(scratch + table_at);
         for (uint32_t f = 0; f < oc_n; f++) table[f] = mf_s4_halves_sum(wd + (size_t)f * half, depth) * k.in_off;
     }
     const int vector_rq = mf_requant_vector_ok(&k.rq, oc_n);
-    /* output (pixel i, filter j) of a block at out + i * oc_n + j, in the lane order of mf_mve_lanes4 */
-    const uint32x4_t offs = vreinterpretq_u32_s32(mf_mve_lanes4(0, 1, (int32_t)oc_n, (int32_t)oc_n + 1));
-    const int32x4_t lo = vdupq_n_s32(k.rq.lo), hi = vdupq_n_s32(k.rq.hi);
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
-        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
-        for (uint32_t grp = 0; grp < groups; grp++) {
-            g.x = image + (size_t)grp * g.wc;
-            for (uint32_t p0 = 0; p0 < pixels; p0 += 2u) {
-                const uint32_t two_cols = pixels - p0 > 1u;
-                const int8_t *c0, *c1;
+        int8_t *out = (int8_t *)o.data + (size_t)n * pixels * oc_n;
+        for (uint32_t p = 0; p < pixels; p++, out += oc_n) {
+            for (uint32_t grp = 0; grp < groups; grp++) {
+                g.x = image + (size_t)grp * g.wc;
+                const int8_t *patch = scratch;
                 if (pointwise) {
-                    c0 = in_place(&g, p0, ow);
-                    c1 = two_cols ? in_place(&g, p0 + 1u, ow) : c0;
+                    patch = in_place(&g, p, ow);
                 } else {
-                    patch_s8_rows(&g, p0, ow, scratch);
-                    if (two_cols) patch_s8_rows(&g, p0 + 1u, ow, scratch + depth);
-                    c0 = scratch;
-                    c1 = two_cols ? scratch + depth : scratch; /* a lone pixel repeated, its outputs not written */
+                    patch_s8_rows(&g, p, ow, scratch);
                 }
-                int8_t *out = out_image + (size_t)p0 * oc_n + grp * opg;
-                for (uint32_t r = 0; r < opg; r += 2u) {
-                    const uint32_t f0 = grp * opg + r, two_rows = opg - r > 1u, f1 = two_rows ? f0 + 1u : f0;
-                    int32_t s[4];
-                    dot2x2_halves(c0, c1, wd + (size_t)f0 * half, wd + (size_t)f1 * half, depth, s);
-                    const int32_t corr0 = halves_corr(table, wd, f0, depth, k.in_off);
-                    const int32_t corr1 = halves_corr(table, wd, f1, depth, k.in_off);
-                    if (vector_rq) {
-                        const uint32_t k0 = k.rq.per_channel ? f0 : 0u, k1 = k.rq.per_channel ? f1 : 0u;
-                        const int32_t b0 = mf_add_wrap(corr0, mf_rq_bias(&k.rq, f0)), b1 = mf_add_wrap(corr1, mf_rq_bias(&k.rq, f1));
-                        const int32_t m0 = mf_rq_mult(&k.rq, f0), m1 = mf_rq_mult(&k.rq, f1);
-                        const int32_t sh0 = k.rq.shift[k0], sh1 = k.rq.shift[k1];
-                        /* >> 4: exact, multiples of 16 (dot2x2_halves) */
-                        int32x4_t acc = vshrq_n_s32(mf_mve_lanes4(s[0], s[1], s[2], s[3]), 4);
-                        acc = vaddq_s32(acc, mf_mve_lanes4(b0, b1, b0, b1));
-                        acc = mf_requantize_x4(acc, mf_mve_lanes4(m0, m1, m0, m1), mf_mve_lanes4(sh0, sh1, sh0, sh1));
-                        acc = vminq_s32(vmaxq_s32(vaddq_n_s32(acc, k.rq.out_off), lo), hi);
-                        const mve_pred16_t store = vcmpneq_n_s32(
-                            mf_mve_lanes4(1, (int32_t)two_rows, (int32_t)two_cols, (int32_t)(two_rows & two_cols)), 0);
-                        vstrbq_scatter_offset_p_s32(out + r, offs, acc, store);
-                    } else {
-                        out[r] = mf_s4_requant_inline(&k.rq, f0, mf_add_wrap(s[0] >> 4, corr0));
-                        if (two_rows) out[r + 1u] = mf_s4_requant_inline(&k.rq, f1, mf_add_wrap(s[1] >> 4, corr1));
-                        if (two_cols) {
-                            out[oc_n + r] = mf_s4_requant_inline(&k.rq, f0, mf_add_wrap(s[2] >> 4, corr0));
-                            if (two_rows) out[oc_n + r + 1u] = mf_s4_requant_inline(&k.rq, f1, mf_add_wrap(s[3] >> 4, corr1));
-                        }
-                    }
-                }
+                const uint32_t f0 = grp * opg;
+                mf_s4_halves_row(patch, wd + (size_t)f0 * half, f0, opg, depth, k.in_off,
+                                 table != NULL ? table + f0 : NULL, &k.rq, vector_rq, out + f0);
             }
         }
     }
@@ -537,7 +444,8 @@ static mf_status run_fast(const mf_call *c) {
             g.x = image + (size_t)grp * g.wc;
 #if defined(MF_USE_MVE)
             if (pointwise) {
-                pointwise_filters(&g, pixels, ow, wd, grp * opg, opg, depth, oc_n, k.in_off, &k.rq, vector_rq, scratch,
+                pointwise_filters(&g, pixels, ow, wd, grp * opg, opg, depth, oc_n, k.in_off, &k.rq, vector_rq,
+                                  w.layout == MF_LAYOUT_S4_HALVES, scratch,
                                   out_image + grp * opg);
                 continue;
             }
@@ -643,6 +551,17 @@ static uint32_t unpacked_chunk(const mf_call *c) {
 }
 #endif
 
+#if defined(MF_USE_MVE)
+/* A 1x1 convolution without padding whose windows stay inside the input (run_fast's `pointwise`). */
+static int conv_pointwise(const mf_call *c) {
+    mf_weighted_run k;
+    mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
+    return k.w.shape[1] == 1 && k.w.shape[2] == 1 && k.pd[0] == 0 && k.pd[1] == 0 &&
+           ((int32_t)k.o.shape[1] - 1) * k.st[0] < (int32_t)k.x.shape[1] &&
+           ((int32_t)k.o.shape[2] - 1) * k.st[1] < (int32_t)k.x.shape[2];
+}
+#endif
+
 static mf_status run(const mf_call *c) {
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
     mf_tensor w;
@@ -655,7 +574,8 @@ static mf_status run(const mf_call *c) {
         run_unpacked(c, chunk);
         return MF_OK;
     }
-    if (halves && fast_path_fits(c)) {
+    if (halves && fast_path_fits(c)) { /* a 1x1 without padding: run_fast's pointwise_filters reads S4_HALVES */
+        if (conv_pointwise(c)) return run_fast(c);
         run_halves(c);
         return MF_OK;
     }

@@ -144,79 +144,6 @@ static void rows4_even(const int8_t *x, const int8_t *w, uint32_t oc, uint32_t n
     out4(a, oc, n, rq, vector_rq, out);
 }
 
-/* Outputs oc .. oc + n - 1 (n <= 4; rows past n repeat row oc, their outputs unwritten) of one input row, the
- * weights S4_HALVES (mf_s4.h): per 32 activations two contiguous loads shared by the four rows, each row's 16
- * bytes split into 16 x its low and high weights (VSHL, VAND) for two VMLADAVAs. The offset enters as
- * offset * sum(w), the row sums taken apart (mf_s4_halves_sum) when it is not 0 (the compiler folds it into the
- * bias of a layer without padding: a fully connected one always). */
-static void rows4_halves(const int8_t *x, const int8_t *w, uint32_t oc, uint32_t n, uint32_t depth, int32_t in_off,
-                         const mf_channel_requant *rq, int vector_rq, int8_t *out) {
-    const uint32_t half = depth / 2u;
-    const int8_t *p0 = w + (size_t)oc * half;
-    const int8_t *p1 = n > 1 ? p0 + half : p0, *p2 = n > 2 ? p0 + 2u * half : p0, *p3 = n > 3 ? p0 + 3u * half : p0;
-    const int8x16_t high = vdupq_n_s8(MF_S4_HALVES_HIGH);
-    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    const int8_t *q0 = p0, *q1 = p1, *q2 = p2, *q3 = p3;
-    uint32_t k = 0;
-#if defined(__OPTIMIZE__)
-    const uint32_t d32 = depth & ~31u;
-    if (d32) { /* the whole blocks in asm: loads, ALU operations and VMLADAVAs alternating (the Cortex-M55 overlaps
-                * neighbours of different units; GCC's loop grouped them and predicated every load) */
-        const int8_t *xp = x;
-        __asm__ volatile("   wls          lr, %[iters], 1f\n"
-                         "2: vldrb.8      q2, [%[q0]], #16\n"
-                         "   vshl.i8      q3, q2, #4\n"
-                         "   vldrb.8      q0, [%[x]], #32\n"
-                         "   vmladava.s8  %[a0], q0, q3\n"
-                         "   vldrb.8      q1, [%[x], #-16]\n"
-                         "   vand         q2, q2, %q[high]\n"
-                         "   vmladava.s8  %[a0], q1, q2\n"
-                         "   vldrb.8      q2, [%[q1]], #16\n"
-                         "   vshl.i8      q3, q2, #4\n"
-                         "   vmladava.s8  %[a1], q0, q3\n"
-                         "   vand         q2, q2, %q[high]\n"
-                         "   vmladava.s8  %[a1], q1, q2\n"
-                         "   vldrb.8      q2, [%[q2]], #16\n"
-                         "   vshl.i8      q3, q2, #4\n"
-                         "   vmladava.s8  %[a2], q0, q3\n"
-                         "   vand         q2, q2, %q[high]\n"
-                         "   vmladava.s8  %[a2], q1, q2\n"
-                         "   vldrb.8      q2, [%[q3]], #16\n"
-                         "   vshl.i8      q3, q2, #4\n"
-                         "   vmladava.s8  %[a3], q0, q3\n"
-                         "   vand         q2, q2, %q[high]\n"
-                         "   vmladava.s8  %[a3], q1, q2\n"
-                         "   le           lr, 2b\n"
-                         "1:\n"
-                         : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3), [x] "+r"(xp), [q0] "+r"(q0),
-                           [q1] "+r"(q1), [q2] "+r"(q2), [q3] "+r"(q3)
-                         : [iters] "r"(d32 / 32u), [high] "w"(high)
-                         : "q0", "q1", "q2", "q3", "lr", "memory");
-        k = d32;
-    }
-#endif
-    for (; k < depth; k += 32u, q0 += 16, q1 += 16, q2 += 16, q3 += 16) {
-        const uint32_t h = mf_s4_halves_half(depth, k); /* 16 but in the row's last block */
-        const mve_pred16_t pred = vctp8q(h);
-        const int8x16_t xl = vldrbq_z_s8(x + k, pred), xh = vldrbq_z_s8(x + k + h, pred);
-        int8x16_t v = vldrbq_z_s8(q0, pred);
-        a0 = vmladavaq_s8(vmladavaq_s8(a0, xl, vshlq_n_s8(v, 4)), xh, vandq_s8(v, high));
-        v = vldrbq_z_s8(q1, pred);
-        a1 = vmladavaq_s8(vmladavaq_s8(a1, xl, vshlq_n_s8(v, 4)), xh, vandq_s8(v, high));
-        v = vldrbq_z_s8(q2, pred);
-        a2 = vmladavaq_s8(vmladavaq_s8(a2, xl, vshlq_n_s8(v, 4)), xh, vandq_s8(v, high));
-        v = vldrbq_z_s8(q3, pred);
-        a3 = vmladavaq_s8(vmladavaq_s8(a3, xl, vshlq_n_s8(v, 4)), xh, vandq_s8(v, high));
-    }
-    int32_t a[4] = {a0 >> 4, a1 >> 4, a2 >> 4, a3 >> 4}; /* exact: multiples of 16 */
-    if (in_off != 0) { /* |sum(w)| <= 2^19, |in_off| <= 128 */
-        a[0] = mf_add_wrap(a[0], mf_s4_halves_sum(p0, depth) * in_off);
-        a[1] = mf_add_wrap(a[1], mf_s4_halves_sum(p1, depth) * in_off);
-        a[2] = mf_add_wrap(a[2], mf_s4_halves_sum(p2, depth) * in_off);
-        a[3] = mf_add_wrap(a[3], mf_s4_halves_sum(p3, depth) * in_off);
-    }
-    out4(a, oc, n, rq, vector_rq, out);
-}
 #endif
 
 static mf_status run(const mf_call *c) {
@@ -230,11 +157,8 @@ static mf_status run(const mf_call *c) {
 #if defined(MF_USE_MVE)
         const int vector_rq = mf_requant_vector_ok(&k.rq, oc_n);
         for (uint32_t r = 0; r < rows; r++) {
-            for (uint32_t oc = 0; oc < oc_n; oc += 4) {
-                const uint32_t n = oc_n - oc < 4u ? oc_n - oc : 4u;
-                rows4_halves(xd + (size_t)r * depth, wd, oc, n, depth, k.in_off, &k.rq, vector_rq,
-                             out + (size_t)r * oc_n + oc);
-            }
+            mf_s4_halves_row(xd + (size_t)r * depth, wd, 0, oc_n, depth, k.in_off, NULL, &k.rq, vector_rq,
+                             out + (size_t)r * oc_n);
         }
 #else
         for (uint32_t r = 0; r < rows; r++) { /* a Helium program on another core: the portable statement */

@@ -203,6 +203,13 @@ static inline void mf_s4_halves_unpack(const int8_t *p, uint32_t depth, int8_t *
         vstrbq_p_s8(row + k + h, vshrq_n_s8(v, 4), pred);
     }
 }
+
+/* The outputs of input row x (depth activations) for the oc_n S4_HALVES rows at w, channels f0 .. f0 + oc_n - 1 of
+ * rq, into out[0 .. oc_n): four rows a pass sharing each 32 activations' two loads (dot_s4.c); in_off enters as
+ * in_off * sum(w), from corr[0 .. oc_n) (the rows' in_off * sum(w)) when not NULL, else summed per call;
+ * vector_rq: mf_requant_vector_ok. */
+void mf_s4_halves_row(const int8_t *x, const int8_t *w, uint32_t f0, uint32_t oc_n, uint32_t depth, int32_t in_off,
+                      const int32_t *corr, const mf_channel_requant *rq, int vector_rq, int8_t *out);
 #endif
 
 #endif /* MF_S4_H */
