@@ -379,6 +379,31 @@ def test_readers_keep_int4_to_the_s4_weights():
     both_reject(fix_crcs(damaged), "is int4")
 
 
+def test_readers_keep_s4_halves_to_its_kinds():
+    """Layout code 2 (S4_HALVES) only on the int4 weights, rows of an even length, of conv2d_s4 / fully_connected_s4;
+    an unknown layout code refused: both readers."""
+    rng = np.random.default_rng(12)
+    program, values = one_op(as_halves(fc_case(rng, "fully_connected_s4", 6, 3, 1)))
+    assert deserialize(program).tensors["w"].layout == "s4_halves"
+    assert_same_bytes(*run_both(program, values), "valid as written")
+    layout_at = tensor_field(program, "w", 10)
+    assert program[layout_at] == 2
+    damaged = bytearray(program)
+    damaged[layout_at] = 3  # no such layout
+    both_reject(fix_crcs(damaged), "unknown layout code 3")
+    damaged = bytearray(program)
+    damaged[tensor_field(program, "x", 10)] = 2  # an int8 activation
+    both_reject(fix_crcs(damaged), "only int4 weights take it")
+    odd, _ = one_op(fc_case(rng, "fully_connected_s4", 7, 3, 1))  # rows of 7: no halves
+    damaged = bytearray(odd)
+    damaged[tensor_field(odd, "w", 10)] = 2
+    both_reject(fix_crcs(damaged), "even length")
+    dw, _ = one_op(conv_case(rng, "depthwise_conv2d_s4", 4, (3, 3), dm=1))  # 36 taps: even, but not its kind
+    damaged = bytearray(dw)
+    damaged[tensor_field(dw, "w", 10)] = 2
+    both_reject(fix_crcs(damaged), "is s4_halves, which only")
+
+
 def precision_case_programs() -> list[bytes]:
     """Programs holding every kind the readers' precision tables name, but delegate (its own tests)."""
     from conftest import compiled
