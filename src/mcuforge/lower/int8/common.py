@@ -17,7 +17,15 @@ import torch
 from torch import fx
 
 from ...ir import INT4, INT4_WEIGHT_KINDS, QParams, kernel_scratch_bytes
-from ...kernels.int4 import S4_HALVES, S4_HALVES_KINDS, bias16, multipliers16, pack_int4, pack_int4_halves, weight_layout
+from ...kernels.int4 import (
+    S4_HALVES,
+    S4_HALVES_KINDS,
+    bias16,
+    multipliers16,
+    pack_int4,
+    pack_int4_halves,
+    weight_layout,
+)
 from ...kernels.quant_utils import quantize_multipliers, quantize_per_tensor
 from ...quantize.patterns import SPEC_TARGETS
 from ...quantize.quantizer import fused_activation
