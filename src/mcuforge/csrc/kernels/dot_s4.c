@@ -78,7 +78,7 @@ int32_t mf_dot_s4(const int8_t *x, const int8_t *w, uint32_t start, uint32_t n, 
  * different units; GCC's loop grouped them), the row's last block in C, predicated. a[i]: the true sums. */
 static inline __attribute__((always_inline)) void halves4_dot(const int8_t *x, const int8_t *q0, const int8_t *q1,
                                                               const int8_t *q2, const int8_t *q3, uint32_t depth,
-                                                              int8x16_t high, int32_t a[4]) {
+                                                              int8x16_t high, const int8x16_t tail[2], int32_t a[4]) {
     int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     uint32_t k = 0;
 #if defined(__OPTIMIZE__)
@@ -117,7 +117,20 @@ static inline __attribute__((always_inline)) void halves4_dot(const int8_t *x, c
         k = d32;
     }
 #endif
-    for (; k < depth; k += 32u, q0 += 16, q1 += 16, q2 += 16, q3 += 16) {
+    if (k < depth && depth - k < 32u) { /* the row's last block: its activations loaded once per row (tail) */
+        const mve_pred16_t pred = vctp8q((depth - k) >> 1);
+        const int8x16_t xl = tail[0], xh = tail[1];
+        int8x16_t v = vldrbq_z_s8(q0, pred);
+        a0 = vmladavaq_s8(vmladavaq_s8(a0, xl, vshlq_n_s8(v, 4)), xh, vandq_s8(v, high));
+        v = vldrbq_z_s8(q1, pred);
+        a1 = vmladavaq_s8(vmladavaq_s8(a1, xl, vshlq_n_s8(v, 4)), xh, vandq_s8(v, high));
+        v = vldrbq_z_s8(q2, pred);
+        a2 = vmladavaq_s8(vmladavaq_s8(a2, xl, vshlq_n_s8(v, 4)), xh, vandq_s8(v, high));
+        v = vldrbq_z_s8(q3, pred);
+        a3 = vmladavaq_s8(vmladavaq_s8(a3, xl, vshlq_n_s8(v, 4)), xh, vandq_s8(v, high));
+        k = depth;
+    }
+    for (; k < depth; k += 32u, q0 += 16, q1 += 16, q2 += 16, q3 += 16) { /* unoptimized builds: every block */
         const uint32_t h = mf_s4_halves_half(depth, k); /* 16 but in the row's last block */
         const mve_pred16_t pred = vctp8q(h);
         const int8x16_t xl = vldrbq_z_s8(x + k, pred), xh = vldrbq_z_s8(x + k + h, pred);
@@ -142,6 +155,10 @@ static __attribute__((noinline)) uint32_t rows4_halves_requant(const int8_t *x, 
                                                                const mf_channel_requant *rq, int8_t *out) {
     const uint32_t done = oc_n & ~3u, half = depth / 2u;
     const int8x16_t high = vdupq_n_s8(MF_S4_HALVES_HIGH);
+    /* the activations of the row's last block (2h taps, h < 16; none when 32 divides the depth), loaded once */
+    const uint32_t d32 = depth & ~31u, th = (depth - d32) >> 1;
+    const mve_pred16_t tp = vctp8q(th);
+    const int8x16_t tail[2] = {vldrbq_z_s8(x + d32, tp), vldrbq_z_s8(x + d32 + th, tp)};
     const int16_t *bias16 = rq->bias16, *mult16 = rq->mult16;
     const int32_t *bias = rq->bias, *mult = rq->mult;
     const mf_shift *shift = rq->shift;
@@ -150,7 +167,7 @@ static __attribute__((noinline)) uint32_t rows4_halves_requant(const int8_t *x, 
     const int32_t out_off = rq->out_off, lo = rq->lo, hi = rq->hi;
     for (uint32_t oc = 0; oc < done; oc += 4, w += 4u * half) {
         int32_t a[4];
-        halves4_dot(x, w, w + half, w + 2u * half, w + 3u * half, depth, high, a);
+        halves4_dot(x, w, w + half, w + 2u * half, w + 3u * half, depth, high, tail, a);
         int32x4_t acc = vsetq_lane_s32(a[3], vsetq_lane_s32(a[2], vsetq_lane_s32(a[1], vdupq_n_s32(a[0]), 1), 2), 3);
         if (corr != NULL) acc = vaddq_s32(acc, vldrwq_s32(corr + oc));
         const uint32_t ch = f0 + oc;
@@ -174,6 +191,10 @@ void mf_s4_halves_row(const int8_t *x, const int8_t *w, uint32_t f0, uint32_t oc
                       const int32_t *corr, const mf_channel_requant *rq, int vector_rq, int8_t *out) {
     const uint32_t half = depth / 2u;
     const int8x16_t high = vdupq_n_s8(MF_S4_HALVES_HIGH);
+    /* the activations of the row's last block (2h taps, h < 16; none when 32 divides the depth), loaded once */
+    const uint32_t d32 = depth & ~31u, th = (depth - d32) >> 1;
+    const mve_pred16_t tp = vctp8q(th);
+    const int8x16_t tail[2] = {vldrbq_z_s8(x + d32, tp), vldrbq_z_s8(x + d32 + th, tp)};
     const int16_t *bias16 = rq->bias16, *mult16 = rq->mult16;
     const int32_t *bias = rq->bias, *mult = rq->mult;
     const mf_shift *shift = rq->shift;
@@ -190,7 +211,7 @@ void mf_s4_halves_row(const int8_t *x, const int8_t *w, uint32_t f0, uint32_t oc
         const int8_t *p0 = w + (size_t)oc * half;
         const int8_t *p1 = n > 1 ? p0 + half : p0, *p2 = n > 2 ? p0 + 2u * half : p0, *p3 = n > 3 ? p0 + 3u * half : p0;
         int32_t a[4];
-        halves4_dot(x, p0, p1, p2, p3, depth, high, a);
+        halves4_dot(x, p0, p1, p2, p3, depth, high, tail, a);
         const int8_t *const rows[4] = {p0, p1, p2, p3};
         for (uint32_t i = 0; in_off != 0 && i < n; i++) { /* |sum(w)| <= 2^19, |in_off| <= 128 */
             a[i] = mf_add_wrap(a[i], corr != NULL ? corr[oc + i] : mf_s4_halves_sum(rows[i], depth) * in_off);
