@@ -24,6 +24,9 @@
  * weight decoded once per op, the tap loop int8's. It takes the op when it has that planned scratch,
  * conv2d_s8's path would take it, and a filter is at most 4096 taps; the cost is the patches copied once
  * per chunk instead of once. The buffer is planned scratch, not stack, so the RAM is known at compile time.
+ * S4_HALVES weights (mf_s4.h; a Helium program's, rows of an even length): on MVE the unpacked path as above
+ * (mf_s4_halves_unpack), else a 1x1 convolution without padding through pointwise_filters, any other through
+ * run_halves (each pixel's patch a fully connected row, mf_s4_halves_row); elsewhere the portable path.
  */
 #include "mf_conv_mve.h"
 #include "mf_s4.h"

@@ -146,7 +146,7 @@ static inline __attribute__((always_inline)) void halves4_dot(const int8_t *x, c
     a[0] = a0 >> 4, a[1] = a1 >> 4, a[2] = a2 >> 4, a[3] = a3 >> 4; /* exact: multiples of 16 */
 }
 
-/* row_halves' common case (no input offset, vector requantization) over whole groups of 4 channels: the rows
+/* mf_s4_halves_row's common case (no input offset or a table of it, vector requantization) over whole groups of 4 channels: the rows
  * reached from one pointer, the four sums requantized as one vector, the constants' forms read once (GCC
  * unswitches the loop on them): the per-group work outside the MAC loop kept to the few instructions
  * fully_connected_s8's rows4_requant spends. Returns the channels done (a multiple of 4). */

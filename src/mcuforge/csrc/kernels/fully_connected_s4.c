@@ -14,6 +14,9 @@
  *        the depth % 32 tail 16 weights at a time, predicated. With an even depth (rows start at bytes)
  *        the rows go in pairs (pair_even): the nibbles used as 16 x the weights (low shifted up, high
  *        masked: no sign extension), sums divided by 16 after, every value in a register.
+ *   S4_HALVES weights (mf_s4.h; a Helium program's, even depths): MVE four rows a pass (mf_s4_halves_row,
+ *        dot_s4.c: two contiguous activation loads per 32 weights, no deinterleaving); elsewhere the portable
+ *        statement (mf_dot_s4_halves).
  */
 #include "mf_s4.h"
 
