@@ -182,8 +182,63 @@ def sweep_cases(seed: int) -> list[tuple[str, dict]]:
             cases.append((f"fc4_even_d{depth}_o{oc}", fc_case(rng, "fully_connected_s4", depth, oc, 2)))
     for depth in (5, 16, 33):
         cases.append((f"fcpc_d{depth}", fc_case(rng, "fully_connected_per_channel_s8", depth, 6, 2)))
+    cases += halves_cases(rng)
     cases.append(("fc8_per_tensor", fc_case(rng, "fully_connected_s8", 9, 4, 2)))
     return cases
+
+
+def as_halves(case: dict) -> dict:
+    """The case with its int4 weights read as S4_HALVES (the same random bytes: any byte is valid there)."""
+    w = case["constants"][0]
+    halves = Tensor(w.name, w.shape, "int4", data=w.data, layout="s4_halves")
+    return {**case, "constants": [halves, *case["constants"][1:]]}
+
+
+def halves_cases(rng) -> list[tuple[str, dict]]:
+    """conv2d_s4 and fully_connected_s4 with S4_HALVES weights (a Helium program's; rows of an even length): on
+    cortex-m55 run_halves (mf_s4_halves_row per pixel, with the packed paths' scratch: 32-tap blocks, a last block of
+    2..30, in_off tabled in the scratch or, without room, summed per pixel; odd pixel and filter counts, groups;
+    1x1 read in place by pointwise_filters), the unpacked path (the planned scratch) and the portable one (none);
+    mf_s4_halves_row for the fully connected; elsewhere the portable statement."""
+    im2col = SCRATCH["conv2d_s4_im2col"]
+    cases = []
+    for wc, kernel, opg, pad in ((2, (3, 3), 5, None), (16, (3, 3), 7, [1, 1]), (64, (3, 3), 3, [1, 1]),
+                                 (6, (1, 5), 30, None), (1, (5, 4), 9, [2, 1]), (40, (1, 1), 5, [0, 0]),
+                                 (32, (1, 1), 4, [0, 0]), (30, (1, 1), 3, [0, 0]), (64, (1, 1), 9, [0, 0]),
+                                 (2, (1, 1), 2, [0, 0])):
+        depth = kernel[0] * kernel[1] * wc
+        case = as_halves(conv_case(rng, "conv2d_s4", wc, kernel, opg=opg, pad=pad))
+        cases.append((f"halves_c{wc}_k{kernel[0]}x{kernel[1]}_packed", {**case, "scratch": im2col(depth=depth)}))
+        cases.append((f"halves_c{wc}_k{kernel[0]}x{kernel[1]}_planned", as_halves(
+            conv_case(rng, "conv2d_s4", wc, kernel, opg=opg, pad=pad))))
+    for wc, kernel, groups in ((4, (3, 3), 2), (8, (1, 1), 3)):
+        depth = kernel[0] * kernel[1] * wc
+        case = as_halves(conv_case(rng, "conv2d_s4", wc, kernel, groups=groups, opg=3))
+        cases.append((f"halves_groups{groups}_c{wc}", {**case, "scratch": im2col(depth=depth)}))
+    cases.append(("halves_no_scratch", as_halves(conv_case(rng, "conv2d_s4", 4, (3, 3), scratch=False))))
+    # 30 filters of 18 taps: the packed plan (120 bytes) holds the patch but not the offset table (20 + 120)
+    case = as_halves(conv_case(rng, "conv2d_s4", 2, (3, 3), opg=30, pad=[1, 1]))
+    case["attrs"]["input_offset"] = 77
+    cases.append(("halves_c2_k3x3_no_table", {**case, "scratch": im2col(depth=18)}))
+    for depth in (2, 16, 30, 32, 40, 48, 64, 94, 640):
+        for oc in (1, 3, 6):
+            case = as_halves(fc_case(rng, "fully_connected_s4", depth, oc, int(rng.integers(1, 4))))
+            cases.append((f"halves_fc_d{depth}_o{oc}", case))
+    return cases
+
+
+def test_halves_weights_are_the_plain_ones_they_stand_for():
+    """Python's reading of S4_HALVES: the op on S4_HALVES bytes gives the bytes of the same op on the same weights
+    packed CMSIS-NN's way (pack_int4 of unpack_int4_halves), for every halves case (host Python and C)."""
+    from mcuforge.kernels.int4 import pack_int4, unpack_int4_halves
+
+    for name, case in halves_cases(np.random.default_rng(31)):
+        w = case["constants"][0]
+        plain = Tensor(w.name, w.shape, "int4", data=pack_int4(unpack_int4_halves(w.data, w.shape)))
+        python, c = run_both(*one_op(case))
+        plain_python, plain_c = run_both(*one_op({**case, "constants": [plain, *case["constants"][1:]]}))
+        assert_same_bytes(python, plain_python, name)
+        assert_same_bytes(c, plain_c, name)
 
 
 def test_conv2d_s4_mve_plan_holds_the_unpacked_filters():
@@ -322,6 +377,31 @@ def test_readers_keep_int4_to_the_s4_weights():
     struct.pack_into("<H", damaged, h.ops_offset, OP_KINDS["fully_connected_s8"]["id"])  # int4 weights, s8 kind
     struct.pack_into("<B", damaged, h.ops_offset + 3, PRECISION_CODES["a8w8"])
     both_reject(fix_crcs(damaged), "is int4")
+
+
+def test_readers_keep_s4_halves_to_its_kinds():
+    """Layout code 2 (S4_HALVES) only on the int4 weights, rows of an even length, of conv2d_s4 / fully_connected_s4;
+    an unknown layout code refused: both readers."""
+    rng = np.random.default_rng(12)
+    program, values = one_op(as_halves(fc_case(rng, "fully_connected_s4", 6, 3, 1)))
+    assert deserialize(program).tensors["w"].layout == "s4_halves"
+    assert_same_bytes(*run_both(program, values), "valid as written")
+    layout_at = tensor_field(program, "w", 10)
+    assert program[layout_at] == 2
+    damaged = bytearray(program)
+    damaged[layout_at] = 3  # no such layout
+    both_reject(fix_crcs(damaged), "unknown layout code 3")
+    damaged = bytearray(program)
+    damaged[tensor_field(program, "x", 10)] = 2  # an int8 activation
+    both_reject(fix_crcs(damaged), "only int4 weights take it")
+    odd, _ = one_op(fc_case(rng, "fully_connected_s4", 7, 3, 1))  # rows of 7: no halves
+    damaged = bytearray(odd)
+    damaged[tensor_field(odd, "w", 10)] = 2
+    both_reject(fix_crcs(damaged), "even length")
+    dw, _ = one_op(conv_case(rng, "depthwise_conv2d_s4", 4, (3, 3), dm=1))  # 36 taps: even, but not its kind
+    damaged = bytearray(dw)
+    damaged[tensor_field(dw, "w", 10)] = 2
+    both_reject(fix_crcs(damaged), "is s4_halves, which only")
 
 
 def precision_case_programs() -> list[bytes]:

@@ -145,7 +145,7 @@ def _isolated_input(graph: Graph, name: str, values: dict[str, np.ndarray], refs
                     fp32: dict[str, np.ndarray]) -> Any:
     t = graph.tensors[name]
     if t.dtype == INT4:
-        return PackedWeights(t.data, tuple(t.shape))
+        return PackedWeights(t.data, tuple(t.shape), t.layout)
     if t.is_constant:
         return t.data[np.newaxis]
     reference = fp32.get(refs.get(name, ""))

@@ -364,10 +364,12 @@ def prepare_conv2d_s8(
     return run
 
 
-def unpacked_filter(name: str, packed: np.ndarray, filter_shape: tuple[int, ...], rank: int) -> np.ndarray:
-    """The int8 values of packed int4 weights (CMSIS-NN's s4 layout, ``mcuforge.kernels.int4``) in
-    ``filter_shape`` (the shape CMSIS-NN's filter_dims give), for the s8 arithmetic."""
-    from .int4 import packing_problem, unpack_int4
+def unpacked_filter(name: str, packed: np.ndarray, filter_shape: tuple[int, ...], rank: int,
+                    layout: str = "plain") -> np.ndarray:
+    """The int8 values of packed int4 weights (CMSIS-NN's s4 layout, ``mcuforge.kernels.int4``, or with
+    ``layout="s4_halves"`` int4.S4_HALVES) in ``filter_shape`` (the shape CMSIS-NN's filter_dims give), for the
+    s8 arithmetic."""
+    from .int4 import S4_HALVES, packing_problem, unpack_int4, unpack_int4_halves
 
     shape = tuple(int(d) for d in filter_shape)
     if len(shape) != rank or min(shape, default=1) < 0:
@@ -376,6 +378,10 @@ def unpacked_filter(name: str, packed: np.ndarray, filter_shape: tuple[int, ...]
     problem = packing_problem(packed, count)
     if problem:
         raise ValueError(f"{name}: {problem}")
+    if layout == S4_HALVES:
+        return unpack_int4_halves(packed, shape)
+    if layout != "plain":
+        raise ValueError(f"{name}: int4 weight layout {layout!r} is not 'plain' or {S4_HALVES!r}")
     return unpack_int4(packed, count).reshape(shape)
 
 
@@ -384,6 +390,7 @@ def conv2d_s4(
     w_packed: np.ndarray,
     filter_shape: tuple[int, int, int, int],
     bias: np.ndarray | None,
+    layout: str = "plain",
     **params,
 ) -> np.ndarray:
     """int8 convolution with int4 weights, bit-exact with CMSIS-NN ``arm_convolve_s4``.
@@ -392,7 +399,8 @@ def conv2d_s4(
     element 2k in the low nibble of byte k, an odd count padded with a 0 nibble), as ``arm_convolve_s4``'s
     packed_filter_data and filter_dims. The arithmetic is ``conv2d_s8``'s with those weights (the s4 kernels
     widen each nibble to the int16 the s8 kernels widen each byte to); ``params`` are conv2d_s8's keywords (the
-    output offset any int32, as arm_convolve_s4 takes it).
+    output offset any int32, as arm_convolve_s4 takes it). ``layout="s4_halves"``: the bytes are in
+    ``int4.S4_HALVES`` (a Helium program's), the arithmetic the same.
     """
-    return conv2d_s8(x_nhwc, unpacked_filter("conv2d_s4", w_packed, filter_shape, 4), bias,
+    return conv2d_s8(x_nhwc, unpacked_filter("conv2d_s4", w_packed, filter_shape, 4, layout), bias,
                      output_offset_range=S4_OUTPUT_OFFSET_RANGE, **params)

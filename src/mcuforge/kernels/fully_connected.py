@@ -141,6 +141,7 @@ def fully_connected_s4(
     w_packed: np.ndarray,
     filter_shape: tuple[int, int],
     bias: np.ndarray | None,
+    layout: str = "plain",
     **params,
 ) -> np.ndarray:
     """int8 fully connected with int4 weights, bit-exact with CMSIS-NN ``arm_fully_connected_s4``.
@@ -150,7 +151,8 @@ def fully_connected_s4(
     ``fully_connected_s8``'s with those weights; multipliers and shifts of length 1 are
     ``arm_fully_connected_s4``'s per-tensor requantization, of length O per channel (CMSIS-NN has no
     per-channel s4 fully connected: that is ``arm_fully_connected_per_channel_s8``'s output stage). The output
-    offset may be any int32, as arm_fully_connected_s4 takes it.
+    offset may be any int32, as arm_fully_connected_s4 takes it. ``layout="s4_halves"``: the bytes are in
+    ``int4.S4_HALVES`` (a Helium program's), the arithmetic the same.
     """
-    return fully_connected_s8(x, unpacked_filter("fully_connected_s4", w_packed, filter_shape, 2), bias,
+    return fully_connected_s8(x, unpacked_filter("fully_connected_s4", w_packed, filter_shape, 2, layout), bias,
                               output_offset_range=S4_OUTPUT_OFFSET_RANGE, **params)

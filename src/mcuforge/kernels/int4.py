@@ -74,6 +74,74 @@ def packing_problem(packed: np.ndarray, count: int) -> str | None:
     return None
 
 
+#: The weight layout of Helium's s4 inner loops (format layout code 2, docs/format.md "Layouts"): each filter
+#: row on its own bytes, in blocks of 32 weights (the last block the row's remainder, an even count 2h):
+#: byte j of a block holds weight j in its low nibble and weight h + j in its high nibble, h = 16 for a whole
+#: block. One 16-byte load gives the weights of 16 contiguous activations in its low nibbles and of the next
+#: 16 in its high ones. Only rows of an even length take it (the bytes are then CMSIS-NN's count, ceil(n / 2)).
+S4_HALVES = "s4_halves"
+#: The kinds whose weights (input 1) a program may store as S4_HALVES (their Helium paths read it).
+S4_HALVES_KINDS = ("conv2d_s4", "fully_connected_s4")
+HALVES_BLOCK = 32
+
+
+def _halves_order(depth: int) -> np.ndarray:
+    """For a row of ``depth`` (even) weights: the weight index in nibble order (byte 0 low, byte 0 high, ...)."""
+    order = np.empty(depth, np.int64)
+    for k0 in range(0, depth, HALVES_BLOCK):
+        h = min(HALVES_BLOCK, depth - k0) // 2
+        j = np.arange(h)
+        order[k0 + 2 * j] = k0 + j  # low nibble of byte k0 / 2 + j
+        order[k0 + 2 * j + 1] = k0 + h + j  # its high nibble
+    return order
+
+
+def halves_problem(shape: tuple[int, ...]) -> str | None:
+    """Why int4 weights of ``shape`` cannot take the S4_HALVES layout (rows: the first dimension), or None."""
+    if len(shape) < 2:
+        return f"{S4_HALVES} needs rows (rank 2 or more), got shape {tuple(shape)}"
+    depth = int(np.prod(shape[1:], dtype=np.int64))
+    if depth % 2:
+        return f"{S4_HALVES} needs rows of an even length, got {depth} (shape {tuple(shape)})"
+    return None
+
+
+def pack_int4_halves(values: np.ndarray) -> np.ndarray:
+    """int8 values in [-8, 7] of shape (O, ...) (rows of an even length) -> the S4_HALVES bytes, int8 (numel / 2,)."""
+    v = np.asarray(values)
+    problem = halves_problem(v.shape)
+    if problem:
+        raise ValueError(problem)
+    if v.size == 0:
+        return pack_int4(v)
+    rows = v.reshape(v.shape[0], -1)
+    return pack_int4(rows[:, _halves_order(rows.shape[1])])
+
+
+def unpack_int4_halves(packed: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """The int4 weights of ``shape`` stored as S4_HALVES, sign-extended to int8, in ``shape``."""
+    problem = halves_problem(shape)
+    if problem:
+        raise ValueError(problem)
+    count = int(np.prod(shape, dtype=np.int64))
+    nibble_order = unpack_int4(packed, count)
+    if count == 0:
+        return nibble_order.reshape(shape)
+    nibble_order = nibble_order.reshape(shape[0], -1)
+    depth = nibble_order.shape[1]
+    out = np.empty_like(nibble_order)
+    out[:, _halves_order(depth)] = nibble_order
+    return out.reshape(shape)
+
+
+def weight_layout(kind: str, shape: tuple[int, ...], has_mve: bool) -> str:
+    """The layout a program stores an s4 kind's int4 weights in: S4_HALVES for the kinds whose Helium paths read
+    it, on a Helium target, when the rows allow it; else CMSIS-NN's (``"plain"``)."""
+    if has_mve and kind in S4_HALVES_KINDS and halves_problem(tuple(shape)) is None:
+        return S4_HALVES
+    return "plain"
+
+
 def multipliers16(multipliers: np.ndarray, shifts: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Q31 multipliers (non-negative) rounded to their 16 high bits: (int16 multipliers, int8 shifts) with
     ``m16 << 16`` the new multiplier, or None when they cannot be (a negative multiplier, or a shift that

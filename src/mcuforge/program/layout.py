@@ -120,7 +120,9 @@ TENSOR_FLAGS_KNOWN = TENSOR_FLAG_CONSTANT | TENSOR_FLAG_QPARAMS | TENSOR_FLAG_PI
 
 # Stable codes: never renumber, only append.
 DTYPE_CODES = {"int8": 0, "int16": 1, "int32": 2, "float32": 3, "int64": 4, "bool": 5, "int4": 6}
-LAYOUT_CODES = {"plain": 0, "nhwc": 1}
+# s4_halves: int4 weights of conv2d_s4 / fully_connected_s4 in Helium's order (mcuforge.kernels.int4.S4_HALVES);
+# a reader without it refuses the program (an unknown layout code), as it must.
+LAYOUT_CODES = {"plain": 0, "nhwc": 1, "s4_halves": 2}
 BACKEND_CODES = {"int8": 0, "fp32": 1, "npu": 2}  # npu: a delegate op
 DTYPE_BY_CODE = {code: name for name, code in DTYPE_CODES.items()}
 LAYOUT_BY_CODE = {code: name for name, code in LAYOUT_CODES.items()}

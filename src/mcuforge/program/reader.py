@@ -32,7 +32,7 @@ from mcuforge.ir import (
     pitch_problem,
     scratch_size_problem,
 )
-from mcuforge.kernels.int4 import packing_problem
+from mcuforge.kernels.int4 import S4_HALVES, S4_HALVES_KINDS, halves_problem, packing_problem
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.layout import Header, ProgramFormatError
@@ -186,6 +186,9 @@ def _check_int4_uses(ops: list[Op], tensors: dict[str, Tensor], graph_io: list[s
             if name and tensors[name].dtype == INT4 and not (pos == 1 and op.kind in INT4_WEIGHT_KINDS):
                 raise ProgramFormatError(f"op {i} ({op.kind}): input {pos} {name!r} is int4, which only the "
                                          f"weights (input 1) of {', '.join(INT4_WEIGHT_KINDS)} may be")
+            if name and tensors[name].layout == S4_HALVES and not (pos == 1 and op.kind in S4_HALVES_KINDS):
+                raise ProgramFormatError(f"op {i} ({op.kind}): input {pos} {name!r} is {S4_HALVES}, which only the "
+                                         f"weights (input 1) of {', '.join(S4_HALVES_KINDS)} may be")
     for name in graph_io:
         if tensors[name].dtype == INT4:
             raise ProgramFormatError(f"graph input/output {name!r} is int4 (packed weights)")
@@ -334,6 +337,9 @@ def _read_tensor(buf: bytes, h: Header, strings: _Strings, i: int) -> Tensor:
         raise ProgramFormatError(f"{where}: unknown flag bits 0x{flags:02x}")
     pitch = _pitch(buf, h, pos, flags, where)
     shape = _shape(dims, rank, where)
+    if layout == S4_HALVES and (dtype != INT4 or halves_problem(shape)):
+        raise ProgramFormatError(f"{where}: layout {S4_HALVES} on {dtype} {shape}: "
+                                 f"{halves_problem(shape) or 'only int4 weights take it'}")
     needed = dtype_nbytes(dtype, math.prod(shape))
     if needed != nbytes:
         raise ProgramFormatError(f"{where}: nbytes {nbytes}, but shape {shape} of {dtype} is {needed} bytes")

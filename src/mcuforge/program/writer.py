@@ -28,7 +28,7 @@ from mcuforge.ir import (
     pitch_problem,
     scratch_size_problem,
 )
-from mcuforge.kernels.int4 import packing_problem
+from mcuforge.kernels.int4 import S4_HALVES, halves_problem, packing_problem
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
 from mcuforge.program.op_checks import (
@@ -178,6 +178,9 @@ def _tensor_record(
     if t.layout not in L.LAYOUT_CODES:
         raise ValueError(f"{where}: layout {t.layout!r} is not one of {list(L.LAYOUT_CODES)}")
     shape = _shape(t.shape, where)
+    if t.layout == S4_HALVES and (t.dtype != INT4 or halves_problem(shape)):
+        raise ValueError(f"{where}: layout {S4_HALVES} on {t.dtype} {shape}: "
+                         f"{halves_problem(shape) or 'only int4 weights take it'}")
     nbytes = _u32(t.nbytes, f"{where} nbytes")
     flags, scale_bits, zero_point = _qparams(t, where)
     if t.is_constant:

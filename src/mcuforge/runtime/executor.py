@@ -57,7 +57,7 @@ class Arena:
         if view is None:
             t = self.graph.tensors[name]
             if t.dtype == INT4:  # packed weights: the bytes and the shape they hold (no run axis)
-                view = PackedWeights(t.data, tuple(t.shape))
+                view = PackedWeights(t.data, tuple(t.shape), t.layout)
             elif t.is_constant:
                 view = t.data[np.newaxis]
             elif t.pitch:

@@ -10,11 +10,13 @@ import numpy as np
 
 @dataclass(frozen=True)
 class PackedWeights:
-    """An int4 constant as the host runtime hands it to a kernel: the packed bytes (CMSIS-NN's s4 layout)
-    and the logical shape they hold, the two arguments (filter data, filter_dims) the s4 kernels take."""
+    """An int4 constant as the host runtime hands it to a kernel: the packed bytes and the logical shape they
+    hold, the two arguments (filter data, filter_dims) the s4 kernels take, and the bytes' layout (``"plain"``:
+    CMSIS-NN's s4 packing; ``"s4_halves"``: mcuforge.kernels.int4.S4_HALVES)."""
 
     packed: np.ndarray
     shape: tuple[int, ...]
+    layout: str = "plain"
 
 
 def fold_runs(x: np.ndarray, rank: int) -> np.ndarray:

@@ -40,6 +40,8 @@ def _s4(kernel: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     def call(x: np.ndarray, w: PackedWeights, bias: np.ndarray | None, *, multipliers: np.ndarray, **params
              ) -> np.ndarray:
         bias = None if bias is None else bias.astype(np.int32)
+        if w.layout != "plain":  # S4_HALVES: a Helium program's conv2d_s4 / fully_connected_s4 weights
+            params["layout"] = w.layout
         return kernel(x, w.packed, w.shape, bias, multipliers=widened_multipliers(multipliers), **params)
     return call
 

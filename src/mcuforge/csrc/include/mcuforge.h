@@ -98,8 +98,10 @@ enum {
     MF_PREC_NONE = 0, MF_PREC_FP32 = 1, MF_PREC_A8 = 2, MF_PREC_A8W8 = 3, MF_PREC_A8W4 = 4, MF_PREC_A16 = 5,
     MF_PREC_A16W8 = 6
 };
-/* Tensor layout codes */
-enum { MF_LAYOUT_PLAIN = 0, MF_LAYOUT_NHWC = 1 };
+/* Tensor layout codes. MF_LAYOUT_S4_HALVES: conv2d_s4 / fully_connected_s4 int4 weights whose rows (an even
+ * length) are blocks of 32 weights, byte j of a block holding weight j (low nibble) and h + j (high nibble), h
+ * half the block (16, or half the row's remainder): docs/format.md "Layouts", csrc/kernels/mf_s4.h. */
+enum { MF_LAYOUT_PLAIN = 0, MF_LAYOUT_NHWC = 1, MF_LAYOUT_S4_HALVES = 2 };
 
 /* A program split across a board's RAM regions (format 3.2, docs/format.md "Region table") holds 2..MF_MAX_REGIONS
  * regions; a single-arena program none. */

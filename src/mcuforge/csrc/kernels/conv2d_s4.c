@@ -24,6 +24,9 @@
  * weight decoded once per op, the tap loop int8's. It takes the op when it has that planned scratch,
  * conv2d_s8's path would take it, and a filter is at most 4096 taps; the cost is the patches copied once
  * per chunk instead of once. The buffer is planned scratch, not stack, so the RAM is known at compile time.
+ * S4_HALVES weights (mf_s4.h; a Helium program's, rows of an even length): on MVE the unpacked path as above
+ * (mf_s4_halves_unpack), else a 1x1 convolution without padding through pointwise_filters, any other through
+ * run_halves (each pixel's patch a fully connected row, mf_s4_halves_row); elsewhere the portable path.
  */
 #include "mf_conv_mve.h"
 #include "mf_s4.h"
@@ -41,6 +44,7 @@ static __attribute__((noinline)) mf_status run_portable(const mf_call *c) {
     const int32_t h = (int32_t)x.shape[1], wi = (int32_t)x.shape[2];
     const uint32_t ch = x.shape[3], wc = w.shape[3], oc_n = w.shape[0], kh = w.shape[1], kw = w.shape[2];
     const uint32_t oc_per_group = oc_n / (ch / wc);
+    const int halves = w.layout == MF_LAYOUT_S4_HALVES;
     int8_t *out = (int8_t *)o.data;
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         for (uint32_t oy = 0; oy < o.shape[1]; oy++) {
@@ -56,7 +60,9 @@ static __attribute__((noinline)) mf_status run_portable(const mf_call *c) {
                             if (ix < 0 || ix >= wi) continue;
                             const int8_t *xp = xd + (((size_t)n * (size_t)h + (size_t)iy) * (size_t)wi + (size_t)ix) * ch +
                                                (size_t)(oc / oc_per_group) * wc;
-                            acc += mf_dot_s4(xp, wd, ((oc * kh + ky) * kw + kx) * wc, wc, k.in_off);
+                            const uint32_t tap = (ky * kw + kx) * wc;
+                            acc += halves ? mf_dot_s4_halves(xp, wd, kh * kw * wc, oc, tap, wc, k.in_off)
+                                          : mf_dot_s4(xp, wd, oc * kh * kw * wc + tap, wc, k.in_off);
                         }
                     }
                     *out++ = mf_s4_requant(&k.rq, oc, acc);
@@ -262,7 +268,7 @@ static void patch_s8_rows(const conv_geom *g, uint32_t p, uint32_t ow, int8_t *c
 static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint32_t pixels, uint32_t ow,
                                                        const int8_t *w, uint32_t oc0, uint32_t rows, uint32_t depth,
                                                        uint32_t oc_n, int32_t in_off, const mf_channel_requant *rq,
-                                                       int vector_rq, int8_t *wbuf, int8_t *out) {
+                                                       int vector_rq, int halves, int8_t *wbuf, int8_t *out) {
     /* pixel i's output at i * oc_n, in the lane order of mf_mve_lanes4 (how the sums are put together) */
     const uint32x4_t pixel_offsets = vreinterpretq_u32_s32(
         mf_mve_lanes4(0, (int32_t)oc_n, (int32_t)(2u * oc_n), (int32_t)(3u * oc_n)));
@@ -272,7 +278,11 @@ static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint
         const uint32_t oc = oc0 + r, start = oc * depth;
         const uint8_t *p = (const uint8_t *)w + (start >> 1);
         int32_t ws = 0;
-        for (uint32_t k = 0; k < depth; k += 16) {
+        if (halves) { /* S4_HALVES: the row at byte oc * depth / 2 (= start >> 1, depth even) */
+            mf_s4_halves_unpack((const int8_t *)p, depth, wbuf);
+            ws = in_off != 0 ? mf_s4_halves_sum((const int8_t *)p, depth) : 0;
+        }
+        for (uint32_t k = 0; !halves && k < depth; k += 16) {
             const int8x16_t wv = mf_s4_decode16(p + k / 2, start & 1u, depth - k);
             ws = vaddvaq_s8(ws, wv);
             vstrbq_p_s8(wbuf + k, wv, vctp8q(depth - k));
@@ -350,6 +360,58 @@ static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint
 }
 #endif
 
+#if defined(MF_USE_MVE)
+/* conv2d_s4 on Helium with S4_HALVES weights: each output pixel's patch (copied, im2col, into the scratch, or for a
+ * 1x1 convolution without padding read in place) is the input row of a fully connected layer over the group's
+ * filters (mf_s4_halves_row: four filters a pass sharing the patch's loads, their outputs requantized as one
+ * vector); the offset as in_off * sum(w) per filter, tabled once per call after the patch when the scratch has
+ * room (else summed per pixel). */
+static __attribute__((noinline)) void run_halves(const mf_call *c) {
+    mf_weighted_run k;
+    mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
+    const mf_tensor x = k.x, w = k.w, o = k.o;
+    conv_geom g = {.st = {k.st[0], k.st[1]}, .pd = {k.pd[0], k.pd[1]}, .dl = {k.dl[0], k.dl[1]}};
+    g.h = (int32_t)x.shape[1];
+    g.w = (int32_t)x.shape[2];
+    g.ch = x.shape[3];
+    g.wc = w.shape[3];
+    g.kh = w.shape[1];
+    g.kw = w.shape[2];
+    g.zero_point = (int8_t)(-k.in_off);
+    const uint32_t oc_n = w.shape[0], groups = g.ch / g.wc, opg = oc_n / groups;
+    const uint32_t depth = g.kh * g.kw * g.wc, half = depth / 2u, ow = o.shape[2], pixels = o.shape[1] * ow;
+    const int8_t *wd = (const int8_t *)w.data;
+    int8_t *scratch = (int8_t *)c->scratch;
+    const int pointwise = g.kh == 1 && g.kw == 1 && g.pd[0] == 0 && g.pd[1] == 0 &&
+                          ((int32_t)o.shape[1] - 1) * g.st[0] < g.h && ((int32_t)ow - 1) * g.st[1] < g.w;
+    const uint32_t table_at = (depth + 3u) & ~3u;
+    int32_t *table = NULL;
+    if (k.in_off != 0 && c->scratch_bytes >= table_at + 4u * oc_n) {
+        table = (int32_t *)(void *)(scratch + table_at);
+        for (uint32_t f = 0; f < oc_n; f++) table[f] = mf_s4_halves_sum(wd + (size_t)f * half, depth) * k.in_off;
+    }
+    const int vector_rq = mf_requant_vector_ok(&k.rq, oc_n);
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
+        int8_t *out = (int8_t *)o.data + (size_t)n * pixels * oc_n;
+        for (uint32_t p = 0; p < pixels; p++, out += oc_n) {
+            for (uint32_t grp = 0; grp < groups; grp++) {
+                g.x = image + (size_t)grp * g.wc;
+                const int8_t *patch = scratch;
+                if (pointwise) {
+                    patch = in_place(&g, p, ow);
+                } else {
+                    patch_s8_rows(&g, p, ow, scratch);
+                }
+                const uint32_t f0 = grp * opg;
+                mf_s4_halves_row(patch, wd + (size_t)f0 * half, f0, opg, depth, k.in_off,
+                                 table != NULL ? table + f0 : NULL, &k.rq, vector_rq, out + f0);
+            }
+        }
+    }
+}
+#endif
+
 #if defined(MF_USE_DSP)
 /* The DSP columns' stride: the patch rounded up to 8 (mf_scratch_conv2d_s4_im2col plans 5 of them). */
 static uint32_t depth8(uint32_t depth) { return (depth + 7u) & ~7u; }
@@ -385,7 +447,8 @@ static mf_status run_fast(const mf_call *c) {
             g.x = image + (size_t)grp * g.wc;
 #if defined(MF_USE_MVE)
             if (pointwise) {
-                pointwise_filters(&g, pixels, ow, wd, grp * opg, opg, depth, oc_n, k.in_off, &k.rq, vector_rq, scratch,
+                pointwise_filters(&g, pixels, ow, wd, grp * opg, opg, depth, oc_n, k.in_off, &k.rq, vector_rq,
+                                  w.layout == MF_LAYOUT_S4_HALVES, scratch,
                                   out_image + grp * opg);
                 continue;
             }
@@ -444,6 +507,7 @@ static int fast_path_fits(const mf_call *c) {
 typedef struct {
     const int8_t *w;
     uint32_t depth;
+    int halves; /* MF_LAYOUT_S4_HALVES */
 } s4_weights;
 
 /* Filters oc0 .. oc0 + n - 1 unpacked to int8 rows of depth bytes in buf (mf_s4_decode16, 16 at a time). */
@@ -454,6 +518,10 @@ static const int8_t *s4_unpack(const void *ctx, uint32_t oc0, uint32_t n, int8_t
         const uint32_t start = (oc0 + f) * depth;
         const uint8_t *p = (const uint8_t *)s->w + (start >> 1);
         int8_t *row = buf + (size_t)f * depth;
+        if (s->halves) {
+            mf_s4_halves_unpack((const int8_t *)p, depth, row);
+            continue;
+        }
         for (uint32_t k = 0; k < depth; k += 16) {
             vstrbq_p_s8(row + k, mf_s4_decode16(p + k / 2, start & 1u, depth - k), vctp8q(depth - k));
         }
@@ -467,7 +535,7 @@ static __attribute__((noinline)) void run_unpacked(const mf_call *c, uint32_t ch
     mf_tensor w;
     mf_call_input(c, 1, &w);
     const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3];
-    const s4_weights ctx = {(const int8_t *)w.data, depth};
+    const s4_weights ctx = {(const int8_t *)w.data, depth, w.layout == MF_LAYOUT_S4_HALVES};
     int8_t *scratch = (int8_t *)c->scratch;
     mf_conv2d_mve(c, s4_unpack, &ctx, scratch + mf_scratch_conv2d_s8_im2col(depth), chunk, scratch);
 }
@@ -486,16 +554,37 @@ static uint32_t unpacked_chunk(const mf_call *c) {
 }
 #endif
 
+#if defined(MF_USE_MVE)
+/* A 1x1 convolution without padding whose windows stay inside the input (run_fast's `pointwise`). */
+static int conv_pointwise(const mf_call *c) {
+    mf_weighted_run k;
+    mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
+    return k.w.shape[1] == 1 && k.w.shape[2] == 1 && k.pd[0] == 0 && k.pd[1] == 0 &&
+           ((int32_t)k.o.shape[1] - 1) * k.st[0] < (int32_t)k.x.shape[1] &&
+           ((int32_t)k.o.shape[2] - 1) * k.st[1] < (int32_t)k.x.shape[2];
+}
+#endif
+
 static mf_status run(const mf_call *c) {
+#if defined(MF_USE_DSP) || defined(MF_USE_MVE)
+    mf_tensor w;
+    mf_call_input(c, 1, &w);
+    const int halves = w.layout == MF_LAYOUT_S4_HALVES;
+#endif
 #if defined(MF_USE_MVE)
     const uint32_t chunk = unpacked_chunk(c);
     if (chunk != 0u) {
         run_unpacked(c, chunk);
         return MF_OK;
     }
+    if (halves && fast_path_fits(c)) { /* a 1x1 without padding: run_fast's pointwise_filters reads S4_HALVES */
+        if (conv_pointwise(c)) return run_fast(c);
+        run_halves(c);
+        return MF_OK;
+    }
 #endif
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
-    if (fast_path_fits(c)) return run_fast(c);
+    if (!halves && fast_path_fits(c)) return run_fast(c); /* S4_HALVES on a DSP core: the portable path */
 #endif
     return run_portable(c);
 }

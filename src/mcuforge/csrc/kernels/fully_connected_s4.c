@@ -14,6 +14,9 @@
  *        the depth % 32 tail 16 weights at a time, predicated. With an even depth (rows start at bytes)
  *        the rows go in pairs (pair_even): the nibbles used as 16 x the weights (low shifted up, high
  *        masked: no sign extension), sums divided by 16 after, every value in a register.
+ *   S4_HALVES weights (mf_s4.h; a Helium program's, even depths): MVE four rows a pass (mf_s4_halves_row,
+ *        dot_s4.c: two contiguous activation loads per 32 weights, no deinterleaving); elsewhere the portable
+ *        statement (mf_dot_s4_halves).
  */
 #include "mf_s4.h"
 
@@ -115,16 +118,9 @@ static inline __attribute__((always_inline)) void pair_even(const int8_t *x, con
     *s1 = mf_add_wrap(a1, w1 * in_off);
 }
 
-/* rows4 for an even depth (every row starts at a byte): two pairs of rows (pair_even), then the output
- * stage. */
-static void rows4_even(const int8_t *x, const int8_t *w, uint32_t oc, uint32_t n, uint32_t depth, int32_t in_off,
-                       const mf_channel_requant *rq, int vector_rq, int8_t *out) {
-    const uint32_t half = depth / 2u;
-    const int8_t *p0 = w + (size_t)oc * half;
-    const int8_t *p1 = n > 1 ? p0 + half : p0, *p2 = n > 2 ? p0 + 2u * half : p0, *p3 = n > 3 ? p0 + 3u * half : p0;
-    int32_t a[4];
-    pair_even(x, p0, p1, depth, in_off, &a[0], &a[1]);
-    if (n > 2) pair_even(x, p2, p3, depth, in_off, &a[2], &a[3]);
+/* The output stage of outputs oc .. oc + n - 1 (n <= 4) from their int32 sums a (offset included). */
+static void out4(const int32_t a[4], uint32_t oc, uint32_t n, const mf_channel_requant *rq, int vector_rq,
+                 int8_t *out) {
     if (vector_rq) { /* the four outputs requantized at once (lanes past n: not stored) */
         const mve_pred16_t p4 = vctp32q(n);
         const int32x4_t acc = vaddq_s32(vldrwq_z_s32(a, p4), mf_rq_bias_x4(rq, oc, p4));
@@ -137,6 +133,20 @@ static void rows4_even(const int8_t *x, const int8_t *w, uint32_t oc, uint32_t n
     }
     for (uint32_t i = 0; i < n; i++) out[i] = mf_s4_requant_inline(rq, oc + i, a[i]);
 }
+
+/* rows4 for an even depth (every row starts at a byte): two pairs of rows (pair_even), then the output
+ * stage. */
+static void rows4_even(const int8_t *x, const int8_t *w, uint32_t oc, uint32_t n, uint32_t depth, int32_t in_off,
+                       const mf_channel_requant *rq, int vector_rq, int8_t *out) {
+    const uint32_t half = depth / 2u;
+    const int8_t *p0 = w + (size_t)oc * half;
+    const int8_t *p1 = n > 1 ? p0 + half : p0, *p2 = n > 2 ? p0 + 2u * half : p0, *p3 = n > 3 ? p0 + 3u * half : p0;
+    int32_t a[4];
+    pair_even(x, p0, p1, depth, in_off, &a[0], &a[1]);
+    if (n > 2) pair_even(x, p2, p3, depth, in_off, &a[2], &a[3]);
+    out4(a, oc, n, rq, vector_rq, out);
+}
+
 #endif
 
 static mf_status run(const mf_call *c) {
@@ -146,6 +156,23 @@ static mf_status run(const mf_call *c) {
     const uint32_t depth = w.shape[1], oc_n = w.shape[0], rows = x.numel / depth;
     const int8_t *xd = (const int8_t *)x.data, *wd = (const int8_t *)w.data;
     int8_t *out = (int8_t *)o.data;
+    if (w.layout == MF_LAYOUT_S4_HALVES) {
+#if defined(MF_USE_MVE)
+        const int vector_rq = mf_requant_vector_ok(&k.rq, oc_n);
+        for (uint32_t r = 0; r < rows; r++) {
+            mf_s4_halves_row(xd + (size_t)r * depth, wd, 0, oc_n, depth, k.in_off, NULL, &k.rq, vector_rq,
+                             out + (size_t)r * oc_n);
+        }
+#else
+        for (uint32_t r = 0; r < rows; r++) { /* a Helium program on another core: the portable statement */
+            for (uint32_t oc = 0; oc < oc_n; oc++) {
+                const int32_t acc = mf_dot_s4_halves(xd + (size_t)r * depth, wd, depth, oc, 0, depth, k.in_off);
+                *out++ = mf_s4_requant(&k.rq, oc, acc);
+            }
+        }
+#endif
+        return MF_OK;
+    }
 #if defined(MF_USE_DSP)
     if (c->scratch_bytes >= mf_scratch_fully_connected_s4_row(depth)) { /* as planned: mcuforge/kinds/scratch.py */
         int16_t *cols = (int16_t *)(void *)c->scratch;

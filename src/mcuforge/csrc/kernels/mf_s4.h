@@ -18,6 +18,29 @@ static inline int32_t mf_s4_at(const int8_t *packed, uint32_t k) {
     return (nibble ^ 8) - 8;
 }
 
+/*
+ * S4_HALVES (MF_LAYOUT_S4_HALVES, conv2d_s4 and fully_connected_s4 in Helium programs): each filter row (an even
+ * count `depth`) on its own depth / 2 bytes, in blocks of 32 weights, the last one the row's remainder (2h
+ * weights, h < 16): byte j of a block holds weight j in its low nibble and weight h + j (h = 16 for a whole
+ * block) in its high nibble. One 16-byte load then gives the weights of activations k .. k + 15 (low nibbles)
+ * and k + 16 .. k + 31 (high), met by two contiguous activation loads: no deinterleaving, no row starting in a
+ * high nibble.
+ */
+static inline int32_t mf_s4_halves_at(const int8_t *w, uint32_t depth, uint32_t row, uint32_t k) {
+    const uint32_t k0 = k & ~31u, rest = depth - k0, h = (rest < 32u ? rest : 32u) >> 1, i = k - k0;
+    const uint32_t b = (uint8_t)w[(size_t)row * (depth >> 1) + (k0 >> 1) + (i < h ? i : i - h)];
+    const int32_t nibble = (int32_t)(i < h ? b & 0xFu : b >> 4);
+    return (nibble ^ 8) - 8;
+}
+
+/* sum((x[i] + x_offset) * w[row][start + i]) for i < n, w S4_HALVES with rows of `depth` (portable). */
+static inline int32_t mf_dot_s4_halves(const int8_t *x, const int8_t *w, uint32_t depth, uint32_t row, uint32_t start,
+                                       uint32_t n, int32_t x_offset) {
+    int32_t acc = 0;
+    for (uint32_t i = 0; i < n; i++) acc += ((int32_t)x[i] + x_offset) * mf_s4_halves_at(w, depth, row, start + i);
+    return acc;
+}
+
 /* mf_channel_requant_s8 of the s4 kinds, whose bias and multipliers may be compact (mf_rq_bias, mf_rq_mult):
  * + bias (wrapping), requantization, offset, clamp. */
 static inline int8_t mf_s4_requant(const mf_channel_requant *q, uint32_t oc, int32_t acc) {
@@ -146,6 +169,47 @@ static inline void mf_s4_split32(const uint8_t *p, uint32_t odd, int8x16_t *even
         *odd_w = vshrq_n_s8(vshlq_n_s8(vldrbq_s8((const int8_t *)p + 1), 4), 4); /* low of p + 1 .. p + 16 */
     }
 }
+#endif
+
+#if defined(MF_USE_MVE)
+/* S4_HALVES on Helium: a byte's low nibble shifted up (VSHL #4) and its high nibble masked (VAND 0xF0) are 16 x
+ * the two weights as int8, no sign extension needed; the sums are then 16 x the true ones, exact in int32
+ * (|x * 16w| <= 2^14, depth <= MF_MAX_DOT_DEPTH = 2^16) and divided by 16 after (an exact shift). */
+#define MF_S4_HALVES_HIGH ((int8_t)0xF0)
+
+/* The bytes of the row's block at k (k a multiple of 32) and h, its half (16 for a whole block). */
+static inline uint32_t mf_s4_halves_half(uint32_t depth, uint32_t k) {
+    return depth - k >= 32u ? 16u : (depth - k) >> 1;
+}
+
+/* sum(w) over one S4_HALVES row of `depth` weights at p. */
+static inline int32_t mf_s4_halves_sum(const int8_t *p, uint32_t depth) {
+    const int8x16_t high = vdupq_n_s8(MF_S4_HALVES_HIGH);
+    int32_t s = 0;
+    for (uint32_t k = 0; k < depth; k += 32u, p += 16) {
+        const int8x16_t v = vldrbq_z_s8(p, vctp8q(mf_s4_halves_half(depth, k)));
+        s = vaddvaq_s8(vaddvaq_s8(s, vshlq_n_s8(v, 4)), vandq_s8(v, high));
+    }
+    return s >> 4; /* exact: a multiple of 16 */
+}
+
+/* One S4_HALVES row of `depth` weights at p unpacked to int8 at row (the weights' order). */
+static inline void mf_s4_halves_unpack(const int8_t *p, uint32_t depth, int8_t *row) {
+    for (uint32_t k = 0; k < depth; k += 32u, p += 16) {
+        const uint32_t h = mf_s4_halves_half(depth, k);
+        const mve_pred16_t pred = vctp8q(h);
+        const int8x16_t v = vldrbq_z_s8(p, pred);
+        vstrbq_p_s8(row + k, vshrq_n_s8(vshlq_n_s8(v, 4), 4), pred);
+        vstrbq_p_s8(row + k + h, vshrq_n_s8(v, 4), pred);
+    }
+}
+
+/* The outputs of input row x (depth activations) for the oc_n S4_HALVES rows at w, channels f0 .. f0 + oc_n - 1 of
+ * rq, into out[0 .. oc_n): four rows a pass sharing each 32 activations' two loads (dot_s4.c); in_off enters as
+ * in_off * sum(w), from corr[0 .. oc_n) (the rows' in_off * sum(w)) when not NULL, else summed per call;
+ * vector_rq: mf_requant_vector_ok. */
+void mf_s4_halves_row(const int8_t *x, const int8_t *w, uint32_t f0, uint32_t oc_n, uint32_t depth, int32_t in_off,
+                      const int32_t *corr, const mf_channel_requant *rq, int vector_rq, int8_t *out);
 #endif
 
 #endif /* MF_S4_H */

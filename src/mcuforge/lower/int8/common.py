@@ -17,10 +17,19 @@ import torch
 from torch import fx
 
 from ...ir import INT4, INT4_WEIGHT_KINDS, QParams, kernel_scratch_bytes
-from ...kernels.int4 import bias16, multipliers16, pack_int4
+from ...kernels.int4 import (
+    S4_HALVES,
+    S4_HALVES_KINDS,
+    bias16,
+    multipliers16,
+    pack_int4,
+    pack_int4_halves,
+    weight_layout,
+)
 from ...kernels.quant_utils import quantize_multipliers, quantize_per_tensor
 from ...quantize.patterns import SPEC_TARGETS
 from ...quantize.quantizer import fused_activation
+from ...targets import get_target
 from ..builder import (
     NCHW_TO_NHWC,
     GraphBuilder,
@@ -272,12 +281,21 @@ def emit_weighted_op(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.
     in_off = -qin.zero_point
     if in_off and reads_no_padding(kind, attrs):
         bias_int, in_off = fold_input_offset(bias_int, weight, in_off), 0
+    elif in_off and kind in S4_HALVES_KINDS and reads_no_padding(kind.replace("_s4", "_s8"), attrs) and \
+            weight_layout(kind, weight.shape, get_target(b.target).has_mve) == S4_HALVES:
+        # Helium's S4_HALVES loops skip summing the weights when the offset is folded; the s4 kinds' bias is int16
+        # where every value fits, so fold only where that stays so (or was int32 already): the same flash
+        folded = fold_input_offset(bias_int, weight, in_off)
+        if bias16(folded) is not None or bias16(bias_int) is None:
+            bias_int, in_off = folded, 0
     requant = requant_params(qin.scale, weight_scales, qout.scale)
     nodes = fuse(b, node, act)
     x = convert_input(nodes)
     base = q.name
-    if kind in INT4_WEIGHT_KINDS:  # packed two per byte, CMSIS-NN's s4 layout
-        w_name = b.add_tensor(f"{base}_weight", weight.shape, INT4, data=pack_int4(weight))
+    if kind in INT4_WEIGHT_KINDS:  # packed two per byte: CMSIS-NN's s4 layout, or on Helium the one its loops read
+        layout = weight_layout(kind, weight.shape, get_target(b.target).has_mve)
+        packed = pack_int4_halves(weight) if layout == S4_HALVES else pack_int4(weight)
+        w_name = b.add_tensor(f"{base}_weight", weight.shape, INT4, data=packed, layout=layout)
     else:
         w_name = b.constant(f"{base}_weight", weight)
     if kind in ("fully_connected_s8", "fully_connected_s4"):
