@@ -1261,16 +1261,32 @@ typedef char dwp_ch_layout[offsetof(dwp_ch, w) == 24 && offsetof(dwp_ch, acc) ==
     "add r10, r10, r11\n\t"                                                                                           \
     "str r10, [lr, #4]\n\t"
 #define DWP_CLAMP_ONE "ldr r10, [lr, #44]\n\tldr r11, [lr, #48]\n\t" DWP_CLAMP1("r1")
-/* The function NAME(dwp_ch *c): registers r0 x, r1..r4 accumulators, r5..r9 weights, r10..r12 temporaries,
- * lr the channel block. A function of its own in asm (not an asm statement): it takes every core register.
+/* One call runs the row of all four channels of the group (blocks c[0..3], sizeof(dwp_ch) apart: the block
+ * end kept on the stack), not a call per channel: the calls' saves and restores and the caller's loop cost
+ * more than the end test (KWS: 20 calls a group and image row before). */
+#define DWP_ENTRY                                                                                                     \
+    "push {r4-r11, lr}\n\t"                                                                                           \
+    "add r1, r0, #448\n\t"                                                                                            \
+    "push {r1, r2}\n\t"                                                                                               \
+    "mov lr, r0\n"                                                                                                    \
+    "0:\n\t"
+#define DWP_NEXT                                                                                                      \
+    "add lr, lr, #112\n\t"                                                                                            \
+    "ldr r10, [sp]\n\t"                                                                                               \
+    "cmp lr, r10\n\t"                                                                                                 \
+    "bne 0b\n\t"                                                                                                      \
+    "add sp, sp, #8\n\t"                                                                                              \
+    "pop {r4-r11, pc}\n\t"
+typedef char dwp_ch_size[sizeof(dwp_ch) == 112 ? 1 : -1]; /* DWP_ENTRY/DWP_NEXT's 112 and 448 */
+/* The function NAME(dwp_ch c[4]): per channel, registers r0 x, r1..r4 accumulators, r5..r9 weights, r10..r12
+ * temporaries, lr the channel block. A function of its own in asm (not an asm statement): it takes every core register.
  * Passes of four windows while x != end, then c->ones single windows (the row's last 0..3: columns 0, 1, 2
  * of the next pass). */
 #define DWP_FUNC(NAME, CLAMP, CLAMP_ONE)                                                                               \
     __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t"                                                       \
             ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n"                     \
             #NAME ":\n\t"                                                                                              \
-            "push {r4-r11, lr}\n\t"                                                                                    \
-            "mov lr, r0\n\t"                                                                                           \
+            DWP_ENTRY                                                                                                  \
             "ldr r1, [lr, #24]\n\t"                                                                                    \
             "ldr r0, [lr]\n\t"                                                                                         \
             "ldm r1, {r5-r9}\n\t"                                                                                      \
@@ -1309,11 +1325,10 @@ typedef char dwp_ch_layout[offsetof(dwp_ch, w) == 24 && offsetof(dwp_ch, acc) ==
             "beq 2f\n\t"                                                                                               \
             "ldr r1, [lr, #28]\n\t" DWP_ONE0(0, 4, "r5", "r8", "b") DWP_ONE0(112, 4, "r6", "r8", "t")                  \
             DWP_ONE0(224, 4, "r7", "r9", "b") DWP_ONE_OUT(CLAMP_ONE)                                                   \
-            "2:\n\t"                                                                                                   \
-            "pop {r4-r11, pc}\n\t"                                                                                     \
+            "2:\n\t" DWP_NEXT                                                                                          \
             ".size " #NAME ", . - " #NAME "\n\t"                                                                       \
             ".popsection\n")
-void mf_dwp_run_int8(dwp_ch *c);
+void mf_dwp_run_int8(dwp_ch *c); /* c: the group's four blocks */
 void mf_dwp_run_clamp(dwp_ch *c);
 DWP_FUNC(mf_dwp_run_int8, "", "");
 DWP_FUNC(mf_dwp_run_clamp, DWP_CLAMP4, DWP_CLAMP_ONE);
@@ -1357,8 +1372,7 @@ DWP_FUNC(mf_dwp_run_clamp, DWP_CLAMP4, DWP_CLAMP_ONE);
     __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t"                                                       \
             ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n"                     \
             #NAME ":\n\t"                                                                                              \
-            "push {r4-r11, lr}\n\t"                                                                                    \
-            "mov lr, r0\n\t"                                                                                           \
+            DWP_ENTRY                                                                                                  \
             "ldr r1, [lr, #24]\n\t"                                                                                    \
             "ldr r0, [lr]\n\t"                                                                                         \
             "ldm r1, {r5-r9}\n\t"                                                                                      \
@@ -1397,11 +1411,10 @@ DWP_FUNC(mf_dwp_run_clamp, DWP_CLAMP4, DWP_CLAMP_ONE);
             "beq 2f\n\t"                                                                                               \
             "ldr r1, [lr, #28]\n\t" DWP_ONE0(0, 8, "r5", "r8", "b") DWP_ONE0(112, 8, "r6", "r8", "t")                  \
             DWP_ONE0(224, 8, "r7", "r9", "b") DWP_ONE_OUT(CLAMP_ONE)                                                   \
-            "2:\n\t"                                                                                                   \
-            "pop {r4-r11, pc}\n\t"                                                                                     \
+            "2:\n\t" DWP_NEXT                                                                                          \
             ".size " #NAME ", . - " #NAME "\n\t"                                                                       \
             ".popsection\n")
-void mf_dwp2_run_int8(dwp_ch *c);
+void mf_dwp2_run_int8(dwp_ch *c); /* c: the group's four blocks */
 void mf_dwp2_run_clamp(dwp_ch *c);
 DWP2_FUNC(mf_dwp2_run_int8, "", "");
 DWP2_FUNC(mf_dwp2_run_clamp, DWP_CLAMP4, DWP_CLAMP_ONE);
@@ -1510,21 +1523,21 @@ static __attribute__((noinline)) void dwp_image(const dw3_view *v, dwp_ch ch[4],
         const int16_t *x = ring + dwp_chan(cols, i);
         c->x = x, c->ostep = (int32_t)v->o_col, c->end = x + (s2 ? 8 : 4) * (ow / 4), c->ones = ow % 4;
     }
-    for (int32_t oy = 0; oy < v->oh; oy++, out += v->o_row) {
-        const int32_t y0 = oy * v->st[0] - v->pd[0], p = ((y0 % 3) + 3) % 3;
-        for (int32_t k = 0; k < 3; k++) {
-            const int32_t iy = y0 + k, q = ((iy % 3) + 3) % 3;
+    /* the slot of row y0 (y0 mod 3) kept by steps, not divisions: three of them a row cost more than a pass */
+    const int32_t dp = v->st[0] % 3;
+    int32_t p = (3 - v->pd[0] % 3) % 3; /* pd[0] >= 0: the slot of row -pd[0] */
+    for (int32_t oy = 0, y0 = -v->pd[0]; oy < v->oh; oy++, out += v->o_row, y0 += v->st[0]) {
+        for (int32_t k = 0, q = p; k < 3; k++, q = q == 2 ? 0 : q + 1) {
+            const int32_t iy = y0 + k;
             if (tag[q] != iy) {
                 const int8_t *src = iy >= 0 && iy < v->h ? xb + iy * v->x_row : NULL;
                 dwp_fill(src, v->x_col, -v->pd[1], v->w, n, zp, ring + q * DWP_NC, o1, o2, o3);
                 tag[q] = iy;
             }
         }
-        for (int i = 0; i < 4; i++) {
-            dwp_ch *c = &ch[i];
-            c->out = out + i, c->w = c->rot[p];
-            run(c);
-        }
+        for (int i = 0; i < 4; i++) ch[i].out = out + i, ch[i].w = ch[i].rot[p];
+        run(ch); /* the four channels' rows */
+        p += dp, p -= p >= 3 ? 3 : 0;
     }
 }
 #define DWP 1
