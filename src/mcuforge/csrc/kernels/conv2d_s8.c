@@ -800,6 +800,154 @@ __asm__(".pushsection .text.mf_few3_rows28,\"ax\",%progbits\n\t"
 void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
 #endif
 
+/* The deep pointwise layers' 3 x 2 tiles (three filters x two pixels, the two columns as mat_mult_2cols
+ * widens them): mf_pw3_rowsD(frame, w) for D = 32, 64, 128, 256 taps (MobileNet's 1x1 layers) on every DSP
+ * core. Against the 2 x 2 tiles, on the Cortex-M4 model: a group of 4 taps costs 28 estimated cycles for 24
+ * MACs (the two columns' four words and the first filter's as one run of five loads, the other two filters'
+ * words loaded between the multiplies that free their registers) against 19 for 16 (mf_pw_rows64) or 20
+ * (DSP_TILE_GROUP, the loop at 128 and 256 taps); each column word feeds 6 SMLADs, not 4, and the tile's
+ * entry and its output stage's pointer traffic are paid once for 6 outputs, not 4. The next filter's word
+ * is loaded into the register its predecessor's even lanes just freed, so no load's result is used by the
+ * instruction after it (the Cortex-M7's load-use stall) and its SXTB16s swap the lanes' registers.
+ * Its frame: mf_pw_rows' (bias, mult, shift, out0, out1, 2 out_off + 1, filter triples, the columns' end,
+ * their start). r0 w (the filters at w, w + D, w + 2 D), r1 the columns, r2/r3 filter 0 on pixels 0/1,
+ * r4/r5 filter 1's, r6/r7 filter 2's, r8/r9 a filter's word and lanes, r10/r11 pixel 0's even/odd lanes,
+ * r12/lr pixel 1's: all 14 registers. At more than 64 taps, a loop of 16 groups (its end read from the
+ * frame). */
+#define PW3_GROUP(D) \
+    "ldr r9, [r0], #4\n\t" \
+    "ldr r10, [r1], #4\n\t" \
+    "ldr r11, [r1], #4\n\t" \
+    "ldr r12, [r1], #4\n\t" \
+    "ldr lr, [r1], #4\n\t" \
+    "sxtb16 r8, r9\n\t" \
+    "sxtb16 r9, r9, ror #8\n\t" \
+    "smlad r2, r8, r10, r2\n\t" \
+    "smlad r3, r8, r12, r3\n\t" \
+    "ldr r8, [r0, #" #D " - 4]\n\t" \
+    "smlad r2, r9, r11, r2\n\t" \
+    "smlad r3, r9, lr, r3\n\t" \
+    "sxtb16 r9, r8\n\t" \
+    "sxtb16 r8, r8, ror #8\n\t" \
+    "smlad r4, r9, r10, r4\n\t" \
+    "smlad r5, r9, r12, r5\n\t" \
+    "ldr r9, [r0, #2 * " #D " - 4]\n\t" \
+    "smlad r4, r8, r11, r4\n\t" \
+    "smlad r5, r8, lr, r5\n\t" \
+    "sxtb16 r8, r9\n\t" \
+    "sxtb16 r9, r9, ror #8\n\t" \
+    "smlad r6, r8, r10, r6\n\t" \
+    "smlad r7, r8, r12, r7\n\t" \
+    "smlad r6, r9, r11, r6\n\t" \
+    "smlad r7, r9, lr, r7\n\t"
+#define PW3_GROUPS4(D) PW3_GROUP(D) PW3_GROUP(D) PW3_GROUP(D) PW3_GROUP(D)
+#define PW3_GROUPS16(D) PW3_GROUPS4(D) PW3_GROUPS4(D) PW3_GROUPS4(D) PW3_GROUPS4(D)
+/* the group loop's end: the columns' end at [sp, #28] */
+#define PW3_LOOP \
+    "ldr r8, [sp, #28]\n\t" \
+    "cmp r1, r8\n\t" \
+    "bne 1b\n\t"
+/* filter F's two outputs X, Y: its shift S (ldrsb'd), K the rounding constant's register, as DSP_ROWS_OUT */
+#define PW3_OUT(X, Y, S) \
+    "mvn r8, " S "\n\t" \
+    "lsl r8, r1, r8\n\t" \
+    "rsb " S ", " S ", #0\n\t" \
+    FEW3_OUT(X, "r8", S) FEW3_OUT(Y, "r8", S)
+#define PW3_FUNC(NAME, DEPTH, GROUPS, LOOP) \
+__asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
+        ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n" \
+        #NAME ":\n\t" \
+        "push {r4-r11, lr}\n\t" \
+        "sub sp, sp, #36\n\t" \
+        "ldm r0, {r2-r10}\n\t" \
+        "stm sp, {r2-r10}\n\t" \
+        "mov r0, r1\n\t" \
+        "2:\n\t" \
+        "ldr r8, [sp]\n\t" \
+        "ldr r1, [sp, #32]\n\t" \
+        "ldr r2, [r8], #4\n\t" \
+        "ldr r4, [r8], #4\n\t" \
+        "ldr r6, [r8], #4\n\t" \
+        "str r8, [sp]\n\t" \
+        "mov r3, r2\n\t" \
+        "mov r5, r4\n\t" \
+        "mov r7, r6\n\t" \
+        "1:\n\t" \
+        GROUPS LOOP \
+        "add r0, r0, #2 * " #DEPTH "\n\t" \
+        "ldr r8, [sp, #4]\n\t" \
+        "ldr r9, [sp, #8]\n\t" \
+        "ldr r10, [r8], #4\n\t" \
+        "ldr r11, [r8], #4\n\t" \
+        "ldr r12, [r8], #4\n\t" \
+        "str r8, [sp, #4]\n\t" \
+        "lsl r2, r2, #1\n\t" \
+        "lsl r3, r3, #1\n\t" \
+        "lsl r4, r4, #1\n\t" \
+        "lsl r5, r5, #1\n\t" \
+        "lsl r6, r6, #1\n\t" \
+        "lsl r7, r7, #1\n\t" \
+        "smmulr r2, r2, r10\n\t" \
+        "smmulr r3, r3, r10\n\t" \
+        "smmulr r4, r4, r11\n\t" \
+        "smmulr r5, r5, r11\n\t" \
+        "smmulr r6, r6, r12\n\t" \
+        "smmulr r7, r7, r12\n\t" \
+        "ldrsb r10, [r9], #1\n\t" \
+        "ldrsb r11, [r9], #1\n\t" \
+        "ldrsb r12, [r9], #1\n\t" \
+        "ldr r1, [sp, #20]\n\t" \
+        "str r9, [sp, #8]\n\t" \
+        PW3_OUT("r2", "r3", "r10") PW3_OUT("r4", "r5", "r11") PW3_OUT("r6", "r7", "r12") \
+        "ldr r8, [sp, #12]\n\t" \
+        "ldr r9, [sp, #16]\n\t" \
+        "ldr r1, [sp, #24]\n\t" \
+        "strb r2, [r8], #1\n\t" \
+        "strb r4, [r8], #1\n\t" \
+        "strb r6, [r8], #1\n\t" \
+        "strb r3, [r9], #1\n\t" \
+        "strb r5, [r9], #1\n\t" \
+        "strb r7, [r9], #1\n\t" \
+        "str r8, [sp, #12]\n\t" \
+        "str r9, [sp, #16]\n\t" \
+        "subs r1, r1, #1\n\t" \
+        "str r1, [sp, #24]\n\t" \
+        "bne 2b\n\t" \
+        "add sp, sp, #36\n\t" \
+        "pop {r4-r11, pc}\n\t" \
+        ".size " #NAME ", . - " #NAME "\n\t" \
+        ".popsection\n")
+PW3_FUNC(mf_pw3_rows32, 32, PW3_GROUPS4(32) PW3_GROUPS4(32), "");
+PW3_FUNC(mf_pw3_rows64, 64, PW3_GROUPS16(64), "");
+PW3_FUNC(mf_pw3_rows128, 128, PW3_GROUPS16(128), PW3_LOOP);
+PW3_FUNC(mf_pw3_rows256, 256, PW3_GROUPS16(256), PW3_LOOP);
+void mf_pw3_rows32(const uint32_t *frame, const int8_t *w);
+void mf_pw3_rows64(const uint32_t *frame, const int8_t *w);
+void mf_pw3_rows128(const uint32_t *frame, const int8_t *w);
+void mf_pw3_rows256(const uint32_t *frame, const int8_t *w);
+
+/* The filter triples of `rows` (rows / 3 of them) by mf_pw3_rows<depth> where there is one (the frame as
+ * dsp_tile_rows_neg's); returns the rows done (0: none at this depth). */
+static uint32_t pw3_rows(const int16_t *cols, const int8_t *w, uint32_t rows, uint32_t depth,
+                         const mf_channel_requant *rq, uint32_t oc0, int8_t *out0, int8_t *out1) {
+    const uint32_t triples = rows / 3u;
+    if (triples == 0 || (depth != 32u && depth != 64u && depth != 128u && depth != 256u)) return 0;
+    const uint32_t frame[9] = {(uint32_t)(uintptr_t)(rq->bias + oc0), (uint32_t)(uintptr_t)(rq->mult + oc0),
+                               (uint32_t)(uintptr_t)(rq->shift + oc0), (uint32_t)(uintptr_t)out0,
+                               (uint32_t)(uintptr_t)out1, (uint32_t)(2 * rq->out_off + 1), triples,
+                               (uint32_t)(uintptr_t)(cols + 2u * depth), (uint32_t)(uintptr_t)cols};
+    if (depth == 64u) {
+        mf_pw3_rows64(frame, w);
+    } else if (depth == 128u) {
+        mf_pw3_rows128(frame, w);
+    } else if (depth == 256u) {
+        mf_pw3_rows256(frame, w);
+    } else {
+        mf_pw3_rows32(frame, w);
+    }
+    return 3u * triples;
+}
+
 static inline __attribute__((always_inline)) void dsp_tile_rows_neg(const int16_t *cols, const int8_t *w,
                                                                    uint32_t pairs, uint32_t depth,
                                                                    const mf_channel_requant *rq, uint32_t oc0,
@@ -893,7 +1041,12 @@ static uint32_t mat_mult_2cols_tiled(const int16_t *cols, const int8_t *w, uint3
     if (!rq->per_channel || rq->bias == NULL) return 0;
     if (rq->lo == -128 && rq->hi == 127) {
         if (neg) {
-            if (rows >= 2) dsp_tile_rows_neg(cols, w, rows / 2u, depth, rq, oc0, out0, out1);
+            const uint32_t done = pw3_rows(cols, w, rows, depth, rq, oc0, out0, out1);
+            if (rows - done >= 2) {
+                dsp_tile_rows_neg(cols, w + (size_t)done * depth, (rows - done) / 2u, depth, rq, oc0 + done,
+                                  out0 + done, out1 + done);
+            }
+            return done + ((rows - done) & ~1u);
         } else {
             tiled_rows(cols, w, rows / 2u, depth, rq, oc0, out0, out1, 1, 0);
         }
