@@ -814,6 +814,7 @@ void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
  * r4/r5 filter 1's, r6/r7 filter 2's, r8/r9 a filter's word and lanes, r10/r11 pixel 0's even/odd lanes,
  * r12/lr pixel 1's: all 14 registers. At more than 64 taps, a loop of 16 groups (its end read from the
  * frame). */
+#if DSP_PW_RUNS
 #define PW3_GROUP(D) \
     "ldr r9, [r0], #4\n\t" \
     "ldr r10, [r1], #4\n\t" \
@@ -840,13 +841,67 @@ void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
     "smlad r7, r8, r12, r7\n\t" \
     "smlad r6, r9, r11, r6\n\t" \
     "smlad r7, r9, lr, r7\n\t"
-#define PW3_GROUPS4(D) PW3_GROUP(D) PW3_GROUP(D) PW3_GROUP(D) PW3_GROUP(D)
-#define PW3_GROUPS16(D) PW3_GROUPS4(D) PW3_GROUPS4(D) PW3_GROUPS4(D) PW3_GROUPS4(D)
-/* the group loop's end: the columns' end at [sp, #28] */
+#define PW3_GROUPS2(D) PW3_GROUP(D) PW3_GROUP(D)
+/* nothing loaded ahead of the groups; the group loop's end (the columns' end at [sp, #28]) in r8, free there */
+#define PW3_PRE ""
 #define PW3_LOOP \
     "ldr r8, [sp, #28]\n\t" \
     "cmp r1, r8\n\t" \
     "bne 1b\n\t"
+#define PW3_W_AHEAD 0 /* bytes of w loaded ahead of the groups */
+#define PW3_X_AHEAD 0 /* int16 of the columns loaded ahead */
+#else
+/* The Cortex-M7 (dual issue: a load or an SXTB16 beside each SMLAD, no loaded value used by the next issue
+ * group): software-pipelined, each group's tail loading the next group's first filter word and three of its
+ * column words beside its last SMLADs (PW3_PRE loads them for the first group), so 14 estimated cycles a group
+ * on the Cortex-M7 model against 16.25 for the Cortex-M4's order (31 against 28 on the Cortex-M4 model, which
+ * wants the loads in runs). The first filter's raw word alternates between r8 (PW3_GROUP_M7(D, "r8", "r9")) and
+ * r9. The last group's tail reads 16 bytes past the columns (inside the scratch: 5 patches, the columns 4)
+ * and filter 1's first word. */
+#define PW3_GROUP_M7(D, A, B) \
+    "sxtb16 " B ", " A "\n\t" \
+    "ldr lr, [r1, #-4]\n\t" \
+    "smlad r2, " B ", r10, r2\n\t" \
+    "sxtb16 " A ", " A ", ror #8\n\t" \
+    "smlad r3, " B ", r12, r3\n\t" \
+    "ldr " B ", [r0, #" #D " - 4]\n\t" \
+    "smlad r2, " A ", r11, r2\n\t" \
+    "smlad r3, " A ", lr, r3\n\t" \
+    "sxtb16 " A ", " B "\n\t" \
+    "sxtb16 " B ", " B ", ror #8\n\t" \
+    "smlad r4, " A ", r10, r4\n\t" \
+    "smlad r5, " A ", r12, r5\n\t" \
+    "ldr " A ", [r0, #2 * " #D " - 4]\n\t" \
+    "smlad r4, " B ", r11, r4\n\t" \
+    "smlad r5, " B ", lr, r5\n\t" \
+    "sxtb16 " B ", " A "\n\t" \
+    "sxtb16 " A ", " A ", ror #8\n\t" \
+    "smlad r6, " B ", r10, r6\n\t" \
+    "smlad r7, " B ", r12, r7\n\t" \
+    "ldr r10, [r1], #16\n\t" \
+    "smlad r6, " A ", r11, r6\n\t" \
+    "ldr " B ", [r0], #4\n\t" \
+    "smlad r7, " A ", lr, r7\n\t" \
+    "ldr r12, [r1, #-8]\n\t" \
+    "ldr r11, [r1, #-12]\n\t"
+#define PW3_GROUPS2(D) PW3_GROUP_M7(D, "r8", "r9") PW3_GROUP_M7(D, "r9", "r8")
+#define PW3_PRE \
+    "ldr r8, [r0], #4\n\t" \
+    "ldr r10, [r1], #16\n\t" \
+    "ldr r12, [r1, #-8]\n\t" \
+    "ldr r11, [r1, #-12]\n\t"
+/* the loop's end: the columns' end + 16 bytes (loaded ahead), in lr (free between groups) */
+#define PW3_LOOP \
+    "ldr lr, [sp, #28]\n\t" \
+    "cmp r1, lr\n\t" \
+    "bne 1b\n\t"
+#define PW3_W_AHEAD 4
+#define PW3_X_AHEAD 8
+#endif
+#define PW3_GROUPS8(D) PW3_GROUPS2(D) PW3_GROUPS2(D) PW3_GROUPS2(D) PW3_GROUPS2(D)
+#define PW3_GROUPS16(D) PW3_GROUPS8(D) PW3_GROUPS8(D)
+#define PW3_STR2(X) #X
+#define PW3_STR(X) PW3_STR2(X)
 /* filter F's two outputs X, Y: its shift S (ldrsb'd), K the rounding constant's register, as DSP_ROWS_OUT */
 #define PW3_OUT(X, Y, S) \
     "mvn r8, " S "\n\t" \
@@ -872,9 +927,10 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
         "mov r3, r2\n\t" \
         "mov r5, r4\n\t" \
         "mov r7, r6\n\t" \
+        PW3_PRE \
         "1:\n\t" \
         GROUPS LOOP \
-        "add r0, r0, #2 * " #DEPTH "\n\t" \
+        "add r0, r0, #2 * " #DEPTH " - " PW3_STR(PW3_W_AHEAD) "\n\t" \
         "ldr r8, [sp, #4]\n\t" \
         "ldr r9, [sp, #8]\n\t" \
         "ldr r10, [r8], #4\n\t" \
@@ -917,7 +973,7 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
         "pop {r4-r11, pc}\n\t" \
         ".size " #NAME ", . - " #NAME "\n\t" \
         ".popsection\n")
-PW3_FUNC(mf_pw3_rows32, 32, PW3_GROUPS4(32) PW3_GROUPS4(32), "");
+PW3_FUNC(mf_pw3_rows32, 32, PW3_GROUPS8(32), "");
 PW3_FUNC(mf_pw3_rows64, 64, PW3_GROUPS16(64), "");
 PW3_FUNC(mf_pw3_rows128, 128, PW3_GROUPS16(128), PW3_LOOP);
 PW3_FUNC(mf_pw3_rows256, 256, PW3_GROUPS16(256), PW3_LOOP);
@@ -935,7 +991,7 @@ static uint32_t pw3_rows(const int16_t *cols, const int8_t *w, uint32_t rows, ui
     const uint32_t frame[9] = {(uint32_t)(uintptr_t)(rq->bias + oc0), (uint32_t)(uintptr_t)(rq->mult + oc0),
                                (uint32_t)(uintptr_t)(rq->shift + oc0), (uint32_t)(uintptr_t)out0,
                                (uint32_t)(uintptr_t)out1, (uint32_t)(2 * rq->out_off + 1), triples,
-                               (uint32_t)(uintptr_t)(cols + 2u * depth), (uint32_t)(uintptr_t)cols};
+                               (uint32_t)(uintptr_t)(cols + 2u * depth + PW3_X_AHEAD), (uint32_t)(uintptr_t)cols};
     if (depth == 64u) {
         mf_pw3_rows64(frame, w);
     } else if (depth == 128u) {
@@ -1002,6 +1058,20 @@ static inline __attribute__((always_inline)) void dsp_tile_rows_neg(const int16_
     (void)xa, (void)xb;
 }
 
+/* The filters of mat_mult_2cols_tiled's shorter output stage: their triples by pw3_rows where it serves the
+ * depth, then the pairs left by dsp_tile_rows_neg; returns the rows done. A function of its own: inlined, its
+ * calls left GCC too few registers for dsp_tile_out_asm in the same function at -O1. */
+static __attribute__((noinline)) uint32_t tile_rows_neg(const int16_t *cols, const int8_t *w, uint32_t rows,
+                                                        uint32_t depth, const mf_channel_requant *rq, uint32_t oc0,
+                                                        int8_t *out0, int8_t *out1) {
+    const uint32_t done = pw3_rows(cols, w, rows, depth, rq, oc0, out0, out1);
+    if (rows - done >= 2) {
+        dsp_tile_rows_neg(cols, w + (size_t)done * depth, (rows - done) / 2u, depth, rq, oc0 + done, out0 + done,
+                          out1 + done);
+    }
+    return done + ((rows - done) & ~1u);
+}
+
 /* mat_mult_2cols_tiled's loop; `full`: a constant, dsp_tile_clamp's (full: the asm output stage). */
 static inline __attribute__((always_inline)) void tiled_rows(const int16_t *cols, const int8_t *w, uint32_t pairs,
                                                             uint32_t depth, const mf_channel_requant *rq, uint32_t oc0,
@@ -1041,12 +1111,7 @@ static uint32_t mat_mult_2cols_tiled(const int16_t *cols, const int8_t *w, uint3
     if (!rq->per_channel || rq->bias == NULL) return 0;
     if (rq->lo == -128 && rq->hi == 127) {
         if (neg) {
-            const uint32_t done = pw3_rows(cols, w, rows, depth, rq, oc0, out0, out1);
-            if (rows - done >= 2) {
-                dsp_tile_rows_neg(cols, w + (size_t)done * depth, (rows - done) / 2u, depth, rq, oc0 + done,
-                                  out0 + done, out1 + done);
-            }
-            return done + ((rows - done) & ~1u);
+            return tile_rows_neg(cols, w, rows, depth, rq, oc0, out0, out1);
         } else {
             tiled_rows(cols, w, rows / 2u, depth, rq, oc0, out0, out1, 1, 0);
         }
