@@ -802,45 +802,46 @@ void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
 
 /* The deep pointwise layers' 3 x 2 tiles (three filters x two pixels, the two columns as mat_mult_2cols
  * widens them): mf_pw3_rowsD(frame, w) for D = 32, 64, 128, 256 taps (MobileNet's 1x1 layers) on every DSP
- * core. Against the 2 x 2 tiles, on the Cortex-M4 model: a group of 4 taps costs 28 estimated cycles for 24
- * MACs (the two columns' four words and the first filter's as one run of five loads, the other two filters'
- * words loaded between the multiplies that free their registers) against 19 for 16 (mf_pw_rows64) or 20
- * (DSP_TILE_GROUP, the loop at 128 and 256 taps); each column word feeds 6 SMLADs, not 4, and the tile's
- * entry and its output stage's pointer traffic are paid once for 6 outputs, not 4. The next filter's word
- * is loaded into the register its predecessor's even lanes just freed, so no load's result is used by the
- * instruction after it (the Cortex-M7's load-use stall) and its SXTB16s swap the lanes' registers.
- * Its frame: mf_pw_rows' (bias, mult, shift, out0, out1, 2 out_off + 1, filter triples, the columns' end,
- * their start). r0 w (the filters at w, w + D, w + 2 D), r1 the columns, r2/r3 filter 0 on pixels 0/1,
- * r4/r5 filter 1's, r6/r7 filter 2's, r8/r9 a filter's word and lanes, r10/r11 pixel 0's even/odd lanes,
- * r12/lr pixel 1's: all 14 registers. At more than 64 taps, a loop of 16 groups (its end read from the
- * frame). */
+ * core. Against the 2 x 2 tiles, on the Cortex-M4 model: a group of 4 taps costs 27 estimated cycles for 24
+ * MACs against 19 for 16 (mf_pw_rows64) or 20 (DSP_TILE_GROUP, the loop at 128 and 256 taps): each column
+ * word feeds 6 SMLADs, not 4; and the tile's entry and its output stage's pointer traffic are paid once for 6
+ * outputs, not 4 (VWW's 128-tap layers: 1.44 -> 1.34 estimated cycles/MAC). Four filters would leave no
+ * register for the columns.
+ * The frame: mf_pw_rows' (bias, mult, shift, out0, out1, 2 out_off + 1, filter triples, the columns' end,
+ * their start). r0 w (the filters at w, w + D, w + 2 D), r1 the columns, r2/r3 filter 0 on pixels 0/1, r4/r5
+ * filter 1's, r6/r7 filter 2's, r8..r12 and lr the words and lanes: all 14 registers. At more than 64 taps, a
+ * loop of 16 groups (its end read from the frame). */
 #if DSP_PW_RUNS
+/* The Cortex-M4's group (27 estimated cycles): the three filters' words and the columns' even-lane words as one
+ * run of five loads, each filter's even lanes through lr, then the odd-lane words as a run of two and each
+ * filter's odd lanes from its word, still in its register: no register holds a filter's lanes while another
+ * filter's are unpacked. */
 #define PW3_GROUP(D) \
-    "ldr r9, [r0], #4\n\t" \
-    "ldr r10, [r1], #4\n\t" \
-    "ldr r11, [r1], #4\n\t" \
-    "ldr r12, [r1], #4\n\t" \
-    "ldr lr, [r1], #4\n\t" \
-    "sxtb16 r8, r9\n\t" \
-    "sxtb16 r9, r9, ror #8\n\t" \
-    "smlad r2, r8, r10, r2\n\t" \
-    "smlad r3, r8, r12, r3\n\t" \
-    "ldr r8, [r0, #" #D " - 4]\n\t" \
-    "smlad r2, r9, r11, r2\n\t" \
-    "smlad r3, r9, lr, r3\n\t" \
-    "sxtb16 r9, r8\n\t" \
-    "sxtb16 r8, r8, ror #8\n\t" \
-    "smlad r4, r9, r10, r4\n\t" \
-    "smlad r5, r9, r12, r5\n\t" \
-    "ldr r9, [r0, #2 * " #D " - 4]\n\t" \
-    "smlad r4, r8, r11, r4\n\t" \
-    "smlad r5, r8, lr, r5\n\t" \
-    "sxtb16 r8, r9\n\t" \
-    "sxtb16 r9, r9, ror #8\n\t" \
-    "smlad r6, r8, r10, r6\n\t" \
-    "smlad r7, r8, r12, r7\n\t" \
-    "smlad r6, r9, r11, r6\n\t" \
-    "smlad r7, r9, lr, r7\n\t"
+    "ldr r8, [r0], #4\n\t" \
+    "ldr r9, [r0, #" #D " - 4]\n\t" \
+    "ldr r10, [r0, #2 * " #D " - 4]\n\t" \
+    "ldr r11, [r1], #16\n\t" \
+    "ldr r12, [r1, #-8]\n\t" \
+    "sxtb16 lr, r8\n\t" \
+    "smlad r2, lr, r11, r2\n\t" \
+    "smlad r3, lr, r12, r3\n\t" \
+    "sxtb16 lr, r9\n\t" \
+    "smlad r4, lr, r11, r4\n\t" \
+    "smlad r5, lr, r12, r5\n\t" \
+    "sxtb16 lr, r10\n\t" \
+    "smlad r6, lr, r11, r6\n\t" \
+    "smlad r7, lr, r12, r7\n\t" \
+    "ldr r11, [r1, #-12]\n\t" \
+    "ldr r12, [r1, #-4]\n\t" \
+    "sxtb16 lr, r8, ror #8\n\t" \
+    "smlad r2, lr, r11, r2\n\t" \
+    "smlad r3, lr, r12, r3\n\t" \
+    "sxtb16 lr, r9, ror #8\n\t" \
+    "smlad r4, lr, r11, r4\n\t" \
+    "smlad r5, lr, r12, r5\n\t" \
+    "sxtb16 lr, r10, ror #8\n\t" \
+    "smlad r6, lr, r11, r6\n\t" \
+    "smlad r7, lr, r12, r7\n\t"
 #define PW3_GROUPS2(D) PW3_GROUP(D) PW3_GROUP(D)
 /* nothing loaded ahead of the groups; the group loop's end (the columns' end at [sp, #28]) in r8, free there */
 #define PW3_PRE ""
