@@ -195,6 +195,12 @@ def conv_sweep(seed: int) -> BoardSweep:
                   stride=st, pad=[0, 0], dil=[1, 1], hw=hw, oc_per_group=opg, batch=1 + i % 2, bias=True,
                   per_channel=True, shifts=(-1, -22, -9, -14), out_off=(-128, 127, 0)[i % 3],
                   input_offset=(-127, 128, 0, None)[i % 4])
+    # the shallow pointwise path's 3 x 2 tiles (pw_run: mf_pw3_rows8/16, then the pairs left): 7 filters (a
+    # triple and two pairs), 4 (pairs only), 13 (three triples and two pairs), odd and even pixel counts
+    for i, (wc, opg, hw) in enumerate(((8, 7, (3, 3)), (16, 4, (1, 3)), (16, 13, (2, 2)), (8, 11, (1, 5)))):
+        conv_case(rng, sweep, f"pw3_shallow_c{wc}_o{opg}_{i}_{len(sweep)}", wc, (1, 1), stride=[1, 1], pad=[0, 0],
+                  dil=[1, 1], hw=hw, oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True,
+                  shifts=(-1, -22, -7), out_off=(127, 0, -128)[i % 3], input_offset=(128, None, -127, 0)[i % 4])
     return sweep
 
 
