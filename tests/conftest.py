@@ -94,6 +94,24 @@ def op_outputs(graph, xs):
     return values
 
 
+def invoke_host_context(lib, ctx, graph, xs):
+    """Set ``xs`` as the inputs of an initialized host C context ``ctx`` (``lib``: the host runtime's ctypes
+    library), run one ``mf_invoke`` and return copies of the outputs as ``graph`` declares them."""
+    import ctypes
+
+    for i, x in enumerate(xs):
+        x = np.ascontiguousarray(x)
+        assert lib.mf_set_input(ctx, i, x.ctypes.data, x.nbytes) == 0
+    assert lib.mf_invoke(ctx, None) == 0
+    outs = []
+    for i, name in enumerate(graph.outputs):
+        n = ctypes.c_size_t()
+        ptr = lib.mf_output(ctx, i, ctypes.byref(n))
+        t = graph.tensors[name]
+        outs.append(np.frombuffer(ctypes.string_at(ptr, n.value), t.dtype).reshape(t.shape).copy())
+    return outs
+
+
 def pytest_addoption(parser):
     parser.addoption("--cmsis-nn", metavar="DIR", default=None,
                      help="Arm CMSIS-NN source tree for the tests against the real library "

@@ -27,7 +27,7 @@ from mcuforge.program import deserialize
 from mcuforge.runtime import execute
 from mcuforge.tosa import run_reference
 
-from conftest import calibration_set, compiled, op_outputs
+from conftest import calibration_set, compiled, invoke_host_context, op_outputs
 
 NPU = "ethos-u55-128"
 #: Per op kind, the most the TOSA reference model may differ from the host kernels (LSB); none: every
@@ -311,17 +311,7 @@ def _run_c_with_delegate(data: bytes, graph: Graph, xs: list[np.ndarray], npu: b
     status = lib.mf_init_delegate(ctx, program, arena.ctypes.data, arena_bytes, ctypes.byref(d))
     if status != 0:
         return lib.mf_status_name(status).decode(), None
-    for i, x in enumerate(xs):
-        x = np.ascontiguousarray(x)
-        assert lib.mf_set_input(ctx, i, x.ctypes.data, x.nbytes) == 0
-    assert lib.mf_invoke(ctx, None) == 0
-    outs = []
-    for i, name in enumerate(graph.outputs):
-        n = ctypes.c_size_t()
-        ptr = lib.mf_output(ctx, i, ctypes.byref(n))
-        t = graph.tensors[name]
-        outs.append(np.frombuffer(ctypes.string_at(ptr, n.value), t.dtype).reshape(t.shape).copy())
-    return "MF_OK", outs
+    return "MF_OK", invoke_host_context(lib, ctx, graph, xs)
 
 
 def test_c_runtime_runs_delegate_ops_through_the_registered_delegate():

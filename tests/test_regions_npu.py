@@ -33,7 +33,7 @@ from mcuforge.runtime import execute
 from mcuforge.targets import KB, MB
 from mcuforge.tosa import run_reference
 
-from conftest import compiled, program_inputs
+from conftest import compiled, invoke_host_context, program_inputs
 
 pytest.importorskip("ethosu.regor")
 
@@ -267,17 +267,7 @@ def _run_c(
         keep["error_op"] = lib.mf_host_context_error_op(ctx)
         if status != 0:
             return lib.mf_status_name(status).decode(), None, keep
-        for i, x in enumerate(xs):
-            x = np.ascontiguousarray(x)
-            assert lib.mf_set_input(ctx, i, x.ctypes.data, x.nbytes) == 0
-        assert lib.mf_invoke(ctx, None) == 0
-        outs = []
-        for i, name in enumerate(graph.outputs):
-            n = ctypes.c_size_t()
-            ptr = lib.mf_output(ctx, i, ctypes.byref(n))
-            t = graph.tensors[name]
-            outs.append(np.frombuffer(ctypes.string_at(ptr, n.value), t.dtype).reshape(t.shape).copy())
-        return "MF_OK", outs, keep
+        return "MF_OK", invoke_host_context(lib, ctx, graph, xs), keep
     finally:
         lib.mf_host_npu_unreachable(None, 0)
 
