@@ -25,7 +25,7 @@ import yaml
 
 import mcuforge
 from mcuforge import sweep
-from mcuforge.sweep.retarget import retarget
+from mcuforge.sweep.retarget import RetargetError, retarget
 from mcuforge.sweep.spec import SpecError, parse
 
 from test_inspector import PNG_MAGIC, ReportParser, render_in_chromium
@@ -142,6 +142,11 @@ def test_retarget_gives_the_compile_for_that_board():
         for target in ("cortex-m3", "cortex-m55"):
             direct = mcuforge.compile(model, example_input, data["calibration"], target=target, progress=False,
                                       precision=precision)
+            if precision == "w4a8" and target == "cortex-m55":  # Helium's int4 layout: refused, not mis-lowered
+                assert any(t.layout == "s4_halves" for t in direct.graph.tensors.values())
+                with pytest.raises(RetargetError, match="int4 weights are laid out 'plain'.*'s4_halves'"):
+                    retarget(base, target)
+                continue
             moved = retarget(base, target)
             assert moved.target == target and moved.to_bytes() == direct.to_bytes(), (precision, target)
         # the scratch differs between the scalar and the DSP paths: the arena is really re-planned
@@ -287,7 +292,11 @@ def test_ray_gives_the_same_table(resumed, ray_cluster):
     computed there (its own out folder and sensitivity cache)."""
     local = resumed[0]
     remote = sweep.run(EXAMPLE, ray_cluster / "out", ray="local", progress=False)
-    assert len(list((ray_cluster / "cache" / "sensitivity").glob("*.json"))) == 3  # auto's analyses, redone
+    # auto's analyses, redone there: one per auto task, and one more for cortex-m55 where the plan keeps int4 layers
+    # (Helium's int4 weight layout: compiled again, not retargeted; which plans keep them is the data's choice)
+    auto_tasks = remote[remote["precision"] == "auto"]["key"].nunique() // len(BOARDS)
+    analyses = len(list((ray_cluster / "cache" / "sensitivity").glob("*.json")))
+    assert auto_tasks > 0 and auto_tasks <= analyses <= 2 * auto_tasks, (auto_tasks, analyses)
     assert set(remote["executor"]) == {"ray"} and set(local["executor"]) <= {"local"}
     columns = [c for c in local.columns if c not in sweep.VOLATILE_COLUMNS]
     assert sorted(columns) == sorted(c for c in remote.columns if c not in sweep.VOLATILE_COLUMNS)

@@ -134,7 +134,7 @@ def _program_figures(prog: Any) -> dict[str, Any]:
 
 def run_task(task: Task, executor: str = "") -> list[dict[str, Any]]:
     """Compute ``task``: one row per board, failures included (never raises for a point's failure)."""
-    from .retarget import retarget
+    from .retarget import RetargetError, retarget
 
     start = time.perf_counter()
     options = dict(task.options)
@@ -151,19 +151,25 @@ def run_task(task: Task, executor: str = "") -> list[dict[str, Any]]:
     inputs = tuple(x[:count] for x in (raw if isinstance(raw, tuple | list) else (raw,)))
     labels = data.get("labels")
     labels = labels[:count] if labels is not None else None
-    # One compile for every board, retargeted; auto under a RAM budget chooses per board (the arena differs).
+    # One compile for every board, retargeted (int4 weights: once per core family); auto under a RAM budget
+    # chooses per board (the arena differs).
     per_board = task.precision == "auto" and task.ram_budget is not None
     rows, shared, host, first = [], None, None, None
     for board in task.boards:
         row = {**base_row(task, board), "executor": executor}
         t0 = time.perf_counter()
         try:
-            if per_board or shared is None:
+            prog = None
+            if not per_board and shared is not None:
+                try:
+                    prog = retarget(shared, board)
+                except RetargetError:  # int4 weights laid out per core family: compiled for this board below
+                    prog = None
+            if prog is None:
                 prog = _compile(task, model, example, data["calibration"], board)
                 shared = shared or prog
                 row["compile_s"] = time.perf_counter() - t0
             else:
-                prog = retarget(shared, board)
                 from ..fit import check_fit
 
                 check_fit(prog.graph, prog.program_bytes, board, task.flash_budget, task.ram_budget)  # as compile

@@ -1,10 +1,15 @@
 """One compile, every board: a program compiled for one Cortex-M re-planned for another.
 
 Lowering does not depend on the target except through the scratch buffers the kernels' optimized paths ask
-for (:func:`mcuforge.ir.kernel_scratch_bytes`), which the arena plan then places. Retargeting recomputes
-every op's scratch for the new target and plans the arena again: the result is the program a compile for
-that target gives, byte for byte (tests/test_sweep.py checks it against direct compiles). A sweep so
-compiles (captures, calibrates, quantizes) each model variant and precision once for all its boards.
+for (:func:`mcuforge.ir.kernel_scratch_bytes`), which the arena plan then places, and the layout of int4
+weights: on Helium cores conv2d_s4 and fully_connected_s4 store them as S4_HALVES (with the input offset
+folded into the bias where it fits; :func:`mcuforge.kernels.int4.weight_layout`), elsewhere in CMSIS-NN's
+packing. Retargeting recomputes every op's scratch for the new target and plans the arena again: the result
+is the program a compile for that target gives, byte for byte (tests/test_sweep.py checks it against direct
+compiles). A program whose int4 weights would take another layout on the new target is refused
+(:class:`RetargetError`): the sweep compiles it for that board instead. A sweep so compiles (captures,
+calibrates, quantizes) each model variant and precision once for all its boards (once per core family for
+int4 weights).
 """
 
 from __future__ import annotations
@@ -12,12 +17,15 @@ from __future__ import annotations
 import copy
 
 from ..api import Program
-from ..ir import RECURRENT_GATES, kernel_scratch_bytes
+from ..ir import INT4, RECURRENT_GATES, kernel_scratch_bytes
+from ..kernels.int4 import weight_layout
 from ..plan import IN_PLACE_IF_CHOSEN, choose_free_in_place, trim_optional_scratch
+from ..targets import get_target
 
 
 class RetargetError(ValueError):
-    """The program holds something whose target dependence is not known here (an NPU delegate)."""
+    """The program holds something whose target dependence is not known here (an NPU delegate), or that a
+    compile for the new target lowers otherwise (int4 weights in another layout)."""
 
 
 def retarget(prog: Program, target: str) -> Program:
@@ -29,6 +37,13 @@ def retarget(prog: Program, target: str) -> Program:
     for op in graph.ops:
         if op.kind == "delegate":
             raise RetargetError("an NPU-partitioned program is compiled per target")
+        if len(op.inputs) > 1 and op.inputs[1] and graph.tensors[op.inputs[1]].dtype == INT4:
+            weight = graph.tensors[op.inputs[1]]
+            wanted = weight_layout(op.kind, weight.shape, get_target(target).has_mve)
+            if weight.layout != wanted:
+                raise RetargetError(f"op {op.kind} ({op.outputs[0] if op.outputs else '?'}): its int4 weights are "
+                                    f"laid out {weight.layout!r}, a compile for {target} lays them out {wanted!r} "
+                                    "(and folds the input offset otherwise): compile for that target")
         if op.kind in RECURRENT_GATES:
             op.scratch_bytes = kernel_scratch_bytes(op.kind, graph.tensors[op.inputs[2]].shape, target)
         elif op.kind == "add_s8":
