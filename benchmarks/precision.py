@@ -31,6 +31,7 @@ import mcuforge
 from mcuforge.examples.digits import fp32_accuracy, load_digits_data, train_digits_cnn
 from mcuforge.quantize import Scheme
 from mcuforge.report import table
+from mcuforge.sweep.retarget import RetargetError, retarget
 from mcuforge.zoo import MODELS
 from mcuforge.zoo.trained import trained_task
 
@@ -46,11 +47,12 @@ def inputs(example, count: int, seed: int) -> list[tuple[torch.Tensor, ...]]:
     return [tuple(torch.randn(x.shape, generator=gen) for x in example) for _ in range(count)]
 
 
-def compile_model(model, example, quantization) -> mcuforge.Program:
+def compile_model(model, example, quantization, target: str | None = None) -> mcuforge.Program:
+    options = {} if target is None else {"target": target}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return mcuforge.compile(model, example, calibration=inputs(example, 16, 1), progress=False,
-                                quantization=quantization)
+                                quantization=quantization, **options)
 
 
 def sqnr_db(model, prog, example) -> float:
@@ -68,13 +70,17 @@ def weight_bytes(prog) -> int:
     return sum(g.tensors[op.inputs[1]].nbytes for op in g.ops if op.kind.startswith(WEIGHTED))
 
 
-def instructions(prog, example, target: str) -> int:
-    """One inference on ``target``'s board; the lowering does not depend on the target (tests/test_three_way.py),
-    so the program compiled once is re-targeted."""
-    graph = copy.copy(prog.graph)
-    graph.target = target
+def instructions(prog, model, example, quantization, target: str) -> int:
+    """One inference on ``target``'s board of the program a compile for ``target`` gives: the program compiled once,
+    retargeted (mcuforge.sweep.retarget: the same bytes as a compile there), or compiled for ``target`` where its
+    int4 weights take another layout there (S4_HALVES on Helium: an M55 program's int4 weights read on an M4 go
+    through the portable reader, ~10x the instructions)."""
+    try:
+        prog = retarget(prog, target)
+    except RetargetError:
+        prog = compile_model(model, example, quantization, target)
     measured: dict = {}
-    mcuforge.Program(graph).run(*example, backend="qemu", measured=measured)
+    prog.run(*example, backend="qemu", measured=measured)
     return int(measured["instructions"])
 
 
@@ -93,7 +99,7 @@ def model_rows() -> list[list[object]]:
         for q, prog in progs.items():
             other = prog.constant_bytes - weight_bytes(prog)
             ratio = prog.constant_bytes / progs["int8"].constant_bytes
-            counts = [instructions(prog, example, t) for t in BOARDS]
+            counts = [instructions(prog, model, example, q, t) for t in BOARDS]
             rows.append([name, q, prog.constant_bytes, weight_bytes(prog), other, f"{ratio:.3f}",
                          cmsis_widths_ratio(progs["int8"]) if q == "w4a8" else "-", prog.arena_bytes,
                          round(sqnr_db(model, prog, example), 2), *counts])
@@ -165,7 +171,8 @@ def a16w8_rows() -> list[list[object]]:
         base = sqnr_on(ref, progs["int8"].run(test)[0])
         for label, prog in progs.items():
             sqnr = sqnr_on(ref, prog.run(test)[0])
-            counts = [instructions(prog, example, t) for t in BOARDS] if label != nearest.name else ["-", "-"]
+            skip = label == nearest.name
+            counts = ["-", "-"] if skip else [instructions(prog, model, example, label, t) for t in BOARDS]
             rows.append([name, label, round(sqnr, 2), f"{sqnr - base:+.2f}", prog.constant_bytes, prog.arena_bytes,
                          *counts])
         rows.append([name, "fp32 act., int8 weights", round(ceiling, 2), f"{ceiling - base:+.2f}", "-", "-", "-", "-"])
