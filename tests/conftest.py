@@ -1,3 +1,4 @@
+import ctypes
 import functools
 import warnings
 
@@ -97,8 +98,6 @@ def op_outputs(graph, xs):
 def invoke_host_context(lib, ctx, graph, xs):
     """Set ``xs`` as the inputs of an initialized host C context ``ctx`` (``lib``: the host runtime's ctypes
     library), run one ``mf_invoke`` and return copies of the outputs as ``graph`` declares them."""
-    import ctypes
-
     for i, x in enumerate(xs):
         x = np.ascontiguousarray(x)
         assert lib.mf_set_input(ctx, i, x.ctypes.data, x.nbytes) == 0

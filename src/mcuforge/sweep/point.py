@@ -164,7 +164,7 @@ def run_task(task: Task, executor: str = "") -> list[dict[str, Any]]:
                 try:
                     prog = retarget(shared, board)
                 except RetargetError:  # int4 weights laid out per core family: compiled for this board below
-                    prog = None
+                    pass
             if prog is None:
                 prog = _compile(task, model, example, data["calibration"], board)
                 shared = shared or prog
