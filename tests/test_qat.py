@@ -180,6 +180,32 @@ def test_program_equals_frozen_fake_quant_forward(scheme):
     assert not diff.any(), f"{(diff != 0).mean():.2%} of the codes differ"
 
 
+def test_learned_scales_train_then_freeze_snapped_and_program_stays_exact():
+    """prepare_qat(learn_scales=True): each 4-bit weight scale is a parameter (log domain) that the loss moves
+    until the observers freeze; frozen, the scale the program reads is the learned one, snapped to an exact
+    16-bit multiplier (< 2^-15 relative), and the program computes the frozen fake-quant forward's codes."""
+    torch.manual_seed(3)
+    model = Chain().eval()
+    x = torch.randn(128, 1, 8, 8)
+    y = (x[:, 0, :4].mean((1, 2)) > 0).long() * 2 + (x[:, 0, :, :4].mean((1, 2)) > 0).long()
+    observed = prepare_qat(model, x[:1], _calibration(x), "w4a8", progress=False)
+    assert not any("log_scale" in n for n, _ in observed.named_parameters())  # off by default
+    qat = prepare_qat(model, x[:1], _calibration(x), "w4a8", learn_scales=True, progress=False)
+    weights = [fq for fq in fake_quants(qat) if fq.weight]
+    learned = {id(p) for p in qat.parameters()} & {id(fq.log_scale) for fq in weights}
+    assert len(learned) == len(weights) == 3  # two convs and the linear layer: parameters the optimizer sees
+    calibrated = [fq.scale.clone() for fq in weights]
+    assert all(torch.allclose(fq.log_scale.exp(), s) for fq, s in zip(weights, calibrated, strict=True))
+    train_qat(qat, _batches(x, y), nn.functional.cross_entropy, epochs=3, lr=1e-2, freeze_epoch=2, progress=False)
+    assert all(fq.frozen for fq in weights)
+    assert any(not torch.allclose(fq.scale, s) for fq, s in zip(weights, calibrated, strict=True))
+    for fq in weights:
+        assert (fq.scale / fq.log_scale.detach().exp() - 1).abs().max() < 2 ** -15
+    prog = mcuforge.compile(qat, x[:1], target="cortex-m4")
+    diff = _codes_differ(prog, qat, x)
+    assert not diff.any(), f"{(diff != 0).mean():.2%} of the codes differ"
+
+
 def test_program_within_one_code_of_fake_quant_with_add_and_concat():
     """The residual add is not emulated (the fake quant rounds the float sum once; arm_elementwise_add_s8 works
     on left-shifted integers): at a rounding boundary it may differ by one code, which later layers carry."""

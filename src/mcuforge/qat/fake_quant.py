@@ -13,11 +13,19 @@ per-channel axes, 4-bit ranges and shared/fixed/derived specs all stay the quant
 
 A weight's fake quant observes only the current weights (its min/max restarts each step): weights are
 constants of the program, and a range kept from an earlier step of training would waste levels.
+
+Learned scales (``prepare_qat(learn_scales=True)``, 4-bit weights): instead of observing, the weight's fake
+quant trains its per-channel scale by gradient, as LSQ (Esser et al., "Learned Step Size Quantization") does,
+in the log domain as TQT (Jain et al., "Trained Quantization Thresholds") does so that Adam's step is a relative
+one whatever the scale's size: ``log_scale`` is a parameter and the forward is torch's learnable fake quant at
+``exp(log_scale)``. While it learns, the ``scale`` buffer follows it (the int32 bias's derived scale reads the
+buffer); frozen, the buffer takes the learned scale, snapped (snap.py), and the forward is the frozen one.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 from torchao.quantization.pt2e import DerivedObserverOrFakeQuantize
@@ -33,9 +41,38 @@ class ObserverFakeQuantize(FakeQuantize):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(observer=self.observer_cls, **kwargs)
 
+    def learn_scale(self) -> None:
+        """From now on, while not frozen, the scale trains (``log_scale``, a parameter) instead of observing."""
+        self.log_scale = torch.nn.Parameter(self.scale.detach().clone().float().clamp_min(1e-12).log())
+
+    def _learned_forward(self, X: torch.Tensor) -> torch.Tensor:  # noqa: N803 - torch's name
+        scale = self.log_scale.exp()
+        with torch.no_grad():
+            self.scale.copy_(scale.detach().reshape(self.scale.shape))
+        zero_point = self.zero_point.float()
+        # LSQ's gradient scale: 1 / sqrt(weights per scale x the positive levels)
+        grad_factor = 1.0 / math.sqrt(X.numel() / max(self.scale.numel(), 1) * self.quant_max)
+        if self.is_per_channel:
+            return torch._fake_quantize_learnable_per_channel_affine(
+                X, scale, zero_point, self.ch_axis, self.quant_min, self.quant_max, grad_factor)
+        return torch._fake_quantize_learnable_per_tensor_affine(
+            X, scale.reshape(1), zero_point.reshape(1), self.quant_min, self.quant_max, grad_factor)
+
+    @torch.jit.export
+    def enable_observer(self, enabled: bool = True) -> None:
+        super().enable_observer(enabled)
+        if not enabled and getattr(self, "log_scale", None) is not None:
+            with torch.no_grad():  # frozen: the buffer the program reads is the learned scale, snapped
+                self.scale.copy_(self.log_scale.detach().exp().reshape(self.scale.shape))
+                from .snap import snap
+
+                snap(self)
+
     def forward(self, X: torch.Tensor) -> torch.Tensor:  # noqa: N803 - torch's name
         observer = self.activation_post_process
         observing = self.observer_enabled[0] == 1
+        if observing and self.fake_quant_enabled[0] == 1 and getattr(self, "log_scale", None) is not None:
+            return self._learned_forward(X)
         if self.weight and observing and hasattr(observer, "reset_min_max_vals"):
             observer.reset_min_max_vals()
         if observing and getattr(self, "snap_to", None) is not None:
@@ -54,7 +91,8 @@ class ObserverFakeQuantize(FakeQuantize):
         return super().forward(X)
 
     def calculate_qparams(self) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.observer_enabled[0] == 1 and getattr(self, "snap_to", None) is None:
+        learned = getattr(self, "log_scale", None) is not None
+        if self.observer_enabled[0] == 1 and getattr(self, "snap_to", None) is None and not learned:
             return self.activation_post_process.calculate_qparams()
         return self.scale.detach().clone(), self.zero_point.detach().clone()
 

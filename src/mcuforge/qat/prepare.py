@@ -36,7 +36,7 @@ from ..quantize.quantizer import ANNOTATION_KEY, CortexMQuantizer, ObserverConfi
 from ..quantize.schemes import Scheme
 from ..rnn import rewrite_recurrent
 from .batchnorm import attach, foldable_batch_norms, folded_names
-from .fake_quant import fake_quant_class, fake_quantize_biases, set_fake_quant, set_observers
+from .fake_quant import fake_quant_class, fake_quantize_biases, fake_quants, set_fake_quant, set_observers
 from .requant import emulate_requantization
 from .snap import link_four_bit_layers
 
@@ -136,6 +136,7 @@ def prepare_qat(
     quantization: Any = "w4a8",
     *,
     observers: ObserverConfig | None = None,
+    learn_scales: bool = False,
     progress: bool = True,
 ) -> fx.GraphModule:
     """A copy of ``model`` with fake quantization, ready to train (see the module notes).
@@ -144,6 +145,9 @@ def prepare_qat(
     compiled with ``precision="auto"`` (its chosen plan). ``calibration``: input tuples (a labelled
     DataLoader works), for the initial qparams, as ``mcuforge.compile`` calibrates. Train the result with any
     loop (or :func:`mcuforge.train_qat`); ``mcuforge.compile(qat_model, example)`` makes the program.
+    ``learn_scales``: the 4-bit weights' scales train by gradient (LSQ in the log domain, fake_quant.py) from
+    their calibrated values until the observers freeze, instead of following each step's weights; they are
+    parameters of the result (build the optimizer after this call).
     """
     scheme = scheme_of(quantization)
     example = as_input_tuple(example_inputs)
@@ -171,6 +175,10 @@ def prepare_qat(
     allow_exported_model_train_eval(prepared)
     prepared.meta[META_KEY] = QATInfo(scheme, len(example), tuple(tuple(x.shape) for x in example))
     calibrate(prepared, calibration, len(example), progress)
+    if learn_scales:
+        for fq in fake_quants(prepared):
+            if fq.weight and fq.quant_max == 7:  # 4-bit weights
+                fq.learn_scale()
     return prepared
 
 
