@@ -64,6 +64,7 @@ class QATRecipe:
     bn_epochs: int = QAT_BN_EPOCHS
     cosine: bool = False  # the lr annealed to 0 over all steps (else constant)
     freeze_epoch: int | None = None  # observers frozen from this epoch (None: the last one)
+    learn_scales: bool = False  # prepare_qat(learn_scales=True): 4-bit weight scales trained (LSQ) until frozen
 
 
 #: the BatchNorm-free MLP: a larger step, annealed, observers frozen after the first epoch; the BatchNorm models:
@@ -72,7 +73,7 @@ class QATRecipe:
 #: models, whose fp32 fit their training sets, 6 at 3e-4, 4)
 RECIPES = {"features_mlp_nobn": QATRecipe(epochs=5, lr=1e-3, bn_epochs=0, cosine=True, freeze_epoch=1),
            "features_mlp": QATRecipe(epochs=10, lr=1e-3, bn_epochs=8, cosine=True, freeze_epoch=8),
-           "features_cnn": QATRecipe(epochs=15, lr=3e-3, bn_epochs=12, cosine=True, freeze_epoch=12),
+           "features_cnn": QATRecipe(epochs=15, lr=3e-3, bn_epochs=12, cosine=True, freeze_epoch=12, learn_scales=True),
            "ds_cnn": QATRecipe(epochs=6, lr=3e-4, bn_epochs=4, cosine=True, freeze_epoch=4),
            "resnet8": QATRecipe(epochs=6, lr=3e-4, bn_epochs=4, cosine=True, freeze_epoch=4)}
 
@@ -241,9 +242,11 @@ def measure(name: str, seed: int) -> dict[str, dict[str, float]]:
     for scheme in ("int8", "w4a8"):
         prog = mcuforge.compile(model, example, calibration, target="cortex-m55", quantization=scheme, progress=False)
         rows[f"PTQ {scheme}"] = score(prog)
-    for scheme in ("w4a8", "int8"):
+    # with learned scales, the observed-scale run beside it: what learning the scales changes, same seed and data
+    variants = [("w4a8", recipe.learn_scales)] + [("w4a8", False)] * recipe.learn_scales + [("int8", False)]
+    for scheme, learn in variants:
         start = time.perf_counter()
-        qat = prepare_qat(model, example, calibration, scheme, progress=False)
+        qat = prepare_qat(model, example, calibration, scheme, learn_scales=learn, progress=False)
         opt = torch.optim.Adam(qat.parameters(), lr=recipe.lr)
         train_qat(qat, Annealed(order, opt, recipe.epochs) if recipe.cosine else order, nn.functional.cross_entropy,
                   epochs=recipe.epochs, optimizer=opt, freeze_epoch=recipe.freeze_epoch,
@@ -257,7 +260,8 @@ def measure(name: str, seed: int) -> dict[str, dict[str, float]]:
         scale = prog.graph.tensors[prog.graph.outputs[0]].qparams.scale
         codes = np.rint((out - fq) / scale)
         row.update(seconds=seconds, differ=float((codes != 0).mean()) * 100, max_diff=float(np.abs(codes).max()))
-        rows[f"QAT {scheme}"] = row
+        observed = recipe.learn_scales and scheme == "w4a8" and not learn
+        rows[f"QAT {scheme}" + (" observed scales" if observed else "")] = row
     return rows
 
 
@@ -287,7 +291,7 @@ def section(name: str, runs: list[dict[str, dict[str, float]]]) -> list[str]:
     return [f"{name} ({len(runs)} seeds; QAT {r.epochs} epochs, Adam lr {r.lr:g}"
             f"{' cosine' if r.cosine else ''}, observers frozen from epoch "
             f"{r.epochs - 1 if r.freeze_epoch is None else r.freeze_epoch}, BatchNorm statistics "
-            f"{r.bn_epochs} epochs)",
+            f"{r.bn_epochs} epochs{'; 4-bit weight scales learned' if r.learn_scales else ''})",
             table(["variant", "accuracy %", "vs fp32", "SQNR dB", "QAT s", "differ %", "max diff"], body), ""]
 
 
