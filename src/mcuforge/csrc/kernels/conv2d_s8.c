@@ -1866,12 +1866,192 @@ static __attribute__((noinline)) int pw_run(const mf_call *c) {
     return 1;
 }
 
+/* The shallow pointwise layers (1x1, stride 1, no padding, depth 8, 16, 32 or 64, an even filter count: VWW's
+ * 8 -> 16 .. 32 -> 64) as one asm function per depth over all the op's pixel pairs: mf_pwimg<D>(frame). The
+ * reduction is short, so per output the requantization and the bookkeeping cost as much as the sums; here each
+ * pixel pair is widened once (doubled: SADD16, so that the sums are 2 acc and no LSL precedes the multiply),
+ * then every filter pair's 2 x 2 tile runs with all its state in registers -- the weights through one pointer,
+ * the columns at immediate offsets from a fixed base, both outputs' pointers -- and its requantization reads
+ * the channel's constants from a table built once per op (pwimg_table: 2 bias, multiplier, rounding constant
+ * (2 out_off + 1) << (n - 1), n): SMMLAR adds the rounding constant in the multiply, and the -1 of a negative
+ * product's rounding is taken from the sign of the accumulator (the same bits when the multiplier is >= 0 and
+ * n >= 1: a zero product rounds to out_off either way), so an output is 5 instructions (SMMLAR, ADD, ASR, SSAT,
+ * STRB). The last pair's n carries no bit 8 (ASR reads the low byte): the loop's end without a counter.
+ * Frame: table, weights, columns, input, output, pitch, pixel pairs, offset (both halfwords). */
+#define PWI_WIDEN(G, D) \
+    "ldr r10, [r9, #4 * " #G "]\n\t" \
+    "ldr r11, [r9, #" #D " + 4 * " #G "]\n\t" \
+    "sxtab16 r12, lr, r10\n\t" \
+    "sadd16 r12, r12, r12\n\t" \
+    "str r12, [r6, #16 * " #G "]\n\t" \
+    "sxtab16 r12, lr, r10, ror #8\n\t" \
+    "sadd16 r12, r12, r12\n\t" \
+    "str r12, [r6, #16 * " #G " + 4]\n\t" \
+    "sxtab16 r12, lr, r11\n\t" \
+    "sadd16 r12, r12, r12\n\t" \
+    "str r12, [r6, #16 * " #G " + 8]\n\t" \
+    "sxtab16 r12, lr, r11, ror #8\n\t" \
+    "sadd16 r12, r12, r12\n\t" \
+    "str r12, [r6, #16 * " #G " + 12]\n\t"
+/* group G of 4 taps of the filter pair (r0 already moved on by 2 D): the even lanes, then the odd ones */
+#define PWI_MACS(G) \
+    "ldr r11, [r6, #16 * " #G "]\n\t" \
+    "ldr r12, [r6, #16 * " #G " + 8]\n\t" \
+    "sxtb16 lr, r9\n\t" \
+    "smlad r2, lr, r11, r2\n\t" \
+    "smlad r3, lr, r12, r3\n\t" \
+    "sxtb16 lr, r10\n\t" \
+    "smlad r4, lr, r11, r4\n\t" \
+    "smlad r5, lr, r12, r5\n\t" \
+    "ldr r11, [r6, #16 * " #G " + 4]\n\t" \
+    "ldr r12, [r6, #16 * " #G " + 12]\n\t" \
+    "sxtb16 lr, r9, ror #8\n\t" \
+    "smlad r2, lr, r11, r2\n\t" \
+    "smlad r3, lr, r12, r3\n\t" \
+    "sxtb16 lr, r10, ror #8\n\t" \
+    "smlad r4, lr, r11, r4\n\t" \
+    "smlad r5, lr, r12, r5\n\t"
+#define PWI_GROUP0(D) \
+    "ldr r10, [r0, #" #D "]\n\t" \
+    "ldr r9, [r0], #2 * " #D "\n\t" PWI_MACS(0)
+#define PWI_GROUP(G, D) \
+    "ldr r9, [r0, #4 * " #G " - 2 * " #D "]\n\t" \
+    "ldr r10, [r0, #4 * " #G " - " #D "]\n\t" PWI_MACS(G)
+/* filter F's outputs from accumulators A (pixel 0) and B (pixel 1) */
+#define PWI_OUT(A, B) \
+    "ldm r1!, {r9, r10, r11}\n\t" \
+    "smmlar r12, " A ", r9, r10\n\t" \
+    "smmlar lr, " B ", r9, r10\n\t" \
+    "add r12, r12, " A ", asr #31\n\t" \
+    "add lr, lr, " B ", asr #31\n\t" \
+    "asr r12, r12, r11\n\t" \
+    "asr lr, lr, r11\n\t" \
+    "ssat r12, #8, r12\n\t" \
+    "ssat lr, #8, lr\n\t" \
+    "strb r12, [r7], #1\n\t" \
+    "strb lr, [r8], #1\n\t"
+#define PWI_FUNC(NAME, D, WIDEN, GROUPS) \
+__asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
+        ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n" \
+        #NAME ":\n\t" \
+        "push {r4-r11, lr}\n\t" \
+        "sub sp, sp, #32\n\t" \
+        "ldm r0, {r1-r8}\n\t" \
+        "stm sp, {r1-r8}\n\t" \
+        "mov r6, r3\n\t" \
+        "3:\n\t" \
+        "ldr r9, [sp, #12]\n\t" \
+        "ldr lr, [sp, #28]\n\t" \
+        WIDEN \
+        "add r9, r9, #2 * " #D "\n\t" \
+        "str r9, [sp, #12]\n\t" \
+        "ldr r0, [sp, #4]\n\t" \
+        "ldr r1, [sp]\n\t" \
+        "ldr r7, [sp, #16]\n\t" \
+        "ldr r12, [sp, #20]\n\t" \
+        "add r8, r7, r12\n\t" \
+        "add r12, r8, r12\n\t" \
+        "str r12, [sp, #16]\n\t" \
+        "1:\n\t" \
+        "ldm r1!, {r2, r4}\n\t" \
+        "mov r3, r2\n\t" \
+        "mov r5, r4\n\t" \
+        GROUPS \
+        PWI_OUT("r2", "r3") PWI_OUT("r4", "r5") \
+        "tst r11, #256\n\t" \
+        "bne 1b\n\t" \
+        "ldr r12, [sp, #24]\n\t" \
+        "subs r12, r12, #1\n\t" \
+        "str r12, [sp, #24]\n\t" \
+        "bne 3b\n\t" \
+        "add sp, sp, #32\n\t" \
+        "pop {r4-r11, pc}\n\t" \
+        ".size " #NAME ", . - " #NAME "\n\t" \
+        ".popsection\n")
+#define PWI_W2(D) PWI_WIDEN(0, D) PWI_WIDEN(1, D)
+#define PWI_W4(D) PWI_W2(D) PWI_WIDEN(2, D) PWI_WIDEN(3, D)
+#define PWI_W8(D) PWI_W4(D) PWI_WIDEN(4, D) PWI_WIDEN(5, D) PWI_WIDEN(6, D) PWI_WIDEN(7, D)
+#define PWI_G2(D) PWI_GROUP0(D) PWI_GROUP(1, D)
+#define PWI_G4(D) PWI_G2(D) PWI_GROUP(2, D) PWI_GROUP(3, D)
+#define PWI_G8(D) PWI_G4(D) PWI_GROUP(4, D) PWI_GROUP(5, D) PWI_GROUP(6, D) PWI_GROUP(7, D)
+PWI_FUNC(mf_pwimg8, 8, PWI_W2(8), PWI_G2(8));
+PWI_FUNC(mf_pwimg16, 16, PWI_W4(16), PWI_G4(16));
+PWI_FUNC(mf_pwimg32, 32, PWI_W8(32), PWI_G8(32));
+void mf_pwimg8(const uint32_t *frame);
+void mf_pwimg16(const uint32_t *frame);
+void mf_pwimg32(const uint32_t *frame);
+
+#define PWI_PAIRS 16u /* filter pairs per table (512 bytes of stack) */
+
+/* The op on mf_pwimg<depth> when it applies (1), else 0. */
+static __attribute__((noinline)) int pwimg_run(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    int32_t st[2], pd[2], dl[2];
+    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
+    const uint32_t depth = w.shape[3], oc_n = w.shape[0];
+    if (x.shape[3] != depth || st[0] != 1 || st[1] != 1 || pd[0] != 0 || pd[1] != 0 || o.shape[2] != x.shape[2] ||
+        o.shape[1] != x.shape[1] || oc_n < 2 || (oc_n & 1u) || (depth != 8u && depth != 16u && depth != 32u)) {
+        return 0;
+    }
+    mf_channel_requant rq;
+    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    if (!rq.per_channel || rq.bias == NULL || rq.lo != -128 || rq.hi != 127) return 0;
+    if (!mf_dsp_small_ok(&rq, oc_n, depth) || !dsp_shifts_negative(&rq, oc_n)) return 0;
+    for (uint32_t i = 0; i < oc_n; i++) {
+        if (rq.mult[i] < 0) return 0;
+    }
+    const size_t ps = o.pitch ? o.pitch : oc_n;
+    const uint32_t pixels = x.shape[0] * x.shape[1] * x.shape[2];
+    const int8_t *in = (const int8_t *)x.data, *wd = (const int8_t *)w.data;
+    int8_t *out = (int8_t *)o.data;
+    int8_t pair[64]; /* an odd last pixel, twice */
+    uint32_t tbl[8u * PWI_PAIRS];
+    for (uint32_t f0 = 0; f0 < oc_n; f0 += 2u * PWI_PAIRS) {
+        const uint32_t n_pairs = (oc_n - f0) / 2u < PWI_PAIRS ? (oc_n - f0) / 2u : PWI_PAIRS;
+        for (uint32_t p = 0; p < n_pairs; p++) {
+            uint32_t *e = tbl + 8u * p;
+            for (uint32_t k = 0; k < 2; k++) {
+                const uint32_t f = f0 + 2u * p + k, n = (uint32_t)-rq.shift[f];
+                e[k] = (uint32_t)rq.bias[f] << 1;
+                e[2u + 3u * k] = (uint32_t)rq.mult[f];
+                e[3u + 3u * k] = (uint32_t)(2 * rq.out_off + 1) << (n - 1u);
+                e[4u + 3u * k] = n | (k == 1u && p + 1u < n_pairs ? 256u : 0u);
+            }
+        }
+        uint32_t frame[8] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)(wd + (size_t)f0 * depth),
+                             (uint32_t)(uintptr_t)c->scratch, (uint32_t)(uintptr_t)in,
+                             (uint32_t)(uintptr_t)(out + f0), (uint32_t)ps, pixels / 2u,
+                             (uint32_t)mf_pack_off16(mf_attr_int(c, A_IN_OFF))};
+        for (int last = 0; last < 2; last++) {
+            if (last) {
+                if ((pixels & 1u) == 0) break;
+                const int8_t *px = in + (size_t)(pixels - 1u) * depth;
+                for (uint32_t k = 0; k < depth && k < 32u; k++) pair[k] = pair[depth + k] = px[k];
+                frame[3] = (uint32_t)(uintptr_t)pair, frame[4] = (uint32_t)(uintptr_t)(out + (pixels - 1u) * ps + f0);
+                frame[5] = 0u, frame[6] = 1u;
+            } else if (frame[6] == 0) {
+                continue;
+            }
+            if (depth == 8u) {
+                mf_pwimg8(frame);
+            } else if (depth == 16u) {
+                mf_pwimg16(frame);
+            } else {
+                mf_pwimg32(frame);
+            }
+        }
+    }
+    return 1;
+}
+
 /* The op on the few-channel path when it takes it (few_depth; 1), or on pw_run's, else 0. Apart from
  * run_fast, whose loop GCC compiled with 3 % more cycles on the other layers with this code inside. */
 static __attribute__((noinline)) int few_run(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
     mf_call_input(c, 1, &w);
     const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3];
+    if (w.shape[1] == 1u && w.shape[2] == 1u && pwimg_run(c)) return 1;
     if ((depth == 8u || depth == 16u) && w.shape[1] == 1u && w.shape[2] == 1u) return pw_run(c);
     if ((depth & 7u) == 0 || depth > 64u) return 0;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
