@@ -1880,7 +1880,7 @@ static __attribute__((noinline)) int pw_run(const mf_call *c) {
  * Frame: table, weights, columns, input, output, pitch, pixel pairs, offset (both halfwords). */
 #define PWI_WIDEN(G, D) \
     "ldr r10, [r9, #4 * " #G "]\n\t" \
-    "ldr r11, [r9, #" #D " + 4 * " #G "]\n\t" \
+    "ldr r11, [r8, #4 * " #G "]\n\t" \
     "sxtab16 r12, lr, r10\n\t" \
     "sadd16 r12, r12, r12\n\t" \
     "str r12, [r6, #16 * " #G "]\n\t" \
@@ -1913,7 +1913,23 @@ static __attribute__((noinline)) int pw_run(const mf_call *c) {
     "smlad r5, lr, r12, r5\n\t"
 #define PWI_GROUP0(D) \
     "ldr r10, [r0, #" #D "]\n\t" \
-    "ldr r9, [r0], #2 * " #D "\n\t" PWI_MACS(0)
+    "ldr r9, [r0], #2 * " #D "\n\t" \
+    "ldr r11, [r6]\n\t" \
+    "ldr r12, [r6, #8]\n\t" \
+    "sxtb16 lr, r9\n\t" \
+    "smlad r3, lr, r12, r2\n\t" \
+    "smlad r2, lr, r11, r2\n\t" \
+    "sxtb16 lr, r10\n\t" \
+    "smlad r5, lr, r12, r4\n\t" \
+    "smlad r4, lr, r11, r4\n\t" \
+    "ldr r11, [r6, #4]\n\t" \
+    "ldr r12, [r6, #12]\n\t" \
+    "sxtb16 lr, r9, ror #8\n\t" \
+    "smlad r2, lr, r11, r2\n\t" \
+    "smlad r3, lr, r12, r3\n\t" \
+    "sxtb16 lr, r10, ror #8\n\t" \
+    "smlad r4, lr, r11, r4\n\t" \
+    "smlad r5, lr, r12, r5\n\t"
 #define PWI_GROUP(G, D) \
     "ldr r9, [r0, #4 * " #G " - 2 * " #D "]\n\t" \
     "ldr r10, [r0, #4 * " #G " - " #D "]\n\t" PWI_MACS(G)
@@ -1935,15 +1951,17 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
         ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n" \
         #NAME ":\n\t" \
         "push {r4-r11, lr}\n\t" \
-        "sub sp, sp, #32\n\t" \
-        "ldm r0, {r1-r8}\n\t" \
-        "stm sp, {r1-r8}\n\t" \
+        "sub sp, sp, #36\n\t" \
+        "ldm r0, {r1-r9}\n\t" \
+        "stm sp, {r1-r9}\n\t" \
         "mov r6, r3\n\t" \
         "3:\n\t" \
         "ldr r9, [sp, #12]\n\t" \
+        "ldr r8, [sp, #32]\n\t" \
         "ldr lr, [sp, #28]\n\t" \
+        "add r8, r9, r8\n\t" \
         WIDEN \
-        "add r9, r9, #2 * " #D "\n\t" \
+        "rsb r9, r9, r8, lsl #1\n\t" \
         "str r9, [sp, #12]\n\t" \
         "ldr r0, [sp, #4]\n\t" \
         "ldr r1, [sp]\n\t" \
@@ -1954,8 +1972,6 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
         "str r12, [sp, #16]\n\t" \
         "1:\n\t" \
         "ldm r1!, {r2, r4}\n\t" \
-        "mov r3, r2\n\t" \
-        "mov r5, r4\n\t" \
         GROUPS \
         PWI_OUT("r2", "r3") PWI_OUT("r4", "r5") \
         "tst r11, #256\n\t" \
@@ -1964,7 +1980,7 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
         "subs r12, r12, #1\n\t" \
         "str r12, [sp, #24]\n\t" \
         "bne 3b\n\t" \
-        "add sp, sp, #32\n\t" \
+        "add sp, sp, #36\n\t" \
         "pop {r4-r11, pc}\n\t" \
         ".size " #NAME ", . - " #NAME "\n\t" \
         ".popsection\n")
@@ -1983,17 +1999,50 @@ void mf_pwimg32(const uint32_t *frame);
 
 #define PWI_PAIRS 16u /* filter pairs per table (512 bytes of stack) */
 
-/* The op on mf_pwimg<depth> when it applies (1), else 0. */
+/* mf_pwimg<depth>(frame): frame[3] the first pixel pair's input, [4] its outputs, [6] the pairs; a last odd
+ * pixel (of the op, or of each output row when strided) twice from a staging copy, its outputs written once
+ * (pitch 0). */
+static void pwimg_call(uint32_t *frame, uint32_t depth, const int8_t *in, int8_t *out, uint32_t n, uint32_t step,
+                       size_t ps) {
+    int8_t pair[64]; /* an odd last pixel, twice */
+    if (n >= 2u) {
+        frame[3] = (uint32_t)(uintptr_t)in, frame[4] = (uint32_t)(uintptr_t)out, frame[5] = (uint32_t)ps;
+        frame[6] = n / 2u, frame[8] = step;
+        if (depth == 8u) {
+            mf_pwimg8(frame);
+        } else if (depth == 16u) {
+            mf_pwimg16(frame);
+        } else {
+            mf_pwimg32(frame);
+        }
+    }
+    if ((n & 1u) == 0) return;
+    const int8_t *px = in + (size_t)(n - 1u) * step;
+    for (uint32_t k = 0; k < depth && k < 32u; k++) pair[k] = pair[depth + k] = px[k];
+    frame[3] = (uint32_t)(uintptr_t)pair, frame[4] = (uint32_t)(uintptr_t)(out + (size_t)(n - 1u) * ps);
+    frame[5] = 0u, frame[6] = 1u, frame[8] = depth;
+    if (depth == 8u) {
+        mf_pwimg8(frame);
+    } else if (depth == 16u) {
+        mf_pwimg16(frame);
+    } else {
+        mf_pwimg32(frame);
+    }
+}
+
+/* The op on mf_pwimg<depth> when it applies (1), else 0: a 1x1 without padding, one group, 8, 16 or 32
+ * channels, an even filter count, per-channel requantization with a bias, every multiplier >= 0, every shift
+ * in [-22, -1], the full clamp. Stride 1 (the output as large as the input): one call for the op's pixels;
+ * else one a row of output pixels, the stride's step between them. */
 static __attribute__((noinline)) int pwimg_run(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
+    mf_call_input(c, 1, &w);
+    const uint32_t depth = w.shape[3], oc_n = w.shape[0];
+    if (oc_n < 2 || (oc_n & 1u) || (depth != 8u && depth != 16u && depth != 32u)) return 0;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
     int32_t st[2], pd[2], dl[2];
     mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
-    const uint32_t depth = w.shape[3], oc_n = w.shape[0];
-    if (x.shape[3] != depth || st[0] != 1 || st[1] != 1 || pd[0] != 0 || pd[1] != 0 || o.shape[2] != x.shape[2] ||
-        o.shape[1] != x.shape[1] || oc_n < 2 || (oc_n & 1u) || (depth != 8u && depth != 16u && depth != 32u)) {
-        return 0;
-    }
+    if (x.shape[3] != depth || pd[0] != 0 || pd[1] != 0) return 0;
     mf_channel_requant rq;
     mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
     if (!rq.per_channel || rq.bias == NULL || rq.lo != -128 || rq.hi != 127) return 0;
@@ -2002,10 +2051,10 @@ static __attribute__((noinline)) int pwimg_run(const mf_call *c) {
         if (rq.mult[i] < 0) return 0;
     }
     const size_t ps = o.pitch ? o.pitch : oc_n;
-    const uint32_t pixels = x.shape[0] * x.shape[1] * x.shape[2];
+    const uint32_t oh = o.shape[1], ow = o.shape[2];
+    const int whole = st[0] == 1 && st[1] == 1 && oh == x.shape[1] && ow == x.shape[2];
     const int8_t *in = (const int8_t *)x.data, *wd = (const int8_t *)w.data;
     int8_t *out = (int8_t *)o.data;
-    int8_t pair[64]; /* an odd last pixel, twice */
     uint32_t tbl[8u * PWI_PAIRS];
     for (uint32_t f0 = 0; f0 < oc_n; f0 += 2u * PWI_PAIRS) {
         const uint32_t n_pairs = (oc_n - f0) / 2u < PWI_PAIRS ? (oc_n - f0) / 2u : PWI_PAIRS;
@@ -2019,26 +2068,19 @@ static __attribute__((noinline)) int pwimg_run(const mf_call *c) {
                 e[4u + 3u * k] = n | (k == 1u && p + 1u < n_pairs ? 256u : 0u);
             }
         }
-        uint32_t frame[8] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)(wd + (size_t)f0 * depth),
-                             (uint32_t)(uintptr_t)c->scratch, (uint32_t)(uintptr_t)in,
-                             (uint32_t)(uintptr_t)(out + f0), (uint32_t)ps, pixels / 2u,
-                             (uint32_t)mf_pack_off16(mf_attr_int(c, A_IN_OFF))};
-        for (int last = 0; last < 2; last++) {
-            if (last) {
-                if ((pixels & 1u) == 0) break;
-                const int8_t *px = in + (size_t)(pixels - 1u) * depth;
-                for (uint32_t k = 0; k < depth && k < 32u; k++) pair[k] = pair[depth + k] = px[k];
-                frame[3] = (uint32_t)(uintptr_t)pair, frame[4] = (uint32_t)(uintptr_t)(out + (pixels - 1u) * ps + f0);
-                frame[5] = 0u, frame[6] = 1u;
-            } else if (frame[6] == 0) {
-                continue;
-            }
-            if (depth == 8u) {
-                mf_pwimg8(frame);
-            } else if (depth == 16u) {
-                mf_pwimg16(frame);
-            } else {
-                mf_pwimg32(frame);
+        /* the asm's frame: table, weights, columns, input, output, pitch, pairs, offset, step */
+        uint32_t frame[9] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)(wd + (size_t)f0 * depth),
+                             (uint32_t)(uintptr_t)c->scratch, 0u, 0u, 0u, 0u,
+                             (uint32_t)mf_pack_off16(mf_attr_int(c, A_IN_OFF)), 0u};
+        if (whole) {
+            pwimg_call(frame, depth, in, out + f0, x.shape[0] * oh * ow, depth, ps);
+            continue;
+        }
+        for (uint32_t n = 0; n < x.shape[0]; n++) {
+            for (uint32_t oy = 0; oy < oh; oy++) {
+                const int8_t *row = in + ((size_t)n * x.shape[1] + (size_t)oy * (uint32_t)st[0]) * x.shape[2] * depth;
+                pwimg_call(frame, depth, row, out + ((size_t)n * oh + oy) * ow * ps + f0, ow, (uint32_t)st[1] * depth,
+                           ps);
             }
         }
     }
