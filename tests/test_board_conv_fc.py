@@ -266,6 +266,12 @@ def few_channel_cases(rng, sweep: BoardSweep) -> None:
         conv_case(rng, sweep, f"few_short_scratch_c{wc}_{i}_{len(sweep)}", wc, kernel, stride=[1, 2], pad=[1, 1],
                   dil=[1, 1], hw=(7, 8), oc_per_group=opg, bias=True, per_channel=True, shifts=(-1, -22, -9),
                   out_off=-128, scratch=short)
+    # mf_few3t_rows28 (the 2 x 3 tiles' output stage from a per-op table, up to 32 filters): exactly 32 filters,
+    # 34 (mf_few3_rows28's), padding on every border, the offsets' ends
+    for i, (opg, hw, st) in enumerate(((32, (5, 4), [1, 1]), (34, (4, 4), [2, 1]), (12, (7, 6), [1, 2]))):
+        conv_case(rng, sweep, f"few3t_o{opg}_{i}_{len(sweep)}", 3, (3, 3), stride=st, pad=[1, 1], dil=[1, 1], hw=hw,
+                  oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True, shifts=(-1, -22, -6, -13),
+                  out_off=(127, -128, 0)[i], input_offset=(128, -127, None)[i])
 
 
 def fc_sweep(seed: int, sweep: BoardSweep) -> BoardSweep:

@@ -799,6 +799,82 @@ __asm__(".pushsection .text.mf_few3_rows28,\"ax\",%progbits\n\t"
         ".size mf_few3_rows28, . - mf_few3_rows28\n\t"
         ".popsection\n");
 void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
+/* mf_few3_rows28 with its output stage from a per-op table (mf_few3t_rows28(frame, w), pwimg_run's table: 2 bias
+ * (here the bias: the columns are not doubled), multiplier, rounding constant, n, the last pair's n without bit 8)
+ * and SMMLAR (pwimg's 5 instructions an output, and an LSL): about 25 estimated cycles a filter pair fewer than
+ * mf_few3_rows28's (frame reloads, shift decoding, two constants per filter). Group 0 starts pixels 1 and 2 from
+ * the biases (columns 1 and 2 first). The frame: table, out0, out1, out2, columns. */
+#define FEW3T_OUT(X, M, H, N) \
+    "lsl " X ", " X ", #1\n\t" \
+    "smmlar r1, " X ", " M ", " H "\n\t" \
+    "add r1, r1, " X ", asr #31\n\t" \
+    "asr " X ", r1, " N "\n\t" \
+    "ssat " X ", #8, " X "\n\t"
+__asm__(".pushsection .text.mf_few3t_rows28,\"ax\",%progbits\n\t"
+        ".syntax unified\n\t.thumb\n\t.align 2\n\t.type mf_few3t_rows28, %function\n\t.thumb_func\n"
+        "mf_few3t_rows28:\n\t"
+        "push {r4-r11, lr}\n\t"
+        "sub sp, sp, #20\n\t"
+        "mov r12, r1\n\t"
+        "ldm r0, {r1-r5}\n\t"
+        "stm sp, {r1-r5}\n\t"
+        "mov r0, r12\n\t"
+        "2:\n\t"
+        "ldr r8, [sp]\n\t"
+        "ldr r1, [sp, #16]\n\t"
+        "ldm r8!, {r2, r5}\n\t"
+        "str r8, [sp]\n\t"
+        "ldr r8, [r0]\n\t"
+        "ldr r10, [r0, #28]\n\t"
+        "ldr r12, [r1, #8]\n\t"
+        "ldr lr, [r1, #12]\n\t"
+        "sxtb16 r9, r8, ror #8\n\t"
+        "sxtb16 r8, r8\n\t"
+        "sxtb16 r11, r10, ror #8\n\t"
+        "sxtb16 r10, r10\n\t"
+        "smlad r3, r8, r12, r2\n\t"
+        "smlad r3, r9, lr, r3\n\t"
+        "smlad r6, r10, r12, r5\n\t"
+        "smlad r6, r11, lr, r6\n\t"
+        "ldr r12, [r1, #16]\n\t"
+        "ldr lr, [r1, #20]\n\t"
+        "smlad r4, r8, r12, r2\n\t"
+        "smlad r4, r9, lr, r4\n\t"
+        "smlad r7, r10, r12, r5\n\t"
+        "smlad r7, r11, lr, r7\n\t"
+        "ldr r12, [r1]\n\t"
+        "ldr lr, [r1, #4]\n\t"
+        "smlad r2, r8, r12, r2\n\t"
+        "smlad r2, r9, lr, r2\n\t"
+        "smlad r5, r10, r12, r5\n\t"
+        "smlad r5, r11, lr, r5\n\t"
+        FEW3_GROUP(1) FEW3_GROUP(2) FEW3_GROUP(3) FEW3_GROUP(4) FEW3_GROUP(5) FEW3_GROUP(6)
+        "add r0, r0, #56\n\t"
+        "ldr r1, [sp]\n\t"
+        "ldm r1!, {r8, r9, r10}\n\t"
+        "ldm r1!, {r11, r12, lr}\n\t"
+        "str r1, [sp]\n\t"
+        FEW3T_OUT("r2", "r8", "r9", "r10") FEW3T_OUT("r3", "r8", "r9", "r10") FEW3T_OUT("r4", "r8", "r9", "r10")
+        FEW3T_OUT("r5", "r11", "r12", "lr") FEW3T_OUT("r6", "r11", "r12", "lr") FEW3T_OUT("r7", "r11", "r12", "lr")
+        "ldr r8, [sp, #4]\n\t"
+        "ldr r9, [sp, #8]\n\t"
+        "ldr r10, [sp, #12]\n\t"
+        "strb r2, [r8], #1\n\t"
+        "strb r5, [r8], #1\n\t"
+        "strb r3, [r9], #1\n\t"
+        "strb r6, [r9], #1\n\t"
+        "strb r4, [r10], #1\n\t"
+        "strb r7, [r10], #1\n\t"
+        "str r8, [sp, #4]\n\t"
+        "str r9, [sp, #8]\n\t"
+        "str r10, [sp, #12]\n\t"
+        "tst lr, #256\n\t"
+        "bne 2b\n\t"
+        "add sp, sp, #20\n\t"
+        "pop {r4-r11, pc}\n\t"
+        ".size mf_few3t_rows28, . - mf_few3t_rows28\n\t"
+        ".popsection\n");
+void mf_few3t_rows28(const uint32_t *frame, const int8_t *w);
 #endif
 
 /* The deep pointwise layers' 3 x 2 tiles (three filters x two pixels, the two columns as mat_mult_2cols
@@ -1679,13 +1755,41 @@ static void few_border(const conv_geom *g, int32_t y0, int32_t x0, int8_t *dst) 
     }
 }
 
+/* The output-stage table of mf_pwimg<D> and mf_few3t_rows28 for the n_pairs filter pairs from filter f0 (a
+ * requantization that dsp_shifts_negative and rq_mults_nonneg accept, the full clamp): per pair the biases
+ * (shifted left by bias_shl: 1 for pwimg's doubled columns), then each filter's multiplier, rounding constant
+ * 2^(n-1) + out_off 2^n = (2 out_off + 1) << (n - 1) and n = -shift; every pair's second n but the last's with
+ * bit 8 set (the asm's loop end; ASR reads the low byte). */
+static void rq_table(uint32_t *tbl, const mf_channel_requant *rq, uint32_t f0, uint32_t n_pairs, uint32_t bias_shl) {
+    for (uint32_t p = 0; p < n_pairs; p++) {
+        uint32_t *e = tbl + 8u * p;
+        for (uint32_t k = 0; k < 2; k++) {
+            const uint32_t f = f0 + 2u * p + k, n = (uint32_t)-rq->shift[f];
+            e[k] = (uint32_t)rq->bias[f] << bias_shl;
+            e[2u + 3u * k] = (uint32_t)rq->mult[f];
+            e[3u + 3u * k] = (uint32_t)(2 * rq->out_off + 1) << (n - 1u);
+            e[4u + 3u * k] = n | (k == 1u && p + 1u < n_pairs ? 256u : 0u);
+        }
+    }
+}
+
+/* 1 when no multiplier of the n channels is negative (rq_table's rounding takes the sign of the sum for the
+ * product's). */
+static int rq_mults_nonneg(const mf_channel_requant *rq, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        if (rq->mult[i] < 0) return 0;
+    }
+    return 1;
+}
+
 /* One image of the few-channel path: output pixels `lanes` at a time (the last ones repeated into the columns
  * left, their outputs written again), every filter pair by few_tiles on the dp-tap rows wp; lanes = 3 (28
  * taps, an even filter count): mf_few3_rows28's 2 x 3 tiles. */
 static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g, const int8_t *wp,
                                                              const mf_channel_requant *rq, uint32_t oc_n, uint32_t dp,
                                                              uint32_t oh, uint32_t ow, int8_t *out, int8_t *scratch,
-                                                             int32_t off16, int32_t in_off, const uint32_t lanes) {
+                                                             int32_t off16, int32_t in_off, const uint32_t lanes,
+                                                             const uint32_t *tbl) {
     int16_t *cols = (int16_t *)(void *)scratch;
     int8_t *staging = scratch + 6u * dp;
     const uint32_t gs = lanes == 3u ? 12u : 8u; /* int16 from a group of 4 taps to the next */
@@ -1742,7 +1846,12 @@ static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g
         }
         int8_t *out0 = out + (size_t)p0 * g->ps, *out1 = n_cols > 1 ? out0 + g->ps : out0;
 #if FEW3_TILES
-        if (lanes == 3u) {
+        if (lanes == 3u && tbl != NULL) {
+            const uint32_t f3[5] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)out0, (uint32_t)(uintptr_t)out1,
+                                    (uint32_t)(uintptr_t)(n_cols > 2 ? out1 + g->ps : out1),
+                                    (uint32_t)(uintptr_t)cols};
+            mf_few3t_rows28(f3, wp);
+        } else if (lanes == 3u) {
             frame[3] = (uint32_t)(uintptr_t)out0, frame[4] = (uint32_t)(uintptr_t)out1;
             frame[9] = (uint32_t)(uintptr_t)(n_cols > 2 ? out1 + g->ps : out1);
             mf_few3_rows28(frame, wp);
@@ -1765,7 +1874,7 @@ static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g
 static __attribute__((noinline)) void few_image(const conv_geom *g, const int8_t *wp, const mf_channel_requant *rq,
                                                 uint32_t oc_n, uint32_t dp, uint32_t oh, uint32_t ow, int8_t *out,
                                                 int8_t *scratch, int32_t off16, int32_t in_off) {
-    few_image_n(g, wp, rq, oc_n, dp, oh, ow, out, scratch, off16, in_off, 2u);
+    few_image_n(g, wp, rq, oc_n, dp, oh, ow, out, scratch, off16, in_off, 2u, NULL);
 }
 
 #if FEW3_TILES
@@ -1773,7 +1882,10 @@ static __attribute__((noinline)) void few_image(const conv_geom *g, const int8_t
 static __attribute__((noinline)) void few_image3(const conv_geom *g, const int8_t *wp, const mf_channel_requant *rq,
                                                  uint32_t oc_n, uint32_t oh, uint32_t ow, int8_t *out, int8_t *scratch,
                                                  int32_t off16, int32_t in_off) {
-    few_image_n(g, wp, rq, oc_n, 28u, oh, ow, out, scratch, off16, in_off, 3u);
+    uint32_t tbl[8u * 16u]; /* up to 32 filters: mf_few3t_rows28 */
+    const int t = oc_n <= 32u && rq_mults_nonneg(rq, oc_n);
+    if (t) rq_table(tbl, rq, 0, oc_n / 2u, 0);
+    few_image_n(g, wp, rq, oc_n, 28u, oh, ow, out, scratch, off16, in_off, 3u, t ? tbl : NULL);
 }
 #endif
 
@@ -2047,9 +2159,7 @@ static __attribute__((noinline)) int pwimg_run(const mf_call *c) {
     mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
     if (!rq.per_channel || rq.bias == NULL || rq.lo != -128 || rq.hi != 127) return 0;
     if (!mf_dsp_small_ok(&rq, oc_n, depth) || !dsp_shifts_negative(&rq, oc_n)) return 0;
-    for (uint32_t i = 0; i < oc_n; i++) {
-        if (rq.mult[i] < 0) return 0;
-    }
+    if (!rq_mults_nonneg(&rq, oc_n)) return 0;
     const size_t ps = o.pitch ? o.pitch : oc_n;
     const uint32_t oh = o.shape[1], ow = o.shape[2];
     const int whole = st[0] == 1 && st[1] == 1 && oh == x.shape[1] && ow == x.shape[2];
@@ -2058,16 +2168,7 @@ static __attribute__((noinline)) int pwimg_run(const mf_call *c) {
     uint32_t tbl[8u * PWI_PAIRS];
     for (uint32_t f0 = 0; f0 < oc_n; f0 += 2u * PWI_PAIRS) {
         const uint32_t n_pairs = (oc_n - f0) / 2u < PWI_PAIRS ? (oc_n - f0) / 2u : PWI_PAIRS;
-        for (uint32_t p = 0; p < n_pairs; p++) {
-            uint32_t *e = tbl + 8u * p;
-            for (uint32_t k = 0; k < 2; k++) {
-                const uint32_t f = f0 + 2u * p + k, n = (uint32_t)-rq.shift[f];
-                e[k] = (uint32_t)rq.bias[f] << 1;
-                e[2u + 3u * k] = (uint32_t)rq.mult[f];
-                e[3u + 3u * k] = (uint32_t)(2 * rq.out_off + 1) << (n - 1u);
-                e[4u + 3u * k] = n | (k == 1u && p + 1u < n_pairs ? 256u : 0u);
-            }
-        }
+        rq_table(tbl, &rq, f0, n_pairs, 1);
         /* the asm's frame: table, weights, columns, input, output, pitch, pairs, offset, step */
         uint32_t frame[9] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)(wd + (size_t)f0 * depth),
                              (uint32_t)(uintptr_t)c->scratch, 0u, 0u, 0u, 0u,
