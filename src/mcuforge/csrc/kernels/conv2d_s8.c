@@ -24,7 +24,10 @@
  *        taps not a multiple of 8 (few input channels: RGB 3x3 first layers) with that output stage runs
  *        the same tiles on patches and filters reordered into whole groups of 4 and padded with zero weights
  *        (few_run; the filters copied once into a larger scratch, conv2d_s8_dsp, that the planner gives
- *        where the arena allows; at 25..28 taps and an even filter count, mf_few3_rows28's 2 x 3 tiles);
+ *        where the arena allows; at 25..28 taps and an even filter count, mf_few3_rows28's 2 x 3 tiles, or
+ *        mf_few3t_rows28's with the output stage from a per-op table, up to 32 filters); a 1x1 without padding
+ *        at 8, 16 or 32 channels with an even filter count: the whole op in one asm function (pwimg_run,
+ *        mf_pwimg<D>: 2 x 2 tiles, doubled columns, a per-op table of each channel's constants and SMMLAR);
  *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
  *        them), and for every filter one asm block (MVE_ROWS_ASM): a tail-predicated WLSTP/LETP
  *        loop of VMLADAVA over 16 lanes, then the four pixels requantized as one vector (VQRDMULH +
@@ -2194,8 +2197,9 @@ static __attribute__((noinline)) int few_run(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
     mf_call_input(c, 1, &w);
     const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3];
-    if (w.shape[1] == 1u && w.shape[2] == 1u && pwimg_run(c)) return 1;
-    if ((depth == 8u || depth == 16u) && w.shape[1] == 1u && w.shape[2] == 1u) return pw_run(c);
+    const int pw = w.shape[1] == 1u && w.shape[2] == 1u;
+    if (pw && (depth == 8u || depth == 16u || depth == 32u) && pwimg_run(c)) return 1;
+    if ((depth == 8u || depth == 16u) && pw) return pw_run(c);
     if ((depth & 7u) == 0 || depth > 64u) return 0;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
     const int32_t in_off = mf_attr_int(c, A_IN_OFF);
