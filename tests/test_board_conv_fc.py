@@ -201,6 +201,20 @@ def conv_sweep(seed: int) -> BoardSweep:
         conv_case(rng, sweep, f"pw3_shallow_c{wc}_o{opg}_{i}_{len(sweep)}", wc, (1, 1), stride=[1, 1], pad=[0, 0],
                   dil=[1, 1], hw=hw, oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True,
                   shifts=(-1, -22, -7), out_off=(127, 0, -128)[i % 3], input_offset=(128, None, -127, 0)[i % 4])
+    # the shallow pointwise image path (conv2d_s8.c pwimg_run: mf_pwimg8/16/32, 1x1 without stride or padding at
+    # 8, 16 or 32 channels, an even filter count, 2 x 2 tiles over the whole op): one filter pair, more than the
+    # table's 16 pairs (a second and third chunk of filters), odd pixel counts (the last pixel twice, its outputs
+    # written once), batches, the offsets' ends, the extreme shifts; strides (a call per output row: odd and even
+    # row widths, the last pixel of each odd row twice)
+    for i, (wc, opg, hw, st) in enumerate(((8, 2, (1, 1), [1, 1]), (8, 34, (3, 3), [1, 1]), (16, 6, (2, 3), [1, 1]),
+                                           (16, 36, (1, 4), [1, 1]), (32, 2, (3, 3), [1, 1]),
+                                           (32, 66, (1, 3), [1, 1]), (32, 64, (2, 2), [1, 1]),
+                                           (8, 16, (5, 5), [1, 1]), (16, 32, (5, 7), [2, 2]),
+                                           (32, 4, (4, 9), [1, 2]), (8, 36, (6, 4), [2, 1]),
+                                           (16, 2, (3, 3), [3, 3]))):
+        conv_case(rng, sweep, f"pwimg_c{wc}_o{opg}_{i}_{len(sweep)}", wc, (1, 1), stride=st, pad=[0, 0],
+                  dil=[1, 1], hw=hw, oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True,
+                  shifts=(-1, -22, -5, -12), out_off=(0, -128, 127)[i % 3], input_offset=(0, 128, None, -127)[i % 4])
     return sweep
 
 
@@ -252,6 +266,12 @@ def few_channel_cases(rng, sweep: BoardSweep) -> None:
         conv_case(rng, sweep, f"few_short_scratch_c{wc}_{i}_{len(sweep)}", wc, kernel, stride=[1, 2], pad=[1, 1],
                   dil=[1, 1], hw=(7, 8), oc_per_group=opg, bias=True, per_channel=True, shifts=(-1, -22, -9),
                   out_off=-128, scratch=short)
+    # mf_few3t_rows28 (the 2 x 3 tiles' output stage from a per-op table, up to 32 filters): exactly 32 filters,
+    # 34 (mf_few3_rows28's), padding on every border, the offsets' ends
+    for i, (opg, hw, st) in enumerate(((32, (5, 4), [1, 1]), (34, (4, 4), [2, 1]), (12, (7, 6), [1, 2]))):
+        conv_case(rng, sweep, f"few3t_o{opg}_{i}_{len(sweep)}", 3, (3, 3), stride=st, pad=[1, 1], dil=[1, 1], hw=hw,
+                  oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True, shifts=(-1, -22, -6, -13),
+                  out_off=(127, -128, 0)[i], input_offset=(128, -127, None)[i])
 
 
 def fc_sweep(seed: int, sweep: BoardSweep) -> BoardSweep:

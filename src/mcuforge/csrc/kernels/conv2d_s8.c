@@ -24,7 +24,10 @@
  *        taps not a multiple of 8 (few input channels: RGB 3x3 first layers) with that output stage runs
  *        the same tiles on patches and filters reordered into whole groups of 4 and padded with zero weights
  *        (few_run; the filters copied once into a larger scratch, conv2d_s8_dsp, that the planner gives
- *        where the arena allows; at 25..28 taps and an even filter count, mf_few3_rows28's 2 x 3 tiles);
+ *        where the arena allows; at 25..28 taps and an even filter count, mf_few3_rows28's 2 x 3 tiles, or
+ *        mf_few3t_rows28's with the output stage from a per-op table, up to 32 filters); a 1x1 without padding
+ *        at 8, 16 or 32 channels with an even filter count: the whole op in one asm function (pwimg_run,
+ *        mf_pwimg<D>: 2 x 2 tiles, doubled columns, a per-op table of each channel's constants and SMMLAR);
  *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
  *        them), and for every filter one asm block (MVE_ROWS_ASM): a tail-predicated WLSTP/LETP
  *        loop of VMLADAVA over 16 lanes, then the four pixels requantized as one vector (VQRDMULH +
@@ -799,6 +802,82 @@ __asm__(".pushsection .text.mf_few3_rows28,\"ax\",%progbits\n\t"
         ".size mf_few3_rows28, . - mf_few3_rows28\n\t"
         ".popsection\n");
 void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
+/* mf_few3_rows28 with its output stage from a per-op table (mf_few3t_rows28(frame, w), pwimg_run's table: 2 bias
+ * (here the bias: the columns are not doubled), multiplier, rounding constant, n, the last pair's n without bit 8)
+ * and SMMLAR (pwimg's 5 instructions an output, and an LSL): about 25 estimated cycles a filter pair fewer than
+ * mf_few3_rows28's (frame reloads, shift decoding, two constants per filter). Group 0 starts pixels 1 and 2 from
+ * the biases (columns 1 and 2 first). The frame: table, out0, out1, out2, columns. */
+#define FEW3T_OUT(X, M, H, N) \
+    "lsl " X ", " X ", #1\n\t" \
+    "smmlar r1, " X ", " M ", " H "\n\t" \
+    "add r1, r1, " X ", asr #31\n\t" \
+    "asr " X ", r1, " N "\n\t" \
+    "ssat " X ", #8, " X "\n\t"
+__asm__(".pushsection .text.mf_few3t_rows28,\"ax\",%progbits\n\t"
+        ".syntax unified\n\t.thumb\n\t.align 2\n\t.type mf_few3t_rows28, %function\n\t.thumb_func\n"
+        "mf_few3t_rows28:\n\t"
+        "push {r4-r11, lr}\n\t"
+        "sub sp, sp, #20\n\t"
+        "mov r12, r1\n\t"
+        "ldm r0, {r1-r5}\n\t"
+        "stm sp, {r1-r5}\n\t"
+        "mov r0, r12\n\t"
+        "2:\n\t"
+        "ldr r8, [sp]\n\t"
+        "ldr r1, [sp, #16]\n\t"
+        "ldm r8!, {r2, r5}\n\t"
+        "str r8, [sp]\n\t"
+        "ldr r8, [r0]\n\t"
+        "ldr r10, [r0, #28]\n\t"
+        "ldr r12, [r1, #8]\n\t"
+        "ldr lr, [r1, #12]\n\t"
+        "sxtb16 r9, r8, ror #8\n\t"
+        "sxtb16 r8, r8\n\t"
+        "sxtb16 r11, r10, ror #8\n\t"
+        "sxtb16 r10, r10\n\t"
+        "smlad r3, r8, r12, r2\n\t"
+        "smlad r3, r9, lr, r3\n\t"
+        "smlad r6, r10, r12, r5\n\t"
+        "smlad r6, r11, lr, r6\n\t"
+        "ldr r12, [r1, #16]\n\t"
+        "ldr lr, [r1, #20]\n\t"
+        "smlad r4, r8, r12, r2\n\t"
+        "smlad r4, r9, lr, r4\n\t"
+        "smlad r7, r10, r12, r5\n\t"
+        "smlad r7, r11, lr, r7\n\t"
+        "ldr r12, [r1]\n\t"
+        "ldr lr, [r1, #4]\n\t"
+        "smlad r2, r8, r12, r2\n\t"
+        "smlad r2, r9, lr, r2\n\t"
+        "smlad r5, r10, r12, r5\n\t"
+        "smlad r5, r11, lr, r5\n\t"
+        FEW3_GROUP(1) FEW3_GROUP(2) FEW3_GROUP(3) FEW3_GROUP(4) FEW3_GROUP(5) FEW3_GROUP(6)
+        "add r0, r0, #56\n\t"
+        "ldr r1, [sp]\n\t"
+        "ldm r1!, {r8, r9, r10}\n\t"
+        "ldm r1!, {r11, r12, lr}\n\t"
+        "str r1, [sp]\n\t"
+        FEW3T_OUT("r2", "r8", "r9", "r10") FEW3T_OUT("r3", "r8", "r9", "r10") FEW3T_OUT("r4", "r8", "r9", "r10")
+        FEW3T_OUT("r5", "r11", "r12", "lr") FEW3T_OUT("r6", "r11", "r12", "lr") FEW3T_OUT("r7", "r11", "r12", "lr")
+        "ldr r8, [sp, #4]\n\t"
+        "ldr r9, [sp, #8]\n\t"
+        "ldr r10, [sp, #12]\n\t"
+        "strb r2, [r8], #1\n\t"
+        "strb r5, [r8], #1\n\t"
+        "strb r3, [r9], #1\n\t"
+        "strb r6, [r9], #1\n\t"
+        "strb r4, [r10], #1\n\t"
+        "strb r7, [r10], #1\n\t"
+        "str r8, [sp, #4]\n\t"
+        "str r9, [sp, #8]\n\t"
+        "str r10, [sp, #12]\n\t"
+        "tst lr, #256\n\t"
+        "bne 2b\n\t"
+        "add sp, sp, #20\n\t"
+        "pop {r4-r11, pc}\n\t"
+        ".size mf_few3t_rows28, . - mf_few3t_rows28\n\t"
+        ".popsection\n");
+void mf_few3t_rows28(const uint32_t *frame, const int8_t *w);
 #endif
 
 /* The deep pointwise layers' 3 x 2 tiles (three filters x two pixels, the two columns as mat_mult_2cols
@@ -1679,13 +1758,41 @@ static void few_border(const conv_geom *g, int32_t y0, int32_t x0, int8_t *dst) 
     }
 }
 
+/* The output-stage table of mf_pwimg<D> and mf_few3t_rows28 for the n_pairs filter pairs from filter f0 (a
+ * requantization that dsp_shifts_negative and rq_mults_nonneg accept, the full clamp): per pair the biases
+ * (shifted left by bias_shl: 1 for pwimg's doubled columns), then each filter's multiplier, rounding constant
+ * 2^(n-1) + out_off 2^n = (2 out_off + 1) << (n - 1) and n = -shift; every pair's second n but the last's with
+ * bit 8 set (the asm's loop end; ASR reads the low byte). */
+static void rq_table(uint32_t *tbl, const mf_channel_requant *rq, uint32_t f0, uint32_t n_pairs, uint32_t bias_shl) {
+    for (uint32_t p = 0; p < n_pairs; p++) {
+        uint32_t *e = tbl + 8u * p;
+        for (uint32_t k = 0; k < 2; k++) {
+            const uint32_t f = f0 + 2u * p + k, n = (uint32_t)-rq->shift[f];
+            e[k] = (uint32_t)rq->bias[f] << bias_shl;
+            e[2u + 3u * k] = (uint32_t)rq->mult[f];
+            e[3u + 3u * k] = (uint32_t)(2 * rq->out_off + 1) << (n - 1u);
+            e[4u + 3u * k] = n | (k == 1u && p + 1u < n_pairs ? 256u : 0u);
+        }
+    }
+}
+
+/* 1 when no multiplier of the n channels is negative (rq_table's rounding takes the sign of the sum for the
+ * product's). */
+static int rq_mults_nonneg(const mf_channel_requant *rq, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        if (rq->mult[i] < 0) return 0;
+    }
+    return 1;
+}
+
 /* One image of the few-channel path: output pixels `lanes` at a time (the last ones repeated into the columns
  * left, their outputs written again), every filter pair by few_tiles on the dp-tap rows wp; lanes = 3 (28
  * taps, an even filter count): mf_few3_rows28's 2 x 3 tiles. */
 static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g, const int8_t *wp,
                                                              const mf_channel_requant *rq, uint32_t oc_n, uint32_t dp,
                                                              uint32_t oh, uint32_t ow, int8_t *out, int8_t *scratch,
-                                                             int32_t off16, int32_t in_off, const uint32_t lanes) {
+                                                             int32_t off16, int32_t in_off, const uint32_t lanes,
+                                                             const uint32_t *tbl) {
     int16_t *cols = (int16_t *)(void *)scratch;
     int8_t *staging = scratch + 6u * dp;
     const uint32_t gs = lanes == 3u ? 12u : 8u; /* int16 from a group of 4 taps to the next */
@@ -1742,7 +1849,12 @@ static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g
         }
         int8_t *out0 = out + (size_t)p0 * g->ps, *out1 = n_cols > 1 ? out0 + g->ps : out0;
 #if FEW3_TILES
-        if (lanes == 3u) {
+        if (lanes == 3u && tbl != NULL) {
+            const uint32_t f3[5] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)out0, (uint32_t)(uintptr_t)out1,
+                                    (uint32_t)(uintptr_t)(n_cols > 2 ? out1 + g->ps : out1),
+                                    (uint32_t)(uintptr_t)cols};
+            mf_few3t_rows28(f3, wp);
+        } else if (lanes == 3u) {
             frame[3] = (uint32_t)(uintptr_t)out0, frame[4] = (uint32_t)(uintptr_t)out1;
             frame[9] = (uint32_t)(uintptr_t)(n_cols > 2 ? out1 + g->ps : out1);
             mf_few3_rows28(frame, wp);
@@ -1765,7 +1877,7 @@ static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g
 static __attribute__((noinline)) void few_image(const conv_geom *g, const int8_t *wp, const mf_channel_requant *rq,
                                                 uint32_t oc_n, uint32_t dp, uint32_t oh, uint32_t ow, int8_t *out,
                                                 int8_t *scratch, int32_t off16, int32_t in_off) {
-    few_image_n(g, wp, rq, oc_n, dp, oh, ow, out, scratch, off16, in_off, 2u);
+    few_image_n(g, wp, rq, oc_n, dp, oh, ow, out, scratch, off16, in_off, 2u, NULL);
 }
 
 #if FEW3_TILES
@@ -1773,7 +1885,10 @@ static __attribute__((noinline)) void few_image(const conv_geom *g, const int8_t
 static __attribute__((noinline)) void few_image3(const conv_geom *g, const int8_t *wp, const mf_channel_requant *rq,
                                                  uint32_t oc_n, uint32_t oh, uint32_t ow, int8_t *out, int8_t *scratch,
                                                  int32_t off16, int32_t in_off) {
-    few_image_n(g, wp, rq, oc_n, 28u, oh, ow, out, scratch, off16, in_off, 3u);
+    uint32_t tbl[8u * 16u]; /* up to 32 filters: mf_few3t_rows28 */
+    const int t = oc_n <= 32u && rq_mults_nonneg(rq, oc_n);
+    if (t) rq_table(tbl, rq, 0, oc_n / 2u, 0);
+    few_image_n(g, wp, rq, oc_n, 28u, oh, ow, out, scratch, off16, in_off, 3u, t ? tbl : NULL);
 }
 #endif
 
@@ -1866,13 +1981,225 @@ static __attribute__((noinline)) int pw_run(const mf_call *c) {
     return 1;
 }
 
+/* The shallow pointwise layers (1x1, stride 1, no padding, depth 8, 16, 32 or 64, an even filter count: VWW's
+ * 8 -> 16 .. 32 -> 64) as one asm function per depth over all the op's pixel pairs: mf_pwimg<D>(frame). The
+ * reduction is short, so per output the requantization and the bookkeeping cost as much as the sums; here each
+ * pixel pair is widened once (doubled: SADD16, so that the sums are 2 acc and no LSL precedes the multiply),
+ * then every filter pair's 2 x 2 tile runs with all its state in registers -- the weights through one pointer,
+ * the columns at immediate offsets from a fixed base, both outputs' pointers -- and its requantization reads
+ * the channel's constants from a table built once per op (pwimg_table: 2 bias, multiplier, rounding constant
+ * (2 out_off + 1) << (n - 1), n): SMMLAR adds the rounding constant in the multiply, and the -1 of a negative
+ * product's rounding is taken from the sign of the accumulator (the same bits when the multiplier is >= 0 and
+ * n >= 1: a zero product rounds to out_off either way), so an output is 5 instructions (SMMLAR, ADD, ASR, SSAT,
+ * STRB). The last pair's n carries no bit 8 (ASR reads the low byte): the loop's end without a counter.
+ * Frame: table, weights, columns, input, output, pitch, pixel pairs, offset (both halfwords). */
+#define PWI_WIDEN(G, D) \
+    "ldr r10, [r9, #4 * " #G "]\n\t" \
+    "ldr r11, [r8, #4 * " #G "]\n\t" \
+    "sxtab16 r12, lr, r10\n\t" \
+    "sadd16 r12, r12, r12\n\t" \
+    "str r12, [r6, #16 * " #G "]\n\t" \
+    "sxtab16 r12, lr, r10, ror #8\n\t" \
+    "sadd16 r12, r12, r12\n\t" \
+    "str r12, [r6, #16 * " #G " + 4]\n\t" \
+    "sxtab16 r12, lr, r11\n\t" \
+    "sadd16 r12, r12, r12\n\t" \
+    "str r12, [r6, #16 * " #G " + 8]\n\t" \
+    "sxtab16 r12, lr, r11, ror #8\n\t" \
+    "sadd16 r12, r12, r12\n\t" \
+    "str r12, [r6, #16 * " #G " + 12]\n\t"
+/* group G of 4 taps of the filter pair (r0 already moved on by 2 D): the even lanes, then the odd ones */
+#define PWI_MACS(G) \
+    "ldr r11, [r6, #16 * " #G "]\n\t" \
+    "ldr r12, [r6, #16 * " #G " + 8]\n\t" \
+    "sxtb16 lr, r9\n\t" \
+    "smlad r2, lr, r11, r2\n\t" \
+    "smlad r3, lr, r12, r3\n\t" \
+    "sxtb16 lr, r10\n\t" \
+    "smlad r4, lr, r11, r4\n\t" \
+    "smlad r5, lr, r12, r5\n\t" \
+    "ldr r11, [r6, #16 * " #G " + 4]\n\t" \
+    "ldr r12, [r6, #16 * " #G " + 12]\n\t" \
+    "sxtb16 lr, r9, ror #8\n\t" \
+    "smlad r2, lr, r11, r2\n\t" \
+    "smlad r3, lr, r12, r3\n\t" \
+    "sxtb16 lr, r10, ror #8\n\t" \
+    "smlad r4, lr, r11, r4\n\t" \
+    "smlad r5, lr, r12, r5\n\t"
+#define PWI_GROUP0(D) \
+    "ldr r10, [r0, #" #D "]\n\t" \
+    "ldr r9, [r0], #2 * " #D "\n\t" \
+    "ldr r11, [r6]\n\t" \
+    "ldr r12, [r6, #8]\n\t" \
+    "sxtb16 lr, r9\n\t" \
+    "smlad r3, lr, r12, r2\n\t" \
+    "smlad r2, lr, r11, r2\n\t" \
+    "sxtb16 lr, r10\n\t" \
+    "smlad r5, lr, r12, r4\n\t" \
+    "smlad r4, lr, r11, r4\n\t" \
+    "ldr r11, [r6, #4]\n\t" \
+    "ldr r12, [r6, #12]\n\t" \
+    "sxtb16 lr, r9, ror #8\n\t" \
+    "smlad r2, lr, r11, r2\n\t" \
+    "smlad r3, lr, r12, r3\n\t" \
+    "sxtb16 lr, r10, ror #8\n\t" \
+    "smlad r4, lr, r11, r4\n\t" \
+    "smlad r5, lr, r12, r5\n\t"
+#define PWI_GROUP(G, D) \
+    "ldr r9, [r0, #4 * " #G " - 2 * " #D "]\n\t" \
+    "ldr r10, [r0, #4 * " #G " - " #D "]\n\t" PWI_MACS(G)
+/* filter F's outputs from accumulators A (pixel 0) and B (pixel 1) */
+#define PWI_OUT(A, B) \
+    "ldm r1!, {r9, r10, r11}\n\t" \
+    "smmlar r12, " A ", r9, r10\n\t" \
+    "smmlar lr, " B ", r9, r10\n\t" \
+    "add r12, r12, " A ", asr #31\n\t" \
+    "add lr, lr, " B ", asr #31\n\t" \
+    "asr r12, r12, r11\n\t" \
+    "asr lr, lr, r11\n\t" \
+    "ssat r12, #8, r12\n\t" \
+    "ssat lr, #8, lr\n\t" \
+    "strb r12, [r7], #1\n\t" \
+    "strb lr, [r8], #1\n\t"
+#define PWI_FUNC(NAME, D, WIDEN, GROUPS) \
+__asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
+        ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n" \
+        #NAME ":\n\t" \
+        "push {r4-r11, lr}\n\t" \
+        "sub sp, sp, #36\n\t" \
+        "ldm r0, {r1-r9}\n\t" \
+        "stm sp, {r1-r9}\n\t" \
+        "mov r6, r3\n\t" \
+        "3:\n\t" \
+        "ldr r9, [sp, #12]\n\t" \
+        "ldr r8, [sp, #32]\n\t" \
+        "ldr lr, [sp, #28]\n\t" \
+        "add r8, r9, r8\n\t" \
+        WIDEN \
+        "rsb r9, r9, r8, lsl #1\n\t" \
+        "str r9, [sp, #12]\n\t" \
+        "ldr r0, [sp, #4]\n\t" \
+        "ldr r1, [sp]\n\t" \
+        "ldr r7, [sp, #16]\n\t" \
+        "ldr r12, [sp, #20]\n\t" \
+        "add r8, r7, r12\n\t" \
+        "add r12, r8, r12\n\t" \
+        "str r12, [sp, #16]\n\t" \
+        "1:\n\t" \
+        "ldm r1!, {r2, r4}\n\t" \
+        GROUPS \
+        PWI_OUT("r2", "r3") PWI_OUT("r4", "r5") \
+        "tst r11, #256\n\t" \
+        "bne 1b\n\t" \
+        "ldr r12, [sp, #24]\n\t" \
+        "subs r12, r12, #1\n\t" \
+        "str r12, [sp, #24]\n\t" \
+        "bne 3b\n\t" \
+        "add sp, sp, #36\n\t" \
+        "pop {r4-r11, pc}\n\t" \
+        ".size " #NAME ", . - " #NAME "\n\t" \
+        ".popsection\n")
+#define PWI_W2(D) PWI_WIDEN(0, D) PWI_WIDEN(1, D)
+#define PWI_W4(D) PWI_W2(D) PWI_WIDEN(2, D) PWI_WIDEN(3, D)
+#define PWI_W8(D) PWI_W4(D) PWI_WIDEN(4, D) PWI_WIDEN(5, D) PWI_WIDEN(6, D) PWI_WIDEN(7, D)
+#define PWI_G2(D) PWI_GROUP0(D) PWI_GROUP(1, D)
+#define PWI_G4(D) PWI_G2(D) PWI_GROUP(2, D) PWI_GROUP(3, D)
+#define PWI_G8(D) PWI_G4(D) PWI_GROUP(4, D) PWI_GROUP(5, D) PWI_GROUP(6, D) PWI_GROUP(7, D)
+PWI_FUNC(mf_pwimg8, 8, PWI_W2(8), PWI_G2(8));
+PWI_FUNC(mf_pwimg16, 16, PWI_W4(16), PWI_G4(16));
+PWI_FUNC(mf_pwimg32, 32, PWI_W8(32), PWI_G8(32));
+void mf_pwimg8(const uint32_t *frame);
+void mf_pwimg16(const uint32_t *frame);
+void mf_pwimg32(const uint32_t *frame);
+
+#define PWI_PAIRS 16u /* filter pairs per table (512 bytes of stack) */
+
+/* mf_pwimg<depth>(frame): frame[3] the first pixel pair's input, [4] its outputs, [6] the pairs; a last odd
+ * pixel (of the op, or of each output row when strided) twice from a staging copy, its outputs written once
+ * (pitch 0). */
+static void pwimg_call(uint32_t *frame, uint32_t depth, const int8_t *in, int8_t *out, uint32_t n, uint32_t step,
+                       size_t ps) {
+    int8_t pair[64]; /* an odd last pixel, twice */
+    if (n >= 2u) {
+        frame[3] = (uint32_t)(uintptr_t)in, frame[4] = (uint32_t)(uintptr_t)out, frame[5] = (uint32_t)ps;
+        frame[6] = n / 2u, frame[8] = step;
+        if (depth == 8u) {
+            mf_pwimg8(frame);
+        } else if (depth == 16u) {
+            mf_pwimg16(frame);
+        } else {
+            mf_pwimg32(frame);
+        }
+    }
+    if ((n & 1u) == 0) return;
+    const int8_t *px = in + (size_t)(n - 1u) * step;
+    for (uint32_t k = 0; k < depth && k < 32u; k++) pair[k] = pair[depth + k] = px[k];
+    frame[3] = (uint32_t)(uintptr_t)pair, frame[4] = (uint32_t)(uintptr_t)(out + (size_t)(n - 1u) * ps);
+    frame[5] = 0u, frame[6] = 1u, frame[8] = depth;
+    if (depth == 8u) {
+        mf_pwimg8(frame);
+    } else if (depth == 16u) {
+        mf_pwimg16(frame);
+    } else {
+        mf_pwimg32(frame);
+    }
+}
+
+/* The op on mf_pwimg<depth> when it applies (1), else 0: a 1x1 without padding, one group, 8, 16 or 32
+ * channels, an even filter count, per-channel requantization with a bias, every multiplier >= 0, every shift
+ * in [-22, -1], the full clamp. Stride 1 (the output as large as the input): one call for the op's pixels;
+ * else one a row of output pixels, the stride's step between them. */
+static __attribute__((noinline)) int pwimg_run(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    mf_call_input(c, 1, &w);
+    const uint32_t depth = w.shape[3], oc_n = w.shape[0];
+    if (oc_n < 2 || (oc_n & 1u) || (depth != 8u && depth != 16u && depth != 32u)) return 0;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    int32_t st[2], pd[2], dl[2];
+    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
+    if (x.shape[3] != depth || pd[0] != 0 || pd[1] != 0) return 0;
+    mf_channel_requant rq;
+    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    if (!rq.per_channel || rq.bias == NULL || rq.lo != -128 || rq.hi != 127) return 0;
+    if (!mf_dsp_small_ok(&rq, oc_n, depth) || !dsp_shifts_negative(&rq, oc_n)) return 0;
+    if (!rq_mults_nonneg(&rq, oc_n)) return 0;
+    const size_t ps = o.pitch ? o.pitch : oc_n;
+    const uint32_t oh = o.shape[1], ow = o.shape[2];
+    const int whole = st[0] == 1 && st[1] == 1 && oh == x.shape[1] && ow == x.shape[2];
+    const int8_t *in = (const int8_t *)x.data, *wd = (const int8_t *)w.data;
+    int8_t *out = (int8_t *)o.data;
+    uint32_t tbl[8u * PWI_PAIRS];
+    for (uint32_t f0 = 0; f0 < oc_n; f0 += 2u * PWI_PAIRS) {
+        const uint32_t n_pairs = (oc_n - f0) / 2u < PWI_PAIRS ? (oc_n - f0) / 2u : PWI_PAIRS;
+        rq_table(tbl, &rq, f0, n_pairs, 1);
+        /* the asm's frame: table, weights, columns, input, output, pitch, pairs, offset, step */
+        uint32_t frame[9] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)(wd + (size_t)f0 * depth),
+                             (uint32_t)(uintptr_t)c->scratch, 0u, 0u, 0u, 0u,
+                             (uint32_t)mf_pack_off16(mf_attr_int(c, A_IN_OFF)), 0u};
+        if (whole) {
+            pwimg_call(frame, depth, in, out + f0, x.shape[0] * oh * ow, depth, ps);
+            continue;
+        }
+        for (uint32_t n = 0; n < x.shape[0]; n++) {
+            for (uint32_t oy = 0; oy < oh; oy++) {
+                const int8_t *row = in + ((size_t)n * x.shape[1] + (size_t)oy * (uint32_t)st[0]) * x.shape[2] * depth;
+                pwimg_call(frame, depth, row, out + ((size_t)n * oh + oy) * ow * ps + f0, ow, (uint32_t)st[1] * depth,
+                           ps);
+            }
+        }
+    }
+    return 1;
+}
+
 /* The op on the few-channel path when it takes it (few_depth; 1), or on pw_run's, else 0. Apart from
  * run_fast, whose loop GCC compiled with 3 % more cycles on the other layers with this code inside. */
 static __attribute__((noinline)) int few_run(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
     mf_call_input(c, 1, &w);
     const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3];
-    if ((depth == 8u || depth == 16u) && w.shape[1] == 1u && w.shape[2] == 1u) return pw_run(c);
+    const int pw = w.shape[1] == 1u && w.shape[2] == 1u;
+    if (pw && (depth == 8u || depth == 16u || depth == 32u) && pwimg_run(c)) return 1;
+    if ((depth == 8u || depth == 16u) && pw) return pw_run(c);
     if ((depth & 7u) == 0 || depth > 64u) return 0;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
     const int32_t in_off = mf_attr_int(c, A_IN_OFF);
