@@ -189,3 +189,39 @@ def test_s16_mve_cases_host_c_bit_exact():
 def test_s16_mve_paths_on_the_board(target):
     """The MVE int32 paths (and, for the cases outside them, the paths they fall back to) on the board."""
     sweep_of(40, seed=12).assert_same_on_board(target)
+
+
+def fully_connected_batch1_case(rng, sweep: BoardSweep, case: str) -> None:
+    """One input row (mf_s16_mve_rows4 without mf_s16_mve_ok): whole groups of 4 filters and a last partial one,
+    depths to 504 (the int32 lanes) and past it (int64 blocks), biases at and across the int32 edges so that
+    sum + bias leaves int32 in some lanes (VQADD differs from VADD) or a bias has a high word of its own."""
+    oc = int(rng.choice([4, 8, 12, 16, 5, 13]))
+    depth = int(rng.choice([1, 7, 8, 9, 64, 128, 503, 504, 505, 640]))
+    wmax = int(rng.choice([3, 127]))
+    bias = fast_bias(rng, oc, depth, wmax)
+    if bias is not None and rng.random() < 0.5:
+        edge = np.array([(1 << 31) - 1, -(1 << 31) + 1, -(1 << 31), 1 << 31, -(1 << 31) - 1, (1 << 32) + 5,
+                         -(1 << 32) - 5, (1 << 31) - 100, -(1 << 31) + 100], np.int64)
+        pick = rng.random(oc) < 0.3
+        bias = np.where(pick, rng.choice(edge, size=oc), bias)
+    consts = [const("w", weights(rng, (oc, depth), wmax))] + ([const("b", bias)] if bias is not None else [])
+    consts += fast_requant(rng, oc)
+    x = act("x", (1, depth))
+    sweep.add(case, "fully_connected_s16", act_range(rng), [(x, extreme_int16(rng, x.shape))], [act("y", (1, oc))],
+              consts, ["x", "w", "b" if bias is not None else "", "m", "s"])
+
+
+def batch1_sweep(count: int, seed: int) -> BoardSweep:
+    sweep, rng = BoardSweep(), np.random.default_rng(seed)
+    for i in range(count):
+        fully_connected_batch1_case(rng, sweep, f"fully_connected_s16_batch1_{i}")
+    return sweep
+
+
+def test_s16_mve_fc_batch1_host_c_bit_exact():
+    batch1_sweep(80, seed=21).assert_same_on_host_c("cortex-m55", flags=())
+
+
+@pytest.mark.parametrize("target", ["cortex-m55"])
+def test_s16_mve_fc_batch1_on_the_board(target):
+    batch1_sweep(80, seed=22).assert_same_on_board(target)

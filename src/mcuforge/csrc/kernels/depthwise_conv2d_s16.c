@@ -166,28 +166,32 @@ static mf_status run_fast(const mf_call *c) {
 #endif
 
 #if defined(MF_USE_MVE)
-/* The sums of one output pixel over 8 channels (two int32 vectors; lanes past p0 / p1 load nothing) and the
- * taps ky0..ky1-1 x kx0..kx1-1 of the window whose tap (0, 0) is at input element offset `at` (its channel
- * c0): xs / ws, the element steps of a tap row and a tap in the input and the weights. */
+/* The sums of one output pixel over 8 channels (two int32 vectors: the even channels c0, c0 + 2, .. and the odd
+ * ones; lanes past p load nothing) and the taps ky0..ky1-1 x kx0..kx1-1 of the window whose tap (0, 0) is at input
+ * element offset `at` (its channel c0): xs / ws, the element steps of a tap row and a tap in the input and the
+ * weights. One 8-lane load of inputs (VLDRH.S16) and of weights (VLDRB.S16, widened as it loads) per tap, the
+ * products by VMULLB / VMULLT (exact in int32) into the even and odd sums. */
 static inline __attribute__((always_inline)) void dw_mve_sums8(const int16_t *xc, int32_t at, const int8_t *wc,
                                                                 uint32_t ky0, uint32_t ky1, uint32_t kx0, uint32_t kx1,
                                                                 int32_t row_step, int32_t tap_step, uint32_t kw,
-                                                                uint32_t ch, mve_pred16_t p0, mve_pred16_t p1,
-                                                                int32x4_t *a0, int32x4_t *a1) {
-    int32x4_t s0 = *a0, s1 = *a1;
+                                                                uint32_t ch, mve_pred16_t p, int32x4_t *even,
+                                                                int32x4_t *odd) {
+    int32x4_t se = *even, so = *odd;
     for (uint32_t ky = ky0; ky < ky1; ky++) {
         const int16_t *xp = xc + (at + (int32_t)ky * row_step + (int32_t)kx0 * tap_step); /* inside */
         const int8_t *wp = wc + (ky * kw + kx0) * ch;
         for (uint32_t kx = kx0; kx < kx1; kx++, xp += tap_step, wp += ch) {
-            s0 = vaddq_s32(s0, vmulq_s32(vldrhq_z_s32(xp, p0), vldrbq_z_s32(wp, p0)));
-            s1 = vaddq_s32(s1, vmulq_s32(vldrhq_z_s32(xp + 4, p1), vldrbq_z_s32(wp + 4, p1)));
+            const int16x8_t xv = vldrhq_z_s16(xp, p), wv = vldrbq_z_s16(wp, p);
+            se = vaddq_s32(se, vmullbq_int_s16(xv, wv));
+            so = vaddq_s32(so, vmulltq_int_s16(xv, wv));
         }
     }
-    *a0 = s0, *a1 = s1;
+    *even = se, *odd = so;
 }
 
-/* The MVE int32 path (depth multiplier 1, mf_s16_mve_ok): 8 channels a pass in two int32 vectors (VLDRH.S32
- * / VLDRB.S32 widen as they load; VMUL, VADD), the channels' bias and VRMULH multipliers read once for every
+/* The MVE int32 path (depth multiplier 1, mf_s16_mve_ok): 8 channels a pass in two int32 vectors (even and odd
+ * channels: one VLDRH.S16 and one widening VLDRB.S16 per tap, VMULLB / VMULLT, VADD; VMOVNB / VMOVNT put the 8
+ * outputs back in order), the channels' bias and VRMULH multipliers read once for every
  * output pixel of the pass, the in-bounds taps of a pixel found once per output row and column (no test in
  * the tap loop), the output stage vectorized (bias first, VRMULH, clamp, VSTRH.32). 0 when it does not
  * apply. */
@@ -207,12 +211,15 @@ static int run_mve(const mf_call *c) {
     const int32x4_t lo = vdupq_n_s32(rq.lo), hi = vdupq_n_s32(rq.hi);
     for (uint32_t c0 = 0; c0 < ch; c0 += 8) {
         const uint32_t k_n = ch - c0 < 8 ? ch - c0 : 8;
-        const mve_pred16_t p0 = vctp32q(k_n), p1 = vctp32q(k_n > 4 ? k_n - 4 : 0);
+        const mve_pred16_t p = vctp16q(k_n);
+        /* channel c0 + k's bias and multiplier in lane k / 2 of the even (k even) or odd vector */
         int32_t bias8[8] = {0}, mult8[8] = {0};
         for (uint32_t k = 0; k < k_n; k++) {
-            if (rq.bias) memcpy(&bias8[k], rq.bias + 8u * (c0 + k), 4); /* the low word: |bias| < 2^31 */
-            mult8[k] = mf_s16_mve_mult(&rq, rq.per_channel ? c0 + k : 0);
+            const uint32_t at = (k & 1u) * 4u + (k >> 1);
+            if (rq.bias) memcpy(&bias8[at], rq.bias + 8u * (c0 + k), 4); /* the low word: |bias| < 2^31 */
+            mult8[at] = mf_s16_mve_mult(&rq, rq.per_channel ? c0 + k : 0);
         }
+        const int32x4_t mult_e = vld1q_s32(mult8), mult_o = vld1q_s32(mult8 + 4);
         const int8_t *wc = wd + c0;
         for (uint32_t n = 0; n < x.shape[0]; n++) {
             const int16_t *xc = (const int16_t *)x.data + (size_t)n * (size_t)h * (size_t)wi * ch + c0;
@@ -229,11 +236,11 @@ static int run_mve(const mf_call *c) {
                     while (kx1 > kx0 && x0 + (int32_t)(kx1 - 1) * dl[1] >= wi) kx1--;
                     int32x4_t a0 = vld1q_s32(bias8), a1 = vld1q_s32(bias8 + 4);
                     dw_mve_sums8(xc, (y0 * wi + x0) * (int32_t)ch, wc, ky0, ky1, kx0, kx1, row_step, tap_step, kw, ch,
-                                 p0, p1, &a0, &a1);
-                    a0 = vminq_s32(vmaxq_s32(vrmulhq_s32(a0, vld1q_s32(mult8)), lo), hi);
-                    a1 = vminq_s32(vmaxq_s32(vrmulhq_s32(a1, vld1q_s32(mult8 + 4)), lo), hi);
-                    vstrhq_p_s32(out, a0, p0);
-                    vstrhq_p_s32(out + 4, a1, p1);
+                                 p, &a0, &a1);
+                    a0 = vminq_s32(vmaxq_s32(vrmulhq_s32(a0, mult_e), lo), hi);
+                    a1 = vminq_s32(vmaxq_s32(vrmulhq_s32(a1, mult_o), lo), hi);
+                    /* even channels into the bottom halves, odd into the top: the 8 int16 outputs in order */
+                    vstrhq_p_s16(out, vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), a0), a1), p);
                 }
             }
         }

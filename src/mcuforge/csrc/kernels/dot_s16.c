@@ -188,25 +188,67 @@ static inline __attribute__((always_inline)) void s16_mve_rows_sums4(const int16
     *s0 = a0, *s1 = a1, *s2 = a2, *s3 = a3;
 }
 
+/* mf_s16_mve_rows4 for any requantization (no mf_s16_mve_ok needed: the batch-1 fully connected path calls it
+ * without that layer-wide check, whose per-filter bounds cost more than the products on a small layer). Whole
+ * groups of 4 filters of depth <= MF_S16_BLOCK with every shift in [-17, -1] and no int32-bias form: the four int32
+ * VMLADAVA sums (at most 504 products of |x * w| <= 2^22: exact), the int64 biases added in int32 lanes where
+ * they fit (the high word the low word's sign, VQADD equal to VADD: no overflow), and the VRMULH output stage of
+ * mf_s16_mve_cols4 (the same bits, as mf_s16_mve_ok derives, for any sum + bias inside int32). Any other group
+ * (the last one of fewer than 4, a deeper row, a sum that leaves int32): int32 block sums added into int64 and
+ * mf_requant_s16_channel per channel (CMSIS-NN's int64 arithmetic). */
 void mf_s16_mve_rows4(const mf_requant_s16 *q, const int16_t *x, const int8_t *w, uint32_t depth, uint32_t oc_n,
                       int16_t *out) {
-    /* channel oc + i's output at byte offset 2 i; the lanes built the way the sums are (mf_mve_lanes4) */
-    const uint32x4_t offs = vreinterpretq_u32_s32(mf_mve_lanes4(0, 2, 4, 6));
     const int32x4_t lo = vdupq_n_s32(q->lo), hi = vdupq_n_s32(q->hi);
+    const int fast = !q->int32_bias && depth <= MF_S16_BLOCK;
+    /* lane i of mf_mve_lanes4(a0, a1, a2, a3) holds channel oc + i's sum wherever the lanes put it: the output
+     * (int16, byte offset 2 i) and the bias words (low at byte 8 i, high at 8 i + 4) go by offsets built the same way */
+    const uint32x4_t out_offs = vreinterpretq_u32_s32(mf_mve_lanes4(0, 2, 4, 6));
+    const uint32x4_t b_lo = vreinterpretq_u32_s32(mf_mve_lanes4(0, 8, 16, 24));
+    const uint32x4_t b_hi = vreinterpretq_u32_s32(mf_mve_lanes4(4, 12, 20, 28));
     for (uint32_t oc = 0; oc < oc_n; oc += 4, w += 4 * depth) {
         const uint32_t n = oc_n - oc < 4 ? oc_n - oc : 4;
-        int32_t a[4] = {0, 0, 0, 0}, mult[4];
-        for (uint32_t k = 0; k < 4; k++) {
-            const uint32_t ck = oc + (k < n ? k : 0); /* past n: channel oc again, not stored */
-            if (q->bias) memcpy(&a[k], q->bias + 8u * ck, 4); /* the low word: |bias| < 2^31 (mf_s16_mve_ok) */
-            mult[k] = mf_s16_mve_mult(q, q->per_channel ? ck : 0);
+        const int8_t *w1 = w + (n > 1 ? depth : 0), *w2 = w + (n > 2 ? 2 * depth : 0);
+        const int8_t *w3 = w + (n > 3 ? 3 * depth : 0);
+        if (fast && n == 4) {
+            int32_t mult[4];
+            int sh_ok = 1;
+            for (uint32_t k = 0; k < 4; k++) {
+                const uint32_t ck = q->per_channel ? oc + k : 0;
+                const int32_t sh = q->shift[ck];
+                sh_ok &= sh >= -17 && sh <= -1;
+                mult[k] = sh_ok ? mf_s16_mve_mult(q, ck) : 0;
+            }
+            if (sh_ok) {
+                int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+                s16_mve_rows_sums4(x, w, w1, w2, w3, depth, &a0, &a1, &a2, &a3);
+                int32x4_t v = mf_mve_lanes4(a0, a1, a2, a3);
+                mve_pred16_t fits = 0xFFFF;
+                if (q->bias) { /* the 4 int64 biases' low and high words */
+                    const uint8_t *bp = q->bias + 8u * oc;
+                    const int32x4_t bl = vldrwq_gather_offset_s32((const int32_t *)(const void *)bp, b_lo);
+                    const int32x4_t bh = vldrwq_gather_offset_s32((const int32_t *)(const void *)bp, b_hi);
+                    const int32x4_t sum = vqaddq_s32(v, bl);
+                    fits = vcmpeqq_s32(bh, vshrq_n_s32(bl, 31)) & vcmpeqq_s32(sum, vaddq_s32(v, bl));
+                    v = sum;
+                }
+                if (fits == 0xFFFF) {
+                    v = vrmulhq_s32(v, mf_mve_lanes4(mult[0], mult[1], mult[2], mult[3]));
+                    vstrhq_scatter_offset_s32(out + oc, out_offs, vminq_s32(vmaxq_s32(v, lo), hi));
+                    continue;
+                }
+            }
         }
-        s16_mve_rows_sums4(x, w, w + (n > 1 ? depth : 0), w + (n > 2 ? 2 * depth : 0), w + (n > 3 ? 3 * depth : 0),
-                           depth, &a[0], &a[1], &a[2], &a[3]);
-        const int32x4_t m = mf_mve_lanes4(mult[0], mult[1], mult[2], mult[3]);
-        int32x4_t v = vrmulhq_s32(mf_mve_lanes4(a[0], a[1], a[2], a[3]), m);
-        v = vminq_s32(vmaxq_s32(v, lo), hi);
-        vstrhq_scatter_offset_p_s32(out + oc, offs, v, vcmphiq_u32(vdupq_n_u32(2u * n), offs));
+        int64_t t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+        for (uint32_t start = 0; start < depth; start += MF_S16_BLOCK) {
+            const uint32_t len = depth - start < MF_S16_BLOCK ? depth - start : MF_S16_BLOCK;
+            int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+            s16_mve_rows_sums4(x + start, w + start, w1 + start, w2 + start, w3 + start, len, &a0, &a1, &a2, &a3);
+            t0 += a0, t1 += a1, t2 += a2, t3 += a3;
+        }
+        out[oc] = mf_requant_s16_channel(q, oc, t0);
+        if (n > 1) out[oc + 1] = mf_requant_s16_channel(q, oc + 1, t1);
+        if (n > 2) out[oc + 2] = mf_requant_s16_channel(q, oc + 2, t2);
+        if (n > 3) out[oc + 3] = mf_requant_s16_channel(q, oc + 3, t3);
     }
 }
 

@@ -4,6 +4,8 @@
  * mcuforge.kernels.fully_connected_s16. The input is read as rows of weight.shape[1] features, whatever
  * its shape. Exact int64 sums (mf_dot_s16_rows: 4 output channels per pass over the input, on DSP 2
  * rows of SMLALD, on MVE 4 rows of VMLADAVA in int32 blocks), optional int64 bias, arm_nn_requantize_s64.
+ * On MVE one input row takes mf_s16_mve_rows4 (its own per-group check of the int32 output stage); more
+ * rows take mf_s16_mve_cols4 (4 rows a pass) when mf_s16_mve_ok holds for the whole layer.
  */
 #include "mf_s16.h"
 #include "mf_simd.h"
@@ -32,6 +34,10 @@ static mf_status run(const mf_call *c) {
     int16_t *out = (int16_t *)o.data;
     int64_t acc[4];
 #if defined(MF_USE_MVE)
+    if (rows == 1) { /* batch 1: mf_s16_mve_rows4 takes any requantization, without mf_s16_mve_ok's bounds */
+        mf_s16_mve_rows4(&rq, xd, wd, depth, oc_n, out);
+        return MF_OK;
+    }
     if (mf_s16_mve_ok(&rq, wd, depth, oc_n, 1)) { /* the MVE int32 path: 4 rows or 4 filters a pass */
         uint32_t r = 0;
         while (rows - r >= 2) {
