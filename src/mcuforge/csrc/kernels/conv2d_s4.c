@@ -25,8 +25,10 @@
  * conv2d_s8's path would take it, and a filter is at most 4096 taps; the cost is the patches copied once
  * per chunk instead of once. The buffer is planned scratch, not stack, so the RAM is known at compile time.
  * S4_HALVES weights (mf_s4.h; a Helium program's, rows of an even length): on MVE the unpacked path as above
- * (mf_s4_halves_unpack), else a 1x1 convolution without padding through pointwise_filters, any other through
- * run_halves (each pixel's patch a fully connected row, mf_s4_halves_row); elsewhere the portable path.
+ * (mf_s4_halves_unpack), else run_halves: blocks of four output pixels (patches im2col'd into the packed plan's
+ * scratch, or a 1x1's read in place) met by every filter, each 16-byte weight load split into its low and high
+ * nibbles once for the four pixels (halves_rows: the MAC loop and output stage in asm); elsewhere the portable
+ * path.
  */
 #include "mf_conv_mve.h"
 #include "mf_s4.h"
@@ -268,7 +270,7 @@ static void patch_s8_rows(const conv_geom *g, uint32_t p, uint32_t ow, int8_t *c
 static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint32_t pixels, uint32_t ow,
                                                        const int8_t *w, uint32_t oc0, uint32_t rows, uint32_t depth,
                                                        uint32_t oc_n, int32_t in_off, const mf_channel_requant *rq,
-                                                       int vector_rq, int halves, int8_t *wbuf, int8_t *out) {
+                                                       int vector_rq, int8_t *wbuf, int8_t *out) {
     /* pixel i's output at i * oc_n, in the lane order of mf_mve_lanes4 (how the sums are put together) */
     const uint32x4_t pixel_offsets = vreinterpretq_u32_s32(
         mf_mve_lanes4(0, (int32_t)oc_n, (int32_t)(2u * oc_n), (int32_t)(3u * oc_n)));
@@ -278,11 +280,7 @@ static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint
         const uint32_t oc = oc0 + r, start = oc * depth;
         const uint8_t *p = (const uint8_t *)w + (start >> 1);
         int32_t ws = 0;
-        if (halves) { /* S4_HALVES: the row at byte oc * depth / 2 (= start >> 1, depth even) */
-            mf_s4_halves_unpack((const int8_t *)p, depth, wbuf);
-            ws = in_off != 0 ? mf_s4_halves_sum((const int8_t *)p, depth) : 0;
-        }
-        for (uint32_t k = 0; !halves && k < depth; k += 16) {
+        for (uint32_t k = 0; k < depth; k += 16) {
             const int8x16_t wv = mf_s4_decode16(p + k / 2, start & 1u, depth - k);
             ws = vaddvaq_s8(ws, wv);
             vstrbq_p_s8(wbuf + k, wv, vctp8q(depth - k));
@@ -361,11 +359,212 @@ static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint
 #endif
 
 #if defined(MF_USE_MVE)
-/* conv2d_s4 on Helium with S4_HALVES weights: each output pixel's patch (copied, im2col, into the scratch, or for a
- * 1x1 convolution without padding read in place) is the input row of a fully connected layer over the group's
- * filters (mf_s4_halves_row: four filters a pass sharing the patch's loads, their outputs requantized as one
- * vector); the offset as in_off * sum(w) per filter, tabled once per call after the patch when the scratch has
- * room (else summed per pixel). */
+#define HALVES_TABLE 64u /* filters per table (768 bytes of run_halves' stack, as conv2d_s8's MVE_TABLE) */
+
+/* A filter's output-stage constants: bias + in_off * sum(w) (wrapping as the accumulation does), multiplier and
+ * shift (the tensor's for every filter when per tensor); conv2d_s8's mve_filter. */
+typedef struct {
+    int32_t base, mult, shift;
+} halves_filter;
+
+/* S4_HALVES filters (rows at w, one after the other; their constants t[0 .. rows)) on n_cols (<= 4) int8 patches
+ * at cols[i] (past n_cols a repeat of patch 0, its outputs not written); pixel i's outputs at out + i * step,
+ * filter r's at + r. Per 32 taps one 16-byte load of a filter split into 16 x its low and high weights (VSHL #4,
+ * VAND 0xF0), shared by the four patches: two contiguous loads and two VMLADAVAs each; the sums 16 x the true ones
+ * (exact, mf_s4.h), shifted back in the output stage. The portable statement of halves_rows (below), which takes
+ * the optimized builds' common case; this one the rest (an unoptimized build, a multiplier of INT32_MIN: the
+ * scalar requantization). */
+static __attribute__((noinline)) void halves_4cols(const int8_t *const cols[4], uint32_t n_cols, const int8_t *w,
+                                                   uint32_t rows, uint32_t depth, const halves_filter *t,
+                                                   const mf_channel_requant *rq, int vector_rq, int8_t *out,
+                                                   uint32_t step) {
+    const uint32x4_t offs = vreinterpretq_u32_s32(
+        mf_mve_lanes4(0, (int32_t)step, (int32_t)(2u * step), (int32_t)(3u * step)));
+    const mve_pred16_t store = vcmphiq_u32(vdupq_n_u32(n_cols * step), offs);
+    const int32x4_t lo = vdupq_n_s32(rq->lo), hi = vdupq_n_s32(rq->hi);
+    const int8x16_t high = vdupq_n_s8(MF_S4_HALVES_HIGH);
+    const uint32_t d32 = depth & ~31u, th = (depth - d32) >> 1; /* the last block's half */
+    const mve_pred16_t tp = vctp8q(th);
+    for (uint32_t r = 0; r < rows; r++, t++) {
+        const int8_t *x0 = cols[0], *x1 = cols[1], *x2 = cols[2], *x3 = cols[3];
+        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        for (uint32_t k = 0; k < d32; k += 32u, w += 16, x0 += 32, x1 += 32, x2 += 32, x3 += 32) {
+            const int8x16_t v = vldrbq_s8(w), wl = vshlq_n_s8(v, 4), wh = vandq_s8(v, high);
+            a0 = vmladavaq_s8(vmladavaq_s8(a0, vldrbq_s8(x0), wl), vldrbq_s8(x0 + 16), wh);
+            a1 = vmladavaq_s8(vmladavaq_s8(a1, vldrbq_s8(x1), wl), vldrbq_s8(x1 + 16), wh);
+            a2 = vmladavaq_s8(vmladavaq_s8(a2, vldrbq_s8(x2), wl), vldrbq_s8(x2 + 16), wh);
+            a3 = vmladavaq_s8(vmladavaq_s8(a3, vldrbq_s8(x3), wl), vldrbq_s8(x3 + 16), wh);
+        }
+        if (th) { /* the row's last block: 2 * th taps, th < 16, predicated */
+            const int8x16_t v = vldrbq_z_s8(w, tp), wl = vshlq_n_s8(v, 4), wh = vandq_s8(v, high);
+            a0 = vmladavaq_s8(vmladavaq_s8(a0, vldrbq_z_s8(x0, tp), wl), vldrbq_z_s8(x0 + th, tp), wh);
+            a1 = vmladavaq_s8(vmladavaq_s8(a1, vldrbq_z_s8(x1, tp), wl), vldrbq_z_s8(x1 + th, tp), wh);
+            a2 = vmladavaq_s8(vmladavaq_s8(a2, vldrbq_z_s8(x2, tp), wl), vldrbq_z_s8(x2 + th, tp), wh);
+            a3 = vmladavaq_s8(vmladavaq_s8(a3, vldrbq_z_s8(x3, tp), wl), vldrbq_z_s8(x3 + th, tp), wh);
+            w += th;
+        }
+        if (vector_rq) {
+            int32x4_t acc = vaddq_n_s32(vshrq_n_s32(mf_mve_lanes4(a0, a1, a2, a3), 4), t->base); /* exact: x 16 */
+            acc = vaddq_n_s32(mf_requantize_x4_n(acc, t->mult, t->shift), rq->out_off);
+            acc = vminq_s32(vmaxq_s32(acc, lo), hi);
+            vstrbq_scatter_offset_p_s32(out + r, offs, acc, store);
+        } else {
+            const int32_t a[4] = {a0 >> 4, a1 >> 4, a2 >> 4, a3 >> 4};
+            for (uint32_t i = 0; i < n_cols; i++) {
+                out[step * i + r] = mf_requant_s8(mf_add_wrap(a[i], t->base), t->mult, t->shift, rq->out_off, rq->lo,
+                                                  rq->hi);
+            }
+        }
+    }
+}
+
+#if defined(__OPTIMIZE__)
+/* halves_rows' per-call values, read by its asm from memory (the asm has no register to spare for them). */
+typedef struct {
+    const int8_t *x;   /* patch 0; patch i at x + i * depth */
+    uint32_t depth;    /* the patches' stride */
+    uint32_t iters;    /* whole blocks of 32 taps (>= 1) */
+    uint32_t th;       /* the last block's half (0: none) */
+    uint32_t store;    /* the scatter store's predicate (the n_cols pixels' lanes) */
+    int32_t out_off;
+} halves_frame;
+
+/* One filter (weights at p, moved on to the next row; constants at t) on four patches: the MAC loop of
+ * halves_4cols in asm (loads, ALU operations and VMLADAVAs alternating: the Cortex-M55 overlaps neighbours of
+ * different units), TAIL the last block, then conv2d_s8's output stage on the four sums as one vector (REQ as
+ * MVE_REQ_GENERAL), + output offset, clamp, the byte scatter store of the lanes in the store predicate. */
+#define HALVES_REQ                                                                                    \
+    "   cmp          %[a3], #0\n"                                                                  \
+    "   ble          4f\n"                                                                         \
+    "   vshl.s32     q3, %[a3]\n"                                                                  \
+    "4: vqrdmulh.s32 q3, q3, %[a2]\n"                                                              \
+    "   bge          5f\n"                                                                         \
+    "   vshr.s32     q0, q3, #31\n"                                                                \
+    "   vqadd.s32    q3, q3, q0\n"                                                                 \
+    "   vrshl.s32    q3, %[a3]\n"                                                                  \
+    "5:\n"
+#define HALVES_TAIL                                                                                   \
+    "   ldr          lr, [%[fr], #12]\n"                                                           \
+    "   vctp.8       lr\n"                                                                         \
+    "   vpstt\n"                                                                                   \
+    "   vldrbt.8     q2, [%[p]]\n"                                                             \
+    "   vldrbt.8     q0, [%[x0]]\n"                                                                \
+    "   add          %[p], %[p], lr\n"                                                             \
+    "   add          %[x0], %[x0], lr\n"                                                           \
+    "   vshl.i8      q3, q2, #4\n"                                                                 \
+    "   vpst\n"                                                                                    \
+    "   vldrbt.8     q1, [%[x0]]\n"                                                                \
+    "   vand         q2, q2, %q[high]\n"                                                           \
+    "   vmladava.s8  %[a0], q0, q3\n"                                                              \
+    "   vpst\n"                                                                                    \
+    "   vldrbt.8     q0, [%[x1]]\n"                                                                \
+    "   vmladava.s8  %[a0], q1, q2\n"                                                              \
+    "   add          %[x1], %[x1], lr\n"                                                           \
+    "   vpst\n"                                                                                    \
+    "   vldrbt.8     q1, [%[x1]]\n"                                                                \
+    "   vmladava.s8  %[a1], q0, q3\n"                                                              \
+    "   vpst\n"                                                                                    \
+    "   vldrbt.8     q0, [%[x2]]\n"                                                                \
+    "   vmladava.s8  %[a1], q1, q2\n"                                                              \
+    "   add          %[x2], %[x2], lr\n"                                                           \
+    "   vpst\n"                                                                                    \
+    "   vldrbt.8     q1, [%[x2]]\n"                                                                \
+    "   vmladava.s8  %[a2], q0, q3\n"                                                              \
+    "   vpst\n"                                                                                    \
+    "   vldrbt.8     q0, [%[x3]]\n"                                                                \
+    "   vmladava.s8  %[a2], q1, q2\n"                                                              \
+    "   add          %[x3], %[x3], lr\n"                                                           \
+    "   vpst\n"                                                                                    \
+    "   vldrbt.8     q1, [%[x3]]\n"                                                                \
+    "   vmladava.s8  %[a3], q0, q3\n"                                                              \
+    "   vmladava.s8  %[a3], q1, q2\n"
+#define HALVES_ROW_ASM(TAIL)                                                                          \
+    __asm__ volatile("   ldrd         %[x0], %[x3], [%[fr]]\n"                                      \
+                     "   ldr          %[a0], [%[fr], #8]\n"                                         \
+                     "   add          %[x1], %[x0], %[x3]\n"                                        \
+                     "   add          %[x2], %[x1], %[x3]\n"                                        \
+                     "   add          %[x3], %[x2], %[x3]\n"                                        \
+                     "   dls          lr, %[a0]\n"                                                  \
+                     "   movs         %[a0], #0\n"                                                  \
+                     "   movs         %[a1], #0\n"                                                  \
+                     "   movs         %[a2], #0\n"                                                  \
+                     "   movs         %[a3], #0\n"                                                  \
+                     "2: vldrb.8      q2, [%[p]], #16\n"                                            \
+                     "   vshl.i8      q3, q2, #4\n"                                                 \
+                     "   vldrb.8      q0, [%[x0]], #32\n"                                           \
+                     "   vand         q2, q2, %q[high]\n"                                           \
+                     "   vldrb.8      q1, [%[x0], #-16]\n"                                          \
+                     "   vmladava.s8  %[a0], q0, q3\n"                                              \
+                     "   vldrb.8      q0, [%[x1]], #32\n"                                           \
+                     "   vmladava.s8  %[a0], q1, q2\n"                                              \
+                     "   vldrb.8      q1, [%[x1], #-16]\n"                                          \
+                     "   vmladava.s8  %[a1], q0, q3\n"                                              \
+                     "   vldrb.8      q0, [%[x2]], #32\n"                                           \
+                     "   vmladava.s8  %[a1], q1, q2\n"                                              \
+                     "   vldrb.8      q1, [%[x2], #-16]\n"                                          \
+                     "   vmladava.s8  %[a2], q0, q3\n"                                              \
+                     "   vldrb.8      q0, [%[x3]], #32\n"                                           \
+                     "   vmladava.s8  %[a2], q1, q2\n"                                              \
+                     "   vldrb.8      q1, [%[x3], #-16]\n"                                          \
+                     "   vmladava.s8  %[a3], q0, q3\n"                                              \
+                     "   vmladava.s8  %[a3], q1, q2\n"                                              \
+                     "   le           lr, 2b\n" TAIL                                                \
+                     "   vmov         q3[2], q3[0], %[a0], %[a2]\n"                                 \
+                     "   vmov         q3[3], q3[1], %[a1], %[a3]\n"                                 \
+                     "   ldr          %[a0], [%[t]]\n"                                              \
+                     "   ldrd         %[a2], %[a3], [%[t], #4]\n"                                   \
+                     "   vshr.s32     q3, q3, #4\n"                                                 \
+                     "   vadd.i32     q3, q3, %[a0]\n" HALVES_REQ                                   \
+                     "   ldrd         %[a0], %[a1], [%[fr], #16]\n"                                 \
+                     "   vadd.i32     q3, q3, %[a1]\n"                                              \
+                     "   vmax.s32     q3, q3, %q[lo]\n"                                             \
+                     "   vmin.s32     q3, q3, %q[hi]\n"                                             \
+                     "   vmsr         p0, %[a0]\n"                                                  \
+                     "   vpst\n"                                                                    \
+                     "   vstrbt.32    q3, [%[out], %q[offs]]\n"                                     \
+                     : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [x0] "=&r"(x0),   \
+                       [x1] "=&r"(x1), [x2] "=&r"(x2), [x3] "=&r"(x3), [p] "+&r"(p)                          \
+                     : [fr] "r"(fr), [t] "r"(t), [out] "r"(out), [high] "w"(high), [lo] "w"(lo), [hi] "w"(hi), \
+                       [offs] "w"(offs)                                                              \
+                     : "q0", "q1", "q2", "q3", "lr", "memory", "cc")
+
+/* halves_4cols' common case (an optimized build, the vector requantization, a row of 32 taps or more, the four
+ * patches depth bytes apart from fr->x): every filter by HALVES_ROW_ASM, the C loop only stepping the pointers. */
+static __attribute__((noinline)) void halves_rows(const halves_frame *fr, const int8_t *w, uint32_t rows,
+                                                  const halves_filter *t, const mf_channel_requant *rq, int8_t *out,
+                                                  uint32_t step) {
+    const uint32x4_t offs = vreinterpretq_u32_s32(
+        mf_mve_lanes4(0, (int32_t)step, (int32_t)(2u * step), (int32_t)(3u * step)));
+    const int32x4_t lo = vdupq_n_s32(rq->lo), hi = vdupq_n_s32(rq->hi);
+    const int8x16_t high = vdupq_n_s8(MF_S4_HALVES_HIGH);
+    const int8_t *p = w;
+    int32_t a0, a1, a2, a3;
+    const int8_t *x0, *x1, *x2, *x3;
+    if (fr->th != 0u) {
+        for (uint32_t r = 0; r < rows; r++, t++, out++) HALVES_ROW_ASM(HALVES_TAIL);
+    } else {
+        for (uint32_t r = 0; r < rows; r++, t++, out++) HALVES_ROW_ASM("");
+    }
+    (void)a0, (void)a1, (void)a2, (void)a3, (void)x0, (void)x1, (void)x2, (void)x3;
+}
+#endif
+
+/* t[f] for filters f0 .. f0 + n - 1 (S4_HALVES rows at w, the first f0's): bias + in_off * sum(w), wrapping as the
+ * accumulation does (|sum(w)| <= 2^19, |in_off| <= 128), multiplier, shift. */
+static void halves_table(halves_filter *t, const int8_t *w, uint32_t f0, uint32_t n, uint32_t depth, int32_t in_off,
+                         const mf_channel_requant *rq) {
+    for (uint32_t f = 0; f < n; f++, w += depth / 2u) {
+        const int32_t corr = in_off != 0 ? mf_s4_halves_sum(w, depth) * in_off : 0;
+        t[f].base = mf_add_wrap(corr, mf_rq_bias(rq, f0 + f));
+        t[f].mult = mf_rq_mult(rq, f0 + f);
+        t[f].shift = rq->shift[rq->per_channel ? f0 + f : 0u];
+    }
+}
+
+/* conv2d_s4 on Helium with S4_HALVES weights: blocks of four output pixels, their patches copied (im2col) into the
+ * scratch or, for a 1x1 convolution without padding, read in place, then every filter of the group on the four
+ * (halves_4cols), the filters' bias + in_off * sum(w) tabled HALVES_TABLE at a time (once per group when they
+ * fit). */
 static __attribute__((noinline)) void run_halves(const mf_call *c) {
     mf_weighted_run k;
     mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
@@ -384,28 +583,69 @@ static __attribute__((noinline)) void run_halves(const mf_call *c) {
     int8_t *scratch = (int8_t *)c->scratch;
     const int pointwise = g.kh == 1 && g.kw == 1 && g.pd[0] == 0 && g.pd[1] == 0 &&
                           ((int32_t)o.shape[1] - 1) * g.st[0] < g.h && ((int32_t)ow - 1) * g.st[1] < g.w;
-    const uint32_t table_at = (depth + 3u) & ~3u;
-    int32_t *table = NULL;
-    if (k.in_off != 0 && c->scratch_bytes >= table_at + 4u * oc_n) {
-        table = (int32_t *)(void *)(scratch + table_at);
-        for (uint32_t f = 0; f < oc_n; f++) table[f] = mf_s4_halves_sum(wd + (size_t)f * half, depth) * k.in_off;
-    }
     const int vector_rq = mf_requant_vector_ok(&k.rq, oc_n);
+    halves_filter table[HALVES_TABLE];
+#if defined(__OPTIMIZE__)
+    /* halves_rows: the patches depth bytes apart -- copied into the scratch, or in place when the block's four
+     * pixels are consecutive in the input (a 1x1 of unit stride whose output rows are the input's) */
+    const int asm_rows = vector_rq && depth >= 32u;
+    const int consecutive = pointwise && g.st[0] == 1 && g.st[1] == 1 && ow == (uint32_t)g.w && groups == 1u;
+    const uint32x4_t lanes = vreinterpretq_u32_s32(
+        mf_mve_lanes4(0, (int32_t)oc_n, (int32_t)(2u * oc_n), (int32_t)(3u * oc_n)));
+    halves_frame fr = {.depth = depth, .iters = depth / 32u, .th = (depth & 31u) >> 1, .out_off = k.rq.out_off};
+#endif
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
-        int8_t *out = (int8_t *)o.data + (size_t)n * pixels * oc_n;
-        for (uint32_t p = 0; p < pixels; p++, out += oc_n) {
-            for (uint32_t grp = 0; grp < groups; grp++) {
-                g.x = image + (size_t)grp * g.wc;
-                const int8_t *patch = scratch;
-                if (pointwise) {
-                    patch = in_place(&g, p, ow);
-                } else {
-                    patch_s8_rows(&g, p, ow, scratch);
+        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
+        for (uint32_t grp = 0; grp < groups; grp++) {
+            g.x = image + (size_t)grp * g.wc;
+            const uint32_t f0 = grp * opg;
+            const int8_t *wg = wd + (size_t)f0 * half;
+            if (opg <= HALVES_TABLE) halves_table(table, wg, f0, opg, depth, k.in_off, &k.rq);
+            for (uint32_t p0 = 0; p0 < pixels; p0 += 4u) {
+                const uint32_t n_cols = pixels - p0 < 4u ? pixels - p0 : 4u;
+                int8_t *out0 = out_image + (size_t)p0 * oc_n + f0;
+#if defined(__OPTIMIZE__)
+                if (asm_rows) {
+                    if (consecutive && n_cols == 4u) {
+                        fr.x = g.x + (size_t)p0 * g.ch;
+                    } else {
+                        for (uint32_t i = 0; i < n_cols; i++) {
+                            if (pointwise) {
+                                memcpy(scratch + (size_t)i * depth, in_place(&g, p0 + i, ow), depth);
+                            } else {
+                                patch_s8_rows(&g, p0 + i, ow, scratch + (size_t)i * depth);
+                            }
+                        }
+                        fr.x = scratch; /* patches past n_cols: stale bytes, their outputs not written */
+                    }
+                    fr.store = vcmphiq_u32(vdupq_n_u32(n_cols * oc_n), lanes);
+                    for (uint32_t f = 0; f < opg; f += HALVES_TABLE) {
+                        const uint32_t nf = opg - f < HALVES_TABLE ? opg - f : HALVES_TABLE;
+                        if (opg > HALVES_TABLE) halves_table(table, wg + (size_t)f * half, f0 + f, nf, depth, k.in_off, &k.rq);
+                        halves_rows(&fr, wg + (size_t)f * half, nf, table, &k.rq, out0 + f, oc_n);
+                    }
+                    continue;
                 }
-                const uint32_t f0 = grp * opg;
-                mf_s4_halves_row(patch, wd + (size_t)f0 * half, f0, opg, depth, k.in_off,
-                                 table != NULL ? table + f0 : NULL, &k.rq, vector_rq, out + f0);
+#endif
+                const int8_t *cols[4];
+                for (uint32_t i = 0; i < 4u; i++) {
+                    if (i >= n_cols) {
+                        cols[i] = cols[0]; /* repeats patch 0, its outputs not written */
+                    } else if (pointwise) {
+                        cols[i] = in_place(&g, p0 + i, ow);
+                    } else {
+                        int8_t *col = scratch + (size_t)i * depth;
+                        patch_s8_rows(&g, p0 + i, ow, col);
+                        cols[i] = col;
+                    }
+                }
+                for (uint32_t f = 0; f < opg; f += HALVES_TABLE) {
+                    const uint32_t nf = opg - f < HALVES_TABLE ? opg - f : HALVES_TABLE;
+                    if (opg > HALVES_TABLE) halves_table(table, wg + (size_t)f * half, f0 + f, nf, depth, k.in_off, &k.rq);
+                    halves_4cols(cols, n_cols, wg + (size_t)f * half, nf, depth, table, &k.rq, vector_rq, out0 + f,
+                                 oc_n);
+                }
             }
         }
     }
@@ -447,8 +687,7 @@ static mf_status run_fast(const mf_call *c) {
             g.x = image + (size_t)grp * g.wc;
 #if defined(MF_USE_MVE)
             if (pointwise) {
-                pointwise_filters(&g, pixels, ow, wd, grp * opg, opg, depth, oc_n, k.in_off, &k.rq, vector_rq,
-                                  w.layout == MF_LAYOUT_S4_HALVES, scratch,
+                pointwise_filters(&g, pixels, ow, wd, grp * opg, opg, depth, oc_n, k.in_off, &k.rq, vector_rq, scratch,
                                   out_image + grp * opg);
                 continue;
             }
@@ -554,17 +793,6 @@ static uint32_t unpacked_chunk(const mf_call *c) {
 }
 #endif
 
-#if defined(MF_USE_MVE)
-/* A 1x1 convolution without padding whose windows stay inside the input (run_fast's `pointwise`). */
-static int conv_pointwise(const mf_call *c) {
-    mf_weighted_run k;
-    mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
-    return k.w.shape[1] == 1 && k.w.shape[2] == 1 && k.pd[0] == 0 && k.pd[1] == 0 &&
-           ((int32_t)k.o.shape[1] - 1) * k.st[0] < (int32_t)k.x.shape[1] &&
-           ((int32_t)k.o.shape[2] - 1) * k.st[1] < (int32_t)k.x.shape[2];
-}
-#endif
-
 static mf_status run(const mf_call *c) {
 #if defined(MF_USE_DSP) || defined(MF_USE_MVE)
     mf_tensor w;
@@ -577,8 +805,7 @@ static mf_status run(const mf_call *c) {
         run_unpacked(c, chunk);
         return MF_OK;
     }
-    if (halves && fast_path_fits(c)) { /* a 1x1 without padding: run_fast's pointwise_filters reads S4_HALVES */
-        if (conv_pointwise(c)) return run_fast(c);
+    if (halves && fast_path_fits(c)) { /* blocks of four pixels on the packed filters */
         run_halves(c);
         return MF_OK;
     }
