@@ -380,6 +380,7 @@ static __attribute__((noinline)) void pointwise_filters(const conv_geom *g, uint
 #endif
 
 #if defined(MF_USE_MVE)
+#if defined(__OPTIMIZE__) /* halves_rows' asm needs an optimized build's registers */
 #define HALVES_TABLE 64u /* filters per table (768 bytes of run_halves' stack, as conv2d_s8's MVE_TABLE) */
 
 /* A filter's output-stage constants: bias + in_off * sum(w) (wrapping as the accumulation does), multiplier and
@@ -388,58 +389,6 @@ typedef struct {
     int32_t base, mult, shift;
 } halves_filter;
 
-/* S4_HALVES filters (rows at w, one after the other; their constants t[0 .. rows)) on n_cols (<= 4) int8 patches
- * at cols[i] (past n_cols a repeat of patch 0, its outputs not written); pixel i's outputs at out + i * step,
- * filter r's at + r. Per 32 taps one 16-byte load of a filter split into 16 x its low and high weights (VSHL #4,
- * VAND 0xF0), shared by the four patches: two contiguous loads and two VMLADAVAs each; the sums 16 x the true ones
- * (exact, mf_s4.h), shifted back in the output stage. The portable statement of halves_rows (below), which takes
- * the optimized builds' common case; this one the rest (an unoptimized build, a multiplier of INT32_MIN: the
- * scalar requantization). */
-static __attribute__((noinline)) void halves_4cols(const int8_t *const cols[4], uint32_t n_cols, const int8_t *w,
-                                                   uint32_t rows, uint32_t depth, const halves_filter *t,
-                                                   const mf_channel_requant *rq, int vector_rq, int8_t *out,
-                                                   uint32_t step) {
-    const uint32x4_t offs = vreinterpretq_u32_s32(
-        mf_mve_lanes4(0, (int32_t)step, (int32_t)(2u * step), (int32_t)(3u * step)));
-    const mve_pred16_t store = vcmphiq_u32(vdupq_n_u32(n_cols * step), offs);
-    const int32x4_t lo = vdupq_n_s32(rq->lo), hi = vdupq_n_s32(rq->hi);
-    const int8x16_t high = vdupq_n_s8(MF_S4_HALVES_HIGH);
-    const uint32_t d32 = depth & ~31u, th = (depth - d32) >> 1; /* the last block's half */
-    const mve_pred16_t tp = vctp8q(th);
-    for (uint32_t r = 0; r < rows; r++, t++) {
-        const int8_t *x0 = cols[0], *x1 = cols[1], *x2 = cols[2], *x3 = cols[3];
-        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-        for (uint32_t k = 0; k < d32; k += 32u, w += 16, x0 += 32, x1 += 32, x2 += 32, x3 += 32) {
-            const int8x16_t v = vldrbq_s8(w), wl = vshlq_n_s8(v, 4), wh = vandq_s8(v, high);
-            a0 = vmladavaq_s8(vmladavaq_s8(a0, vldrbq_s8(x0), wl), vldrbq_s8(x0 + 16), wh);
-            a1 = vmladavaq_s8(vmladavaq_s8(a1, vldrbq_s8(x1), wl), vldrbq_s8(x1 + 16), wh);
-            a2 = vmladavaq_s8(vmladavaq_s8(a2, vldrbq_s8(x2), wl), vldrbq_s8(x2 + 16), wh);
-            a3 = vmladavaq_s8(vmladavaq_s8(a3, vldrbq_s8(x3), wl), vldrbq_s8(x3 + 16), wh);
-        }
-        if (th) { /* the row's last block: 2 * th taps, th < 16, predicated */
-            const int8x16_t v = vldrbq_z_s8(w, tp), wl = vshlq_n_s8(v, 4), wh = vandq_s8(v, high);
-            a0 = vmladavaq_s8(vmladavaq_s8(a0, vldrbq_z_s8(x0, tp), wl), vldrbq_z_s8(x0 + th, tp), wh);
-            a1 = vmladavaq_s8(vmladavaq_s8(a1, vldrbq_z_s8(x1, tp), wl), vldrbq_z_s8(x1 + th, tp), wh);
-            a2 = vmladavaq_s8(vmladavaq_s8(a2, vldrbq_z_s8(x2, tp), wl), vldrbq_z_s8(x2 + th, tp), wh);
-            a3 = vmladavaq_s8(vmladavaq_s8(a3, vldrbq_z_s8(x3, tp), wl), vldrbq_z_s8(x3 + th, tp), wh);
-            w += th;
-        }
-        if (vector_rq) {
-            int32x4_t acc = vaddq_n_s32(vshrq_n_s32(mf_mve_lanes4(a0, a1, a2, a3), 4), t->base); /* exact: x 16 */
-            acc = vaddq_n_s32(mf_requantize_x4_n(acc, t->mult, t->shift), rq->out_off);
-            acc = vminq_s32(vmaxq_s32(acc, lo), hi);
-            vstrbq_scatter_offset_p_s32(out + r, offs, acc, store);
-        } else {
-            const int32_t a[4] = {a0 >> 4, a1 >> 4, a2 >> 4, a3 >> 4};
-            for (uint32_t i = 0; i < n_cols; i++) {
-                out[step * i + r] = mf_requant_s8(mf_add_wrap(a[i], t->base), t->mult, t->shift, rq->out_off, rq->lo,
-                                                  rq->hi);
-            }
-        }
-    }
-}
-
-#if defined(__OPTIMIZE__)
 /* halves_rows' per-call values, read by its asm from memory (the asm has no register to spare for them). */
 typedef struct {
     const int8_t *x;   /* patch 0; patch i at x + i * depth */
@@ -466,6 +415,8 @@ typedef struct {
     "5:\n"
 #define HALVES_TAIL                                                                                   \
     "   ldr          lr, [%[fr], #12]\n"                                                           \
+    "   cmp          lr, #0\n"                                                                     \
+    "   beq          6f\n"                                                                         \
     "   vctp.8       lr\n"                                                                         \
     "   vpstt\n"                                                                                   \
     "   vldrbt.8     q2, [%[p]]\n"                                                             \
@@ -498,7 +449,8 @@ typedef struct {
     "   vpst\n"                                                                                    \
     "   vldrbt.8     q1, [%[x3]]\n"                                                                \
     "   vmladava.s8  %[a3], q0, q3\n"                                                              \
-    "   vmladava.s8  %[a3], q1, q2\n"
+    "   vmladava.s8  %[a3], q1, q2\n"                                                              \
+    "6:\n"
 #define HALVES_ROW_ASM(TAIL)                                                                          \
     __asm__ volatile("   ldrd         %[x0], %[x3], [%[fr]]\n"                                      \
                      "   ldr          %[a0], [%[fr], #8]\n"                                         \
@@ -561,14 +513,9 @@ static __attribute__((noinline)) void halves_rows(const halves_frame *fr, const 
     const int8_t *p = w;
     int32_t a0, a1, a2, a3;
     const int8_t *x0, *x1, *x2, *x3;
-    if (fr->th != 0u) {
-        for (uint32_t r = 0; r < rows; r++, t++, out++) HALVES_ROW_ASM(HALVES_TAIL);
-    } else {
-        for (uint32_t r = 0; r < rows; r++, t++, out++) HALVES_ROW_ASM("");
-    }
+    for (uint32_t r = 0; r < rows; r++, t++, out++) HALVES_ROW_ASM(HALVES_TAIL);
     (void)a0, (void)a1, (void)a2, (void)a3, (void)x0, (void)x1, (void)x2, (void)x3;
 }
-#endif
 
 /* t[f] for filters f0 .. f0 + n - 1 (S4_HALVES rows at w, the first f0's): bias + in_off * sum(w), wrapping as the
  * accumulation does (|sum(w)| <= 2^19, |in_off| <= 128), multiplier, shift. */
@@ -581,11 +528,61 @@ static void halves_table(halves_filter *t, const int8_t *w, uint32_t f0, uint32_
         t[f].shift = rq->shift[rq->per_channel ? f0 + f : 0u];
     }
 }
+#endif
 
-/* conv2d_s4 on Helium with S4_HALVES weights: blocks of four output pixels, their patches copied (im2col) into the
- * scratch or, for a 1x1 convolution without padding, read in place, then every filter of the group on the four
- * (halves_4cols), the filters' bias + in_off * sum(w) tabled HALVES_TABLE at a time (once per group when they
- * fit). */
+#if defined(__OPTIMIZE__)
+/* run_halves' common case (an optimized build, the vector requantization, 32 taps or more): the group's filters a
+ * table at a time, each table's filters on blocks of four pixels by halves_rows, the patches depth bytes apart --
+ * copied into the scratch, or in place when the block's four pixels are consecutive in the input (a 1x1 of unit
+ * stride whose output rows are the input's). */
+static __attribute__((noinline)) void run_halves_rows(const mf_call *c, const mf_weighted_run *k, conv_geom *g,
+                                                      int pointwise) {
+    const mf_tensor x = k->x, w = k->w, o = k->o;
+    const uint32_t oc_n = w.shape[0], groups = g->ch / g->wc, opg = oc_n / groups;
+    const uint32_t depth = g->kh * g->kw * g->wc, half = depth / 2u, ow = o.shape[2], pixels = o.shape[1] * ow;
+    const int8_t *wd = (const int8_t *)w.data;
+    int8_t *scratch = (int8_t *)c->scratch;
+    const int consecutive = pointwise && g->st[0] == 1 && g->st[1] == 1 && ow == (uint32_t)g->w && groups == 1u;
+    const uint32x4_t lanes = vreinterpretq_u32_s32(
+        mf_mve_lanes4(0, (int32_t)oc_n, (int32_t)(2u * oc_n), (int32_t)(3u * oc_n)));
+    halves_frame fr = {.depth = depth, .iters = depth / 32u, .th = (depth & 31u) >> 1, .out_off = k->rq.out_off};
+    halves_filter table[HALVES_TABLE];
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g->ch;
+        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
+        for (uint32_t grp = 0; grp < groups; grp++) {
+            g->x = image + (size_t)grp * g->wc;
+            const uint32_t f0 = grp * opg;
+            for (uint32_t f = 0; f < opg; f += HALVES_TABLE) {
+                const uint32_t nf = opg - f < HALVES_TABLE ? opg - f : HALVES_TABLE;
+                const int8_t *wf = wd + (size_t)(f0 + f) * half;
+                halves_table(table, wf, f0 + f, nf, depth, k->in_off, &k->rq);
+                for (uint32_t p0 = 0; p0 < pixels; p0 += 4u) {
+                    const uint32_t n_cols = pixels - p0 < 4u ? pixels - p0 : 4u;
+                    if (consecutive && n_cols == 4u) {
+                        fr.x = g->x + (size_t)p0 * g->ch;
+                    } else {
+                        for (uint32_t i = 0; i < n_cols; i++) {
+                            if (pointwise) {
+                                memcpy(scratch + (size_t)i * depth, in_place(g, p0 + i, ow), depth);
+                            } else {
+                                patch_s8_rows(g, p0 + i, ow, scratch + (size_t)i * depth);
+                            }
+                        }
+                        fr.x = scratch; /* patches past n_cols: stale bytes, their outputs not written */
+                    }
+                    fr.store = vcmphiq_u32(vdupq_n_u32(n_cols * oc_n), lanes);
+                    halves_rows(&fr, wf, nf, table, &k->rq, out_image + (size_t)p0 * oc_n + f0 + f, oc_n);
+                }
+            }
+        }
+    }
+}
+#endif
+
+/* conv2d_s4 on Helium with S4_HALVES weights and the packed plan's scratch (or more): run_halves_rows where it
+ * applies, else one pixel at a time, each patch copied (im2col) into the scratch or, for a 1x1 convolution without
+ * padding, read in place. */
 static __attribute__((noinline)) void run_halves(const mf_call *c) {
     mf_weighted_run k;
     mf_weighted_run_init(&k, c, A_ACT_MIN, A_STRIDE);
@@ -605,63 +602,29 @@ static __attribute__((noinline)) void run_halves(const mf_call *c) {
     const int pointwise = g.kh == 1 && g.kw == 1 && g.pd[0] == 0 && g.pd[1] == 0 &&
                           ((int32_t)o.shape[1] - 1) * g.st[0] < g.h && ((int32_t)ow - 1) * g.st[1] < g.w;
     const int vector_rq = mf_requant_vector_ok(&k.rq, oc_n);
-    halves_filter table[HALVES_TABLE];
 #if defined(__OPTIMIZE__)
-    /* halves_rows: the patches depth bytes apart -- copied into the scratch, or in place when the block's four
-     * pixels are consecutive in the input (a 1x1 of unit stride whose output rows are the input's) */
-    const int asm_rows = vector_rq && depth >= 32u;
-    const int consecutive = pointwise && g.st[0] == 1 && g.st[1] == 1 && ow == (uint32_t)g.w && groups == 1u;
-    const uint32x4_t lanes = vreinterpretq_u32_s32(
-        mf_mve_lanes4(0, (int32_t)oc_n, (int32_t)(2u * oc_n), (int32_t)(3u * oc_n)));
-    halves_frame fr = {.depth = depth, .iters = depth / 32u, .th = (depth & 31u) >> 1, .out_off = k.rq.out_off};
+    if (vector_rq && depth >= 32u) {
+        run_halves_rows(c, &k, &g, pointwise);
+        return;
+    }
 #endif
+    /* else each pixel's patch a fully connected row (mf_s4_halves_row, fully_connected_s4's): four filters a pass
+     * sharing the patch's loads, the offset's in_off * sum(w) summed per pixel */
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
-        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * oc_n;
-        for (uint32_t grp = 0; grp < groups; grp++) {
-            g.x = image + (size_t)grp * g.wc;
-            const uint32_t f0 = grp * opg;
-            const int8_t *wg = wd + (size_t)f0 * half;
-            for (uint32_t f = 0; f < opg; f += HALVES_TABLE) { /* the filters a table at a time */
-                const uint32_t nf = opg - f < HALVES_TABLE ? opg - f : HALVES_TABLE;
-                const int8_t *wf = wg + (size_t)f * half;
-                halves_table(table, wf, f0 + f, nf, depth, k.in_off, &k.rq);
-                for (uint32_t p0 = 0; p0 < pixels; p0 += 4u) {
-                    const uint32_t n_cols = pixels - p0 < 4u ? pixels - p0 : 4u;
-                    int8_t *out0 = out_image + (size_t)p0 * oc_n + f0 + f;
-#if defined(__OPTIMIZE__)
-                    if (asm_rows) {
-                        if (consecutive && n_cols == 4u) {
-                            fr.x = g.x + (size_t)p0 * g.ch;
-                        } else {
-                            for (uint32_t i = 0; i < n_cols; i++) {
-                                if (pointwise) {
-                                    memcpy(scratch + (size_t)i * depth, in_place(&g, p0 + i, ow), depth);
-                                } else {
-                                    patch_s8_rows(&g, p0 + i, ow, scratch + (size_t)i * depth);
-                                }
-                            }
-                            fr.x = scratch; /* patches past n_cols: stale bytes, their outputs not written */
-                        }
-                        fr.store = vcmphiq_u32(vdupq_n_u32(n_cols * oc_n), lanes);
-                        halves_rows(&fr, wf, nf, table, &k.rq, out0, oc_n);
-                        continue;
-                    }
-#endif
-                    const int8_t *cols[4];
-                    for (uint32_t i = 0; i < 4u; i++) {
-                        if (i >= n_cols) {
-                            cols[i] = cols[0]; /* repeats patch 0, its outputs not written */
-                        } else if (pointwise) {
-                            cols[i] = in_place(&g, p0 + i, ow);
-                        } else {
-                            int8_t *col = scratch + (size_t)i * depth;
-                            patch_s8_rows(&g, p0 + i, ow, col);
-                            cols[i] = col;
-                        }
-                    }
-                    halves_4cols(cols, n_cols, wf, nf, depth, table, &k.rq, vector_rq, out0, oc_n);
+        int8_t *out = (int8_t *)o.data + (size_t)n * pixels * oc_n;
+        for (uint32_t p = 0; p < pixels; p++, out += oc_n) {
+            for (uint32_t grp = 0; grp < groups; grp++) {
+                g.x = image + (size_t)grp * g.wc;
+                const int8_t *patch = scratch;
+                if (pointwise) {
+                    patch = in_place(&g, p, ow);
+                } else {
+                    patch_s8_rows(&g, p, ow, scratch);
                 }
+                const uint32_t f0 = grp * opg;
+                mf_s4_halves_row(patch, wd + (size_t)f0 * half, f0, opg, depth, k.in_off, NULL, &k.rq, vector_rq,
+                                 out + f0);
             }
         }
     }
