@@ -25,10 +25,11 @@
  * conv2d_s8's path would take it, and a filter is at most 4096 taps; the cost is the patches copied once
  * per chunk instead of once. The buffer is planned scratch, not stack, so the RAM is known at compile time.
  * S4_HALVES weights (mf_s4.h; a Helium program's, rows of an even length): on MVE the unpacked path as above
- * (mf_s4_halves_unpack), else run_halves: blocks of four output pixels (patches im2col'd into the packed plan's
- * scratch, or a 1x1's read in place) met by every filter, each 16-byte weight load split into its low and high
- * nibbles once for the four pixels (halves_rows: the MAC loop and output stage in asm); elsewhere the portable
- * path.
+ * (mf_s4_halves_unpack) but for rows of whole 32-tap blocks from 128 taps on, which run_halves takes (faster
+ * there than the unpacked path's patches copied per chunk), else run_halves: blocks of four output pixels
+ * (patches im2col'd into the packed plan's scratch, or a 1x1's read in place) met by every filter, each 16-byte
+ * weight load split into its low and high nibbles once for the four pixels (halves_rows: the MAC loop and output
+ * stage in asm); elsewhere the portable path.
  */
 #include "mf_conv_mve.h"
 #include "mf_s4.h"
