@@ -84,12 +84,13 @@ def offsets(rng) -> dict:
 
 
 def conv_case(rng, kind: str, wc: int, kernel: tuple[int, int], groups: int = 1, scratch: bool = True,
-              dm: int | None = None, pad: list[int] | None = None, opg: int | None = None) -> dict:
+              dm: int | None = None, pad: list[int] | None = None, opg: int | None = None,
+              stride: list[int] | None = None) -> dict:
     """One conv2d_s4 / depthwise_conv2d_s4 case as the arguments of BoardSweep.add (``opg``: conv2d_s4's
-    filters per group, else drawn)."""
+    filters per group, else drawn; ``stride``: else drawn)."""
     for _ in range(100):
         h, w = int(rng.integers(1, 9)), int(rng.integers(1, 9))
-        st = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
+        st = stride if stride is not None else [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
         pd = pad if pad is not None else [int(rng.integers(0, 3)), int(rng.integers(0, 3))]
         dl = [1, 1] if rng.random() < 0.7 else [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
         oh, ow = conv_output_hw((h, w), kernel, st, pd, dl)
@@ -196,9 +197,9 @@ def as_halves(case: dict) -> dict:
 
 def halves_cases(rng) -> list[tuple[str, dict]]:
     """conv2d_s4 and fully_connected_s4 with S4_HALVES weights (a Helium program's; rows of an even length): on
-    cortex-m55 run_halves (mf_s4_halves_row per pixel, with the packed paths' scratch: 32-tap blocks, a last block of
-    2..30, in_off tabled in the scratch or, without room, summed per pixel; odd pixel and filter counts, groups;
-    1x1 read in place by pointwise_filters), the unpacked path (the planned scratch) and the portable one (none);
+    cortex-m55 run_halves (with the packed paths' scratch: blocks of four pixels, halves_rows' asm from 32 taps on,
+    halves_4cols below or with a multiplier of INT32_MIN; 32-tap blocks, a last block of 2..30; odd pixel and
+    filter counts, groups; 1x1 read in place), the unpacked path (the planned scratch) and the portable one (none);
     mf_s4_halves_row for the fully connected; elsewhere the portable statement."""
     im2col = SCRATCH["conv2d_s4_im2col"]
     cases = []
@@ -220,6 +221,28 @@ def halves_cases(rng) -> list[tuple[str, dict]]:
     case = as_halves(conv_case(rng, "conv2d_s4", 2, (3, 3), opg=30, pad=[1, 1]))
     case["attrs"]["input_offset"] = 77
     cases.append(("halves_c2_k3x3_no_table", {**case, "scratch": im2col(depth=18)}))
+    # the packed plan's asm rows loop (halves_rows: 32 taps or more, the vector requantization): the four patches in
+    # the scratch or, a 1x1 of unit stride, in place; a last block of 2..30 taps or none; more than 64 filters (the
+    # table a chunk at a time); groups; odd pixel counts (a last block of 1..3 pixels); each shape three times
+    # (per-tensor / per-channel, int16 / int32 parameters, input offsets and left shifts as drawn)
+    for wc, kernel, opg, pad, stride, groups in ((16, (3, 3), 6, [1, 1], [1, 1], 1), (36, (1, 1), 5, [0, 0], [1, 1], 1),
+                                                 (64, (1, 1), 3, [0, 0], [1, 1], 1), (48, (1, 1), 70, [0, 0], None, 1),
+                                                 (16, (3, 3), 66, [1, 1], None, 1), (40, (1, 1), 4, [0, 0], [2, 1], 1),
+                                                 (34, (1, 1), 3, [0, 0], [1, 1], 2), (8, (3, 3), 4, None, None, 2),
+                                                 (12, (1, 3), 5, None, None, 1), (4, (3, 3), 7, [1, 1], [1, 1], 1)):
+        for i in range(3):
+            depth, tag = kernel[0] * kernel[1] * wc, f"c{wc}_k{kernel[0]}x{kernel[1]}_g{groups}_o{opg}_{i}"
+            case = as_halves(conv_case(rng, "conv2d_s4", wc, kernel, groups=groups, opg=opg, pad=pad, stride=stride))
+            cases.append((f"halves_rows_{tag}", {**case, "scratch": im2col(depth=depth)}))
+    # a multiplier of INT32_MIN: halves_4cols' scalar requantization
+    case = as_halves(conv_case(rng, "conv2d_s4", 16, (3, 3), opg=5, pad=[1, 1]))
+    consts = [t for t in case["constants"] if t.name != "m"]
+    mult = rng.integers(1 << 30, (1 << 31) - 1, size=5).astype(np.int32)
+    mult[2] = -(1 << 31)
+    consts.insert(len(consts) - 1, const("m", mult))
+    shift = const("s", rng.integers(-8, 2, size=5).astype(np.int8))
+    case.update(constants=[*consts[:-1], shift])
+    cases.append(("halves_rows_c16_int32_min", {**case, "scratch": im2col(depth=144)}))
     for depth in (2, 16, 30, 32, 40, 48, 64, 94, 640):
         for oc in (1, 3, 6):
             case = as_halves(fc_case(rng, "fully_connected_s4", depth, oc, int(rng.integers(1, 4))))

@@ -36,6 +36,7 @@ import numpy as np
 import pytest
 from board_sweep import BoardSweep
 from cmsis_reference_s16 import read_sigmoid_table, sigmoid_table_q16
+from test_c_kernels_s4 import as_halves
 from test_c_kernels_s4 import conv_case as s4_conv_case
 from test_c_kernels_s4 import fc_case as s4_fc_case
 from test_c_kernels_s16 import (
@@ -62,6 +63,7 @@ from mcuforge import cruntime
 from mcuforge.cmsis_nn import harness, ops
 from mcuforge.ir import Tensor
 from mcuforge.kernels.lut_s16 import SIGMOID_TABLE_U16, activation_s16
+from mcuforge.kinds.scratch import SCRATCH
 from mcuforge.program import deserialize
 from mcuforge.runtime import execute
 
@@ -185,6 +187,21 @@ def s4_case(rng, sweep: BoardSweep, case: str, kind: str) -> None:
               scratch=c.get("scratch", True))
 
 
+def s4_halves_case(rng, sweep: BoardSweep, case: str) -> None:
+    """conv2d_s4 with S4_HALVES weights (a Helium program's order; CMSIS-NN gets its own packing of the same
+    weights): on cortex-m55 run_halves -- halves_rows' asm on blocks of four pixels from 32 taps on (patches
+    copied, or a 1x1's read in place; a last block of 2..30 taps or none), mf_s4_halves_row below -- with the
+    packed plan's scratch, else the unpacked path; elsewhere the portable reader."""
+    wc, kernel, pad, stride = [(16, (3, 3), [1, 1], None), (32, (1, 1), [0, 0], [1, 1]), (48, (1, 1), [0, 0], None),
+                               (4, (3, 3), None, None), (64, (3, 3), [1, 1], [1, 1]), (6, (1, 3), None, None),
+                               (20, (1, 1), [0, 0], [1, 1])][int(rng.integers(0, 7))]
+    c = as_halves(s4_conv_case(rng, "conv2d_s4", wc, kernel, pad=pad, stride=stride, opg=int(rng.integers(1, 10))))
+    depth = kernel[0] * kernel[1] * wc
+    scratch = SCRATCH["conv2d_s4_im2col"](depth=depth) if rng.random() < 0.7 else True  # packed plan or planned
+    sweep.add(case, c["kind"], s4_offsets(rng, c["attrs"]), c["inputs"], c["outputs"], c["constants"],
+              c["op_inputs"], scratch=scratch)
+
+
 def lstm_sweep_case(rng, sweep: BoardSweep, case: str, edge: str) -> None:
     """lstm_s8 (test_lstm's generator: saturating, clipped and extreme edges; cell scales 2^-16 .. 2^2 and
     2^-43), often at the cell scales 2^-13 .. 2^-15 that take a negative tanh shift."""
@@ -216,6 +233,7 @@ GENERATORS = {
     "fully_connected_s4": (functools.partial(s4_case, kind="fully_connected_s4"), 20),
     "lstm_s8": (lambda rng, sweep, case: lstm_sweep_case(rng, sweep, case, ["", "saturate", "clip", "extremes"][
         int(rng.integers(0, 4))]), 16),
+    "conv2d_s4 s4_halves": (s4_halves_case, 20),  # last: the families before keep their seeds
 }
 
 

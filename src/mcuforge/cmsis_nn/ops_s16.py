@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Op
-from ..kernels.int4 import widened_multipliers
+from ..kernels.int4 import S4_HALVES, pack_int4, unpack_int4_halves, widened_multipliers
 from .harness import Case
 from .ops import converts, output_tensor, per_channel
 from .ops_s8 import batch_matmul_operands
@@ -175,6 +175,8 @@ def conv2d_s4(graph: Graph, op: Op, values: list, function: str = "mfcmp_conv_wr
     if fc != c:
         raise NotImplementedError("conv2d_s4 with groups: arm_convolve_s4 has none")
     bias, has_bias, mults, shifts = _s4_params(bias, mult, shift, oc)
+    if graph.tensors[op.inputs[1]].layout == S4_HALVES:  # a Helium program's order: CMSIS-NN's packing of the same
+        w = pack_int4(unpack_int4_halves(np.asarray(w).reshape(-1).view(np.uint8), (oc, kh, kw, fc)))
     ints = [n, h, wd, c, oc, kh, kw, out.shape[1], out.shape[2], a["input_offset"], a["output_offset"],
             *a["stride"], *a["padding"], *a["dilation"], a["act_min"], a["act_max"], has_bias]
     inputs = [np.ascontiguousarray(x, I8), np.ascontiguousarray(np.asarray(w).view(I8)), bias, mults, shifts]
