@@ -402,18 +402,8 @@ typedef struct {
 
 /* One filter (weights at p, moved on to the next row; constants at t) on four patches: the MAC loop of
  * halves_4cols in asm (loads, ALU operations and VMLADAVAs alternating: the Cortex-M55 overlaps neighbours of
- * different units), TAIL the last block, then conv2d_s8's output stage on the four sums as one vector (REQ as
- * MVE_REQ_GENERAL), + output offset, clamp, the byte scatter store of the lanes in the store predicate. */
-#define HALVES_REQ                                                                                    \
-    "   cmp          %[a3], #0\n"                                                                  \
-    "   ble          4f\n"                                                                         \
-    "   vshl.s32     q3, %[a3]\n"                                                                  \
-    "4: vqrdmulh.s32 q3, q3, %[a2]\n"                                                              \
-    "   bge          5f\n"                                                                         \
-    "   vshr.s32     q0, q3, #31\n"                                                                \
-    "   vqadd.s32    q3, q3, q0\n"                                                                 \
-    "   vrshl.s32    q3, %[a3]\n"                                                                  \
-    "5:\n"
+ * different units), TAIL the last block, then conv2d_s8's output stage on the four sums as one vector (MVE_REQ_GENERAL,
+ * mf_conv_mve.h), + output offset, clamp, the byte scatter store of the lanes in the store predicate. */
 #define HALVES_TAIL                                                                                   \
     "   ldr          lr, [%[fr], #12]\n"                                                           \
     "   cmp          lr, #0\n"                                                                     \
@@ -488,7 +478,7 @@ typedef struct {
                      "   ldr          %[a0], [%[t]]\n"                                              \
                      "   ldrd         %[a2], %[a3], [%[t], #4]\n"                                   \
                      "   vshr.s32     q3, q3, #4\n"                                                 \
-                     "   vadd.i32     q3, q3, %[a0]\n" HALVES_REQ                                   \
+                     "   vadd.i32     q3, q3, %[a0]\n" MVE_REQ_GENERAL                              \
                      "   ldrd         %[a0], %[a1], [%[fr], #16]\n"                                 \
                      "   vadd.i32     q3, q3, %[a1]\n"                                              \
                      "   vmax.s32     q3, q3, %q[lo]\n"                                             \

@@ -1299,18 +1299,8 @@ typedef struct {
     int32_t bias, mult, shift;
 } mve_filter;
 
-/* The requantization of q3 by mult a2 and shift a3: general (mf_requantize_x4_n) or, when every shift
- * of the op is negative, without the left shift and the tests. */
-#define MVE_REQ_GENERAL                                                                               \
-    "   cmp          %[a3], #0\n"                                                                  \
-    "   ble          4f\n"                                                                         \
-    "   vshl.s32     q3, %[a3]\n"                                                                  \
-    "4: vqrdmulh.s32 q3, q3, %[a2]\n"                                                              \
-    "   bge          5f\n"                                                                         \
-    "   vshr.s32     q0, q3, #31\n"                                                                \
-    "   vqadd.s32    q3, q3, q0\n"                                                                 \
-    "   vrshl.s32    q3, %[a3]\n"                                                                  \
-    "5:\n"
+/* The requantization when every shift of the op is negative: MVE_REQ_GENERAL's (mf_conv_mve.h) without the left
+ * shift and the tests. */
 #define MVE_REQ_NEGATIVE                                                                              \
     "   vqrdmulh.s32 q3, q3, %[a2]\n"                                                              \
     "   vshr.s32     q0, q3, #31\n"                                                                \

@@ -22,6 +22,20 @@ void mf_conv2d_mve(const mf_call *c, mf_conv_mve_weights weights, const void *ct
 /* Whether conv2d_s8's MVE path takes c given the scratch: an optimized build, index arithmetic in int32,
  * and no multiplier of INT32_MIN. */
 int mf_conv2d_mve_fits(const mf_call *c);
+
+/* Inline-asm text: the requantization of the four int32 sums in q3 by multiplier operand a2 and shift operand a3
+ * (mf_requantize_x4_n: left shift when a3 > 0, VQRDMULH, then the rounding right shift), q0 clobbered; used by
+ * conv2d_s8's and conv2d_s4's MVE rows. */
+#define MVE_REQ_GENERAL                                                                               \
+    "   cmp          %[a3], #0\n"                                                                  \
+    "   ble          4f\n"                                                                         \
+    "   vshl.s32     q3, %[a3]\n"                                                                  \
+    "4: vqrdmulh.s32 q3, q3, %[a2]\n"                                                              \
+    "   bge          5f\n"                                                                         \
+    "   vshr.s32     q0, q3, #31\n"                                                                \
+    "   vqadd.s32    q3, q3, q0\n"                                                                 \
+    "   vrshl.s32    q3, %[a3]\n"                                                                  \
+    "5:\n"
 #endif
 
 #endif /* MF_CONV_MVE_H */
