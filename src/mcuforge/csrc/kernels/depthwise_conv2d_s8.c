@@ -1559,19 +1559,23 @@ static __attribute__((noinline)) void dwp_image(const dw3_view *v, dwp_ch ch[4],
 #define DWV_Q 8  /* words between pair rows (DWV_PITCH bytes, an immediate in the asm) */
 #define DWV_PITCH "32"
 
-/* One channel's constants; the asm reads them at these offsets. */
+/* One channel's constants and row state; the asm reads them at these offsets. */
 typedef struct {
-    const int32_t *x;  /*  0: the channel's map (pair row 0, column 0) */
-    int8_t *out;       /*  4: the channel's output pixel (0, 0) */
+    const int32_t *x;  /*  0: the row pair's map position (pair row k, column 0) */
+    int8_t *out;       /*  4: the row pair's first output (row 2 k, column 0) */
     int32_t ostep;     /*  8: bytes between outputs */
     int32_t xlast;     /* 12: 4 (ow - 1) */
     int32_t w[6];      /* 16: {w0j, w1j} j = 0..2, then {w1j, w2j} (doubled, as dw3_tab's) */
     int32_t acc, mult, half, n, lo, hi; /* 40..60: as dw3_tab's */
-    int8_t *oa, *ob;   /* 64, 68: the row pair's next outputs (row 2 k, row 2 k + 1 or row 2 k again) */
+    int8_t *oa, *ob;   /* 64, 68: the pass's outputs (row 2 k; row 2 k + 1, or row 2 k again) */
     const int32_t *xend; /* 72: x + 4 (ow - 1) */
+    int32_t orow2;     /* 76: bytes between row pairs' outputs */
+    int32_t pairs;     /* 80: row pairs left */
+    int32_t oblast;    /* 84: ob - oa of the last pair (0 when the rows are odd) */
+    int32_t orow;      /* 88: ob - oa of the others */
 } dwv_ch;
 typedef char dwv_ch_layout[offsetof(dwv_ch, w) == 16 && offsetof(dwv_ch, acc) == 40 && offsetof(dwv_ch, oa) == 64 &&
-                                   sizeof(dwv_ch) == 76 ? 1 : -1];
+                                   offsetof(dwv_ch, orow) == 88 && sizeof(dwv_ch) == 92 ? 1 : -1];
 
 /* The column's words: P0 (rows 0/1) in r10, P2 (rows 2/3) in r11. */
 #define DWV_LD(O) "ldr r10, [r0, #" #O "]\n\tldr r11, [r0, #" DWV_PITCH " + " #O "]\n\t"
@@ -1608,9 +1612,9 @@ typedef char dwv_ch_layout[offsetof(dwv_ch, w) == 16 && offsetof(dwv_ch, acc) ==
 #define DWV_CLAMP4                                                                                                     \
     "ldr r10, [lr, #56]\n\t"                                                                                          \
     "ldr r11, [lr, #60]\n\t" DWP_CLAMP1("r1") DWP_CLAMP1("r2") DWP_CLAMP1("r9") DWP_CLAMP1("r12")
-/* NAME(dwv_ch c[4], xoff, ooff, ob): the row pair at map byte xoff and output byte ooff of the four channels;
- * ob: bytes from an output of row 2 k to the one below (0 for an odd last row: row 2 k + 1's bytes are stored
- * first, then row 2 k's over them). Registers: r0 x, r1/r2 windows (0, a/b), r9/r12 windows (1, a/b), r3..r8
+/* NAME(dwv_ch c[4]): every row pair of the four channels (c->pairs of them from c->x, c->out); the outputs of
+ * row 2 k + 1 are c->orow bytes below row 2 k's, c->oblast for the last pair (0 for an odd last row: row
+ * 2 k + 1's bytes are stored first, then row 2 k's over them). Registers: r0 x, r1/r2 windows (0, a/b), r9/r12 windows (1, a/b), r3..r8
  * weights, r10/r11 the column, lr the channel block. Passes of two columns while x < xend; a row of odd width
  * ends with a pass one column back (its first window again: the same bytes). */
 #define DWV_FUNC(NAME, CLAMP)                                                                                          \
@@ -1618,25 +1622,26 @@ typedef char dwv_ch_layout[offsetof(dwv_ch, w) == 16 && offsetof(dwv_ch, acc) ==
             ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n"                     \
             #NAME ":\n\t"                                                                                              \
             "push {r4-r11, lr}\n\t"                                                                                    \
-            "add r12, r0, #304\n\t"                                                                                    \
-            "push {r1, r2, r3, r12}\n\t"                                                                               \
+            "add r12, r0, #368\n\t"                                                                                    \
+            "push {r0, r12}\n\t"                                                                                       \
             "mov lr, r0\n"                                                                                             \
             "0:\n\t"                                                                                                   \
-            "ldr r0, [lr]\n\t"                                                                                         \
-            "ldr r1, [sp]\n\t"                                                                                         \
-            "ldr r2, [lr, #12]\n\t"                                                                                    \
-            "add r0, r0, r1\n\t"                                                                                       \
-            "add r2, r2, r0\n\t"                                                                                       \
-            "str r2, [lr, #72]\n\t"                                                                                    \
-            "ldr r1, [lr, #4]\n\t"                                                                                     \
-            "ldr r2, [sp, #4]\n\t"                                                                                     \
-            "ldr r3, [sp, #8]\n\t"                                                                                     \
-            "add r1, r1, r2\n\t"                                                                                       \
-            "add r3, r3, r1\n\t"                                                                                       \
-            "str r1, [lr, #64]\n\t"                                                                                    \
-            "str r3, [lr, #68]\n\t"                                                                                    \
             "add r1, lr, #16\n\t"                                                                                      \
             "ldm r1, {r3-r8}\n"                                                                                        \
+            "5:\n\t"                                                                                                   \
+            "ldr r0, [lr]\n\t"                                                                                         \
+            "ldr r1, [lr, #12]\n\t"                                                                                    \
+            "ldr r2, [lr, #80]\n\t"                                                                                    \
+            "add r1, r1, r0\n\t"                                                                                       \
+            "str r1, [lr, #72]\n\t"                                                                                    \
+            "ldr r1, [lr, #4]\n\t"                                                                                     \
+            "ldr r9, [lr, #88]\n\t"                                                                                    \
+            "cmp r2, #1\n\t"                                                                                           \
+            "it eq\n\t"                                                                                                \
+            "ldreq r9, [lr, #84]\n\t"                                                                                  \
+            "add r9, r9, r1\n\t"                                                                                       \
+            "str r1, [lr, #64]\n\t"                                                                                    \
+            "str r9, [lr, #68]\n"                                                                                      \
             "1:\n\t"                                                                                                   \
             "ldr r12, [lr, #40]\n\t"                                                                                   \
             DWV_LD(0) DWV_MAC("r1", "r2", "r3", "r6", "r12", "r12")                                                    \
@@ -1669,16 +1674,27 @@ typedef char dwv_ch_layout[offsetof(dwv_ch, w) == 16 && offsetof(dwv_ch, acc) ==
             "str r12, [lr, #68]\n\t"                                                                                   \
             "b 1b\n"                                                                                                   \
             "2:\n\t"                                                                                                   \
-            "add lr, lr, #76\n\t"                                                                                      \
-            "ldr r10, [sp, #12]\n\t"                                                                                   \
+            "ldr r0, [lr]\n\t"                                                                                         \
+            "ldr r1, [lr, #4]\n\t"                                                                                     \
+            "ldr r2, [lr, #76]\n\t"                                                                                    \
+            "ldr r9, [lr, #80]\n\t"                                                                                    \
+            "add r0, r0, #" DWV_PITCH "\n\t"                                                                           \
+            "add r1, r1, r2\n\t"                                                                                       \
+            "str r0, [lr]\n\t"                                                                                         \
+            "str r1, [lr, #4]\n\t"                                                                                     \
+            "subs r9, r9, #1\n\t"                                                                                      \
+            "str r9, [lr, #80]\n\t"                                                                                    \
+            "bne 5b\n\t"                                                                                               \
+            "add lr, lr, #92\n\t"                                                                                      \
+            "ldr r10, [sp, #4]\n\t"                                                                                    \
             "cmp lr, r10\n\t"                                                                                          \
             "bne 0b\n\t"                                                                                               \
-            "add sp, sp, #16\n\t"                                                                                      \
+            "add sp, sp, #8\n\t"                                                                                       \
             "pop {r4-r11, pc}\n\t"                                                                                     \
             ".size " #NAME ", . - " #NAME "\n\t"                                                                       \
             ".popsection\n")
-void mf_dwv_run_int8(dwv_ch *c, int32_t xoff, int32_t ooff, int32_t ob); /* c: the group's four blocks */
-void mf_dwv_run_clamp(dwv_ch *c, int32_t xoff, int32_t ooff, int32_t ob);
+void mf_dwv_run_int8(dwv_ch *c); /* c: the group's four blocks */
+void mf_dwv_run_clamp(dwv_ch *c);
 DWV_FUNC(mf_dwv_run_int8, "");
 DWV_FUNC(mf_dwv_run_clamp, DWV_CLAMP4);
 
@@ -1690,18 +1706,12 @@ static int dwv_ok(const dw_geom *g) {
            5 * (g->oh + (g->oh & 1)) * (g->ow + (g->ow & 1)) <= 6 * g->oh * g->ow;
 }
 
-/* A column of the four channels' maps (channel i at byte o_i of d) all zero point (zz, widened). */
-static inline void dwv_zz(uint8_t *d, int32_t o1, int32_t o2, int32_t o3, int32_t zz) {
-    mf_st32(d, zz), mf_st32(d + o1, zz), mf_st32(d + o2, zz), mf_st32(d + o3, zz);
-}
-
 /* Channels oc .. oc + 3 of every window of a small map (dwv_ok) whose output stage is dw3_tab's (dw3_tab_ok). */
 static __attribute__((noinline)) void dwv_group(const dw_geom *g, const dw_out_params *q, int32_t oc) {
-    const int32_t C = g->ch, R = (g->oh + 1) / 2 + 1, ncol = g->ow + 2;
-    const int32_t zp = mf_wrap32((uint32_t)(uint8_t)(int8_t)-g->in_off * 0x01010101u);
+    enum { MAP = DWV_R * DWV_Q }; /* words of a channel's map */
+    const int32_t C = g->ch;
     const int32_t zz = dw3_pair(-g->in_off, -g->in_off); /* the zero point widened, in both halves */
-    const int32_t o1 = 4 * DWV_R * DWV_Q, o2 = 2 * o1, o3 = 3 * o1; /* bytes between the channels' maps */
-    int32_t buf[4 * DWV_R * DWV_Q];
+    int16_t buf[8 * MAP] __attribute__((aligned(4))); /* the four maps' halfwords (the asm reads words) */
     dwv_ch ch[4];
     for (int i = 0; i < 4; i++) {
         dwv_ch *c = &ch[i];
@@ -1712,44 +1722,41 @@ static __attribute__((noinline)) void dwv_group(const dw_geom *g, const dw_out_p
             sum += w0 + w1 + w2;
             c->w[j] = dw3_pair(2 * w0, 2 * w1), c->w[3 + j] = dw3_pair(2 * w1, 2 * w2);
         }
-        c->x = buf + i * DWV_R * DWV_Q;
         c->ostep = C, c->xlast = 4 * (g->ow - 1);
         /* as dw3_tab_of's */
         c->acc = mf_wrap32(2u * (uint32_t)mf_add_wrap(q->bias[i], g->in_off * sum));
         c->mult = q->mult[i], c->n = q->n[i];
         c->half = (1 << (q->n[i] - 1)) + q->out_off * (1 << q->n[i]);
         c->lo = q->lo, c->hi = q->hi;
+        c->orow = g->ow * C, c->orow2 = 2 * c->orow, c->oblast = g->oh & 1 ? 0 : c->orow;
     }
-    void (*const run)(dwv_ch *, int32_t, int32_t, int32_t) =
-        q->lo == -128 && q->hi == 127 ? mf_dwv_run_int8 : mf_dwv_run_clamp;
-    const ptrdiff_t row = (ptrdiff_t)g->wi * C, orow = (ptrdiff_t)g->ow * C;
-    /* the map's columns [x0, x1) inside the input */
-    const int32_t x0 = g->pd[1] < ncol ? g->pd[1] : ncol, x1 = g->pd[1] + g->wi < ncol ? g->pd[1] + g->wi : ncol;
+    void (*const run)(dwv_ch *) = q->lo == -128 && q->hi == 127 ? mf_dwv_run_int8 : mf_dwv_run_clamp;
+    /* the zero point everywhere (the padding), then each input pixel's four channels into their maps: padded
+     * row p = iy + pd[0] is half p & 1 of pair row p / 2 */
+    for (uint8_t *d = (uint8_t *)buf; d != (uint8_t *)(buf + 8 * MAP); d += 16) {
+        mf_st32(d, zz), mf_st32(d + 4, zz), mf_st32(d + 8, zz), mf_st32(d + 12, zz);
+    }
+    const ptrdiff_t row = (ptrdiff_t)g->wi * C;
+    const int32_t y_hi = g->h < 2 * DWV_R - g->pd[0] ? g->h : 2 * DWV_R - g->pd[0];
+    const int32_t x_hi = g->wi < DWV_Q - g->pd[1] ? g->wi : DWV_Q - g->pd[1];
     for (int32_t b = 0; b < g->batch; b++) {
         const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row + oc;
-        int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)orow + oc;
-        for (int32_t r = 0; r < R; r++) { /* padded rows 2 r, 2 r + 1 */
-            const int32_t y = 2 * r - g->pd[0];
-            const int in0 = y >= 0 && y < g->h, in1 = y + 1 >= 0 && y + 1 < g->h;
-            uint8_t *d = (uint8_t *)(buf + r * DWV_Q);
-            for (int32_t x = 0; x < x0; x++, d += 4) dwv_zz(d, o1, o2, o3, zz);
-            if (in0 | in1) {
-                /* a row outside the input reads the zero point's word, not moving */
-                const int8_t *s0 = in0 ? xb + y * row + (x0 - g->pd[1]) * C : (const int8_t *)&zp;
-                const int8_t *s1 = in1 ? xb + (y + 1) * row + (x0 - g->pd[1]) * C : (const int8_t *)&zp;
-                const ptrdiff_t a0 = in0 ? C : 0, a1 = in1 ? C : 0;
-                for (int32_t x = x0; x < x1; x++, d += 4, s0 += a0, s1 += a1) {
-                    dwp_put(d, o1, o2, o3, mf_ld32(s0), mf_ld32(s1));
-                }
-            } else {
-                for (int32_t x = x0; x < x1; x++, d += 4) dwv_zz(d, o1, o2, o3, zz);
+        for (int32_t iy = 0; iy < y_hi; iy++) {
+            const int32_t p = iy + g->pd[0];
+            int16_t *d = buf + 2 * ((p >> 1) * DWV_Q + g->pd[1]) + (p & 1);
+            const int8_t *src = xb + iy * row, *end = src + x_hi * C;
+            for (; src != end; src += C, d += 2) {
+                const int32_t u = mf_ld32(src), e = mf_sxtb16(u), o = mf_sxtb16_ror8(u);
+                d[0] = (int16_t)e, d[2 * MAP] = (int16_t)o;
+                d[4 * MAP] = (int16_t)(e >> 16), d[6 * MAP] = (int16_t)(o >> 16);
             }
-            for (int32_t x = x1; x < ncol; x++, d += 4) dwv_zz(d, o1, o2, o3, zz);
         }
-        for (int i = 0; i < 4; i++) ch[i].out = out + i;
-        for (int32_t k = 0; 2 * k < g->oh; k++) {
-            run(ch, 4 * DWV_Q * k, (int32_t)(2 * k * orow), 2 * k + 1 < g->oh ? (int32_t)orow : 0);
+        int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + oc;
+        for (int i = 0; i < 4; i++) {
+            ch[i].x = (const int32_t *)(const void *)(buf + 2 * i * MAP);
+            ch[i].out = out + i, ch[i].pairs = (g->oh + 1) / 2;
         }
+        run(ch);
     }
 }
 #define DWP 1
