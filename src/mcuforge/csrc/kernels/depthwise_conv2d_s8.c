@@ -1762,11 +1762,14 @@ static __attribute__((noinline)) void dwv_group(const dw_geom *g, const dw_out_p
 #define DWP 1
 #endif
 
-/* Channels oc .. oc + 3 of every window: through dw3_buffered where a view of the image takes it
+/* (Not inlined into dw_dsp_3x3_groups: its rotated tables and rings' blocks would sit in that frame under dwv_group's
+ * maps too -- VWW's stack high-water on cortex-m4 3,644 bytes with them, 3,028 without; 3,116 before dwv.)
+ * Channels oc .. oc + 3 of every window: through dw3_buffered where a view of the image takes it
  * (rows along the longer output side when both do; whole output rows, the padding's windows included);
  * otherwise a row's windows inside the input as one dw3_run on the image and the others one by one on
  * patches (dw3_edge). */
-static void dw3_group(const dw_geom *g, dw3_tab *T, int32_t oc, int32_t ox_lo, int32_t ox_hi) {
+static __attribute__((noinline)) void dw3_group(const dw_geom *g, dw3_tab *T, int32_t oc, int32_t ox_lo,
+                                                int32_t ox_hi) {
     const int32_t C = g->ch, row = g->wi * C;
     const int32_t dy = g->dl[0] * row, dx = g->dl[1] * C, step = g->st[1] * C;
     const int32_t pad = mf_wrap32((uint32_t)(uint8_t)(int8_t)-g->in_off * 0x01010101u);
