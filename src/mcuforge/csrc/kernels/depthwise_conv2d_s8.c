@@ -1706,63 +1706,73 @@ static int dwv_ok(const dw_geom *g) {
            5 * (g->oh + (g->oh & 1)) * (g->ow + (g->ow & 1)) <= 6 * g->oh * g->ow;
 }
 
-/* Channels oc .. oc + 3 of every window of a small map (dwv_ok) whose output stage is dw3_tab's (dw3_tab_ok). */
-static __attribute__((noinline)) void dwv_group(const dw_geom *g, const dw_out_params *q, int32_t oc) {
+/* Channel groups oc, oc + 4, ... of every window of a small map (dwv_ok) while their output stage is dw3_tab's
+ * (dw3_tab_ok; oc's is): returns the first group not run (C & ~3 when all were). The maps' padding is the zero
+ * point once for all groups: each group then writes only the input's pixels. */
+static __attribute__((noinline)) int32_t dwv_groups(const dw_geom *g, int32_t oc) {
     enum { MAP = DWV_R * DWV_Q }; /* words of a channel's map */
     const int32_t C = g->ch;
     const int32_t zz = dw3_pair(-g->in_off, -g->in_off); /* the zero point widened, in both halves */
     int16_t buf[8 * MAP] __attribute__((aligned(4))); /* the four maps' halfwords (the asm reads words) */
     dwv_ch ch[4];
-    for (int i = 0; i < 4; i++) {
-        dwv_ch *c = &ch[i];
-        const int8_t *w = g->w + oc + i;
-        int32_t sum = 0;
-        for (int32_t j = 0; j < 3; j++) {
-            const int32_t w0 = w[j * C], w1 = w[(3 + j) * C], w2 = w[(6 + j) * C];
-            sum += w0 + w1 + w2;
-            c->w[j] = dw3_pair(2 * w0, 2 * w1), c->w[3 + j] = dw3_pair(2 * w1, 2 * w2);
-        }
-        c->ostep = C, c->xlast = 4 * (g->ow - 1);
-        /* as dw3_tab_of's */
-        c->acc = mf_wrap32(2u * (uint32_t)mf_add_wrap(q->bias[i], g->in_off * sum));
-        c->mult = q->mult[i], c->n = q->n[i];
-        c->half = (1 << (q->n[i] - 1)) + q->out_off * (1 << q->n[i]);
-        c->lo = q->lo, c->hi = q->hi;
-        c->orow = g->ow * C, c->orow2 = 2 * c->orow, c->oblast = g->oh & 1 ? 0 : c->orow;
-    }
-    void (*const run)(dwv_ch *) = q->lo == -128 && q->hi == 127 ? mf_dwv_run_int8 : mf_dwv_run_clamp;
-    /* the zero point everywhere (the padding), then each input pixel's four channels into their maps: padded
-     * row p = iy + pd[0] is half p & 1 of pair row p / 2 */
     for (uint8_t *d = (uint8_t *)buf; d != (uint8_t *)(buf + 8 * MAP); d += 16) {
         mf_st32(d, zz), mf_st32(d + 4, zz), mf_st32(d + 8, zz), mf_st32(d + 12, zz);
     }
     const ptrdiff_t row = (ptrdiff_t)g->wi * C;
     const int32_t y_hi = g->h < 2 * DWV_R - g->pd[0] ? g->h : 2 * DWV_R - g->pd[0];
     const int32_t x_hi = g->wi < DWV_Q - g->pd[1] ? g->wi : DWV_Q - g->pd[1];
-    for (int32_t b = 0; b < g->batch; b++) {
-        const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row + oc;
-        for (int32_t iy = 0; iy < y_hi; iy++) {
-            const int32_t p = iy + g->pd[0];
-            int16_t *d = buf + 2 * ((p >> 1) * DWV_Q + g->pd[1]) + (p & 1);
-            const int8_t *src = xb + iy * row, *end = src + x_hi * C;
-            for (; src != end; src += C, d += 2) {
-                const int32_t u = mf_ld32(src), e = mf_sxtb16(u), o = mf_sxtb16_ror8(u);
-                d[0] = (int16_t)e, d[2 * MAP] = (int16_t)o;
-                d[4 * MAP] = (int16_t)(e >> 16), d[6 * MAP] = (int16_t)(o >> 16);
-            }
-        }
-        int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + oc;
+    for (; oc + 4 <= C; oc += 4) {
+        mf_dsp_channel ch4[4];
+        for (int i = 0; i < 4; i++) ch4[i] = mf_dsp_channel_any(&g->rq, (uint32_t)(oc + i));
+        dw_out_params qv, *q = &qv;
+        dw_out_params_of(g, ch4, q);
+        if (!dw3_tab_ok(g, q)) break;
         for (int i = 0; i < 4; i++) {
-            ch[i].x = (const int32_t *)(const void *)(buf + 2 * i * MAP);
-            ch[i].out = out + i, ch[i].pairs = (g->oh + 1) / 2;
+            dwv_ch *c = &ch[i];
+            const int8_t *w = g->w + oc + i;
+            int32_t sum = 0;
+            for (int32_t j = 0; j < 3; j++) {
+                const int32_t w0 = w[j * C], w1 = w[(3 + j) * C], w2 = w[(6 + j) * C];
+                sum += w0 + w1 + w2;
+                c->w[j] = dw3_pair(2 * w0, 2 * w1), c->w[3 + j] = dw3_pair(2 * w1, 2 * w2);
+            }
+            c->ostep = C, c->xlast = 4 * (g->ow - 1);
+            /* as dw3_tab_of's */
+            c->acc = mf_wrap32(2u * (uint32_t)mf_add_wrap(q->bias[i], g->in_off * sum));
+            c->mult = q->mult[i], c->n = q->n[i];
+            c->half = (1 << (q->n[i] - 1)) + q->out_off * (1 << q->n[i]);
+            c->lo = q->lo, c->hi = q->hi;
+            c->orow = g->ow * C, c->orow2 = 2 * c->orow, c->oblast = g->oh & 1 ? 0 : c->orow;
         }
-        run(ch);
+        void (*const run)(dwv_ch *) = q->lo == -128 && q->hi == 127 ? mf_dwv_run_int8 : mf_dwv_run_clamp;
+        /* each input pixel's four channels into their maps: padded row p = iy + pd[0] is half p & 1 of pair
+         * row p / 2 */
+        for (int32_t b = 0; b < g->batch; b++) {
+            const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row + oc;
+            for (int32_t iy = 0; iy < y_hi; iy++) {
+                const int32_t p = iy + g->pd[0];
+                int16_t *d = buf + 2 * ((p >> 1) * DWV_Q + g->pd[1]) + (p & 1);
+                const int8_t *src = xb + iy * row, *end = src + x_hi * C;
+                for (; src != end; src += C, d += 2) {
+                    const int32_t u = mf_ld32(src), e = mf_sxtb16(u), o = mf_sxtb16_ror8(u);
+                    d[0] = (int16_t)e, d[2 * MAP] = (int16_t)o;
+                    d[4 * MAP] = (int16_t)(e >> 16), d[6 * MAP] = (int16_t)(o >> 16);
+                }
+            }
+            int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + oc;
+            for (int i = 0; i < 4; i++) {
+                ch[i].x = (const int32_t *)(const void *)(buf + 2 * i * MAP);
+                ch[i].out = out + i, ch[i].pairs = (g->oh + 1) / 2;
+            }
+            run(ch);
+        }
     }
+    return oc;
 }
 #define DWP 1
 #endif
 
-/* (Not inlined into dw_dsp_3x3_groups: its rotated tables and rings' blocks would sit in that frame under dwv_group's
+/* (Not inlined into dw_dsp_3x3_groups: its rotated tables and rings' blocks would sit in that frame under dwv_groups'
  * maps too -- VWW's stack high-water on cortex-m4 3,644 bytes with them, 3,028 without; 3,116 before dwv.)
  * Channels oc .. oc + 3 of every window: through dw3_buffered where a view of the image takes it
  * (rows along the longer output side when both do; whole output rows, the padding's windows included);
@@ -1852,7 +1862,7 @@ static void dw_dsp_3x3_groups(const dw_geom *g, int small, const mf_call *in_pla
     if (ox_hi > g->ow) ox_hi = g->ow;
     if (ox_hi < ox_lo) ox_hi = ox_lo;
 #if defined(DWP)
-    const int dwv = small && in_place == NULL && dwv_ok(g); /* the small maps' row pairs (dwv_group) */
+    const int dwv = small && in_place == NULL && dwv_ok(g); /* the small maps' row pairs (dwv_groups) */
 #endif
     for (int32_t oc = 0; oc + 4 <= C; oc += 4) {
         mf_dsp_channel ch4[4];
@@ -1865,7 +1875,7 @@ static void dw_dsp_3x3_groups(const dw_geom *g, int small, const mf_call *in_pla
 #if defined(DWP)
         /* a small map at stride 1: the channels' padded maps widened once, row pairs (dwv) */
         if (dwv && dw3_tab_ok(g, &q)) {
-            dwv_group(g, &q, oc);
+            oc = dwv_groups(g, oc) - 4; /* this group and the next ones the path takes */
             continue;
         }
 #endif
