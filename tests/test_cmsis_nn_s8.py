@@ -188,9 +188,11 @@ def conv_case(rng, geometry: str) -> tuple[bytes, list, str]:
 # ------------------------------------------------------------------------------------- depthwise_conv2d_s8
 
 #: depthwise geometries: the generic path (depth multiplier > 1, batch, dilation), the 3x3 path (DSP cores),
-#: the opt path, and a one-channel input with many outputs (a convolution, on MVE).
+#: the opt path, a one-channel input with many outputs (a convolution, on MVE), and small maps at stride 1 (the
+#: DSP cores' row pairs, dwv: at most 6 x 6 outputs).
 DW_PATHS = {"generic": ["mfcmp_dw_s8"], "3x3": ["mfcmp_dw_3x3_s8", "mfcmp_dw_s8_opt"], "opt": ["mfcmp_dw_s8_opt"],
-            "one channel": ["mfcmp_dw_s8"], "dilated": ["mfcmp_dw_s8"]}
+            "one channel": ["mfcmp_dw_s8"], "dilated": ["mfcmp_dw_s8"],
+            "small": ["mfcmp_dw_3x3_s8", "mfcmp_dw_s8_opt"]}
 
 
 def depthwise_case(rng, geometry: str) -> tuple[bytes, list, str]:
@@ -207,8 +209,12 @@ def depthwise_case(rng, geometry: str) -> tuple[bytes, list, str]:
         c, dm = 1, int(rng.integers(2, 18))
     elif geometry == "dilated":
         dil = [int(rng.integers(1, 3)), int(rng.integers(2, 4))]
+    elif geometry == "small":
+        kh, kw, stride, pad = 3, 3, [1, 1], [1, 1]
     pad = [min(pad[0], (kh - 1) * dil[0]), min(pad[1], (kw - 1) * dil[1])]
     h, w = int(rng.integers((kh - 1) * dil[0] + 1, 10)), int(rng.integers((kw - 1) * dil[1] + 1, 10))
+    if geometry == "small":
+        h, w, c = int(rng.integers(2, 7)), int(rng.integers(2, 7)), 4 * int(rng.integers(1, 5))
     oh, ow = conv_output_hw((h, w), (kh, kw), stride, pad, dil)
     oc = c * dm
     lo, hi = act_range(rng)

@@ -24,7 +24,9 @@
  *   (dwp: mf_dwp_run_int8 / mf_dwp_run_clamp; at stride 2 along the rows, 19 to 27 windows, one SMLAD a tap
  *   pair with no PKHBT: mf_dwp2_run_int8 / _clamp), the rings in the op's planned scratch (the planner's
  *   mf_scratch_depthwise_conv2d_s8_dwp; with less scratch, dw3_buffered); the same path runs the op written
- *   over its input where the planner chose that (dw_dsp_in_place);
+ *   over its input where the planner chose that (dw_dsp_in_place); small maps at stride 1 (at most 6 windows
+ *   a row, 6 rows: MobileNet's 6 x 6 layers) widen each channel's padded map once, two rows a word, and run
+ *   2 x 2 windows per asm pass with the channel's weights in registers (dwv: mf_dwv_run_int8 / _clamp);
  * - MVE (cortex-m55): groups of eight channels outer, products by VMULLB/VMULLT of int16 lanes
  *   into even/odd int32 accumulators (a vector of 16 int8 channels would need four accumulators
  *   plus operands: more than the eight Q registers). 3x3 kernels: the windows inside the input as
@@ -670,14 +672,18 @@ static inline int32_t dw3_dbl16(int32_t p) {
 
 /* The table of channels oc .. oc + 3; 0 when the group's output stage is not this one's (a shift >= 0 or
  * < -21: dw_out4_small's path then). */
-static int dw3_tab_of(const dw_geom *g, const dw_out_params *q, int32_t oc, dw3_tab *T) {
-    const int32_t C = g->ch;
+static int dw3_tab_ok(const dw_geom *g, const dw_out_params *q) {
     for (int i = 0; i < 4; i++) {
         if (q->n[i] < 1 || q->n[i] > 21) return 0;
     }
     /* the zero point -in_off is an int8 (the patch's padding); the offsets fold into 2^n steps */
     if (g->in_off < -127 || g->in_off > 128 || q->out_off < -255 || q->out_off > 255) return 0;
-    if (q->lo < -128 || q->hi > 127 || q->lo > q->hi) return 0;
+    return q->lo >= -128 && q->hi <= 127 && q->lo <= q->hi;
+}
+
+static int dw3_tab_of(const dw_geom *g, const dw_out_params *q, int32_t oc, dw3_tab *T) {
+    const int32_t C = g->ch;
+    if (!dw3_tab_ok(g, q)) return 0;
     int32_t sum[4] = {0, 0, 0, 0};
     for (int32_t t = 0; t < 9; t++) { /* one word a tap: its halfword pairs (lanes 0/2, 1/3) doubled */
         const int32_t ww = mf_ld32(g->w + t * C + oc), p02 = mf_sxtb16(ww), p13 = mf_sxtb16_ror8(ww);
@@ -1540,14 +1546,240 @@ static __attribute__((noinline)) void dwp_image(const dw3_view *v, dwp_ch ch[4],
         p += dp, p -= p >= 3 ? 3 : 0;
     }
 }
+
+/* Small maps, stride 1 (dwv: MobileNet's 6 x 6 x 128 and 3 x 3 x 256 layers): each channel of the group gets
+ * its whole padded map, sign-extended to int16, with two padded rows in one word: word (r, x) of a channel
+ * holds rows 2 r (low half) and 2 r + 1 (high) of column x (dwp_put fills the four channels at once, the zero
+ * point outside the input). A window whose top row is even then takes a column's rows 0/1 as one SMLAD and row
+ * 2 as one SMLABT, and the window one row down the same two words by SMLATB and SMLAD: one pass computes the
+ * 2 x 2 windows of output rows 2 k, 2 k + 1 and columns x, x + 1 from eight words, with the channel's six weight
+ * words {w0j, w1j}, {w1j, w2j} in registers for the whole row (4 channels a call, no per-row refill, no
+ * rotation). Per pass on the Cortex-M4 model: 24 MACs, 8 loads, the output stage of four windows. */
+#define DWV_R 4  /* pair rows of a channel's map */
+#define DWV_Q 8  /* words between pair rows (DWV_PITCH bytes, an immediate in the asm) */
+#define DWV_PITCH "32"
+
+/* One channel's constants and row state; the asm reads them at these offsets. */
+typedef struct {
+    const int32_t *x;  /*  0: the row pair's map position (pair row k, column 0) */
+    int8_t *out;       /*  4: the row pair's first output (row 2 k, column 0) */
+    int32_t ostep;     /*  8: bytes between outputs */
+    int32_t xlast;     /* 12: 4 (ow - 1) */
+    int32_t w[6];      /* 16: {w0j, w1j} j = 0..2, then {w1j, w2j} (doubled, as dw3_tab's) */
+    int32_t acc, mult, half, n, lo, hi; /* 40..60: as dw3_tab's */
+    int8_t *oa, *ob;   /* 64, 68: the pass's outputs (row 2 k; row 2 k + 1, or row 2 k again) */
+    const int32_t *xend; /* 72: x + 4 (ow - 1) */
+    int32_t orow2;     /* 76: bytes between row pairs' outputs */
+    int32_t pairs;     /* 80: row pairs left */
+    int32_t oblast;    /* 84: ob - oa of the last pair (0 when the rows are odd) */
+    int32_t orow;      /* 88: ob - oa of the others */
+} dwv_ch;
+typedef char dwv_ch_layout[offsetof(dwv_ch, w) == 16 && offsetof(dwv_ch, acc) == 40 && offsetof(dwv_ch, oa) == 64 &&
+                                   offsetof(dwv_ch, orow) == 88 && sizeof(dwv_ch) == 92 ? 1 : -1];
+
+/* The column's words: P0 (rows 0/1) in r10, P2 (rows 2/3) in r11. */
+#define DWV_LD(O) "ldr r10, [r0, #" #O "]\n\tldr r11, [r0, #" DWV_PITCH " + " #O "]\n\t"
+/* Window a (row 2k) and b (row 2k + 1) of column weights j: W01 in WA, W12 in WB; FROM: the accumulators' input. */
+#define DWV_MAC(A, B, WA, WB, FA, FB)                                                                                   \
+    "smlad " A ", r10, " WA ", " FA "\n\t"                                                                            \
+    "smlatb " B ", r10, " WA ", " FB "\n\t"                                                                           \
+    "smlabt " A ", r11, " WB ", " A "\n\t"                                                                            \
+    "smlad " B ", r11, " WB ", " B "\n\t"
+#define DWV_OUT4                                                                                                       \
+    "ldr r10, [lr, #44]\n\t"                                                                                          \
+    "ldr r11, [lr, #48]\n\t"                                                                                          \
+    "smmulr r1, r1, r10\n\t"                                                                                          \
+    "smmulr r2, r2, r10\n\t"                                                                                          \
+    "smmulr r9, r9, r10\n\t"                                                                                          \
+    "smmulr r12, r12, r10\n\t"                                                                                        \
+    "ldr r10, [lr, #52]\n\t"                                                                                          \
+    "add r1, r1, r1, asr #31\n\t"                                                                                     \
+    "add r2, r2, r2, asr #31\n\t"                                                                                     \
+    "add r9, r9, r9, asr #31\n\t"                                                                                     \
+    "add r12, r12, r12, asr #31\n\t"                                                                                  \
+    "add r1, r1, r11\n\t"                                                                                             \
+    "add r2, r2, r11\n\t"                                                                                             \
+    "add r9, r9, r11\n\t"                                                                                             \
+    "add r12, r12, r11\n\t"                                                                                           \
+    "asr r1, r1, r10\n\t"                                                                                             \
+    "asr r2, r2, r10\n\t"                                                                                             \
+    "asr r9, r9, r10\n\t"                                                                                             \
+    "asr r12, r12, r10\n\t"                                                                                           \
+    "ssat r1, #8, r1\n\t"                                                                                             \
+    "ssat r2, #8, r2\n\t"                                                                                             \
+    "ssat r9, #8, r9\n\t"                                                                                             \
+    "ssat r12, #8, r12\n\t"
+#define DWV_CLAMP4                                                                                                     \
+    "ldr r10, [lr, #56]\n\t"                                                                                          \
+    "ldr r11, [lr, #60]\n\t" DWP_CLAMP1("r1") DWP_CLAMP1("r2") DWP_CLAMP1("r9") DWP_CLAMP1("r12")
+/* NAME(dwv_ch c[4]): every row pair of the four channels (c->pairs of them from c->x, c->out); the outputs of
+ * row 2 k + 1 are c->orow bytes below row 2 k's, c->oblast for the last pair (0 for an odd last row: row
+ * 2 k + 1's bytes are stored first, then row 2 k's over them). Registers: r0 x, r1/r2 windows (0, a/b), r9/r12 windows (1, a/b), r3..r8
+ * weights, r10/r11 the column, lr the channel block. Passes of two columns while x < xend; a row of odd width
+ * ends with a pass one column back (its first window again: the same bytes). */
+#define DWV_FUNC(NAME, CLAMP)                                                                                          \
+    __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t"                                                       \
+            ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n"                     \
+            #NAME ":\n\t"                                                                                              \
+            "push {r4-r11, lr}\n\t"                                                                                    \
+            "add r12, r0, #368\n\t"                                                                                    \
+            "push {r0, r12}\n\t"                                                                                       \
+            "mov lr, r0\n"                                                                                             \
+            "0:\n\t"                                                                                                   \
+            "add r1, lr, #16\n\t"                                                                                      \
+            "ldm r1, {r3-r8}\n"                                                                                        \
+            "5:\n\t"                                                                                                   \
+            "ldr r0, [lr]\n\t"                                                                                         \
+            "ldr r1, [lr, #12]\n\t"                                                                                    \
+            "ldr r2, [lr, #80]\n\t"                                                                                    \
+            "add r1, r1, r0\n\t"                                                                                       \
+            "str r1, [lr, #72]\n\t"                                                                                    \
+            "ldr r1, [lr, #4]\n\t"                                                                                     \
+            "ldr r9, [lr, #88]\n\t"                                                                                    \
+            "cmp r2, #1\n\t"                                                                                           \
+            "it eq\n\t"                                                                                                \
+            "ldreq r9, [lr, #84]\n\t"                                                                                  \
+            "add r9, r9, r1\n\t"                                                                                       \
+            "str r1, [lr, #64]\n\t"                                                                                    \
+            "str r9, [lr, #68]\n"                                                                                      \
+            "1:\n\t"                                                                                                   \
+            "ldr r12, [lr, #40]\n\t"                                                                                   \
+            DWV_LD(0) DWV_MAC("r1", "r2", "r3", "r6", "r12", "r12")                                                    \
+            DWV_LD(4) DWV_MAC("r1", "r2", "r4", "r7", "r1", "r2") DWV_MAC("r9", "r12", "r3", "r6", "r12", "r12")       \
+            DWV_LD(8) DWV_MAC("r1", "r2", "r5", "r8", "r1", "r2") DWV_MAC("r9", "r12", "r4", "r7", "r9", "r12")        \
+            DWV_LD(12) DWV_MAC("r9", "r12", "r5", "r8", "r9", "r12")                                                   \
+            DWV_OUT4 CLAMP                                                                                             \
+            "ldr r10, [lr, #68]\n\t"                                                                                   \
+            "ldr r11, [lr, #8]\n\t"                                                                                    \
+            "strb r2, [r10]\n\t"                                                                                       \
+            "strb r12, [r10, r11]\n\t"                                                                                 \
+            "add r10, r10, r11, lsl #1\n\t"                                                                            \
+            "str r10, [lr, #68]\n\t"                                                                                   \
+            "ldr r10, [lr, #64]\n\t"                                                                                   \
+            "strb r1, [r10]\n\t"                                                                                       \
+            "strb r9, [r10, r11]\n\t"                                                                                  \
+            "add r10, r10, r11, lsl #1\n\t"                                                                            \
+            "str r10, [lr, #64]\n\t"                                                                                   \
+            "ldr r10, [lr, #72]\n\t"                                                                                   \
+            "add r0, r0, #8\n\t"                                                                                       \
+            "cmp r0, r10\n\t"                                                                                          \
+            "blo 1b\n\t"                                                                                               \
+            "bne 2f\n\t"                                                                                               \
+            "sub r0, r0, #4\n\t"                                                                                       \
+            "ldr r10, [lr, #64]\n\t"                                                                                   \
+            "ldr r12, [lr, #68]\n\t"                                                                                   \
+            "sub r10, r10, r11\n\t"                                                                                    \
+            "sub r12, r12, r11\n\t"                                                                                    \
+            "str r10, [lr, #64]\n\t"                                                                                   \
+            "str r12, [lr, #68]\n\t"                                                                                   \
+            "b 1b\n"                                                                                                   \
+            "2:\n\t"                                                                                                   \
+            "ldr r0, [lr]\n\t"                                                                                         \
+            "ldr r1, [lr, #4]\n\t"                                                                                     \
+            "ldr r2, [lr, #76]\n\t"                                                                                    \
+            "ldr r9, [lr, #80]\n\t"                                                                                    \
+            "add r0, r0, #" DWV_PITCH "\n\t"                                                                           \
+            "add r1, r1, r2\n\t"                                                                                       \
+            "str r0, [lr]\n\t"                                                                                         \
+            "str r1, [lr, #4]\n\t"                                                                                     \
+            "subs r9, r9, #1\n\t"                                                                                      \
+            "str r9, [lr, #80]\n\t"                                                                                    \
+            "bne 5b\n\t"                                                                                               \
+            "add lr, lr, #92\n\t"                                                                                      \
+            "ldr r10, [sp, #4]\n\t"                                                                                    \
+            "cmp lr, r10\n\t"                                                                                          \
+            "bne 0b\n\t"                                                                                               \
+            "add sp, sp, #8\n\t"                                                                                       \
+            "pop {r4-r11, pc}\n\t"                                                                                     \
+            ".size " #NAME ", . - " #NAME "\n\t"                                                                       \
+            ".popsection\n")
+void mf_dwv_run_int8(dwv_ch *c); /* c: the group's four blocks */
+void mf_dwv_run_clamp(dwv_ch *c);
+DWV_FUNC(mf_dwv_run_int8, "");
+DWV_FUNC(mf_dwv_run_clamp, DWV_CLAMP4);
+
+/* dwv takes the map: stride 1, no dilation, two to DWV_Q - 2 windows a row, the padded rows in DWV_R pair rows;
+ * an odd row count or width costs a pass's recomputed windows: at most 1.2 times the windows (not 3 x 3). */
+static int dwv_ok(const dw_geom *g) {
+    return g->dl[0] == 1 && g->dl[1] == 1 && g->st[0] == 1 && g->st[1] == 1 && g->pd[0] >= 0 && g->pd[1] >= 0 &&
+           g->oh >= 1 && g->ow >= 2 && g->ow + 2 <= DWV_Q && (g->oh + 1) / 2 + 1 <= DWV_R &&
+           5 * (g->oh + (g->oh & 1)) * (g->ow + (g->ow & 1)) <= 6 * g->oh * g->ow;
+}
+
+/* Channel groups oc, oc + 4, ... of every window of a small map (dwv_ok) while their output stage is dw3_tab's
+ * (dw3_tab_ok; oc's is): returns the first group not run (C & ~3 when all were). The maps' padding is the zero
+ * point once for all groups: each group then writes only the input's pixels. */
+static __attribute__((noinline)) int32_t dwv_groups(const dw_geom *g, int32_t oc) {
+    enum { MAP = DWV_R * DWV_Q }; /* words of a channel's map */
+    const int32_t C = g->ch;
+    const int32_t zz = dw3_pair(-g->in_off, -g->in_off); /* the zero point widened, in both halves */
+    int16_t buf[8 * MAP] __attribute__((aligned(4))); /* the four maps' halfwords (the asm reads words) */
+    dwv_ch ch[4];
+    for (uint8_t *d = (uint8_t *)buf; d != (uint8_t *)(buf + 8 * MAP); d += 16) {
+        mf_st32(d, zz), mf_st32(d + 4, zz), mf_st32(d + 8, zz), mf_st32(d + 12, zz);
+    }
+    const ptrdiff_t row = (ptrdiff_t)g->wi * C;
+    const int32_t y_hi = g->h < 2 * DWV_R - g->pd[0] ? g->h : 2 * DWV_R - g->pd[0];
+    const int32_t x_hi = g->wi < DWV_Q - g->pd[1] ? g->wi : DWV_Q - g->pd[1];
+    for (; oc + 4 <= C; oc += 4) {
+        mf_dsp_channel ch4[4];
+        for (int i = 0; i < 4; i++) ch4[i] = mf_dsp_channel_any(&g->rq, (uint32_t)(oc + i));
+        dw_out_params qv, *q = &qv;
+        dw_out_params_of(g, ch4, q);
+        if (!dw3_tab_ok(g, q)) break;
+        for (int i = 0; i < 4; i++) {
+            dwv_ch *c = &ch[i];
+            const int8_t *w = g->w + oc + i;
+            int32_t sum = 0;
+            for (int32_t j = 0; j < 3; j++) {
+                const int32_t w0 = w[j * C], w1 = w[(3 + j) * C], w2 = w[(6 + j) * C];
+                sum += w0 + w1 + w2;
+                c->w[j] = dw3_pair(2 * w0, 2 * w1), c->w[3 + j] = dw3_pair(2 * w1, 2 * w2);
+            }
+            c->ostep = C, c->xlast = 4 * (g->ow - 1);
+            /* as dw3_tab_of's */
+            c->acc = mf_wrap32(2u * (uint32_t)mf_add_wrap(q->bias[i], g->in_off * sum));
+            c->mult = q->mult[i], c->n = q->n[i];
+            c->half = (1 << (q->n[i] - 1)) + q->out_off * (1 << q->n[i]);
+            c->lo = q->lo, c->hi = q->hi;
+            c->orow = g->ow * C, c->orow2 = 2 * c->orow, c->oblast = g->oh & 1 ? 0 : c->orow;
+        }
+        void (*const run)(dwv_ch *) = q->lo == -128 && q->hi == 127 ? mf_dwv_run_int8 : mf_dwv_run_clamp;
+        /* each input pixel's four channels into their maps: padded row p = iy + pd[0] is half p & 1 of pair
+         * row p / 2 */
+        for (int32_t b = 0; b < g->batch; b++) {
+            const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)row + oc;
+            for (int32_t iy = 0; iy < y_hi; iy++) {
+                const int32_t p = iy + g->pd[0];
+                int16_t *d = buf + 2 * ((p >> 1) * DWV_Q + g->pd[1]) + (p & 1);
+                const int8_t *src = xb + iy * row, *end = src + x_hi * C;
+                for (; src != end; src += C, d += 2) {
+                    const int32_t u = mf_ld32(src), e = mf_sxtb16(u), o = mf_sxtb16_ror8(u);
+                    d[0] = (int16_t)e, d[2 * MAP] = (int16_t)o;
+                    d[4 * MAP] = (int16_t)(e >> 16), d[6 * MAP] = (int16_t)(o >> 16);
+                }
+            }
+            int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + oc;
+            for (int i = 0; i < 4; i++) {
+                ch[i].x = (const int32_t *)(const void *)(buf + 2 * i * MAP);
+                ch[i].out = out + i, ch[i].pairs = (g->oh + 1) / 2;
+            }
+            run(ch);
+        }
+    }
+    return oc;
+}
 #define DWP 1
 #endif
 
-/* Channels oc .. oc + 3 of every window: through dw3_buffered where a view of the image takes it
+/* (Not inlined into dw_dsp_3x3_groups: its rotated tables and rings' blocks would sit in that frame under dwv_groups'
+ * maps too -- VWW's stack high-water on cortex-m4 3,644 bytes with them, 3,028 without; 3,116 before dwv.)
+ * Channels oc .. oc + 3 of every window: through dw3_buffered where a view of the image takes it
  * (rows along the longer output side when both do; whole output rows, the padding's windows included);
  * otherwise a row's windows inside the input as one dw3_run on the image and the others one by one on
  * patches (dw3_edge). */
-static void dw3_group(const dw_geom *g, dw3_tab *T, int32_t oc, int32_t ox_lo, int32_t ox_hi) {
+static __attribute__((noinline)) void dw3_group(const dw_geom *g, dw3_tab *T, int32_t oc, int32_t ox_lo,
+                                                int32_t ox_hi) {
     const int32_t C = g->ch, row = g->wi * C;
     const int32_t dy = g->dl[0] * row, dx = g->dl[1] * C, step = g->st[1] * C;
     const int32_t pad = mf_wrap32((uint32_t)(uint8_t)(int8_t)-g->in_off * 0x01010101u);
@@ -1629,6 +1861,9 @@ static void dw_dsp_3x3_groups(const dw_geom *g, int small, const mf_call *in_pla
     int32_t ox_hi = span_x < 0 ? 0 : span_x / g->st[1] + 1;
     if (ox_hi > g->ow) ox_hi = g->ow;
     if (ox_hi < ox_lo) ox_hi = ox_lo;
+#if defined(DWP)
+    const int dwv = small && in_place == NULL && dwv_ok(g); /* the small maps' row pairs (dwv_groups) */
+#endif
     for (int32_t oc = 0; oc + 4 <= C; oc += 4) {
         mf_dsp_channel ch4[4];
         for (int i = 0; i < 4; i++) ch4[i] = mf_dsp_channel_any(&g->rq, (uint32_t)(oc + i)); /* s8's or s4's */
@@ -1637,6 +1872,13 @@ static void dw_dsp_3x3_groups(const dw_geom *g, int small, const mf_call *in_pla
         dw3_tab T;
         /* the table and its rotations cost about as much as 16 windows save (MobileNet's 3 x 3 outputs) */
         /* a small map: its whole padded map copied once (dw3_small; not written over its input) */
+#if defined(DWP)
+        /* a small map at stride 1: the channels' padded maps widened once, row pairs (dwv) */
+        if (dwv && dw3_tab_ok(g, &q)) {
+            oc = dwv_groups(g, oc) - 4; /* this group and the next ones the path takes */
+            continue;
+        }
+#endif
         if (small && in_place == NULL && dw3_small_ok(g) && dw3_tab_of(g, &q, oc, &T)) {
             dw3_small(g, &T, oc);
             continue;
