@@ -153,7 +153,11 @@ def conv_sweep(seed: int) -> BoardSweep:
     # strides, batches, an odd pixel count, an input offset of 0 and at its ends
     for i, (wc, kernel, st, dl, in_off) in enumerate(((4, (3, 3), [1, 2], [2, 1], None), (2, (2, 2), [2, 1], [1, 1], 0),
                                                       (1, (10, 4), [2, 2], [1, 1], -127),
-                                                      (8, (1, 3), [1, 1], [3, 1], 128))):
+                                                      (8, (1, 3), [1, 1], [3, 1], 128),
+                                                      # kernel rows of whole groups of 16 (4 groups a step)
+                                                      (16, (3, 3), [2, 1], [2, 1], -127),
+                                                      (8, (2, 2), [1, 2], [1, 1], 0),
+                                                      (32, (3, 3), [1, 1], [1, 1], 128))):
         conv_case(rng, sweep, f"widen_rows_c{wc}_{i}_{len(sweep)}", wc, kernel, stride=st, dil=dl, pad=[1, 1],
                   hw=(13, 9) if wc > 1 else (25, 9), batch=1 + i % 2, input_offset=in_off)
     few_channel_cases(rng, sweep)

@@ -265,6 +265,23 @@ static void widen_rows(const conv_geom *g, int32_t y0, int32_t x0, int16_t *cols
     const size_t step = (size_t)g->dl[0] * (size_t)g->w * g->ch;
     const int8_t *src = g->x + ((size_t)y0 * (size_t)g->w + (size_t)x0) * g->ch;
     int16_t *dst = cols + 4u * c;
+    if ((row_bytes & 15u) == 0) { /* 3x3 on 16, 32, 64 channels: 4 groups an iteration (fewer loop steps) */
+        for (uint32_t ky = 0; ky < g->kh; ky++, src += step) {
+            const int8_t *s = src, *e = src + row_bytes;
+            for (; s != e; s += 16, dst += 32) {
+                const int32_t v0 = mf_ld32(s), v1 = mf_ld32(s + 4), v2 = mf_ld32(s + 8), v3 = mf_ld32(s + 12);
+                mf_st32(dst, mf_sxtab16(off16, v0));
+                mf_st32(dst + 2, mf_sxtab16_ror8(off16, v0));
+                mf_st32(dst + 8, mf_sxtab16(off16, v1));
+                mf_st32(dst + 10, mf_sxtab16_ror8(off16, v1));
+                mf_st32(dst + 16, mf_sxtab16(off16, v2));
+                mf_st32(dst + 18, mf_sxtab16_ror8(off16, v2));
+                mf_st32(dst + 24, mf_sxtab16(off16, v3));
+                mf_st32(dst + 26, mf_sxtab16_ror8(off16, v3));
+            }
+        }
+        return;
+    }
     for (uint32_t ky = 0; ky < g->kh; ky++, src += step) {
         for (uint32_t j = 0; j < row_bytes; j += 4, dst += 8) {
             const int32_t v = mf_ld32(src + j);
