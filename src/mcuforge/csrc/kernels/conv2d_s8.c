@@ -2253,7 +2253,7 @@ static __attribute__((noinline)) int few_run(const mf_call *c) {
 static mf_status run_fast_mve(const mf_call *c, mf_conv_mve_weights weights, const void *ctx, int8_t *buf,
                               uint32_t chunk, int8_t *scratch) {
 #else
-static mf_status run_fast(const mf_call *c) {
+static __attribute__((noinline)) mf_status run_fast(const mf_call *c) {
 #if defined(DSP_TILE)
     if (few_run(c)) return MF_OK;
 #endif
