@@ -320,6 +320,34 @@ def add_residual_sweep(seed: int) -> BoardSweep:
         xs = {general: int8(rng, shape), exact: np.zeros(shape, np.int8)}
         sweep.add(f"add_residual_fine_{i}_{numel}", "add_s8", attrs,
                   [(act("a", shape), xs["a"]), (act("b", shape), xs["b"])], [act("y", shape)])
+    # the DSP cores' table path (add_tab: 512 elements and more): its loops for an output shift of 18 and 19
+    # without the sign term (output offset -128) and the one for any shift, tails of 0-3 elements, either input
+    # the general one; exact ties (general shift 1 and multipliers just above 2^30: its scaled values odd
+    # multiples of 2^18, half an output step at shift 18) decided by the [X < 0] and [S < 0] terms; sums S
+    # odd multiples of 2^17 (general multiplier 2^30, shift -2) under an output multiplier of 2^31 - 1 (2 S m_o
+    # just below S 2^32: SMMLAR's rounding puts the result on the tie)
+    for i in range(36):
+        numel = (512, 513, 514, 515, 516, 519, 1027, 2050)[i % 8]
+        n_o = (18, 19, 18, 19, 17, 20, 1, 24, 22)[i % 9]
+        tie, below = i % 4 == 1, i % 4 == 3
+        general, exact = (("a", "b") if i % 2 else ("b", "a"))
+        out_off = -128 if i % 3 else int(rng.choice([127, int(rng.integers(-128, 128))]))
+        attrs = {f"{general}_offset": int(rng.choice([-127, 128, int(rng.integers(-127, 129))])),
+                 f"{exact}_offset": int(rng.choice([-127, 128, int(rng.integers(-127, 129))])),
+                 "output_offset": out_off, "act_min": -128, "act_max": 127, "left_shift": 20,
+                 f"{exact}_multiplier": 1 << 30, f"{exact}_shift": 0,
+                 f"{general}_multiplier": (1 << 30) + int(rng.integers(1, 4)) if tie else 1 << 30 if below else
+                 int(rng.choice([(1 << 10) + 1, (1 << 31) - 1, int(rng.integers(1 << 30, 1 << 31))])),
+                 f"{general}_shift": -1 if tie else -2 if below else -int(rng.choice([1, 2, 3, 9, 24])),
+                 "output_multiplier": (1 << 30) + int(rng.integers(1, 4)) if tie else (1 << 31) - 1 if below else
+                 int(rng.choice([(1 << 30) + 1, (1 << 31) - 1, int(rng.integers(1 << 30, 1 << 31))])),
+                 "output_shift": -n_o}
+        shape = (1, numel) if i % 5 else (1, 2, numel // 2, 1) if numel % 2 == 0 else (1, numel)
+        xs = [int8(rng, shape) for _ in range(2)]
+        if i % 7 == 3:
+            xs = [np.full(shape, v, np.int8) for v in ((-128, 127), (127, -128), (127, 127))[i % 3]]
+        sweep.add(f"add_residual_table_{i}_{numel}", "add_s8", attrs,
+                  [(act("a", shape), xs[0]), (act("b", shape), xs[1])], [act("y", shape)])
     return sweep
 
 

@@ -8,8 +8,11 @@
  * TFLite's parameters (input shifts <= 0, output shift < 0) as one tail-predicated asm loop, other
  * parameters in C with the tail predicated; on DSP cores TFLite's parameters by SMMULR (add_dsp).
  * TFLite's usual residual add (one input of multiplier 2^30, shift 0; see add_fold_k) takes a shorter
- * loop on both: add_mve4 (Helium) and add_dsp4 (DSP, activation range [-128, 127]: 4 elements a
- * pass, 12 instructions an element). On the scalar cores (cortex-m3, mf_scalar.h) tables of each
+ * loop on both: add_mve4 (Helium) and, on the DSP cores (activation range [-128, 127]), add_tab from
+ * 512 elements: the general input's 256 scaled values in a table on the stack, then per element three
+ * loads (its byte, its table value, the exact input's byte), ADD, SMMLAR, SSAT (the output shift as
+ * SSAT's immediate for resnet8's 18 and 19) and STRB; shorter adds add_dsp4 (4 elements a pass, 12
+ * instructions an element: no table to build). On the scalar cores (cortex-m3, mf_scalar.h) tables of each
  * input's 256 scaled values in the op's scratch; on the other Cortex-M cores one scalar loop with the
  * requantization inlined and the broadcast walker gone. A multiplier of INT32_MIN takes the portable path on MVE.
  */
@@ -333,22 +336,128 @@ static inline int8_t add_dsp4_one(const add_fold_k *k, int32_t x_g, int32_t x_e)
                      : "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "lr", "cc", "memory")
 #endif
 
+#if defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__)
+/* The asm loop alone in a function (noinline): nothing of the caller's is live across it, so GCC
+ * finds its five operand registers at every -O level and core (in add_dsp4 beside the tail's values,
+ * inlined into run beside add_tab's call, it did not). */
+static __attribute__((noinline)) void add_dsp4_loop(const add_fold_k *kp, const int8_t *a, const int8_t *b,
+                                                    int8_t *out, const int8_t *end) {
+    if (kp->relu) {
+        ADD4_LOOP("", "r8");
+    } else {
+        ADD4_LOOP("   add    %[t1], r8, %[t2], asr #31\n", "%[t1]");
+    }
+}
+#endif
+
 static void add_dsp4(const add_fold_k *k, const int8_t *a, const int8_t *b, int8_t *out, uint32_t n) {
     uint32_t i = 0;
 #if defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__)
     if (n >= 4) {
-        const int8_t *end = a + (n & ~3u);
-        const add_fold_k *kp = k;
-        if (k->relu) {
-            ADD4_LOOP("", "r8");
-        } else {
-            ADD4_LOOP("   add    %[t1], r8, %[t2], asr #31\n", "%[t1]");
-        }
-        i = n & ~3u; /* the asm advanced a, b and out past them */
-        a -= i, b -= i, out -= i;
+        i = n & ~3u;
+        add_dsp4_loop(k, a, b, out, a + i);
     }
 #endif
     for (; i < n; i++) out[i] = add_dsp4_one(k, a[i], b[i]);
+}
+
+/* add_dsp4 by a table (add_tab): the general input's part of 2 S depends on its byte alone, so the 256
+ * values 2 (SMMLAR(X * 2^21, m_g, k_g - [X < 0]) >> n_g) (add_dsp4_one's arithmetic) are computed once a
+ * run into a table on the stack (1 KB, indexed by the byte read as unsigned); per element then a table
+ * load, + x_e * 2^20 (2 S, the same integer as add_dsp4's), the output stage and SSAT. */
+static void add_tab_build(const add_fold_k *k, int32_t *t) {
+    for (int32_t v = -128; v < 128; v++) {
+        const int32_t x = v + k->off_g;
+        t[v & 0xFF] = (add_smmlar(x * (1 << 21), k->m_g, k->k_g + (x >> 31)) >> k->n_g) * 2;
+    }
+}
+
+static inline int8_t add_tab_one(const add_fold_k *k, const int32_t *t, int32_t x_g, int32_t x_e) {
+    const int32_t s2 = t[x_g & 0xFF] + x_e * (1 << 20);
+    return mf_clamp_s8(add_smmlar(s2, k->m_o, k->k_o + (s2 >> 31)) >> k->n_o, -128, 127);
+}
+
+#if defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__)
+/* Four elements a pass. On Cortex-M4 a load right after a load is 1 cycle, after anything else 2: so
+ * the pass's loads (four general bytes, their four table values, the exact bytes) run as one chain,
+ * as many exact bytes as there are registers left (the rest after the first adds). Temporaries: r4,
+ * r5, r6, r8 the four 2 S; r10, r11 (and lr) exact bytes, then the sign accumulator. */
+#define ADDT_GEN_LOADS                                                                                 \
+    "1: ldrb   r4, [%[g]], #4\n"                                                                     \
+    "   ldrb   r5, [%[g], #-3]\n"                                                                    \
+    "   ldrb   r6, [%[g], #-2]\n"                                                                    \
+    "   ldrb   r8, [%[g], #-1]\n"                                                                    \
+    "   ldr    r4, [%[t], r4, lsl #2]\n"                                                             \
+    "   ldr    r5, [%[t], r5, lsl #2]\n"                                                             \
+    "   ldr    r6, [%[t], r6, lsl #2]\n"                                                             \
+    "   ldr    r8, [%[t], r8, lsl #2]\n"                                                             \
+    "   ldrsb  r10, [%[e]], #4\n"                                                                    \
+    "   ldrsb  r11, [%[e], #-3]\n"
+/* Output n_o a compile-time shift (SSAT's asr), act_min >= out_off: SMMLAR with k_o, SSAT. */
+#define ADDT_OUT_FIX(T, N) "   smmlar " T ", " T ", %[m], %[k]\n   ssat   " T ", #8, " T ", asr #" #N "\n"
+#define ADDT_LOOP_FIX(N)                                                                               \
+    __asm__ volatile(ADDT_GEN_LOADS "   ldrsb  lr, [%[e], #-2]\n"                                     \
+                     "   add    r4, r4, r10, lsl #20\n"                                               \
+                     "   add    r5, r5, r11, lsl #20\n"                                               \
+                     "   add    r6, r6, lr, lsl #20\n"                                                \
+                     "   ldrsb  r10, [%[e], #-1]\n"                                                   \
+                     "   cmp    %[g], %[end]\n"                                                       \
+                     "   add    r8, r8, r10, lsl #20\n" ADDT_OUT_FIX("r4", N) ADDT_OUT_FIX("r5", N)    \
+                         ADDT_OUT_FIX("r6", N) ADDT_OUT_FIX("r8", N)                                   \
+                     "   strb   r4, [%[o]], #4\n"                                                     \
+                     "   strb   r5, [%[o], #-3]\n"                                                    \
+                     "   strb   r6, [%[o], #-2]\n"                                                    \
+                     "   strb   r8, [%[o], #-1]\n"                                                    \
+                     "   bne    1b\n"                                                                 \
+                     : [g] "+&r"(g), [e] "+&r"(e), [o] "+&r"(out)                                        \
+                     : [t] "r"(t), [m] "r"(k->m_o), [k] "r"(k->k_o), [end] "r"(end)                       \
+                     : "r4", "r5", "r6", "r8", "r10", "r11", "lr", "cc", "memory")
+/* Any n_o (a register) and the sign term: SMMLAR with k_o - [S < 0], ASR, SSAT. */
+#define ADDT_OUT_ANY(T)                                                                                \
+    "   add    r10, %[k], " T ", asr #31\n"                                                           \
+    "   smmlar " T ", " T ", %[m], r10\n"                                                             \
+    "   asr    " T ", " T ", %[n]\n"                                                                  \
+    "   ssat   " T ", #8, " T "\n"
+#endif
+
+#define ADD_TAB_MIN 512 /* elements: below it the table's 256 entries do not pay */
+
+/* add_tab's n_o as SSAT immediates: resnet8's adds (MLPerf Tiny) have 18 and 19. */
+static __attribute__((noinline)) void add_tab(const add_fold_k *k, const int8_t *g, const int8_t *e, int8_t *out,
+                                              uint32_t n) {
+    int32_t t[256];
+    add_tab_build(k, t);
+    uint32_t i = 0;
+#if defined(__OPTIMIZE__) && !defined(__OPTIMIZE_SIZE__)
+    if (n >= 4) {
+        const int8_t *end = g + (n & ~3u);
+        if (k->relu && k->n_o == 18) {
+            ADDT_LOOP_FIX(18);
+        } else if (k->relu && k->n_o == 19) {
+            ADDT_LOOP_FIX(19);
+        } else {
+            __asm__ volatile(ADDT_GEN_LOADS "   add    r4, r4, r10, lsl #20\n"
+                             "   add    r5, r5, r11, lsl #20\n"
+                             "   ldrsb  r10, [%[e], #-2]\n"
+                             "   ldrsb  r11, [%[e], #-1]\n"
+                             "   cmp    %[g], %[end]\n"
+                             "   add    r6, r6, r10, lsl #20\n"
+                             "   add    r8, r8, r11, lsl #20\n" ADDT_OUT_ANY("r4") ADDT_OUT_ANY("r5")
+                                 ADDT_OUT_ANY("r6") ADDT_OUT_ANY("r8")
+                             "   strb   r4, [%[o]], #4\n"
+                             "   strb   r5, [%[o], #-3]\n"
+                             "   strb   r6, [%[o], #-2]\n"
+                             "   strb   r8, [%[o], #-1]\n"
+                             "   bne    1b\n"
+                             : [g] "+&r"(g), [e] "+&r"(e), [o] "+&r"(out)
+                             : [t] "r"(t), [m] "r"(k->m_o), [k] "r"(k->k_o), [end] "r"(end), [n] "r"(k->n_o)
+                             : "r4", "r5", "r6", "r8", "r10", "r11", "cc", "memory");
+        }
+        i = n & ~3u; /* the asm advanced g, e and out past them */
+        g -= i, e -= i, out -= i;
+    }
+#endif
+    for (; i < n; i++) out[i] = add_tab_one(k, t, g[i], e[i]);
 }
 #endif
 
@@ -422,7 +531,11 @@ static mf_status run(const mf_call *c) {
             int swap;
             if (add_fold_setup(&p, &k, &swap, 1)) {
                 const int8_t *g = (const int8_t *)(swap ? b.data : a.data), *e = (const int8_t *)(swap ? a.data : b.data);
-                add_dsp4(&k, g, e, (int8_t *)o.data, o.numel);
+                if (o.numel >= ADD_TAB_MIN) {
+                    add_tab(&k, g, e, (int8_t *)o.data, o.numel);
+                } else {
+                    add_dsp4(&k, g, e, (int8_t *)o.data, o.numel);
+                }
                 return MF_OK;
             }
             if (add_dsp_ok(&p)) {
