@@ -11,8 +11,9 @@
  * loop on both: add_mve4 (Helium) and, on the DSP cores (activation range [-128, 127]), add_tab from
  * 512 elements: the general input's 256 scaled values in a table on the stack, then per element three
  * loads (its byte, its table value, the exact input's byte), ADD, SMMLAR, SSAT (the output shift as
- * SSAT's immediate for resnet8's 18 and 19) and STRB; shorter adds add_dsp4 (4 elements a pass, 12
- * instructions an element: no table to build). On the scalar cores (cortex-m3, mf_scalar.h) tables of each
+ * SSAT's immediate for resnet8's 18 and 19; the loads chained on cortex-m4/m33, interleaved with the
+ * arithmetic on cortex-m7) and STRB; shorter adds add_dsp4 (4 elements a pass, 12 instructions an
+ * element: no table to build). On the scalar cores (cortex-m3, mf_scalar.h) tables of each
  * input's 256 scaled values in the op's scratch; on the other Cortex-M cores one scalar loop with the
  * requantization inlined and the broadcast walker gone. A multiplier of INT32_MIN takes the portable path on MVE.
  */
@@ -495,7 +496,9 @@ static inline int8_t add_tab_one(const add_fold_k *k, const int32_t *t, int32_t 
     "   ssat   " T ", #8, " T "\n"
 #endif
 
-#define ADD_TAB_MIN 512 /* elements: below it the table's 256 entries do not pay */
+/* Elements: below about 400 the table's build (about 2.2 k est. cycles on cortex-m4) costs more than the
+ * 5-6 cycles an element add_tab saves against add_dsp4 (14.2 -> 8 on cortex-m4, 9.5 without SSAT's shift) */
+#define ADD_TAB_MIN 512
 
 /* add_tab's n_o as SSAT immediates: resnet8's adds (MLPerf Tiny) have 18 and 19. */
 static __attribute__((noinline)) void add_tab(const add_fold_k *k, const int8_t *g, const int8_t *e, int8_t *out,
