@@ -162,6 +162,17 @@ def depthwise_sweep(seed: int) -> BoardSweep:
                                             (8, (4, 6), (1, 1), (2, 1), 1), (8, (4, 2), (1, 1), (1, 1), 1))):
         depthwise_case(rng, sweep, f"dw3x3_small_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=st, pad_hw=pd,
                        batch=n, shifts=(-1, -21, -6, -13) if i != 3 else (-1, -22, -6, 0))
+    # (drawn after the cases above) dw3_small's map of 13 x 13 words at stride 2 across (MobileNet's 12 x 12 to
+    # 6 x 6): the largest map and one past it each way, padding 0 to 2, a vertical stride of 1, odd widths,
+    # channel tails, two images, groups whose output stage is not the table's between groups that take it (the
+    # padding written once for all groups)
+    for i, (c, hw, st, pd, n) in enumerate(((16, (12, 12), (2, 2), (1, 1), 1), (8, (12, 12), (2, 2), (0, 0), 1),
+                                            (9, (11, 13), (2, 2), (1, 1), 2), (12, (14, 12), (2, 2), (1, 1), 1),
+                                            (8, (12, 14), (2, 2), (1, 1), 1), (8, (11, 12), (1, 2), (0, 1), 1),
+                                            (8, (12, 12), (1, 2), (1, 1), 1), (13, (10, 9), (2, 2), (2, 2), 1),
+                                            (20, (12, 12), (2, 2), (1, 1), 1), (24, (6, 6), (2, 2), (1, 1), 2))):
+        depthwise_case(rng, sweep, f"dw3x3_small13_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=st, pad_hw=pd,
+                       batch=n, shifts=(-1, -21, -6, -13) if i < 8 else (-1, -22, -6, -21))
     return sweep
 
 

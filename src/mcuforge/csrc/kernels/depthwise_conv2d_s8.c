@@ -992,13 +992,15 @@ static __attribute__((noinline)) void dw3_pairs(dw3_tab *T, const int32_t *buf, 
  * once, column-major (column j's rows k at word j DW3S_P + k, the zero point outside the input), and runs
  * every output row's windows from it by dw3_pairs' loop with the columns DW3S_P words apart (dw3s_pairs):
  * one table, no rotation, no refill. Dilation 1, stride 1 or 2 across, any stride down; the map's padded
- * rows at most DW3S_P, columns at most DW3S_Q (384 bytes of stack, less than dw3_buffered's). The cycle
+ * rows at most DW3S_P, columns at most DW3S_Q (676 bytes of stack; beyond 8 rows or 12 columns at stride 2
+ * across only: MobileNet's 12 x 12 to 6 x 6, 158.2 -> 113.6 k cycles on the cortex-m4 model, 99.1 -> 71.4 k on
+ * the cortex-m7; at stride 1 the larger maps keep dwp's passes, 8 windows a row or more). The cycle
  * model (VWW, cycles/MAC, before -> after): 6x6 maps 6.43 -> 4.9 on cortex-m4 (the pair loop 3.6 of them),
  * 4.16 -> 3.06 on cortex-m7; 3x3 maps 9.07 -> 8.6 and 6.29 -> 5.25 (the group's table, copy and calls over
  * 9 windows); stride 2 to 3x3 9.35 -> 9.6 on cortex-m4 (the C loop there, as the code now compiles, 9.57: the
  * same) and 6.40 -> 5.86 on cortex-m7, so stride 2 stays (no per-core switch in the build yet). */
-#define DW3S_P 8
-#define DW3S_Q 12
+#define DW3S_P 13
+#define DW3S_Q 13
 
 static __attribute__((noinline)) void dw3s_pairs(dw3_tab *T, const int32_t *buf, int32_t s) {
 #if defined(__OPTIMIZE__) && defined(__thumb2__)
@@ -1006,15 +1008,15 @@ static __attribute__((noinline)) void dw3s_pairs(dw3_tab *T, const int32_t *buf,
     const int full = T->lo == -128 && T->hi == 127;
     if (s == 1) {
         if (full) {
-            DW3P_CALL(1, 8, "");
+            DW3P_CALL(1, 13, "");
         } else {
-            DW3P_CALL(1, 8, DW3P_CLAMPS);
+            DW3P_CALL(1, 13, DW3P_CLAMPS);
         }
     } else {
         if (full) {
-            DW3P_CALL(2, 8, "");
+            DW3P_CALL(2, 13, "");
         } else {
-            DW3P_CALL(2, 8, DW3P_CLAMPS);
+            DW3P_CALL(2, 13, DW3P_CLAMPS);
         }
     }
     (void)e;
@@ -1029,16 +1031,21 @@ static __attribute__((noinline)) void dw3s_pairs(dw3_tab *T, const int32_t *buf,
     }
 #endif
 }
-typedef char dw3s_p_is_8[DW3S_P == 8 ? 1 : -1]; /* dw3s_pairs' asm spells it */
+typedef char dw3s_p_is_13[DW3S_P == 13 ? 1 : -1]; /* dw3s_pairs' asm spells it */
 
 static int dw3_small_ok(const dw_geom *g) {
     return g->dl[0] == 1 && g->dl[1] == 1 && (g->st[1] == 1 || g->st[1] == 2) && g->oh >= 1 && g->ow >= 1 &&
            g->pd[0] >= 0 && g->pd[1] >= 0 && g->st[0] >= 1 &&
-           (g->oh - 1) * g->st[0] + 3 <= DW3S_P && (g->ow - 1) * g->st[1] + 3 <= DW3S_Q;
+           (g->oh - 1) * g->st[0] + 3 <= DW3S_P && (g->ow - 1) * g->st[1] + 3 <= DW3S_Q &&
+           (g->st[1] == 2 || ((g->oh - 1) * g->st[0] + 3 <= 8 && (g->ow - 1) + 3 <= 12));
 }
 
-/* Channels oc .. oc + 3 of every window of a small map (dw3_small_ok) from T (dw3_tab_of). */
-static __attribute__((noinline)) void dw3_small(const dw_geom *g, dw3_tab *T, int32_t oc) {
+/* Channel groups oc, oc + 4, ... of every window of a small map (dw3_small_ok) while their output stage is
+ * dw3_tab's (T: oc's table, dw3_tab_of): returns the first group not run (C & ~3 when all were). The map's
+ * padding is the zero point once for all groups, each group then writes only the input's pixels: the padding
+ * once per group, the group's call and its table's read-back cost 6 k cycles over MobileNet's 64 groups of
+ * 3 x 3 (cortex-m4 model). */
+static __attribute__((noinline)) int32_t dw3_small(const dw_geom *g, dw3_tab *T, int32_t oc) {
     const int32_t C = g->ch, s = g->st[1], rows = (g->oh - 1) * g->st[0] + 3, cols = (g->ow - 1) * s + 3;
     const int32_t pad = mf_wrap32((uint32_t)(uint8_t)(int8_t)-g->in_off * 0x01010101u);
     /* the input's columns and rows inside the buffer */
@@ -1046,34 +1053,47 @@ static __attribute__((noinline)) void dw3_small(const dw_geom *g, dw3_tab *T, in
     const int32_t y_hi = g->h < rows - g->pd[0] ? g->h : rows - g->pd[0];
     const ptrdiff_t row = (ptrdiff_t)g->wi * C;
     int32_t buf[DW3S_P * DW3S_Q];
-    T->ostep = C;
-    for (int32_t b = 0; b < g->batch; b++) {
-        const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)g->wi * (size_t)C + oc;
-        int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + oc;
-        for (int32_t *d = buf; d != buf + DW3S_P * cols; d += DW3S_P) { /* the zero point, the input over it */
-            d[0] = pad, d[1] = pad, d[2] = pad, d[3] = pad, d[4] = pad, d[5] = pad, d[6] = pad, d[7] = pad;
-        }
-        for (int32_t ix = 0; ix < x_hi; ix++) {
-            const int8_t *src = xb + (ptrdiff_t)ix * C;
-            int32_t *d = buf + (ix + g->pd[1]) * DW3S_P + g->pd[0];
-            for (int32_t iy = 0; iy < y_hi; iy++, src += row) d[iy] = mf_ld32(src);
-        }
-        for (int32_t oy = 0; oy < g->oh; oy++, out += (ptrdiff_t)g->ow * C) {
-            const int32_t *r = buf + oy * g->st[0], m = g->ow;
-            if (m >= 2) {
-                T->out = out;
-                T->bend = r + DW3S_P * 2 * s * (m / 2);
-                dw3s_pairs(T, r, s);
-            }
-            if (m & 1) {
-                const int8_t *p = (const int8_t *)(r + DW3S_P * s * (m - 1));
-                T->row[0] = p, T->row[1] = p + 4, T->row[2] = p + 8;
-                T->step = 4 * DW3S_P * s;
-                T->end = p + 4 * DW3S_P * s;
-                dw3_run(T, 4 * DW3S_P, out + (ptrdiff_t)(m - 1) * C);
-            }
-        }
+    dw3_tab Tn; /* the next groups' tables */
+    for (int32_t *d = buf; d != buf + DW3S_P * cols; d += DW3S_P) { /* the zero point, the input over it */
+        for (int32_t k = 0; k < rows; k++) d[k] = pad;
     }
+    for (; oc + 4 <= C; oc += 4) {
+        if (T == NULL) { /* the next group's table (the first is the caller's) */
+            mf_dsp_channel ch4[4];
+            for (int i = 0; i < 4; i++) ch4[i] = mf_dsp_channel_any(&g->rq, (uint32_t)(oc + i));
+            dw_out_params q;
+            dw_out_params_of(g, ch4, &q);
+            if (!dw3_tab_of(g, &q, oc, &Tn)) break;
+            T = &Tn;
+        }
+        T->ostep = C;
+        for (int32_t b = 0; b < g->batch; b++) {
+            const int8_t *xb = g->x + (size_t)b * (size_t)g->h * (size_t)g->wi * (size_t)C + oc;
+            int8_t *out = g->out + (size_t)b * (size_t)g->oh * (size_t)g->ow * (size_t)C + oc;
+            for (int32_t ix = 0; ix < x_hi; ix++) {
+                const int8_t *src = xb + (ptrdiff_t)ix * C;
+                int32_t *d = buf + (ix + g->pd[1]) * DW3S_P + g->pd[0];
+                for (int32_t iy = 0; iy < y_hi; iy++, src += row) d[iy] = mf_ld32(src);
+            }
+            for (int32_t oy = 0; oy < g->oh; oy++, out += (ptrdiff_t)g->ow * C) {
+                const int32_t *r = buf + oy * g->st[0], m = g->ow;
+                if (m >= 2) {
+                    T->out = out;
+                    T->bend = r + DW3S_P * 2 * s * (m / 2);
+                    dw3s_pairs(T, r, s);
+                }
+                if (m & 1) {
+                    const int8_t *p = (const int8_t *)(r + DW3S_P * s * (m - 1));
+                    T->row[0] = p, T->row[1] = p + 4, T->row[2] = p + 8;
+                    T->step = 4 * DW3S_P * s;
+                    T->end = p + 4 * DW3S_P * s;
+                    dw3_run(T, 4 * DW3S_P, out + (ptrdiff_t)(m - 1) * C);
+                }
+            }
+        }
+        T = NULL;
+    }
+    return oc;
 }
 
 /* The image as dw3_buffered walks it: rows along the longer output side (an image column when the
@@ -1880,7 +1900,7 @@ static void dw_dsp_3x3_groups(const dw_geom *g, int small, const mf_call *in_pla
         }
 #endif
         if (small && in_place == NULL && dw3_small_ok(g) && dw3_tab_of(g, &q, oc, &T)) {
-            dw3_small(g, &T, oc);
+            oc = dw3_small(g, &T, oc) - 4; /* this group and the next ones the path takes */
             continue;
         }
         if (small && g->batch * g->oh * g->ow >= 16 && dw3_tab_of(g, &q, oc, &T)) {
