@@ -1483,14 +1483,17 @@ static inline int32_t dwp_high2(int32_t lo, int32_t hi) {
     return r;
 }
 
-/* Columns u, v (4 channels each) as the four channels' halfword pairs at d (channel i at byte o_i of it). */
+/* Columns u, v (4 channels each) as the four channels' halfword pairs at d (channel i at byte o_i of it): the
+ * bytes paired first (channels 0/1 of u and v in one word, 2/3 in another: PKHBT, PKHTB), then sign-extended
+ * (SXTB16 and its ROR #8 give channel 0's or 1's pair): six operations, not eight (the rings' fill, e.g.
+ * MobileNet's 48 x 48 x 16 at stride 2: 386.7 -> 372.5 k cycles for the op on the cortex-m4 model). */
 static inline __attribute__((always_inline)) void dwp_put(uint8_t *d, int32_t o1, int32_t o2, int32_t o3, int32_t u,
                                                           int32_t v) {
-    const int32_t u02 = mf_sxtb16(u), u13 = mf_sxtb16_ror8(u), v02 = mf_sxtb16(v), v13 = mf_sxtb16_ror8(v);
-    mf_st32(d, dwp_low2(u02, v02));
-    mf_st32(d + o1, dwp_low2(u13, v13));
-    mf_st32(d + o2, dwp_high2(u02, v02));
-    mf_st32(d + o3, dwp_high2(u13, v13));
+    const int32_t lo = dwp_low2(u, v), hi = dwp_high2(u, v); /* bytes u0 u1 v0 v1, u2 u3 v2 v3 */
+    mf_st32(d, mf_sxtb16(lo));
+    mf_st32(d + o1, mf_sxtb16_ror8(lo));
+    mf_st32(d + o2, mf_sxtb16(hi));
+    mf_st32(d + o3, mf_sxtb16_ror8(hi));
 }
 
 /* Slot d of the four channels' rings (channel i at byte o_i of it, o_0 = 0: dwp_chan): n columns (even)
