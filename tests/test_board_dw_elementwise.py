@@ -173,6 +173,13 @@ def depthwise_sweep(seed: int) -> BoardSweep:
                                             (20, (12, 12), (2, 2), (1, 1), 1), (24, (6, 6), (2, 2), (1, 1), 2))):
         depthwise_case(rng, sweep, f"dw3x3_small13_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=st, pad_hw=pd,
                        batch=n, shifts=(-1, -21, -6, -13) if i < 8 else (-1, -22, -6, -21))
+    # (drawn after the cases above) dwp2 from 12 windows a row (DWP2_MIN): MobileNet's 24 x 24 to 12 x 12, rows of 12
+    # to 18 windows either axis, odd and even widths, padding 0 to 2, and one window short of the path (dw3_buffered)
+    for i, (c, hw, st, pd) in enumerate(((8, (24, 24), (2, 2), (1, 1)), (4, (5, 25), (1, 2), (1, 1)),
+                                         (12, (7, 30), (2, 2), (0, 2)), (8, (35, 6), (2, 1), (1, 1)),
+                                         (5, (6, 27), (1, 2), (2, 0)), (8, (5, 22), (1, 2), (1, 1)))):
+        depthwise_case(rng, sweep, f"dw3x3_planar2_short_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=st, pad_hw=pd,
+                       shifts=(-1, -21, -6, -13))
     return sweep
 
 
@@ -472,7 +479,8 @@ def test_dwp_ring_scratch_is_planned_per_layer():
     s2 = {**dw, "stride": [2, 1]}
     assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 25, 5, 64), s2) == 1336  # 52 columns
     assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 5, 27, 64), {**dw, "stride": [1, 2]}) == 1344
-    for out, attrs in (((1, 6, 6, 64), dw), ((1, 5, 54, 64), dw), ((1, 18, 5, 64), s2), ((1, 28, 5, 64), s2),
+    assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 12, 5, 64), s2) > 0  # DWP2_MIN: 12
+    for out, attrs in (((1, 6, 6, 64), dw), ((1, 5, 54, 64), dw), ((1, 11, 5, 64), s2), ((1, 28, 5, 64), s2),
                        ((1, 25, 5, 64), {**dw, "dilation": [1, 2]})):
         assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", out, attrs) == 0, (out, attrs)
     assert kernel_scratch_bytes("depthwise_conv2d_s8", (1, 3, 3, 62), "cortex-m4", (1, 25, 5, 62), dw) == 0

@@ -1189,9 +1189,11 @@ static void dw3_buffered(const dw3_view *v, dw3_tab Tp[3], const int8_t *xb, int
  * pass that ends at the row's end (it recomputes windows of the one before: the same bytes). */
 #define DWP_NC 56 /* halfwords between a channel's ring rows: the most columns a ring row holds */
 #define DWP_RB 112 /* bytes between ring rows (DWP_RB = 2 DWP_NC, an immediate in the asm) */
-#define DWP2_MIN 19 /* dwp2 (stride 2 along the rows) from rows of this many windows: below, dw3_buffered holds a row
-                       * in its ring and is as fast or faster (rows of 16: 190,790 cycles against 198,222; of 24
-                       * (MobileNet 0.25 op 3): 483,470 against 401,154 on the Cortex-M4 model) */
+#define DWP2_MIN 12 /* dwp2 (stride 2 along the rows) from rows of this many windows (ir.py DWP2_MIN): once dwp_put
+                       * paired its bytes before widening them, MobileNet 0.25's 12-window rows (op 7, 24 x 24 x 32 to
+                       * 12 x 12) run faster here than in dw3_buffered's ring: 230.0 -> 224.3 k cycles on the
+                       * Cortex-M4 model, 139.6 -> 134.4 k on the M7, 223.4 -> 222.9 k on the M33 (before, rows of 16:
+                       * 190,790 cycles against 198,222 for dw3_buffered); shorter rows were not measured */
 /* The rings live in the op's planned scratch (mf_scratch_depthwise_conv2d_s8_dwp: kinds/scratch.py), laid
  * out for the layer: ring rows of `cols` halfwords (the view's windows + 3, rounded up to 4), DWP_NC apart
  * for one channel, so k = DWP_NC / cols channels share those rows side by side (channel i at column
