@@ -131,9 +131,9 @@ def depthwise_sweep(seed: int) -> BoardSweep:
         depthwise_case(rng, sweep, f"dw3x3_planar_noring_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=(1, 1),
                        shifts=(-1, -21, -6, -13), scratch=bool(short), short=short)
     # (drawn after the cases above, which keep their draws) the channel-planar windows at stride 2 along the
-    # rows (dwp2: 19 to 27 windows): odd and even widths (the right padding read or not), padding 0 to 2, rows
-    # along either axis, a vertical stride of 1 or 2, odd channel counts, the widest row (27 windows) and one
-    # past it, a group whose output stage is not the table's; then dwp2's rings short
+    # rows (dwp2: 19 to 27 windows here, 12 to 18 below): odd and even widths (the right padding read or not),
+    # padding 0 to 2, rows along either axis, a vertical stride of 1 or 2, odd channel counts, the widest row (27
+    # windows) and one past it, a group whose output stage is not the table's; then dwp2's rings short
     for i, (c, hw, st, pd) in enumerate(((4, (5, 40), (1, 2), (1, 1)), (8, (7, 41), (2, 2), (1, 1)),
                                          (5, (6, 53), (1, 2), (0, 1)), (4, (4, 55), (1, 2), (1, 1)),
                                          (8, (45, 6), (2, 1), (1, 1)), (12, (9, 42), (2, 2), (2, 0)),
@@ -145,10 +145,10 @@ def depthwise_sweep(seed: int) -> BoardSweep:
         depthwise_case(rng, sweep, f"dw3x3_planar2_noring_{i}", c, (3, 3), hw=hw, dil=[1, 1],
                        stride_hw=(1, 2) if hw[1] > hw[0] else (2, 1), pad_hw=(1, 1), shifts=(-1, -21, -6, -13),
                        short=short)
-    # (drawn after the cases above) small maps (dw3_small: the whole padded map, at most 8 rows x 12 columns, in
-    # one buffer): MobileNet's 6 x 6 and 3 x 3 maps with padding 1 and 0, stride 2 to 3 x 3 and smaller, odd and
-    # even widths, a vertical stride alone, padding 2, the buffer's last row and column and one past each (the
-    # other paths), channel counts not a multiple of 4, two images, a group whose output stage is not the table's
+    # (drawn after the cases above) small maps (dw3_small: the whole padded map, at most 8 rows x 12 columns at
+    # stride 1 across, in one buffer): MobileNet's 6 x 6 and 3 x 3 maps with padding 1 and 0, stride 2 to 3 x 3
+    # and smaller, odd and even widths, a vertical stride alone, padding 2, the buffer's last row and column and
+    # one past each (the other paths), channel counts not a multiple of 4, two images, a group whose output stage is not the table's
     for i, (c, hw, st, pd, n) in enumerate(((12, (6, 6), (1, 1), (1, 1), 1), (13, (6, 6), (1, 1), (1, 1), 1),
                                             (8, (3, 3), (1, 1), (1, 1), 1), (7, (3, 3), (1, 1), (0, 0), 1),
                                             (8, (6, 6), (1, 1), (0, 0), 1), (16, (6, 6), (2, 2), (1, 1), 1),

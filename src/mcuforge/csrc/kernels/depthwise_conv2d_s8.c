@@ -21,7 +21,7 @@
  *   on patches (dw3_run, dw3_edge); outputs of fewer than 16 pixels keep the C loop (the table's cost);
  *   where the rows have stride 1 and no dilation (and 8 to DWP_NC - 3 windows), a ring per channel of
  *   rows sign-extended once (dwp_fill) and four windows of one channel per asm pass, two taps per SMLAD
- *   (dwp: mf_dwp_run_int8 / mf_dwp_run_clamp; at stride 2 along the rows, 19 to 27 windows, one SMLAD a tap
+ *   (dwp: mf_dwp_run_int8 / mf_dwp_run_clamp; at stride 2 along the rows, 12 to 27 windows, one SMLAD a tap
  *   pair with no PKHBT: mf_dwp2_run_int8 / _clamp), the rings in the op's planned scratch (the planner's
  *   mf_scratch_depthwise_conv2d_s8_dwp; with less scratch, dw3_buffered); the same path runs the op written
  *   over its input where the planner chose that (dw_dsp_in_place); small maps at stride 1 (at most 6 windows
