@@ -148,7 +148,8 @@ def depthwise_sweep(seed: int) -> BoardSweep:
     # (drawn after the cases above) small maps (dw3_small: the whole padded map, at most 8 rows x 12 columns at
     # stride 1 across, in one buffer): MobileNet's 6 x 6 and 3 x 3 maps with padding 1 and 0, stride 2 to 3 x 3
     # and smaller, odd and even widths, a vertical stride alone, padding 2, the buffer's last row and column and
-    # one past each (the other paths), channel counts not a multiple of 4, two images, a group whose output stage is not the table's
+    # one past each (the other paths), channel counts not a multiple of 4, two images, a group whose output stage
+    # is not the table's
     for i, (c, hw, st, pd, n) in enumerate(((12, (6, 6), (1, 1), (1, 1), 1), (13, (6, 6), (1, 1), (1, 1), 1),
                                             (8, (3, 3), (1, 1), (1, 1), 1), (7, (3, 3), (1, 1), (0, 0), 1),
                                             (8, (6, 6), (1, 1), (0, 0), 1), (16, (6, 6), (2, 2), (1, 1), 1),
