@@ -131,9 +131,9 @@ def depthwise_sweep(seed: int) -> BoardSweep:
         depthwise_case(rng, sweep, f"dw3x3_planar_noring_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=(1, 1),
                        shifts=(-1, -21, -6, -13), scratch=bool(short), short=short)
     # (drawn after the cases above, which keep their draws) the channel-planar windows at stride 2 along the
-    # rows (dwp2: 19 to 27 windows): odd and even widths (the right padding read or not), padding 0 to 2, rows
-    # along either axis, a vertical stride of 1 or 2, odd channel counts, the widest row (27 windows) and one
-    # past it, a group whose output stage is not the table's; then dwp2's rings short
+    # rows (dwp2: 19 to 27 windows here, 12 to 18 below): odd and even widths (the right padding read or not),
+    # padding 0 to 2, rows along either axis, a vertical stride of 1 or 2, odd channel counts, the widest row (27
+    # windows) and one past it, a group whose output stage is not the table's; then dwp2's rings short
     for i, (c, hw, st, pd) in enumerate(((4, (5, 40), (1, 2), (1, 1)), (8, (7, 41), (2, 2), (1, 1)),
                                          (5, (6, 53), (1, 2), (0, 1)), (4, (4, 55), (1, 2), (1, 1)),
                                          (8, (45, 6), (2, 1), (1, 1)), (12, (9, 42), (2, 2), (2, 0)),
@@ -145,10 +145,11 @@ def depthwise_sweep(seed: int) -> BoardSweep:
         depthwise_case(rng, sweep, f"dw3x3_planar2_noring_{i}", c, (3, 3), hw=hw, dil=[1, 1],
                        stride_hw=(1, 2) if hw[1] > hw[0] else (2, 1), pad_hw=(1, 1), shifts=(-1, -21, -6, -13),
                        short=short)
-    # (drawn after the cases above) small maps (dw3_small: the whole padded map, at most 8 rows x 12 columns, in
-    # one buffer): MobileNet's 6 x 6 and 3 x 3 maps with padding 1 and 0, stride 2 to 3 x 3 and smaller, odd and
-    # even widths, a vertical stride alone, padding 2, the buffer's last row and column and one past each (the
-    # other paths), channel counts not a multiple of 4, two images, a group whose output stage is not the table's
+    # (drawn after the cases above) small maps (dw3_small: the whole padded map, at most 8 rows x 12 columns at
+    # stride 1 across, in one buffer): MobileNet's 6 x 6 and 3 x 3 maps with padding 1 and 0, stride 2 to 3 x 3
+    # and smaller, odd and even widths, a vertical stride alone, padding 2, the buffer's last row and column and
+    # one past each (the other paths), channel counts not a multiple of 4, two images, a group whose output stage
+    # is not the table's
     for i, (c, hw, st, pd, n) in enumerate(((12, (6, 6), (1, 1), (1, 1), 1), (13, (6, 6), (1, 1), (1, 1), 1),
                                             (8, (3, 3), (1, 1), (1, 1), 1), (7, (3, 3), (1, 1), (0, 0), 1),
                                             (8, (6, 6), (1, 1), (0, 0), 1), (16, (6, 6), (2, 2), (1, 1), 1),
@@ -162,6 +163,24 @@ def depthwise_sweep(seed: int) -> BoardSweep:
                                             (8, (4, 6), (1, 1), (2, 1), 1), (8, (4, 2), (1, 1), (1, 1), 1))):
         depthwise_case(rng, sweep, f"dw3x3_small_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=st, pad_hw=pd,
                        batch=n, shifts=(-1, -21, -6, -13) if i != 3 else (-1, -22, -6, 0))
+    # (drawn after the cases above) dw3_small's map of 13 x 13 words at stride 2 across (MobileNet's 12 x 12 to
+    # 6 x 6): the largest map and one past it each way, padding 0 to 2, a vertical stride of 1, odd widths,
+    # channel tails, two images, groups whose output stage is not the table's between groups that take it (the
+    # padding written once for all groups)
+    for i, (c, hw, st, pd, n) in enumerate(((16, (12, 12), (2, 2), (1, 1), 1), (8, (12, 12), (2, 2), (0, 0), 1),
+                                            (9, (11, 13), (2, 2), (1, 1), 2), (12, (14, 12), (2, 2), (1, 1), 1),
+                                            (8, (12, 14), (2, 2), (1, 1), 1), (8, (11, 12), (1, 2), (0, 1), 1),
+                                            (8, (12, 12), (1, 2), (1, 1), 1), (13, (10, 9), (2, 2), (2, 2), 1),
+                                            (20, (12, 12), (2, 2), (1, 1), 1), (24, (6, 6), (2, 2), (1, 1), 2))):
+        depthwise_case(rng, sweep, f"dw3x3_small13_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=st, pad_hw=pd,
+                       batch=n, shifts=(-1, -21, -6, -13) if i < 8 else (-1, -22, -6, -21))
+    # (drawn after the cases above) dwp2 from 12 windows a row (DWP2_MIN): MobileNet's 24 x 24 to 12 x 12, rows of 12
+    # to 18 windows either axis, odd and even widths, padding 0 to 2, and one window short of the path (dw3_buffered)
+    for i, (c, hw, st, pd) in enumerate(((8, (24, 24), (2, 2), (1, 1)), (4, (5, 25), (1, 2), (1, 1)),
+                                         (12, (7, 30), (2, 2), (0, 2)), (8, (35, 6), (2, 1), (1, 1)),
+                                         (5, (6, 27), (1, 2), (2, 0)), (8, (5, 22), (1, 2), (1, 1)))):
+        depthwise_case(rng, sweep, f"dw3x3_planar2_short_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=st, pad_hw=pd,
+                       shifts=(-1, -21, -6, -13))
     return sweep
 
 
@@ -489,7 +508,8 @@ def test_dwp_ring_scratch_is_planned_per_layer():
     s2 = {**dw, "stride": [2, 1]}
     assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 25, 5, 64), s2) == 1336  # 52 columns
     assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 5, 27, 64), {**dw, "stride": [1, 2]}) == 1344
-    for out, attrs in (((1, 6, 6, 64), dw), ((1, 5, 54, 64), dw), ((1, 18, 5, 64), s2), ((1, 28, 5, 64), s2),
+    assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", (1, 12, 5, 64), s2) > 0  # DWP2_MIN: 12
+    for out, attrs in (((1, 6, 6, 64), dw), ((1, 5, 54, 64), dw), ((1, 11, 5, 64), s2), ((1, 28, 5, 64), s2),
                        ((1, 25, 5, 64), {**dw, "dilation": [1, 2]})):
         assert kernel_scratch_bytes("depthwise_conv2d_s8", w, "cortex-m4", out, attrs) == 0, (out, attrs)
     assert kernel_scratch_bytes("depthwise_conv2d_s8", (1, 3, 3, 62), "cortex-m4", (1, 25, 5, 62), dw) == 0

@@ -189,10 +189,12 @@ def conv_case(rng, geometry: str) -> tuple[bytes, list, str]:
 
 #: depthwise geometries: the generic path (depth multiplier > 1, batch, dilation), the 3x3 path (DSP cores),
 #: the opt path, a one-channel input with many outputs (a convolution, on MVE), and small maps at stride 1 (the
-#: DSP cores' row pairs, dwv: at most 6 x 6 outputs).
+#: DSP cores' row pairs, dwv: at most 6 x 6 outputs) and at stride 2 across (dw3_small's whole padded map, up to
+#: 13 x 13 words: MobileNet's 12 x 12 to 6 x 6 and 6 x 6 to 3 x 3, channel groups that share its padding).
 DW_PATHS = {"generic": ["mfcmp_dw_s8"], "3x3": ["mfcmp_dw_3x3_s8", "mfcmp_dw_s8_opt"], "opt": ["mfcmp_dw_s8_opt"],
             "one channel": ["mfcmp_dw_s8"], "dilated": ["mfcmp_dw_s8"],
-            "small": ["mfcmp_dw_3x3_s8", "mfcmp_dw_s8_opt"]}
+            "small": ["mfcmp_dw_3x3_s8", "mfcmp_dw_s8_opt"],
+            "small stride 2": ["mfcmp_dw_3x3_s8", "mfcmp_dw_s8_opt"]}
 
 
 def depthwise_case(rng, geometry: str) -> tuple[bytes, list, str]:
@@ -211,10 +213,14 @@ def depthwise_case(rng, geometry: str) -> tuple[bytes, list, str]:
         dil = [int(rng.integers(1, 3)), int(rng.integers(2, 4))]
     elif geometry == "small":
         kh, kw, stride, pad = 3, 3, [1, 1], [1, 1]
+    elif geometry == "small stride 2":
+        kh, kw, stride, pad = 3, 3, [int(rng.integers(1, 3)), 2], [int(rng.integers(0, 2)), int(rng.integers(0, 2))]
     pad = [min(pad[0], (kh - 1) * dil[0]), min(pad[1], (kw - 1) * dil[1])]
     h, w = int(rng.integers((kh - 1) * dil[0] + 1, 10)), int(rng.integers((kw - 1) * dil[1] + 1, 10))
     if geometry == "small":
         h, w, c = int(rng.integers(2, 7)), int(rng.integers(2, 7)), 4 * int(rng.integers(1, 5))
+    if geometry == "small stride 2":
+        h, w, c = int(rng.integers(3, 14)), int(rng.integers(3, 14)), 4 * int(rng.integers(1, 9))
     oh, ow = conv_output_hw((h, w), (kh, kw), stride, pad, dil)
     oc = c * dm
     lo, hi = act_range(rng)

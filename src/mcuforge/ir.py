@@ -216,7 +216,7 @@ def least_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str) -> 
 
 
 #: The fewest windows a row of the channel-planar path at stride 2 takes (depthwise_conv2d_s8.c DWP2_MIN).
-DWP2_MIN = 19
+DWP2_MIN = 12
 
 
 def _depthwise_dwp_scratch(formula: ScratchFormula, weight_shape: Sequence[int], out_shape: Sequence[int],
