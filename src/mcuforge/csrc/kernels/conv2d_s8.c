@@ -1097,6 +1097,77 @@ void mf_pw3_rows64(const uint32_t *frame, const int8_t *w);
 void mf_pw3_rows128(const uint32_t *frame, const int8_t *w);
 void mf_pw3_rows256(const uint32_t *frame, const int8_t *w);
 
+#if !DSP_PW_RUNS
+/* The Cortex-M7's last filter of a 3k + 1 (past pw3_rows' triples): mf_pw1_rows(frame, w), one filter x two pixels
+ * (the frame as pw3_rows', its pointers at that filter), depth a multiple of 16, 4 groups of 4 taps a loop step.
+ * The C loop took 12 estimated cycles a group on the Cortex-M7 model; here each load issues beside an SXTB16 or
+ * SMLAD: the columns' words one group ahead (the last group reads 16 bytes past the columns, inside the
+ * scratch), the filter's next word after its lanes are unpacked, but not past the row (so not across a loop
+ * step: its first group waits for its word). r0 w, r1 the columns, r2/r3 the sums, r4 the filter's word,
+ * r5..r8 the columns' words, r9/r10 its lanes, r11 the columns' end (+ 16 bytes), r12 the frame. */
+#define PW1_GROUP(NEXT_W) \
+    "sxtb16 r9, r4\n\t" \
+    "sxtb16 r10, r4, ror #8\n\t" \
+    "smlad r2, r9, r5, r2\n\t" \
+    NEXT_W \
+    "smlad r2, r10, r6, r2\n\t" \
+    "ldr r5, [r1], #16\n\t" \
+    "smlad r3, r9, r7, r3\n\t" \
+    "ldr r6, [r1, #-12]\n\t" \
+    "smlad r3, r10, r8, r3\n\t" \
+    "ldr r7, [r1, #-8]\n\t" \
+    "ldr r8, [r1, #-4]\n\t"
+#define PW1_W "ldr r4, [r0], #4\n\t"
+__asm__(".pushsection .text.mf_pw1_rows,\"ax\",%progbits\n\t"
+        ".syntax unified\n\t.thumb\n\t.align 2\n\t.type mf_pw1_rows, %function\n\t.thumb_func\n"
+        "mf_pw1_rows:\n\t"
+        "push {r4-r11, lr}\n\t"
+        "mov r12, r0\n\t"
+        "mov r0, r1\n\t"
+        "ldr r1, [r12, #32]\n\t"
+        "ldr r11, [r12, #28]\n\t"
+        "ldr r2, [r12]\n\t"
+        "ldr r5, [r1], #16\n\t"
+        "ldr r6, [r1, #-12]\n\t"
+        "ldr r7, [r1, #-8]\n\t"
+        "ldr r8, [r1, #-4]\n\t"
+        "ldr r2, [r2]\n\t"
+        "mov r3, r2\n\t"
+        "1:\n\t"
+        PW1_W
+        PW1_GROUP(PW1_W) PW1_GROUP(PW1_W) PW1_GROUP(PW1_W) PW1_GROUP("")
+        "cmp r1, r11\n\t"
+        "bne 1b\n\t"
+        "ldr lr, [r12, #4]\n\t"
+        "ldr r4, [r12, #8]\n\t"
+        "ldr r5, [r12, #20]\n\t"
+        "ldr lr, [lr]\n\t"
+        "ldrsb r4, [r4]\n\t"
+        "lsl r2, r2, #1\n\t"
+        "lsl r3, r3, #1\n\t"
+        "smmulr r2, r2, lr\n\t"
+        "smmulr r3, r3, lr\n\t"
+        "mvn r6, r4\n\t"
+        "lsl r6, r5, r6\n\t"
+        "rsb r4, r4, #0\n\t"
+        "add r2, r2, r2, asr #31\n\t"
+        "add r2, r2, r6\n\t"
+        "asr r2, r2, r4\n\t"
+        "ssat r2, #8, r2\n\t"
+        "add r3, r3, r3, asr #31\n\t"
+        "add r3, r3, r6\n\t"
+        "asr r3, r3, r4\n\t"
+        "ssat r3, #8, r3\n\t"
+        "ldr r7, [r12, #12]\n\t"
+        "ldr r8, [r12, #16]\n\t"
+        "strb r2, [r7]\n\t"
+        "strb r3, [r8]\n\t"
+        "pop {r4-r11, pc}\n\t"
+        ".size mf_pw1_rows, . - mf_pw1_rows\n\t"
+        ".popsection\n");
+void mf_pw1_rows(const uint32_t *frame, const int8_t *w);
+#endif
+
 /* The depths of an mf_pw3_rows<depth>. */
 static inline int pw3_depth(uint32_t depth) {
     return depth == 32u || depth == 64u || depth == 128u || depth == 256u || depth == 144u || depth == 288u ||
@@ -1200,6 +1271,17 @@ static __attribute__((noinline)) uint32_t tile_rows_neg(const int16_t *cols, con
         dsp_tile_rows_neg(cols, w + (size_t)done * depth, (rows - done) / 2u, depth, rq, oc0 + done, out0 + done,
                           out1 + done);
     }
+#if !DSP_PW_RUNS
+    if ((rows - done) & 1u) { /* the last filter (pw3_depth: a multiple of 16 taps) */
+        const uint32_t f = rows - 1u;
+        const uint32_t frame[9] = {(uint32_t)(uintptr_t)(rq->bias + oc0 + f), (uint32_t)(uintptr_t)(rq->mult + oc0 + f),
+                                   (uint32_t)(uintptr_t)(rq->shift + oc0 + f), (uint32_t)(uintptr_t)(out0 + f),
+                                   (uint32_t)(uintptr_t)(out1 + f), (uint32_t)(2 * rq->out_off + 1), 1u,
+                                   (uint32_t)(uintptr_t)(cols + 2u * depth + 8u), (uint32_t)(uintptr_t)cols};
+        mf_pw1_rows(frame, w + (size_t)f * depth);
+        return rows;
+    }
+#endif
     return done + ((rows - done) & ~1u);
 }
 
