@@ -199,6 +199,22 @@ def conv_sweep(seed: int) -> BoardSweep:
                   stride=st, pad=[0, 0], dil=[1, 1], hw=hw, oc_per_group=opg, batch=1 + i % 2, bias=True,
                   per_channel=True, shifts=(-1, -22, -9, -14), out_off=(-128, 127, 0)[i % 3],
                   input_offset=(-127, 128, 0, None)[i % 4])
+    # the 3 x 2 tiles on 3x3 patches (mf_pw3_rows144/288/576: resnet's 3x3 layers on 16, 32, 64 channels, a
+    # loop of 12 or 16 groups): 16 filters (five triples and one filter left to the C loop), 1, 2, 3, 4, 5, 7
+    # filters (the pairs and the C loop), stride 2, padding (the border windows through im2col), odd pixel
+    # counts, batches, the offsets' ends; and the paths beside them: a shift outside [-22, -1], a narrower
+    # clamp
+    for i, (wc, opg, hw, st) in enumerate(((16, 16, (5, 5), [1, 1]), (16, 4, (4, 3), [2, 2]), (32, 5, (3, 4), [1, 1]),
+                                           (32, 7, (5, 3), [2, 1]), (64, 3, (3, 3), [1, 1]), (64, 16, (4, 4), [2, 2]),
+                                           (16, 1, (3, 3), [1, 1]), (32, 2, (2, 3), [1, 1]),
+                                           (64, 10, (1, 3), [1, 1]), (16, 32, (3, 5), [1, 1]))):
+        conv_case(rng, sweep, f"pw3_3x3_c{wc}_o{opg}_{i}_{len(sweep)}", wc, (3, 3), stride=st, pad=[1, 1],
+                  dil=[1, 1], hw=hw, oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True,
+                  shifts=(-1, -22, -9, -14), out_off=(-128, 127, 0)[i % 3], input_offset=(-127, 128, 0, None)[i % 4])
+    for i, (wc, shifts, out_off) in enumerate(((16, (-1, -23, -9), 3), (32, (-2, -8), None), (64, (-23, -30, -5), -7))):
+        conv_case(rng, sweep, f"pw3_3x3_other_c{wc}_{i}_{len(sweep)}", wc, (3, 3), stride=[1, 1], pad=[1, 1],
+                  dil=[1, 1], hw=(3, 4), oc_per_group=7 + i, bias=True, per_channel=True, shifts=shifts,
+                  out_off=out_off)
     # the shallow pointwise path's 3 x 2 tiles (pw_run: mf_pw3_rows8/16, then the pairs left): 7 filters (a
     # triple and two pairs), 4 (pairs only), 13 (three triples and two pairs), odd and even pixel counts
     for i, (wc, opg, hw) in enumerate(((8, 7, (3, 3)), (16, 4, (1, 3)), (16, 13, (2, 2)), (8, 11, (1, 5)))):
@@ -219,6 +235,21 @@ def conv_sweep(seed: int) -> BoardSweep:
         conv_case(rng, sweep, f"pwimg_c{wc}_o{opg}_{i}_{len(sweep)}", wc, (1, 1), stride=st, pad=[0, 0],
                   dil=[1, 1], hw=hw, oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True,
                   shifts=(-1, -22, -5, -12), out_off=(0, -128, 127)[i % 3], input_offset=(0, 128, None, -127)[i % 4])
+    # rounding ties of the 3x3 layers' tiles (mf_pw3_rows144/288/576, the pairs, mf_pw1_rows on cortex-m7): as
+    # fc_rows4_ties, multiplier 2^30 and shifts of -1..-3 with small weights and inputs of both signs, so that
+    # ties of either sign reach the int8 outputs; 16, 10, 7, 4 and 1 filters (triples, pairs, a filter left)
+    for i, (wc, oc, hw) in enumerate(((16, 16, (4, 5)), (32, 10, (3, 3)), (64, 7, (3, 2)), (16, 4, (2, 3)),
+                                      (64, 1, (2, 2)))):
+        w = rng.integers(-1, 2, size=(oc, 3, 3, wc)).astype(np.int8)
+        x = act("x", (1, *hw, wc))
+        consts = [const("w", w), const("b", rng.integers(-40, 41, size=oc).astype(np.int32)),
+                  const("m", np.full(oc, 1 << 30, np.int32)),
+                  const("s", rng.choice((-1, -2, -3), size=oc).astype(np.int8))]
+        attrs = {"input_offset": 0, "output_offset": int(rng.integers(-20, 21)), "stride": [1, 1], "padding": [1, 1],
+                 "dilation": [1, 1], "act_min": -128, "act_max": 127}
+        sweep.add(f"pw3_3x3_ties_c{wc}_o{oc}_{i}", "conv2d_s8", attrs,
+                  [(x, rng.integers(-4, 5, size=x.shape).astype(np.int8))], [act("y", (1, *hw, oc))], consts,
+                  op_inputs=["x", "w", "b", "m", "s"])
     return sweep
 
 

@@ -17,11 +17,13 @@
  *        asm (DSP_TILE_ASM: 14 registers, loads in runs, 2 or 4 groups of taps per iteration) and, for
  *        the full int8 range, so is the output stage (dsp_tile_out_asm): shaped by the Cortex-M4 cycle
  *        model (mcuforge.cycles), where the compiler's code reloaded values from the stack;
- *        with the full clamp and every shift in [-22, -1] the filter pairs' loop, output stage included,
- *        is one asm block (DSP_TILE_ROWS_ASM: 13 registers, its state in a stack frame of its own), at
- *        depth 64 and 40 an asm function (mf_pw_rows64/40: 14 registers, one run of six loads a group;
- *        not on cortex-m7, whose dual issue prefers DSP_TILE_GROUP's interleaving); a patch of at most 64
- *        taps not a multiple of 8 (few input channels: RGB 3x3 first layers) with that output stage runs
+ *        with the full clamp and every shift in [-22, -1], the 1x1 layers of 32..256 channels and the 3x3
+ *        layers of 16, 32, 64 channels take three filters x two pixels (mf_pw3_rows<depth>); for the
+ *        filters left and the other depths the filter pairs' loop, output stage included, is one asm block
+ *        (DSP_TILE_ROWS_ASM: 13 registers, its state in a stack frame of its own), at depth 64 and 40 an
+ *        asm function (mf_pw_rows64/40: 14 registers, one run of six loads a group; not on cortex-m7,
+ *        whose dual issue prefers DSP_TILE_GROUP's interleaving); a patch of at most 64 taps not a
+ *        multiple of 8 (few input channels: RGB 3x3 first layers) with that output stage runs
  *        the same tiles on patches and filters reordered into whole groups of 4 and padded with zero weights
  *        (few_run; the filters copied once into a larger scratch, conv2d_s8_dsp, that the planner gives
  *        where the arena allows; at 25..28 taps and an even filter count, mf_few3_rows28's 2 x 3 tiles, or
@@ -898,16 +900,16 @@ void mf_few3t_rows28(const uint32_t *frame, const int8_t *w);
 #endif
 
 /* The deep pointwise layers' 3 x 2 tiles (three filters x two pixels, the two columns as mat_mult_2cols
- * widens them): mf_pw3_rowsD(frame, w) for D = 32, 64, 128, 256 taps (MobileNet's 1x1 layers) on every DSP
- * core. Against the 2 x 2 tiles, on the Cortex-M4 model: a group of 4 taps costs 27 estimated cycles for 24
- * MACs against 19 for 16 (mf_pw_rows64) or 20 (DSP_TILE_GROUP, the loop at 128 and 256 taps): each column
- * word feeds 6 SMLADs, not 4; and the tile's entry and its output stage's pointer traffic are paid once for 6
- * outputs, not 4 (VWW's 128-tap layers: 1.44 -> 1.34 estimated cycles/MAC). Four filters would leave no
- * register for the columns.
+ * widens them): mf_pw3_rowsD(frame, w) for D = 32, 64, 128, 256 taps (MobileNet's 1x1 layers) and 144, 288,
+ * 576 (3x3 layers on 16, 32, 64 channels) on every DSP core. Against the 2 x 2 tiles, on the Cortex-M4 model: a
+ * group of 4 taps costs 27 estimated cycles for 24 MACs against 19 for 16 (mf_pw_rows64) or 20
+ * (DSP_TILE_GROUP, the loop at 128 and 256 taps): each column word feeds 6 SMLADs, not 4; and the tile's entry
+ * and its output stage's pointer traffic are paid once for 6 outputs, not 4 (VWW's 128-tap layers: 1.44 ->
+ * 1.34 estimated cycles/MAC). Four filters would leave no register for the columns.
  * The frame: mf_pw_rows' (bias, mult, shift, out0, out1, 2 out_off + 1, filter triples, the columns' end,
  * their start). r0 w (the filters at w, w + D, w + 2 D), r1 the columns, r2/r3 filter 0 on pixels 0/1, r4/r5
  * filter 1's, r6/r7 filter 2's, r8..r12 and lr the words and lanes: all 14 registers. At more than 64 taps, a
- * loop of 16 groups (its end read from the frame). */
+ * loop of 12 or 16 groups (its end read from the frame). */
 #if DSP_PW_RUNS
 /* The Cortex-M4's group (27 estimated cycles): the three filters' words and the columns' even-lane words as one
  * run of five loads, each filter's even lanes through lr, then the odd-lane words as a run of two and each
@@ -1077,6 +1079,17 @@ PW3_FUNC(mf_pw3_rows32, 32, PW3_GROUPS8(32), "");
 PW3_FUNC(mf_pw3_rows64, 64, PW3_GROUPS16(64), "");
 PW3_FUNC(mf_pw3_rows128, 128, PW3_GROUPS16(128), PW3_LOOP);
 PW3_FUNC(mf_pw3_rows256, 256, PW3_GROUPS16(256), PW3_LOOP);
+/* the 3x3 layers on 16, 32 and 64 channels (ResNet's): 144 and 288 taps by 12 groups a loop step (36 and 72
+ * groups), 576 by 16. Against the 2 x 2 tiles (DSP_TILE_ROWS_ASM, 21 estimated cycles a group of 16 MACs, the
+ * loop's included) 27.5 for 24 on the Cortex-M4 model: resnet8 20.33 -> 18.80 M; on the Cortex-M7's
+ * (PW3_GROUP_M7) 13.24 -> 10.55 M. */
+#define PW3_GROUPS12(D) PW3_GROUPS8(D) PW3_GROUPS2(D) PW3_GROUPS2(D)
+PW3_FUNC(mf_pw3_rows144, 144, PW3_GROUPS12(144), PW3_LOOP);
+PW3_FUNC(mf_pw3_rows288, 288, PW3_GROUPS12(288), PW3_LOOP);
+PW3_FUNC(mf_pw3_rows576, 576, PW3_GROUPS16(576), PW3_LOOP);
+void mf_pw3_rows144(const uint32_t *frame, const int8_t *w);
+void mf_pw3_rows288(const uint32_t *frame, const int8_t *w);
+void mf_pw3_rows576(const uint32_t *frame, const int8_t *w);
 void mf_pw3_rows8(const uint32_t *frame, const int8_t *w);
 void mf_pw3_rows16(const uint32_t *frame, const int8_t *w);
 void mf_pw3_rows32(const uint32_t *frame, const int8_t *w);
@@ -1084,12 +1097,89 @@ void mf_pw3_rows64(const uint32_t *frame, const int8_t *w);
 void mf_pw3_rows128(const uint32_t *frame, const int8_t *w);
 void mf_pw3_rows256(const uint32_t *frame, const int8_t *w);
 
+#if !DSP_PW_RUNS
+/* The Cortex-M7's last filter of a 3k + 1 (past pw3_rows' triples): mf_pw1_rows(frame, w), one filter x two pixels
+ * (the frame as pw3_rows', its pointers at that filter), depth a multiple of 16, 4 groups of 4 taps a loop step.
+ * The C loop took 12 estimated cycles a group on the Cortex-M7 model; here each load issues beside an SXTB16 or
+ * SMLAD: the columns' words one group ahead (the last group reads 16 bytes past the columns, inside the
+ * scratch), the filter's next word after its lanes are unpacked, but not past the row (so not across a loop
+ * step: its first group waits for its word). r0 w, r1 the columns, r2/r3 the sums, r4 the filter's word,
+ * r5..r8 the columns' words, r9/r10 its lanes, r11 the columns' end (+ 16 bytes), r12 the frame. */
+#define PW1_GROUP(NEXT_W) \
+    "sxtb16 r9, r4\n\t" \
+    "sxtb16 r10, r4, ror #8\n\t" \
+    "smlad r2, r9, r5, r2\n\t" \
+    NEXT_W \
+    "smlad r2, r10, r6, r2\n\t" \
+    "ldr r5, [r1], #16\n\t" \
+    "smlad r3, r9, r7, r3\n\t" \
+    "ldr r6, [r1, #-12]\n\t" \
+    "smlad r3, r10, r8, r3\n\t" \
+    "ldr r7, [r1, #-8]\n\t" \
+    "ldr r8, [r1, #-4]\n\t"
+#define PW1_W "ldr r4, [r0], #4\n\t"
+__asm__(".pushsection .text.mf_pw1_rows,\"ax\",%progbits\n\t"
+        ".syntax unified\n\t.thumb\n\t.align 2\n\t.type mf_pw1_rows, %function\n\t.thumb_func\n"
+        "mf_pw1_rows:\n\t"
+        "push {r4-r11, lr}\n\t"
+        "mov r12, r0\n\t"
+        "mov r0, r1\n\t"
+        "ldr r1, [r12, #32]\n\t"
+        "ldr r11, [r12, #28]\n\t"
+        "ldr r2, [r12]\n\t"
+        "ldr r5, [r1], #16\n\t"
+        "ldr r6, [r1, #-12]\n\t"
+        "ldr r7, [r1, #-8]\n\t"
+        "ldr r8, [r1, #-4]\n\t"
+        "ldr r2, [r2]\n\t"
+        "mov r3, r2\n\t"
+        "1:\n\t"
+        PW1_W
+        PW1_GROUP(PW1_W) PW1_GROUP(PW1_W) PW1_GROUP(PW1_W) PW1_GROUP("")
+        "cmp r1, r11\n\t"
+        "bne 1b\n\t"
+        "ldr lr, [r12, #4]\n\t"
+        "ldr r4, [r12, #8]\n\t"
+        "ldr r5, [r12, #20]\n\t"
+        "ldr lr, [lr]\n\t"
+        "ldrsb r4, [r4]\n\t"
+        "lsl r2, r2, #1\n\t"
+        "lsl r3, r3, #1\n\t"
+        "smmulr r2, r2, lr\n\t"
+        "smmulr r3, r3, lr\n\t"
+        "mvn r6, r4\n\t"
+        "lsl r6, r5, r6\n\t"
+        "rsb r4, r4, #0\n\t"
+        "add r2, r2, r2, asr #31\n\t"
+        "add r2, r2, r6\n\t"
+        "asr r2, r2, r4\n\t"
+        "ssat r2, #8, r2\n\t"
+        "add r3, r3, r3, asr #31\n\t"
+        "add r3, r3, r6\n\t"
+        "asr r3, r3, r4\n\t"
+        "ssat r3, #8, r3\n\t"
+        "ldr r7, [r12, #12]\n\t"
+        "ldr r8, [r12, #16]\n\t"
+        "strb r2, [r7]\n\t"
+        "strb r3, [r8]\n\t"
+        "pop {r4-r11, pc}\n\t"
+        ".size mf_pw1_rows, . - mf_pw1_rows\n\t"
+        ".popsection\n");
+void mf_pw1_rows(const uint32_t *frame, const int8_t *w);
+#endif
+
+/* The depths of an mf_pw3_rows<depth>. */
+static inline int pw3_depth(uint32_t depth) {
+    return depth == 32u || depth == 64u || depth == 128u || depth == 256u || depth == 144u || depth == 288u ||
+           depth == 576u;
+}
+
 /* The filter triples of `rows` (rows / 3 of them) by mf_pw3_rows<depth> where there is one (the frame as
  * dsp_tile_rows_neg's); returns the rows done (0: none at this depth). */
 static uint32_t pw3_rows(const int16_t *cols, const int8_t *w, uint32_t rows, uint32_t depth,
                          const mf_channel_requant *rq, uint32_t oc0, int8_t *out0, int8_t *out1) {
     const uint32_t triples = rows / 3u;
-    if (triples == 0 || (depth != 32u && depth != 64u && depth != 128u && depth != 256u)) return 0;
+    if (triples == 0 || !pw3_depth(depth)) return 0;
     const uint32_t frame[9] = {(uint32_t)(uintptr_t)(rq->bias + oc0), (uint32_t)(uintptr_t)(rq->mult + oc0),
                                (uint32_t)(uintptr_t)(rq->shift + oc0), (uint32_t)(uintptr_t)out0,
                                (uint32_t)(uintptr_t)out1, (uint32_t)(2 * rq->out_off + 1), triples,
@@ -1100,6 +1190,12 @@ static uint32_t pw3_rows(const int16_t *cols, const int8_t *w, uint32_t rows, ui
         mf_pw3_rows128(frame, w);
     } else if (depth == 256u) {
         mf_pw3_rows256(frame, w);
+    } else if (depth == 144u) {
+        mf_pw3_rows144(frame, w);
+    } else if (depth == 288u) {
+        mf_pw3_rows288(frame, w);
+    } else if (depth == 576u) {
+        mf_pw3_rows576(frame, w);
     } else {
         mf_pw3_rows32(frame, w);
     }
@@ -1166,11 +1262,26 @@ static inline __attribute__((always_inline)) void dsp_tile_rows_neg(const int16_
 static __attribute__((noinline)) uint32_t tile_rows_neg(const int16_t *cols, const int8_t *w, uint32_t rows,
                                                         uint32_t depth, const mf_channel_requant *rq, uint32_t oc0,
                                                         int8_t *out0, int8_t *out1) {
-    const uint32_t done = pw3_rows(cols, w, rows, depth, rq, oc0, out0, out1);
+    /* one filter past the triples: two pairs instead where DSP_PW_RUNS (the C loop's single filter takes 17
+     * estimated cycles a group of 8 MACs on the Cortex-M4 model: resnet8 18.80 -> 18.61 M; on the Cortex-M7's the
+     * pairs would cost more than it) */
+    const uint32_t pw3 = DSP_PW_RUNS && rows % 3u == 1u && rows >= 4u ? rows - 4u : rows;
+    const uint32_t done = pw3_rows(cols, w, pw3, depth, rq, oc0, out0, out1);
     if (rows - done >= 2) {
         dsp_tile_rows_neg(cols, w + (size_t)done * depth, (rows - done) / 2u, depth, rq, oc0 + done, out0 + done,
                           out1 + done);
     }
+#if !DSP_PW_RUNS
+    if ((rows - done) & 1u) { /* the last filter (pw3_depth: a multiple of 16 taps) */
+        const uint32_t f = rows - 1u;
+        const uint32_t frame[9] = {(uint32_t)(uintptr_t)(rq->bias + oc0 + f), (uint32_t)(uintptr_t)(rq->mult + oc0 + f),
+                                   (uint32_t)(uintptr_t)(rq->shift + oc0 + f), (uint32_t)(uintptr_t)(out0 + f),
+                                   (uint32_t)(uintptr_t)(out1 + f), (uint32_t)(2 * rq->out_off + 1), 1u,
+                                   (uint32_t)(uintptr_t)(cols + 2u * depth + 8u), (uint32_t)(uintptr_t)cols};
+        mf_pw1_rows(frame, w + (size_t)f * depth);
+        return rows;
+    }
+#endif
     return done + ((rows - done) & ~1u);
 }
 
@@ -1212,9 +1323,9 @@ static uint32_t mat_mult_2cols_tiled(const int16_t *cols, const int8_t *w, uint3
                                      int neg) {
     if (!rq->per_channel || rq->bias == NULL) return 0;
     if (rq->lo == -128 && rq->hi == 127) {
-        if (neg && (depth == 32u || depth == 64u || depth == 128u || depth == 256u)) {
+        if (neg && pw3_depth(depth)) {
             return tile_rows_neg(cols, w, rows, depth, rq, oc0, out0, out1);
-        } else if (neg) { /* no call at the other depths (resnet8's 3x3 layers: 0.3 % of its cycles) */
+        } else if (neg) { /* no call at the other depths */
             if (rows >= 2) dsp_tile_rows_neg(cols, w, rows / 2u, depth, rq, oc0, out0, out1);
         } else {
             tiled_rows(cols, w, rows / 2u, depth, rq, oc0, out0, out1, 1, 0);
