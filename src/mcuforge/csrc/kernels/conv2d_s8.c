@@ -25,7 +25,8 @@
  *        the same tiles on patches and filters reordered into whole groups of 4 and padded with zero weights
  *        (few_run; the filters copied once into a larger scratch, conv2d_s8_dsp, that the planner gives
  *        where the arena allows; at 25..28 taps and an even filter count, mf_few3_rows28's 2 x 3 tiles, or
- *        mf_few3t_rows28's with the output stage from a per-op table, up to 32 filters); a 1x1 without padding
+ *        mf_few3t_rows28's with the output stage from a per-op table and the filters widened to int16 once, up
+ *        to 32 filters); a 1x1 without padding
  *        at 8, 16 or 32 channels with an even filter count: the whole op in one asm function (pwimg_run,
  *        mf_pwimg<D>: 2 x 2 tiles, doubled columns, a per-op table of each channel's constants and SMMLAR);
  *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
@@ -822,14 +823,34 @@ void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
 /* mf_few3_rows28 with its output stage from a per-op table (mf_few3t_rows28(frame, w), pwimg_run's table: 2 bias
  * (here the bias: the columns are not doubled), multiplier, rounding constant, n, the last pair's n without bit 8)
  * and SMMLAR (pwimg's 5 instructions an output, and an LSL): about 25 estimated cycles a filter pair fewer than
- * mf_few3_rows28's (frame reloads, shift decoding, two constants per filter). Group 0 starts pixels 1 and 2 from
- * the biases (columns 1 and 2 first). The frame: table, out0, out1, out2, columns. */
+ * mf_few3_rows28's (frame reloads, shift decoding, two constants per filter); and on the filters widened once per
+ * op to int16 (few_widen16: each group of 4 taps as the words of lanes 0, 2 and 1, 3, a filter's 28 taps 56 bytes,
+ * the pair's second filter 56 bytes on), so a group loads 4 filter words and unpacks none: 24 estimated cycles a
+ * group on the Cortex-M4 model (two runs of five loads, 6 SMLADs each) against 27 (189 -> 168 a filter pair).
+ * Group 0 starts pixels 1 and 2 from the biases (columns 1 and 2 first). The frame: table, out0, out1, out2,
+ * columns. */
 #define FEW3T_OUT(X, M, H, N) \
     "lsl " X ", " X ", #1\n\t" \
     "smmlar r1, " X ", " M ", " H "\n\t" \
     "add r1, r1, " X ", asr #31\n\t" \
     "asr " X ", r1, " N "\n\t" \
     "ssat " X ", #8, " X "\n\t"
+/* half H (0: lanes 0, 2; 4: lanes 1, 3) of group G: both filters' words and the three columns' as one run */
+#define FEW3W_LOADS(G, H) \
+    "ldr r8, [r0, #8 * " #G " + " #H "]\n\t" \
+    "ldr r9, [r0, #56 + 8 * " #G " + " #H "]\n\t" \
+    "ldr r10, [r1, #24 * " #G " + " #H "]\n\t" \
+    "ldr r11, [r1, #24 * " #G " + 8 + " #H "]\n\t" \
+    "ldr r12, [r1, #24 * " #G " + 16 + " #H "]\n\t"
+#define FEW3W_HALF(G, H) \
+    FEW3W_LOADS(G, H) \
+    "smlad r2, r8, r10, r2\n\t" \
+    "smlad r3, r8, r11, r3\n\t" \
+    "smlad r4, r8, r12, r4\n\t" \
+    "smlad r5, r9, r10, r5\n\t" \
+    "smlad r6, r9, r11, r6\n\t" \
+    "smlad r7, r9, r12, r7\n\t"
+#define FEW3W_GROUP(G) FEW3W_HALF(G, 0) FEW3W_HALF(G, 4)
 __asm__(".pushsection .text.mf_few3t_rows28,\"ax\",%progbits\n\t"
         ".syntax unified\n\t.thumb\n\t.align 2\n\t.type mf_few3t_rows28, %function\n\t.thumb_func\n"
         "mf_few3t_rows28:\n\t"
@@ -844,32 +865,16 @@ __asm__(".pushsection .text.mf_few3t_rows28,\"ax\",%progbits\n\t"
         "ldr r1, [sp, #16]\n\t"
         "ldm r8!, {r2, r5}\n\t"
         "str r8, [sp]\n\t"
-        "ldr r8, [r0]\n\t"
-        "ldr r10, [r0, #28]\n\t"
-        "ldr r12, [r1, #8]\n\t"
-        "ldr lr, [r1, #12]\n\t"
-        "sxtb16 r9, r8, ror #8\n\t"
-        "sxtb16 r8, r8\n\t"
-        "sxtb16 r11, r10, ror #8\n\t"
-        "sxtb16 r10, r10\n\t"
-        "smlad r3, r8, r12, r2\n\t"
-        "smlad r3, r9, lr, r3\n\t"
-        "smlad r6, r10, r12, r5\n\t"
-        "smlad r6, r11, lr, r6\n\t"
-        "ldr r12, [r1, #16]\n\t"
-        "ldr lr, [r1, #20]\n\t"
+        FEW3W_LOADS(0, 0)
+        "smlad r3, r8, r11, r2\n\t"
         "smlad r4, r8, r12, r2\n\t"
-        "smlad r4, r9, lr, r4\n\t"
-        "smlad r7, r10, r12, r5\n\t"
-        "smlad r7, r11, lr, r7\n\t"
-        "ldr r12, [r1]\n\t"
-        "ldr lr, [r1, #4]\n\t"
-        "smlad r2, r8, r12, r2\n\t"
-        "smlad r2, r9, lr, r2\n\t"
-        "smlad r5, r10, r12, r5\n\t"
-        "smlad r5, r11, lr, r5\n\t"
-        FEW3_GROUP(1) FEW3_GROUP(2) FEW3_GROUP(3) FEW3_GROUP(4) FEW3_GROUP(5) FEW3_GROUP(6)
-        "add r0, r0, #56\n\t"
+        "smlad r2, r8, r10, r2\n\t"
+        "smlad r6, r9, r11, r5\n\t"
+        "smlad r7, r9, r12, r5\n\t"
+        "smlad r5, r9, r10, r5\n\t"
+        FEW3W_HALF(0, 4)
+        FEW3W_GROUP(1) FEW3W_GROUP(2) FEW3W_GROUP(3) FEW3W_GROUP(4) FEW3W_GROUP(5) FEW3W_GROUP(6)
+        "add r0, r0, #112\n\t"
         "ldr r1, [sp]\n\t"
         "ldm r1!, {r8, r9, r10}\n\t"
         "ldm r1!, {r11, r12, lr}\n\t"
@@ -894,7 +899,7 @@ __asm__(".pushsection .text.mf_few3t_rows28,\"ax\",%progbits\n\t"
         "pop {r4-r11, pc}\n\t"
         ".size mf_few3t_rows28, . - mf_few3t_rows28\n\t"
         ".popsection\n");
-void mf_few3t_rows28(const uint32_t *frame, const int8_t *w);
+void mf_few3t_rows28(const uint32_t *frame, const int16_t *w);
 #endif
 
 /* The deep pointwise layers' 3 x 2 tiles (three filters x two pixels, the two columns as mat_mult_2cols
@@ -1638,6 +1643,19 @@ static const int8_t *few_weights(const int8_t *w, uint32_t filters, uint32_t kh,
     return dst;
 }
 
+/* The n groups of 4 taps at w (few_weights' rows) widened in place to int16 for mf_few3t_rows28: each group as
+ * its lanes 0, 2, 1, 3 (SXTB16's order, the columns'), the last group first (group g's 8 bytes at 8 g only
+ * overwrite groups from g on, already read). Once per op: the tiles then load the filters' words, no SXTB16. */
+#if FEW3_TILES
+static void few_widen16(int8_t *w, uint32_t n) {
+    int16_t *d = (int16_t *)(void *)w;
+    for (uint32_t g = n; g-- > 0;) {
+        const int16_t w0 = w[4u * g], w1 = w[4u * g + 1u], w2 = w[4u * g + 2u], w3 = w[4u * g + 3u];
+        d[4u * g] = w0, d[4u * g + 1u] = w2, d[4u * g + 2u] = w1, d[4u * g + 3u] = w3;
+    }
+}
+#endif
+
 /* few_widen for the RGB 3x3 layer (3 rows of 9 bytes) in straight-line code, inlined in few_image's loop:
  * six words, then the rows' ninth bytes as group 6's lanes 0, 1, 2 (about 40 estimated cycles a patch on the
  * Cortex-M4 model against 250 through the loops). Groups of 4 taps gs int16 apart (few_widen's gs). */
@@ -1860,7 +1878,7 @@ static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g
             const uint32_t f3[5] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)out0, (uint32_t)(uintptr_t)out1,
                                     (uint32_t)(uintptr_t)(n_cols > 2 ? out1 + g->ps : out1),
                                     (uint32_t)(uintptr_t)cols};
-            mf_few3t_rows28(f3, wp);
+            mf_few3t_rows28(f3, (const int16_t *)(const void *)wp); /* few_widen16's */
         } else if (lanes == 3u) {
             frame[3] = (uint32_t)(uintptr_t)out0, frame[4] = (uint32_t)(uintptr_t)out1;
             frame[9] = (uint32_t)(uintptr_t)(n_cols > 2 ? out1 + g->ps : out1);
@@ -1888,12 +1906,17 @@ static __attribute__((noinline)) void few_image(const conv_geom *g, const int8_t
 }
 
 #if FEW3_TILES
-/* few_image_n three pixels at a time (mf_few3_rows28; 28 taps, an even filter count) */
+/* mf_few3t_rows28 runs the op (few_image3's table, few_widen16's filters): up to 32 filters, no negative
+ * multiplier */
+static int few3t_ok(const mf_channel_requant *rq, uint32_t oc_n) { return oc_n <= 32u && rq_mults_nonneg(rq, oc_n); }
+
+/* few_image_n three pixels at a time (mf_few3_rows28; 28 taps, an even filter count; where few3t_ok,
+ * mf_few3t_rows28 on the filters wp as few_widen16 left them) */
 static __attribute__((noinline)) void few_image3(const conv_geom *g, const int8_t *wp, const mf_channel_requant *rq,
                                                  uint32_t oc_n, uint32_t oh, uint32_t ow, int8_t *out, int8_t *scratch,
                                                  int32_t off16, int32_t in_off) {
     uint32_t tbl[8u * 16u]; /* up to 32 filters: mf_few3t_rows28 */
-    const int t = oc_n <= 32u && rq_mults_nonneg(rq, oc_n);
+    const int t = few3t_ok(rq, oc_n);
     if (t) rq_table(tbl, rq, 0, oc_n / 2u, 0);
     few_image_n(g, wp, rq, oc_n, 28u, oh, ow, out, scratch, off16, in_off, 3u, t ? tbl : NULL);
 }
@@ -2230,8 +2253,12 @@ static __attribute__((noinline)) int few_run(const mf_call *c) {
     const uint32_t dp = few_depth(c, &rq, depth, g.ch / g.wc, pointwise, small);
     if (dp == depth) return 0;
     int8_t *scratch = (int8_t *)c->scratch;
-    /* the scratch: 3 int16 columns (6 dp bytes), the staging patch (dp), the filters */
+    /* the scratch: 3 int16 columns (6 dp bytes), the staging patch (dp), the filters (int16 for mf_few3t_rows28:
+     * conv2d_s8_dsp plans 2 bytes a tap) */
     const int8_t *wp = few_weights((const int8_t *)w.data, oc_n, g.kh, g.kw * g.wc, dp, scratch + 7u * dp);
+#if FEW3_TILES
+    if (dp == 28u && (oc_n & 1u) == 0 && few3t_ok(&rq, oc_n)) few_widen16(scratch + 7u * dp, oc_n * 7u);
+#endif
     for (uint32_t k = 0; k < 6u * dp; k++) scratch[k] = 0; /* the columns' padding lanes stay 0 */
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         g.x = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
