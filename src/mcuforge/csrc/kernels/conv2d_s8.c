@@ -851,6 +851,69 @@ void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
     "smlad r6, r9, r11, r6\n\t" \
     "smlad r7, r9, r12, r7\n\t"
 #define FEW3W_GROUP(G) FEW3W_HALF(G, 0) FEW3W_HALF(G, 4)
+#if DSP_PW_RUNS
+#define FEW3W_MACS \
+    "ldr r8, [sp]\n\t" \
+    "ldr r1, [sp, #16]\n\t" \
+    "ldm r8!, {r2, r5}\n\t" \
+    "str r8, [sp]\n\t" \
+    FEW3W_LOADS(0, 0) \
+    "smlad r3, r8, r11, r2\n\t" \
+    "smlad r4, r8, r12, r2\n\t" \
+    "smlad r2, r8, r10, r2\n\t" \
+    "smlad r6, r9, r11, r5\n\t" \
+    "smlad r7, r9, r12, r5\n\t" \
+    "smlad r5, r9, r10, r5\n\t" \
+    FEW3W_HALF(0, 4) FEW3W_GROUP(1) FEW3W_GROUP(2) FEW3W_GROUP(3) FEW3W_GROUP(4) FEW3W_GROUP(5) FEW3W_GROUP(6)
+#else
+/* The Cortex-M7 (dual issue: a load beside each SMLAD, a loaded value not used by the next issue group): the
+ * Cortex-M4's runs of loads then 6 SMLADs take about 11 estimated cycles a half group on the Cortex-M7 model;
+ * software-pipelined, each half's SMLADs load the next half's five words beside them as their registers free
+ * up, 6 cycles a half. The filters' words rotate through r8, r9 and lr (filter A's word in A, B's in B, the next
+ * A's loaded into S, the next B's into A once A's last SMLAD has read it); the columns' stay in r10..r12. Half
+ * (G1, H1) is the next one's group and lanes (FEW3W_LOADS' G, H). */
+#define FEW3M_HALF(A, B, S, G1, H1) \
+    "smlad r2, " A ", r10, r2\n\t" \
+    "ldr " S ", [r0, #8 * " #G1 " + " #H1 "]\n\t" \
+    "smlad r5, " B ", r10, r5\n\t" \
+    "ldr r10, [r1, #24 * " #G1 " + " #H1 "]\n\t" \
+    "smlad r3, " A ", r11, r3\n\t" \
+    "smlad r6, " B ", r11, r6\n\t" \
+    "ldr r11, [r1, #24 * " #G1 " + 8 + " #H1 "]\n\t" \
+    "smlad r4, " A ", r12, r4\n\t" \
+    "ldr " A ", [r0, #56 + 8 * " #G1 " + " #H1 "]\n\t" \
+    "smlad r7, " B ", r12, r7\n\t" \
+    "ldr r12, [r1, #24 * " #G1 " + 16 + " #H1 "]\n\t"
+#define FEW3M_LAST(A, B) \
+    "smlad r2, " A ", r10, r2\n\t" \
+    "smlad r5, " B ", r10, r5\n\t" \
+    "smlad r3, " A ", r11, r3\n\t" \
+    "smlad r6, " B ", r11, r6\n\t" \
+    "smlad r4, " A ", r12, r4\n\t" \
+    "smlad r7, " B ", r12, r7\n\t"
+/* the table's biases into every pixel's sum beside the first half's loads (MOVs pair with them) */
+#define FEW3W_MACS \
+    "ldr lr, [sp]\n\t" \
+    "ldr r1, [sp, #16]\n\t" \
+    "ldm lr!, {r2, r5}\n\t" \
+    "str lr, [sp]\n\t" \
+    "ldr r8, [r0]\n\t" \
+    "mov r3, r2\n\t" \
+    "ldr r9, [r0, #56]\n\t" \
+    "mov r4, r2\n\t" \
+    "ldr r10, [r1]\n\t" \
+    "mov r6, r5\n\t" \
+    "ldr r11, [r1, #8]\n\t" \
+    "mov r7, r5\n\t" \
+    "ldr r12, [r1, #16]\n\t" \
+    FEW3M_HALF("r8", "r9", "lr", 0, 4) FEW3M_HALF("lr", "r8", "r9", 1, 0) FEW3M_HALF("r9", "lr", "r8", 1, 4) \
+    FEW3M_HALF("r8", "r9", "lr", 2, 0) FEW3M_HALF("lr", "r8", "r9", 2, 4) \
+    FEW3M_HALF("r9", "lr", "r8", 3, 0) FEW3M_HALF("r8", "r9", "lr", 3, 4) \
+    FEW3M_HALF("lr", "r8", "r9", 4, 0) FEW3M_HALF("r9", "lr", "r8", 4, 4) \
+    FEW3M_HALF("r8", "r9", "lr", 5, 0) FEW3M_HALF("lr", "r8", "r9", 5, 4) \
+    FEW3M_HALF("r9", "lr", "r8", 6, 0) FEW3M_HALF("r8", "r9", "lr", 6, 4) \
+    FEW3M_LAST("lr", "r8")
+#endif
 __asm__(".pushsection .text.mf_few3t_rows28,\"ax\",%progbits\n\t"
         ".syntax unified\n\t.thumb\n\t.align 2\n\t.type mf_few3t_rows28, %function\n\t.thumb_func\n"
         "mf_few3t_rows28:\n\t"
@@ -861,19 +924,7 @@ __asm__(".pushsection .text.mf_few3t_rows28,\"ax\",%progbits\n\t"
         "stm sp, {r1-r5}\n\t"
         "mov r0, r12\n\t"
         "2:\n\t"
-        "ldr r8, [sp]\n\t"
-        "ldr r1, [sp, #16]\n\t"
-        "ldm r8!, {r2, r5}\n\t"
-        "str r8, [sp]\n\t"
-        FEW3W_LOADS(0, 0)
-        "smlad r3, r8, r11, r2\n\t"
-        "smlad r4, r8, r12, r2\n\t"
-        "smlad r2, r8, r10, r2\n\t"
-        "smlad r6, r9, r11, r5\n\t"
-        "smlad r7, r9, r12, r5\n\t"
-        "smlad r5, r9, r10, r5\n\t"
-        FEW3W_HALF(0, 4)
-        FEW3W_GROUP(1) FEW3W_GROUP(2) FEW3W_GROUP(3) FEW3W_GROUP(4) FEW3W_GROUP(5) FEW3W_GROUP(6)
+        FEW3W_MACS
         "add r0, r0, #112\n\t"
         "ldr r1, [sp]\n\t"
         "ldm r1!, {r8, r9, r10}\n\t"
