@@ -1925,22 +1925,31 @@ static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g
     const int8_t *at = x - (ptrdiff_t)pd0 * in_row - (ptrdiff_t)pd1 * (ptrdiff_t)ch; /* window (0, 0) */
     for (uint32_t p0 = 0; p0 < pixels; p0 += lanes) {
         const uint32_t n_cols = pixels - p0 < lanes ? pixels - p0 : lanes;
-        for (uint32_t i = 0; i < lanes; i++) {
-            if (row_inside && ox >= ox_lo && ox < ox_hi) {
-                if (rgb) {
-                    few_widen_rgb(at, row_step, cols, i, gs, off16, in_off);
+        if (lanes == 3u && rgb && row_inside && ox >= ox_lo && ox + 3 <= ox_hi && ox + 3 <= (int32_t)ow) {
+            /* three RGB windows inside the input on one row: straight-line, without the lanes' checks and steps
+             * (about 20 estimated cycles a pixel on the Cortex-M4 model) */
+            few_widen_rgb(at, row_step, cols, 0, gs, off16, in_off);
+            few_widen_rgb(at + px_step, row_step, cols, 1, gs, off16, in_off);
+            few_widen_rgb(at + 2 * px_step, row_step, cols, 2, gs, off16, in_off);
+            at += 2 * px_step, ox += 2; /* at the last pixel, as the lanes' loop leaves them */
+        } else {
+            for (uint32_t i = 0; i < lanes; i++) {
+                if (row_inside && ox >= ox_lo && ox < ox_hi) {
+                    if (rgb) {
+                        few_widen_rgb(at, row_step, cols, i, gs, off16, in_off);
+                    } else {
+                        few_widen(at, row_step, kh, rb, cols, i, gs, off16, in_off);
+                    }
                 } else {
-                    few_widen(at, row_step, kh, rb, cols, i, gs, off16, in_off);
+                    few_border_widen(g, oy * st0 - pd0, ox * st1 - pd1, staging, cols, i, gs, off16, in_off);
                 }
-            } else {
-                few_border_widen(g, oy * st0 - pd0, ox * st1 - pd1, staging, cols, i, gs, off16, in_off);
-            }
-            if (i + 1 < n_cols) { /* the next pixel (the last one goes into the columns left) */
-                at += px_step;
-                if (++ox == (int32_t)ow) {
-                    ox = 0, oy++;
-                    row_inside = contiguous && oy_lo <= oy && oy < oy_hi;
-                    at = x + (ptrdiff_t)(oy * st0 - pd0) * in_row - (ptrdiff_t)pd1 * (ptrdiff_t)ch;
+                if (i + 1 < n_cols) { /* the next pixel (the last one goes into the columns left) */
+                    at += px_step;
+                    if (++ox == (int32_t)ow) {
+                        ox = 0, oy++;
+                        row_inside = contiguous && oy_lo <= oy && oy < oy_hi;
+                        at = x + (ptrdiff_t)(oy * st0 - pd0) * in_row - (ptrdiff_t)pd1 * (ptrdiff_t)ch;
+                    }
                 }
             }
         }
