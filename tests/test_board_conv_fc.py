@@ -276,6 +276,16 @@ def few_channel_cases(rng, sweep: BoardSweep) -> None:
         conv_case(rng, sweep, f"few3t_o{opg}_{i}_{len(sweep)}", 3, (3, 3), stride=st, pad=[1, 1], dil=[1, 1], hw=hw,
                   oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True, shifts=(-1, -22, -6, -13),
                   out_off=(127, -128, 0)[i], input_offset=(128, -127, None)[i])
+    # mf_few3t_rows28 on the filters widened and doubled once (few_widen16) and the biases doubled in its table:
+    # biases near the small output stage's bound (|acc| < 2^30), one pair, 30 filters; the RGB windows three at a
+    # time on one row (odd and even widths, stride 1 and 2, rows of 3 k + 1 and 3 k + 2 pixels), the border
+    # patches by rows (padding on every side, a single-row input), an odd filter count (the 2 x 2 tiles)
+    for i, (opg, hw, st, pd, bits) in enumerate(((2, (6, 13), [1, 1], [1, 1], 29), (30, (9, 17), [2, 2], [1, 1], 28),
+                                                  (6, (5, 11), [1, 2], [1, 1], 16), (8, (1, 8), [1, 1], [1, 1], 29),
+                                                  (7, (7, 10), [1, 1], [1, 1], 16), (4, (8, 9), [2, 1], [0, 1], 20))):
+        conv_case(rng, sweep, f"few3w_o{opg}_{i}_{len(sweep)}", 3, (3, 3), stride=st, pad=pd, dil=[1, 1], hw=hw,
+                  oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True, shifts=(-1, -22, -4, -17),
+                  out_off=(-128, 127, 0)[i % 3], input_offset=(-127, 128, 3, None)[i % 4], bias_bits=bits)
 
 
 def fc_sweep(seed: int, sweep: BoardSweep) -> BoardSweep:

@@ -820,17 +820,17 @@ __asm__(".pushsection .text.mf_few3_rows28,\"ax\",%progbits\n\t"
         ".size mf_few3_rows28, . - mf_few3_rows28\n\t"
         ".popsection\n");
 void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
-/* mf_few3_rows28 with its output stage from a per-op table (mf_few3t_rows28(frame, w), pwimg_run's table: 2 bias
- * (here the bias: the columns are not doubled), multiplier, rounding constant, n, the last pair's n without bit 8)
- * and SMMLAR (pwimg's 5 instructions an output, and an LSL): about 25 estimated cycles a filter pair fewer than
- * mf_few3_rows28's (frame reloads, shift decoding, two constants per filter); and on the filters widened once per
- * op to int16 (few_widen16: each group of 4 taps as the words of lanes 0, 2 and 1, 3, a filter's 28 taps 56 bytes,
- * the pair's second filter 56 bytes on), so a group loads 4 filter words and unpacks none: 24 estimated cycles a
- * group on the Cortex-M4 model (two runs of five loads, 6 SMLADs each) against 27 (189 -> 168 a filter pair).
+/* mf_few3_rows28 with its output stage from a per-op table (mf_few3t_rows28(frame, w), pwimg_run's table: 2 bias,
+ * multiplier, rounding constant, n, the last pair's n without bit 8) and SMMLAR (pwimg's 5 instructions an
+ * output, 4 here): about 25 estimated cycles a filter pair fewer than mf_few3_rows28's (frame reloads, shift
+ * decoding, two constants per filter); and on the filters widened once per op to int16 and doubled (few_widen16:
+ * each group of 4 taps as the words of lanes 0, 2 and 1, 3, a filter's 28 taps 56 bytes, the pair's second filter
+ * 56 bytes on; the sums 2 acc, as pwimg's doubled columns give), so a group loads 4 filter words and unpacks none:
+ * 24 estimated cycles a group on the Cortex-M4 model (two runs of five loads, 6 SMLADs each) against 27 (189 ->
+ * 168 a filter pair), and no LSL an output.
  * Group 0 starts pixels 1 and 2 from the biases (columns 1 and 2 first). The frame: table, out0, out1, out2,
  * columns. */
 #define FEW3T_OUT(X, M, H, N) \
-    "lsl " X ", " X ", #1\n\t" \
     "smmlar r1, " X ", " M ", " H "\n\t" \
     "add r1, r1, " X ", asr #31\n\t" \
     "asr " X ", r1, " N "\n\t" \
@@ -1696,12 +1696,15 @@ static const int8_t *few_weights(const int8_t *w, uint32_t filters, uint32_t kh,
 
 /* The n groups of 4 taps at w (few_weights' rows) widened in place to int16 for mf_few3t_rows28: each group as
  * its lanes 0, 2, 1, 3 (SXTB16's order, the columns'), the last group first (group g's 8 bytes at 8 g only
- * overwrite groups from g on, already read). Once per op: the tiles then load the filters' words, no SXTB16. */
+ * overwrite groups from g on, already read). Once per op: the tiles then load the filters' words, no SXTB16.
+ * Doubled (|2 w| <= 256), as pwimg's columns: the sums come out as the output stage's 2 acc (below 2^31: the
+ * small output stage's |acc| < 2^30), no LSL an output. */
 #if FEW3_TILES
 static void few_widen16(int8_t *w, uint32_t n) {
     int16_t *d = (int16_t *)(void *)w;
     for (uint32_t g = n; g-- > 0;) {
-        const int16_t w0 = w[4u * g], w1 = w[4u * g + 1u], w2 = w[4u * g + 2u], w3 = w[4u * g + 3u];
+        const int16_t w0 = (int16_t)(2 * w[4u * g]), w1 = (int16_t)(2 * w[4u * g + 1u]);
+        const int16_t w2 = (int16_t)(2 * w[4u * g + 2u]), w3 = (int16_t)(2 * w[4u * g + 3u]);
         d[4u * g] = w0, d[4u * g + 1u] = w2, d[4u * g + 2u] = w1, d[4u * g + 3u] = w3;
     }
 }
@@ -2006,7 +2009,7 @@ static __attribute__((noinline)) void few_image3(const conv_geom *g, const int8_
                                                  int32_t off16, int32_t in_off) {
     uint32_t tbl[8u * 16u]; /* up to 32 filters: mf_few3t_rows28 */
     const int t = few3t_ok(rq, oc_n);
-    if (t) rq_table(tbl, rq, 0, oc_n / 2u, 0);
+    if (t) rq_table(tbl, rq, 0, oc_n / 2u, 1);
     few_image_n(g, wp, rq, oc_n, 28u, oh, ow, out, scratch, off16, in_off, 3u, t ? tbl : NULL);
 }
 #endif
