@@ -828,8 +828,8 @@ void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
  * 56 bytes on; the sums 2 acc, as pwimg's doubled columns give), so a group loads 4 filter words and unpacks none:
  * 24 estimated cycles a group on the Cortex-M4 model (two runs of five loads, 6 SMLADs each) against 27 (189 ->
  * 168 a filter pair), and no LSL an output.
- * Group 0 starts pixels 1 and 2 from the biases (columns 1 and 2 first). The frame: table, out0, out1, out2,
- * columns. */
+ * The Cortex-M4's group 0 starts pixels 1 and 2 from the biases (columns 1 and 2 first), the Cortex-M7's MOVs them
+ * beside its first loads. The frame: table, out0, out1, out2, columns. */
 /* one filter's three outputs X, Y, Z (its multiplier, rounding constant and n in r8..r10) interleaved through r1,
  * r11 and r12: on the Cortex-M7 model pairs of ALU instructions issue together (6 estimated cycles, not about
  * 10 one output after another); the same 12 on the Cortex-M4 */
