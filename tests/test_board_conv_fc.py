@@ -54,9 +54,10 @@ def conv_case(rng, sweep: BoardSweep, case: str, wc: int, kernel: tuple[int, int
               oc_per_group: int | None = None, stride=None, pad=None, dil=None, hw=None, batch: int = 1,
               scratch: bool | int = True, input_offset: int | None = None, bias: bool | None = None,
               per_channel: bool | None = None, shifts: tuple[int, ...] = (), out_off: int | None = None,
-              bias_bits: int = 16) -> None:
+              bias_bits: int = 16, mult_bits: int | None = None) -> None:
     """``out_off``: this output offset and the full int8 clamp (else both drawn); ``bias_bits``: the biases'
-    range (31: the whole int32 range)."""
+    range (31: the whole int32 range); ``mult_bits``: positive multipliers below 2^mult_bits (small ones keep the
+    outputs of a shift of -1 off the clamp, where the output stages' rounding of negative sums shows)."""
     for _ in range(100):
         h, w = hw or (int(rng.integers(1, 10)), int(rng.integers(1, 10)))
         st = stride or [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
@@ -69,6 +70,8 @@ def conv_case(rng, sweep: BoardSweep, case: str, wc: int, kernel: tuple[int, int
     oc = opg * groups
     consts, names = weighted_consts(rng, int8(rng, (oc, *kernel, wc)), oc, bias_bits=bias_bits, bias=bias,
                                     per_channel=per_channel, shifts=shifts)
+    if mult_bits is not None:  # consts: w, (b), m, s
+        consts[-2] = const("m", rng.integers(1 << (mult_bits - 1), 1 << mult_bits, size=oc).astype(np.int32))
     o = offsets(rng, input_offset)
     if out_off is not None:
         o.update(output_offset=out_off, act_min=-128, act_max=127)
@@ -307,6 +310,22 @@ def few_channel_cases(rng, sweep: BoardSweep) -> None:
         conv_case(rng, sweep, f"few3t_o{opg}_{i}_{len(sweep)}", 3, (3, 3), stride=st, pad=[1, 1], dil=[1, 1], hw=hw,
                   oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True, shifts=(-1, -22, -6, -13),
                   out_off=(127, -128, 0)[i], input_offset=(128, -127, None)[i])
+    # mf_few3t_rows28 on the filters widened and doubled once (few_widen16) and the biases doubled in its table:
+    # biases near the small output stage's bound (|acc| < 2^30), one pair, 30 filters; the RGB windows three at a
+    # time on one row (odd and even widths, stride 1 and 2, rows of 3 k + 1 and 3 k + 2 pixels), the border
+    # patches by rows (padding on every side, a single-row input), an odd filter count (the 2 x 2 tiles)
+    for i, (opg, hw, st, pd, bits) in enumerate(((2, (6, 13), [1, 1], [1, 1], 29), (30, (9, 17), [2, 2], [1, 1], 28),
+                                                  (6, (5, 11), [1, 2], [1, 1], 16), (8, (1, 8), [1, 1], [1, 1], 29),
+                                                  (7, (7, 10), [1, 1], [1, 1], 16), (4, (8, 9), [2, 1], [0, 1], 20))):
+        conv_case(rng, sweep, f"few3w_o{opg}_{i}_{len(sweep)}", 3, (3, 3), stride=st, pad=pd, dil=[1, 1], hw=hw,
+                  oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True, shifts=(-1, -22, -4, -17),
+                  out_off=(-128, 127, 0)[i % 3], input_offset=(-127, 128, 3, None)[i % 4], bias_bits=bits)
+    # small multipliers and shifts of -1 and -2: outputs off the clamp, whose rounding of negative sums (the
+    # output stage's sign term, each of the three outputs' own) decides about half of them
+    for i, (opg, hw) in enumerate(((8, (6, 7)), (32, (4, 5)))):
+        conv_case(rng, sweep, f"few3w_round_o{opg}_{i}_{len(sweep)}", 3, (3, 3), stride=[1, 1], pad=[1, 1],
+                  dil=[1, 1], hw=hw, oc_per_group=opg, bias=True, per_channel=True, shifts=(-1, -2), out_off=0,
+                  input_offset=(5, -60)[i], mult_bits=21)
 
 
 def fc_sweep(seed: int, sweep: BoardSweep) -> BoardSweep:

@@ -27,7 +27,8 @@
  *        the same tiles on patches and filters reordered into whole groups of 4 and padded with zero weights
  *        (few_run; the filters copied once into a larger scratch, conv2d_s8_dsp, that the planner gives
  *        where the arena allows; at 25..28 taps and an even filter count, mf_few3_rows28's 2 x 3 tiles, or
- *        mf_few3t_rows28's with the output stage from a per-op table, up to 32 filters); a 1x1 without padding
+ *        mf_few3t_rows28's with the output stage from a per-op table and the filters widened to int16 once, up
+ *        to 32 filters); a 1x1 without padding
  *        at 8, 16 or 32 channels with an even filter count: the whole op in one asm function (pwimg_run,
  *        mf_pwimg<D>: 2 x 2 tiles, doubled columns, a per-op table of each channel's constants and SMMLAR);
  *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
@@ -821,17 +822,109 @@ __asm__(".pushsection .text.mf_few3_rows28,\"ax\",%progbits\n\t"
         ".size mf_few3_rows28, . - mf_few3_rows28\n\t"
         ".popsection\n");
 void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
-/* mf_few3_rows28 with its output stage from a per-op table (mf_few3t_rows28(frame, w), pwimg_run's table: 2 bias
- * (here the bias: the columns are not doubled), multiplier, rounding constant, n, the last pair's n without bit 8)
- * and SMMLAR (pwimg's 5 instructions an output, and an LSL): about 25 estimated cycles a filter pair fewer than
- * mf_few3_rows28's (frame reloads, shift decoding, two constants per filter). Group 0 starts pixels 1 and 2 from
- * the biases (columns 1 and 2 first). The frame: table, out0, out1, out2, columns. */
-#define FEW3T_OUT(X, M, H, N) \
-    "lsl " X ", " X ", #1\n\t" \
-    "smmlar r1, " X ", " M ", " H "\n\t" \
+/* mf_few3_rows28 with its output stage from a per-op table (mf_few3t_rows28(frame, w), pwimg_run's table: 2 bias,
+ * multiplier, rounding constant, n, the last pair's n without bit 8) and SMMLAR (pwimg's 5 instructions an
+ * output, 4 here): about 25 estimated cycles a filter pair fewer than mf_few3_rows28's (frame reloads, shift
+ * decoding, two constants per filter); and on the filters widened once per op to int16 and doubled (few_widen16:
+ * each group of 4 taps as the words of lanes 0, 2 and 1, 3, a filter's 28 taps 56 bytes, the pair's second filter
+ * 56 bytes on; the sums 2 acc, as pwimg's doubled columns give), so a group loads 4 filter words and unpacks none:
+ * 24 estimated cycles a group on the Cortex-M4 model (two runs of five loads, 6 SMLADs each) against 27 (189 ->
+ * 168 a filter pair), and no LSL an output.
+ * The Cortex-M4's group 0 starts pixels 1 and 2 from the biases (columns 1 and 2 first), the Cortex-M7's MOVs them
+ * beside its first loads. The frame: table, out0, out1, out2, columns. */
+/* one filter's three outputs X, Y, Z (its multiplier, rounding constant and n in r8..r10) interleaved through r1,
+ * r11 and r12: on the Cortex-M7 model pairs of ALU instructions issue together (6 estimated cycles, not about
+ * 10 one output after another); the same 12 on the Cortex-M4 */
+#define FEW3T_OUT3(X, Y, Z) \
+    "smmlar r1, " X ", r8, r9\n\t" \
+    "smmlar r11, " Y ", r8, r9\n\t" \
+    "smmlar r12, " Z ", r8, r9\n\t" \
     "add r1, r1, " X ", asr #31\n\t" \
-    "asr " X ", r1, " N "\n\t" \
-    "ssat " X ", #8, " X "\n\t"
+    "add r11, r11, " Y ", asr #31\n\t" \
+    "add r12, r12, " Z ", asr #31\n\t" \
+    "asr " X ", r1, r10\n\t" \
+    "asr " Y ", r11, r10\n\t" \
+    "asr " Z ", r12, r10\n\t" \
+    "ssat " X ", #8, " X "\n\t" \
+    "ssat " Y ", #8, " Y "\n\t" \
+    "ssat " Z ", #8, " Z "\n\t"
+/* half H (0: lanes 0, 2; 4: lanes 1, 3) of group G: both filters' words and the three columns' as one run */
+#define FEW3W_LOADS(G, H) \
+    "ldr r8, [r0, #8 * " #G " + " #H "]\n\t" \
+    "ldr r9, [r0, #56 + 8 * " #G " + " #H "]\n\t" \
+    "ldr r10, [r1, #24 * " #G " + " #H "]\n\t" \
+    "ldr r11, [r1, #24 * " #G " + 8 + " #H "]\n\t" \
+    "ldr r12, [r1, #24 * " #G " + 16 + " #H "]\n\t"
+#define FEW3W_HALF(G, H) \
+    FEW3W_LOADS(G, H) \
+    "smlad r2, r8, r10, r2\n\t" \
+    "smlad r3, r8, r11, r3\n\t" \
+    "smlad r4, r8, r12, r4\n\t" \
+    "smlad r5, r9, r10, r5\n\t" \
+    "smlad r6, r9, r11, r6\n\t" \
+    "smlad r7, r9, r12, r7\n\t"
+#define FEW3W_GROUP(G) FEW3W_HALF(G, 0) FEW3W_HALF(G, 4)
+#if DSP_PW_RUNS
+#define FEW3W_MACS \
+    "ldm lr!, {r2, r5}\n\t" \
+    "str lr, [sp]\n\t" \
+    "ldr r1, [sp, #16]\n\t" \
+    FEW3W_LOADS(0, 0) \
+    "smlad r3, r8, r11, r2\n\t" \
+    "smlad r4, r8, r12, r2\n\t" \
+    "smlad r2, r8, r10, r2\n\t" \
+    "smlad r6, r9, r11, r5\n\t" \
+    "smlad r7, r9, r12, r5\n\t" \
+    "smlad r5, r9, r10, r5\n\t" \
+    FEW3W_HALF(0, 4) FEW3W_GROUP(1) FEW3W_GROUP(2) FEW3W_GROUP(3) FEW3W_GROUP(4) FEW3W_GROUP(5) FEW3W_GROUP(6)
+#else
+/* The Cortex-M7 (dual issue: a load beside each SMLAD, a loaded value not used by the next issue group): the
+ * Cortex-M4's runs of loads then 6 SMLADs take about 11 estimated cycles a half group on the Cortex-M7 model;
+ * software-pipelined, each half's SMLADs load the next half's five words beside them as their registers free
+ * up, 6 cycles a half. The filters' words rotate through r8, r9 and lr (filter A's word in A, B's in B, the next
+ * A's loaded into S, the next B's into A once A's last SMLAD has read it); the columns' stay in r10..r12. Half
+ * (G1, H1) is the next one's group and lanes (FEW3W_LOADS' G, H). */
+#define FEW3M_HALF(A, B, S, G1, H1) \
+    "smlad r2, " A ", r10, r2\n\t" \
+    "ldr " S ", [r0, #8 * " #G1 " + " #H1 "]\n\t" \
+    "smlad r5, " B ", r10, r5\n\t" \
+    "ldr r10, [r1, #24 * " #G1 " + " #H1 "]\n\t" \
+    "smlad r3, " A ", r11, r3\n\t" \
+    "smlad r6, " B ", r11, r6\n\t" \
+    "ldr r11, [r1, #24 * " #G1 " + 8 + " #H1 "]\n\t" \
+    "smlad r4, " A ", r12, r4\n\t" \
+    "ldr " A ", [r0, #56 + 8 * " #G1 " + " #H1 "]\n\t" \
+    "smlad r7, " B ", r12, r7\n\t" \
+    "ldr r12, [r1, #24 * " #G1 " + 16 + " #H1 "]\n\t"
+#define FEW3M_LAST(A, B) \
+    "smlad r2, " A ", r10, r2\n\t" \
+    "smlad r5, " B ", r10, r5\n\t" \
+    "smlad r3, " A ", r11, r3\n\t" \
+    "smlad r6, " B ", r11, r6\n\t" \
+    "smlad r4, " A ", r12, r4\n\t" \
+    "smlad r7, " B ", r12, r7\n\t"
+/* the table's biases into every pixel's sum beside the first half's loads (MOVs pair with them) */
+#define FEW3W_MACS \
+    "ldm lr!, {r2, r5}\n\t" \
+    "str lr, [sp]\n\t" \
+    "ldr r1, [sp, #16]\n\t" \
+    "ldr r8, [r0]\n\t" \
+    "mov r3, r2\n\t" \
+    "ldr r9, [r0, #56]\n\t" \
+    "mov r4, r2\n\t" \
+    "ldr r10, [r1]\n\t" \
+    "mov r6, r5\n\t" \
+    "ldr r11, [r1, #8]\n\t" \
+    "mov r7, r5\n\t" \
+    "ldr r12, [r1, #16]\n\t" \
+    FEW3M_HALF("r8", "r9", "lr", 0, 4) FEW3M_HALF("lr", "r8", "r9", 1, 0) FEW3M_HALF("r9", "lr", "r8", 1, 4) \
+    FEW3M_HALF("r8", "r9", "lr", 2, 0) FEW3M_HALF("lr", "r8", "r9", 2, 4) \
+    FEW3M_HALF("r9", "lr", "r8", 3, 0) FEW3M_HALF("r8", "r9", "lr", 3, 4) \
+    FEW3M_HALF("lr", "r8", "r9", 4, 0) FEW3M_HALF("r9", "lr", "r8", 4, 4) \
+    FEW3M_HALF("r8", "r9", "lr", 5, 0) FEW3M_HALF("lr", "r8", "r9", 5, 4) \
+    FEW3M_HALF("r9", "lr", "r8", 6, 0) FEW3M_HALF("r8", "r9", "lr", 6, 4) \
+    FEW3M_LAST("lr", "r8")
+#endif
 __asm__(".pushsection .text.mf_few3t_rows28,\"ax\",%progbits\n\t"
         ".syntax unified\n\t.thumb\n\t.align 2\n\t.type mf_few3t_rows28, %function\n\t.thumb_func\n"
         "mf_few3t_rows28:\n\t"
@@ -841,62 +934,34 @@ __asm__(".pushsection .text.mf_few3t_rows28,\"ax\",%progbits\n\t"
         "ldm r0, {r1-r5}\n\t"
         "stm sp, {r1-r5}\n\t"
         "mov r0, r12\n\t"
+        "mov lr, r1\n\t" /* the table (at [sp]), in lr from pair to pair */
         "2:\n\t"
-        "ldr r8, [sp]\n\t"
-        "ldr r1, [sp, #16]\n\t"
-        "ldm r8!, {r2, r5}\n\t"
-        "str r8, [sp]\n\t"
-        "ldr r8, [r0]\n\t"
-        "ldr r10, [r0, #28]\n\t"
-        "ldr r12, [r1, #8]\n\t"
-        "ldr lr, [r1, #12]\n\t"
-        "sxtb16 r9, r8, ror #8\n\t"
-        "sxtb16 r8, r8\n\t"
-        "sxtb16 r11, r10, ror #8\n\t"
-        "sxtb16 r10, r10\n\t"
-        "smlad r3, r8, r12, r2\n\t"
-        "smlad r3, r9, lr, r3\n\t"
-        "smlad r6, r10, r12, r5\n\t"
-        "smlad r6, r11, lr, r6\n\t"
-        "ldr r12, [r1, #16]\n\t"
-        "ldr lr, [r1, #20]\n\t"
-        "smlad r4, r8, r12, r2\n\t"
-        "smlad r4, r9, lr, r4\n\t"
-        "smlad r7, r10, r12, r5\n\t"
-        "smlad r7, r11, lr, r7\n\t"
-        "ldr r12, [r1]\n\t"
-        "ldr lr, [r1, #4]\n\t"
-        "smlad r2, r8, r12, r2\n\t"
-        "smlad r2, r9, lr, r2\n\t"
-        "smlad r5, r10, r12, r5\n\t"
-        "smlad r5, r11, lr, r5\n\t"
-        FEW3_GROUP(1) FEW3_GROUP(2) FEW3_GROUP(3) FEW3_GROUP(4) FEW3_GROUP(5) FEW3_GROUP(6)
-        "add r0, r0, #56\n\t"
-        "ldr r1, [sp]\n\t"
-        "ldm r1!, {r8, r9, r10}\n\t"
-        "ldm r1!, {r11, r12, lr}\n\t"
-        "str r1, [sp]\n\t"
-        FEW3T_OUT("r2", "r8", "r9", "r10") FEW3T_OUT("r3", "r8", "r9", "r10") FEW3T_OUT("r4", "r8", "r9", "r10")
-        FEW3T_OUT("r5", "r11", "r12", "lr") FEW3T_OUT("r6", "r11", "r12", "lr") FEW3T_OUT("r7", "r11", "r12", "lr")
+        FEW3W_MACS
+        "ldr lr, [sp]\n\t"
+        "ldm lr!, {r8, r9, r10}\n\t"
+        "add r0, r0, #112\n\t"
+        FEW3T_OUT3("r2", "r3", "r4")
+        "ldm lr!, {r8, r9, r10}\n\t"
+        FEW3T_OUT3("r5", "r6", "r7")
         "ldr r8, [sp, #4]\n\t"
         "ldr r9, [sp, #8]\n\t"
-        "ldr r10, [sp, #12]\n\t"
+        "ldr r11, [sp, #12]\n\t"
         "strb r2, [r8], #1\n\t"
         "strb r5, [r8], #1\n\t"
         "strb r3, [r9], #1\n\t"
         "strb r6, [r9], #1\n\t"
-        "strb r4, [r10], #1\n\t"
-        "strb r7, [r10], #1\n\t"
+        "strb r4, [r11], #1\n\t"
+        "strb r7, [r11], #1\n\t"
         "str r8, [sp, #4]\n\t"
         "str r9, [sp, #8]\n\t"
-        "str r10, [sp, #12]\n\t"
-        "tst lr, #256\n\t"
+        "str r11, [sp, #12]\n\t"
+        "tst r10, #256\n\t"
         "bne 2b\n\t"
         "add sp, sp, #20\n\t"
         "pop {r4-r11, pc}\n\t"
         ".size mf_few3t_rows28, . - mf_few3t_rows28\n\t"
         ".popsection\n");
-void mf_few3t_rows28(const uint32_t *frame, const int8_t *w);
+void mf_few3t_rows28(const uint32_t *frame, const int16_t *w);
 #endif
 
 /* The deep pointwise layers' 3 x 2 tiles (three filters x two pixels, the two columns as mat_mult_2cols
@@ -1749,6 +1814,22 @@ static const int8_t *few_weights(const int8_t *w, uint32_t filters, uint32_t kh,
     return dst;
 }
 
+/* The n groups of 4 taps at w (few_weights' rows) widened in place to int16 for mf_few3t_rows28: each group as
+ * its lanes 0, 2, 1, 3 (SXTB16's order, the columns'), the last group first (group g's 8 bytes at 8 g only
+ * overwrite groups from g on, already read). Once per op: the tiles then load the filters' words, no SXTB16.
+ * Doubled (|2 w| <= 256), as pwimg's columns: the sums come out as the output stage's 2 acc (below 2^31: the
+ * small output stage's |acc| < 2^30), no LSL an output. */
+#if FEW3_TILES
+static void few_widen16(int8_t *w, uint32_t n) {
+    int16_t *d = (int16_t *)(void *)w;
+    for (uint32_t g = n; g-- > 0;) {
+        const int16_t w0 = (int16_t)(2 * w[4u * g]), w1 = (int16_t)(2 * w[4u * g + 1u]);
+        const int16_t w2 = (int16_t)(2 * w[4u * g + 2u]), w3 = (int16_t)(2 * w[4u * g + 3u]);
+        d[4u * g] = w0, d[4u * g + 1u] = w2, d[4u * g + 2u] = w1, d[4u * g + 3u] = w3;
+    }
+}
+#endif
+
 /* few_widen for the RGB 3x3 layer (3 rows of 9 bytes) in straight-line code, inlined in few_image's loop:
  * six words, then the rows' ninth bytes as group 6's lanes 0, 1, 2 (about 40 estimated cycles a patch on the
  * Cortex-M4 model against 250 through the loops). Groups of 4 taps gs int16 apart (few_widen's gs). */
@@ -1853,6 +1934,22 @@ static void few_border(const conv_geom *g, int32_t y0, int32_t x0, int8_t *dst) 
     const int8_t *x = g->x, zp = g->zero_point;
     const int32_t h = g->h, w = g->w, dy = g->dl[0], dx = g->dl[1];
     const uint32_t kh = g->kh, kw = g->kw, wc = g->wc, ch = g->ch;
+    if (g->contiguous_rows) {
+        /* a kernel row's taps inside the input are one run, found once a window: each row the zero point, then
+         * that run copied (resnet8's first layer: about 440 -> 150 estimated cycles a border patch, Cortex-M4) */
+        const int32_t lo = x0 < 0 ? -x0 : 0, hi = x0 + (int32_t)kw > w ? w - x0 : (int32_t)kw;
+        const uint32_t rb = kw * wc, skip = (uint32_t)lo * wc, run = hi > lo ? (uint32_t)(hi - lo) * wc : 0u;
+        const int8_t *src = x + (ptrdiff_t)x0 * (ptrdiff_t)ch + (ptrdiff_t)skip;
+        const int32_t zw = mf_wrap32((uint32_t)(uint8_t)zp * 0x01010101u);
+        for (uint32_t k = 0; k < kh * rb; k += 4) mf_st32(dst + k, zw); /* (the staging patch: dp bytes) */
+        for (uint32_t ky = 0; run > 0 && ky < kh; ky++, dst += rb) {
+            const int32_t iy = y0 + (int32_t)ky * dy;
+            if (iy < 0 || iy >= h) continue;
+            const int8_t *row = src + (ptrdiff_t)iy * (ptrdiff_t)w * (ptrdiff_t)ch;
+            for (uint32_t k = 0; k < run; k++) dst[skip + k] = row[k];
+        }
+        return;
+    }
     for (uint32_t ky = 0; ky < kh; ky++) {
         const int32_t iy = y0 + (int32_t)ky * dy;
         for (uint32_t kx = 0; kx < kw; kx++, dst += wc) {
@@ -1873,6 +1970,20 @@ static void few_border(const conv_geom *g, int32_t y0, int32_t x0, int8_t *dst) 
             }
             for (uint32_t k = 0; k < wc; k++) dst[k] = src[k];
         }
+    }
+}
+
+/* Column c of a window crossing the input's border (at y0, x0): few_border's patch in staging, widened (one call
+ * in few_image's loop: with two there GCC stopped unrolling its three lanes, 20 estimated cycles a pixel more) */
+static __attribute__((noinline)) void few_border_widen(const conv_geom *g, int32_t y0, int32_t x0, int8_t *staging,
+                                                       int16_t *cols, uint32_t c, uint32_t gs, int32_t off16,
+                                                       int32_t off) {
+    const uint32_t rb = g->kw * g->wc;
+    few_border(g, y0, x0, staging);
+    if (g->kh == 3u && rb == 9u) {
+        few_widen_rgb(staging, rb, cols, c, gs, off16, off);
+    } else {
+        few_widen(staging, rb, g->kh, rb, cols, c, gs, off16, off);
     }
 }
 
@@ -1937,23 +2048,31 @@ static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g
     const int8_t *at = x - (ptrdiff_t)pd0 * in_row - (ptrdiff_t)pd1 * (ptrdiff_t)ch; /* window (0, 0) */
     for (uint32_t p0 = 0; p0 < pixels; p0 += lanes) {
         const uint32_t n_cols = pixels - p0 < lanes ? pixels - p0 : lanes;
-        for (uint32_t i = 0; i < lanes; i++) {
-            if (row_inside && ox >= ox_lo && ox < ox_hi) {
-                if (rgb) {
-                    few_widen_rgb(at, row_step, cols, i, gs, off16, in_off);
+        if (lanes == 3u && rgb && row_inside && ox >= ox_lo && ox + 3 <= ox_hi && ox + 3 <= (int32_t)ow) {
+            /* three RGB windows inside the input on one row: straight-line, without the lanes' checks and steps
+             * (about 20 estimated cycles a pixel on the Cortex-M4 model) */
+            few_widen_rgb(at, row_step, cols, 0, gs, off16, in_off);
+            few_widen_rgb(at + px_step, row_step, cols, 1, gs, off16, in_off);
+            few_widen_rgb(at + 2 * px_step, row_step, cols, 2, gs, off16, in_off);
+            at += 2 * px_step, ox += 2; /* at the last pixel, as the lanes' loop leaves them */
+        } else {
+            for (uint32_t i = 0; i < lanes; i++) {
+                if (row_inside && ox >= ox_lo && ox < ox_hi) {
+                    if (rgb) {
+                        few_widen_rgb(at, row_step, cols, i, gs, off16, in_off);
+                    } else {
+                        few_widen(at, row_step, kh, rb, cols, i, gs, off16, in_off);
+                    }
                 } else {
-                    few_widen(at, row_step, kh, rb, cols, i, gs, off16, in_off);
+                    few_border_widen(g, oy * st0 - pd0, ox * st1 - pd1, staging, cols, i, gs, off16, in_off);
                 }
-            } else {
-                few_border(g, oy * st0 - pd0, ox * st1 - pd1, staging);
-                few_widen(staging, rb, kh, rb, cols, i, gs, off16, in_off);
-            }
-            if (i + 1 < n_cols) { /* the next pixel (the last one goes into the columns left) */
-                at += px_step;
-                if (++ox == (int32_t)ow) {
-                    ox = 0, oy++;
-                    row_inside = contiguous && oy_lo <= oy && oy < oy_hi;
-                    at = x + (ptrdiff_t)(oy * st0 - pd0) * in_row - (ptrdiff_t)pd1 * (ptrdiff_t)ch;
+                if (i + 1 < n_cols) { /* the next pixel (the last one goes into the columns left) */
+                    at += px_step;
+                    if (++ox == (int32_t)ow) {
+                        ox = 0, oy++;
+                        row_inside = contiguous && oy_lo <= oy && oy < oy_hi;
+                        at = x + (ptrdiff_t)(oy * st0 - pd0) * in_row - (ptrdiff_t)pd1 * (ptrdiff_t)ch;
+                    }
                 }
             }
         }
@@ -1971,7 +2090,7 @@ static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g
             const uint32_t f3[5] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)out0, (uint32_t)(uintptr_t)out1,
                                     (uint32_t)(uintptr_t)(n_cols > 2 ? out1 + g->ps : out1),
                                     (uint32_t)(uintptr_t)cols};
-            mf_few3t_rows28(f3, wp);
+            mf_few3t_rows28(f3, (const int16_t *)(const void *)wp); /* few_widen16's */
         } else if (lanes == 3u) {
             frame[3] = (uint32_t)(uintptr_t)out0, frame[4] = (uint32_t)(uintptr_t)out1;
             frame[9] = (uint32_t)(uintptr_t)(n_cols > 2 ? out1 + g->ps : out1);
@@ -1999,13 +2118,18 @@ static __attribute__((noinline)) void few_image(const conv_geom *g, const int8_t
 }
 
 #if FEW3_TILES
-/* few_image_n three pixels at a time (mf_few3_rows28; 28 taps, an even filter count) */
+/* mf_few3t_rows28 runs the op (few_image3's table, few_widen16's filters): up to 32 filters, no negative
+ * multiplier */
+static int few3t_ok(const mf_channel_requant *rq, uint32_t oc_n) { return oc_n <= 32u && rq_mults_nonneg(rq, oc_n); }
+
+/* few_image_n three pixels at a time (mf_few3_rows28; 28 taps, an even filter count; where few3t_ok,
+ * mf_few3t_rows28 on the filters wp as few_widen16 left them) */
 static __attribute__((noinline)) void few_image3(const conv_geom *g, const int8_t *wp, const mf_channel_requant *rq,
                                                  uint32_t oc_n, uint32_t oh, uint32_t ow, int8_t *out, int8_t *scratch,
                                                  int32_t off16, int32_t in_off) {
     uint32_t tbl[8u * 16u]; /* up to 32 filters: mf_few3t_rows28 */
-    const int t = oc_n <= 32u && rq_mults_nonneg(rq, oc_n);
-    if (t) rq_table(tbl, rq, 0, oc_n / 2u, 0);
+    const int t = few3t_ok(rq, oc_n);
+    if (t) rq_table(tbl, rq, 0, oc_n / 2u, 1);
     few_image_n(g, wp, rq, oc_n, 28u, oh, ow, out, scratch, off16, in_off, 3u, t ? tbl : NULL);
 }
 #endif
@@ -2341,8 +2465,12 @@ static __attribute__((noinline)) int few_run(const mf_call *c) {
     const uint32_t dp = few_depth(c, &rq, depth, g.ch / g.wc, pointwise, small);
     if (dp == depth) return 0;
     int8_t *scratch = (int8_t *)c->scratch;
-    /* the scratch: 3 int16 columns (6 dp bytes), the staging patch (dp), the filters */
+    /* the scratch: 3 int16 columns (6 dp bytes), the staging patch (dp), the filters (int16 for mf_few3t_rows28:
+     * conv2d_s8_dsp plans 2 bytes a tap) */
     const int8_t *wp = few_weights((const int8_t *)w.data, oc_n, g.kh, g.kw * g.wc, dp, scratch + 7u * dp);
+#if FEW3_TILES
+    if (dp == 28u && (oc_n & 1u) == 0 && few3t_ok(&rq, oc_n)) few_widen16(scratch + 7u * dp, oc_n * 7u);
+#endif
     for (uint32_t k = 0; k < 6u * dp; k++) scratch[k] = 0; /* the columns' padding lanes stay 0 */
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         g.x = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
