@@ -12,12 +12,18 @@
  *        it folds the offset into the bias) 4 channels per loop first (rows4: fc_rows4_asm, the input and
  *        four rows reached from one pointer, its instructions ordered for the Cortex-M4's load pipelining
  *        and the Cortex-M7's dual issue), their sums started at bias + extra and requantized 4 at a time in
- *        asm (fc_out4_asm), the 4 bytes clamped together and stored as one word;
+ *        asm (fc_out4_asm), the 4 bytes clamped together and stored as one word; with S8_PAIRS weights
+ *        (below, what the compiler stores for these cores) rows_pairs: 4 channels per block, each weight word
+ *        two rows' bytes, one SXTB16 per word where the plain layout takes two;
  *   MVE: 4 output channels per loop over 16 lanes: one input load, VMLADAVA per channel. The
  *        lowering folds the input offset into the bias of every fully connected layer; then the loop
  *        is one tail-predicated asm block (rows4_asm; for whole groups of 4 with vector requantization
  *        rows4_requant, the same block inline and the 4 outputs requantized as one vector). With an offset, the weights' sums are taken
  *        by VADDVA in the same (C) loop and the offset enters as offset * sum(weights).
+ *
+ * S8_PAIRS weights (layout 3, docs/format.md "Layouts", mcuforge.kernels.fc_pairs; O and I multiples of 4) are
+ * read by the DSP cores' rows_pairs with input offset 0, and by every other path through pairs_weight (the
+ * portable arithmetic: a program for a DSP core runs on the others, slowly).
  *
  * filter_offset (optional fifth attribute, 0 when absent: CMSIS-NN's fc_params->filter_offset, the negated
  * weight zero point, in [-127, 128]): sum((x + in_off) * (w + f_off)) = sum((x + in_off) * w) + f_off * sum(x +
