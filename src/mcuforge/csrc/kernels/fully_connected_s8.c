@@ -831,8 +831,8 @@ static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t de
  * parity), byte (k's half of the group, row of the pair); the pair's first row stored ^ 0x80. */
 static int32_t pairs_weight(const int8_t *w, uint32_t depth, uint32_t oc, uint32_t k) {
     const uint32_t i = oc & 3u, j = k & 3u;
-    const size_t at = (size_t)(oc - i) * depth + (size_t)(k - j) * 4u + ((i >> 1) * 2u + (j & 1u)) * 4u + (j >> 1) * 2u +
-                      (i & 1u);
+    const size_t at = (size_t)(oc - i) * depth + (size_t)(k - j) * 4u + ((i >> 1) * 2u + (j & 1u)) * 4u +
+                      (j >> 1) * 2u + (i & 1u);
     const uint32_t b = (uint32_t)(uint8_t)w[at] ^ ((i & 1u) ? 0u : 0x80u);
     return (int32_t)b - (int32_t)((b & 0x80u) << 1);
 }
@@ -852,7 +852,7 @@ static void run_pairs(const int8_t *xd, const int8_t *wd, uint32_t rows, uint32_
         }
 #endif
         for (uint32_t oc = 0; oc < oc_n; oc++) {
-            int32_t acc = 0; /* as mf_dot_s8: |acc| <= 2^15 * MF_MAX_DOT_DEPTH */
+            int32_t acc = 0; /* as mf_dot_s8: |acc| <= 255 * 128 * MF_MAX_DOT_DEPTH < 2^31 */
             for (uint32_t k = 0; k < depth; k++) acc += (row[k] + in_off) * pairs_weight(wd, depth, oc, k);
             out[oc] = mf_channel_requant_s8(rq, oc, mf_add_wrap(acc, extra));
         }
