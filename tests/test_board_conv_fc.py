@@ -23,7 +23,9 @@ import pytest
 from board_sweep import BoardSweep
 from test_c_kernels import act, act_range, const, int8, requant_params
 
+from mcuforge.ir import Tensor
 from mcuforge.kernels import conv_output_hw
+from mcuforge.kernels.fc_pairs import S8_PAIRS, pack_pairs
 
 BOARDS = ("cortex-m3", "cortex-m4", "cortex-m55")
 
@@ -328,6 +330,11 @@ def few_channel_cases(rng, sweep: BoardSweep) -> None:
                   input_offset=(5, -60)[i], mult_bits=21)
 
 
+def pairs_const(name: str, w: np.ndarray) -> Tensor:
+    """int8 fully connected weights stored as S8_PAIRS (what a DSP core's program holds)."""
+    return Tensor(name, w.shape, "int8", data=pack_pairs(w), layout=S8_PAIRS)
+
+
 def fc_sweep(seed: int, sweep: BoardSweep) -> BoardSweep:
     rng = np.random.default_rng(seed)
     depths = (1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 100, 640)
@@ -397,6 +404,31 @@ def fc_sweep(seed: int, sweep: BoardSweep) -> BoardSweep:
         attrs = {"input_offset": 0, "output_offset": int(rng.integers(-20, 21)), "act_min": -128, "act_max": 127}
         sweep.add(f"fc_rows4_ties_d{depth}_o{oc}_pc{int(per_channel)}", "fully_connected_s8", attrs,
                   [(act("x", (3, depth)), x)], [act("y", (3, oc))], consts, op_inputs=["x", "w", "b", "m", "s"])
+    # S8_PAIRS weights (kernels/fc_pairs.py, the DSP cores' pairs loop; the portable path elsewhere and with an
+    # input offset): 1, 2, 4 groups of 4 features and the 8-group loop in every combination, 1-3 rows, every
+    # requantization form and a filter offset; then extreme values whose pair sums wrap int32 (256 * sum(x * b)
+    # overflows at depth 640) and biases over the whole int32 range
+    for depth, oc in ((4, 4), (8, 8), (12, 4), (16, 12), (28, 8), (32, 4), (36, 8), (60, 4), (128, 16), (640, 8),
+                      (128, 128)):
+        for variant in range(3):
+            rows = int(rng.integers(1, 4))
+            w = int8(rng, (oc, depth))
+            consts, names = weighted_consts(rng, w, oc, bias_bits=20, bias=variant != 1, per_channel=variant != 2)
+            consts[0] = pairs_const("w", w)
+            attrs = offsets(rng, 0 if variant < 2 else None) | {"filter_offset": int(rng.integers(-127, 129))
+                                                                 if variant == 1 else 0}
+            sweep.add(f"fc_pairs_d{depth}_o{oc}_v{variant}", "fully_connected_s8", attrs,
+                      [(act("x", (rows, depth)), int8(rng, (rows, depth)))], [act("y", (rows, oc))], consts,
+                      op_inputs=names)
+    for depth, fill in ((640, -128), (640, 127), (256, -128), (12, -128)):
+        oc = 8
+        w = np.where(rng.random((oc, depth)) < 0.9, np.int8(fill), int8(rng, (oc, depth))).astype(np.int8)
+        x = np.full((2, depth), -128, np.int8)
+        x[1, ::3] = 127
+        consts, names = weighted_consts(rng, w, oc, bias_bits=31, bias=True, per_channel=True)
+        consts[0] = pairs_const("w", w)
+        sweep.add(f"fc_pairs_wrap_d{depth}_f{fill}", "fully_connected_s8", offsets(rng, 0),
+                  [(act("x", (2, depth)), x)], [act("y", (2, oc))], consts, op_inputs=names)
     return sweep
 
 

@@ -33,6 +33,7 @@ from test_kernels_s4 import random_packed
 from mcuforge import cruntime, fuzz
 from mcuforge.ir import KIND_PRECISIONS, OP_KINDS, Tensor, kernel_scratch_bytes, kind_precisions
 from mcuforge.kernels import conv_output_hw
+from mcuforge.kernels.fc_pairs import S8_PAIRS, pack_pairs, unpack_pairs
 from mcuforge.kinds.scratch import SCRATCH
 from mcuforge.program import ProgramFormatError, deserialize, read_header
 from mcuforge.program.layout import PRECISION_CODES
@@ -412,8 +413,8 @@ def test_readers_keep_s4_halves_to_its_kinds():
     layout_at = tensor_field(program, "w", 10)
     assert program[layout_at] == 2
     damaged = bytearray(program)
-    damaged[layout_at] = 3  # no such layout
-    both_reject(fix_crcs(damaged), "unknown layout code 3")
+    damaged[layout_at] = 4  # no such layout
+    both_reject(fix_crcs(damaged), "unknown layout code 4")
     damaged = bytearray(program)
     damaged[tensor_field(program, "x", 10)] = 2  # an int8 activation
     both_reject(fix_crcs(damaged), "only int4 weights take it")
@@ -425,6 +426,44 @@ def test_readers_keep_s4_halves_to_its_kinds():
     damaged = bytearray(dw)
     damaged[tensor_field(dw, "w", 10)] = 2
     both_reject(fix_crcs(damaged), "is s4_halves, which only")
+
+
+def test_readers_keep_s8_pairs_to_its_kinds():
+    """Layout code 3 (S8_PAIRS, format 3.5) only on the constant int8 (O, I) weights, O and I multiples of 4, of
+    the fully connected kinds: both readers; a program with one is written as 3.5 and runs the same as with the
+    plain weights on the host C runtime."""
+    rng = np.random.default_rng(13)
+    w = rng.integers(-128, 128, size=(8, 12), dtype=np.int8)
+    x = rng.integers(-128, 128, size=(2, 12), dtype=np.int8)
+    attrs = {"input_offset": 0, "output_offset": 3, "act_min": -128, "act_max": 127}
+    mult, shift = np.array([1 << 30], np.int32), np.array([-3], np.int8)
+
+    def program(weight: Tensor) -> bytes:
+        return one_op_program([act("x", (2, 12))], [act("y", (2, 8))], "fully_connected_s8", attrs,
+                              [weight, const("m", mult), const("s", shift)], op_inputs=["x", "w", "", "m", "s"])
+
+    pairs = program(Tensor("w", w.shape, "int8", data=pack_pairs(w), layout=S8_PAIRS))
+    assert deserialize(pairs).tensors["w"].layout == S8_PAIRS and read_header(pairs).version_minor == 5
+    assert (unpack_pairs(deserialize(pairs).tensors["w"].data, w.shape) == w).all()
+    plain = program(const("w", w))
+    assert_same_bytes(run_both(plain, [x])[0], run_both(pairs, [x])[1], "S8_PAIRS on the host C runtime")
+    layout_at = tensor_field(pairs, "w", 10)
+    assert pairs[layout_at] == 3
+    damaged = bytearray(pairs)
+    damaged[tensor_field(pairs, "x", 10)] = 3  # an activation
+    both_reject(fix_crcs(damaged), "layout s8_pairs on int8")
+    damaged = bytearray(pairs)
+    damaged[tensor_field(pairs, "m", 10)] = 3  # int32, and the wrong input
+    both_reject(fix_crcs(damaged), "s8_pairs")
+    odd = program(const("w", rng.integers(-128, 128, size=(8, 12), dtype=np.int8)))
+    for shape in ((6, 16), (16, 6)):  # O or I not a multiple of 4 (the 96 bytes kept: the layout check rejects)
+        damaged = bytearray(odd)
+        damaged[tensor_field(odd, "w", 10)] = 3
+        struct.pack_into("<2I", damaged, tensor_field(odd, "w", 12), *shape)
+        both_reject(fix_crcs(damaged), "multiples of 4")
+    with pytest.raises(ValueError, match="multiples of 4"):
+        program(Tensor("w", (6, 16), "int8", data=rng.integers(-128, 128, size=(6, 16), dtype=np.int8),
+                       layout=S8_PAIRS))
 
 
 def precision_case_programs() -> list[bytes]:

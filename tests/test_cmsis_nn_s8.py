@@ -62,7 +62,9 @@ from test_c_kernels_ops import (
 from mcuforge import cruntime, firmware
 from mcuforge.cmsis_nn import harness, ops
 from mcuforge.cmsis_nn.ops_s8 import conv_1xn_padding_ok, transpose_conv_problem
+from mcuforge.ir import Tensor
 from mcuforge.kernels import conv_output_hw
+from mcuforge.kernels.fc_pairs import S8_PAIRS, pack_pairs
 from mcuforge.kernels.transpose_conv import transpose_conv_output_hw
 from mcuforge.program import deserialize, read_header
 from mcuforge.runtime import execute
@@ -233,10 +235,14 @@ def depthwise_case(rng, geometry: str) -> tuple[bytes, list, str]:
 
 # ------------------------------------------------------------------------------------------ fully connected
 
-def fully_connected_case(rng, kind: str, filter_offset: bool) -> tuple[bytes, list, str]:
+def fully_connected_case(rng, kind: str, filter_offset: bool, pairs: bool = False) -> tuple[bytes, list, str]:
+    """``pairs``: O and I multiples of 4, the weights stored as S8_PAIRS (a DSP core's program), the input offset
+    0 (the DSP pairs loop) in half the cases."""
     rows, depth, oc = int(rng.integers(1, 4)), int(rng.integers(1, 40)), channels(rng)
     if rng.random() < 0.1:
         depth = int(rng.integers(100, 600))
+    if pairs:
+        depth, oc = 4 * (depth // 4 + 1), 4 * (oc // 4 + 1)
     mult, shift = requant(rng, oc)
     if kind == "fully_connected_s8":  # one multiplier and shift: arm_fully_connected_s8
         mult, shift = mult[:1], shift[:1]
@@ -245,14 +251,18 @@ def fully_connected_case(rng, kind: str, filter_offset: bool) -> tuple[bytes, li
     bias = maybe_bias(rng, oc)
     lo, hi = act_range(rng)
     attrs = {"input_offset": in_offset(rng), "output_offset": out_offset(rng), "act_min": lo, "act_max": hi}
+    if pairs and rng.random() < 0.5:
+        attrs["input_offset"] = 0
     if filter_offset:
         attrs["filter_offset"] = in_offset(rng)
-    consts = [const("w", int8(rng, (oc, depth)))] + ([const("b", bias)] if bias is not None else [])
+    w = int8(rng, (oc, depth))
+    w_const = Tensor("w", w.shape, "int8", data=pack_pairs(w), layout=S8_PAIRS) if pairs else const("w", w)
+    consts = [w_const] + ([const("b", bias)] if bias is not None else [])
     consts += [const("m", mult), const("s", shift)]
     x_shape = (rows, depth) if rng.random() < 0.5 else (rows, 1, depth)
     program = one_op_program([act("x", x_shape)], [act("y", (rows, oc))], kind, attrs, consts,
                              op_inputs=["x", "w", "b" if bias is not None else "", "m", "s"])
-    return program, [int8(rng, x_shape)], f"{kind} {x_shape} -> {oc} {attrs}"
+    return program, [int8(rng, x_shape)], f"{kind} {x_shape} -> {oc} {attrs}{' s8_pairs' if pairs else ''}"
 
 
 # -------------------------------------------------------------------------------------- transpose conv
@@ -327,6 +337,8 @@ def families() -> dict[str, list[Item]]:
                                            ("fully_connected_s8", True), ("fully_connected_per_channel_s8", True)]):
         fc += _items("fully_connected_s8", _made(fully_connected_case, 1200 + seed, 40, kind, offset),
                      (None, "mfcmp_fc_wrapper_s8"))
+    for seed, (kind, offset) in enumerate([("fully_connected_s8", False), ("fully_connected_per_channel_s8", True)]):
+        fc += _items("fully_connected_s8", _made(fully_connected_case, 1210 + seed, 20, kind, offset, True))
     fam["fully_connected_s8"] = fc
     fam["batch_matmul_s8"] = _items("batch_matmul_s8", _cmsis_convertible(sweep(batch_matmul_case, 501, 100)))
     fam["transpose_conv2d_s8"] = (
@@ -452,11 +464,16 @@ def test_int8_families_match_cmsis_nn_on_board(cmsis_nn_root, target):
                 f"CMSIS-NN on {target} vs mcuforge on {target}")
 
 
-@pytest.mark.parametrize("model", ["ds_cnn", "mobilenet_v1_025", "resnet8", "fc_autoencoder"])
-def test_zoo_model_int8_ops_match_cmsis_nn_on_host(cmsis_nn_root, model):
+@pytest.mark.parametrize("model, target", [("ds_cnn", "cortex-m55"), ("mobilenet_v1_025", "cortex-m55"),
+                                           ("resnet8", "cortex-m55"), ("fc_autoencoder", "cortex-m55"),
+                                           ("fc_autoencoder", "cortex-m4")])
+def test_zoo_model_int8_ops_match_cmsis_nn_on_host(cmsis_nn_root, model, target):
     """Every op of a compiled MLPerf Tiny model converts to its CMSIS-NN call, and CMSIS-NN's host build gives
-    each op's output from the op's inputs in the model's own run."""
-    _, _, prog = compiled(model)
+    each op's output from the op's inputs in the model's own run (on cortex-m4 the fully connected weights are
+    S8_PAIRS, converted back to CMSIS-NN's order)."""
+    _, _, prog = compiled(model, target)
+    if target == "cortex-m4":
+        assert any(t.layout == S8_PAIRS for t in prog.graph.tensors.values())
     graph = prog.graph
     xs = program_inputs(graph, np.random.default_rng(7))
     values = op_outputs(graph, xs)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import Graph, Op
+from ..kernels.fc_pairs import S8_PAIRS, unpack_pairs
 from .harness import Case
 
 Converter = Callable[..., Case]
@@ -46,7 +47,7 @@ def converts(*kinds: str) -> Callable[[Converter], Converter]:
 
 def operands(graph: Graph, op: Op, inputs: Sequence[np.ndarray]) -> list[np.ndarray | None]:
     """One value per ``op.inputs`` entry: the activation (non-constant) inputs take ``inputs`` in order, a
-    constant its data, an absent optional input ("") None."""
+    constant its data (S8_PAIRS weights in CMSIS-NN's plain order), an absent optional input ("") None."""
     values: list[np.ndarray | None] = []
     given = iter(inputs)
     for name in op.inputs:
@@ -54,6 +55,9 @@ def operands(graph: Graph, op: Op, inputs: Sequence[np.ndarray]) -> list[np.ndar
             values.append(None)
             continue
         tensor = graph.tensors[name]
+        if tensor.layout == S8_PAIRS:  # a DSP core's fully connected weights: the same values, row-major
+            values.append(unpack_pairs(tensor.data, tuple(tensor.shape)))
+            continue
         if tensor.is_constant:
             values.append(np.asarray(tensor.data))
             continue

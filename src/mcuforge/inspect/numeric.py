@@ -29,6 +29,7 @@ from ..float_passes.cleanup import prepare_float_graph
 from ..float_passes.decompose import decompose
 from ..ir import DTYPES, INT4, QUANTIZED_RANGES, WIDTH_CONVERSIONS, Graph
 from ..kernels import dequantize_per_tensor, quantize_per_tensor
+from ..kernels.fc_pairs import S8_PAIRS, unpack_pairs
 from ..lower.builder import NCHW_TO_NHWC, NHWC_TO_NCHW
 from ..runtime.ops import KERNELS, PackedWeights
 from ..trace import TensorDump, Trace
@@ -146,6 +147,8 @@ def _isolated_input(graph: Graph, name: str, values: dict[str, np.ndarray], refs
     t = graph.tensors[name]
     if t.dtype == INT4:
         return PackedWeights(t.data, tuple(t.shape), t.layout)
+    if t.layout == S8_PAIRS:  # a DSP core's fully connected weights: the plain values
+        return unpack_pairs(t.data, tuple(t.shape))[np.newaxis]
     if t.is_constant:
         return t.data[np.newaxis]
     reference = fp32.get(refs.get(name, ""))

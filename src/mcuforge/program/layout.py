@@ -30,6 +30,9 @@ CONSTANTS_RAM_VERSION = (3, 3)
 #: ``TENSOR_PITCHED`` (a u32 pitch after the 52 bytes) and carry flag ``TENSOR_FLAG_PITCHED``; only a program with
 #: one is written as 3.4 (every other as before, byte for byte). Older readers refuse the flag (unknown bit).
 PITCH_VERSION = (3, 4)
+#: 3.5: int8 fully connected weights in layout S8_PAIRS (code 3, mcuforge.kernels.fc_pairs), what the DSP cores'
+#: loops read; only a program with one is written as 3.5. Older readers refuse the code (unknown layout).
+PAIRS_VERSION = (3, 5)
 
 CONSTANT_ALIGN = 16  # constants are read in place from flash, with SIMD loads on MVE
 SECTION_ALIGN = 4  # every other section holds 32-bit words
@@ -121,8 +124,9 @@ TENSOR_FLAGS_KNOWN = TENSOR_FLAG_CONSTANT | TENSOR_FLAG_QPARAMS | TENSOR_FLAG_PI
 # Stable codes: never renumber, only append.
 DTYPE_CODES = {"int8": 0, "int16": 1, "int32": 2, "float32": 3, "int64": 4, "bool": 5, "int4": 6}
 # s4_halves: int4 weights of conv2d_s4 / fully_connected_s4 in Helium's order (mcuforge.kernels.int4.S4_HALVES);
-# a reader without it refuses the program (an unknown layout code), as it must.
-LAYOUT_CODES = {"plain": 0, "nhwc": 1, "s4_halves": 2}
+# a reader without it refuses the program (an unknown layout code), as it must. s8_pairs: int8 weights of the fully
+# connected kinds in the DSP cores' order (mcuforge.kernels.fc_pairs.S8_PAIRS), the same.
+LAYOUT_CODES = {"plain": 0, "nhwc": 1, "s4_halves": 2, "s8_pairs": 3}
 BACKEND_CODES = {"int8": 0, "fp32": 1, "npu": 2}  # npu: a delegate op
 DTYPE_BY_CODE = {code: name for name, code in DTYPE_CODES.items()}
 LAYOUT_BY_CODE = {code: name for name, code in LAYOUT_CODES.items()}

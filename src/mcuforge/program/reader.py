@@ -32,6 +32,7 @@ from mcuforge.ir import (
     pitch_problem,
     scratch_size_problem,
 )
+from mcuforge.kernels.fc_pairs import S8_PAIRS, S8_PAIRS_KINDS, pairs_problem
 from mcuforge.kernels.int4 import S4_HALVES, S4_HALVES_KINDS, halves_problem, packing_problem
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
@@ -189,9 +190,14 @@ def _check_int4_uses(ops: list[Op], tensors: dict[str, Tensor], graph_io: list[s
             if name and tensors[name].layout == S4_HALVES and not (pos == 1 and op.kind in S4_HALVES_KINDS):
                 raise ProgramFormatError(f"op {i} ({op.kind}): input {pos} {name!r} is {S4_HALVES}, which only the "
                                          f"weights (input 1) of {', '.join(S4_HALVES_KINDS)} may be")
+            if name and tensors[name].layout == S8_PAIRS and not (pos == 1 and op.kind in S8_PAIRS_KINDS):
+                raise ProgramFormatError(f"op {i} ({op.kind}): input {pos} {name!r} is {S8_PAIRS}, which only the "
+                                         f"weights (input 1) of {', '.join(S8_PAIRS_KINDS)} may be")
     for name in graph_io:
         if tensors[name].dtype == INT4:
             raise ProgramFormatError(f"graph input/output {name!r} is int4 (packed weights)")
+        if tensors[name].layout == S8_PAIRS:
+            raise ProgramFormatError(f"graph input/output {name!r} is {S8_PAIRS} (weights)")
 
 
 def read_header(data: bytes | bytearray | memoryview) -> Header:
@@ -340,6 +346,9 @@ def _read_tensor(buf: bytes, h: Header, strings: _Strings, i: int) -> Tensor:
     if layout == S4_HALVES and (dtype != INT4 or halves_problem(shape)):
         raise ProgramFormatError(f"{where}: layout {S4_HALVES} on {dtype} {shape}: "
                                  f"{halves_problem(shape) or 'only int4 weights take it'}")
+    if layout == S8_PAIRS and (dtype != "int8" or not flags & L.TENSOR_FLAG_CONSTANT or pairs_problem(shape)):
+        raise ProgramFormatError(f"{where}: layout {S8_PAIRS} on {dtype} {shape}: "
+                                 f"{pairs_problem(shape) or 'only constant int8 weights take it'}")
     needed = dtype_nbytes(dtype, math.prod(shape))
     if needed != nbytes:
         raise ProgramFormatError(f"{where}: nbytes {nbytes}, but shape {shape} of {dtype} is {needed} bytes")

@@ -28,6 +28,7 @@ from mcuforge.ir import (
     pitch_problem,
     scratch_size_problem,
 )
+from mcuforge.kernels.fc_pairs import S8_PAIRS, S8_PAIRS_KINDS, pairs_problem
 from mcuforge.kernels.int4 import S4_HALVES, halves_problem, packing_problem
 from mcuforge.program import layout as L
 from mcuforge.program.delegate import delegate_problem
@@ -58,6 +59,7 @@ def serialize(graph: Graph) -> bytes:
     if problem:
         raise ValueError(problem)
     pitched = any(graph.tensors[n].pitch for n in names)  # 3.4: every record grows by the pitch field
+    pairs = any(graph.tensors[n].layout == S8_PAIRS for n in names)  # 3.5: a layout code older readers refuse
     tensor_records = [
         _tensor_record(name, graph.tensors[name], arena_bytes, strings, constants, pitched) for name in names
     ]
@@ -66,6 +68,7 @@ def serialize(graph: Graph) -> bytes:
     op_records = [
         _op_record(i, op, index_of, graph, strings, index_pool, attr_pool) for i, op in enumerate(graph.ops)
     ]
+    _check_pairs_uses(graph)
     inputs_start = len(index_pool)
     index_pool += _graph_io(graph.inputs, "input", index_of, graph)
     outputs_start = len(index_pool)
@@ -86,7 +89,8 @@ def serialize(graph: Graph) -> bytes:
 
     header = L.Header(
         magic=L.MAGIC, version_major=L.FORMAT_VERSION[0],
-        version_minor=(L.PITCH_VERSION if pitched else L.CONSTANTS_RAM_VERSION if graph.constants_at >= 0 else
+        version_minor=(L.PAIRS_VERSION if pairs else L.PITCH_VERSION if pitched else
+                       L.CONSTANTS_RAM_VERSION if graph.constants_at >= 0 else
                        L.REGIONS_VERSION if graph.regions else L.FORMAT_VERSION)[1],
         header_size=L.HEADER.size, file_size=file_size, crc32=zlib.crc32(body),
         target_id=target.id, isa_id=ISA_IDS[target.isa], arena_bytes=arena_bytes,
@@ -165,6 +169,18 @@ def _u32(value: Any, what: str) -> int:
     return int(value)
 
 
+def _check_pairs_uses(graph: Graph) -> None:
+    """S8_PAIRS tensors are the weights (input 1) of the fully connected kinds and nothing else."""
+    for i, op in enumerate(graph.ops):
+        for pos, name in enumerate(op.inputs):
+            if name and graph.tensors[name].layout == S8_PAIRS and not (pos == 1 and op.kind in S8_PAIRS_KINDS):
+                raise ValueError(f"op {i} ({op.kind}): input {pos} {name!r} is {S8_PAIRS}, which only the weights "
+                                 f"(input 1) of {', '.join(S8_PAIRS_KINDS)} may be")
+    for name in graph.inputs + graph.outputs:
+        if name in graph.tensors and graph.tensors[name].layout == S8_PAIRS:
+            raise ValueError(f"graph input/output {name!r} is {S8_PAIRS} (weights)")
+
+
 def _tensor_record(
     name: str, t: Tensor, arena_bytes: int, strings: StringTable, constants: bytearray, pitched: bool = False
 ) -> bytes:
@@ -181,6 +197,9 @@ def _tensor_record(
     if t.layout == S4_HALVES and (t.dtype != INT4 or halves_problem(shape)):
         raise ValueError(f"{where}: layout {S4_HALVES} on {t.dtype} {shape}: "
                          f"{halves_problem(shape) or 'only int4 weights take it'}")
+    if t.layout == S8_PAIRS and (t.dtype != "int8" or not t.is_constant or pairs_problem(shape)):
+        raise ValueError(f"{where}: layout {S8_PAIRS} on {t.dtype} {shape}: "
+                         f"{pairs_problem(shape) or 'only constant int8 weights take it'}")
     nbytes = _u32(t.nbytes, f"{where} nbytes")
     flags, scale_bits, zero_point = _qparams(t, where)
     if t.is_constant:

@@ -24,6 +24,7 @@ from typing import Protocol
 import numpy as np
 
 from ..ir import DTYPES, INT4, Graph, Op
+from ..kernels.fc_pairs import S8_PAIRS, unpack_pairs
 from .ops import KERNELS, PackedWeights
 
 
@@ -58,6 +59,8 @@ class Arena:
             t = self.graph.tensors[name]
             if t.dtype == INT4:  # packed weights: the bytes and the shape they hold (no run axis)
                 view = PackedWeights(t.data, tuple(t.shape), t.layout)
+            elif t.layout == S8_PAIRS:  # fully connected weights in the DSP cores' order: the plain values
+                view = unpack_pairs(t.data, tuple(t.shape))[np.newaxis]
             elif t.is_constant:
                 view = t.data[np.newaxis]
             elif t.pitch:

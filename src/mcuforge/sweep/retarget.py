@@ -4,7 +4,9 @@ Lowering does not depend on the target except through the scratch buffers the ke
 for (:func:`mcuforge.ir.kernel_scratch_bytes`), which the arena plan then places, and the layout of int4
 weights: on Helium cores conv2d_s4 and fully_connected_s4 store them as S4_HALVES (with the input offset
 folded into the bias where it fits; :func:`mcuforge.kernels.int4.weight_layout`), elsewhere in CMSIS-NN's
-packing. Retargeting recomputes every op's scratch for the new target and plans the arena again: the result
+packing; and int8 fully connected weights, stored as S8_PAIRS on the DSP cores
+(:func:`mcuforge.kernels.fc_pairs.weight_layout_s8`), which retargeting re-lays (the same values). Retargeting
+recomputes every op's scratch for the new target and plans the arena again: the result
 is the program a compile for that target gives, byte for byte (tests/test_sweep.py checks it against direct
 compiles). A program whose int4 weights would take another layout on the new target is refused
 (:class:`RetargetError`): the sweep compiles it for that board instead. A sweep so compiles (captures,
@@ -18,6 +20,7 @@ import copy
 
 from ..api import Program
 from ..ir import INT4, RECURRENT_GATES, kernel_scratch_bytes
+from ..kernels.fc_pairs import S8_PAIRS, pack_pairs, unpack_pairs, weight_layout_s8
 from ..kernels.int4 import weight_layout
 from ..plan import IN_PLACE_IF_CHOSEN, choose_free_in_place, trim_optional_scratch
 from ..targets import get_target
@@ -26,6 +29,22 @@ from ..targets import get_target
 class RetargetError(ValueError):
     """The program holds something whose target dependence is not known here (an NPU delegate), or that a
     compile for the new target lowers otherwise (int4 weights in another layout)."""
+
+
+S8_PAIRS_RELAID = ("fully_connected_s8", "fully_connected_per_channel_s8")
+
+
+def _relay_pairs(weight, op, target) -> None:
+    """An int8 fully connected weight in the layout a compile for ``target`` gives (S8_PAIRS on a DSP core)."""
+    plain = weight.layout != S8_PAIRS
+    wanted = weight_layout_s8(op.kind, weight.shape, target.has_dsp, target.has_mve)
+    if op.attrs.get("input_offset", 0) != 0:
+        wanted = "plain"
+    if weight.layout == wanted:
+        return
+    values = weight.data if plain else unpack_pairs(weight.data, tuple(weight.shape))
+    weight.data = pack_pairs(values) if wanted == S8_PAIRS else values
+    weight.layout = wanted
 
 
 def retarget(prog: Program, target: str) -> Program:
@@ -44,6 +63,8 @@ def retarget(prog: Program, target: str) -> Program:
                 raise RetargetError(f"op {op.kind} ({op.outputs[0] if op.outputs else '?'}): its int4 weights are "
                                     f"laid out {weight.layout!r}, a compile for {target} lays them out {wanted!r} "
                                     "(and folds the input offset otherwise): compile for that target")
+        if op.kind in S8_PAIRS_RELAID and graph.tensors[op.inputs[1]].is_constant:
+            _relay_pairs(graph.tensors[op.inputs[1]], op, get_target(target))
         if op.kind in RECURRENT_GATES:
             op.scratch_bytes = kernel_scratch_bytes(op.kind, graph.tensors[op.inputs[2]].shape, target)
         elif op.kind == "add_s8":

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..ir import Graph, Op
+from ..kernels.fc_pairs import S8_PAIRS, unpack_pairs
 from ..kinds import KIND, kinds_where
 
 #: IR op kinds with a TOSA lowering (subject to :func:`unsupported_reason`'s per-op checks).
@@ -201,7 +202,9 @@ class _Builder:
             t = self.graph.tensors[name]
             if not t.is_constant:
                 raise KeyError(f"IR tensor {name!r} is used before it is produced")
-            self.names[name] = self.const(np.asarray(t.data))
+            # S8_PAIRS (a DSP core's fully connected weights): the plain values
+            data = unpack_pairs(t.data, tuple(t.shape)) if t.layout == S8_PAIRS else np.asarray(t.data)
+            self.names[name] = self.const(data)
         return self.names[name]
 
     def temp(self, shape: Sequence[int], dtype) -> str:

@@ -100,8 +100,11 @@ enum {
 };
 /* Tensor layout codes. MF_LAYOUT_S4_HALVES: conv2d_s4 / fully_connected_s4 int4 weights whose rows (an even
  * length) are blocks of 32 weights, byte j of a block holding weight j (low nibble) and h + j (high nibble), h
- * half the block (16, or half the row's remainder): docs/format.md "Layouts", csrc/kernels/mf_s4.h. */
-enum { MF_LAYOUT_PLAIN = 0, MF_LAYOUT_NHWC = 1, MF_LAYOUT_S4_HALVES = 2 };
+ * half the block (16, or half the row's remainder): docs/format.md "Layouts", csrc/kernels/mf_s4.h.
+ * MF_LAYOUT_S8_PAIRS (3.5): fully_connected_s8 / _per_channel_s8 int8 weights (O, I), O and I multiples of 4, in
+ * blocks of 4 rows and groups of 4 features, each group 4 words of a pair of rows a, b: [a[k] ^ 0x80, b[k],
+ * a[k + 2] ^ 0x80, b[k + 2]] (docs/format.md "Layouts", csrc/kernels/fully_connected_s8.c). */
+enum { MF_LAYOUT_PLAIN = 0, MF_LAYOUT_NHWC = 1, MF_LAYOUT_S4_HALVES = 2, MF_LAYOUT_S8_PAIRS = 3 };
 
 /* A program split across a board's RAM regions (format 3.2, docs/format.md "Region table") holds 2..MF_MAX_REGIONS
  * regions; a single-arena program none. */

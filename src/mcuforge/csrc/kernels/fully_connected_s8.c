@@ -12,12 +12,18 @@
  *        it folds the offset into the bias) 4 channels per loop first (rows4: fc_rows4_asm, the input and
  *        four rows reached from one pointer, its instructions ordered for the Cortex-M4's load pipelining
  *        and the Cortex-M7's dual issue), their sums started at bias + extra and requantized 4 at a time in
- *        asm (fc_out4_asm), the 4 bytes clamped together and stored as one word;
+ *        asm (fc_out4_asm), the 4 bytes clamped together and stored as one word; with S8_PAIRS weights
+ *        (below, what the compiler stores for these cores) rows_pairs: 4 channels per block, each weight word
+ *        two rows' bytes, one SXTB16 per word where the plain layout takes two;
  *   MVE: 4 output channels per loop over 16 lanes: one input load, VMLADAVA per channel. The
  *        lowering folds the input offset into the bias of every fully connected layer; then the loop
  *        is one tail-predicated asm block (rows4_asm; for whole groups of 4 with vector requantization
  *        rows4_requant, the same block inline and the 4 outputs requantized as one vector). With an offset, the weights' sums are taken
  *        by VADDVA in the same (C) loop and the offset enters as offset * sum(weights).
+ *
+ * S8_PAIRS weights (layout 3, docs/format.md "Layouts", mcuforge.kernels.fc_pairs; O and I multiples of 4) are
+ * read by the DSP cores' rows_pairs with input offset 0, and by every other path through pairs_weight (the
+ * portable arithmetic: a program for a DSP core runs on the others, slowly).
  *
  * filter_offset (optional fifth attribute, 0 when absent: CMSIS-NN's fc_params->filter_offset, the negated
  * weight zero point, in [-127, 128]): sum((x + in_off) * (w + f_off)) = sum((x + in_off) * w) + f_off * sum(x +
@@ -477,6 +483,162 @@ static uint32_t rows4(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t 
 }
 #endif
 
+/* S8_PAIRS weights (docs/format.md "Layouts"): blocks of 4 rows, each group of 4 features four words, one per
+ * pair of rows (a, b) and input half: [a[k] ^ 0x80, b[k], a[k + 2] ^ 0x80, b[k + 2]], whose halfwords are the
+ * int16 256 * b + a + 128. Per pair and half, one SMLAD of the word against the input's SXTB16 half gives
+ * 256 * sum(x * b) + sum(x * a) + 128 * sum(x) (acc A), one of its SXTB16 ror 8 sum(x * b) (acc B): one unpack
+ * for two rows where the plain layout takes two. a's sum is A - 256 * B - 128 * sum(x), exact in wrapping int32
+ * (it fits). Per group 5 loads, 6 SXTB16 and 8 SMLAD for 16 MACs: 20 cycles on the cortex-m4 model, 25 with
+ * the plain layout (fc_rows4_asm). acc[]: A of pair 0, B of pair 0, A of pair 1, B of pair 1. */
+#if defined(__OPTIMIZE__)
+#if defined(__ARM_ARCH_7EM__) && defined(__ARM_FP) && (__ARM_FP & 8)
+/* Cortex-M7 (dual issue): the first half's words loaded first, the second half's beside the SMLADs of the
+ * first, each SMLAD beside a load or SXTB16 and no loaded value used by the next issue group: 11 cycles a group
+ * on the cortex-m7 model (the cortex-m4 order below: 13). */
+#define FC_PAIRS_GROUP                        \
+    "   ldr     %[xv], [%[x]], #4\n"          \
+    "   ldr     %[w0], [%[p]]\n"              \
+    "   ldr     %[w2], [%[p], #8]\n"          \
+    "   sxtb16  %[x13], %[xv], ror #8\n"      \
+    "   sxtb16  %[xv], %[xv]\n"               \
+    "   smlad   %[a0], %[xv], %[w0], %[a0]\n" \
+    "   sxtb16  %[w0], %[w0], ror #8\n"       \
+    "   smlad   %[a1], %[xv], %[w2], %[a1]\n" \
+    "   sxtb16  %[w2], %[w2], ror #8\n"       \
+    "   smlad   %[b0], %[xv], %[w0], %[b0]\n" \
+    "   ldr     %[w1], [%[p], #4]\n"          \
+    "   smlad   %[b1], %[xv], %[w2], %[b1]\n" \
+    "   ldr     %[w3], [%[p], #12]\n"         \
+    "   add     %[p], %[p], #16\n"            \
+    "   smlad   %[a0], %[x13], %[w1], %[a0]\n" \
+    "   sxtb16  %[w1], %[w1], ror #8\n"       \
+    "   smlad   %[a1], %[x13], %[w3], %[a1]\n" \
+    "   sxtb16  %[w3], %[w3], ror #8\n"       \
+    "   smlad   %[b0], %[x13], %[w1], %[b0]\n" \
+    "   smlad   %[b1], %[x13], %[w3], %[b1]\n"
+#else
+/* Cortex-M4/M33: the group's 5 loads in one run (pipelined: 6 cycles), the rest 1 cycle each. */
+#define FC_PAIRS_GROUP                        \
+    "   ldr     %[xv], [%[x]], #4\n"          \
+    "   ldr     %[w1], [%[p], #4]\n"          \
+    "   ldr     %[w2], [%[p], #8]\n"          \
+    "   ldr     %[w3], [%[p], #12]\n"         \
+    "   ldr     %[w0], [%[p]], #16\n"         \
+    "   sxtb16  %[x13], %[xv], ror #8\n"      \
+    "   sxtb16  %[xv], %[xv]\n"               \
+    "   smlad   %[a0], %[xv], %[w0], %[a0]\n" \
+    "   sxtb16  %[w0], %[w0], ror #8\n"       \
+    "   smlad   %[a1], %[xv], %[w2], %[a1]\n" \
+    "   sxtb16  %[w2], %[w2], ror #8\n"       \
+    "   smlad   %[a0], %[x13], %[w1], %[a0]\n" \
+    "   sxtb16  %[w1], %[w1], ror #8\n"       \
+    "   smlad   %[a1], %[x13], %[w3], %[a1]\n" \
+    "   sxtb16  %[w3], %[w3], ror #8\n"       \
+    "   smlad   %[b0], %[xv], %[w0], %[b0]\n" \
+    "   smlad   %[b1], %[xv], %[w2], %[b1]\n" \
+    "   smlad   %[b0], %[x13], %[w1], %[b0]\n" \
+    "   smlad   %[b1], %[x13], %[w3], %[b1]\n"
+#endif
+/* The groups (> 0) of one block of 4 rows at p against x in one asm statement (GCC kept values on the stack
+ * around three): 8 groups a pass while x is short of end8 (13 registers), then one a pass to end (from
+ * memory). */
+static inline __attribute__((always_inline)) void fc_pairs_sums(const int8_t *x, const int8_t *p, uint32_t groups,
+                                                                int32_t acc[4]) {
+    int32_t a0 = acc[0], b0 = acc[1], a1 = acc[2], b1 = acc[3], xv, x13, w0, w1, w2, w3;
+    const int8_t *const end8 = x + 4u * (groups & ~7u), *const end = x + 4u * groups;
+    __asm__ volatile("   cmp     %[x], %[end8]\n"
+                     "   beq     2f\n"
+                     "1:\n" FC_PAIRS_GROUP FC_PAIRS_GROUP FC_PAIRS_GROUP FC_PAIRS_GROUP FC_PAIRS_GROUP
+                         FC_PAIRS_GROUP FC_PAIRS_GROUP FC_PAIRS_GROUP
+                     "   cmp     %[x], %[end8]\n"
+                     "   bne     1b\n"
+                     "2:\n"
+                     "   ldr     %[xv], %[end]\n"
+                     "   cmp     %[x], %[xv]\n"
+                     "   beq     4f\n"
+                     "3:\n" FC_PAIRS_GROUP
+                     "   ldr     %[xv], %[end]\n"
+                     "   cmp     %[x], %[xv]\n"
+                     "   bne     3b\n"
+                     "4:\n"
+                     : [a0] "+r"(a0), [b0] "+r"(b0), [a1] "+r"(a1), [b1] "+r"(b1), [x] "+r"(x), [p] "+r"(p),
+                       [xv] "=&r"(xv), [x13] "=&r"(x13), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2),
+                       [w3] "=&r"(w3)
+                     : [end8] "r"(end8), [end] "m"(end)
+                     : "cc", "memory");
+    (void)xv, (void)x13, (void)w0, (void)w1, (void)w2, (void)w3;
+    acc[0] = a0, acc[1] = b0, acc[2] = a1, acc[3] = b1;
+}
+#else
+static void fc_pairs_sums(const int8_t *x, const int8_t *p, uint32_t groups, int32_t acc[4]) {
+    for (; groups > 0; groups--, x += 4, p += 16) {
+        const int32_t xv = mf_ld32(x), x02 = mf_sxtb16(xv), x13 = mf_sxtb16_ror8(xv);
+        for (uint32_t q = 0; q < 2; q++) {
+            const int32_t lo = mf_ld32(p + 8 * q), hi = mf_ld32(p + 8 * q + 4);
+            acc[2 * q] = mf_smlad(x13, hi, mf_smlad(x02, lo, acc[2 * q]));
+            acc[2 * q + 1] = mf_smlad(x13, mf_sxtb16_ror8(hi), mf_smlad(x02, mf_sxtb16_ror8(lo), acc[2 * q + 1]));
+        }
+    }
+}
+#endif
+
+/* sum(x[k]) over depth (a multiple of 4) bytes: per word USADA8 of x ^ 0x80 (x + 128 as unsigned bytes), a
+ * cycle a byte where the byte loop took 6 on the cortex-m4 model. */
+static int32_t fc_sum_x(const int8_t *x, uint32_t depth) {
+    uint32_t sum = 0; /* <= 255 * MF_MAX_DOT_DEPTH */
+    for (uint32_t k = 0; k < depth; k += 4) {
+        const uint32_t v = (uint32_t)mf_ld32(x + k) ^ 0x80808080u;
+        __asm__("usada8 %0, %1, %2, %0" : "+r"(sum) : "r"(v), "r"(0u));
+    }
+    return mf_wrap32(sum - 128u * depth);
+}
+
+/* All outputs of one input row from S8_PAIRS weights (input offset 0): per block of 4 rows the sums by
+ * fc_pairs_sums, A started at bias + extra - 128 * sum(x), and the 4 outputs requantized together. sum_x: the
+ * row's sum. */
+static __attribute__((noinline)) void rows_pairs(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth,
+                                                 int32_t extra, int32_t sum_x, const mf_channel_requant *rq,
+                                                 int8_t *out) {
+    static const int32_t zero4[4] = {0, 0, 0, 0};
+    /* no bias, per-tensor: four zeros, the one multiplier and shift 4 times, read in place of 4 channels' (step
+     * 0); pointers moved a block at a time, so that few values live across the asm beside them */
+    const int32_t *pb = rq->bias ? rq->bias : zero4;
+    const uint32_t bstep = rq->bias ? 4u : 0u, groups = depth >> 2;
+    const int32_t start = mf_add_wrap(extra, mf_mul_wrap(-128, sum_x));
+    const int8_t *p = w;
+#if defined(FC_ROWS4_ASM)
+    int32_t mult4[4];
+    mf_shift shift4[4];
+    const int32_t *pm = rq->mult;
+    const mf_shift *ps = rq->shift;
+    const uint32_t step = rq->per_channel ? 4u : 0u;
+    if (!rq->per_channel) {
+        for (uint32_t i = 0; i < 4; i++) mult4[i] = rq->mult[0], shift4[i] = rq->shift[0];
+        pm = mult4, ps = shift4;
+    }
+    const int32_t lo4 = mf_wrap32(0x01010101u * (uint8_t)rq->lo), hi4 = mf_wrap32(0x01010101u * (uint8_t)rq->hi);
+#endif
+    for (uint32_t oc = 0; oc < oc_n; oc += 4, pb += bstep) {
+        int32_t acc[4] = {mf_add_wrap(start, pb[0]), 0, mf_add_wrap(start, pb[2]), 0};
+        fc_pairs_sums(x, p, groups, acc);
+        p += 4u * depth;
+        const int32_t s0 = mf_wrap32((uint32_t)acc[0] - ((uint32_t)acc[1] << 8));
+        const int32_t s2 = mf_wrap32((uint32_t)acc[2] - ((uint32_t)acc[3] << 8));
+        const int32_t s1 = mf_add_wrap(acc[1], mf_add_wrap(extra, pb[1]));
+        const int32_t s3 = mf_add_wrap(acc[3], mf_add_wrap(extra, pb[3]));
+#if defined(FC_ROWS4_ASM)
+        mf_st32(out + oc, fc_out4_asm(s0, s1, s2, s3, pm, ps, rq->out_off, lo4, hi4));
+        pm += step, ps += step;
+#else
+        out[oc] = mf_channel_requant_s8_inline(rq, oc, s0);
+        out[oc + 1] = mf_channel_requant_s8_inline(rq, oc + 1, s1);
+        out[oc + 2] = mf_channel_requant_s8_inline(rq, oc + 2, s2);
+        out[oc + 3] = mf_channel_requant_s8_inline(rq, oc + 3, s3);
+#endif
+    }
+}
+#define FC_PAIRS_DSP 1
+
 static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t depth, int32_t in_off, int32_t extra,
                     const mf_channel_requant *rq, int vector_rq, int8_t *out) {
     (void)vector_rq;
@@ -665,6 +827,38 @@ static void run_row(const int8_t *x, const int8_t *w, uint32_t oc_n, uint32_t de
 #define MF_FC_FAST 1
 #endif
 
+/* Weight (oc, k) of S8_PAIRS weights (O, I) (docs/format.md "Layouts"): block oc / 4, group k / 4, word (pair, k's
+ * parity), byte (k's half of the group, row of the pair); the pair's first row stored ^ 0x80. */
+static int32_t pairs_weight(const int8_t *w, uint32_t depth, uint32_t oc, uint32_t k) {
+    const uint32_t i = oc & 3u, j = k & 3u;
+    const size_t at = (size_t)(oc - i) * depth + (size_t)(k - j) * 4u + ((i >> 1) * 2u + (j & 1u)) * 4u +
+                      (j >> 1) * 2u + (i & 1u);
+    const uint32_t b = (uint32_t)(uint8_t)w[at] ^ ((i & 1u) ? 0u : 0x80u);
+    return (int32_t)b - (int32_t)((b & 0x80u) << 1);
+}
+
+/* fully connected from S8_PAIRS weights: the DSP cores' pairs loop (input offset 0, as the lowering gives), else
+ * the portable arithmetic reading each weight through pairs_weight (a program for a DSP core on another one:
+ * correct, slow). */
+static void run_pairs(const int8_t *xd, const int8_t *wd, uint32_t rows, uint32_t oc_n, uint32_t depth,
+                      int32_t in_off, int32_t f_off, const mf_channel_requant *rq, int8_t *out) {
+    for (uint32_t r = 0; r < rows; r++, out += oc_n) {
+        const int8_t *row = xd + (size_t)r * depth;
+        const int32_t extra = filter_offset_term(row, depth, in_off, f_off);
+#if defined(FC_PAIRS_DSP)
+        if (in_off == 0) {
+            rows_pairs(row, wd, oc_n, depth, extra, fc_sum_x(row, depth), rq, out);
+            continue;
+        }
+#endif
+        for (uint32_t oc = 0; oc < oc_n; oc++) {
+            int32_t acc = 0; /* as mf_dot_s8: |acc| <= 255 * 128 * MF_MAX_DOT_DEPTH < 2^31 */
+            for (uint32_t k = 0; k < depth; k++) acc += (row[k] + in_off) * pairs_weight(wd, depth, oc, k);
+            out[oc] = mf_channel_requant_s8(rq, oc, mf_add_wrap(acc, extra));
+        }
+    }
+}
+
 static mf_status run(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
@@ -674,6 +868,10 @@ static mf_status run(const mf_call *c) {
     const uint32_t depth = w.shape[1], oc_n = w.shape[0], rows = x.numel / depth;
     const int8_t *xd = (const int8_t *)x.data, *wd = (const int8_t *)w.data;
     int8_t *out = (int8_t *)o.data;
+    if (w.layout == MF_LAYOUT_S8_PAIRS) {
+        run_pairs(xd, wd, rows, oc_n, depth, in_off, f_off, &rq, out);
+        return MF_OK;
+    }
 #if defined(MF_FC_FAST)
 #if defined(MF_USE_MVE)
     const int vector_rq = mf_requant_vector_ok(&rq, oc_n);

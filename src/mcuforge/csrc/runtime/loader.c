@@ -213,7 +213,7 @@ static mf_status check_tensor(const mf_program *p, uint32_t i) {
     uint8_t dtype = r[8], rank = r[9], layout = r[10], flags = r[11];
     const int int4 = dtype == MF_INT4; /* packed two per byte: constants only */
     uint32_t itemsize = int4 ? 1u : mf_dtype_size(dtype);
-    if (itemsize == 0 || layout > MF_LAYOUT_S4_HALVES || (flags & ~7u) || rank > MF_MAX_RANK) return MF_ERR_FORMAT;
+    if (itemsize == 0 || layout > MF_LAYOUT_S8_PAIRS || (flags & ~7u) || rank > MF_MAX_RANK) return MF_ERR_FORMAT;
     /* 3.4: the pitch field exists in records of 56 bytes or more; nonzero exactly with the pitched flag, on a 4-D
      * int8 NHWC activation, at least its channel count */
     const uint32_t pitch = p->tensor_record_size >= MF_TENSOR_PITCHED_RECORD_SIZE ? mf_rd_u32(r + 52) : 0u;
@@ -227,6 +227,14 @@ static mf_status check_tensor(const mf_program *p, uint32_t i) {
     }
     if (int4 && !(flags & MF_TENSOR_FLAG_CONSTANT)) return MF_ERR_FORMAT;
     if (layout == MF_LAYOUT_S4_HALVES && (!int4 || rank < 2)) return MF_ERR_FORMAT; /* rows of int4 weights */
+    /* S8_PAIRS: constant int8 (O, I) weights, O and I positive multiples of 4 */
+    if (layout == MF_LAYOUT_S8_PAIRS) {
+        const uint32_t o = mf_rd_u32(r + 12), in = mf_rd_u32(r + 16);
+        if (dtype != MF_INT8 || rank != 2 || !(flags & MF_TENSOR_FLAG_CONSTANT) || o == 0u || in == 0u || (o & 3u) ||
+            (in & 3u)) {
+            return MF_ERR_FORMAT;
+        }
+    }
     uint64_t numel = 1;
     for (uint32_t k = 0; k < MF_MAX_RANK; k++) {
         uint32_t dim = mf_rd_u32(r + 12 + 4 * k);
@@ -556,12 +564,15 @@ static mf_status check_scratch(const mf_program *p, const mf_call *c) {
 }
 
 /* int4 tensors are the packed weights of the s4 kernels (input 1, kind_table.h) and nothing else; S4_HALVES
- * ones only those of the kernels that read that layout. */
+ * (and S8_PAIRS) ones only those of the kernels that read that layout. */
 static int int4_use_ok(const mf_program *p, uint16_t kind, uint32_t input, int32_t tensor) {
     mf_tensor t;
     mf_tensor_read(p, (uint32_t)tensor, &t);
     if (t.layout == MF_LAYOUT_S4_HALVES) {
         return input == 1u && (kind == MF_KIND_CONV2D_S4 || kind == MF_KIND_FULLY_CONNECTED_S4);
+    }
+    if (t.layout == MF_LAYOUT_S8_PAIRS) {
+        return input == 1u && (kind == MF_KIND_FULLY_CONNECTED_S8 || kind == MF_KIND_FULLY_CONNECTED_PER_CHANNEL_S8);
     }
     return t.dtype != MF_INT4 || mf_kind_int4_input(kind, input);
 }

@@ -17,6 +17,7 @@ import torch
 from torch import fx
 
 from ...ir import INT4, INT4_WEIGHT_KINDS, QParams, kernel_scratch_bytes
+from ...kernels.fc_pairs import S8_PAIRS, pack_pairs, weight_layout_s8
 from ...kernels.int4 import (
     S4_HALVES,
     S4_HALVES_KINDS,
@@ -262,6 +263,11 @@ def fold_input_offset(bias: np.ndarray, weight: np.ndarray, input_offset: int) -
     return ((folded + 2**31) % 2**32 - 2**31).astype(np.int32)
 
 
+def _isa(target: str) -> tuple[bool, bool]:
+    t = get_target(target)
+    return t.has_dsp, t.has_mve
+
+
 def emit_weighted_op(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.Node, kind: str, src: str,
                      convert_input: Callable[[list[fx.Node]], str], weight: np.ndarray, weight_scales: np.ndarray,
                      bias: object, out_shape: tuple[int, ...], out_layout: str, attrs: dict[str, object]) -> str:
@@ -296,6 +302,10 @@ def emit_weighted_op(b: GraphBuilder, node: fx.Node, act: fx.Node | None, q: fx.
         layout = weight_layout(kind, weight.shape, get_target(b.target).has_mve)
         packed = pack_int4_halves(weight) if layout == S4_HALVES else pack_int4(weight)
         w_name = b.add_tensor(f"{base}_weight", weight.shape, INT4, data=packed, layout=layout)
+    elif in_off == 0 and weight_layout_s8(kind, weight.shape, *_isa(b.target)) == S8_PAIRS:
+        # the DSP cores' fully connected loop reads pairs of rows (kernels/fc_pairs.py); the lowering folds the
+        # input offset, which those loops require
+        w_name = b.add_tensor(f"{base}_weight", weight.shape, "int8", data=pack_pairs(weight), layout=S8_PAIRS)
     else:
         w_name = b.constant(f"{base}_weight", weight)
     if kind in ("fully_connected_s8", "fully_connected_s4"):
