@@ -245,17 +245,37 @@ def conv_sweep(seed: int) -> BoardSweep:
     # ties of either sign reach the int8 outputs; 16, 10, 7, 4 and 1 filters (triples, pairs, a filter left)
     for i, (wc, oc, hw) in enumerate(((16, 16, (4, 5)), (32, 10, (3, 3)), (64, 7, (3, 2)), (16, 4, (2, 3)),
                                       (64, 1, (2, 2)))):
-        w = rng.integers(-1, 2, size=(oc, 3, 3, wc)).astype(np.int8)
-        x = act("x", (1, *hw, wc))
-        consts = [const("w", w), const("b", rng.integers(-40, 41, size=oc).astype(np.int32)),
-                  const("m", np.full(oc, 1 << 30, np.int32)),
-                  const("s", rng.choice((-1, -2, -3), size=oc).astype(np.int8))]
-        attrs = {"input_offset": 0, "output_offset": int(rng.integers(-20, 21)), "stride": [1, 1], "padding": [1, 1],
-                 "dilation": [1, 1], "act_min": -128, "act_max": 127}
-        sweep.add(f"pw3_3x3_ties_c{wc}_o{oc}_{i}", "conv2d_s8", attrs,
-                  [(x, rng.integers(-4, 5, size=x.shape).astype(np.int8))], [act("y", (1, *hw, oc))], consts,
-                  op_inputs=["x", "w", "b", "m", "s"])
+        tie_case(rng, sweep, f"pw3_3x3_ties_c{wc}_o{oc}_{i}", wc, (3, 3), oc, hw, pad=[1, 1], shifts=(-1, -2, -3))
+    # the same ties on the pointwise output stages, whose sign term (the -1 of a negative sum's rounding) the
+    # random cases above never decide (their outputs saturate or miss the ties): mf_pwimg8/16/32 (even filter
+    # counts, stride 1 and 2), pw_run (odd counts at 8 and 16 channels: mf_pw3_rows8/16, mf_pw_rows8/16, the C
+    # filter), mf_pw3_rows32..256 with the pairs after them (mf_pw_rows64, cortex-m7's DSP_ROWS_OUT) or a filter
+    # left (mf_pw1_rows on cortex-m7), mf_pw_rows40, DSP_ROWS_OUT at a depth of its own (24); then a shift of 0
+    # beside them (not every shift in [-22, -1]: the tiles' general output stage, DSP_TILE_OUT_FILTER)
+    for i, (wc, oc, hw, st) in enumerate(((8, 6, (3, 3), [1, 1]), (16, 4, (2, 3), [1, 1]), (32, 6, (3, 2), [2, 1]),
+                                          (8, 7, (3, 3), [1, 1]), (16, 5, (2, 3), [1, 1]), (32, 7, (3, 2), [1, 1]),
+                                          (64, 5, (3, 3), [1, 1]), (128, 4, (3, 4), [1, 1]),
+                                          (256, 5, (2, 2), [1, 1]), (40, 4, (3, 3), [1, 1]),
+                                          (24, 4, (3, 3), [1, 1]))):
+        tie_case(rng, sweep, f"pw_ties_c{wc}_o{oc}_{i}", wc, (1, 1), oc, hw, stride=st, shifts=(-1, -2))
+    tie_case(rng, sweep, "pw_ties_general_c24_o6", 24, (1, 1), 6, (3, 3), shifts=(0, -1, -2))
     return sweep
+
+
+def tie_case(rng, sweep: BoardSweep, case: str, wc: int, kernel: tuple[int, int], oc: int, hw: tuple[int, int],
+             stride=(1, 1), pad=(0, 0), shifts: tuple[int, ...] = (-1, -2)) -> None:
+    """A conv2d_s8 case on rounding ties (per-channel, a bias, the full clamp, input offset 0): multiplier 2^30
+    (the doubling high multiply halves the sum, a tie at every odd one), right shifts tying at every odd
+    multiple of 2^(n - 1), weights in [-1, 1] and inputs in [-4, 4] keeping the outputs off the clamp."""
+    w = rng.integers(-1, 2, size=(oc, *kernel, wc)).astype(np.int8)
+    x = act("x", (1, *hw, wc))
+    consts = [const("w", w), const("b", rng.integers(-40, 41, size=oc).astype(np.int32)),
+              const("m", np.full(oc, 1 << 30, np.int32)), const("s", rng.choice(shifts, size=oc).astype(np.int8))]
+    attrs = {"input_offset": 0, "output_offset": int(rng.integers(-20, 21)), "stride": list(stride),
+             "padding": list(pad), "dilation": [1, 1], "act_min": -128, "act_max": 127}
+    oh, ow = conv_output_hw(hw, kernel, list(stride), list(pad), [1, 1])
+    sweep.add(case, "conv2d_s8", attrs, [(x, rng.integers(-4, 5, size=x.shape).astype(np.int8))],
+              [act("y", (1, oh, ow, oc))], consts, op_inputs=["x", "w", "b", "m", "s"])
 
 
 def few_channel_cases(rng, sweep: BoardSweep) -> None:

@@ -181,7 +181,32 @@ def depthwise_sweep(seed: int) -> BoardSweep:
                                          (5, (6, 27), (1, 2), (2, 0)), (8, (5, 22), (1, 2), (1, 1)))):
         depthwise_case(rng, sweep, f"dw3x3_planar2_short_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=st, pad_hw=pd,
                        shifts=(-1, -21, -6, -13))
+    # (drawn after the cases above) rounding ties of the DSP 3x3 output stages, whose sign term (the -1 of a
+    # negative product's rounding) the random cases never decide (their outputs saturate or miss the ties):
+    # dw3_run (one window a pass: dilation 2), dw3_pairs (dw3_buffered: no scratch for the rings), dwp, dwp2,
+    # dwv's row pairs, dw3_small (dw3s_pairs, stride 2)
+    ties = ((8, (9, 9), (1, 1), [2, 2], True), (8, (6, 27), (1, 1), [1, 1], False), (8, (7, 12), (1, 1), [1, 1], True),
+            (8, (7, 41), (2, 2), [1, 1], True), (8, (5, 6), (1, 1), [1, 1], True), (16, (12, 12), (2, 2), [1, 1], True))
+    for i, (c, hw, st, dl, scratch) in enumerate(ties):
+        depthwise_tie_case(rng, sweep, f"dw3x3_ties_c{c}_{i}", c, hw, st, dl, scratch)
     return sweep
+
+
+def depthwise_tie_case(rng, sweep: BoardSweep, case: str, channels: int, hw: tuple[int, int], stride: tuple[int, int],
+                       dil: list[int], scratch: bool) -> None:
+    """A 3x3 depthwise case on rounding ties (padding 1, per-channel, a bias, the full clamp, input offset 0):
+    multiplier 2^30 (the doubling high multiply halves the sum, a tie at every odd one) and shifts -1 and -2,
+    weights in [-1, 1] and inputs in [-4, 4] keeping the outputs off the clamp."""
+    oh, ow = conv_output_hw(hw, (3, 3), list(stride), [1, 1], dil)
+    consts = [const("w", rng.integers(-1, 2, size=(1, 3, 3, channels)).astype(np.int8)),
+              const("b", rng.integers(-40, 41, size=channels).astype(np.int32)),
+              const("m", np.full(channels, 1 << 30, np.int32)),
+              const("s", rng.choice((-1, -2), size=channels).astype(np.int8))]
+    attrs = {"input_offset": 0, "output_offset": int(rng.integers(-20, 21)), "stride": list(stride),
+             "padding": [1, 1], "dilation": dil, "depth_multiplier": 1, "act_min": -128, "act_max": 127}
+    x = act("x", (1, *hw, channels))
+    sweep.add(case, "depthwise_conv2d_s8", attrs, [(x, rng.integers(-4, 5, size=x.shape).astype(np.int8))],
+              [act("y", (1, oh, ow, channels))], consts, op_inputs=["x", "w", "b", "m", "s"], scratch=scratch)
 
 
 def in_place_case(rng, sweep: BoardSweep, case: str, channels: int, hw: tuple[int, int], stride: tuple[int, int],
