@@ -294,8 +294,8 @@ static void widen_rows(const conv_geom *g, int32_t y0, int32_t x0, int16_t *cols
     }
 }
 
-/* 1 when every output channel's shift is in [-22, -1] and the output offset within +-255: the tile's
- * shorter output stage (DSP_TILE_OUT_FILTER_NEG). Read once per run. */
+/* 1 when every output channel's shift is in [-22, -1] and the output offset within +-255: the tile rows'
+ * shorter output stage (DSP_ROWS_OUT). Read once per run. */
 static int dsp_shifts_negative(const mf_channel_requant *q, uint32_t channels) {
     const uint32_t n = q->per_channel ? channels : 1u;
     for (uint32_t i = 0; i < n; i++) {
@@ -416,40 +416,13 @@ static inline __attribute__((always_inline)) int8_t dsp_tile_clamp(int32_t v, in
     "   add     %[" B "], %[" B "], %[off]\n"                                                         \
     "   ssat    %[" B "], #8, %[" B "]\n"
 
-/* DSP_TILE_OUT_FILTER when every shift is in [-22, -1] (dsp_shifts_negative): the rounding's -1 for a
- * negative v in one instruction (no mask), the output offset folded into the rounding constant
- * (2^(n-1) + out_off 2^n: |v| < 2^30 and n <= 22 keep the sum inside int32), 22 instructions, not 27. */
-#define DSP_TILE_OUT_FILTER_NEG(A, B)                                                                  \
-    "   ldr     %[t], [%[bp]], #4\n"                                                                  \
-    "   ldr     %[n], [%[mp]], #4\n"                                                                  \
-    "   add     %[" A "], %[" A "], %[t]\n"                                                           \
-    "   add     %[" B "], %[" B "], %[t]\n"                                                           \
-    "   lsl     %[" A "], %[" A "], #1\n"                                                             \
-    "   lsl     %[" B "], %[" B "], #1\n"                                                             \
-    "   smmulr  %[" A "], %[" A "], %[n]\n"                                                           \
-    "   smmulr  %[" B "], %[" B "], %[n]\n"                                                           \
-    "   ldrsb   %[n], [%[sp]], #1\n"                                                                  \
-    "   rsb     %[n], %[n], #0\n"                                                                     \
-    "   mov     %[t], #1\n"                                                                           \
-    "   lsl     %[t], %[t], %[n]\n"                                                                   \
-    "   lsr     %[h], %[t], #1\n"                                                                     \
-    "   mla     %[h], %[off], %[t], %[h]\n"                                                           \
-    "   add     %[" A "], %[" A "], %[" A "], asr #31\n"                                             \
-    "   add     %[" A "], %[" A "], %[h]\n"                                                           \
-    "   asr     %[" A "], %[" A "], %[n]\n"                                                           \
-    "   ssat    %[" A "], #8, %[" A "]\n"                                                             \
-    "   add     %[" B "], %[" B "], %[" B "], asr #31\n"                                             \
-    "   add     %[" B "], %[" B "], %[h]\n"                                                           \
-    "   asr     %[" B "], %[" B "], %[n]\n"                                                           \
-    "   ssat    %[" B "], #8, %[" B "]\n"
-
 /* The 2 x 2 tile's output stage (full clamp) in asm: the compiler's code for it reloads its state from
  * the stack between steps (108 estimated cycles on the Cortex-M4 against about 60 here). a<f><c>: filter
  * f's sum for column c; the parameter and output pointers move on past the tile's two filters. */
 static inline __attribute__((always_inline)) void dsp_tile_out_asm(int32_t a00, int32_t a01, int32_t a10, int32_t a11,
                                                                   const int32_t **bias, const int32_t **mult,
                                                                   const mf_shift **shift, int8_t **out0, int8_t **out1,
-                                                                  int32_t out_off, int neg) {
+                                                                  int32_t out_off) {
     const int32_t *bp = *bias, *mp = *mult;
     const mf_shift *sp = *shift;
     int8_t *o0 = *out0, *o1 = *out1;
@@ -465,11 +438,7 @@ static inline __attribute__((always_inline)) void dsp_tile_out_asm(int32_t a00, 
                        [g] "=&r"(g), [t] "=&r"(t)                                                         \
                      : [off] "r"(out_off)                                                              \
                      : "memory")
-    if (neg) {
-        DSP_TILE_OUT_STMT(DSP_TILE_OUT_FILTER_NEG);
-    } else {
-        DSP_TILE_OUT_STMT(DSP_TILE_OUT_FILTER);
-    }
+    DSP_TILE_OUT_STMT(DSP_TILE_OUT_FILTER);
     (void)n, (void)h, (void)g, (void)t;
     *bias = bp, *mult = mp, *shift = sp, *out0 = o0, *out1 = o1;
 }
@@ -499,8 +468,10 @@ static inline __attribute__((always_inline)) void dsp_tile_out_asm(int32_t a00, 
     "   cmp     %[x], %[xa]\n"                                                                         \
     "   bne     1b\n"
 
-/* The output stage of DSP_TILE_OUT_FILTER_NEG for the two filters at once, the rounding constant
- * 2^(n-1) + out_off 2^n as (2 out_off + 1) << (n - 1), n - 1 = ~shift; then the next tile or the end. */
+/* DSP_TILE_OUT_FILTER's output stage when every shift is in [-22, -1] (dsp_shifts_negative), for the two
+ * filters at once: the rounding's -1 for a negative v in one instruction (no mask), the output offset folded
+ * into the rounding constant 2^(n-1) + out_off 2^n (|v| < 2^30 and n <= 22 keep the sum inside int32) as
+ * (2 out_off + 1) << (n - 1), n - 1 = ~shift; then the next tile or the end. */
 #define DSP_ROWS_OUT                                                                                   \
     "   ldr     %[t], [sp, #4]\n"                                                                      \
     "   ldr     %[u], [sp, #8]\n"                                                                      \
@@ -1353,7 +1324,7 @@ static __attribute__((noinline)) uint32_t tile_rows_neg(const int16_t *cols, con
 /* mat_mult_2cols_tiled's loop; `full`: a constant, dsp_tile_clamp's (full: the asm output stage). */
 static inline __attribute__((always_inline)) void tiled_rows(const int16_t *cols, const int8_t *w, uint32_t pairs,
                                                             uint32_t depth, const mf_channel_requant *rq, uint32_t oc0,
-                                                            int8_t *out0, int8_t *out1, int full, int neg) {
+                                                            int8_t *out0, int8_t *out1, int full) {
     const int32_t out_off = rq->out_off, lo = rq->lo, hi = rq->hi;
     const int32_t *bias = rq->bias + oc0, *mult = rq->mult + oc0;
     const mf_shift *shift = rq->shift + oc0;
@@ -1361,7 +1332,7 @@ static inline __attribute__((always_inline)) void tiled_rows(const int16_t *cols
         for (uint32_t r = 0; r < pairs; r++, w += 2u * depth) {
             int32_t acc[4];
             dsp_tile_2x2(cols, w, depth, depth, acc);
-            dsp_tile_out_asm(acc[0], acc[1], acc[2], acc[3], &bias, &mult, &shift, &out0, &out1, out_off, neg);
+            dsp_tile_out_asm(acc[0], acc[1], acc[2], acc[3], &bias, &mult, &shift, &out0, &out1, out_off);
         }
         return;
     }
@@ -1393,10 +1364,10 @@ static uint32_t mat_mult_2cols_tiled(const int16_t *cols, const int8_t *w, uint3
         } else if (neg) { /* no call at the other depths */
             if (rows >= 2) dsp_tile_rows_neg(cols, w, rows / 2u, depth, rq, oc0, out0, out1);
         } else {
-            tiled_rows(cols, w, rows / 2u, depth, rq, oc0, out0, out1, 1, 0);
+            tiled_rows(cols, w, rows / 2u, depth, rq, oc0, out0, out1, 1);
         }
     } else {
-        tiled_rows(cols, w, rows / 2u, depth, rq, oc0, out0, out1, 0, 0);
+        tiled_rows(cols, w, rows / 2u, depth, rq, oc0, out0, out1, 0);
     }
     return rows & ~1u;
 }

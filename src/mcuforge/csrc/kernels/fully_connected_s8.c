@@ -418,6 +418,27 @@ static inline __attribute__((always_inline)) int32_t fc_out4_asm(int32_t a0, int
     return a0;
 }
 
+/* fc_out4_asm's parameters for a run of blocks of 4 channels: per channel, pm/ps step 4 channels a block;
+ * per tensor, the one multiplier and shift 4 times, read in place of 4 channels' (step 0). lo4, hi4: the
+ * activation bounds in every byte. */
+typedef struct {
+    int32_t mult4[4];
+    mf_shift shift4[4];
+    const int32_t *pm;
+    const mf_shift *ps;
+    uint32_t step;
+    int32_t lo4, hi4;
+} out4_params;
+
+static inline __attribute__((always_inline)) void out4_init(out4_params *q, const mf_channel_requant *rq) {
+    q->pm = rq->mult, q->ps = rq->shift, q->step = rq->per_channel ? 4u : 0u;
+    if (!rq->per_channel) {
+        for (uint32_t i = 0; i < 4; i++) q->mult4[i] = rq->mult[0], q->shift4[i] = rq->shift[0];
+        q->pm = q->mult4, q->ps = q->shift4;
+    }
+    q->lo4 = mf_wrap32(0x01010101u * (uint8_t)rq->lo), q->hi4 = mf_wrap32(0x01010101u * (uint8_t)rq->hi);
+}
+
 /* s[i] += the sum of row p0 + i * depth (i < 4) against x (input offset 0): fc_rows4_asm over whole groups
  * of 8 features, the rest in C. A function of its own: inlined in rows4's loop, GCC found no registers for
  * the asm's 14 beside the loop's values. */
@@ -439,18 +460,11 @@ static inline __attribute__((always_inline)) uint32_t rows4_body(const int8_t *x
                                                                  const int whole) {
     const uint32_t done = oc_n & ~3u;
     const int32_t *const bias = rq->bias;
-    /* per-tensor: the one multiplier and shift 4 times, read in place of 4 channels' (step 0) */
-    int32_t mult4[4];
-    mf_shift shift4[4];
-    const int32_t *pm = rq->mult;
-    const mf_shift *ps = rq->shift;
-    const uint32_t step = rq->per_channel ? 4u : 0u;
-    if (!rq->per_channel) {
-        for (uint32_t i = 0; i < 4; i++) mult4[i] = rq->mult[0], shift4[i] = rq->shift[0];
-        pm = mult4, ps = shift4;
-    }
-    const int32_t lo4 = mf_wrap32(0x01010101u * (uint8_t)rq->lo), hi4 = mf_wrap32(0x01010101u * (uint8_t)rq->hi);
-    const int32_t out_off = rq->out_off;
+    out4_params q;
+    out4_init(&q, rq);
+    const int32_t *pm = q.pm, lo4 = q.lo4, hi4 = q.hi4, out_off = rq->out_off;
+    const mf_shift *ps = q.ps;
+    const uint32_t step = q.step;
     for (uint32_t oc = 0; oc < done; oc += 4, pm += step, ps += step) {
         const int8_t *p0 = w + (size_t)oc * depth;
         int32_t s4[4];
@@ -607,16 +621,11 @@ static __attribute__((noinline)) void rows_pairs(const int8_t *x, const int8_t *
     const int32_t start = mf_add_wrap(extra, mf_mul_wrap(-128, sum_x));
     const int8_t *p = w;
 #if defined(FC_ROWS4_ASM)
-    int32_t mult4[4];
-    mf_shift shift4[4];
-    const int32_t *pm = rq->mult;
-    const mf_shift *ps = rq->shift;
-    const uint32_t step = rq->per_channel ? 4u : 0u;
-    if (!rq->per_channel) {
-        for (uint32_t i = 0; i < 4; i++) mult4[i] = rq->mult[0], shift4[i] = rq->shift[0];
-        pm = mult4, ps = shift4;
-    }
-    const int32_t lo4 = mf_wrap32(0x01010101u * (uint8_t)rq->lo), hi4 = mf_wrap32(0x01010101u * (uint8_t)rq->hi);
+    out4_params q;
+    out4_init(&q, rq);
+    const int32_t *pm = q.pm, lo4 = q.lo4, hi4 = q.hi4;
+    const mf_shift *ps = q.ps;
+    const uint32_t step = q.step;
 #endif
     for (uint32_t oc = 0; oc < oc_n; oc += 4, pb += bstep) {
         int32_t acc[4] = {mf_add_wrap(start, pb[0]), 0, mf_add_wrap(start, pb[2]), 0};
