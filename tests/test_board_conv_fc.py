@@ -23,9 +23,12 @@ import pytest
 from board_sweep import BoardSweep
 from test_c_kernels import act, act_range, const, int8, requant_params
 
+from mcuforge import firmware
 from mcuforge.ir import Tensor
 from mcuforge.kernels import conv_output_hw
 from mcuforge.kernels.fc_pairs import S8_PAIRS, pack_pairs
+from mcuforge.program import deserialize
+from mcuforge.runtime import execute
 
 BOARDS = ("cortex-m3", "cortex-m4", "cortex-m55")
 
@@ -505,6 +508,16 @@ def test_fully_connected_fast_paths_on_dsp_cores(target):
     """The DSP paths (rows4's asm sums and output stage, rows3, rows2) as cortex-m7's and cortex-m33's builds
     compile them."""
     fc_sweep(seed=22, sweep=BoardSweep()).assert_same_on_board(target)
+
+
+def test_fully_connected_c_forms_on_board():
+    """The DSP paths' C forms (a firmware built at -O0, which leaves the asm loops too few registers: the
+    S8_PAIRS loop, rows4 and rows3 in C) on the fully connected sweep: the same bytes as the reference."""
+    sweep = fc_sweep(seed=22, sweep=BoardSweep())
+    program = sweep.program("cortex-m4")
+    graph = deserialize(program)
+    got, _trace, _facts = firmware.run_on_qemu(program, sweep.values, "cortex-m4", graph=graph, build_flags=("-O0",))
+    sweep._assert_same("cortex-m4 at -O0", execute(graph, sweep.values), got)
 
 
 def test_scalar_paths_on_host_c(tmp_path):

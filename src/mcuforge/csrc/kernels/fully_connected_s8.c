@@ -616,8 +616,13 @@ static __attribute__((noinline)) void rows_pairs(const int8_t *x, const int8_t *
     static const int32_t zero4[4] = {0, 0, 0, 0};
     /* no bias, per-tensor: four zeros, the one multiplier and shift 4 times, read in place of 4 channels' (step
      * 0); pointers moved a block at a time, so that few values live across the asm beside them */
+#if defined(FC_ROWS4_ASM)
     const int32_t *pb = rq->bias ? rq->bias : zero4;
     const uint32_t bstep = rq->bias ? 4u : 0u, groups = depth >> 2;
+#else /* mf_channel_requant_s8_inline adds the bias itself (the board's -O0 build found it added twice) */
+    const int32_t *pb = zero4;
+    const uint32_t bstep = 0u, groups = depth >> 2;
+#endif
     const int32_t start = mf_add_wrap(extra, mf_mul_wrap(-128, sum_x));
     const int8_t *p = w;
 #if defined(FC_ROWS4_ASM)
