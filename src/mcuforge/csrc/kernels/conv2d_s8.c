@@ -2412,7 +2412,6 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
         "str r12, [sp, #8]\n\t" \
         "ldr r12, [sp]\n\t" \
         "1:\n\t" \
-        "ldm r12!, {r0-r3}\n\t" \
         MACS \
         "add r12, r12, #8 * " #D "\n\t" \
         PWQ_OUT("r0", "r4") \
@@ -2443,10 +2442,49 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
 #define PWQ_W2 PWQ_WIDEN(0) PWQ_WIDEN(1)
 #define PWQ_W4 PWQ_W2 PWQ_WIDEN(2) PWQ_WIDEN(3)
 #define PWQ_W8 PWQ_W4 PWQ_WIDEN(4) PWQ_WIDEN(5) PWQ_WIDEN(6) PWQ_WIDEN(7)
-#define PWQ_M4 PWQ_MACS0 PWQ_MACS(1) PWQ_MACS(2) PWQ_MACS(3)
+#if DSP_PW_RUNS
+#define PWQ_M4 "ldm r12!, {r0-r3}\n\t" PWQ_MACS0 PWQ_MACS(1) PWQ_MACS(2) PWQ_MACS(3)
 #define PWQ_M8 PWQ_M4 PWQ_MACS(4) PWQ_MACS(5) PWQ_MACS(6) PWQ_MACS(7)
 #define PWQ_M16 PWQ_M8 PWQ_MACS(8) PWQ_MACS(9) PWQ_MACS(10) PWQ_MACS(11) PWQ_MACS(12) PWQ_MACS(13) PWQ_MACS(14) \
     PWQ_MACS(15)
+#else
+/* The Cortex-M7 (dual issue: a load with a multiply, a loaded register not read by the next issue group): the
+ * same sums with each load beside an SMLAD, a word's 6 loads software-pipelined (the next word's first filter
+ * and columns loaded during this one's last filters), 8 issue groups for 16 MACs against 13 for PWQ_MACS's
+ * runs of loads. Pixel 1's sum first (word 0: from the bias, pixel 0's register). S4..S7: pixel 1's sums. */
+#define PWQ7_A(K, S4, S5, S6) \
+    "smlad r4, r10, r9, " S4 "\n\t" \
+    "ldr r11, [r12, #16 * " #K " + 4]\n\t" \
+    "smlad r0, r10, r8, r0\n\t" \
+    "ldr r10, [r12, #16 * " #K " + 8]\n\t" \
+    "smlad r5, r11, r9, " S5 "\n\t" \
+    "smlad r1, r11, r8, r1\n\t" \
+    "ldr r11, [r12, #16 * " #K " + 12]\n\t" \
+    "smlad r6, r10, r9, " S6 "\n\t"
+#define PWQ7_B(K, S7) \
+    "smlad r2, r10, r8, r2\n\t" \
+    "ldr r10, [r12, #16 * " #K " + 16]\n\t" \
+    "smlad r7, r11, r9, " S7 "\n\t" \
+    "ldr r9, [sp, #44 + 8 * " #K "]\n\t" \
+    "smlad r3, r11, r8, r3\n\t" \
+    "ldr r8, [sp, #40 + 8 * " #K "]\n\t"
+#define PWQ7_W(K) PWQ7_A(K, "r4", "r5", "r6") PWQ7_B(K, "r7")
+#define PWQ7_LAST(K) \
+    PWQ7_A(K, "r4", "r5", "r6") \
+    "smlad r2, r10, r8, r2\n\t" \
+    "smlad r7, r11, r9, r7\n\t" \
+    "smlad r3, r11, r8, r3\n\t"
+#define PWQ7_FIRST \
+    "ldr r10, [r12, #16]\n\t" \
+    "ldm r12!, {r0-r3}\n\t" \
+    "ldr r9, [sp, #36]\n\t" \
+    "ldr r8, [sp, #32]\n\t" \
+    PWQ7_A(0, "r0", "r1", "r2") PWQ7_B(0, "r3")
+#define PWQ_M4 PWQ7_FIRST PWQ7_W(1) PWQ7_W(2) PWQ7_LAST(3)
+#define PWQ_M8 PWQ7_FIRST PWQ7_W(1) PWQ7_W(2) PWQ7_W(3) PWQ7_W(4) PWQ7_W(5) PWQ7_W(6) PWQ7_LAST(7)
+#define PWQ_M16 PWQ7_FIRST PWQ7_W(1) PWQ7_W(2) PWQ7_W(3) PWQ7_W(4) PWQ7_W(5) PWQ7_W(6) PWQ7_W(7) PWQ7_W(8) \
+    PWQ7_W(9) PWQ7_W(10) PWQ7_W(11) PWQ7_W(12) PWQ7_W(13) PWQ7_W(14) PWQ7_LAST(15)
+#endif
 PWQ_FUNC(mf_pwq8, 8, PWQ_W2, PWQ_M4);
 PWQ_FUNC(mf_pwq16, 16, PWQ_W4, PWQ_M8);
 PWQ_FUNC(mf_pwq32, 32, PWQ_W8, PWQ_M16);
