@@ -2390,7 +2390,7 @@ void mf_pwimg32(const uint32_t *frame);
     "ssat " A ", #8, " A "\n\t" \
     "ssat " B ", #8, " B "\n\t"
 /* pixel 1's output pointer: r0 once filter 0's pixel-0 output is stored (pitch at sp + 12) */
-#define PWQ_FUNC(NAME, D, WIDEN, MACS) \
+#define PWQ_FUNC(NAME, D, WIDEN, MACS, OUTS) \
 __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
         ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n" \
         #NAME ":\n\t" \
@@ -2413,24 +2413,7 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
         "ldr r12, [sp]\n\t" \
         "1:\n\t" \
         MACS \
-        "add r12, r12, #8 * " #D "\n\t" \
-        PWQ_OUT("r0", "r4") \
-        "strb r0, [lr]\n\t" \
-        "ldr r0, [sp, #12]\n\t" \
-        "add r0, lr, r0\n\t" \
-        PWQ_OUT("r1", "r5") \
-        "strb r4, [r0]\n\t" \
-        "strb r1, [lr, #1]\n\t" \
-        "strb r5, [r0, #1]\n\t" \
-        PWQ_OUT("r2", "r6") \
-        "strb r2, [lr, #2]\n\t" \
-        "strb r6, [r0, #2]\n\t" \
-        PWQ_OUT("r3", "r7") \
-        "strb r3, [lr, #3]\n\t" \
-        "strb r7, [r0, #3]\n\t" \
-        "add lr, lr, #4\n\t" \
-        "tst r10, #256\n\t" \
-        "bne 1b\n\t" \
+        OUTS \
         "ldr r0, [sp, #16]\n\t" \
         "subs r0, r0, #1\n\t" \
         "str r0, [sp, #16]\n\t" \
@@ -2447,6 +2430,26 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
 #define PWQ_M8 PWQ_M4 PWQ_MACS(4) PWQ_MACS(5) PWQ_MACS(6) PWQ_MACS(7)
 #define PWQ_M16 PWQ_M8 PWQ_MACS(8) PWQ_MACS(9) PWQ_MACS(10) PWQ_MACS(11) PWQ_MACS(12) PWQ_MACS(13) PWQ_MACS(14) \
     PWQ_MACS(15)
+/* the Cortex-M4's output stage: PWQ_OUT a filter, pixel 1's pointer in r0 once filter 0's first output is out */
+#define PWQ_OUTS(D) \
+    "add r12, r12, #8 * " #D "\n\t" \
+    PWQ_OUT("r0", "r4") \
+    "strb r0, [lr]\n\t" \
+    "ldr r0, [sp, #12]\n\t" \
+    "add r0, lr, r0\n\t" \
+    PWQ_OUT("r1", "r5") \
+    "strb r4, [r0]\n\t" \
+    "strb r1, [lr, #1]\n\t" \
+    "strb r5, [r0, #1]\n\t" \
+    PWQ_OUT("r2", "r6") \
+    "strb r2, [lr, #2]\n\t" \
+    "strb r6, [r0, #2]\n\t" \
+    PWQ_OUT("r3", "r7") \
+    "strb r3, [lr, #3]\n\t" \
+    "strb r7, [r0, #3]\n\t" \
+    "add lr, lr, #4\n\t" \
+    "tst r10, #256\n\t" \
+    "bne 1b\n\t"
 #else
 /* The Cortex-M7 (dual issue: a load with a multiply, a loaded register not read by the next issue group): the
  * same sums with each load beside an SMLAD, a word's 6 loads software-pipelined (the next word's first filter
@@ -2469,25 +2472,65 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
     "smlad r3, r11, r8, r3\n\t" \
     "ldr r8, [sp, #40 + 8 * " #K "]\n\t"
 #define PWQ7_W(K) PWQ7_A(K, "r4", "r5", "r6") PWQ7_B(K, "r7")
-#define PWQ7_LAST(K) \
+/* the last word, then filter 0's n and multiplier / rounding constant (the output stage's table, 8 D on) */
+#define PWQ7_LAST(K, D) \
     PWQ7_A(K, "r4", "r5", "r6") \
     "smlad r2, r10, r8, r2\n\t" \
     "smlad r7, r11, r9, r7\n\t" \
-    "smlad r3, r11, r8, r3\n\t"
+    "ldr r10, [r12, #8 * " #D " + 8]\n\t" \
+    "smlad r3, r11, r8, r3\n\t" \
+    "ldrd r8, r9, [r12, #8 * " #D "]\n\t"
 #define PWQ7_FIRST \
     "ldr r10, [r12, #16]\n\t" \
     "ldm r12!, {r0-r3}\n\t" \
     "ldr r9, [sp, #36]\n\t" \
     "ldr r8, [sp, #32]\n\t" \
     PWQ7_A(0, "r0", "r1", "r2") PWQ7_B(0, "r3")
-#define PWQ_M4 PWQ7_FIRST PWQ7_W(1) PWQ7_W(2) PWQ7_LAST(3)
-#define PWQ_M8 PWQ7_FIRST PWQ7_W(1) PWQ7_W(2) PWQ7_W(3) PWQ7_W(4) PWQ7_W(5) PWQ7_W(6) PWQ7_LAST(7)
+/* The Cortex-M7's output stage: each filter's constants loaded (LDRD, LDR) an issue group or more before their
+ * use and beside an ALU instruction, the two pixels' instructions paired: 6 issue groups a filter against 10
+ * for PWQ_OUTS's LDM and chains; the table at immediate offsets, passed at the end. Filter F (A, B) after
+ * filter F - 1, whose pixel-1 output P is stored here. */
+#define PWQ7_OUT(F, A, B, P, NEXT, D) \
+    "smmlar r11, " A ", r8, r9\n\t" \
+    "strb " P ", [r0, #" #F " - 1]\n\t" \
+    "ldr r10, [r12, #8 * " #D " + 12 * " #F " + 8]\n\t" \
+    "add " A ", r11, " A ", asr #31\n\t" \
+    "smmlar r11, " B ", r8, r9\n\t" \
+    NEXT \
+    "add " B ", r11, " B ", asr #31\n\t" \
+    "asr " A ", " A ", r10\n\t" \
+    "asr " B ", " B ", r10\n\t" \
+    "ssat " A ", #8, " A "\n\t" \
+    "ssat " B ", #8, " B "\n\t" \
+    "strb " A ", [lr, #" #F "]\n\t"
+#define PWQ_OUTS(D) \
+    "smmlar r11, r0, r8, r9\n\t" \
+    "add r0, r11, r0, asr #31\n\t" \
+    "smmlar r11, r4, r8, r9\n\t" \
+    "ldrd r8, r9, [r12, #8 * " #D " + 12]\n\t" \
+    "add r4, r11, r4, asr #31\n\t" \
+    "asr r0, r0, r10\n\t" \
+    "asr r4, r4, r10\n\t" \
+    "ldr r11, [sp, #12]\n\t" \
+    "ssat r0, #8, r0\n\t" \
+    "ssat r4, #8, r4\n\t" \
+    "strb r0, [lr]\n\t" \
+    "add r0, lr, r11\n\t" \
+    PWQ7_OUT(1, "r1", "r5", "r4", "ldrd r8, r9, [r12, #8 * " #D " + 24]\n\t", D) \
+    PWQ7_OUT(2, "r2", "r6", "r5", "ldrd r8, r9, [r12, #8 * " #D " + 36]\n\t", D) \
+    PWQ7_OUT(3, "r3", "r7", "r6", "add r12, r12, #8 * " #D " + 48\n\t", D) \
+    "tst r10, #256\n\t" \
+    "strb r7, [r0, #3]\n\t" \
+    "add lr, lr, #4\n\t" \
+    "bne 1b\n\t"
+#define PWQ_M4 PWQ7_FIRST PWQ7_W(1) PWQ7_W(2) PWQ7_LAST(3, 8)
+#define PWQ_M8 PWQ7_FIRST PWQ7_W(1) PWQ7_W(2) PWQ7_W(3) PWQ7_W(4) PWQ7_W(5) PWQ7_W(6) PWQ7_LAST(7, 16)
 #define PWQ_M16 PWQ7_FIRST PWQ7_W(1) PWQ7_W(2) PWQ7_W(3) PWQ7_W(4) PWQ7_W(5) PWQ7_W(6) PWQ7_W(7) PWQ7_W(8) \
-    PWQ7_W(9) PWQ7_W(10) PWQ7_W(11) PWQ7_W(12) PWQ7_W(13) PWQ7_W(14) PWQ7_LAST(15)
+    PWQ7_W(9) PWQ7_W(10) PWQ7_W(11) PWQ7_W(12) PWQ7_W(13) PWQ7_W(14) PWQ7_LAST(15, 32)
 #endif
-PWQ_FUNC(mf_pwq8, 8, PWQ_W2, PWQ_M4);
-PWQ_FUNC(mf_pwq16, 16, PWQ_W4, PWQ_M8);
-PWQ_FUNC(mf_pwq32, 32, PWQ_W8, PWQ_M16);
+PWQ_FUNC(mf_pwq8, 8, PWQ_W2, PWQ_M4, PWQ_OUTS(8));
+PWQ_FUNC(mf_pwq16, 16, PWQ_W4, PWQ_M8, PWQ_OUTS(16));
+PWQ_FUNC(mf_pwq32, 32, PWQ_W8, PWQ_M16, PWQ_OUTS(32));
 void mf_pwq8(const uint32_t *frame);
 void mf_pwq16(const uint32_t *frame);
 void mf_pwq32(const uint32_t *frame);
