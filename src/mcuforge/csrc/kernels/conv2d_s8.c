@@ -2581,9 +2581,10 @@ static void pwq_table(uint32_t *tbl, const int8_t *wd, const mf_channel_requant 
             const uint32_t f = f0 + 4u * q + j, n = (uint32_t)-rq->shift[f];
             const int8_t *wf = wd + (size_t)f * depth;
             e[j] = (uint32_t)rq->bias[f] << 1;
-            for (uint32_t k = 0; k < depth / 2u; k++) {
-                const uint32_t t = 4u * (k / 2u) + (k & 1u);
-                e[4u + 4u * k + j] = (uint32_t)(uint16_t)(2 * wf[t]) | (uint32_t)(uint16_t)(2 * wf[t + 2u]) << 16;
+            for (uint32_t g = 0; g < depth / 4u; g++) { /* doubled: bit 16 is the low lane's sign shifted in */
+                const int32_t v = mf_ld32(wf + 4u * g);
+                e[4u + 8u * g + j] = (uint32_t)mf_sxtb16(v) << 1 & 0xfffeffffu;
+                e[8u + 8u * g + j] = (uint32_t)mf_sxtb16_ror8(v) << 1 & 0xfffeffffu;
             }
             r[3u * j] = (uint32_t)rq->mult[f];
             r[3u * j + 1u] = (uint32_t)(2 * rq->out_off + 1) << (n - 1u);
