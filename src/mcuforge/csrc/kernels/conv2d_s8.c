@@ -2348,17 +2348,22 @@ void mf_pwimg32(const uint32_t *frame);
     "str r5, [sp, #40 + 16 * " #G "]\n\t" \
     "str r6, [sp, #44 + 16 * " #G "]\n\t"
 /* word K (2 taps) of the 4 filters on both pixels; word 0 starts pixel 1's sums from the biases */
+/* word 0 with the biases in the same run of loads (9 cycles, against LDM's 5 and a run of 4) */
 #define PWQ_MACS0 \
+    "ldr r0, [r12]\n\t" \
+    "ldr r1, [r12, #4]\n\t" \
+    "ldr r2, [r12, #8]\n\t" \
+    "ldr r3, [r12, #12]\n\t" \
     "ldr r8, [sp, #32]\n\t" \
     "ldr r9, [sp, #36]\n\t" \
-    "ldr r10, [r12]\n\t" \
-    "ldr r11, [r12, #4]\n\t" \
+    "ldr r10, [r12, #16]\n\t" \
+    "ldr r11, [r12, #20]\n\t" \
     "smlad r4, r10, r9, r0\n\t" \
     "smlad r0, r10, r8, r0\n\t" \
     "smlad r5, r11, r9, r1\n\t" \
     "smlad r1, r11, r8, r1\n\t" \
-    "ldr r10, [r12, #8]\n\t" \
-    "ldr r11, [r12, #12]\n\t" \
+    "ldr r10, [r12, #24]\n\t" \
+    "ldr r11, [r12, #28]\n\t" \
     "smlad r6, r10, r9, r2\n\t" \
     "smlad r2, r10, r8, r2\n\t" \
     "smlad r7, r11, r9, r3\n\t" \
@@ -2366,14 +2371,14 @@ void mf_pwimg32(const uint32_t *frame);
 #define PWQ_MACS(K) \
     "ldr r8, [sp, #32 + 8 * " #K "]\n\t" \
     "ldr r9, [sp, #36 + 8 * " #K "]\n\t" \
-    "ldr r10, [r12, #16 * " #K "]\n\t" \
-    "ldr r11, [r12, #16 * " #K " + 4]\n\t" \
+    "ldr r10, [r12, #16 + 16 * " #K "]\n\t" \
+    "ldr r11, [r12, #20 + 16 * " #K "]\n\t" \
     "smlad r0, r10, r8, r0\n\t" \
     "smlad r4, r10, r9, r4\n\t" \
     "smlad r1, r11, r8, r1\n\t" \
     "smlad r5, r11, r9, r5\n\t" \
-    "ldr r10, [r12, #16 * " #K " + 8]\n\t" \
-    "ldr r11, [r12, #16 * " #K " + 12]\n\t" \
+    "ldr r10, [r12, #24 + 16 * " #K "]\n\t" \
+    "ldr r11, [r12, #28 + 16 * " #K "]\n\t" \
     "smlad r2, r10, r8, r2\n\t" \
     "smlad r6, r10, r9, r6\n\t" \
     "smlad r3, r11, r8, r3\n\t" \
@@ -2426,13 +2431,13 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
 #define PWQ_W4 PWQ_W2 PWQ_WIDEN(2) PWQ_WIDEN(3)
 #define PWQ_W8 PWQ_W4 PWQ_WIDEN(4) PWQ_WIDEN(5) PWQ_WIDEN(6) PWQ_WIDEN(7)
 #if DSP_PW_RUNS
-#define PWQ_M4 "ldm r12!, {r0-r3}\n\t" PWQ_MACS0 PWQ_MACS(1) PWQ_MACS(2) PWQ_MACS(3)
+#define PWQ_M4 PWQ_MACS0 PWQ_MACS(1) PWQ_MACS(2) PWQ_MACS(3)
 #define PWQ_M8 PWQ_M4 PWQ_MACS(4) PWQ_MACS(5) PWQ_MACS(6) PWQ_MACS(7)
 #define PWQ_M16 PWQ_M8 PWQ_MACS(8) PWQ_MACS(9) PWQ_MACS(10) PWQ_MACS(11) PWQ_MACS(12) PWQ_MACS(13) PWQ_MACS(14) \
     PWQ_MACS(15)
 /* the Cortex-M4's output stage: PWQ_OUT a filter, pixel 1's pointer in r0 once filter 0's first output is out */
 #define PWQ_OUTS(D) \
-    "add r12, r12, #8 * " #D "\n\t" \
+    "add r12, r12, #8 * " #D " + 16\n\t" \
     PWQ_OUT("r0", "r4") \
     "strb r0, [lr]\n\t" \
     "ldr r0, [sp, #12]\n\t" \
@@ -2457,16 +2462,16 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
  * runs of loads. Pixel 1's sum first (word 0: from the bias, pixel 0's register). S4..S7: pixel 1's sums. */
 #define PWQ7_A(K, S4, S5, S6) \
     "smlad r4, r10, r9, " S4 "\n\t" \
-    "ldr r11, [r12, #16 * " #K " + 4]\n\t" \
+    "ldr r11, [r12, #16 + 16 * " #K " + 4]\n\t" \
     "smlad r0, r10, r8, r0\n\t" \
-    "ldr r10, [r12, #16 * " #K " + 8]\n\t" \
+    "ldr r10, [r12, #16 + 16 * " #K " + 8]\n\t" \
     "smlad r5, r11, r9, " S5 "\n\t" \
     "smlad r1, r11, r8, r1\n\t" \
-    "ldr r11, [r12, #16 * " #K " + 12]\n\t" \
+    "ldr r11, [r12, #16 + 16 * " #K " + 12]\n\t" \
     "smlad r6, r10, r9, " S6 "\n\t"
 #define PWQ7_B(K, S7) \
     "smlad r2, r10, r8, r2\n\t" \
-    "ldr r10, [r12, #16 * " #K " + 16]\n\t" \
+    "ldr r10, [r12, #16 + 16 * " #K " + 16]\n\t" \
     "smlad r7, r11, r9, " S7 "\n\t" \
     "ldr r9, [sp, #44 + 8 * " #K "]\n\t" \
     "smlad r3, r11, r8, r3\n\t" \
@@ -2477,12 +2482,13 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
     PWQ7_A(K, "r4", "r5", "r6") \
     "smlad r2, r10, r8, r2\n\t" \
     "smlad r7, r11, r9, r7\n\t" \
-    "ldr r10, [r12, #8 * " #D " + 8]\n\t" \
+    "ldr r10, [r12, #16 + 8 * " #D " + 8]\n\t" \
     "smlad r3, r11, r8, r3\n\t" \
-    "ldrd r8, r9, [r12, #8 * " #D "]\n\t"
+    "ldrd r8, r9, [r12, #16 + 8 * " #D "]\n\t"
 #define PWQ7_FIRST \
     "ldr r10, [r12, #16]\n\t" \
-    "ldm r12!, {r0-r3}\n\t" \
+    "ldrd r0, r1, [r12]\n\t" \
+    "ldrd r2, r3, [r12, #8]\n\t" \
     "ldr r9, [sp, #36]\n\t" \
     "ldr r8, [sp, #32]\n\t" \
     PWQ7_A(0, "r0", "r1", "r2") PWQ7_B(0, "r3")
@@ -2493,7 +2499,7 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
 #define PWQ7_OUT(F, A, B, P, NEXT, D) \
     "smmlar r11, " A ", r8, r9\n\t" \
     "strb " P ", [r0, #" #F " - 1]\n\t" \
-    "ldr r10, [r12, #8 * " #D " + 12 * " #F " + 8]\n\t" \
+    "ldr r10, [r12, #16 + 8 * " #D " + 12 * " #F " + 8]\n\t" \
     "add " A ", r11, " A ", asr #31\n\t" \
     "smmlar r11, " B ", r8, r9\n\t" \
     NEXT \
@@ -2507,7 +2513,7 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
     "smmlar r11, r0, r8, r9\n\t" \
     "add r0, r11, r0, asr #31\n\t" \
     "smmlar r11, r4, r8, r9\n\t" \
-    "ldrd r8, r9, [r12, #8 * " #D " + 12]\n\t" \
+    "ldrd r8, r9, [r12, #16 + 8 * " #D " + 12]\n\t" \
     "add r4, r11, r4, asr #31\n\t" \
     "asr r0, r0, r10\n\t" \
     "asr r4, r4, r10\n\t" \
@@ -2516,9 +2522,9 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
     "ssat r4, #8, r4\n\t" \
     "strb r0, [lr]\n\t" \
     "add r0, lr, r11\n\t" \
-    PWQ7_OUT(1, "r1", "r5", "r4", "ldrd r8, r9, [r12, #8 * " #D " + 24]\n\t", D) \
-    PWQ7_OUT(2, "r2", "r6", "r5", "ldrd r8, r9, [r12, #8 * " #D " + 36]\n\t", D) \
-    PWQ7_OUT(3, "r3", "r7", "r6", "add r12, r12, #8 * " #D " + 48\n\t", D) \
+    PWQ7_OUT(1, "r1", "r5", "r4", "ldrd r8, r9, [r12, #16 + 8 * " #D " + 24]\n\t", D) \
+    PWQ7_OUT(2, "r2", "r6", "r5", "ldrd r8, r9, [r12, #16 + 8 * " #D " + 36]\n\t", D) \
+    PWQ7_OUT(3, "r3", "r7", "r6", "add r12, r12, #8 * " #D " + 64\n\t", D) \
     "tst r10, #256\n\t" \
     "strb r7, [r0, #3]\n\t" \
     "add lr, lr, #4\n\t" \
