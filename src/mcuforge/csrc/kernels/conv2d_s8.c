@@ -2655,6 +2655,34 @@ static __attribute__((noinline)) void pwq_run(const int8_t *in, const int8_t *wd
     }
 }
 
+/* pwimg_run's op on mf_pwimg<depth> (the checks made), PWI_PAIRS filter pairs at a time: a function of its own
+ * so that its table and pwq_run's are not on the stack together. */
+static __attribute__((noinline)) void pwimg_tiles(const mf_call *c, const int8_t *in, const int8_t *wd, int8_t *out,
+                                                  const mf_channel_requant *rq, uint32_t depth, uint32_t oc_n,
+                                                  uint32_t batch, uint32_t ih, uint32_t iw, uint32_t oh, uint32_t ow,
+                                                  const int32_t *st, int whole, size_t ps) {
+    uint32_t tbl[8u * PWI_PAIRS];
+    for (uint32_t f0 = 0; f0 < oc_n; f0 += 2u * PWI_PAIRS) {
+        const uint32_t n_pairs = (oc_n - f0) / 2u < PWI_PAIRS ? (oc_n - f0) / 2u : PWI_PAIRS;
+        rq_table(tbl, rq, f0, n_pairs, 1);
+        /* the asm's frame: table, weights, columns, input, output, pitch, pairs, offset, step */
+        uint32_t frame[9] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)(wd + (size_t)f0 * depth),
+                             (uint32_t)(uintptr_t)c->scratch, 0u, 0u, 0u, 0u,
+                             (uint32_t)mf_pack_off16(mf_attr_int(c, A_IN_OFF)), 0u};
+        if (whole) {
+            pwimg_call(frame, depth, in, out + f0, batch * oh * ow, depth, ps);
+            continue;
+        }
+        for (uint32_t n = 0; n < batch; n++) {
+            for (uint32_t oy = 0; oy < oh; oy++) {
+                const int8_t *row = in + ((size_t)n * ih + (size_t)oy * (uint32_t)st[0]) * iw * depth;
+                pwimg_call(frame, depth, row, out + ((size_t)n * oh + oy) * ow * ps + f0, ow, (uint32_t)st[1] * depth,
+                           ps);
+            }
+        }
+    }
+}
+
 /* The op on mf_pwimg<depth> when it applies (1), else 0: a 1x1 without padding, one group, 8, 16 or 32
  * channels, an even filter count, per-channel requantization with a bias, every multiplier >= 0, every shift
  * in [-22, -1], the full clamp. Stride 1 (the output as large as the input): one call for the op's pixels;
@@ -2681,27 +2709,8 @@ static __attribute__((noinline)) int pwimg_run(const mf_call *c) {
     if ((oc_n & 3u) == 0) {
         pwq_run(in, wd, out, &rq, depth, oc_n, x.shape[0], x.shape[1], x.shape[2], oh, ow, st, whole, ps,
                 (uint32_t)mf_pack_off16(mf_attr_int(c, A_IN_OFF)));
-        return 1;
-    }
-    uint32_t tbl[8u * PWI_PAIRS];
-    for (uint32_t f0 = 0; f0 < oc_n; f0 += 2u * PWI_PAIRS) {
-        const uint32_t n_pairs = (oc_n - f0) / 2u < PWI_PAIRS ? (oc_n - f0) / 2u : PWI_PAIRS;
-        rq_table(tbl, &rq, f0, n_pairs, 1);
-        /* the asm's frame: table, weights, columns, input, output, pitch, pairs, offset, step */
-        uint32_t frame[9] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)(wd + (size_t)f0 * depth),
-                             (uint32_t)(uintptr_t)c->scratch, 0u, 0u, 0u, 0u,
-                             (uint32_t)mf_pack_off16(mf_attr_int(c, A_IN_OFF)), 0u};
-        if (whole) {
-            pwimg_call(frame, depth, in, out + f0, x.shape[0] * oh * ow, depth, ps);
-            continue;
-        }
-        for (uint32_t n = 0; n < x.shape[0]; n++) {
-            for (uint32_t oy = 0; oy < oh; oy++) {
-                const int8_t *row = in + ((size_t)n * x.shape[1] + (size_t)oy * (uint32_t)st[0]) * x.shape[2] * depth;
-                pwimg_call(frame, depth, row, out + ((size_t)n * oh + oy) * ow * ps + f0, ow, (uint32_t)st[1] * depth,
-                           ps);
-            }
-        }
+    } else {
+        pwimg_tiles(c, in, wd, out, &rq, depth, oc_n, x.shape[0], x.shape[1], x.shape[2], oh, ow, st, whole, ps);
     }
     return 1;
 }
