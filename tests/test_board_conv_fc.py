@@ -262,6 +262,19 @@ def conv_sweep(seed: int) -> BoardSweep:
                                           (24, 4, (3, 3), [1, 1]))):
         tie_case(rng, sweep, f"pw_ties_c{wc}_o{oc}_{i}", wc, (1, 1), oc, hw, stride=st, shifts=(-1, -2))
     tie_case(rng, sweep, "pw_ties_general_c24_o6", 24, (1, 1), 6, (3, 3), shifts=(0, -1, -2))
+    # the 4 x 2 tiles of the shallow pointwise image path (mf_pwq8/16/32: a filter count a multiple of 4, the
+    # filters widened into a table of 32 at a time): the sign term of every filter of the quad on both pixels
+    # (ties, and small multipliers keeping a shift of -1 off the clamp), a last chunk of 1 and 2 quads, odd pixel
+    # counts, strides, batches, the offsets' ends
+    for i, (wc, oc, hw, st) in enumerate(((8, 8, (3, 5), [1, 1]), (16, 12, (3, 3), [1, 1]), (32, 8, (3, 3), [1, 1]),
+                                          (16, 8, (3, 4), [2, 1]), (32, 36, (2, 3), [1, 1]))):
+        tie_case(rng, sweep, f"pwq_ties_c{wc}_o{oc}_{i}", wc, (1, 1), oc, hw, stride=st, shifts=(-1, -2))
+    for i, (wc, opg, hw, st) in enumerate(((8, 40, (3, 3), [1, 1]), (32, 40, (1, 5), [1, 1]), (16, 68, (2, 3), [1, 2]),
+                                           (32, 12, (3, 5), [2, 2]), (8, 4, (1, 1), [1, 1]), (16, 64, (3, 3), [1, 1]))):
+        conv_case(rng, sweep, f"pwq_c{wc}_o{opg}_{i}_{len(sweep)}", wc, (1, 1), stride=st, pad=[0, 0], dil=[1, 1],
+                  hw=hw, oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True, shifts=(-1, -22, -3, -9),
+                  out_off=(127, 0, -128)[i % 3], input_offset=(-127, 0, 128, None)[i % 4],
+                  mult_bits=(None, 21)[i % 2])
     return sweep
 
 

@@ -30,7 +30,8 @@
  *        mf_few3t_rows28's with the output stage from a per-op table and the filters widened to int16 once, up
  *        to 32 filters); a 1x1 without padding
  *        at 8, 16 or 32 channels with an even filter count: the whole op in one asm function (pwimg_run,
- *        mf_pwimg<D>: 2 x 2 tiles, doubled columns, a per-op table of each channel's constants and SMMLAR);
+ *        mf_pwimg<D>: 2 x 2 tiles, doubled columns, a per-op table of each channel's constants and SMMLAR;
+ *        a filter count a multiple of 4: mf_pwq<D>'s 4 x 2 tiles, the filters widened into that table);
  *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
  *        them), and for every filter one asm block (MVE_ROWS_ASM): a tail-predicated WLSTP/LETP
  *        loop of VMLADAVA over 16 lanes, then the four pixels requantized as one vector (VQRDMULH +
@@ -2325,6 +2326,224 @@ void mf_pwimg8(const uint32_t *frame);
 void mf_pwimg16(const uint32_t *frame);
 void mf_pwimg32(const uint32_t *frame);
 
+/* 4 x 2 tiles for the same layers when the filter count is a multiple of 4 (mf_pwq<D>(frame), pwq_run): the
+ * 2 x 2 tiles' group of 4 taps costs 20 cycles for 16 MACs on the Cortex-M4 model (6 loads in two runs and the
+ * filters' 4 SXTB16), their output stage's table loads 2 per output. Here the filters of a chunk are widened
+ * once per op (doubled, in sxtab16's lane order) into a stack table beside their biases and constants, so that
+ * a word of 2 taps is one run of 4 loads (2 columns, 2 filters: 5 cycles), 4 SMLAD, 2 loads more and 4 SMLAD:
+ * 16 cycles for 16 MACs, all 14 registers busy: r0..r3 filter 0..3's sums of pixel 0, r4..r7 of pixel 1, r8/r9
+ * the columns, r10/r11 the filters' words, r12 the table, lr the output. The pixel pair's columns (widened
+ * once, not doubled: the filters are) sit on the stack at immediate offsets. Per quad the table holds the 4
+ * biases (doubled), D / 2 words of 4 filters, then each filter's multiplier, rounding constant and n (as
+ * rq_table; the last quad's last n without bit 8), all read at immediate offsets from r12, which moves on a
+ * quad at its end. VWW's layers 2/4/6/8 (8 -> 16 .. 32 -> 64): 755/561/946/480 k estimated cycles with
+ * mf_pwimg<D> on the Cortex-M4, 667/482/791/408 k here; Cortex-M7 (its own order below) 509/363/597/302 k ->
+ * 354/250/408/212 k. Frame: table, input, output, pitch, pixel pairs, offset (both halfwords), step. */
+#define PWQ_WIDEN(G) \
+    "ldr r3, [r0, #4 * " #G "]\n\t" \
+    "ldr r4, [r1, #4 * " #G "]\n\t" \
+    "sxtab16 r5, r2, r3\n\t" \
+    "sxtab16 r6, r2, r4\n\t" \
+    "str r5, [sp, #32 + 16 * " #G "]\n\t" \
+    "str r6, [sp, #36 + 16 * " #G "]\n\t" \
+    "sxtab16 r5, r2, r3, ror #8\n\t" \
+    "sxtab16 r6, r2, r4, ror #8\n\t" \
+    "str r5, [sp, #40 + 16 * " #G "]\n\t" \
+    "str r6, [sp, #44 + 16 * " #G "]\n\t"
+/* word K (2 taps) of the 4 filters on both pixels; word 0 starts pixel 1's sums from the biases */
+/* word 0 with the biases in the same run of loads (9 cycles, against LDM's 5 and a run of 4) */
+#define PWQ_MACS0 \
+    "ldr r0, [r12]\n\t" \
+    "ldr r1, [r12, #4]\n\t" \
+    "ldr r2, [r12, #8]\n\t" \
+    "ldr r3, [r12, #12]\n\t" \
+    "ldr r8, [sp, #32]\n\t" \
+    "ldr r9, [sp, #36]\n\t" \
+    "ldr r10, [r12, #16]\n\t" \
+    "ldr r11, [r12, #20]\n\t" \
+    "smlad r4, r10, r9, r0\n\t" \
+    "smlad r0, r10, r8, r0\n\t" \
+    "smlad r5, r11, r9, r1\n\t" \
+    "smlad r1, r11, r8, r1\n\t" \
+    "ldr r10, [r12, #24]\n\t" \
+    "ldr r11, [r12, #28]\n\t" \
+    "smlad r6, r10, r9, r2\n\t" \
+    "smlad r2, r10, r8, r2\n\t" \
+    "smlad r7, r11, r9, r3\n\t" \
+    "smlad r3, r11, r8, r3\n\t"
+#define PWQ_MACS(K) \
+    "ldr r8, [sp, #32 + 8 * " #K "]\n\t" \
+    "ldr r9, [sp, #36 + 8 * " #K "]\n\t" \
+    "ldr r10, [r12, #16 + 16 * " #K "]\n\t" \
+    "ldr r11, [r12, #20 + 16 * " #K "]\n\t" \
+    "smlad r0, r10, r8, r0\n\t" \
+    "smlad r4, r10, r9, r4\n\t" \
+    "smlad r1, r11, r8, r1\n\t" \
+    "smlad r5, r11, r9, r5\n\t" \
+    "ldr r10, [r12, #24 + 16 * " #K "]\n\t" \
+    "ldr r11, [r12, #28 + 16 * " #K "]\n\t" \
+    "smlad r2, r10, r8, r2\n\t" \
+    "smlad r6, r10, r9, r6\n\t" \
+    "smlad r3, r11, r8, r3\n\t" \
+    "smlad r7, r11, r9, r7\n\t"
+/* a filter's two outputs from A (pixel 0) and B (pixel 1), in place (PWI_OUT's 5 instructions an output) */
+#define PWQ_OUT(A, B) \
+    "ldm r12!, {r8, r9, r10}\n\t" \
+    "smmlar r11, " A ", r8, r9\n\t" \
+    "add " A ", r11, " A ", asr #31\n\t" \
+    "smmlar r11, " B ", r8, r9\n\t" \
+    "add " B ", r11, " B ", asr #31\n\t" \
+    "asr " A ", " A ", r10\n\t" \
+    "asr " B ", " B ", r10\n\t" \
+    "ssat " A ", #8, " A "\n\t" \
+    "ssat " B ", #8, " B "\n\t"
+/* pixel 1's output pointer: r0 once filter 0's pixel-0 output is stored (pitch at sp + 12) */
+#define PWQ_FUNC(NAME, D, WIDEN, MACS, OUTS) \
+__asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
+        ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n" \
+        #NAME ":\n\t" \
+        "push {r4-r11, lr}\n\t" \
+        "sub sp, sp, #32 + 4 * " #D "\n\t" \
+        "ldm r0, {r1-r7}\n\t" \
+        "stm sp, {r1-r7}\n\t" \
+        "3:\n\t" \
+        "ldr r0, [sp, #4]\n\t" \
+        "ldr r1, [sp, #24]\n\t" \
+        "add r1, r0, r1\n\t" \
+        "ldr r2, [sp, #20]\n\t" \
+        WIDEN \
+        "rsb r0, r0, r1, lsl #1\n\t" \
+        "str r0, [sp, #4]\n\t" \
+        "ldr lr, [sp, #8]\n\t" \
+        "ldr r12, [sp, #12]\n\t" \
+        "add r12, lr, r12, lsl #1\n\t" \
+        "str r12, [sp, #8]\n\t" \
+        "ldr r12, [sp]\n\t" \
+        "1:\n\t" \
+        MACS \
+        OUTS \
+        "ldr r0, [sp, #16]\n\t" \
+        "subs r0, r0, #1\n\t" \
+        "str r0, [sp, #16]\n\t" \
+        "bne 3b\n\t" \
+        "add sp, sp, #32 + 4 * " #D "\n\t" \
+        "pop {r4-r11, pc}\n\t" \
+        ".size " #NAME ", . - " #NAME "\n\t" \
+        ".popsection\n")
+#define PWQ_W2 PWQ_WIDEN(0) PWQ_WIDEN(1)
+#define PWQ_W4 PWQ_W2 PWQ_WIDEN(2) PWQ_WIDEN(3)
+#define PWQ_W8 PWQ_W4 PWQ_WIDEN(4) PWQ_WIDEN(5) PWQ_WIDEN(6) PWQ_WIDEN(7)
+#if DSP_PW_RUNS
+#define PWQ_M4 PWQ_MACS0 PWQ_MACS(1) PWQ_MACS(2) PWQ_MACS(3)
+#define PWQ_M8 PWQ_M4 PWQ_MACS(4) PWQ_MACS(5) PWQ_MACS(6) PWQ_MACS(7)
+#define PWQ_M16 PWQ_M8 PWQ_MACS(8) PWQ_MACS(9) PWQ_MACS(10) PWQ_MACS(11) PWQ_MACS(12) PWQ_MACS(13) PWQ_MACS(14) \
+    PWQ_MACS(15)
+/* the Cortex-M4's output stage: PWQ_OUT a filter, pixel 1's pointer in r0 once filter 0's first output is out */
+#define PWQ_OUTS(D) \
+    "add r12, r12, #8 * " #D " + 16\n\t" \
+    PWQ_OUT("r0", "r4") \
+    "strb r0, [lr]\n\t" \
+    "ldr r0, [sp, #12]\n\t" \
+    "add r0, lr, r0\n\t" \
+    PWQ_OUT("r1", "r5") \
+    "strb r4, [r0]\n\t" \
+    "strb r1, [lr, #1]\n\t" \
+    "strb r5, [r0, #1]\n\t" \
+    PWQ_OUT("r2", "r6") \
+    "strb r2, [lr, #2]\n\t" \
+    "strb r6, [r0, #2]\n\t" \
+    PWQ_OUT("r3", "r7") \
+    "strb r3, [lr, #3]\n\t" \
+    "strb r7, [r0, #3]\n\t" \
+    "add lr, lr, #4\n\t" \
+    "tst r10, #256\n\t" \
+    "bne 1b\n\t"
+#else
+/* The Cortex-M7 (dual issue: a load with a multiply, a loaded register not read by the next issue group): the
+ * same sums with each load beside an SMLAD, a word's 6 loads software-pipelined (the next word's first filter
+ * and columns loaded during this one's last filters), 8 issue groups for 16 MACs against 13 for PWQ_MACS's
+ * runs of loads. Pixel 1's sum first (word 0: from the bias, pixel 0's register). S4..S7: pixel 1's sums. */
+#define PWQ7_A(K, S4, S5, S6) \
+    "smlad r4, r10, r9, " S4 "\n\t" \
+    "ldr r11, [r12, #16 + 16 * " #K " + 4]\n\t" \
+    "smlad r0, r10, r8, r0\n\t" \
+    "ldr r10, [r12, #16 + 16 * " #K " + 8]\n\t" \
+    "smlad r5, r11, r9, " S5 "\n\t" \
+    "smlad r1, r11, r8, r1\n\t" \
+    "ldr r11, [r12, #16 + 16 * " #K " + 12]\n\t" \
+    "smlad r6, r10, r9, " S6 "\n\t"
+#define PWQ7_B(K, S7) \
+    "smlad r2, r10, r8, r2\n\t" \
+    "ldr r10, [r12, #16 + 16 * " #K " + 16]\n\t" \
+    "smlad r7, r11, r9, " S7 "\n\t" \
+    "ldr r9, [sp, #44 + 8 * " #K "]\n\t" \
+    "smlad r3, r11, r8, r3\n\t" \
+    "ldr r8, [sp, #40 + 8 * " #K "]\n\t"
+#define PWQ7_W(K) PWQ7_A(K, "r4", "r5", "r6") PWQ7_B(K, "r7")
+/* the last word, then filter 0's n and multiplier / rounding constant (the output stage's table, 8 D on) */
+#define PWQ7_LAST(K, D) \
+    PWQ7_A(K, "r4", "r5", "r6") \
+    "smlad r2, r10, r8, r2\n\t" \
+    "smlad r7, r11, r9, r7\n\t" \
+    "ldr r10, [r12, #16 + 8 * " #D " + 8]\n\t" \
+    "smlad r3, r11, r8, r3\n\t" \
+    "ldrd r8, r9, [r12, #16 + 8 * " #D "]\n\t"
+#define PWQ7_FIRST \
+    "ldr r10, [r12, #16]\n\t" \
+    "ldrd r0, r1, [r12]\n\t" \
+    "ldrd r2, r3, [r12, #8]\n\t" \
+    "ldr r9, [sp, #36]\n\t" \
+    "ldr r8, [sp, #32]\n\t" \
+    PWQ7_A(0, "r0", "r1", "r2") PWQ7_B(0, "r3")
+/* The Cortex-M7's output stage: each filter's constants loaded (LDRD, LDR) an issue group or more before their
+ * use and beside an ALU instruction, the two pixels' instructions paired: 6 issue groups a filter against 10
+ * for PWQ_OUTS's LDM and chains; the table at immediate offsets, passed at the end. Filter F (A, B) after
+ * filter F - 1, whose pixel-1 output P is stored here. */
+#define PWQ7_OUT(F, A, B, P, NEXT, D) \
+    "smmlar r11, " A ", r8, r9\n\t" \
+    "strb " P ", [r0, #" #F " - 1]\n\t" \
+    "ldr r10, [r12, #16 + 8 * " #D " + 12 * " #F " + 8]\n\t" \
+    "add " A ", r11, " A ", asr #31\n\t" \
+    "smmlar r11, " B ", r8, r9\n\t" \
+    NEXT \
+    "add " B ", r11, " B ", asr #31\n\t" \
+    "asr " A ", " A ", r10\n\t" \
+    "asr " B ", " B ", r10\n\t" \
+    "ssat " A ", #8, " A "\n\t" \
+    "ssat " B ", #8, " B "\n\t" \
+    "strb " A ", [lr, #" #F "]\n\t"
+#define PWQ_OUTS(D) \
+    "smmlar r11, r0, r8, r9\n\t" \
+    "add r0, r11, r0, asr #31\n\t" \
+    "smmlar r11, r4, r8, r9\n\t" \
+    "ldrd r8, r9, [r12, #16 + 8 * " #D " + 12]\n\t" \
+    "add r4, r11, r4, asr #31\n\t" \
+    "asr r0, r0, r10\n\t" \
+    "asr r4, r4, r10\n\t" \
+    "ldr r11, [sp, #12]\n\t" \
+    "ssat r0, #8, r0\n\t" \
+    "ssat r4, #8, r4\n\t" \
+    "strb r0, [lr]\n\t" \
+    "add r0, lr, r11\n\t" \
+    PWQ7_OUT(1, "r1", "r5", "r4", "ldrd r8, r9, [r12, #16 + 8 * " #D " + 24]\n\t", D) \
+    PWQ7_OUT(2, "r2", "r6", "r5", "ldrd r8, r9, [r12, #16 + 8 * " #D " + 36]\n\t", D) \
+    PWQ7_OUT(3, "r3", "r7", "r6", "add r12, r12, #8 * " #D " + 64\n\t", D) \
+    "tst r10, #256\n\t" \
+    "strb r7, [r0, #3]\n\t" \
+    "add lr, lr, #4\n\t" \
+    "bne 1b\n\t"
+#define PWQ_M4 PWQ7_FIRST PWQ7_W(1) PWQ7_W(2) PWQ7_LAST(3, 8)
+#define PWQ_M8 PWQ7_FIRST PWQ7_W(1) PWQ7_W(2) PWQ7_W(3) PWQ7_W(4) PWQ7_W(5) PWQ7_W(6) PWQ7_LAST(7, 16)
+#define PWQ_M16 PWQ7_FIRST PWQ7_W(1) PWQ7_W(2) PWQ7_W(3) PWQ7_W(4) PWQ7_W(5) PWQ7_W(6) PWQ7_W(7) PWQ7_W(8) \
+    PWQ7_W(9) PWQ7_W(10) PWQ7_W(11) PWQ7_W(12) PWQ7_W(13) PWQ7_W(14) PWQ7_LAST(15, 32)
+#endif
+PWQ_FUNC(mf_pwq8, 8, PWQ_W2, PWQ_M4, PWQ_OUTS(8));
+PWQ_FUNC(mf_pwq16, 16, PWQ_W4, PWQ_M8, PWQ_OUTS(16));
+PWQ_FUNC(mf_pwq32, 32, PWQ_W8, PWQ_M16, PWQ_OUTS(32));
+void mf_pwq8(const uint32_t *frame);
+void mf_pwq16(const uint32_t *frame);
+void mf_pwq32(const uint32_t *frame);
+
 #define PWI_PAIRS 16u /* filter pairs per table (512 bytes of stack) */
 
 /* mf_pwimg<depth>(frame): frame[3] the first pixel pair's input, [4] its outputs, [6] the pairs; a last odd
@@ -2358,6 +2577,112 @@ static void pwimg_call(uint32_t *frame, uint32_t depth, const int8_t *in, int8_t
     }
 }
 
+#define PWQ_FILTERS 32u /* filters per mf_pwq<D> table: 8 quads of 16 + 2 D words (2.5 KB of stack at D = 32) */
+
+/* mf_pwq<D>'s table for the n_quads filter quads from filter f0 (see mf_pwq<D>): per quad the 4 biases doubled,
+ * then word k of the 4 filters (taps t, t + 2 with t = 4 (k / 2) + k % 2: sxtab16's lanes, doubled), then each
+ * filter's multiplier, rounding constant and n as rq_table's. */
+static void pwq_table(uint32_t *tbl, const int8_t *wd, const mf_channel_requant *rq, uint32_t f0, uint32_t n_quads,
+                      uint32_t depth) {
+    for (uint32_t q = 0; q < n_quads; q++) {
+        uint32_t *e = tbl + q * (16u + 2u * depth), *r = e + 4u + 2u * depth;
+        for (uint32_t j = 0; j < 4u; j++) {
+            const uint32_t f = f0 + 4u * q + j, n = (uint32_t)-rq->shift[f];
+            const int8_t *wf = wd + (size_t)f * depth;
+            e[j] = (uint32_t)rq->bias[f] << 1;
+            for (uint32_t g = 0; g < depth / 4u; g++) { /* doubled: bit 16 is the low lane's sign shifted in */
+                const int32_t v = mf_ld32(wf + 4u * g);
+                e[4u + 8u * g + j] = (uint32_t)mf_sxtb16(v) << 1 & 0xfffeffffu;
+                e[8u + 8u * g + j] = (uint32_t)mf_sxtb16_ror8(v) << 1 & 0xfffeffffu;
+            }
+            r[3u * j] = (uint32_t)rq->mult[f];
+            r[3u * j + 1u] = (uint32_t)(2 * rq->out_off + 1) << (n - 1u);
+            r[3u * j + 2u] = n | (j == 3u && q + 1u < n_quads ? 256u : 0u);
+        }
+    }
+}
+
+static void pwq_asm(const uint32_t *frame, uint32_t depth) {
+    if (depth == 8u) {
+        mf_pwq8(frame);
+    } else if (depth == 16u) {
+        mf_pwq16(frame);
+    } else {
+        mf_pwq32(frame);
+    }
+}
+
+/* mf_pwq<depth>(frame) over n pixels `step` bytes apart, as pwimg_call: frame[1] the input, [2] the outputs,
+ * [3] the pitch, [4] the pairs, [6] the step; an odd last pixel twice from a staging copy, pitch 0. */
+static void pwq_call(uint32_t *frame, uint32_t depth, const int8_t *in, int8_t *out, uint32_t n, uint32_t step,
+                     size_t ps) {
+    int8_t pair[64];
+    if (n >= 2u) {
+        frame[1] = (uint32_t)(uintptr_t)in, frame[2] = (uint32_t)(uintptr_t)out, frame[3] = (uint32_t)ps;
+        frame[4] = n / 2u, frame[6] = step;
+        pwq_asm(frame, depth);
+    }
+    if ((n & 1u) == 0) return;
+    const int8_t *px = in + (size_t)(n - 1u) * step;
+    for (uint32_t k = 0; k < depth && k < 32u; k++) pair[k] = pair[depth + k] = px[k];
+    frame[1] = (uint32_t)(uintptr_t)pair, frame[2] = (uint32_t)(uintptr_t)(out + (size_t)(n - 1u) * ps);
+    frame[3] = 0u, frame[4] = 1u, frame[6] = depth;
+    pwq_asm(frame, depth);
+}
+
+/* pwimg_run's op on mf_pwq<depth> (a filter count a multiple of 4, the checks made), chunk of PWQ_FILTERS at a
+ * time. */
+static __attribute__((noinline)) void pwq_run(const int8_t *in, const int8_t *wd, int8_t *out,
+                                              const mf_channel_requant *rq, uint32_t depth, uint32_t oc_n,
+                                              uint32_t batch, uint32_t ih, uint32_t iw, uint32_t oh, uint32_t ow,
+                                              const int32_t *st, int whole, size_t ps, uint32_t off16) {
+    uint32_t tbl[(PWQ_FILTERS / 4u) * (16u + 2u * 32u)];
+    for (uint32_t f0 = 0; f0 < oc_n; f0 += PWQ_FILTERS) {
+        const uint32_t n_quads = (oc_n - f0 < PWQ_FILTERS ? oc_n - f0 : PWQ_FILTERS) / 4u;
+        pwq_table(tbl, wd, rq, f0, n_quads, depth);
+        uint32_t frame[7] = {(uint32_t)(uintptr_t)tbl, 0u, 0u, 0u, 0u, off16, 0u};
+        if (whole) {
+            pwq_call(frame, depth, in, out + f0, batch * oh * ow, depth, ps);
+            continue;
+        }
+        for (uint32_t n = 0; n < batch; n++) {
+            for (uint32_t oy = 0; oy < oh; oy++) {
+                const int8_t *row = in + ((size_t)n * ih + (size_t)oy * (uint32_t)st[0]) * iw * depth;
+                pwq_call(frame, depth, row, out + ((size_t)n * oh + oy) * ow * ps + f0, ow, (uint32_t)st[1] * depth,
+                         ps);
+            }
+        }
+    }
+}
+
+/* pwimg_run's op on mf_pwimg<depth> (the checks made), PWI_PAIRS filter pairs at a time: a function of its own
+ * so that its table and pwq_run's are not on the stack together. */
+static __attribute__((noinline)) void pwimg_tiles(const mf_call *c, const int8_t *in, const int8_t *wd, int8_t *out,
+                                                  const mf_channel_requant *rq, uint32_t depth, uint32_t oc_n,
+                                                  uint32_t batch, uint32_t ih, uint32_t iw, uint32_t oh, uint32_t ow,
+                                                  const int32_t *st, int whole, size_t ps) {
+    uint32_t tbl[8u * PWI_PAIRS];
+    for (uint32_t f0 = 0; f0 < oc_n; f0 += 2u * PWI_PAIRS) {
+        const uint32_t n_pairs = (oc_n - f0) / 2u < PWI_PAIRS ? (oc_n - f0) / 2u : PWI_PAIRS;
+        rq_table(tbl, rq, f0, n_pairs, 1);
+        /* the asm's frame: table, weights, columns, input, output, pitch, pairs, offset, step */
+        uint32_t frame[9] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)(wd + (size_t)f0 * depth),
+                             (uint32_t)(uintptr_t)c->scratch, 0u, 0u, 0u, 0u,
+                             (uint32_t)mf_pack_off16(mf_attr_int(c, A_IN_OFF)), 0u};
+        if (whole) {
+            pwimg_call(frame, depth, in, out + f0, batch * oh * ow, depth, ps);
+            continue;
+        }
+        for (uint32_t n = 0; n < batch; n++) {
+            for (uint32_t oy = 0; oy < oh; oy++) {
+                const int8_t *row = in + ((size_t)n * ih + (size_t)oy * (uint32_t)st[0]) * iw * depth;
+                pwimg_call(frame, depth, row, out + ((size_t)n * oh + oy) * ow * ps + f0, ow, (uint32_t)st[1] * depth,
+                           ps);
+            }
+        }
+    }
+}
+
 /* The op on mf_pwimg<depth> when it applies (1), else 0: a 1x1 without padding, one group, 8, 16 or 32
  * channels, an even filter count, per-channel requantization with a bias, every multiplier >= 0, every shift
  * in [-22, -1], the full clamp. Stride 1 (the output as large as the input): one call for the op's pixels;
@@ -2381,25 +2706,11 @@ static __attribute__((noinline)) int pwimg_run(const mf_call *c) {
     const int whole = st[0] == 1 && st[1] == 1 && oh == x.shape[1] && ow == x.shape[2];
     const int8_t *in = (const int8_t *)x.data, *wd = (const int8_t *)w.data;
     int8_t *out = (int8_t *)o.data;
-    uint32_t tbl[8u * PWI_PAIRS];
-    for (uint32_t f0 = 0; f0 < oc_n; f0 += 2u * PWI_PAIRS) {
-        const uint32_t n_pairs = (oc_n - f0) / 2u < PWI_PAIRS ? (oc_n - f0) / 2u : PWI_PAIRS;
-        rq_table(tbl, &rq, f0, n_pairs, 1);
-        /* the asm's frame: table, weights, columns, input, output, pitch, pairs, offset, step */
-        uint32_t frame[9] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)(wd + (size_t)f0 * depth),
-                             (uint32_t)(uintptr_t)c->scratch, 0u, 0u, 0u, 0u,
-                             (uint32_t)mf_pack_off16(mf_attr_int(c, A_IN_OFF)), 0u};
-        if (whole) {
-            pwimg_call(frame, depth, in, out + f0, x.shape[0] * oh * ow, depth, ps);
-            continue;
-        }
-        for (uint32_t n = 0; n < x.shape[0]; n++) {
-            for (uint32_t oy = 0; oy < oh; oy++) {
-                const int8_t *row = in + ((size_t)n * x.shape[1] + (size_t)oy * (uint32_t)st[0]) * x.shape[2] * depth;
-                pwimg_call(frame, depth, row, out + ((size_t)n * oh + oy) * ow * ps + f0, ow, (uint32_t)st[1] * depth,
-                           ps);
-            }
-        }
+    if ((oc_n & 3u) == 0) {
+        pwq_run(in, wd, out, &rq, depth, oc_n, x.shape[0], x.shape[1], x.shape[2], oh, ow, st, whole, ps,
+                (uint32_t)mf_pack_off16(mf_attr_int(c, A_IN_OFF)));
+    } else {
+        pwimg_tiles(c, in, wd, out, &rq, depth, oc_n, x.shape[0], x.shape[1], x.shape[2], oh, ow, st, whole, ps);
     }
     return 1;
 }
