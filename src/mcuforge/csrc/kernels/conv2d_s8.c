@@ -988,51 +988,52 @@ void mf_few3t_rows28(const uint32_t *frame, const int16_t *w);
 #define PW3_X_AHEAD 0 /* int16 of the columns loaded ahead */
 #else
 /* The Cortex-M7 (dual issue: a load or an SXTB16 beside each SMLAD, no loaded value used by the next issue
- * group): software-pipelined, each group's tail loading the next group's first filter word and three of its
- * column words beside its last SMLADs (PW3_PRE loads them for the first group), so 14 estimated cycles a group
- * on the Cortex-M7 model against 16.25 for the Cortex-M4's order (31 against 28 on the Cortex-M4 model, which
- * wants the loads in runs). The first filter's raw word alternates between r8 (PW3_GROUP_M7(D, "r8", "r9")) and
- * r9. The last group's tail reads 16 bytes past the columns (inside the scratch: 5 patches, the columns 4)
- * and filter 1's first word. */
+ * group): 13 estimated cycles a group on the Cortex-M7 model (14 for the previous software-pipelined order, 16.25
+ * for the Cortex-M4's; 30 on the Cortex-M4 model). Two registers rotate through the filters: while a filter's
+ * even lanes feed its first two SMLADs, its raw word is unpacked to its odd lanes in place and the next filter's
+ * word loaded into the even lanes' register; the next filter's even lanes go to the odd lanes' register beside
+ * its last SMLAD. So each filter takes 4 issue groups with one slot left, and the columns, all four live in
+ * r10/r11 (pixel 0's even, odd words) and r12/lr (pixel 1's), are reloaded as two LDRDs (1 cycle each, the 64-bit
+ * path) after the last filter's uses of them. A group starts with the first filter's raw word in A (PW3_PRE
+ * loads it and the columns for the first group) and ends with the next group's in B: PW3_GROUP_M7(D, "r8", "r9")
+ * then (D, "r9", "r8"). The last group reads the 16 bytes past the columns (inside the scratch: 5 patches, the
+ * columns 4) and filter 1's first word. */
 #define PW3_GROUP_M7(D, A, B) \
     "sxtb16 " B ", " A "\n\t" \
-    "ldr lr, [r1, #-4]\n\t" \
     "smlad r2, " B ", r10, r2\n\t" \
     "sxtb16 " A ", " A ", ror #8\n\t" \
     "smlad r3, " B ", r12, r3\n\t" \
-    "ldr " B ", [r0, #" #D " - 4]\n\t" \
+    "ldr " B ", [r0, #" #D "]\n\t" \
     "smlad r2, " A ", r11, r2\n\t" \
     "smlad r3, " A ", lr, r3\n\t" \
     "sxtb16 " A ", " B "\n\t" \
-    "sxtb16 " B ", " B ", ror #8\n\t" \
     "smlad r4, " A ", r10, r4\n\t" \
+    "sxtb16 " B ", " B ", ror #8\n\t" \
     "smlad r5, " A ", r12, r5\n\t" \
-    "ldr " A ", [r0, #2 * " #D " - 4]\n\t" \
+    "ldr " A ", [r0, #2 * " #D "]\n\t" \
     "smlad r4, " B ", r11, r4\n\t" \
     "smlad r5, " B ", lr, r5\n\t" \
     "sxtb16 " B ", " A "\n\t" \
-    "sxtb16 " A ", " A ", ror #8\n\t" \
     "smlad r6, " B ", r10, r6\n\t" \
+    "sxtb16 " A ", " A ", ror #8\n\t" \
     "smlad r7, " B ", r12, r7\n\t" \
-    "ldr r10, [r1], #16\n\t" \
+    "ldr " B ", [r0, #4]!\n\t" \
     "smlad r6, " A ", r11, r6\n\t" \
-    "ldr " B ", [r0], #4\n\t" \
+    "ldrd r10, r11, [r1, #16]!\n\t" \
     "smlad r7, " A ", lr, r7\n\t" \
-    "ldr r12, [r1, #-8]\n\t" \
-    "ldr r11, [r1, #-12]\n\t"
+    "ldrd r12, lr, [r1, #8]\n\t"
 #define PW3_GROUPS2(D) PW3_GROUP_M7(D, "r8", "r9") PW3_GROUP_M7(D, "r9", "r8")
 #define PW3_PRE \
-    "ldr r8, [r0], #4\n\t" \
-    "ldr r10, [r1], #16\n\t" \
-    "ldr r12, [r1, #-8]\n\t" \
-    "ldr r11, [r1, #-12]\n\t"
-/* the loop's end: the columns' end + 16 bytes (loaded ahead), in lr (free between groups) */
+    "ldr r8, [r0]\n\t" \
+    "ldrd r10, r11, [r1]\n\t" \
+    "ldrd r12, lr, [r1, #8]\n\t"
+/* the loop's end: the columns' end, in r9 (free between an even number of groups) */
 #define PW3_LOOP \
-    "ldr lr, [sp, #28]\n\t" \
-    "cmp r1, lr\n\t" \
+    "ldr r9, [sp, #28]\n\t" \
+    "cmp r1, r9\n\t" \
     "bne 1b\n\t"
-#define PW3_W_AHEAD 4
-#define PW3_X_AHEAD 8
+#define PW3_W_AHEAD 0
+#define PW3_X_AHEAD 0
 #endif
 #define PW3_GROUPS8(D) PW3_GROUPS2(D) PW3_GROUPS2(D) PW3_GROUPS2(D) PW3_GROUPS2(D)
 #define PW3_GROUPS16(D) PW3_GROUPS8(D) PW3_GROUPS8(D)
