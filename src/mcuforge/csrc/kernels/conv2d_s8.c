@@ -1137,6 +1137,96 @@ void mf_pw3_rows64(const uint32_t *frame, const int8_t *w);
 void mf_pw3_rows128(const uint32_t *frame, const int8_t *w);
 void mf_pw3_rows256(const uint32_t *frame, const int8_t *w);
 
+/* A last odd pixel's triples (run_fast repeats it in column 1 and passes out1 == out0): mf_pw3s_rows(frame, w),
+ * three filters x one pixel, column 0's two words a group (the same bytes as the 3 x 2 tile's column 0). Its
+ * group costs 18 estimated cycles on the Cortex-M4 model (27 for the 3 x 2 tile, half of it for the copy) and
+ * 10.5 on the Cortex-M7's (13): a run of five loads, each filter's lanes unpacked into lr and in place. Any
+ * depth of pw3_depth (a multiple of 16 taps), 4 groups a loop step, the filters' offsets in r3 (D - 4) and r5
+ * (2 D - 4). The frame: pw3_rows' with the depth in place of out1. r0 w, r1 the columns, r2/r4/r6 the sums,
+ * r7 the columns' end, r8..r12 and lr the words and lanes. */
+#define PW3S_GROUP \
+    "ldr r8, [r0], #4\n\t" \
+    "ldr r9, [r0, r3]\n\t" \
+    "ldr r10, [r0, r5]\n\t" \
+    "ldr r11, [r1], #16\n\t" \
+    "ldr r12, [r1, #-12]\n\t" \
+    "sxtb16 lr, r8\n\t" \
+    "sxtb16 r8, r8, ror #8\n\t" \
+    "smlad r2, lr, r11, r2\n\t" \
+    "smlad r2, r8, r12, r2\n\t" \
+    "sxtb16 lr, r9\n\t" \
+    "sxtb16 r9, r9, ror #8\n\t" \
+    "smlad r4, lr, r11, r4\n\t" \
+    "smlad r4, r9, r12, r4\n\t" \
+    "sxtb16 lr, r10\n\t" \
+    "sxtb16 r10, r10, ror #8\n\t" \
+    "smlad r6, lr, r11, r6\n\t" \
+    "smlad r6, r10, r12, r6\n\t"
+/* filter F's output X: its shift S (ldrsb'd), r1 2 out_off + 1 */
+#define PW3S_OUT(X, S) \
+    "mvn r8, " S "\n\t" \
+    "lsl r8, r1, r8\n\t" \
+    "rsb " S ", " S ", #0\n\t" \
+    FEW3_OUT(X, "r8", S)
+__asm__(".pushsection .text.mf_pw3s_rows,\"ax\",%progbits\n\t"
+        ".syntax unified\n\t.thumb\n\t.align 2\n\t.type mf_pw3s_rows, %function\n\t.thumb_func\n"
+        "mf_pw3s_rows:\n\t"
+        "push {r4-r11, lr}\n\t"
+        "sub sp, sp, #36\n\t"
+        "ldm r0, {r2-r10}\n\t"
+        "stm sp, {r2-r10}\n\t"
+        "mov r0, r1\n\t"
+        "ldr r3, [sp, #16]\n\t"
+        "ldr r7, [sp, #28]\n\t"
+        "lsl r5, r3, #1\n\t"
+        "sub r5, r5, #4\n\t"
+        "sub r3, r3, #4\n\t"
+        "2:\n\t"
+        "ldr r8, [sp]\n\t"
+        "ldr r1, [sp, #32]\n\t"
+        "ldr r2, [r8], #4\n\t"
+        "ldr r4, [r8], #4\n\t"
+        "ldr r6, [r8], #4\n\t"
+        "str r8, [sp]\n\t"
+        "1:\n\t"
+        PW3S_GROUP PW3S_GROUP PW3S_GROUP PW3S_GROUP
+        "cmp r1, r7\n\t"
+        "bne 1b\n\t"
+        "add r0, r0, r5\n\t"
+        "add r0, r0, #4\n\t"
+        "ldr r8, [sp, #4]\n\t"
+        "ldr r9, [sp, #8]\n\t"
+        "ldr r10, [r8], #4\n\t"
+        "ldr r11, [r8], #4\n\t"
+        "ldr r12, [r8], #4\n\t"
+        "str r8, [sp, #4]\n\t"
+        "lsl r2, r2, #1\n\t"
+        "lsl r4, r4, #1\n\t"
+        "lsl r6, r6, #1\n\t"
+        "smmulr r2, r2, r10\n\t"
+        "smmulr r4, r4, r11\n\t"
+        "smmulr r6, r6, r12\n\t"
+        "ldrsb r10, [r9], #1\n\t"
+        "ldrsb r11, [r9], #1\n\t"
+        "ldrsb r12, [r9], #1\n\t"
+        "ldr r1, [sp, #20]\n\t"
+        "str r9, [sp, #8]\n\t"
+        PW3S_OUT("r2", "r10") PW3S_OUT("r4", "r11") PW3S_OUT("r6", "r12")
+        "ldr r8, [sp, #12]\n\t"
+        "ldr r1, [sp, #24]\n\t"
+        "strb r2, [r8], #1\n\t"
+        "strb r4, [r8], #1\n\t"
+        "strb r6, [r8], #1\n\t"
+        "str r8, [sp, #12]\n\t"
+        "subs r1, r1, #1\n\t"
+        "str r1, [sp, #24]\n\t"
+        "bne 2b\n\t"
+        "add sp, sp, #36\n\t"
+        "pop {r4-r11, pc}\n\t"
+        ".size mf_pw3s_rows, . - mf_pw3s_rows\n\t"
+        ".popsection\n");
+void mf_pw3s_rows(const uint32_t *frame, const int8_t *w);
+
 #if !DSP_PW_RUNS
 /* The Cortex-M7's last filter of a 3k + 1 (past pw3_rows' triples): mf_pw1_rows(frame, w), one filter x two pixels
  * (the frame as pw3_rows', its pointers at that filter), depth a multiple of 16, 4 groups of 4 taps a loop step.
@@ -1220,11 +1310,15 @@ static uint32_t pw3_rows(const int16_t *cols, const int8_t *w, uint32_t rows, ui
                          const mf_channel_requant *rq, uint32_t oc0, int8_t *out0, int8_t *out1) {
     const uint32_t triples = rows / 3u;
     if (triples == 0 || !pw3_depth(depth)) return 0;
+    /* out1 == out0: a last odd pixel (mf_pw3s_rows, the depth in out1's place) */
     const uint32_t frame[9] = {(uint32_t)(uintptr_t)(rq->bias + oc0), (uint32_t)(uintptr_t)(rq->mult + oc0),
                                (uint32_t)(uintptr_t)(rq->shift + oc0), (uint32_t)(uintptr_t)out0,
-                               (uint32_t)(uintptr_t)out1, (uint32_t)(2 * rq->out_off + 1), triples,
-                               (uint32_t)(uintptr_t)(cols + 2u * depth + PW3_X_AHEAD), (uint32_t)(uintptr_t)cols};
-    if (depth == 64u) {
+                               out1 == out0 ? depth : (uint32_t)(uintptr_t)out1, (uint32_t)(2 * rq->out_off + 1),
+                               triples, (uint32_t)(uintptr_t)(cols + 2u * depth + PW3_X_AHEAD),
+                               (uint32_t)(uintptr_t)cols};
+    if (out1 == out0) {
+        mf_pw3s_rows(frame, w);
+    } else if (depth == 64u) {
         mf_pw3_rows64(frame, w);
     } else if (depth == 128u) {
         mf_pw3_rows128(frame, w);
