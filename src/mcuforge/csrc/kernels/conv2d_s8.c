@@ -18,7 +18,8 @@
  *        the full int8 range, so is the output stage (dsp_tile_out_asm): shaped by the Cortex-M4 cycle
  *        model (mcuforge.cycles), where the compiler's code reloaded values from the stack;
  *        with the full clamp and every shift in [-22, -1], the 1x1 layers of 32..256 channels and the 3x3
- *        layers of 16, 32, 64 channels take three filters x two pixels (mf_pw3_rows<depth>); for the
+ *        layers of 16, 32, 64 channels take three filters x two pixels (mf_pw3_rows<depth>; a last odd
+ *        pixel three filters x one, mf_pw3s_rows); for the
  *        filters left and the other depths the filter pairs' loop, output stage included, is one asm block
  *        (DSP_TILE_ROWS_ASM: 13 registers, its state in a stack frame of its own), at depth 64 and 40 an
  *        asm function (mf_pw_rows64/40: 14 registers, one run of six loads a group; not on cortex-m7,
