@@ -195,14 +195,15 @@ def conv_sweep(seed: int) -> BoardSweep:
                   shifts=shifts, bias_bits=31)
     # the 3 x 2 pointwise tiles (conv2d_s8.c mf_pw3_rows32/64/128/256: three filters x two pixels at 32, 64, 128
     # and 256 taps, the 1 or 2 filters left to the 2 x 2 tiles and the C loop): one and many triples, 1 and 2
-    # filters left, odd pixel counts (the last pixel's copy: its outputs to the staging patch, or with more
-    # filters than the patch has bytes the C loop), stride 2, groups (each group's filters from its own
-    # channel), batches, the offsets' ends
+    # filters left, odd pixel counts (the last pixel's copy: its outputs written to out0 again, its triples by
+    # mf_pw3s_rows, three filters x one pixel, with fewer or more filters than taps), stride 2, groups (each
+    # group's filters from its own channel), batches, the offsets' ends
     for i, (wc, opg, hw, st, groups) in enumerate(((32, 3, (3, 3), [1, 1], 1), (32, 35, (3, 3), [1, 1], 1),
                                                    (64, 4, (3, 5), [1, 1], 1), (64, 8, (3, 4), [2, 1], 1),
                                                    (128, 5, (3, 3), [1, 1], 1), (128, 9, (2, 3), [1, 1], 2),
                                                    (256, 7, (3, 1), [1, 1], 1), (256, 6, (1, 3), [1, 1], 1),
-                                                   (32, 64, (3, 3), [1, 1], 1), (64, 67, (1, 2), [1, 1], 1))):
+                                                   (32, 64, (3, 3), [1, 1], 1), (64, 67, (1, 2), [1, 1], 1),
+                                                   (128, 133, (1, 3), [1, 1], 1), (256, 7, (1, 1), [1, 1], 1))):
         conv_case(rng, sweep, f"pw3_c{wc}_o{opg}_g{groups}_{i}_{len(sweep)}", wc, (1, 1), groups=groups,
                   stride=st, pad=[0, 0], dil=[1, 1], hw=hw, oc_per_group=opg, batch=1 + i % 2, bias=True,
                   per_channel=True, shifts=(-1, -22, -9, -14), out_off=(-128, 127, 0)[i % 3],

@@ -18,7 +18,8 @@
  *        the full int8 range, so is the output stage (dsp_tile_out_asm): shaped by the Cortex-M4 cycle
  *        model (mcuforge.cycles), where the compiler's code reloaded values from the stack;
  *        with the full clamp and every shift in [-22, -1], the 1x1 layers of 32..256 channels and the 3x3
- *        layers of 16, 32, 64 channels take three filters x two pixels (mf_pw3_rows<depth>); for the
+ *        layers of 16, 32, 64 channels take three filters x two pixels (mf_pw3_rows<depth>; a last odd
+ *        pixel three filters x one, mf_pw3s_rows); for the
  *        filters left and the other depths the filter pairs' loop, output stage included, is one asm block
  *        (DSP_TILE_ROWS_ASM: 13 registers, its state in a stack frame of its own), at depth 64 and 40 an
  *        asm function (mf_pw_rows64/40: 14 registers, one run of six loads a group; not on cortex-m7,
@@ -989,51 +990,52 @@ void mf_few3t_rows28(const uint32_t *frame, const int16_t *w);
 #define PW3_X_AHEAD 0 /* int16 of the columns loaded ahead */
 #else
 /* The Cortex-M7 (dual issue: a load or an SXTB16 beside each SMLAD, no loaded value used by the next issue
- * group): software-pipelined, each group's tail loading the next group's first filter word and three of its
- * column words beside its last SMLADs (PW3_PRE loads them for the first group), so 14 estimated cycles a group
- * on the Cortex-M7 model against 16.25 for the Cortex-M4's order (31 against 28 on the Cortex-M4 model, which
- * wants the loads in runs). The first filter's raw word alternates between r8 (PW3_GROUP_M7(D, "r8", "r9")) and
- * r9. The last group's tail reads 16 bytes past the columns (inside the scratch: 5 patches, the columns 4)
- * and filter 1's first word. */
+ * group): 13 estimated cycles a group on the Cortex-M7 model (14 for the previous software-pipelined order, 16.25
+ * for the Cortex-M4's; 30 on the Cortex-M4 model). Two registers rotate through the filters: while a filter's
+ * even lanes feed its first two SMLADs, its raw word is unpacked to its odd lanes in place and the next filter's
+ * word loaded into the even lanes' register; the next filter's even lanes go to the odd lanes' register beside
+ * its last SMLAD. So each filter takes 4 issue groups with one slot left, and the columns, all four live in
+ * r10/r11 (pixel 0's even, odd words) and r12/lr (pixel 1's), are reloaded as two LDRDs (1 cycle each, the 64-bit
+ * path) after the last filter's uses of them. A group starts with the first filter's raw word in A (PW3_PRE
+ * loads it and the columns for the first group) and ends with the next group's in B: PW3_GROUP_M7(D, "r8", "r9")
+ * then (D, "r9", "r8"). The last group reads the 16 bytes past the columns (inside the scratch: 5 patches, the
+ * columns 4) and filter 1's first word. */
 #define PW3_GROUP_M7(D, A, B) \
     "sxtb16 " B ", " A "\n\t" \
-    "ldr lr, [r1, #-4]\n\t" \
     "smlad r2, " B ", r10, r2\n\t" \
     "sxtb16 " A ", " A ", ror #8\n\t" \
     "smlad r3, " B ", r12, r3\n\t" \
-    "ldr " B ", [r0, #" #D " - 4]\n\t" \
+    "ldr " B ", [r0, #" #D "]\n\t" \
     "smlad r2, " A ", r11, r2\n\t" \
     "smlad r3, " A ", lr, r3\n\t" \
     "sxtb16 " A ", " B "\n\t" \
-    "sxtb16 " B ", " B ", ror #8\n\t" \
     "smlad r4, " A ", r10, r4\n\t" \
+    "sxtb16 " B ", " B ", ror #8\n\t" \
     "smlad r5, " A ", r12, r5\n\t" \
-    "ldr " A ", [r0, #2 * " #D " - 4]\n\t" \
+    "ldr " A ", [r0, #2 * " #D "]\n\t" \
     "smlad r4, " B ", r11, r4\n\t" \
     "smlad r5, " B ", lr, r5\n\t" \
     "sxtb16 " B ", " A "\n\t" \
-    "sxtb16 " A ", " A ", ror #8\n\t" \
     "smlad r6, " B ", r10, r6\n\t" \
+    "sxtb16 " A ", " A ", ror #8\n\t" \
     "smlad r7, " B ", r12, r7\n\t" \
-    "ldr r10, [r1], #16\n\t" \
+    "ldr " B ", [r0, #4]!\n\t" \
     "smlad r6, " A ", r11, r6\n\t" \
-    "ldr " B ", [r0], #4\n\t" \
+    "ldrd r10, r11, [r1, #16]!\n\t" \
     "smlad r7, " A ", lr, r7\n\t" \
-    "ldr r12, [r1, #-8]\n\t" \
-    "ldr r11, [r1, #-12]\n\t"
+    "ldrd r12, lr, [r1, #8]\n\t"
 #define PW3_GROUPS2(D) PW3_GROUP_M7(D, "r8", "r9") PW3_GROUP_M7(D, "r9", "r8")
 #define PW3_PRE \
-    "ldr r8, [r0], #4\n\t" \
-    "ldr r10, [r1], #16\n\t" \
-    "ldr r12, [r1, #-8]\n\t" \
-    "ldr r11, [r1, #-12]\n\t"
-/* the loop's end: the columns' end + 16 bytes (loaded ahead), in lr (free between groups) */
+    "ldr r8, [r0]\n\t" \
+    "ldrd r10, r11, [r1]\n\t" \
+    "ldrd r12, lr, [r1, #8]\n\t"
+/* the loop's end: the columns' end, in r9 (free between an even number of groups) */
 #define PW3_LOOP \
-    "ldr lr, [sp, #28]\n\t" \
-    "cmp r1, lr\n\t" \
+    "ldr r9, [sp, #28]\n\t" \
+    "cmp r1, r9\n\t" \
     "bne 1b\n\t"
-#define PW3_W_AHEAD 4
-#define PW3_X_AHEAD 8
+#define PW3_W_AHEAD 0
+#define PW3_X_AHEAD 0
 #endif
 #define PW3_GROUPS8(D) PW3_GROUPS2(D) PW3_GROUPS2(D) PW3_GROUPS2(D) PW3_GROUPS2(D)
 #define PW3_GROUPS16(D) PW3_GROUPS8(D) PW3_GROUPS8(D)
@@ -1114,7 +1116,10 @@ PW3_FUNC(mf_pw3_rows8, 8, PW3_GROUPS2(8), "");
 PW3_FUNC(mf_pw3_rows16, 16, PW3_GROUPS2(16) PW3_GROUPS2(16), "");
 PW3_FUNC(mf_pw3_rows32, 32, PW3_GROUPS8(32), "");
 PW3_FUNC(mf_pw3_rows64, 64, PW3_GROUPS16(64), "");
-PW3_FUNC(mf_pw3_rows128, 128, PW3_GROUPS16(128), PW3_LOOP);
+/* 128 taps (VWW's op14..op24, its largest cost): the 32 groups without a loop (1.6 KB more code): the loop's end
+ * test and taken branch were 10 estimated cycles a tile of 27 x 32 on the Cortex-M4 model (mobilenet_v1_025
+ * 13.237 -> 13.195 M), 5 on the Cortex-M7's (7.564 -> 7.535 M) */
+PW3_FUNC(mf_pw3_rows128, 128, PW3_GROUPS16(128) PW3_GROUPS16(128), "");
 PW3_FUNC(mf_pw3_rows256, 256, PW3_GROUPS16(256), PW3_LOOP);
 /* the 3x3 layers on 16, 32 and 64 channels (ResNet's): 144 and 288 taps by 12 groups a loop step (36 and 72
  * groups), 576 by 16. Against the 2 x 2 tiles (DSP_TILE_ROWS_ASM, 21 estimated cycles a group of 16 MACs, the
@@ -1133,6 +1138,120 @@ void mf_pw3_rows32(const uint32_t *frame, const int8_t *w);
 void mf_pw3_rows64(const uint32_t *frame, const int8_t *w);
 void mf_pw3_rows128(const uint32_t *frame, const int8_t *w);
 void mf_pw3_rows256(const uint32_t *frame, const int8_t *w);
+
+/* A last odd pixel's triples (run_fast repeats it in column 1 and passes out1 == out0): mf_pw3s_rows(frame, w),
+ * three filters x one pixel, column 0's two words a group (the same bytes as the 3 x 2 tile's column 0). Its
+ * group costs 18 estimated cycles on the Cortex-M4 model (27 for the 3 x 2 tile, half of it for the copy) and
+ * 9.5 on the Cortex-M7's (13; its own order below): five loads, each filter's lanes unpacked into lr and in
+ * place. Any depth of pw3_depth (a multiple of 16 taps), 4 groups a loop step, the filters' offsets in r3
+ * (D - 4) and r5 (2 D - 4). The frame: pw3_rows' with the depth in place of out1. r0 w, r1 the columns,
+ * r2/r4/r6 the sums, r7 the columns' end, r8..r12 and lr the words and lanes. */
+#if DSP_PW_RUNS
+#define PW3S_GROUP \
+    "ldr r8, [r0], #4\n\t" \
+    "ldr r9, [r0, r3]\n\t" \
+    "ldr r10, [r0, r5]\n\t" \
+    "ldr r11, [r1], #16\n\t" \
+    "ldr r12, [r1, #-12]\n\t" \
+    "sxtb16 lr, r8\n\t" \
+    "sxtb16 r8, r8, ror #8\n\t" \
+    "smlad r2, lr, r11, r2\n\t" \
+    "smlad r2, r8, r12, r2\n\t" \
+    "sxtb16 lr, r9\n\t" \
+    "sxtb16 r9, r9, ror #8\n\t" \
+    "smlad r4, lr, r11, r4\n\t" \
+    "smlad r4, r9, r12, r4\n\t" \
+    "sxtb16 lr, r10\n\t" \
+    "sxtb16 r10, r10, ror #8\n\t" \
+    "smlad r6, lr, r11, r6\n\t" \
+    "smlad r6, r10, r12, r6\n\t"
+#else
+/* the Cortex-M7's order (a search over the group's orders on the Cortex-M7 model): the first filter's word and
+ * the columns first, its lanes unpacked beside the other two filters' loads; 9.25 estimated cycles a group
+ * against 10.25 for the Cortex-M4's order (19 against 18 on the Cortex-M4 model) */
+#define PW3S_GROUP \
+    "ldr r8, [r0], #4\n\t" \
+    "ldr r11, [r1], #16\n\t" \
+    "ldr r12, [r1, #-12]\n\t" \
+    "sxtb16 lr, r8\n\t" \
+    "sxtb16 r8, r8, ror #8\n\t" \
+    "ldr r9, [r0, r3]\n\t" \
+    "ldr r10, [r0, r5]\n\t" \
+    "smlad r2, lr, r11, r2\n\t" \
+    "smlad r2, r8, r12, r2\n\t" \
+    "sxtb16 lr, r9\n\t" \
+    "sxtb16 r9, r9, ror #8\n\t" \
+    "smlad r4, lr, r11, r4\n\t" \
+    "smlad r4, r9, r12, r4\n\t" \
+    "sxtb16 lr, r10\n\t" \
+    "smlad r6, lr, r11, r6\n\t" \
+    "sxtb16 r10, r10, ror #8\n\t" \
+    "smlad r6, r10, r12, r6\n\t"
+#endif
+/* filter F's output X: its shift S (ldrsb'd), r1 2 out_off + 1 */
+#define PW3S_OUT(X, S) \
+    "mvn r8, " S "\n\t" \
+    "lsl r8, r1, r8\n\t" \
+    "rsb " S ", " S ", #0\n\t" \
+    FEW3_OUT(X, "r8", S)
+__asm__(".pushsection .text.mf_pw3s_rows,\"ax\",%progbits\n\t"
+        ".syntax unified\n\t.thumb\n\t.align 2\n\t.type mf_pw3s_rows, %function\n\t.thumb_func\n"
+        "mf_pw3s_rows:\n\t"
+        "push {r4-r11, lr}\n\t"
+        "sub sp, sp, #36\n\t"
+        "ldm r0, {r2-r10}\n\t"
+        "stm sp, {r2-r10}\n\t"
+        "mov r0, r1\n\t"
+        "ldr r3, [sp, #16]\n\t"
+        "ldr r7, [sp, #28]\n\t"
+        "lsl r5, r3, #1\n\t"
+        "sub r5, r5, #4\n\t"
+        "sub r3, r3, #4\n\t"
+        "2:\n\t"
+        "ldr r8, [sp]\n\t"
+        "ldr r1, [sp, #32]\n\t"
+        "ldr r2, [r8], #4\n\t"
+        "ldr r4, [r8], #4\n\t"
+        "ldr r6, [r8], #4\n\t"
+        "str r8, [sp]\n\t"
+        "1:\n\t"
+        PW3S_GROUP PW3S_GROUP PW3S_GROUP PW3S_GROUP
+        "cmp r1, r7\n\t"
+        "bne 1b\n\t"
+        "add r0, r0, r5\n\t"
+        "add r0, r0, #4\n\t"
+        "ldr r8, [sp, #4]\n\t"
+        "ldr r9, [sp, #8]\n\t"
+        "ldr r10, [r8], #4\n\t"
+        "ldr r11, [r8], #4\n\t"
+        "ldr r12, [r8], #4\n\t"
+        "str r8, [sp, #4]\n\t"
+        "lsl r2, r2, #1\n\t"
+        "lsl r4, r4, #1\n\t"
+        "lsl r6, r6, #1\n\t"
+        "smmulr r2, r2, r10\n\t"
+        "smmulr r4, r4, r11\n\t"
+        "smmulr r6, r6, r12\n\t"
+        "ldrsb r10, [r9], #1\n\t"
+        "ldrsb r11, [r9], #1\n\t"
+        "ldrsb r12, [r9], #1\n\t"
+        "ldr r1, [sp, #20]\n\t"
+        "str r9, [sp, #8]\n\t"
+        PW3S_OUT("r2", "r10") PW3S_OUT("r4", "r11") PW3S_OUT("r6", "r12")
+        "ldr r8, [sp, #12]\n\t"
+        "ldr r1, [sp, #24]\n\t"
+        "strb r2, [r8], #1\n\t"
+        "strb r4, [r8], #1\n\t"
+        "strb r6, [r8], #1\n\t"
+        "str r8, [sp, #12]\n\t"
+        "subs r1, r1, #1\n\t"
+        "str r1, [sp, #24]\n\t"
+        "bne 2b\n\t"
+        "add sp, sp, #36\n\t"
+        "pop {r4-r11, pc}\n\t"
+        ".size mf_pw3s_rows, . - mf_pw3s_rows\n\t"
+        ".popsection\n");
+void mf_pw3s_rows(const uint32_t *frame, const int8_t *w);
 
 #if !DSP_PW_RUNS
 /* The Cortex-M7's last filter of a 3k + 1 (past pw3_rows' triples): mf_pw1_rows(frame, w), one filter x two pixels
@@ -1217,11 +1336,15 @@ static uint32_t pw3_rows(const int16_t *cols, const int8_t *w, uint32_t rows, ui
                          const mf_channel_requant *rq, uint32_t oc0, int8_t *out0, int8_t *out1) {
     const uint32_t triples = rows / 3u;
     if (triples == 0 || !pw3_depth(depth)) return 0;
+    /* out1 == out0: a last odd pixel (mf_pw3s_rows, the depth in out1's place) */
     const uint32_t frame[9] = {(uint32_t)(uintptr_t)(rq->bias + oc0), (uint32_t)(uintptr_t)(rq->mult + oc0),
                                (uint32_t)(uintptr_t)(rq->shift + oc0), (uint32_t)(uintptr_t)out0,
-                               (uint32_t)(uintptr_t)out1, (uint32_t)(2 * rq->out_off + 1), triples,
-                               (uint32_t)(uintptr_t)(cols + 2u * depth + PW3_X_AHEAD), (uint32_t)(uintptr_t)cols};
-    if (depth == 64u) {
+                               out1 == out0 ? depth : (uint32_t)(uintptr_t)out1, (uint32_t)(2 * rq->out_off + 1),
+                               triples, (uint32_t)(uintptr_t)(cols + 2u * depth + PW3_X_AHEAD),
+                               (uint32_t)(uintptr_t)cols};
+    if (out1 == out0) {
+        mf_pw3s_rows(frame, w);
+    } else if (depth == 64u) {
         mf_pw3_rows64(frame, w);
     } else if (depth == 128u) {
         mf_pw3_rows128(frame, w);
@@ -2849,9 +2972,12 @@ static __attribute__((noinline)) mf_status run_fast(const mf_call *c) {
                     widen_interleaved(patch, cols, i, depth, off16, in_off);
                 }
                 int8_t *out0 = out_image + (size_t)p0 * g.ps + grp * opg;
-                /* a last odd pixel: its copy in column 1 takes the tiles too, its outputs to the staging
-                 * patch (already widened) when they fit there */
-                int8_t *out1 = n_cols > 1 ? out0 + g.ps : opg <= depth4(depth) ? staging : NULL;
+                /* a last odd pixel: its copy in column 1 takes the tiles too, its outputs (the same bytes)
+                 * written twice to out0. (To the staging patch, as before, they fit only for at most depth4
+                 * filters, and the others took mat_mult_2cols' C loop: VWW's op24, 128 -> 256 channels on 9
+                 * pixels, 454.2 -> 429.5 k estimated cycles on the Cortex-M4 model, 247.9 -> 219.0 k on the
+                 * Cortex-M7's.) */
+                int8_t *out1 = n_cols > 1 ? out0 + g.ps : out0;
                 mat_mult_2cols(cols, wg, opg, depth, &rq, small, grp * opg, out0, out1);
             }
 #endif
