@@ -687,7 +687,7 @@ static int dw3_tab_of(const dw_geom *g, const dw_out_params *q, int32_t oc, dw3_
     const int32_t C = g->ch;
     if (!dw3_tab_ok(g, q)) return 0;
     /* one word a tap: its halfword pairs (lanes 0/2, 1/3) doubled, and their sums (|sum| <= 1152), by SADD16
-     * on the pairs (not lane by lane: 350 -> 312 cycles a table on the Cortex-M4 model) */
+     * on the pairs (not lane by lane: 350 -> 305 cycles a table on the Cortex-M4 model) */
     int32_t sum02 = 0, sum13 = 0; /* of the doubled weights (|2 sum| <= 2304) */
     const int8_t *w = g->w + oc;
 #pragma GCC unroll 1
