@@ -802,7 +802,8 @@ void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
  * 24 estimated cycles a group on the Cortex-M4 model (two runs of five loads, 6 SMLADs each) against 27 (189 ->
  * 168 a filter pair), and no LSL an output.
  * The Cortex-M4's group 0 starts pixels 1 and 2 from the biases (columns 1 and 2 first), the Cortex-M7's MOVs them
- * beside its first loads. The frame: table, out0, out1, out2, columns. */
+ * beside its first loads. The frame: table, out0, out1, out2, columns, then FEW3X_PIXEL's window (or 0), row
+ * and pixel steps and input offset, the count of three-pixel runs and the outputs' step from one to the next. */
 /* one filter's three outputs X, Y, Z (its multiplier, rounding constant and n in r8..r10) interleaved through r1,
  * r11 and r12: on the Cortex-M7 model pairs of ALU instructions issue together (6 estimated cycles, not about
  * 10 one output after another); the same 12 on the Cortex-M4 */
@@ -896,16 +897,81 @@ void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
     FEW3M_HALF("r9", "lr", "r8", 6, 0) FEW3M_HALF("r8", "r9", "lr", 6, 4) \
     FEW3M_LAST("lr", "r8")
 #endif
+/* Column C of three RGB 3x3 windows (few_widen_rgb's layout, gs = 12) widened from the window at r4 (rows r6
+ * bytes apart; r4 moves on r7 bytes, a pixel), the input offset in both halves of r3, the columns at r5: the
+ * first two rows' words, then the third's and the rows' ninth bytes, each a run of loads (the Cortex-M4 model
+ * pipelines them), the SXTAB16s and the stores alternating (the Cortex-M7 model pairs them). The ninth bytes:
+ * rows 0 and 2 (zero-extended) as bytes 0 and 2 of one word, so one SXTAB16 gives lanes 0, 2; row 1's lane 1
+ * as a halfword (lane 3 keeps few_run's zero). About 43 estimated cycles a window on the Cortex-M4 model, 24 on
+ * the Cortex-M7's. */
+#define FEW3X_PIXEL(C) \
+    "add r8, r4, r6\n\t" \
+    "add r9, r8, r6\n\t" \
+    "ldr r10, [r4]\n\t" \
+    "ldr r11, [r4, #4]\n\t" \
+    "ldr r0, [r8]\n\t" \
+    "ldr r1, [r8, #4]\n\t" \
+    "sxtab16 r2, r3, r10, ror #8\n\t" \
+    "sxtab16 r10, r3, r10\n\t" \
+    "str r2, [r5, #8 * " #C " + 4]\n\t" \
+    "sxtab16 lr, r3, r11, ror #8\n\t" \
+    "str r10, [r5, #8 * " #C "]\n\t" \
+    "sxtab16 r11, r3, r11\n\t" \
+    "str lr, [r5, #24 + 8 * " #C " + 4]\n\t" \
+    "sxtab16 r2, r3, r0, ror #8\n\t" \
+    "str r11, [r5, #24 + 8 * " #C "]\n\t" \
+    "sxtab16 r0, r3, r0\n\t" \
+    "str r2, [r5, #48 + 8 * " #C " + 4]\n\t" \
+    "sxtab16 lr, r3, r1, ror #8\n\t" \
+    "str r0, [r5, #48 + 8 * " #C "]\n\t" \
+    "sxtab16 r1, r3, r1\n\t" \
+    "str lr, [r5, #72 + 8 * " #C " + 4]\n\t" \
+    "str r1, [r5, #72 + 8 * " #C "]\n\t" \
+    "ldr r10, [r9]\n\t" \
+    "ldr r11, [r9, #4]\n\t" \
+    "ldrb r0, [r4, #8]\n\t" \
+    "ldrb r2, [r9, #8]\n\t" \
+    "ldrb r1, [r8, #8]\n\t" \
+    "add r4, r4, r7\n\t" \
+    "sxtab16 lr, r3, r10, ror #8\n\t" \
+    "sxtab16 r10, r3, r10\n\t" \
+    "str lr, [r5, #96 + 8 * " #C " + 4]\n\t" \
+    "orr r0, r0, r2, lsl #16\n\t" \
+    "str r10, [r5, #96 + 8 * " #C "]\n\t" \
+    "sxtab16 r2, r3, r11, ror #8\n\t" \
+    "sxtab16 r11, r3, r11\n\t" \
+    "str r2, [r5, #120 + 8 * " #C " + 4]\n\t" \
+    "sxtab16 r0, r3, r0\n\t" \
+    "str r11, [r5, #120 + 8 * " #C "]\n\t" \
+    "sxtab16 r1, r3, r1\n\t" \
+    "str r0, [r5, #144 + 8 * " #C "]\n\t" \
+    "strh r1, [r5, #148 + 8 * " #C "]\n\t"
+/* The frame's [5]: 0, or three RGB windows inside the input on one row (few_image_n's straight-line case),
+ * widened here first from [5] (rows [6] bytes apart, pixels [7], the input offset [8] in both halves): no
+ * call and no C loop around few_widen_rgb's (whose GCC code kept its pointers and offset on the stack: about
+ * 80 estimated cycles a window on the Cortex-M4 model, 52 on the Cortex-M7's). */
 __asm__(".pushsection .text.mf_few3t_rows28,\"ax\",%progbits\n\t"
         ".syntax unified\n\t.thumb\n\t.align 2\n\t.type mf_few3t_rows28, %function\n\t.thumb_func\n"
         "mf_few3t_rows28:\n\t"
         "push {r4-r11, lr}\n\t"
-        "sub sp, sp, #20\n\t"
-        "mov r12, r1\n\t"
-        "ldm r0, {r1-r5}\n\t"
-        "stm sp, {r1-r5}\n\t"
-        "mov r0, r12\n\t"
-        "mov lr, r1\n\t" /* the table (at [sp]), in lr from pair to pair */
+        "sub sp, sp, #52\n\t"
+        "ldm r0, {r2-r12}\n\t"
+        "stm sp, {r2-r12}\n\t"
+        "str r2, [sp, #44]\n\t" /* the table */
+        "str r1, [sp, #48]\n\t" /* the filters */
+        "3:\n\t"
+        "ldr r4, [sp, #20]\n\t"
+        "cmp r4, #0\n\t"
+        "beq.w 1f\n\t"
+        "ldr r6, [sp, #24]\n\t"
+        "ldr r7, [sp, #28]\n\t"
+        "ldr r3, [sp, #32]\n\t"
+        "ldr r5, [sp, #16]\n\t"
+        FEW3X_PIXEL(0) FEW3X_PIXEL(1) FEW3X_PIXEL(2)
+        "str r4, [sp, #20]\n\t"
+        "1:\n\t"
+        "ldr r0, [sp, #48]\n\t"
+        "ldr lr, [sp, #44]\n\t" /* the table (its cursor at [sp]), in lr from pair to pair */
         "2:\n\t"
         FEW3W_MACS
         "ldr lr, [sp]\n\t"
@@ -928,7 +994,24 @@ __asm__(".pushsection .text.mf_few3t_rows28,\"ax\",%progbits\n\t"
         "str r11, [sp, #12]\n\t"
         "tst r10, #256\n\t"
         "bne 2b\n\t"
-        "add sp, sp, #20\n\t"
+        /* the next three pixels (the frame's [9] times), their outputs [10] bytes on */
+        "ldr r1, [sp, #36]\n\t"
+        "subs r1, r1, #1\n\t"
+        "beq 4f\n\t"
+        "str r1, [sp, #36]\n\t"
+        "ldr r5, [sp, #40]\n\t"
+        "ldr r2, [sp, #4]\n\t"
+        "ldr r3, [sp, #8]\n\t"
+        "ldr r4, [sp, #12]\n\t"
+        "add r2, r2, r5\n\t"
+        "add r3, r3, r5\n\t"
+        "add r4, r4, r5\n\t"
+        "str r2, [sp, #4]\n\t"
+        "str r3, [sp, #8]\n\t"
+        "str r4, [sp, #12]\n\t"
+        "b 3b\n\t"
+        "4:\n\t"
+        "add sp, sp, #52\n\t"
         "pop {r4-r11, pc}\n\t"
         ".size mf_few3t_rows28, . - mf_few3t_rows28\n\t"
         ".popsection\n");
@@ -2017,15 +2100,26 @@ static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g
     int32_t oy = 0, ox = 0;
     int row_inside = contiguous && oy_lo <= 0 && 0 < oy_hi;
     const int8_t *at = x - (ptrdiff_t)pd0 * in_row - (ptrdiff_t)pd1 * (ptrdiff_t)ch; /* window (0, 0) */
-    for (uint32_t p0 = 0; p0 < pixels; p0 += lanes) {
+    uint32_t reps = 1; /* lanes' pixels `reps` times at p0 */
+    for (uint32_t p0 = 0; p0 < pixels; p0 += lanes * reps) {
         const uint32_t n_cols = pixels - p0 < lanes ? pixels - p0 : lanes;
+        const int8_t *src3 = NULL; /* reps times three RGB windows that mf_few3t_rows28 widens */
+        reps = 1;
         if (lanes == 3u && rgb && row_inside && ox >= ox_lo && ox + 3 <= ox_hi && ox + 3 <= (int32_t)ow) {
             /* three RGB windows inside the input on one row: straight-line, without the lanes' checks and steps
              * (about 20 estimated cycles a pixel on the Cortex-M4 model) */
-            few_widen_rgb(at, row_step, cols, 0, gs, off16, in_off);
-            few_widen_rgb(at + px_step, row_step, cols, 1, gs, off16, in_off);
-            few_widen_rgb(at + 2 * px_step, row_step, cols, 2, gs, off16, in_off);
-            at += 2 * px_step, ox += 2; /* at the last pixel, as the lanes' loop leaves them */
+            if (tbl != NULL) {
+                /* every such three on the row: mf_few3t_rows28 widens them and runs them in one call */
+                const int32_t end = ox_hi < (int32_t)ow ? ox_hi : (int32_t)ow;
+                reps = (uint32_t)(end - ox) / 3u;
+                src3 = at;
+            } else {
+                few_widen_rgb(at, row_step, cols, 0, gs, off16, in_off);
+                few_widen_rgb(at + px_step, row_step, cols, 1, gs, off16, in_off);
+                few_widen_rgb(at + 2 * px_step, row_step, cols, 2, gs, off16, in_off);
+            }
+            /* at the last pixel, as the lanes' loop leaves them */
+            at += (ptrdiff_t)(3u * reps - 1u) * px_step, ox += (int32_t)(3u * reps - 1u);
         } else {
             for (uint32_t i = 0; i < lanes; i++) {
                 if (row_inside && ox >= ox_lo && ox < ox_hi) {
@@ -2058,9 +2152,10 @@ static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g
         int8_t *out0 = out + (size_t)p0 * g->ps, *out1 = n_cols > 1 ? out0 + g->ps : out0;
 #if FEW3_TILES
         if (lanes == 3u && tbl != NULL) {
-            const uint32_t f3[5] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)out0, (uint32_t)(uintptr_t)out1,
+            const uint32_t f3[11] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)out0, (uint32_t)(uintptr_t)out1,
                                     (uint32_t)(uintptr_t)(n_cols > 2 ? out1 + g->ps : out1),
-                                    (uint32_t)(uintptr_t)cols};
+                                    (uint32_t)(uintptr_t)cols, (uint32_t)(uintptr_t)src3, (uint32_t)row_step,
+                                    (uint32_t)px_step, (uint32_t)off16, reps, 3u * g->ps - oc_n};
             mf_few3t_rows28(f3, (const int16_t *)(const void *)wp); /* few_widen16's */
         } else if (lanes == 3u) {
             frame[3] = (uint32_t)(uintptr_t)out0, frame[4] = (uint32_t)(uintptr_t)out1;
