@@ -2024,6 +2024,32 @@ static void few_border(const conv_geom *g, int32_t y0, int32_t x0, int8_t *dst) 
     const int8_t *x = g->x, zp = g->zero_point;
     const int32_t h = g->h, w = g->w, dy = g->dl[0], dx = g->dl[1];
     const uint32_t kh = g->kh, kw = g->kw, wc = g->wc, ch = g->ch;
+    if (g->contiguous_rows && kh == 3u && kw == 3u && wc == 3u) {
+        /* the RGB 3x3 window in straight-line code: the zero point's 7 words, then each row inside the input
+         * copied as its run of 9, 6 or 3 bytes, no loop (resnet8's first layer: few_border 44 k -> 20 k estimated
+         * cycles on the Cortex-M4 model, VWW's 30 k -> 15 k) */
+        const int32_t lo = x0 < 0 ? -x0 : 0, hi = x0 + 3 > w ? w - x0 : 3;
+        const int32_t zw = mf_wrap32((uint32_t)(uint8_t)zp * 0x01010101u);
+        mf_st32(dst, zw), mf_st32(dst + 4, zw), mf_st32(dst + 8, zw), mf_st32(dst + 12, zw);
+        mf_st32(dst + 16, zw), mf_st32(dst + 20, zw), mf_st32(dst + 24, zw);
+        if (hi <= lo) return;
+        const int32_t run = hi - lo; /* pixels */
+        const int8_t *src = x + (ptrdiff_t)(x0 + lo) * 3;
+        int8_t *d = dst + 3 * lo;
+        for (int32_t ky = 0; ky < 3; ky++, d += 9) {
+            const int32_t iy = y0 + ky * dy;
+            if (iy < 0 || iy >= h) continue;
+            const int8_t *row = src + (ptrdiff_t)iy * (ptrdiff_t)w * 3;
+            if (run == 3) {
+                mf_st32(d, mf_ld32(row)), mf_st32(d + 4, mf_ld32(row + 4)), d[8] = row[8];
+            } else if (run == 2) {
+                mf_st32(d, mf_ld32(row)), d[4] = row[4], d[5] = row[5];
+            } else {
+                d[0] = row[0], d[1] = row[1], d[2] = row[2];
+            }
+        }
+        return;
+    }
     if (g->contiguous_rows) {
         /* a kernel row's taps inside the input are one run, found once a window: each row the zero point, then
          * that run copied (resnet8's first layer: about 440 -> 150 estimated cycles a border patch, Cortex-M4) */
@@ -2037,7 +2063,7 @@ static void few_border(const conv_geom *g, int32_t y0, int32_t x0, int8_t *dst) 
             if (iy < 0 || iy >= h) continue;
             const int8_t *row = src + (ptrdiff_t)iy * (ptrdiff_t)w * (ptrdiff_t)ch;
             uint32_t k = 0;
-            /* whole words first (VWW's first layer: few_border 33 k -> 30 k estimated cycles, Cortex-M4) */
+            /* whole words first */
             for (; k + 4u <= run; k += 4u) mf_st32(dst + skip + k, mf_ld32(row + k));
             for (; k < run; k++) dst[skip + k] = row[k];
         }
