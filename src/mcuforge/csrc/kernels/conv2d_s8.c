@@ -820,10 +820,11 @@ void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
     "ssat " X ", #8, " X "\n\t" \
     "ssat " Y ", #8, " Y "\n\t" \
     "ssat " Z ", #8, " Z "\n\t"
-/* half H (0: lanes 0, 2; 4: lanes 1, 3) of group G: both filters' words and the three columns' as one run */
+/* half H (0: lanes 0, 2; 4: lanes 1, 3) of group G: both filters' words and the three columns' as one run
+ * (the filters 112 bytes back: the Cortex-M4's first load steps r0 on to the next pair, no ADD) */
 #define FEW3W_LOADS(G, H) \
-    "ldr r8, [r0, #8 * " #G " + " #H "]\n\t" \
-    "ldr r9, [r0, #56 + 8 * " #G " + " #H "]\n\t" \
+    "ldr r8, [r0, #8 * " #G " + " #H " - 112]\n\t" \
+    "ldr r9, [r0, #56 + 8 * " #G " + " #H " - 112]\n\t" \
     "ldr r10, [r1, #24 * " #G " + " #H "]\n\t" \
     "ldr r11, [r1, #24 * " #G " + 8 + " #H "]\n\t" \
     "ldr r12, [r1, #24 * " #G " + 16 + " #H "]\n\t"
@@ -838,14 +839,16 @@ void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
 #define FEW3W_GROUP(G) FEW3W_HALF(G, 0) FEW3W_HALF(G, 4)
 #if DSP_PW_RUNS
 /* the Cortex-M4's groups leave lr alone: the table's cursor stays in it (no store and reload a pair) */
-#define FEW3W_TABLE \
-    "ldm lr!, {r8, r9, r10}\n\t" \
-    "add r0, r0, #112\n\t"
+#define FEW3W_TABLE "ldm lr!, {r8, r9, r10}\n\t"
 #define FEW3T_OUT_A FEW3T_OUT3("r2", "r3", "r4") "ldm lr!, {r8, r9, r10}\n\t"
 #define FEW3W_MACS \
     "ldm lr!, {r2, r5}\n\t" \
     "ldr r1, [sp, #16]\n\t" \
-    FEW3W_LOADS(0, 0) \
+    "ldr r8, [r0], #112\n\t" \
+    "ldr r10, [r1]\n\t" \
+    "ldr r11, [r1, #8]\n\t" \
+    "ldr r12, [r1, #16]\n\t" \
+    "ldr r9, [r0, #56 - 112]\n\t" \
     "smlad r3, r8, r11, r2\n\t" \
     "smlad r4, r8, r12, r2\n\t" \
     "smlad r2, r8, r10, r2\n\t" \
