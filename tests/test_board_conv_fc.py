@@ -352,10 +352,14 @@ def few_channel_cases(rng, sweep: BoardSweep) -> None:
     # mf_few3t_rows28 on the filters widened and doubled once (few_widen16) and the biases doubled in its table:
     # biases near the small output stage's bound (|acc| < 2^30), one pair, 30 filters; the RGB windows three at a
     # time on one row (odd and even widths, stride 1 and 2, rows of 3 k + 1 and 3 k + 2 pixels), the border
-    # patches by rows (padding on every side, a single-row input), an odd filter count (the 2 x 2 tiles)
+    # patches by rows (padding on every side, a single-row input), an odd filter count (the 2 x 2 tiles); long
+    # rows of many three-pixel runs that mf_few3t_rows28 widens (FEW3X_PIXEL) and loops over in one call, stride
+    # 1 and 2, with and without padding, odd and even widths, run ends 0, 1 and 2 pixels before the row's
     for i, (opg, hw, st, pd, bits) in enumerate(((2, (6, 13), [1, 1], [1, 1], 29), (30, (9, 17), [2, 2], [1, 1], 28),
                                                   (6, (5, 11), [1, 2], [1, 1], 16), (8, (1, 8), [1, 1], [1, 1], 29),
-                                                  (7, (7, 10), [1, 1], [1, 1], 16), (4, (8, 9), [2, 1], [0, 1], 20))):
+                                                  (7, (7, 10), [1, 1], [1, 1], 16), (4, (8, 9), [2, 1], [0, 1], 20),
+                                                  (4, (3, 40), [1, 1], [0, 0], 29), (8, (5, 29), [2, 2], [1, 1], 24),
+                                                  (10, (4, 26), [2, 2], [0, 0], 20), (2, (3, 35), [1, 2], [1, 0], 28))):
         conv_case(rng, sweep, f"few3w_o{opg}_{i}_{len(sweep)}", 3, (3, 3), stride=st, pad=pd, dil=[1, 1], hw=hw,
                   oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True, shifts=(-1, -22, -4, -17),
                   out_off=(-128, 127, 0)[i % 3], input_offset=(-127, 128, 3, None)[i % 4], bias_bits=bits)

@@ -804,7 +804,8 @@ void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
  * 24 estimated cycles a group on the Cortex-M4 model (two runs of five loads, 6 SMLADs each) against 27 (189 ->
  * 168 a filter pair), and no LSL an output.
  * The Cortex-M4's group 0 starts pixels 1 and 2 from the biases (columns 1 and 2 first), the Cortex-M7's MOVs them
- * beside its first loads. The frame: table, out0, out1, out2, columns. */
+ * beside its first loads. The frame: table, out0, out1, out2, columns, then FEW3X_PIXEL's window (or 0), row
+ * and pixel steps and input offset, the count of three-pixel runs and the outputs' step from one to the next. */
 /* one filter's three outputs X, Y, Z (its multiplier, rounding constant and n in r8..r10) interleaved through r1,
  * r11 and r12: on the Cortex-M7 model pairs of ALU instructions issue together (6 estimated cycles, not about
  * 10 one output after another); the same 12 on the Cortex-M4 */
@@ -821,10 +822,11 @@ void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
     "ssat " X ", #8, " X "\n\t" \
     "ssat " Y ", #8, " Y "\n\t" \
     "ssat " Z ", #8, " Z "\n\t"
-/* half H (0: lanes 0, 2; 4: lanes 1, 3) of group G: both filters' words and the three columns' as one run */
+/* half H (0: lanes 0, 2; 4: lanes 1, 3) of group G: both filters' words and the three columns' as one run
+ * (the filters 112 bytes back: the Cortex-M4's first load steps r0 on to the next pair, no ADD) */
 #define FEW3W_LOADS(G, H) \
-    "ldr r8, [r0, #8 * " #G " + " #H "]\n\t" \
-    "ldr r9, [r0, #56 + 8 * " #G " + " #H "]\n\t" \
+    "ldr r8, [r0, #8 * " #G " + " #H " - 112]\n\t" \
+    "ldr r9, [r0, #56 + 8 * " #G " + " #H " - 112]\n\t" \
     "ldr r10, [r1, #24 * " #G " + " #H "]\n\t" \
     "ldr r11, [r1, #24 * " #G " + 8 + " #H "]\n\t" \
     "ldr r12, [r1, #24 * " #G " + 16 + " #H "]\n\t"
@@ -838,11 +840,17 @@ void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
     "smlad r7, r9, r12, r7\n\t"
 #define FEW3W_GROUP(G) FEW3W_HALF(G, 0) FEW3W_HALF(G, 4)
 #if DSP_PW_RUNS
+/* the Cortex-M4's groups leave lr alone: the table's cursor stays in it (no store and reload a pair) */
+#define FEW3W_TABLE "ldm lr!, {r8, r9, r10}\n\t"
+#define FEW3T_OUT_A FEW3T_OUT3("r2", "r3", "r4") "ldm lr!, {r8, r9, r10}\n\t"
 #define FEW3W_MACS \
     "ldm lr!, {r2, r5}\n\t" \
-    "str lr, [sp]\n\t" \
     "ldr r1, [sp, #16]\n\t" \
-    FEW3W_LOADS(0, 0) \
+    "ldr r8, [r0], #112\n\t" \
+    "ldr r10, [r1]\n\t" \
+    "ldr r11, [r1, #8]\n\t" \
+    "ldr r12, [r1, #16]\n\t" \
+    "ldr r9, [r0, #56 - 112]\n\t" \
     "smlad r3, r8, r11, r2\n\t" \
     "smlad r4, r8, r12, r2\n\t" \
     "smlad r2, r8, r10, r2\n\t" \
@@ -869,13 +877,6 @@ void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
     "ldr " A ", [r0, #56 + 8 * " #G1 " + " #H1 "]\n\t" \
     "smlad r7, " B ", r12, r7\n\t" \
     "ldr r12, [r1, #24 * " #G1 " + 16 + " #H1 "]\n\t"
-#define FEW3M_LAST(A, B) \
-    "smlad r2, " A ", r10, r2\n\t" \
-    "smlad r5, " B ", r10, r5\n\t" \
-    "smlad r3, " A ", r11, r3\n\t" \
-    "smlad r6, " B ", r11, r6\n\t" \
-    "smlad r4, " A ", r12, r4\n\t" \
-    "smlad r7, " B ", r12, r7\n\t"
 /* the table's biases into every pixel's sum beside the first half's loads (MOVs pair with them) */
 #define FEW3W_MACS \
     "ldm lr!, {r2, r5}\n\t" \
@@ -896,41 +897,162 @@ void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
     FEW3M_HALF("lr", "r8", "r9", 4, 0) FEW3M_HALF("r9", "lr", "r8", 4, 4) \
     FEW3M_HALF("r8", "r9", "lr", 5, 0) FEW3M_HALF("lr", "r8", "r9", 5, 4) \
     FEW3M_HALF("r9", "lr", "r8", 6, 0) FEW3M_HALF("r8", "r9", "lr", 6, 4) \
-    FEW3M_LAST("lr", "r8")
+    "smlad r2, lr, r10, r2\n\t" \
+    "smlad r5, r8, r10, r5\n\t" \
+    "smlad r3, lr, r11, r3\n\t" \
+    "smlad r6, r8, r11, r6\n\t" \
+    "smlad r4, lr, r12, r4\n\t" \
+    "ldr lr, [sp]\n\t" \
+    "smlad r7, r8, r12, r7\n\t" \
+    "add r0, r0, #112\n\t"
+/* The output stage's constants: the table's cursor reloaded and the filters' step beside the last SMLADs
+ * (FEW3W_MACS), filter B's multiplier and rounding constant loaded once A's SMMLARs have read A's, its n
+ * beside A's SSATs: no load-use stall before an SMMLAR (about 4 estimated cycles a filter pair fewer on the
+ * Cortex-M7 model) */
+#define FEW3W_TABLE "ldm lr!, {r8, r9, r10}\n\t"
+#define FEW3T_OUT_A \
+    "smmlar r1, r2, r8, r9\n\t" \
+    "smmlar r11, r3, r8, r9\n\t" \
+    "smmlar r12, r4, r8, r9\n\t" \
+    "ldm lr!, {r8, r9}\n\t" \
+    "add r1, r1, r2, asr #31\n\t" \
+    "add r11, r11, r3, asr #31\n\t" \
+    "add r12, r12, r4, asr #31\n\t" \
+    "asr r2, r1, r10\n\t" \
+    "asr r3, r11, r10\n\t" \
+    "asr r4, r12, r10\n\t" \
+    "ldr r10, [lr], #4\n\t" \
+    "ssat r2, #8, r2\n\t" \
+    "ssat r3, #8, r3\n\t" \
+    "ssat r4, #8, r4\n\t"
+#endif
+/* Column C of three RGB 3x3 windows (few_widen_rgb's layout, gs = 12) widened from the window at r4 (rows r6
+ * bytes apart; r4 moves on r7 bytes, a pixel), the input offset in both halves of r3, the columns at r5: the
+ * first two rows' words, then the third's and the rows' ninth bytes, each a run of loads (the Cortex-M4 model
+ * pipelines them), the SXTAB16s and the stores alternating (the Cortex-M7 model pairs them). The ninth bytes:
+ * rows 0 and 2 (zero-extended) as bytes 0 and 2 of one word, so one SXTAB16 gives lanes 0, 2; row 1's lane 1
+ * as a halfword (lane 3 keeps few_run's zero). About 43 estimated cycles a window on the Cortex-M4 model, 24 on
+ * the Cortex-M7's. */
+#define FEW3X_PIXEL(C) \
+    "add r8, r4, r6\n\t" \
+    "add r9, r8, r6\n\t" \
+    "ldr r10, [r4]\n\t" \
+    "ldr r11, [r4, #4]\n\t" \
+    "ldr r0, [r8]\n\t" \
+    "ldr r1, [r8, #4]\n\t" \
+    "sxtab16 r2, r3, r10, ror #8\n\t" \
+    "sxtab16 r10, r3, r10\n\t" \
+    "str r2, [r5, #8 * " #C " + 4]\n\t" \
+    "sxtab16 lr, r3, r11, ror #8\n\t" \
+    "str r10, [r5, #8 * " #C "]\n\t" \
+    "sxtab16 r11, r3, r11\n\t" \
+    "str lr, [r5, #24 + 8 * " #C " + 4]\n\t" \
+    "sxtab16 r2, r3, r0, ror #8\n\t" \
+    "str r11, [r5, #24 + 8 * " #C "]\n\t" \
+    "sxtab16 r0, r3, r0\n\t" \
+    "str r2, [r5, #48 + 8 * " #C " + 4]\n\t" \
+    "sxtab16 lr, r3, r1, ror #8\n\t" \
+    "str r0, [r5, #48 + 8 * " #C "]\n\t" \
+    "sxtab16 r1, r3, r1\n\t" \
+    "str lr, [r5, #72 + 8 * " #C " + 4]\n\t" \
+    "str r1, [r5, #72 + 8 * " #C "]\n\t" \
+    "ldr r10, [r9]\n\t" \
+    "ldr r11, [r9, #4]\n\t" \
+    "ldrb r0, [r4, #8]\n\t" \
+    "ldrb r2, [r9, #8]\n\t" \
+    "ldrb r1, [r8, #8]\n\t" \
+    "add r4, r4, r7\n\t" \
+    "sxtab16 lr, r3, r10, ror #8\n\t" \
+    "sxtab16 r10, r3, r10\n\t" \
+    "str lr, [r5, #96 + 8 * " #C " + 4]\n\t" \
+    "orr r0, r0, r2, lsl #16\n\t" \
+    "str r10, [r5, #96 + 8 * " #C "]\n\t" \
+    "sxtab16 r2, r3, r11, ror #8\n\t" \
+    "sxtab16 r11, r3, r11\n\t" \
+    "str r2, [r5, #120 + 8 * " #C " + 4]\n\t" \
+    "sxtab16 r0, r3, r0\n\t" \
+    "str r11, [r5, #120 + 8 * " #C "]\n\t" \
+    "sxtab16 r1, r3, r1\n\t" \
+    "str r0, [r5, #144 + 8 * " #C "]\n\t" \
+    "strh r1, [r5, #148 + 8 * " #C "]\n\t"
+/* The frame's [5]: 0, or three RGB windows inside the input on one row (few_image_n's straight-line case),
+ * widened here first from [5] (rows [6] bytes apart, pixels [7], the input offset [8] in both halves): no
+ * call and no C loop around few_widen_rgb's (whose GCC code kept its pointers and offset on the stack: about
+ * 80 estimated cycles a window on the Cortex-M4 model, 52 on the Cortex-M7's). */
+/* The output pointers, and a pixel's two outputs as one halfword (9 memory accesses, not 12: 3 estimated
+ * cycles a pair fewer on the Cortex-M7 model, its BFIs beside the loads; the Cortex-M4's loads as one run,
+ * as many cycles as 6 STRBs) */
+#if DSP_PW_RUNS
+#define FEW3T_OUTS \
+    "ldr r8, [sp, #4]\n\t" \
+    "ldr r9, [sp, #8]\n\t" \
+    "ldr r11, [sp, #12]\n\t" \
+    "bfi r2, r5, #8, #8\n\t" \
+    "bfi r3, r6, #8, #8\n\t" \
+    "bfi r4, r7, #8, #8\n\t"
+#else
+#define FEW3T_OUTS \
+    "ldr r8, [sp, #4]\n\t" \
+    "bfi r2, r5, #8, #8\n\t" \
+    "ldr r9, [sp, #8]\n\t" \
+    "bfi r3, r6, #8, #8\n\t" \
+    "ldr r11, [sp, #12]\n\t" \
+    "bfi r4, r7, #8, #8\n\t"
 #endif
 __asm__(".pushsection .text.mf_few3t_rows28,\"ax\",%progbits\n\t"
         ".syntax unified\n\t.thumb\n\t.align 2\n\t.type mf_few3t_rows28, %function\n\t.thumb_func\n"
         "mf_few3t_rows28:\n\t"
         "push {r4-r11, lr}\n\t"
-        "sub sp, sp, #20\n\t"
-        "mov r12, r1\n\t"
-        "ldm r0, {r1-r5}\n\t"
-        "stm sp, {r1-r5}\n\t"
-        "mov r0, r12\n\t"
-        "mov lr, r1\n\t" /* the table (at [sp]), in lr from pair to pair */
+        "sub sp, sp, #52\n\t"
+        "ldm r0, {r2-r12}\n\t"
+        "stm sp, {r2-r12}\n\t"
+        "str r2, [sp, #44]\n\t" /* the table */
+        "str r1, [sp, #48]\n\t" /* the filters */
+        "3:\n\t"
+        "ldr r4, [sp, #20]\n\t"
+        "cmp r4, #0\n\t"
+        "beq.w 1f\n\t"
+        "ldr r6, [sp, #24]\n\t"
+        "ldr r7, [sp, #28]\n\t"
+        "ldr r3, [sp, #32]\n\t"
+        "ldr r5, [sp, #16]\n\t"
+        FEW3X_PIXEL(0) FEW3X_PIXEL(1) FEW3X_PIXEL(2)
+        "str r4, [sp, #20]\n\t"
+        "1:\n\t"
+        "ldr r0, [sp, #48]\n\t"
+        "ldr lr, [sp, #44]\n\t" /* the table (its cursor at [sp]), in lr from pair to pair */
         "2:\n\t"
         FEW3W_MACS
-        "ldr lr, [sp]\n\t"
-        "ldm lr!, {r8, r9, r10}\n\t"
-        "add r0, r0, #112\n\t"
-        FEW3T_OUT3("r2", "r3", "r4")
-        "ldm lr!, {r8, r9, r10}\n\t"
+        FEW3W_TABLE
+        FEW3T_OUT_A
         FEW3T_OUT3("r5", "r6", "r7")
-        "ldr r8, [sp, #4]\n\t"
-        "ldr r9, [sp, #8]\n\t"
-        "ldr r11, [sp, #12]\n\t"
-        "strb r2, [r8], #1\n\t"
-        "strb r5, [r8], #1\n\t"
-        "strb r3, [r9], #1\n\t"
-        "strb r6, [r9], #1\n\t"
-        "strb r4, [r11], #1\n\t"
-        "strb r7, [r11], #1\n\t"
+        FEW3T_OUTS
+        "strh r2, [r8], #2\n\t"
+        "strh r3, [r9], #2\n\t"
+        "strh r4, [r11], #2\n\t"
         "str r8, [sp, #4]\n\t"
         "str r9, [sp, #8]\n\t"
         "str r11, [sp, #12]\n\t"
         "tst r10, #256\n\t"
         "bne 2b\n\t"
-        "add sp, sp, #20\n\t"
+        /* the next three pixels (the frame's [9] times), their outputs [10] bytes on */
+        "ldr r1, [sp, #36]\n\t"
+        "subs r1, r1, #1\n\t"
+        "beq 4f\n\t"
+        "str r1, [sp, #36]\n\t"
+        "ldr r5, [sp, #40]\n\t"
+        "ldr r2, [sp, #4]\n\t"
+        "ldr r3, [sp, #8]\n\t"
+        "ldr r4, [sp, #12]\n\t"
+        "add r2, r2, r5\n\t"
+        "add r3, r3, r5\n\t"
+        "add r4, r4, r5\n\t"
+        "str r2, [sp, #4]\n\t"
+        "str r3, [sp, #8]\n\t"
+        "str r4, [sp, #12]\n\t"
+        "b 3b\n\t"
+        "4:\n\t"
+        "add sp, sp, #52\n\t"
         "pop {r4-r11, pc}\n\t"
         ".size mf_few3t_rows28, . - mf_few3t_rows28\n\t"
         ".popsection\n");
@@ -2029,6 +2151,32 @@ static void few_border(const conv_geom *g, int32_t y0, int32_t x0, int8_t *dst) 
     const int8_t *x = g->x, zp = g->zero_point;
     const int32_t h = g->h, w = g->w, dy = g->dl[0], dx = g->dl[1];
     const uint32_t kh = g->kh, kw = g->kw, wc = g->wc, ch = g->ch;
+    if (g->contiguous_rows && kh == 3u && kw == 3u && wc == 3u) {
+        /* the RGB 3x3 window in straight-line code: the zero point's 7 words, then each row inside the input
+         * copied as its run of 9, 6 or 3 bytes, no loop (resnet8's first layer: few_border 44 k -> 20 k estimated
+         * cycles on the Cortex-M4 model, VWW's 30 k -> 15 k) */
+        const int32_t lo = x0 < 0 ? -x0 : 0, hi = x0 + 3 > w ? w - x0 : 3;
+        const int32_t zw = mf_wrap32((uint32_t)(uint8_t)zp * 0x01010101u);
+        mf_st32(dst, zw), mf_st32(dst + 4, zw), mf_st32(dst + 8, zw), mf_st32(dst + 12, zw);
+        mf_st32(dst + 16, zw), mf_st32(dst + 20, zw), mf_st32(dst + 24, zw);
+        if (hi <= lo) return;
+        const int32_t run = hi - lo; /* pixels */
+        const int8_t *src = x + (ptrdiff_t)(x0 + lo) * 3;
+        int8_t *d = dst + 3 * lo;
+        for (int32_t ky = 0; ky < 3; ky++, d += 9) {
+            const int32_t iy = y0 + ky * dy;
+            if (iy < 0 || iy >= h) continue;
+            const int8_t *row = src + (ptrdiff_t)iy * (ptrdiff_t)w * 3;
+            if (run == 3) {
+                mf_st32(d, mf_ld32(row)), mf_st32(d + 4, mf_ld32(row + 4)), d[8] = row[8];
+            } else if (run == 2) {
+                mf_st32(d, mf_ld32(row)), d[4] = row[4], d[5] = row[5];
+            } else {
+                d[0] = row[0], d[1] = row[1], d[2] = row[2];
+            }
+        }
+        return;
+    }
     if (g->contiguous_rows) {
         /* a kernel row's taps inside the input are one run, found once a window: each row the zero point, then
          * that run copied (resnet8's first layer: about 440 -> 150 estimated cycles a border patch, Cortex-M4) */
@@ -2041,7 +2189,10 @@ static void few_border(const conv_geom *g, int32_t y0, int32_t x0, int8_t *dst) 
             const int32_t iy = y0 + (int32_t)ky * dy;
             if (iy < 0 || iy >= h) continue;
             const int8_t *row = src + (ptrdiff_t)iy * (ptrdiff_t)w * (ptrdiff_t)ch;
-            for (uint32_t k = 0; k < run; k++) dst[skip + k] = row[k];
+            uint32_t k = 0;
+            /* whole words first */
+            for (; k + 4u <= run; k += 4u) mf_st32(dst + skip + k, mf_ld32(row + k));
+            for (; k < run; k++) dst[skip + k] = row[k];
         }
         return;
     }
@@ -2141,15 +2292,26 @@ static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g
     int32_t oy = 0, ox = 0;
     int row_inside = contiguous && oy_lo <= 0 && 0 < oy_hi;
     const int8_t *at = x - (ptrdiff_t)pd0 * in_row - (ptrdiff_t)pd1 * (ptrdiff_t)ch; /* window (0, 0) */
-    for (uint32_t p0 = 0; p0 < pixels; p0 += lanes) {
+    uint32_t reps = 1; /* lanes' pixels `reps` times at p0 */
+    for (uint32_t p0 = 0; p0 < pixels; p0 += lanes * reps) {
         const uint32_t n_cols = pixels - p0 < lanes ? pixels - p0 : lanes;
+        const int8_t *src3 = NULL; /* reps times three RGB windows that mf_few3t_rows28 widens */
+        reps = 1;
         if (lanes == 3u && rgb && row_inside && ox >= ox_lo && ox + 3 <= ox_hi && ox + 3 <= (int32_t)ow) {
             /* three RGB windows inside the input on one row: straight-line, without the lanes' checks and steps
              * (about 20 estimated cycles a pixel on the Cortex-M4 model) */
-            few_widen_rgb(at, row_step, cols, 0, gs, off16, in_off);
-            few_widen_rgb(at + px_step, row_step, cols, 1, gs, off16, in_off);
-            few_widen_rgb(at + 2 * px_step, row_step, cols, 2, gs, off16, in_off);
-            at += 2 * px_step, ox += 2; /* at the last pixel, as the lanes' loop leaves them */
+            if (tbl != NULL) {
+                /* every such three on the row: mf_few3t_rows28 widens them and runs them in one call */
+                const int32_t end = ox_hi < (int32_t)ow ? ox_hi : (int32_t)ow;
+                reps = (uint32_t)(end - ox) / 3u;
+                src3 = at;
+            } else {
+                few_widen_rgb(at, row_step, cols, 0, gs, off16, in_off);
+                few_widen_rgb(at + px_step, row_step, cols, 1, gs, off16, in_off);
+                few_widen_rgb(at + 2 * px_step, row_step, cols, 2, gs, off16, in_off);
+            }
+            /* at the last pixel, as the lanes' loop leaves them */
+            at += (ptrdiff_t)(3u * reps - 1u) * px_step, ox += (int32_t)(3u * reps - 1u);
         } else {
             for (uint32_t i = 0; i < lanes; i++) {
                 if (row_inside && ox >= ox_lo && ox < ox_hi) {
@@ -2182,9 +2344,10 @@ static inline __attribute__((always_inline)) void few_image_n(const conv_geom *g
         int8_t *out0 = out + (size_t)p0 * g->ps, *out1 = n_cols > 1 ? out0 + g->ps : out0;
 #if FEW3_TILES
         if (lanes == 3u && tbl != NULL) {
-            const uint32_t f3[5] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)out0, (uint32_t)(uintptr_t)out1,
+            const uint32_t f3[11] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)out0, (uint32_t)(uintptr_t)out1,
                                     (uint32_t)(uintptr_t)(n_cols > 2 ? out1 + g->ps : out1),
-                                    (uint32_t)(uintptr_t)cols};
+                                    (uint32_t)(uintptr_t)cols, (uint32_t)(uintptr_t)src3, (uint32_t)row_step,
+                                    (uint32_t)px_step, (uint32_t)off16, reps, 3u * g->ps - oc_n};
             mf_few3t_rows28(f3, (const int16_t *)(const void *)wp); /* few_widen16's */
         } else if (lanes == 3u) {
             frame[3] = (uint32_t)(uintptr_t)out0, frame[4] = (uint32_t)(uintptr_t)out1;
