@@ -67,18 +67,6 @@ static void matmul_portable(const bmm_params *q, const int8_t *lhs, const int8_t
 
 #if defined(MF_USE_DSP)
 
-/* PKHBT / PKHTB: the low halfword of a with the high of b; the high halfword of a with the low of b. */
-static inline int32_t pack_bottoms(int32_t a, int32_t b) {
-    int32_t r;
-    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-}
-static inline int32_t pack_tops(int32_t a, int32_t b) {
-    int32_t r;
-    __asm__("pkhtb %0, %2, %1, asr #16" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-}
-
 static inline int8_t bmm_out(const bmm_params *q, uint32_t acc) {
     return mf_clamp_s8(mf_add_wrap(mf_requantize_inline(mf_wrap32(acc), q->mult, q->shift), q->out_off), q->lo, q->hi);
 }
@@ -136,17 +124,17 @@ static void matmul_cols(const bmm_params *q, const int8_t *lhs, const int8_t *rh
                 const int32_t l02 = mf_sxtab16(lo16, lv), l13 = mf_sxtab16_ror8(lo16, lv);
                 const int32_t w0 = mf_ld32(r), w1 = mf_ld32(r + rk), w2 = mf_ld32(r + 2 * rk), w3 = mf_ld32(r + 3 * rk);
                 int32_t u = mf_sxtab16(ro16, w0), v = mf_sxtab16(ro16, w2); /* columns n, n + 2 of rows k, k + 2 */
-                a0 = mf_smlad(l02, pack_bottoms(u, v), a0);
-                a2 = mf_smlad(l02, pack_tops(u, v), a2);
+                a0 = mf_smlad(l02, mf_pkhbt(u, v), a0);
+                a2 = mf_smlad(l02, mf_pkhtb(u, v), a2);
                 u = mf_sxtab16_ror8(ro16, w0), v = mf_sxtab16_ror8(ro16, w2); /* columns n + 1, n + 3 */
-                a1 = mf_smlad(l02, pack_bottoms(u, v), a1);
-                a3 = mf_smlad(l02, pack_tops(u, v), a3);
+                a1 = mf_smlad(l02, mf_pkhbt(u, v), a1);
+                a3 = mf_smlad(l02, mf_pkhtb(u, v), a3);
                 u = mf_sxtab16(ro16, w1), v = mf_sxtab16(ro16, w3); /* rows k + 1, k + 3 */
-                a0 = mf_smlad(l13, pack_bottoms(u, v), a0);
-                a2 = mf_smlad(l13, pack_tops(u, v), a2);
+                a0 = mf_smlad(l13, mf_pkhbt(u, v), a0);
+                a2 = mf_smlad(l13, mf_pkhtb(u, v), a2);
                 u = mf_sxtab16_ror8(ro16, w1), v = mf_sxtab16_ror8(ro16, w3);
-                a1 = mf_smlad(l13, pack_bottoms(u, v), a1);
-                a3 = mf_smlad(l13, pack_tops(u, v), a3);
+                a1 = mf_smlad(l13, mf_pkhbt(u, v), a1);
+                a3 = mf_smlad(l13, mf_pkhtb(u, v), a3);
             }
             uint32_t s[4] = {(uint32_t)a0, (uint32_t)a1, (uint32_t)a2, (uint32_t)a3};
             for (uint32_t i = 0; i < 4; i++) {

@@ -2900,6 +2900,25 @@ static void pwq_asm(const uint32_t *frame, uint32_t depth) {
 
 /* mf_pwq<depth>(frame) over n pixels `step` bytes apart, as pwimg_call: frame[1] the input, [2] the outputs,
  * [3] the pitch, [4] the pairs, [6] the step; an odd last pixel twice from a staging copy, pitch 0. */
+/* An op's pixels through call (pwimg_call, pwq_call) with frame: the whole image in one call when its pixels are
+ * consecutive (whole), else one call an output row (stride: step bytes a pixel). out: the op's output at the
+ * chunk's first filter. */
+typedef void (*pw_call_fn)(uint32_t *frame, uint32_t depth, const int8_t *in, int8_t *out, uint32_t n, uint32_t step,
+                           size_t ps);
+static void pw_image(pw_call_fn call, uint32_t *frame, uint32_t depth, const int8_t *in, int8_t *out, uint32_t batch,
+                     uint32_t ih, uint32_t iw, uint32_t oh, uint32_t ow, const int32_t *st, int whole, size_t ps) {
+    if (whole) {
+        call(frame, depth, in, out, batch * oh * ow, depth, ps);
+        return;
+    }
+    for (uint32_t n = 0; n < batch; n++) {
+        for (uint32_t oy = 0; oy < oh; oy++) {
+            const int8_t *row = in + ((size_t)n * ih + (size_t)oy * (uint32_t)st[0]) * iw * depth;
+            call(frame, depth, row, out + ((size_t)n * oh + oy) * ow * ps, ow, (uint32_t)st[1] * depth, ps);
+        }
+    }
+}
+
 static void pwq_call(uint32_t *frame, uint32_t depth, const int8_t *in, int8_t *out, uint32_t n, uint32_t step,
                      size_t ps) {
     int8_t pair[64];
@@ -2927,17 +2946,7 @@ static __attribute__((noinline)) void pwq_run(const int8_t *in, const int8_t *wd
         const uint32_t n_quads = (oc_n - f0 < PWQ_FILTERS ? oc_n - f0 : PWQ_FILTERS) / 4u;
         pwq_table(tbl, wd, rq, f0, n_quads, depth);
         uint32_t frame[7] = {(uint32_t)(uintptr_t)tbl, 0u, 0u, 0u, 0u, off16, 0u};
-        if (whole) {
-            pwq_call(frame, depth, in, out + f0, batch * oh * ow, depth, ps);
-            continue;
-        }
-        for (uint32_t n = 0; n < batch; n++) {
-            for (uint32_t oy = 0; oy < oh; oy++) {
-                const int8_t *row = in + ((size_t)n * ih + (size_t)oy * (uint32_t)st[0]) * iw * depth;
-                pwq_call(frame, depth, row, out + ((size_t)n * oh + oy) * ow * ps + f0, ow, (uint32_t)st[1] * depth,
-                         ps);
-            }
-        }
+        pw_image(pwq_call, frame, depth, in, out + f0, batch, ih, iw, oh, ow, st, whole, ps);
     }
 }
 
@@ -2955,17 +2964,7 @@ static __attribute__((noinline)) void pwimg_tiles(const mf_call *c, const int8_t
         uint32_t frame[9] = {(uint32_t)(uintptr_t)tbl, (uint32_t)(uintptr_t)(wd + (size_t)f0 * depth),
                              (uint32_t)(uintptr_t)c->scratch, 0u, 0u, 0u, 0u,
                              (uint32_t)mf_pack_off16(mf_attr_int(c, A_IN_OFF)), 0u};
-        if (whole) {
-            pwimg_call(frame, depth, in, out + f0, batch * oh * ow, depth, ps);
-            continue;
-        }
-        for (uint32_t n = 0; n < batch; n++) {
-            for (uint32_t oy = 0; oy < oh; oy++) {
-                const int8_t *row = in + ((size_t)n * ih + (size_t)oy * (uint32_t)st[0]) * iw * depth;
-                pwimg_call(frame, depth, row, out + ((size_t)n * oh + oy) * ow * ps + f0, ow, (uint32_t)st[1] * depth,
-                           ps);
-            }
-        }
+        pw_image(pwimg_call, frame, depth, in, out + f0, batch, ih, iw, oh, ow, st, whole, ps);
     }
 }
 

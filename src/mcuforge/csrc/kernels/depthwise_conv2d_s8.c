@@ -1449,18 +1449,6 @@ void mf_dwp2_run_clamp(dwp_ch *c);
 DWP2_FUNC(mf_dwp2_run_int8, "", "");
 DWP2_FUNC(mf_dwp2_run_clamp, DWP_CLAMP4, DWP_CLAMP_ONE);
 
-/* {high: hi's low half, low: lo's low half} and {high: hi's high half, low: lo's high half}: one PKHBT, PKHTB. */
-static inline int32_t dwp_low2(int32_t lo, int32_t hi) {
-    int32_t r;
-    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(lo), "r"(hi));
-    return r;
-}
-static inline int32_t dwp_high2(int32_t lo, int32_t hi) {
-    int32_t r;
-    __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(r) : "r"(hi), "r"(lo));
-    return r;
-}
-
 /* The four channels' pass blocks of group oc (weights of view tap (k, j): the image's (j, k) when transposed,
  * doubled as dw3_tab's; T: the group's table). */
 static void dwp_blocks(const dw_geom *g, const dw3_tab *T, int t, int32_t oc, dwp_ch ch[4]) {
@@ -1488,8 +1476,8 @@ static void dwp_blocks(const dw_geom *g, const dw3_tab *T, int t, int32_t oc, dw
         for (int32_t r = 0; r < 5; r++) {
             const int32_t ea = e[a[r][0]][a[r][1]], oa = o[a[r][0]][a[r][1]];
             const int32_t eb = b[r][0] < 0 ? 0 : e[b[r][0]][b[r][1]], ob = b[r][0] < 0 ? 0 : o[b[r][0]][b[r][1]];
-            ch[0].rot[p][r] = dwp_low2(ea, eb), ch[2].rot[p][r] = dwp_high2(ea, eb);
-            ch[1].rot[p][r] = dwp_low2(oa, ob), ch[3].rot[p][r] = dwp_high2(oa, ob);
+            ch[0].rot[p][r] = mf_pkhbt(ea, eb), ch[2].rot[p][r] = mf_pkhtb(ea, eb);
+            ch[1].rot[p][r] = mf_pkhbt(oa, ob), ch[3].rot[p][r] = mf_pkhtb(oa, ob);
         }
     }
 }
@@ -1500,7 +1488,7 @@ static void dwp_blocks(const dw_geom *g, const dw3_tab *T, int t, int32_t oc, dw
  * MobileNet's 48 x 48 x 16 at stride 2: 386.7 -> 372.5 k cycles for the op on the cortex-m4 model). */
 static inline __attribute__((always_inline)) void dwp_put(uint8_t *d, int32_t o1, int32_t o2, int32_t o3, int32_t u,
                                                           int32_t v) {
-    const int32_t lo = dwp_low2(u, v), hi = dwp_high2(u, v); /* bytes u0 u1 v0 v1, u2 u3 v2 v3 */
+    const int32_t lo = mf_pkhbt(u, v), hi = mf_pkhtb(u, v); /* bytes u0 u1 v0 v1, u2 u3 v2 v3 */
     mf_st32(d, mf_sxtb16(lo));
     mf_st32(d + o1, mf_sxtb16_ror8(lo));
     mf_st32(d + o2, mf_sxtb16(hi));
@@ -1548,7 +1536,7 @@ static inline __attribute__((always_inline)) void dwp_fill(const int8_t *src, pt
     uint8_t *d1 = d + o1, *d2 = d + o2, *d3 = d + o3;
     for (const uint8_t *e = d + 4 * p->m; d != e; d += 4, d1 += 4, d2 += 4, d3 += 4, s += 2 * xcol) {
         const int32_t u = mf_ld32(s), v = mf_ld32(s + xcol);
-        const int32_t lo = dwp_low2(u, v), hi = dwp_high2(u, v);
+        const int32_t lo = mf_pkhbt(u, v), hi = mf_pkhtb(u, v);
         mf_st32(d, mf_sxtb16(lo)), mf_st32(d1, mf_sxtb16_ror8(lo));
         mf_st32(d2, mf_sxtb16(hi)), mf_st32(d3, mf_sxtb16_ror8(hi));
     }
@@ -1817,10 +1805,10 @@ static __attribute__((noinline)) int32_t dwv_groups(const dw_geom *g, int32_t oc
             const int32_t o2 = dwv_dbl(mf_sxtb16_ror8(u2));
             sum02 = dwv_add16(sum02, dwv_add16(e0, dwv_add16(e1, e2)));
             sum13 = dwv_add16(sum13, dwv_add16(o0, dwv_add16(o1, o2)));
-            ch[0].w[j] = dwp_low2(e0, e1), ch[0].w[3 + j] = dwp_low2(e1, e2);
-            ch[1].w[j] = dwp_low2(o0, o1), ch[1].w[3 + j] = dwp_low2(o1, o2);
-            ch[2].w[j] = dwp_high2(e0, e1), ch[2].w[3 + j] = dwp_high2(e1, e2);
-            ch[3].w[j] = dwp_high2(o0, o1), ch[3].w[3 + j] = dwp_high2(o1, o2);
+            ch[0].w[j] = mf_pkhbt(e0, e1), ch[0].w[3 + j] = mf_pkhbt(e1, e2);
+            ch[1].w[j] = mf_pkhbt(o0, o1), ch[1].w[3 + j] = mf_pkhbt(o1, o2);
+            ch[2].w[j] = mf_pkhtb(e0, e1), ch[2].w[3 + j] = mf_pkhtb(e1, e2);
+            ch[3].w[j] = mf_pkhtb(o0, o1), ch[3].w[3 + j] = mf_pkhtb(o1, o2);
         }
         const int32_t sums[4] = {(int16_t)(uint16_t)sum02 >> 1, (int16_t)(uint16_t)sum13 >> 1, sum02 >> 17,
                                  sum13 >> 17}; /* the doubled sums halved */

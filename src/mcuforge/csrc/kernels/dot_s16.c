@@ -265,16 +265,6 @@ int64_t mf_dot_s16(const int16_t *x, const int8_t *w, uint32_t n) {
 
 #elif defined(MF_USE_DSP)
 
-static inline int32_t pkhbt16(int32_t lo, int32_t hi) { /* (lo's low half, hi's low half) */
-    int32_t r;
-    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(lo), "r"(hi));
-    return r;
-}
-static inline int32_t pkhtb16(int32_t hi, int32_t lo) { /* (lo's high half, hi's high half) */
-    int32_t r;
-    __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(r) : "r"(hi), "r"(lo));
-    return r;
-}
 
 int64_t mf_dot_s16(const int16_t *x, const int8_t *w, uint32_t n) {
     int64_t acc = 0;
@@ -282,8 +272,8 @@ int64_t mf_dot_s16(const int16_t *x, const int8_t *w, uint32_t n) {
     for (; i + 4 <= n; i += 4) {
         const int32_t ww = mf_ld32(w + i);
         const int32_t w02 = mf_sxtb16(ww), w13 = mf_sxtb16_ror8(ww); /* (w0, w2), (w1, w3) */
-        acc = __smlald(mf_ld32(x + i), pkhbt16(w02, w13), acc);      /* x0 w0 + x1 w1 */
-        acc = __smlald(mf_ld32(x + i + 2), pkhtb16(w13, w02), acc);  /* x2 w2 + x3 w3 */
+        acc = __smlald(mf_ld32(x + i), mf_pkhbt(w02, w13), acc);      /* x0 w0 + x1 w1 */
+        acc = __smlald(mf_ld32(x + i + 2), mf_pkhtb(w02, w13), acc);  /* x2 w2 + x3 w3 */
     }
     for (; i < n; i++) acc += (int32_t)x[i] * w[i];
     return acc;
@@ -299,13 +289,13 @@ void mf_dot_s16_rows(const int16_t *x, const int8_t *w, uint32_t depth, uint32_t
             const int32_t x01 = mf_ld32(x + i), x23 = mf_ld32(x + i + 2);
             int32_t ww = mf_ld32(w0 + i);
             int32_t w02 = mf_sxtb16(ww), w13 = mf_sxtb16_ror8(ww);
-            a0 = __smlald(x01, pkhbt16(w02, w13), a0);
-            a0 = __smlald(x23, pkhtb16(w13, w02), a0);
+            a0 = __smlald(x01, mf_pkhbt(w02, w13), a0);
+            a0 = __smlald(x23, mf_pkhtb(w02, w13), a0);
             ww = mf_ld32(w1 + i);
             w02 = mf_sxtb16(ww);
             w13 = mf_sxtb16_ror8(ww);
-            a1 = __smlald(x01, pkhbt16(w02, w13), a1);
-            a1 = __smlald(x23, pkhtb16(w13, w02), a1);
+            a1 = __smlald(x01, mf_pkhbt(w02, w13), a1);
+            a1 = __smlald(x23, mf_pkhtb(w02, w13), a1);
         }
         for (; i < depth; i++) {
             a0 += (int32_t)x[i] * w0[i];

@@ -25,16 +25,6 @@ int32_t mf_dot_s4(const int8_t *x, const int8_t *w, uint32_t start, uint32_t n, 
 
 #elif defined(MF_USE_DSP)
 
-static inline int32_t pkhbt16(int32_t a, int32_t b) { /* low halves of a and b */
-    int32_t r;
-    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-}
-static inline int32_t pkhtb16(int32_t a, int32_t b) { /* high halves of b and a */
-    int32_t r;
-    __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-}
 
 int32_t mf_dot_s4(const int8_t *x, const int8_t *w, uint32_t start, uint32_t n, int32_t x_offset) {
     const uint8_t *p = (const uint8_t *)w + (start >> 1);
@@ -48,10 +38,10 @@ int32_t mf_dot_s4(const int8_t *x, const int8_t *w, uint32_t start, uint32_t n, 
         const int32_t e0 = mf_sxtab16(off16, a0), e1 = mf_sxtab16(off16, a1);           /* x0 x2, x4 x6 */
         const int32_t o0 = mf_sxtab16_ror8(off16, a0), o1 = mf_sxtab16_ror8(off16, a1); /* x1 x3, x5 x7 */
         int16_t cols[8];
-        mf_st32(cols, pkhbt16(e0, e1));
-        mf_st32(cols + 2, pkhtb16(e1, e0));
-        mf_st32(cols + 4, pkhbt16(o0, o1));
-        mf_st32(cols + 6, pkhtb16(o1, o0));
+        mf_st32(cols, mf_pkhbt(e0, e1));
+        mf_st32(cols + 2, mf_pkhtb(e0, e1));
+        mf_st32(cols + 4, mf_pkhbt(o0, o1));
+        mf_st32(cols + 6, mf_pkhtb(o0, o1));
         acc = mf_s4_mac8(mf_s4_word(p, odd), cols, acc);
         const int32_t ones = 0x00010001;
         xsum = mf_smlad(o1, ones, mf_smlad(o0, ones, mf_smlad(e1, ones, mf_smlad(e0, ones, xsum))));

@@ -92,6 +92,17 @@ static inline int32_t mf_smlad(int32_t a, int32_t b, int32_t acc) {
     __asm__("smlad %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
     return r;
 }
+/* {high: hi's low half, low: lo's low half} (PKHBT) and {high: hi's high half, low: lo's high half} (PKHTB). */
+static inline int32_t mf_pkhbt(int32_t lo, int32_t hi) {
+    int32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(lo), "r"(hi));
+    return r;
+}
+static inline int32_t mf_pkhtb(int32_t lo, int32_t hi) {
+    int32_t r;
+    __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(r) : "r"(hi), "r"(lo));
+    return r;
+}
 /* An input offset in both halfwords (offset in [-127, 128]). */
 static inline int32_t mf_pack_off16(int32_t off) {
     return mf_wrap32(((uint32_t)off & 0xFFFFu) | ((uint32_t)off << 16));
