@@ -3,6 +3,7 @@ the published silicon results.
 
     python benchmarks/cycles.py          # writes benchmarks/results/cycles.md
     python benchmarks/cycles.py --zoo    # every zoo model on every board, traced: every op gets an estimate
+    python benchmarks/cycles.py --ops mobilenet_v1_025 cortex-m4   # one model on one core, per op (prints)
 
 Per model (ds_cnn, mobilenet_v1_025, resnet8, fc_autoencoder, compiled as benchmarks/firmware.py does)
 and core (cortex-m3, m4, m7, m33, m55; each its own build: scalar, DSP or MVE paths): one untraced
@@ -237,9 +238,30 @@ def zoo_check() -> int:
     return failures
 
 
+def op_table(name: str, target: str) -> str:
+    """One traced inference of ``name`` on ``target``'s board: each op's estimated cycles, instructions and
+    cycles per MAC, the slowest first (where a kernel change pays off)."""
+    prog = compile_for(name, target)
+    _model, example = MODELS[name]()
+    facts: dict = {}
+    prog.run(*example, backend="qemu", trace=True, measured=facts, board={"cycles": True})
+    est = facts["cycles"]
+    rows = []
+    for index, (op, cycles, count) in enumerate(zip(prog.ops, est.op_cycles, est.op_instructions, strict=True)):
+        rows.append((cycles, [str(index), op.kind, f"{op.macs:,}", f"{count:,}", f"{cycles:,.0f}",
+                              f"{cycles / op.macs:.2f}" if op.macs else "-", f"{cycles / est.cycles:.1%}"]))
+    rows.sort(key=lambda r: -r[0])
+    return (f"{name} on {target}: {est.cycles:,.0f} estimated cycles ({est.instructions:,} instructions), traced\n\n"
+            + table(["op", "kind", "MACs", "instructions", "est. cycles", "cycles/MAC", "share"], [r[1] for r in rows]))
+
+
 def main(argv: list[str]) -> None:
     if "--zoo" in argv:
         sys.exit(1 if zoo_check() else 0)
+    if "--ops" in argv:
+        at = argv.index("--ops")
+        print(op_table(argv[at + 1], argv[at + 2]))
+        return
     root = cmsis_build.locate(None)
     if root is None:
         print(f"CMSIS-NN not found ({cmsis_build.missing_reason(None)}): its column is left out", file=sys.stderr)
