@@ -276,6 +276,19 @@ def conv_sweep(seed: int) -> BoardSweep:
                   hw=hw, oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True, shifts=(-1, -22, -3, -9),
                   out_off=(127, 0, -128)[i % 3], input_offset=(-127, 0, 128, None)[i % 4],
                   mult_bits=(None, 21)[i % 2])
+    # the Cortex-M4's 2 x 4 tiles on the same table (mf_pwq<D>x4: a quad's filters as two pairs over 4 pixels,
+    # the 1..3 pixels left on mf_pwq<D>): every pixel count mod 4 (whole images and strided rows of 5..7), 1, 2,
+    # 8 quads and a second chunk of filters; ties on the 16 outputs of a tile (the sign term of each)
+    for i, (wc, oc, hw, st) in enumerate(((8, 8, (4, 5), [1, 1]), (16, 8, (2, 7), [1, 1]), (32, 4, (3, 4), [1, 2]),
+                                          (8, 12, (3, 7), [2, 1]))):
+        tie_case(rng, sweep, f"pwqx4_ties_c{wc}_o{oc}_{i}", wc, (1, 1), oc, hw, stride=st, shifts=(-1, -2))
+    for i, (wc, opg, hw, st) in enumerate(((8, 4, (1, 4), [1, 1]), (16, 8, (1, 5), [1, 1]), (32, 32, (3, 3), [1, 1]),
+                                           (8, 12, (3, 5), [1, 1]), (16, 36, (4, 7), [2, 1]),
+                                           (32, 8, (3, 12), [1, 2]), (8, 64, (2, 9), [1, 2]))):
+        conv_case(rng, sweep, f"pwqx4_c{wc}_o{opg}_{i}_{len(sweep)}", wc, (1, 1), stride=st, pad=[0, 0],
+                  dil=[1, 1], hw=hw, oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True,
+                  shifts=(-1, -22, -3, -9), out_off=(127, 0, -128)[i % 3], input_offset=(-127, 0, 128, None)[i % 4],
+                  mult_bits=(None, 21)[i % 2])
     return sweep
 
 

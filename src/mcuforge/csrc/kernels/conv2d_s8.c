@@ -2830,6 +2830,161 @@ void mf_pwq8(const uint32_t *frame);
 void mf_pwq16(const uint32_t *frame);
 void mf_pwq32(const uint32_t *frame);
 
+#if DSP_PW_RUNS
+/* The Cortex-M4's 2 x 4 tiles on mf_pwq<D>'s table (mf_pwq<D>x4(frame), frame[4] the pixel quads; pwq_call runs
+ * the 1..3 pixels left on mf_pwq<D>): at 8 channels the 4 x 2 tiles' output stage (a filter's 3 constants for 2
+ * outputs, the pair's pointer work) and the pixel pair's loop cost as much as their MACs. Here a quad's filters
+ * run as two pairs over 4 pixels: a word of 2 taps is one run of 5 loads (a filter, 4 columns: 6 cycles), 4
+ * SMLAD, a load and 4 SMLAD (16 cycles for 16 MACs, as PWQ_MACS), but a filter's constants serve 4 outputs and
+ * the loop over the pixels (widening included) runs half as often. r0..r3 filter a's sums of pixels 0..3, r4..r7
+ * filter b's, r8 the filter word, r9..r11/lr the columns; the output pointers from the stack (sp + 28 the
+ * quad's pixel 0, sp + 12 the pitch). Columns: word k of pixel p at sp + 32 + 16 k + 4 p. */
+#define PWQX_WIDEN(G) \
+    "ldr r6, [r0, #4 * " #G "]\n\t" \
+    "ldr r7, [r3, #4 * " #G "]\n\t" \
+    "ldr r8, [r4, #4 * " #G "]\n\t" \
+    "ldr r9, [r5, #4 * " #G "]\n\t" \
+    "sxtab16 r10, r2, r6\n\t" \
+    "sxtab16 r11, r2, r7\n\t" \
+    "sxtab16 r12, r2, r8\n\t" \
+    "sxtab16 lr, r2, r9\n\t" \
+    "str r10, [sp, #32 + 32 * " #G "]\n\t" \
+    "str r11, [sp, #36 + 32 * " #G "]\n\t" \
+    "str r12, [sp, #40 + 32 * " #G "]\n\t" \
+    "str lr, [sp, #44 + 32 * " #G "]\n\t" \
+    "sxtab16 r10, r2, r6, ror #8\n\t" \
+    "sxtab16 r11, r2, r7, ror #8\n\t" \
+    "sxtab16 r12, r2, r8, ror #8\n\t" \
+    "sxtab16 lr, r2, r9, ror #8\n\t" \
+    "str r10, [sp, #48 + 32 * " #G "]\n\t" \
+    "str r11, [sp, #52 + 32 * " #G "]\n\t" \
+    "str r12, [sp, #56 + 32 * " #G "]\n\t" \
+    "str lr, [sp, #60 + 32 * " #G "]\n\t"
+/* word 0 of filters J, J + 1: their biases in the run of loads, the sums started from them */
+#define PWQX_MACS0(J) \
+    "ldr r0, [r12, #4 * " #J "]\n\t" \
+    "ldr r4, [r12, #4 * " #J " + 4]\n\t" \
+    "ldr r8, [r12, #16 + 4 * " #J "]\n\t" \
+    "ldr r9, [sp, #32]\n\t" \
+    "ldr r10, [sp, #36]\n\t" \
+    "ldr r11, [sp, #40]\n\t" \
+    "ldr lr, [sp, #44]\n\t" \
+    "smlad r1, r8, r10, r0\n\t" \
+    "smlad r2, r8, r11, r0\n\t" \
+    "smlad r3, r8, lr, r0\n\t" \
+    "smlad r0, r8, r9, r0\n\t" \
+    "ldr r8, [r12, #16 + 4 * " #J " + 4]\n\t" \
+    "smlad r5, r8, r10, r4\n\t" \
+    "smlad r6, r8, r11, r4\n\t" \
+    "smlad r7, r8, lr, r4\n\t" \
+    "smlad r4, r8, r9, r4\n\t"
+#define PWQX_MACS(J, K) \
+    "ldr r8, [r12, #16 + 16 * " #K " + 4 * " #J "]\n\t" \
+    "ldr r9, [sp, #32 + 16 * " #K "]\n\t" \
+    "ldr r10, [sp, #36 + 16 * " #K "]\n\t" \
+    "ldr r11, [sp, #40 + 16 * " #K "]\n\t" \
+    "ldr lr, [sp, #44 + 16 * " #K "]\n\t" \
+    "smlad r0, r8, r9, r0\n\t" \
+    "smlad r1, r8, r10, r1\n\t" \
+    "smlad r2, r8, r11, r2\n\t" \
+    "smlad r3, r8, lr, r3\n\t" \
+    "ldr r8, [r12, #16 + 16 * " #K " + 4 * " #J " + 4]\n\t" \
+    "smlad r4, r8, r9, r4\n\t" \
+    "smlad r5, r8, r10, r5\n\t" \
+    "smlad r6, r8, r11, r6\n\t" \
+    "smlad r7, r8, lr, r7\n\t"
+/* one output of the filter whose multiplier and constant are in r8, r9 (PWQ_OUT's sequence), in place */
+#define PWQX_OUT1(A) \
+    "smmlar r11, " A ", r8, r9\n\t" \
+    "add " A ", r11, " A ", asr #31\n\t"
+/* filter F's 4 outputs (S0..S3) from its constants at table offset O: one run of 3 loads; n stays in r10 */
+#define PWQX_OUT4(O, S0, S1, S2, S3) \
+    "ldr r8, [r12, #" O "]\n\t" \
+    "ldr r9, [r12, #" O " + 4]\n\t" \
+    "ldr r10, [r12, #" O " + 8]\n\t" \
+    PWQX_OUT1(S0) PWQX_OUT1(S1) PWQX_OUT1(S2) PWQX_OUT1(S3) \
+    "asr " S0 ", " S0 ", r10\n\t" \
+    "asr " S1 ", " S1 ", r10\n\t" \
+    "asr " S2 ", " S2 ", r10\n\t" \
+    "asr " S3 ", " S3 ", r10\n\t" \
+    "ssat " S0 ", #8, " S0 "\n\t" \
+    "ssat " S1 ", #8, " S1 "\n\t" \
+    "ssat " S2 ", #8, " S2 "\n\t" \
+    "ssat " S3 ", #8, " S3 "\n\t"
+/* filters J, J + 1 of the quad on the 4 pixels: sums, outputs, the 8 bytes stored (the pixels' pointers made
+ * before the stores: a store's address written by the instruction before it costs a cycle) */
+#define PWQX_PAIR(J, D, MACS) \
+    MACS \
+    PWQX_OUT4("16 + 8 * " #D " + 12 * " #J, "r0", "r1", "r2", "r3") \
+    PWQX_OUT4("16 + 8 * " #D " + 12 * " #J " + 12", "r4", "r5", "r6", "r7") \
+    "ldr lr, [sp, #28]\n\t" \
+    "ldr r8, [sp, #12]\n\t" \
+    "add r9, lr, r8\n\t" \
+    "add r11, r9, r8\n\t" \
+    "add r8, r11, r8\n\t" \
+    "strb r0, [lr, #" #J "]\n\t" \
+    "strb r4, [lr, #" #J " + 1]\n\t" \
+    "strb r1, [r9, #" #J "]\n\t" \
+    "strb r5, [r9, #" #J " + 1]\n\t" \
+    "strb r2, [r11, #" #J "]\n\t" \
+    "strb r6, [r11, #" #J " + 1]\n\t" \
+    "strb r3, [r8, #" #J "]\n\t" \
+    "strb r7, [r8, #" #J " + 1]\n\t"
+#define PWQX_FUNC(NAME, D, WIDEN, MACS_A, MACS_B) \
+__asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
+        ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n" \
+        #NAME ":\n\t" \
+        "push {r4-r11, lr}\n\t" \
+        "sub sp, sp, #32 + 8 * " #D "\n\t" \
+        "ldm r0, {r1-r7}\n\t" \
+        "stm sp, {r1-r7}\n\t" \
+        "3:\n\t" \
+        "ldr r0, [sp, #4]\n\t" \
+        "ldr r1, [sp, #24]\n\t" \
+        "ldr r2, [sp, #20]\n\t" \
+        "add r3, r0, r1\n\t" \
+        "add r4, r3, r1\n\t" \
+        "add r5, r4, r1\n\t" \
+        "add r1, r5, r1\n\t" \
+        "str r1, [sp, #4]\n\t" \
+        WIDEN \
+        "ldr lr, [sp, #8]\n\t" \
+        "ldr r12, [sp, #12]\n\t" \
+        "str lr, [sp, #28]\n\t" \
+        "add r12, lr, r12, lsl #2\n\t" \
+        "str r12, [sp, #8]\n\t" \
+        "ldr r12, [sp]\n\t" \
+        "1:\n\t" \
+        PWQX_PAIR(0, D, MACS_A) \
+        PWQX_PAIR(2, D, MACS_B) \
+        "add lr, lr, #4\n\t" \
+        "str lr, [sp, #28]\n\t" \
+        "add r12, r12, #8 * " #D " + 64\n\t" \
+        "tst r10, #256\n\t" \
+        "bne 1b\n\t" \
+        "ldr r0, [sp, #16]\n\t" \
+        "subs r0, r0, #1\n\t" \
+        "str r0, [sp, #16]\n\t" \
+        "bne 3b\n\t" \
+        "add sp, sp, #32 + 8 * " #D "\n\t" \
+        "pop {r4-r11, pc}\n\t" \
+        ".size " #NAME ", . - " #NAME "\n\t" \
+        ".popsection\n")
+#define PWQX_W2 PWQX_WIDEN(0) PWQX_WIDEN(1)
+#define PWQX_W4 PWQX_W2 PWQX_WIDEN(2) PWQX_WIDEN(3)
+#define PWQX_W8 PWQX_W4 PWQX_WIDEN(4) PWQX_WIDEN(5) PWQX_WIDEN(6) PWQX_WIDEN(7)
+#define PWQX_M4(J) PWQX_MACS0(J) PWQX_MACS(J, 1) PWQX_MACS(J, 2) PWQX_MACS(J, 3)
+#define PWQX_M8(J) PWQX_M4(J) PWQX_MACS(J, 4) PWQX_MACS(J, 5) PWQX_MACS(J, 6) PWQX_MACS(J, 7)
+#define PWQX_M16(J) PWQX_M8(J) PWQX_MACS(J, 8) PWQX_MACS(J, 9) PWQX_MACS(J, 10) PWQX_MACS(J, 11) \
+    PWQX_MACS(J, 12) PWQX_MACS(J, 13) PWQX_MACS(J, 14) PWQX_MACS(J, 15)
+PWQX_FUNC(mf_pwq8x4, 8, PWQX_W2, PWQX_M4(0), PWQX_M4(2));
+PWQX_FUNC(mf_pwq16x4, 16, PWQX_W4, PWQX_M8(0), PWQX_M8(2));
+PWQX_FUNC(mf_pwq32x4, 32, PWQX_W8, PWQX_M16(0), PWQX_M16(2));
+void mf_pwq8x4(const uint32_t *frame);
+void mf_pwq16x4(const uint32_t *frame);
+void mf_pwq32x4(const uint32_t *frame);
+#endif
+
 #define PWI_PAIRS 16u /* filter pairs per table (512 bytes of stack) */
 
 /* mf_pwimg<depth>(frame): frame[3] the first pixel pair's input, [4] its outputs, [6] the pairs; a last odd
@@ -2922,6 +3077,20 @@ static void pw_image(pw_call_fn call, uint32_t *frame, uint32_t depth, const int
 static void pwq_call(uint32_t *frame, uint32_t depth, const int8_t *in, int8_t *out, uint32_t n, uint32_t step,
                      size_t ps) {
     int8_t pair[64];
+#if DSP_PW_RUNS
+    if (n >= 4u) { /* the pixel quads on mf_pwq<depth>x4, then the 1..3 pixels left as below */
+        frame[1] = (uint32_t)(uintptr_t)in, frame[2] = (uint32_t)(uintptr_t)out, frame[3] = (uint32_t)ps;
+        frame[4] = n / 4u, frame[6] = step;
+        if (depth == 8u) {
+            mf_pwq8x4(frame);
+        } else if (depth == 16u) {
+            mf_pwq16x4(frame);
+        } else {
+            mf_pwq32x4(frame);
+        }
+        in += (size_t)(n & ~3u) * step, out += (size_t)(n & ~3u) * ps, n &= 3u;
+    }
+#endif
     if (n >= 2u) {
         frame[1] = (uint32_t)(uintptr_t)in, frame[2] = (uint32_t)(uintptr_t)out, frame[3] = (uint32_t)ps;
         frame[4] = n / 2u, frame[6] = step;
