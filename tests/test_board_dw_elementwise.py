@@ -36,9 +36,10 @@ def depthwise_case(rng, sweep: BoardSweep, case: str, channels: int, kernel: tup
                    negative_shifts: bool = False, hw: tuple[int, int] | None = None,
                    dil: list[int] | None = None, shifts: tuple[int, ...] = (),
                    stride_hw: tuple[int, int] | None = None, scratch: bool = True, short: int = 0,
-                   pad_hw: tuple[int, int] | None = None, batch: int | None = None) -> None:
+                   pad_hw: tuple[int, int] | None = None, batch: int | None = None, big_bias: bool = False) -> None:
     """``scratch=False``: the op asks no scratch; ``short``: it asks that many bytes less than cortex-m4's
-    kernel plans (kept on every target)."""
+    kernel plans (kept on every target); ``big_bias``: a bias, with one channel of a random group at or near
+    2^30 - 9 * 255 * 128 (the DSP 3x3 path's per-group test of its short output stage, dw_bias_small)."""
     for _ in range(100):
         n = batch or (1 if rng.random() < 0.8 else 2)
         h, w = hw or (int(rng.integers(1, 9)), int(rng.integers(1, 9)))
@@ -52,6 +53,11 @@ def depthwise_case(rng, sweep: BoardSweep, case: str, channels: int, kernel: tup
     oc = channels * dm
     weight = int8(rng, (1, *kernel, oc))
     bias = rng.integers(-(1 << 16), 1 << 16, size=oc).astype(np.int32) if rng.random() < 0.8 else None
+    if big_bias:
+        lim = (1 << 30) - 9 * 255 * 128
+        bias = rng.integers(-(1 << 16), 1 << 16, size=oc).astype(np.int32) if bias is None else bias
+        bias[4 * int(rng.integers(0, max(1, oc // 4))) + int(rng.integers(0, min(4, oc)))] = int(
+            rng.choice([lim - 1, -(lim - 1), lim, -lim, (1 << 29) + 5]))
     mult, shift = requant_params(rng, oc)
     if negative_shifts:  # the MVE loops' shorter requantization (every shift < 0)
         shift = np.minimum(shift, -1).astype(np.int8)
@@ -189,6 +195,18 @@ def depthwise_sweep(seed: int) -> BoardSweep:
             (8, (7, 41), (2, 2), [1, 1], True), (8, (5, 6), (1, 1), [1, 1], True), (16, (12, 12), (2, 2), [1, 1], True))
     for i, (c, hw, st, dl, scratch) in enumerate(ties):
         depthwise_tie_case(rng, sweep, f"dw3x3_ties_c{c}_{i}", c, hw, st, dl, scratch)
+    # (drawn after the cases above) dw3_rows: a group's output rows in one asm call, a row's odd last window in it
+    # (no pairs when a row is one window): random small maps (dw3_small's, and dw3_buffered's rows where the op
+    # has no scratch) of 1 to 7 windows a row, strides 1 and 2, padding 0 to 2, one or two images, channel tails;
+    # every third case a bias at dw_bias_small's limit in one group (that group the general output stage, the
+    # others the table)
+    for i in range(18):
+        c = int(rng.choice((4, 8, 12, 13, 16)))
+        st = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        pd = (int(rng.integers(0, 3)), int(rng.integers(0, 3)))
+        hw = (int(rng.integers(max(1, 3 - 2 * pd[0]), 10)), int(rng.integers(max(1, 3 - 2 * pd[1]), 15)))
+        depthwise_case(rng, sweep, f"dw3x3_rows_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=st, pad_hw=pd,
+                       batch=1 + i % 2, scratch=i % 4 != 3, shifts=(-1, -21, -6, -13), big_bias=i % 3 == 2)
     return sweep
 
 
