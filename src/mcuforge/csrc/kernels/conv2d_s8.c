@@ -2774,13 +2774,24 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
     "ldr r10, [r12, #16 + 8 * " #D " + 8]\n\t" \
     "smlad r3, r11, r8, r3\n\t" \
     "ldrd r8, r9, [r12, #16 + 8 * " #D "]\n\t"
+/* word 0: filter 1's word loaded with the others and the last load issued beside the first SMLAD, so that no
+ * SMLAD reads a register loaded by the issue group before it (PWQ7_A's order from its third SMLAD on; 3 stalls
+ * a quad before) */
 #define PWQ7_FIRST \
     "ldr r10, [r12, #16]\n\t" \
     "ldrd r0, r1, [r12]\n\t" \
-    "ldrd r2, r3, [r12, #8]\n\t" \
     "ldr r9, [sp, #36]\n\t" \
     "ldr r8, [sp, #32]\n\t" \
-    PWQ7_A(0, "r0", "r1", "r2") PWQ7_B(0, "r3")
+    "ldr r11, [r12, #20]\n\t" \
+    "ldrd r2, r3, [r12, #8]\n\t" \
+    "smlad r4, r10, r9, r0\n\t" \
+    "smlad r0, r10, r8, r0\n\t" \
+    "ldr r10, [r12, #24]\n\t" \
+    "smlad r5, r11, r9, r1\n\t" \
+    "smlad r1, r11, r8, r1\n\t" \
+    "ldr r11, [r12, #28]\n\t" \
+    "smlad r6, r10, r9, r2\n\t" \
+    PWQ7_B(0, "r3")
 /* The Cortex-M7's output stage: each filter's constants loaded (LDRD, LDR) an issue group or more before their
  * use and beside an ALU instruction, the two pixels' instructions paired: 6 issue groups a filter against 10
  * for PWQ_OUTS's LDM and chains; the table at immediate offsets, passed at the end. Filter F (A, B) after
@@ -2838,7 +2849,12 @@ void mf_pwq32(const uint32_t *frame);
  * SMLAD, a load and 4 SMLAD (16 cycles for 16 MACs, as PWQ_MACS), but a filter's constants serve 4 outputs and
  * the loop over the pixels (widening included) runs half as often. r0..r3 filter a's sums of pixels 0..3, r4..r7
  * filter b's, r8 the filter word, r9..r11/lr the columns; the output pointers from the stack (sp + 28 the
- * quad's pixel 0, sp + 12 the pitch). Columns: word k of pixel p at sp + 32 + 16 k + 4 p. */
+ * quad's pixel 0, sp + 12 the pitch). Columns: word k of pixel p at sp + 32 + 16 k + 4 p (128 bytes more stack
+ * than mf_pwq32's at 32 channels). VWW's layers 2/4/6/8 on the Cortex-M4 model: 667/482/791/408 k estimated
+ * cycles on mf_pwq<D>, 613/457/766/395 k here; within 3 % of each layer's instruction count plus a cycle per run
+ * of loads (the MACs' 1 cycle a MAC is this core's floor with 14 registers: 8 sums leave 5 for a word's 6 loads,
+ * two runs). Not on the Cortex-M7: a filter word feeding 4 SMLAD cannot be loaded an issue group ahead with 5
+ * registers, where PWQ7's 4 x 2 order pairs every load with an SMLAD. */
 #define PWQX_WIDEN(G) \
     "ldr r6, [r0, #4 * " #G "]\n\t" \
     "ldr r7, [r3, #4 * " #G "]\n\t" \
