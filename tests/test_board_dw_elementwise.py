@@ -207,6 +207,20 @@ def depthwise_sweep(seed: int) -> BoardSweep:
         hw = (int(rng.integers(max(1, 3 - 2 * pd[0]), 10)), int(rng.integers(max(1, 3 - 2 * pd[1]), 15)))
         depthwise_case(rng, sweep, f"dw3x3_rows_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=st, pad_hw=pd,
                        batch=1 + i % 2, scratch=i % 4 != 3, shifts=(-1, -21, -6, -13), big_bias=i % 3 == 2)
+    # (drawn after the cases above) dwp's ring fill (mf_dwp_fill_in: the inside column pairs two an iteration, an odd
+    # pair first): random rows of 8 to 53 windows at stride 1 and 12 to 27 at stride 2 along them, either axis,
+    # padding 0 to 2 (odd and even counts of inside pairs), vertical strides 1 and 2, channel tails
+    for i in range(10):
+        c = int(rng.choice((4, 8, 5, 12)))
+        s2 = i % 3 == 2
+        pd = (int(rng.integers(0, 3)), int(rng.integers(0, 3)))
+        ow = int(rng.integers(12, 28)) if s2 else int(rng.integers(8, 54))
+        w = 2 * (ow - 1) + 3 - 2 * pd[1] if s2 else ow + 2 - 2 * pd[1]
+        h = int(rng.integers(max(3 - 2 * pd[0], 1), 7))
+        st = (int(rng.integers(1, 3)), 2 if s2 else 1)
+        hw, st, pd = ((h, w), st, pd) if i % 2 else ((w, h), st[::-1], pd[::-1])
+        depthwise_case(rng, sweep, f"dw3x3_planar_fill_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=st, pad_hw=pd,
+                       shifts=(-1, -21, -6, -13))
     return sweep
 
 
