@@ -597,11 +597,14 @@ static void dw_out_params_of(const dw_geom *g, const mf_dsp_channel ch4[4], dw_o
 
 /* mf_dsp_small_ok for the group's four channels alone (a 3x3 window: nine terms): every shift <= 0 and every
  * |bias| < 2^30 - 9 * 255 * 128. Per group, from the parameters the group reads anyway, not per op: the op-wide
- * test walked every channel's shift and bias before the first window (about 1.8 k cycles on a 128-channel layer,
- * cortex-m4 model), and one channel's large bias no longer sends every other group to the general stage. */
+ * test walked every channel's shift and bias before the first window (MobileNet 0.25's 6 x 6 x 128 layers 154.5
+ * -> 152.0 k cycles each on the cortex-m4 model), and one channel's large bias no longer sends every other group
+ * to the general stage. */
 static inline int dw_bias_small(const dw_out_params *q) {
-    /* |b| <= b ^ (b >> 31) (one less for b < 0), and the four ORed at least their largest: one compare a group,
-     * which errs only towards the general stage (a |bias| near 2^29 or more) */
+    /* b ^ (b >> 31) is |b|, or |b| - 1 for b < 0, and the four ORed at least their largest: one compare a group,
+     * which errs only towards the general stage (a |bias| near 2^29 or more). At the edge, b = -(2^30 - 9 * 255 *
+     * 128) passes: then acc >= -2^30 and 2 acc >= -2^31 still fits SMMULR's operand (the identity of
+     * mf_dsp_requantize_small needs no more) */
     uint32_t a = 0;
     for (int i = 0; i < 4; i++) a |= (uint32_t)(q->bias[i] ^ (q->bias[i] >> 31));
     return a < (1u << 30) - 9u * 255u * 128u;
@@ -1031,8 +1034,8 @@ static __attribute__((noinline)) void dw3_fill(const int8_t *src, int32_t C, int
     "str r11, [%[T], #172]\n\t"                                                                                       \
     "cmp %[r], r10\n\t"                                                                                               \
     "bne 0b\n\t"
-#define DW3P_CALL(S, P, CLAMP, CLAMP1)                                                                                  \
-    __asm__ volatile(DW3P_ROWS(S, P, CLAMP, CLAMP1)                                                                     \
+#define DW3P_CALL(S, P, CLAMP, CLAMP1)                                                                                 \
+    __asm__ volatile(DW3P_ROWS(S, P, CLAMP, CLAMP1)                                                                    \
                      : [r] "+r"(buf), [e] "=&r"(e)                                                                     \
                      : [T] "r"(T)                                                                                      \
                      : "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r8", "r10", "r11", "r12", "cc", "memory")
@@ -1181,7 +1184,7 @@ static __attribute__((noinline)) int32_t dw3_small(const dw_geom *g, dw3_tab *T,
                 for (int32_t iy = 0; iy < y_hi; iy++, src += row) d[iy] = mf_ld32(src);
             }
             /* every row in one call (output row oy + 1 follows row oy's last output): 3 x 3 outputs, MobileNet's
-             * 256 channels, 155.3 -> 132.1 k cycles on the cortex-m4 model as first measured */
+             * 256 channels, 155.3 -> 131.6 k cycles on the cortex-m4 model */
             dw3_rows_of(T, buf, s, DW3S_P, g->ow, g->oh, g->st[0], out);
             dw3s_rows(T, buf, s);
         }
@@ -2066,8 +2069,8 @@ static __attribute__((noinline)) void dw3_group(const dw_geom *g, dw3_tab *T, in
  * windows inside the input run without bounds (three row pointers, the taps dx apart); the others
  * (the padding's edges) take the taps of their row and column masks, unrolled (dw_win9). Channels
  * [0, ch & ~3). Each group's output stage is the short requantization where its own channels allow it
- * (dw_group_small); in_place: the call when written over its input (dw_dsp_in_place), whose groups without the table run the portable in-place
- * kernel; else NULL. */
+ * (dw_group_small); in_place: the call when written over its input (dw_dsp_in_place), whose groups without the
+ * table run the portable in-place kernel; else NULL. */
 static void dw_dsp_3x3_groups(const dw_geom *g, const mf_call *in_place) {
     const int32_t C = g->ch, row = g->wi * C, off16 = mf_pack_off16(g->in_off);
     const int32_t dy = g->dl[0] * row, dx = g->dl[1] * C, step = g->st[1] * C;
