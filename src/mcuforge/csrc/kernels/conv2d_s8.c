@@ -2918,6 +2918,33 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
     "strb r7, [r0, #3]\n\t" \
     "add lr, lr, #4\n\t" \
     "bne 1b\n\t"
+/* The Cortex-M7's widening: two words of each pixel a step, each pair of results to the stack by one STRD (4 of
+ * the 8 memory accesses of PWQ_WIDEN's 12 a step: one a issue group), each load two issue groups before its
+ * first use: 10 issue groups against 16. The input by LDR (STRD's address is sp's, aligned; LDRD's would be the
+ * input's, not always aligned: the odd pixel's staging copy). */
+#define PWQ7_WIDEN2(H) \
+    "ldr r3, [r0, #8 * " #H "]\n\t" \
+    "ldr r5, [r1, #8 * " #H "]\n\t" \
+    "ldr r4, [r0, #8 * " #H " + 4]\n\t" \
+    "sxtab16 r7, r2, r3\n\t" \
+    "ldr r6, [r1, #8 * " #H " + 4]\n\t" \
+    "sxtab16 r8, r2, r3, ror #8\n\t" \
+    "sxtab16 r9, r2, r5\n\t" \
+    "sxtab16 r10, r2, r5, ror #8\n\t" \
+    "strd r7, r9, [sp, #32 + 32 * " #H "]\n\t" \
+    "sxtab16 r11, r2, r4\n\t" \
+    "strd r8, r10, [sp, #40 + 32 * " #H "]\n\t" \
+    "sxtab16 lr, r2, r6\n\t" \
+    "sxtab16 r12, r2, r4, ror #8\n\t" \
+    "strd r11, lr, [sp, #48 + 32 * " #H "]\n\t" \
+    "sxtab16 r7, r2, r6, ror #8\n\t" \
+    "strd r12, r7, [sp, #56 + 32 * " #H "]\n\t"
+#undef PWQ_W2
+#undef PWQ_W4
+#undef PWQ_W8
+#define PWQ_W2 PWQ7_WIDEN2(0)
+#define PWQ_W4 PWQ_W2 PWQ7_WIDEN2(1)
+#define PWQ_W8 PWQ_W4 PWQ7_WIDEN2(2) PWQ7_WIDEN2(3)
 #define PWQ_M4 PWQ7_FIRST PWQ7_W(1) PWQ7_W(2) PWQ7_LAST(3, 8)
 #define PWQ_M8 PWQ7_FIRST PWQ7_W(1) PWQ7_W(2) PWQ7_W(3) PWQ7_W(4) PWQ7_W(5) PWQ7_W(6) PWQ7_LAST(7, 16)
 #define PWQ_M16 PWQ7_FIRST PWQ7_W(1) PWQ7_W(2) PWQ7_W(3) PWQ7_W(4) PWQ7_W(5) PWQ7_W(6) PWQ7_W(7) PWQ7_W(8) \
