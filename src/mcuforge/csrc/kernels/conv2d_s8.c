@@ -32,7 +32,8 @@
  *        to 32 filters); a 1x1 without padding
  *        at 8, 16 or 32 channels with an even filter count: the whole op in one asm function (pwimg_run,
  *        mf_pwimg<D>: 2 x 2 tiles, doubled columns, a per-op table of each channel's constants and SMMLAR;
- *        a filter count a multiple of 4: mf_pwq<D>'s 4 x 2 tiles, the filters widened into that table);
+ *        a filter count a multiple of 4: mf_pwq<D>'s 4 x 2 tiles, the filters widened into that table; on
+ *        cortex-m4 whole quads of pixels as 2 x 4 tiles on the same table, mf_pwq<D>x4);
  *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
  *        them), and for every filter one asm block (MVE_ROWS_ASM): a tail-predicated WLSTP/LETP
  *        loop of VMLADAVA over 16 lanes, then the four pixels requantized as one vector (VQRDMULH +
