@@ -1184,6 +1184,19 @@ void mf_few3t_rows28(const uint32_t *frame, const int16_t *w);
 /* A tile's output stage and the step to the next triple (r0 to its filters, the parameters' pointers, the
  * outputs', the triples left, flags for the BNE): on the Cortex-M4 model an in-order sequence costs its
  * instructions (a search over orders found none cheaper), so filter by filter. */
+/* A tile's start (the label 2: of PW3_FUNC): its biases as each filter's two sums, the columns' start in r1 */
+#define PW3_ENTRY ""
+#define PW3_HEAD \
+    "ldr r8, [sp]\n\t" \
+    "ldr r1, [sp, #32]\n\t" \
+    "ldr r2, [r8], #4\n\t" \
+    "ldr r4, [r8], #4\n\t" \
+    "ldr r6, [r8], #4\n\t" \
+    "str r8, [sp]\n\t" \
+    "mov r3, r2\n\t" \
+    "mov r5, r4\n\t" \
+    "mov r7, r6\n\t" \
+    PW3_PRE
 #define PW3_TAIL(D) \
     "add r0, r0, #2 * " #D " - " PW3_STR(PW3_W_AHEAD) "\n\t" \
     "ldr r8, [sp, #4]\n\t" \
@@ -1224,78 +1237,97 @@ void mf_few3t_rows28(const uint32_t *frame, const int16_t *w);
     "subs r1, r1, #1\n\t" \
     "str r1, [sp, #24]\n\t"
 #else
+/* The Cortex-M7's tile start: the bias pointer (r11) and the columns' start (r1) already loaded (PW3_ENTRY for the
+ * first tile, PW3_TAIL for the next), so the biases' LDRD issues at once; PW3_PRE's three loads (not PW3_PRE itself) beside the MOVs. */
+#define PW3_ENTRY \
+    "ldr r11, [sp]\n\t" \
+    "ldr r1, [sp, #32]\n\t"
+#define PW3_HEAD \
+    "ldrd r2, r4, [r11], #8\n\t" \
+    "ldr r6, [r11], #4\n\t" \
+    "str r11, [sp]\n\t" \
+    "mov r5, r4\n\t" \
+    "mov r3, r2\n\t" \
+    "ldr r8, [r0]\n\t" \
+    "ldrd r10, r11, [r1]\n\t" \
+    "mov r7, r6\n\t" \
+    "ldrd r12, lr, [r1, #8]\n\t"
 /* The Cortex-M7's order of the same instructions (a randomized list scheduling over the dependencies, costed on
  * the Cortex-M7 model from the last group on): the loads and stores each beside an ALU instruction, the six SMMULRs
  * beside the loads of the shifts, the filters' chains interleaved so that no ALU result or load is used by the
  * next issue group; the multipliers by one LDRD. 35 estimated cycles against 49 in the Cortex-M4's order (the
- * MVN-less one; 52 before): VWW's 128-tap tiles 475 -> 458. */
+ * MVN-less one; 52 before): VWW's 128-tap tiles 475 -> 460. It also loads the next tile's bias pointer (r11) and
+ * the columns' start (r1) for PW3_HEAD (the triples left in r10): 37 for the tail, but PW3_HEAD's loads of the
+ * biases no longer wait on the pointer's load (16 -> 12 with the first group's start): 460 -> 458. */
 #define PW3_TAIL(D) \
     "ldr r8, [sp, #4]\n\t" \
     "lsl r2, r2, #1\n\t" \
     "lsl r3, r3, #1\n\t" \
-    "ldr r9, [sp, #8]\n\t" \
-    "lsl r4, r4, #1\n\t" \
-    "ldrd r10, r11, [r8], #8\n\t" \
-    "smmulr r3, r3, r10\n\t" \
     "lsl r5, r5, #1\n\t" \
-    "smmulr r2, r2, r10\n\t" \
-    "ldrsb r10, [r9], #1\n\t" \
-    "smmulr r4, r4, r11\n\t" \
-    "lsl r6, r6, #1\n\t" \
+    "ldrd r10, r11, [r8], #8\n\t" \
     "ldr r12, [r8], #4\n\t" \
+    "lsl r4, r4, #1\n\t" \
+    "ldr r9, [sp, #8]\n\t" \
+    "smmulr r2, r2, r10\n\t" \
+    "lsl r6, r6, #1\n\t" \
+    "smmulr r4, r4, r11\n\t" \
+    "smmulr r3, r3, r10\n\t" \
+    "ldrsb r10, [r9], #1\n\t" \
     "smmulr r5, r5, r11\n\t" \
     "lsl r7, r7, #1\n\t" \
-    "ldrsb r11, [r9], #1\n\t" \
     "smmulr r7, r7, r12\n\t" \
-    "ldr r1, [sp, #20]\n\t" \
-    "smmulr r6, r6, r12\n\t" \
-    "ldrsb r12, [r9], #1\n\t" \
-    "rsb r10, r10, #0\n\t" \
     "str r8, [sp, #4]\n\t" \
-    "lsl r8, r1, r10\n\t" \
+    "smmulr r6, r6, r12\n\t" \
+    "ldrsb r11, [r9], #1\n\t" \
+    "ldr r1, [sp, #20]\n\t" \
+    "rsb r10, r10, #0\n\t" \
+    "ldrsb r12, [r9], #1\n\t" \
     "rsb r11, r11, #0\n\t" \
     "add r3, r3, r3, asr #31\n\t" \
-    "str r9, [sp, #8]\n\t" \
     "add r2, r2, r2, asr #31\n\t" \
-    "rsb r12, r12, #0\n\t" \
-    "lsl r9, r1, r11\n\t" \
+    "str r9, [sp, #8]\n\t" \
+    "lsl r8, r1, r10\n\t" \
     "add r3, r3, r8, asr #1\n\t" \
     "add r5, r5, r5, asr #31\n\t" \
-    "add r7, r7, r7, asr #31\n\t" \
-    "add r4, r4, r4, asr #31\n\t" \
+    "rsb r12, r12, #0\n\t" \
     "add r2, r2, r8, asr #1\n\t" \
-    "asr r3, r3, r10\n\t" \
-    "add r4, r4, r9, asr #1\n\t" \
-    "lsl lr, r1, r12\n\t" \
+    "add r4, r4, r4, asr #31\n\t" \
+    "lsl r9, r1, r11\n\t" \
     "asr r2, r2, r10\n\t" \
     "add r5, r5, r9, asr #1\n\t" \
+    "lsl lr, r1, r12\n\t" \
+    "add r4, r4, r9, asr #1\n\t" \
+    "add r7, r7, r7, asr #31\n\t" \
+    "asr r3, r3, r10\n\t" \
     "add r6, r6, r6, asr #31\n\t" \
-    "asr r5, r5, r11\n\t" \
-    "asr r4, r4, r11\n\t" \
-    "add r6, r6, lr, asr #1\n\t" \
-    "ldr r8, [sp, #12]\n\t" \
-    "add r7, r7, lr, asr #1\n\t" \
     "ldr r9, [sp, #16]\n\t" \
+    "asr r4, r4, r11\n\t" \
+    "add r7, r7, lr, asr #1\n\t" \
     "ssat r3, #8, r3\n\t" \
+    "ldr r8, [sp, #12]\n\t" \
     "ssat r2, #8, r2\n\t" \
-    "strb r3, [r9], #1\n\t" \
-    "ssat r5, #8, r5\n\t" \
-    "ldr r1, [sp, #24]\n\t" \
-    "asr r6, r6, r12\n\t" \
+    "asr r5, r5, r11\n\t" \
+    "add r6, r6, lr, asr #1\n\t" \
     "ssat r4, #8, r4\n\t" \
+    "asr r6, r6, r12\n\t" \
+    "strb r3, [r9], #1\n\t" \
     "strb r2, [r8], #1\n\t" \
     "asr r7, r7, r12\n\t" \
     "strb r4, [r8], #1\n\t" \
-    "strb r5, [r9], #1\n\t" \
+    "ssat r5, #8, r5\n\t" \
     "ssat r7, #8, r7\n\t" \
-    "strb r7, [r9], #1\n\t" \
+    "ldr r10, [sp, #24]\n\t" \
     "ssat r6, #8, r6\n\t" \
-    "subs r1, r1, #1\n\t" \
-    "str r9, [sp, #16]\n\t" \
+    "strb r5, [r9], #1\n\t" \
+    "strb r7, [r9], #1\n\t" \
     "strb r6, [r8], #1\n\t" \
-    "str r1, [sp, #24]\n\t" \
+    "str r8, [sp, #12]\n\t" \
+    "subs r10, r10, #1\n\t" \
+    "str r9, [sp, #16]\n\t" \
+    "ldr r1, [sp, #32]\n\t" \
+    "str r10, [sp, #24]\n\t" \
     "add r0, r0, #2 * " #D "\n\t" \
-    "str r8, [sp, #12]\n\t"
+    "ldr r11, [sp]\n\t"
 #endif
 #define PW3_FUNC(NAME, DEPTH, GROUPS, LOOP) \
 __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
@@ -1306,17 +1338,9 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
         "ldm r0, {r2-r10}\n\t" \
         "stm sp, {r2-r10}\n\t" \
         "mov r0, r1\n\t" \
+        PW3_ENTRY \
         "2:\n\t" \
-        "ldr r8, [sp]\n\t" \
-        "ldr r1, [sp, #32]\n\t" \
-        "ldr r2, [r8], #4\n\t" \
-        "ldr r4, [r8], #4\n\t" \
-        "ldr r6, [r8], #4\n\t" \
-        "str r8, [sp]\n\t" \
-        "mov r3, r2\n\t" \
-        "mov r5, r4\n\t" \
-        "mov r7, r6\n\t" \
-        PW3_PRE \
+        PW3_HEAD \
         "1:\n\t" \
         GROUPS LOOP \
         PW3_TAIL(DEPTH) \
