@@ -896,18 +896,10 @@ static __attribute__((noinline)) void dw3_fill(const int8_t *src, int32_t C, int
 }
 
 #if defined(__OPTIMIZE__) && defined(__thumb2__)
-/* Tap (k, kx) of windows A (accumulators r0..r3) and B (r4, r5, r6, r8; S columns on); the buffer's columns
- * P words apart (3: dw3_fill's rows side by side; DW3S_P: dw3_small's whole map). */
+/* Tap (k, kx) of windows A (accumulators r0..r3: DW3P_TAP1, below) and B (r4, r5, r6, r8; S columns on); the
+ * buffer's columns P words apart (3: dw3_fill's rows side by side; DW3S_P: dw3_small's whole map). */
 #define DW3P_TAP(k, kx, S, P)                                                                                          \
-    "ldr r12, [%[r], #4 * (" #P " * " #kx " + " #k ")]\n\t"                                                               \
-    "ldr r10, [%[T], #16 + 8 * (3 * " #k " + " #kx ")]\n\t"                                                          \
-    "ldr r11, [%[T], #20 + 8 * (3 * " #k " + " #kx ")]\n\t"                                                          \
-    "sxtb16 %[e], r12\n\t"                                                                                            \
-    "sxtb16 r12, r12, ror #8\n\t"                                                                                     \
-    "smlabb r0, %[e], r10, r0\n\t"                                                                                    \
-    "smlatt r2, %[e], r10, r2\n\t"                                                                                    \
-    "smlabb r1, r12, r11, r1\n\t"                                                                                     \
-    "smlatt r3, r12, r11, r3\n\t"                                                                                     \
+    DW3P_TAP1(k, kx, P)                                                                                                   \
     "ldr r12, [%[r], #4 * (" #P " * (" #kx " + " #S ") + " #k ")]\n\t"                                                 \
     "sxtb16 %[e], r12\n\t"                                                                                            \
     "sxtb16 r12, r12, ror #8\n\t"                                                                                     \
