@@ -376,6 +376,17 @@ def few_channel_cases(rng, sweep: BoardSweep) -> None:
         conv_case(rng, sweep, f"few3w_o{opg}_{i}_{len(sweep)}", 3, (3, 3), stride=st, pad=pd, dil=[1, 1], hw=hw,
                   oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True, shifts=(-1, -22, -4, -17),
                   out_off=(-128, 127, 0)[i % 3], input_offset=(-127, 128, 3, None)[i % 4], bias_bits=bits)
+    # few_border_widen's RGB windows one pixel across the left edge or one row across the top (widened from the
+    # input's rows, the outside taps zeroed): random heights, widths down to 2, strides, vertical dilation (the top
+    # row from row 1, padding 2 with dilation 2), filter counts (the 2 x 2 and 2 x 3 tiles), batches
+    for i in range(6):
+        dy = int(rng.integers(1, 3))
+        pd = [int(rng.integers(1, dy + 1)), 1]
+        hw = (int(rng.integers(2 * dy + 1, 12)), int(rng.integers(2, 14)))
+        conv_case(rng, sweep, f"few_edge_{i}_{len(sweep)}", 3, (3, 3), stride=[int(rng.integers(1, 3)) for _ in "yx"],
+                  pad=pd, dil=[dy, 1], hw=hw, oc_per_group=int(rng.integers(2, 11)), batch=1 + i % 2, bias=True,
+                  per_channel=True, shifts=(-1, -22, -5, -12), out_off=(-128, 127, 0)[i % 3],
+                  input_offset=(-127, 128, None)[i % 3])
     # small multipliers and shifts of -1 and -2: outputs off the clamp, whose rounding of negative sums (the
     # output stage's sign term, each of the three outputs' own) decides about half of them
     for i, (opg, hw) in enumerate(((8, (6, 7)), (32, (4, 5)))):

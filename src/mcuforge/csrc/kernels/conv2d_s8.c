@@ -844,8 +844,11 @@ void mf_few3_rows28(const uint32_t *frame, const int8_t *w);
 /* the Cortex-M4's groups leave lr alone: the table's cursor stays in it (no store and reload a pair) */
 #define FEW3W_TABLE "ldm lr!, {r8, r9, r10}\n\t"
 #define FEW3T_OUT_A FEW3T_OUT3("r2", "r3", "r4") "ldm lr!, {r8, r9, r10}\n\t"
+/* the biases as two LDRs, not an LDM: one run of 8 loads with the columns' and filters' (1 estimated cycle a
+ * filter pair fewer on the Cortex-M4 model: no LDM before the run) */
 #define FEW3W_MACS \
-    "ldm lr!, {r2, r5}\n\t" \
+    "ldr r2, [lr], #4\n\t" \
+    "ldr r5, [lr], #4\n\t" \
     "ldr r1, [sp, #16]\n\t" \
     "ldr r8, [r0], #112\n\t" \
     "ldr r10, [r1]\n\t" \
@@ -2161,14 +2164,14 @@ static void few_widen16(int8_t *w, uint32_t n) {
 }
 #endif
 
-/* few_widen for the RGB 3x3 layer (3 rows of 9 bytes) in straight-line code, inlined in few_image's loop:
- * six words, then the rows' ninth bytes as group 6's lanes 0, 1, 2 (about 40 estimated cycles a patch on the
+/* few_widen for the RGB 3x3 layer (the rows src, r1, r2 of 9 bytes) in straight-line code, inlined in
+ * few_image's loop: six words, then the rows' ninth bytes as group 6's lanes 0, 1, 2 (about 40 estimated cycles a patch on the
  * Cortex-M4 model against 250 through the loops). Groups of 4 taps gs int16 apart (few_widen's gs). */
-static inline __attribute__((always_inline)) void few_widen_rgb(const int8_t *src, size_t step, int16_t *cols,
-                                                               uint32_t c, uint32_t gs, int32_t off16, int32_t off) {
+static inline __attribute__((always_inline)) void few_widen_rgb3(const int8_t *src, const int8_t *r1,
+                                                                const int8_t *r2, int16_t *cols, uint32_t c,
+                                                                uint32_t gs, int32_t off16, int32_t off) {
     int16_t *dst = cols + 4u * c;
     {
-        const int8_t *r1 = src + step, *r2 = r1 + step;
         const int32_t a0 = mf_ld32(src), a1 = mf_ld32(src + 4), b0 = mf_ld32(r1), b1 = mf_ld32(r1 + 4);
         const int32_t c0 = mf_ld32(r2), c1 = mf_ld32(r2 + 4), t0 = src[8] + off, t1 = r1[8] + off, t2 = r2[8] + off;
         mf_st32(dst, mf_sxtab16(off16, a0));
@@ -2186,6 +2189,11 @@ static inline __attribute__((always_inline)) void few_widen_rgb(const int8_t *sr
         mf_st32(dst + 6u * gs, mf_wrap32(((uint32_t)t0 & 0xFFFFu) | ((uint32_t)t2 << 16))); /* lanes 0, 2 */
         dst[6u * gs + 2u] = (int16_t)t1;                                                      /* lane 1 */
     }
+}
+/* few_widen_rgb3 on the rows `step` bytes apart from src */
+static inline __attribute__((always_inline)) void few_widen_rgb(const int8_t *src, size_t step, int16_t *cols,
+                                                               uint32_t c, uint32_t gs, int32_t off16, int32_t off) {
+    few_widen_rgb3(src, src + step, src + 2u * step, cols, c, gs, off16, off);
 }
 
 /* Column c of the interleaved columns (widen_interleaved's layout when gs = 8: the groups of 4 taps 8 int16
@@ -2339,6 +2347,31 @@ static __attribute__((noinline)) void few_border_widen(const conv_geom *g, int32
                                                        int16_t *cols, uint32_t c, uint32_t gs, int32_t off16,
                                                        int32_t off) {
     const uint32_t rb = g->kw * g->wc;
+    if (g->contiguous_rows && g->kh == 3u && g->kw == 3u && g->wc == 3u) {
+        /* A window one pixel across the left edge or one row across the top (padding 1: every window of a row's
+         * or column's border but the corner) widened straight from the input's rows, then the taps outside set
+         * to 0 (x + offset for the zero point): no patch copy (VWW's first layer: about 245 -> 70 estimated
+         * cycles such a window on the Cortex-M4 model). The left edge's pixel -1 is read from the row above's
+         * last pixel (so from row 1 on), the top's missing row from the first one, both then overwritten. */
+        const int32_t dy = g->dl[0], h = g->h, w = g->w;
+        const ptrdiff_t in_row = (ptrdiff_t)w * 3;
+        int16_t *dst = cols + 4u * c;
+        if (x0 == -1 && w >= 2 && y0 >= 1 && y0 + 2 * dy < h) {
+            const int8_t *src = g->x + (ptrdiff_t)y0 * in_row - 3;
+            few_widen_rgb3(src, src + dy * in_row, src + 2 * dy * in_row, cols, c, gs, off16, off);
+            /* each row's first 3 taps: group 2 r's lanes 0, 2 (a word) and 1 */
+            for (uint32_t r = 0; r < 3u; r++) mf_st32(dst + 2u * r * gs, 0), dst[2u * r * gs + 2u] = 0;
+            return;
+        }
+        if (y0 < 0 && y0 + dy >= 0 && y0 + 2 * dy < h && x0 >= 0 && x0 + 2 < w) {
+            const int8_t *r1 = g->x + (ptrdiff_t)(y0 + dy) * in_row + (ptrdiff_t)x0 * 3;
+            few_widen_rgb3(r1, r1, r1 + dy * in_row, cols, c, gs, off16, off);
+            /* row 0's taps: groups 0 and 1, and lane 0 of group 6 (its ninth) */
+            mf_st32(dst, 0), mf_st32(dst + 2, 0), mf_st32(dst + gs, 0), mf_st32(dst + gs + 2u, 0);
+            dst[6u * gs] = 0;
+            return;
+        }
+    }
     few_border(g, y0, x0, staging);
     if (g->kh == 3u && rb == 9u) {
         few_widen_rgb(staging, rb, cols, c, gs, off16, off);
