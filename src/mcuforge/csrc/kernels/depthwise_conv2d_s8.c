@@ -1448,9 +1448,15 @@ DWP_FUNC(mf_dwp_run_clamp, DWP_CLAMP4, DWP_CLAMP_ONE);
 
 /* Stride 2 along the rows (dwp2): window a of a pass reads columns 2a .. 2a + 2, so its taps 0/1 are the aligned
  * pair of word a (one SMLAD) and its tap 2 the low half of word a + 1, the next window's pair: five words a row
- * for four windows, no PKHBT. Row 0 (taps 0/1 in r5, tap 2 in r8's low half) starts windows 1..3 from r1 before
- * window 0 adds to it. */
+ * for four windows, no PKHBT. Row 0 takes taps 0/1 from r5 and tap 2 from r8's low half; DWP2_ROW0 also loads
+ * the accumulators' start (lr + 28). */
+#if defined(__ARM_ARCH_7EM__) && defined(__ARM_FP) && (__ARM_FP & 8)
+/* A Cortex-M7 (a double-precision FPU on an Armv7E-M core, as conv2d_s8's DSP_PW_RUNS): its dual issue pairs a
+ * load with the MACs around it, and a word loaded just before its MAC stalls it, so the loads stay spread
+ * between the MACs there (the runs of loads below: VWW op 3 204.0 -> 206.3 k cycles on the Cortex-M7 model).
+ * Row 0: the accumulators' start in r1; windows 1..3 read it before window 0 adds to it. */
 #define DWP2_ROW0                                                                                                     \
+    "ldr r1, [lr, #28]\n\t"                                                                                           \
     "ldr r10, [r0, #8]\n\t"                                                                                           \
     "ldr r11, [r0, #12]\n\t"                                                                                          \
     "ldr r12, [r0, #16]\n\t"                                                                                          \
@@ -1464,7 +1470,6 @@ DWP_FUNC(mf_dwp_run_clamp, DWP_CLAMP4, DWP_CLAMP_ONE);
     "smlabb r2, r10, r8, r2\n\t"                                                                                      \
     "smlad r1, r12, r5, r1\n\t"                                                                                       \
     "smlabb r1, r11, r8, r1\n\t"
-/* One row (slot at byte OFF, taps 0/1 in W, tap 2 in half Y of W2) of windows 0..3. */
 #define DWP2_ROW(OFF, W, W2, Y)                                                                                       \
     "ldr r10, [r0, #" #OFF "]\n\t"                                                                                    \
     "ldr r11, [r0, #" #OFF " + 4]\n\t"                                                                                \
@@ -1479,6 +1484,42 @@ DWP_FUNC(mf_dwp_run_clamp, DWP_CLAMP4, DWP_CLAMP_ONE);
     "smlab" Y " r3, r10, " W2 ", r3\n\t"                                                                               \
     "smlad r4, r10, " W ", r4\n\t"                                                                                     \
     "smlab" Y " r4, r11, " W2 ", r4\n\t"
+#else
+/* Row 0 on the Cortex-M4 (and M33): the accumulators' start in r11 and the five words in r1..r4, r10, six loads
+ * in a row (pipelined on the Cortex-M4: one cycle each after the first), each window's SMLAD writing the register of the word it reads first (window a + 1 has read word a + 1 by then). */
+#define DWP2_ROW0                                                                                                     \
+    "ldr r11, [lr, #28]\n\t"                                                                                          \
+    "ldr r1, [r0]\n\t"                                                                                                \
+    "ldr r2, [r0, #4]\n\t"                                                                                            \
+    "ldr r3, [r0, #8]\n\t"                                                                                            \
+    "ldr r4, [r0, #12]\n\t"                                                                                           \
+    "ldr r10, [r0, #16]\n\t"                                                                                          \
+    "smlad r1, r1, r5, r11\n\t"                                                                                       \
+    "smlabb r1, r2, r8, r1\n\t"                                                                                       \
+    "smlad r2, r2, r5, r11\n\t"                                                                                       \
+    "smlabb r2, r3, r8, r2\n\t"                                                                                       \
+    "smlad r3, r3, r5, r11\n\t"                                                                                       \
+    "smlabb r3, r4, r8, r3\n\t"                                                                                       \
+    "smlad r4, r4, r5, r11\n\t"                                                                                       \
+    "smlabb r4, r10, r8, r4\n\t"
+/* One row (slot at byte OFF, taps 0/1 in W, tap 2 in half Y of W2) of windows 0..3: words 0..2, windows 0 and 1,
+ * then words 3 and 4 into the registers of words 0 and 1 (two loads in a row, not one between MACs: 16 -> 15
+ * cycles a row on the Cortex-M4 model). */
+#define DWP2_ROW(OFF, W, W2, Y)                                                                                       \
+    "ldr r10, [r0, #" #OFF "]\n\t"                                                                                    \
+    "ldr r11, [r0, #" #OFF " + 4]\n\t"                                                                                \
+    "ldr r12, [r0, #" #OFF " + 8]\n\t"                                                                                \
+    "smlad r1, r10, " W ", r1\n\t"                                                                                     \
+    "smlab" Y " r1, r11, " W2 ", r1\n\t"                                                                               \
+    "smlad r2, r11, " W ", r2\n\t"                                                                                     \
+    "smlab" Y " r2, r12, " W2 ", r2\n\t"                                                                               \
+    "ldr r10, [r0, #" #OFF " + 12]\n\t"                                                                               \
+    "ldr r11, [r0, #" #OFF " + 16]\n\t"                                                                               \
+    "smlad r3, r12, " W ", r3\n\t"                                                                                     \
+    "smlab" Y " r3, r10, " W2 ", r3\n\t"                                                                               \
+    "smlad r4, r10, " W ", r4\n\t"                                                                                     \
+    "smlab" Y " r4, r11, " W2 ", r4\n\t"
+#endif
 /* dwp2's function NAME(dwp_ch *c): as DWP_FUNC, passes of four windows 16 bytes on; single window k (the row's
  * last 0..3) at word k of the pass after. */
 #define DWP2_FUNC(NAME, CLAMP, CLAMP_ONE)                                                                              \
@@ -1493,7 +1534,7 @@ DWP_FUNC(mf_dwp_run_clamp, DWP_CLAMP4, DWP_CLAMP_ONE);
             "cmp r0, r10\n\t"                                                                                          \
             "beq 3f\n"                                                                                                 \
             "1:\n\t"                                                                                                   \
-            "ldr r1, [lr, #28]\n\t" DWP2_ROW0 DWP2_ROW(112, "r6", "r8", "t") DWP2_ROW(224, "r7", "r9", "b")            \
+            DWP2_ROW0 DWP2_ROW(112, "r6", "r8", "t") DWP2_ROW(224, "r7", "r9", "b")            \
             "ldr r10, [lr, #32]\n\t"                                                                                   \
             "ldr r11, [lr, #36]\n\t"                                                                                   \
             "ldr r12, [lr, #40]\n\t" DWP_OUT("r1") DWP_OUT("r2") DWP_OUT("r3") DWP_OUT("r4") CLAMP                     \
