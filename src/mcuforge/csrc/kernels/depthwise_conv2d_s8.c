@@ -1448,9 +1448,15 @@ DWP_FUNC(mf_dwp_run_clamp, DWP_CLAMP4, DWP_CLAMP_ONE);
 
 /* Stride 2 along the rows (dwp2): window a of a pass reads columns 2a .. 2a + 2, so its taps 0/1 are the aligned
  * pair of word a (one SMLAD) and its tap 2 the low half of word a + 1, the next window's pair: five words a row
- * for four windows, no PKHBT. Row 0 (taps 0/1 in r5, tap 2 in r8's low half) starts windows 1..3 from r1 before
- * window 0 adds to it. */
+ * for four windows, no PKHBT. Row 0 takes taps 0/1 from r5 and tap 2 from r8's low half; DWP2_ROW0 also loads
+ * the accumulators' start (lr + 28). */
+#if defined(__ARM_ARCH_7EM__) && defined(__ARM_FP) && (__ARM_FP & 8)
+/* A Cortex-M7 (a double-precision FPU on an Armv7E-M core, as conv2d_s8's DSP_PW_RUNS): its dual issue pairs a
+ * load with the MACs around it, and a word loaded just before its MAC stalls it, so the loads stay spread
+ * between the MACs there (the runs of loads below: VWW op 3 204.0 -> 206.3 k cycles on the Cortex-M7 model).
+ * Row 0: the accumulators' start in r1; windows 1..3 read it before window 0 adds to it. */
 #define DWP2_ROW0                                                                                                     \
+    "ldr r1, [lr, #28]\n\t"                                                                                           \
     "ldr r10, [r0, #8]\n\t"                                                                                           \
     "ldr r11, [r0, #12]\n\t"                                                                                          \
     "ldr r12, [r0, #16]\n\t"                                                                                          \
@@ -1464,7 +1470,6 @@ DWP_FUNC(mf_dwp_run_clamp, DWP_CLAMP4, DWP_CLAMP_ONE);
     "smlabb r2, r10, r8, r2\n\t"                                                                                      \
     "smlad r1, r12, r5, r1\n\t"                                                                                       \
     "smlabb r1, r11, r8, r1\n\t"
-/* One row (slot at byte OFF, taps 0/1 in W, tap 2 in half Y of W2) of windows 0..3. */
 #define DWP2_ROW(OFF, W, W2, Y)                                                                                       \
     "ldr r10, [r0, #" #OFF "]\n\t"                                                                                    \
     "ldr r11, [r0, #" #OFF " + 4]\n\t"                                                                                \
@@ -1479,6 +1484,42 @@ DWP_FUNC(mf_dwp_run_clamp, DWP_CLAMP4, DWP_CLAMP_ONE);
     "smlab" Y " r3, r10, " W2 ", r3\n\t"                                                                               \
     "smlad r4, r10, " W ", r4\n\t"                                                                                     \
     "smlab" Y " r4, r11, " W2 ", r4\n\t"
+#else
+/* Row 0 on the Cortex-M4 (and M33): the accumulators' start in r11 and the five words in r1..r4, r10, six loads
+ * in a row (pipelined on the Cortex-M4: one cycle each after the first), each window's SMLAD writing the register of the word it reads first (window a + 1 has read word a + 1 by then). */
+#define DWP2_ROW0                                                                                                     \
+    "ldr r11, [lr, #28]\n\t"                                                                                          \
+    "ldr r1, [r0]\n\t"                                                                                                \
+    "ldr r2, [r0, #4]\n\t"                                                                                            \
+    "ldr r3, [r0, #8]\n\t"                                                                                            \
+    "ldr r4, [r0, #12]\n\t"                                                                                           \
+    "ldr r10, [r0, #16]\n\t"                                                                                          \
+    "smlad r1, r1, r5, r11\n\t"                                                                                       \
+    "smlabb r1, r2, r8, r1\n\t"                                                                                       \
+    "smlad r2, r2, r5, r11\n\t"                                                                                       \
+    "smlabb r2, r3, r8, r2\n\t"                                                                                       \
+    "smlad r3, r3, r5, r11\n\t"                                                                                       \
+    "smlabb r3, r4, r8, r3\n\t"                                                                                       \
+    "smlad r4, r4, r5, r11\n\t"                                                                                       \
+    "smlabb r4, r10, r8, r4\n\t"
+/* One row (slot at byte OFF, taps 0/1 in W, tap 2 in half Y of W2) of windows 0..3: words 0..2, windows 0 and 1,
+ * then words 3 and 4 into the registers of words 0 and 1 (two loads in a row, not one between MACs: 16 -> 15
+ * cycles a row on the Cortex-M4 model). */
+#define DWP2_ROW(OFF, W, W2, Y)                                                                                       \
+    "ldr r10, [r0, #" #OFF "]\n\t"                                                                                    \
+    "ldr r11, [r0, #" #OFF " + 4]\n\t"                                                                                \
+    "ldr r12, [r0, #" #OFF " + 8]\n\t"                                                                                \
+    "smlad r1, r10, " W ", r1\n\t"                                                                                     \
+    "smlab" Y " r1, r11, " W2 ", r1\n\t"                                                                               \
+    "smlad r2, r11, " W ", r2\n\t"                                                                                     \
+    "smlab" Y " r2, r12, " W2 ", r2\n\t"                                                                               \
+    "ldr r10, [r0, #" #OFF " + 12]\n\t"                                                                               \
+    "ldr r11, [r0, #" #OFF " + 16]\n\t"                                                                               \
+    "smlad r3, r12, " W ", r3\n\t"                                                                                     \
+    "smlab" Y " r3, r10, " W2 ", r3\n\t"                                                                               \
+    "smlad r4, r10, " W ", r4\n\t"                                                                                     \
+    "smlab" Y " r4, r11, " W2 ", r4\n\t"
+#endif
 /* dwp2's function NAME(dwp_ch *c): as DWP_FUNC, passes of four windows 16 bytes on; single window k (the row's
  * last 0..3) at word k of the pass after. */
 #define DWP2_FUNC(NAME, CLAMP, CLAMP_ONE)                                                                              \
@@ -1493,7 +1534,7 @@ DWP_FUNC(mf_dwp_run_clamp, DWP_CLAMP4, DWP_CLAMP_ONE);
             "cmp r0, r10\n\t"                                                                                          \
             "beq 3f\n"                                                                                                 \
             "1:\n\t"                                                                                                   \
-            "ldr r1, [lr, #28]\n\t" DWP2_ROW0 DWP2_ROW(112, "r6", "r8", "t") DWP2_ROW(224, "r7", "r9", "b")            \
+            DWP2_ROW0 DWP2_ROW(112, "r6", "r8", "t") DWP2_ROW(224, "r7", "r9", "b")            \
             "ldr r10, [lr, #32]\n\t"                                                                                   \
             "ldr r11, [lr, #36]\n\t"                                                                                   \
             "ldr r12, [lr, #40]\n\t" DWP_OUT("r1") DWP_OUT("r2") DWP_OUT("r3") DWP_OUT("r4") CLAMP                     \
@@ -1587,19 +1628,55 @@ static void dwp_plan_of(int32_t c0, int32_t w, int32_t n, dwp_plan *p) {
     p->z1 = pairs - k;
 }
 
-/* The inside columns of a ring row's fill: mf_dwp_fill_in(s, xcol, d, o) widens o[3] column pairs from s (pairs 2 xcol
- * bytes apart) into the four channels' rings at d, d + o[0], d + o[1], d + o[2] (word-aligned). In asm, two pairs
- * an iteration: the loop's compare and branch paid once for both, each pair's loads issued before the first
- * PKHBT reads them (C compiled to one pair an iteration with a load-use stall; unrolled in C, dwp_image's
- * registers spilled: MobileNet 0.25's dwp ops 12.46 -> 12.50 M cycles in total). */
+/* A ring row's fill from its first straddling or inside column pair on (the plan's z0 and z1 pairs of the zero point
+ * alone stay in C: none in MobileNet's or DS-CNN's rows): the fixed part, planned once per image (dwp_fills), and
+ * the row. */
+typedef struct {
+    int32_t o1, o2, o3;  /*  0: the channels' ring offsets (bytes) from channel 0's */
+    int32_t m;           /* 12: inside column pairs */
+    int32_t xcol;        /* 16: bytes between view columns */
+    int32_t s_off;       /* 20: bytes from the view row to the first column read (the left edge's, if any) */
+    int32_t left, right; /* 24, 28: a pair straddling the input's left (right) edge (0 or 1) */
+    int32_t zp;          /* 32: the zero point (4 bytes) */
+} dwp_fills;
+typedef char dwp_fills_layout[offsetof(dwp_fills, s_off) == 20 && offsetof(dwp_fills, zp) == 32 ? 1 : -1];
+
+/* mf_dwp_fill_in(s, d, f) widens the row at s (a view row) into the four channels' rings at d, d + o1, d + o2,
+ * d + o3 (word-aligned): the left edge's pair (the zero point, then column a0 - 1), f->m inside pairs, the right
+ * edge's pair. In asm, the edges too (in C, around the call, they cost about 50 cycles a row more on the
+ * Cortex-M4 model: the call's arguments and the pointers rebuilt, the edges' loads and multiplies); the inside
+ * pairs through one pointer per channel's ring (post-indexed stores, 1 cycle each on the Cortex-M4 model; register
+ * offsets d + o_i, 2: 22 -> 18 cycles a column pair, MobileNet 0.25's dwp fills 479 -> 441 k cycles), two
+ * pairs an iteration: the loop's compare and branch paid once for both, each pair's loads issued before
+ * the first PKHBT reads them (C compiled to one pair an iteration with a load-use stall; unrolled in C,
+ * dwp_image's registers spilled: MobileNet 0.25's dwp ops 12.46 -> 12.50 M cycles in total). */
 __asm__(".pushsection .text.mf_dwp_fill_in,\"ax\",%progbits\n\t"
         ".syntax unified\n\t.thumb\n\t.align 2\n\t.type mf_dwp_fill_in, %function\n\t.thumb_func\n"
         "mf_dwp_fill_in:\n\t"
-        "push {r4-r11, lr}\n\t"
-        "ldm r3, {r4-r7}\n\t"
+        "push {r2, r4-r11, lr}\n\t" /* f at [sp]: the right edge's reads after the loop took r3 */
+        "mov r3, r2\n\t"
+        "mov r2, r1\n\t"
+        "ldm r3!, {r4-r7}\n\t"
+        "ldm r3, {r1, r8-r11}\n\t" /* xcol, s_off, left, right, zp */
         "add r4, r2, r4\n\t"
         "add r5, r2, r5\n\t"
         "add r6, r2, r6\n\t"
+        "add r0, r0, r8\n\t"
+        "cmp r9, #0\n\t"
+        "beq 1f\n\t"
+        "ldr r8, [r0]\n\t" /* the left edge: u the zero point, v column a0 - 1 */
+        "add r0, r0, r1\n\t"
+        "pkhbt r12, r11, r8, lsl #16\n\t"
+        "pkhtb r8, r8, r11, asr #16\n\t"
+        "sxtb16 r9, r12\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "str r9, [r2], #4\n\t"
+        "str r12, [r4], #4\n\t"
+        "sxtb16 r9, r8\n\t"
+        "sxtb16 r8, r8, ror #8\n\t"
+        "str r9, [r5], #4\n\t"
+        "str r8, [r6], #4\n"
+        "1:\n\t"
         "tst r7, #1\n\t"
         "beq 1f\n\t"
         "ldr r8, [r0]\n\t"
@@ -1648,14 +1725,32 @@ __asm__(".pushsection .text.mf_dwp_fill_in,\"ax\",%progbits\n\t"
         "subs r7, r7, #1\n\t"
         "bne 2b\n"
         "3:\n\t"
-        "pop {r4-r11, pc}\n\t"
+        "ldr r3, [sp]\n\t"
+        "ldr r10, [r3, #28]\n\t"
+        "cmp r10, #0\n\t"
+        "beq 4f\n\t"
+        "ldr r11, [r3, #32]\n\t"
+        "ldr r8, [r0]\n\t" /* the right edge: u column a0 + 2 m, v the zero point */
+        "pkhbt r12, r8, r11, lsl #16\n\t"
+        "pkhtb r8, r11, r8, asr #16\n\t"
+        "sxtb16 r9, r12\n\t"
+        "sxtb16 r12, r12, ror #8\n\t"
+        "str r9, [r2]\n\t"
+        "str r12, [r4]\n\t"
+        "sxtb16 r9, r8\n\t"
+        "sxtb16 r8, r8, ror #8\n\t"
+        "str r9, [r5]\n\t"
+        "str r8, [r6]\n"
+        "4:\n\t"
+        "pop {r2, r4-r11, pc}\n\t"
         ".size mf_dwp_fill_in, . - mf_dwp_fill_in\n\t"
         ".popsection\n");
-void mf_dwp_fill_in(const int8_t *s, ptrdiff_t xcol, uint8_t *d, const int32_t o[4]);
+void mf_dwp_fill_in(const int8_t *s, uint8_t *d, const dwp_fills *f);
 
 /* Slot d of the four channels' rings (channel i at byte o_i of it, o_0 = 0: dwp_chan): the plan's columns of
- * view row src (NULL: a row outside the input), the zero point zp (4 bytes) outside the input. */
-static inline __attribute__((always_inline)) void dwp_fill(const int8_t *src, ptrdiff_t xcol, const dwp_plan *p,
+ * view row src (NULL: a row outside the input), the zero point zp (4 bytes) outside the input; f: the plan's
+ * edges and inside pairs for mf_dwp_fill_in. */
+static inline __attribute__((always_inline)) void dwp_fill(const int8_t *src, const dwp_plan *p, const dwp_fills *f,
                                                            int32_t zp, int16_t *d16, int32_t o1, int32_t o2,
                                                            int32_t o3) {
     uint8_t *d = (uint8_t *)d16;
@@ -1666,15 +1761,8 @@ static inline __attribute__((always_inline)) void dwp_fill(const int8_t *src, pt
         return;
     }
     for (const uint8_t *e = d + 4 * p->z0; d != e; d += 4) dwp_put(d, o1, o2, o3, zp, zp);
-    if (p->left) dwp_put(d, o1, o2, o3, zp, mf_ld32(src + (p->a0 - 1) * xcol)), d += 4;
-    const int8_t *s = src + p->a0 * xcol;
-    /* the inside columns through one pointer per channel's ring (post-indexed stores, 1 cycle each on the
-     * Cortex-M4 model; dwp_put's d + o_i are register offsets, 2): 22 -> 18 cycles a column pair (MobileNet
-     * 0.25's dwp fills 479 -> 441 k cycles); then two pairs an iteration in asm (mf_dwp_fill_in) */
-    const int32_t o[4] = {o1, o2, o3, p->m};
-    mf_dwp_fill_in(s, xcol, d, o);
-    d += 4 * p->m, s += 2 * p->m * xcol;
-    if (p->right) dwp_put(d, o1, o2, o3, mf_ld32(s), zp), d += 4;
+    mf_dwp_fill_in(src, d, f);
+    d += 4 * (p->left + p->m + p->right);
     for (const uint8_t *e = d + 4 * p->z1; d != e; d += 4) dwp_put(d, o1, o2, o3, zp, zp);
 }
 
@@ -1703,6 +1791,8 @@ static __attribute__((noinline)) void dwp_image(const dw3_view *v, dwp_ch ch[4],
     int32_t tag[3] = {INT32_MIN, INT32_MIN, INT32_MIN};
     dwp_plan plan;
     dwp_plan_of(-v->pd[1], v->w, n, &plan);
+    const dwp_fills f = {o1, o2, o3, plan.m, (int32_t)v->x_col, (plan.a0 - plan.left) * (int32_t)v->x_col,
+                         plan.left, plan.right, zp};
     const int full = ch[0].lo == -128 && ch[0].hi == 127;
     void (*const run)(dwp_ch *) = s2 ? full ? mf_dwp2_run_int8 : mf_dwp2_run_clamp
                                      : full ? mf_dwp_run_int8 : mf_dwp_run_clamp; /* chosen once */
@@ -1719,7 +1809,7 @@ static __attribute__((noinline)) void dwp_image(const dw3_view *v, dwp_ch ch[4],
             const int32_t iy = y0 + k;
             if (tag[q] != iy) {
                 const int8_t *src = iy >= 0 && iy < v->h ? xb + iy * v->x_row : NULL;
-                dwp_fill(src, v->x_col, &plan, zp, ring + q * DWP_NC, o1, o2, o3);
+                dwp_fill(src, &plan, &f, zp, ring + q * DWP_NC, o1, o2, o3);
                 tag[q] = iy;
             }
         }
