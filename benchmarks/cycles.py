@@ -259,8 +259,11 @@ def main(argv: list[str]) -> None:
     if "--zoo" in argv:
         sys.exit(1 if zoo_check() else 0)
     if "--ops" in argv:
-        at = argv.index("--ops")
-        print(op_table(argv[at + 1], argv[at + 2]))
+        model, target = (argv[argv.index("--ops") + 1:] + ["", ""])[:2]
+        if model not in MODELS or target not in TARGETS:
+            sys.exit(f"--ops MODEL CORE: MODEL one of {', '.join(sorted(MODELS))}, CORE one of {', '.join(TARGETS)} "
+                     f"(got {model or 'nothing'!r} and {target or 'nothing'!r})")
+        print(op_table(model, target))
         return
     root = cmsis_build.locate(None)
     if root is None:
