@@ -28,6 +28,7 @@ from mcuforge.ir import Graph, Op, Tensor, kernel_scratch_bytes
 from mcuforge.plan import plan_arena
 from mcuforge.program import deserialize, serialize
 from mcuforge.runtime import execute
+from mcuforge.targets import get_target
 
 #: Host build flags of the optimized scalar kernel paths (cortex-m3's, csrc/kernels/mf_scalar.h).
 SCALAR_FAST = ("-DMF_SCALAR_FAST=1",)
@@ -45,11 +46,12 @@ class BoardSweep:
 
     def add(self, case: str, kind: str, attrs: dict, inputs: Sequence[tuple[Tensor, np.ndarray]],
             outputs: Sequence[Tensor], constants: Sequence[Tensor] = (), op_inputs: Sequence[str] | None = None,
-            backend: str = "int8", scratch: bool | int = True) -> None:
+            backend: str = "int8", scratch: bool | int | dict[str, int] = True) -> None:
         """One case: an op of ``kind`` over graph inputs (tensor, value), constants and outputs.
         ``op_inputs``: the op's input names in order ("" for an absent optional input); by default
         the inputs, then the constants. ``scratch=False``: the op asks no scratch (its kernel then
-        runs the portable path); an int: those bytes on every target (a plan other than the target's)."""
+        runs the portable path); an int: those bytes on every target (a plan other than the target's); a
+        dict: those bytes on the targets of a kernel path it names ("dsp": ...), the target's plan elsewhere."""
         if any(op.debug.get("case") == case for op in self.ops):
             raise ValueError(f"case {case!r} added twice")
         rename = {t.name: f"{case}.{t.name}" for t in [*(t for t, _ in inputs), *constants, *outputs]}
@@ -64,7 +66,7 @@ class BoardSweep:
         names = op_inputs if op_inputs is not None else [t.name for t in [*(t for t, _ in inputs), *constants]]
         self.ops.append(Op(kind, [rename[n] if n else "" for n in names], [rename[t.name] for t in outputs],
                            dict(attrs), backend=backend, scratch_bytes=0 if isinstance(scratch, bool) else scratch,
-                           debug={"case": case, "scratch": scratch if isinstance(scratch, bool) else "keep"}))
+                           debug={"case": case, "scratch": scratch if isinstance(scratch, bool | dict) else "keep"}))
 
     def add_graph(self, case: str, graph: Graph, values: Sequence[np.ndarray], keep_scratch: bool = False) -> None:
         """A whole program as one case (its ops in order, its tensors prefixed with the case name): patch
@@ -99,7 +101,10 @@ class BoardSweep:
         ops = []
         for op in self.ops:
             scratch = op.scratch_bytes if op.debug["scratch"] == "keep" else 0
-            if op.debug["scratch"] is True:
+            asked = op.debug["scratch"]
+            if isinstance(asked, dict) and get_target(target).kernel_path in asked:
+                scratch = asked[get_target(target).kernel_path]
+            elif asked is True or isinstance(asked, dict):
                 weight = self.tensors[op.inputs[1]].shape if len(op.inputs) > 1 and op.inputs[1] else ()
                 scratch = kernel_scratch_bytes(op.kind, weight, target, self.tensors[op.outputs[0]].shape, op.attrs)
             ops.append(replace(op, scratch_bytes=scratch))

@@ -27,6 +27,7 @@ from mcuforge import firmware
 from mcuforge.ir import Tensor
 from mcuforge.kernels import conv_output_hw
 from mcuforge.kernels.fc_pairs import S8_PAIRS, pack_pairs
+from mcuforge.kinds.scratch import SCRATCH
 from mcuforge.program import deserialize
 from mcuforge.runtime import execute
 
@@ -57,7 +58,7 @@ def offsets(rng, input_offset: int | None = None) -> dict:
 
 def conv_case(rng, sweep: BoardSweep, case: str, wc: int, kernel: tuple[int, int], groups: int = 1,
               oc_per_group: int | None = None, stride=None, pad=None, dil=None, hw=None, batch: int = 1,
-              scratch: bool | int = True, input_offset: int | None = None, bias: bool | None = None,
+              scratch: bool | int | dict[str, int] = True, input_offset: int | None = None, bias: bool | None = None,
               per_channel: bool | None = None, shifts: tuple[int, ...] = (), out_off: int | None = None,
               bias_bits: int = 16, mult_bits: int | None = None) -> None:
     """``out_off``: this output offset and the full int8 clamp (else both drawn); ``bias_bits``: the biases'
@@ -208,6 +209,28 @@ def conv_sweep(seed: int) -> BoardSweep:
                   stride=st, pad=[0, 0], dil=[1, 1], hw=hw, oc_per_group=opg, batch=1 + i % 2, bias=True,
                   per_channel=True, shifts=(-1, -22, -9, -14), out_off=(-128, 127, 0)[i % 3],
                   input_offset=(-127, 128, 0, None)[i % 4])
+    # the pointwise 2 x 3 tiles (conv2d_s8.c mf_pw23_rows64/128/256 on cortex-m4/m33: two filters x three pixels,
+    # an even filter count a group, conv2d_s8_dsp's scratch for a 1x1 kernel): pixel counts 3 k, 3 k + 1 and
+    # 3 k + 2 (the last one or two pixels by the 3 x 2 tiles), exactly 3, fewer than 3, one filter pair and 65,
+    # groups, strides, batches, biases up to 2^29 (the short output stage's reach), the offsets' ends; with the
+    # scratch one byte short of that plan (the 3 x 2 tiles instead); rounding ties at each depth
+    for i, (wc, opg, hw, st, groups) in enumerate(((64, 2, (1, 3), [1, 1], 1), (64, 10, (3, 4), [1, 1], 1),
+                                                   (64, 6, (4, 4), [1, 1], 2), (128, 2, (3, 3), [1, 1], 1),
+                                                   (128, 12, (2, 4), [1, 1], 1), (128, 4, (5, 5), [2, 1], 1),
+                                                   (256, 2, (3, 3), [1, 1], 1), (256, 8, (2, 5), [1, 1], 1),
+                                                   (256, 4, (5, 4), [2, 2], 1), (128, 130, (1, 3), [1, 1], 1),
+                                                   (64, 4, (2, 7), [1, 1], 1), (256, 6, (1, 2), [1, 1], 1))):
+        conv_case(rng, sweep, f"pw23_c{wc}_o{opg}_g{groups}_{i}_{len(sweep)}", wc, (1, 1), groups=groups,
+                  stride=st, pad=[0, 0], dil=[1, 1], hw=hw, oc_per_group=opg, batch=1 + i % 2, bias=True,
+                  per_channel=True, shifts=(-1, -22, -9, -14), out_off=(-128, 127, 0)[i % 3],
+                  input_offset=(-127, 128, 0, None)[i % 4], bias_bits=(16, 24, 29)[i % 3])
+    for i, wc in enumerate((64, 128, 256)):
+        short = SCRATCH["conv2d_s8_dsp"](depth=wc, filters=4, window=1) - 1
+        assert short >= SCRATCH["conv2d_s8_im2col"](depth=wc)
+        conv_case(rng, sweep, f"pw23_short_scratch_c{wc}_{i}_{len(sweep)}", wc, (1, 1), stride=[1, 1], pad=[0, 0],
+                  dil=[1, 1], hw=(3, 3), oc_per_group=4, bias=True, per_channel=True, shifts=(-1, -22, -9),
+                  out_off=-128, scratch={"dsp": short})
+        tie_case(rng, sweep, f"pw23_ties_c{wc}_{i}", wc, (1, 1), 2 + 2 * i, (3, 3 + i), shifts=(-1, -2, -3))
     # the 3 x 2 tiles on 3x3 patches (mf_pw3_rows144/288/576: resnet's 3x3 layers on 16, 32, 64 channels, a
     # loop of 12 or 16 groups): 16 filters (five triples and one filter left to the C loop), 1, 2, 3, 4, 5, 7
     # filters (the pairs and the C loop), stride 2, padding (the border windows through im2col), odd pixel
@@ -318,8 +341,6 @@ def few_channel_cases(rng, sweep: BoardSweep) -> None:
     (the last filter in C), an odd pixel count (its outputs written twice), batches, the output offset's and the
     input offset's ends; the 2 x 3 tiles' pixel counts not a multiple of 3; and with the scratch
     one byte short of that plan, the im2col path (still the im2col plan's bytes or more on every board)."""
-    from mcuforge.kinds.scratch import SCRATCH
-
     shapes = (  # (filter channels, kernel, stride, padding, dilation, (h, w), filters)
         (3, (3, 3), [1, 1], [1, 1], [1, 1], (9, 7), 8), (3, (3, 3), [2, 2], [1, 1], [1, 1], (12, 11), 8),
         (3, (3, 3), [1, 2], [0, 1], [1, 1], (7, 13), 5), (3, (3, 3), [2, 1], [1, 0], [1, 1], (11, 6), 3),
@@ -351,7 +372,7 @@ def few_channel_cases(rng, sweep: BoardSweep) -> None:
                   out_off=(-128, 127, 0)[i % 3], input_offset=(-127, 128, 0, None)[i % 4])
     for i, (wc, kernel, opg) in enumerate(((3, (3, 3), 8), (1, (5, 5), 5), (3, (2, 2), 8))):
         depth = wc * kernel[0] * kernel[1]
-        short = SCRATCH["conv2d_s8_dsp"](depth=depth, filters=opg) - 1
+        short = SCRATCH["conv2d_s8_dsp"](depth=depth, filters=opg, window=kernel[0] * kernel[1]) - 1
         assert short >= max(SCRATCH["conv2d_s8_im2col"](depth=depth), SCRATCH["conv2d_s8_scalar"](depth=depth))
         conv_case(rng, sweep, f"few_short_scratch_c{wc}_{i}_{len(sweep)}", wc, kernel, stride=[1, 2], pad=[1, 1],
                   dil=[1, 1], hw=(7, 8), oc_per_group=opg, bias=True, per_channel=True, shifts=(-1, -22, -9),

@@ -249,7 +249,7 @@ def test_few_channel_conv_takes_its_larger_scratch_only_within_the_ram_asked_for
             return mcuforge.compile(model, example, calibration=calibration, target="cortex-m4", progress=False,
                                     ram_budget=ram_budget)
 
-    small, fast = SCRATCH["conv2d_s8_im2col"](depth=27), SCRATCH["conv2d_s8_dsp"](depth=27, filters=16)
+    small, fast = SCRATCH["conv2d_s8_im2col"](depth=27), SCRATCH["conv2d_s8_dsp"](depth=27, filters=16, window=9)
     assert small < fast
     default, roomy = build(), build(ram_budget=1 << 20)
     (conv,) = [op for op in default.graph.ops if op.kind == "conv2d_s8"]

@@ -190,8 +190,8 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
         return formula(hidden=weight_shape[0] // RECURRENT_GATES[kind])
     if kind in ("conv2d_s8", "conv2d_s4", "conv2d_s16"):
         oc, kh, kw, ic = weight_shape
-        filters = {"filters": oc} if "filters" in formula.args else {}  # conv2d_s4's unpacked filters (MVE)
-        return formula(depth=kh * kw * ic, **filters)
+        extra = {"filters": oc, "window": kh * kw}  # conv2d_s4's unpacked filters (MVE), conv2d_s8_dsp's
+        return formula(depth=kh * kw * ic, **{k: v for k, v in extra.items() if k in formula.args})
     if kind == "fully_connected_s4":
         return formula(depth=weight_shape[1])
     if kind == "depthwise_conv2d_s4":

@@ -237,22 +237,23 @@ static void im2col_s8(const conv_geom *g, int32_t oy, int32_t ox, int8_t *col, u
 /* Column c (0 or 1) of a pair of widened patches: src[i] + offset as int16. The two columns are
  * interleaved by groups of 4 so that one pointer reads both: group g holds column 0's lanes 0, 2, 1, 3
  * (the order of SXTB16 on the weights), then column 1's; the last depth % 4 values of column c sit at
- * group depth / 4, offset 4c. */
+ * group depth / 4, offset 4c. `step`: the int16 from a group to the next, 8 for a pair (NCOLS), 12 for the
+ * 2 x 3 tiles' three columns (pw23_rows). */
 static void widen_interleaved(const int8_t *src, int16_t *cols, uint32_t c, uint32_t depth, int32_t off16,
-                              int32_t off) {
+                              int32_t off, uint32_t step) {
     const uint32_t d4 = depth & ~3u;
     int16_t *dst = cols + 4u * c;
     uint32_t i = 0;
     /* two groups an iteration, both words loaded first: the loads pipeline and the loop's own
      * instructions are paid once for 8 taps (Cortex-M4 cycle model) */
-    for (; i + 8 <= d4; i += 8, dst += 16) {
+    for (; i + 8 <= d4; i += 8, dst += 2u * step) {
         const int32_t v = mf_ld32(src + i), u = mf_ld32(src + i + 4);
         mf_st32(dst, mf_sxtab16(off16, v));
         mf_st32(dst + 2, mf_sxtab16_ror8(off16, v));
-        mf_st32(dst + 8, mf_sxtab16(off16, u));
-        mf_st32(dst + 10, mf_sxtab16_ror8(off16, u));
+        mf_st32(dst + step, mf_sxtab16(off16, u));
+        mf_st32(dst + step + 2, mf_sxtab16_ror8(off16, u));
     }
-    for (; i < d4; i += 4, dst += 8) {
+    for (; i < d4; i += 4, dst += step) {
         const int32_t v = mf_ld32(src + i);
         mf_st32(dst, mf_sxtab16(off16, v));
         mf_st32(dst + 2, mf_sxtab16_ror8(off16, v));
@@ -1563,6 +1564,210 @@ __asm__(".pushsection .text.mf_pw1_rows,\"ax\",%progbits\n\t"
 void mf_pw1_rows(const uint32_t *frame, const int8_t *w);
 #endif
 
+#if DSP_PW_RUNS
+/* The pointwise layers' 2 x 3 tiles (two filters x three pixels) on the Cortex-M4 and M33: mf_pw23_rowsD(frame, w)
+ * for D = 64, 128, 256 taps, the three columns as widen_interleaved puts them with a stride of 3 (a group of 4
+ * taps: column 0's lanes 0, 2 then 1, 3, then column 1's, then column 2's: 24 bytes). Against the 3 x 2 tiles
+ * (mf_pw3_rowsD), on the Cortex-M4 model: a group costs 26 estimated cycles for 24 MACs, not 27 (the two filters'
+ * words and the three columns' even-lane words as one run of five loads, each filter's lanes through lr for
+ * three SMLADs, then the odd-lane words as a run of three); the output stage reads two filters' parameters for
+ * six outputs, not three; and the pixel counts MobileNet's maps have (6 x 6, 12 x 12, 3 x 3) are multiples of 3
+ * where the 3 x 2 tiles left the 128 and 256 channels' 3 x 3 maps an odd pixel (mf_pw3s_rows) and the filter
+ * counts even numbers where theirs left one or two filters (dsp_tile_rows_neg). A third column needs a larger
+ * scratch (6 patches: conv2d_s8_dsp's plan for a 1x1 kernel), which the planner gives only where it costs no RAM.
+ * The frame (10 words, copied below sp): bias, mult, shift pointers, the outputs of pixels 0, 1, 2, 2 out_off +
+ * 1, the filters' end, the columns' end, their start. r0 w (the pair at w, w + D), r1 the columns, r2/r3/r4
+ * filter 0 on pixels 0/1/2, r5/r6/r7 filter 1's, r8..r12 and lr the words and lanes: all 14 registers. At 256
+ * taps, a loop of 16 groups (its end read from the frame). */
+#define PW23_GROUP(D) \
+    "ldr r8, [r0], #4\n\t" \
+    "ldr r9, [r0, #" #D " - 4]\n\t" \
+    "ldr r10, [r1], #24\n\t" \
+    "ldr r11, [r1, #-16]\n\t" \
+    "ldr r12, [r1, #-8]\n\t" \
+    "sxtb16 lr, r8\n\t" \
+    "smlad r2, lr, r10, r2\n\t" \
+    "smlad r3, lr, r11, r3\n\t" \
+    "smlad r4, lr, r12, r4\n\t" \
+    "sxtb16 lr, r9\n\t" \
+    "smlad r5, lr, r10, r5\n\t" \
+    "smlad r6, lr, r11, r6\n\t" \
+    "smlad r7, lr, r12, r7\n\t" \
+    "ldr r10, [r1, #-20]\n\t" \
+    "ldr r11, [r1, #-12]\n\t" \
+    "ldr r12, [r1, #-4]\n\t" \
+    "sxtb16 lr, r8, ror #8\n\t" \
+    "smlad r2, lr, r10, r2\n\t" \
+    "smlad r3, lr, r11, r3\n\t" \
+    "smlad r4, lr, r12, r4\n\t" \
+    "sxtb16 lr, r9, ror #8\n\t" \
+    "smlad r5, lr, r10, r5\n\t" \
+    "smlad r6, lr, r11, r6\n\t" \
+    "smlad r7, lr, r12, r7\n\t"
+#define PW23_GROUPS4(D) PW23_GROUP(D) PW23_GROUP(D) PW23_GROUP(D) PW23_GROUP(D)
+#define PW23_GROUPS16(D) PW23_GROUPS4(D) PW23_GROUPS4(D) PW23_GROUPS4(D) PW23_GROUPS4(D)
+#define PW23_LOOP \
+    "ldr r8, [sp, #32]\n\t" \
+    "cmp r1, r8\n\t" \
+    "bne 1b\n\t"
+/* A tile's start: its biases as each filter's three sums, the columns' start in r1 */
+#define PW23_HEAD \
+    "ldr r8, [sp]\n\t" \
+    "ldr r1, [sp, #36]\n\t" \
+    "ldr r2, [r8], #4\n\t" \
+    "ldr r5, [r8], #4\n\t" \
+    "str r8, [sp]\n\t" \
+    "mov r3, r2\n\t" \
+    "mov r4, r2\n\t" \
+    "mov r6, r5\n\t" \
+    "mov r7, r5\n\t"
+/* A tile's output stage (PW3_OUT1's, each filter's rounding constant made once for its three outputs) and the
+ * step to the next pair: r0 to its filters, the parameters' and outputs' pointers; flags for the BNE. */
+#define PW23_TAIL(D) \
+    "add r0, r0, #" #D "\n\t" \
+    "ldr r8, [sp, #4]\n\t" \
+    "ldr r9, [sp, #8]\n\t" \
+    "ldr r10, [r8], #4\n\t" \
+    "ldr r11, [r8], #4\n\t" \
+    "ldrsb r12, [r9], #1\n\t" \
+    "ldrsb lr, [r9], #1\n\t" \
+    "str r8, [sp, #4]\n\t" \
+    "str r9, [sp, #8]\n\t" \
+    "lsl r2, r2, #1\n\t" \
+    "lsl r3, r3, #1\n\t" \
+    "lsl r4, r4, #1\n\t" \
+    "lsl r5, r5, #1\n\t" \
+    "lsl r6, r6, #1\n\t" \
+    "lsl r7, r7, #1\n\t" \
+    "smmulr r2, r2, r10\n\t" \
+    "smmulr r3, r3, r10\n\t" \
+    "smmulr r4, r4, r10\n\t" \
+    "smmulr r5, r5, r11\n\t" \
+    "smmulr r6, r6, r11\n\t" \
+    "smmulr r7, r7, r11\n\t" \
+    "ldr r1, [sp, #24]\n\t" \
+    "rsb r12, r12, #0\n\t" \
+    "lsl r8, r1, r12\n\t" \
+    PW3_OUT1("r2", "r8", "r12") PW3_OUT1("r3", "r8", "r12") PW3_OUT1("r4", "r8", "r12") \
+    "rsb lr, lr, #0\n\t" \
+    "lsl r8, r1, lr\n\t" \
+    PW3_OUT1("r5", "r8", "lr") PW3_OUT1("r6", "r8", "lr") PW3_OUT1("r7", "r8", "lr") \
+    "ldr r8, [sp, #12]\n\t" \
+    "ldr r9, [sp, #16]\n\t" \
+    "ldr r10, [sp, #20]\n\t" \
+    "ldr r1, [sp, #28]\n\t" \
+    "strb r2, [r8], #1\n\t" \
+    "strb r5, [r8], #1\n\t" \
+    "strb r3, [r9], #1\n\t" \
+    "strb r6, [r9], #1\n\t" \
+    "strb r4, [r10], #1\n\t" \
+    "strb r7, [r10], #1\n\t" \
+    "str r8, [sp, #12]\n\t" \
+    "str r9, [sp, #16]\n\t" \
+    "str r10, [sp, #20]\n\t" \
+    "cmp r0, r1\n\t"
+#define PW23_FUNC(NAME, DEPTH, GROUPS, LOOP) \
+__asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
+        ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n" \
+        #NAME ":\n\t" \
+        "push {r4-r11, lr}\n\t" \
+        "sub sp, sp, #40\n\t" \
+        "ldm r0, {r2-r11}\n\t" \
+        "stm sp, {r2-r11}\n\t" \
+        "mov r0, r1\n\t" \
+        "2:\n\t" \
+        PW23_HEAD \
+        "1:\n\t" \
+        GROUPS LOOP \
+        PW23_TAIL(DEPTH) \
+        "bne 2b\n\t" \
+        "add sp, sp, #40\n\t" \
+        "pop {r4-r11, pc}\n\t" \
+        ".size " #NAME ", . - " #NAME "\n\t" \
+        ".popsection\n")
+PW23_FUNC(mf_pw23_rows64, 64, PW23_GROUPS16(64), "");
+PW23_FUNC(mf_pw23_rows128, 128, PW23_GROUPS16(128) PW23_GROUPS16(128), "");
+PW23_FUNC(mf_pw23_rows256, 256, PW23_GROUPS16(256), PW23_LOOP);
+void mf_pw23_rows64(const uint32_t *frame, const int8_t *w);
+void mf_pw23_rows128(const uint32_t *frame, const int8_t *w);
+void mf_pw23_rows256(const uint32_t *frame, const int8_t *w);
+
+/* 1 when pw23_rows serves a pointwise layer: mat_mult_2cols_tiled's conditions for tile_rows_neg (small == 2: the
+ * short output stage, every shift negative; a per-channel requantization with a bias, the full clamp), a depth
+ * of mf_pw23_rowsD, an even number of filters a group, and the scratch of three columns (conv2d_s8_dsp's plan
+ * for a 1x1 kernel; with the smaller one, the 3 x 2 tiles). */
+static int pw23_ok(const mf_channel_requant *rq, int small, uint32_t depth, uint32_t opg, uint32_t scratch_bytes) {
+    return small == 2 && rq->per_channel && rq->bias != NULL && rq->lo == -128 && rq->hi == 127 &&
+           (depth == 64u || depth == 128u || depth == 256u) && opg >= 2u && (opg & 1u) == 0 &&
+           scratch_bytes >= 6u * depth;
+}
+
+/* The filter pairs of `rows` (even) for three pixels' columns (widen_interleaved's, stride 3) by mf_pw23_rowsD;
+ * outputs of column i from out[i]. The caller checked pw23_ok. */
+static void pw23_rows(const int16_t *cols, const int8_t *w, uint32_t rows, uint32_t depth,
+                      const mf_channel_requant *rq, uint32_t oc0, int8_t *const out[3]) {
+    const uint32_t frame[10] = {(uint32_t)(uintptr_t)(rq->bias + oc0), (uint32_t)(uintptr_t)(rq->mult + oc0),
+                                (uint32_t)(uintptr_t)(rq->shift + oc0), (uint32_t)(uintptr_t)out[0],
+                                (uint32_t)(uintptr_t)out[1], (uint32_t)(uintptr_t)out[2],
+                                (uint32_t)(2 * rq->out_off + 1), (uint32_t)(uintptr_t)(w + (size_t)rows * depth),
+                                (uint32_t)(uintptr_t)(cols + 3u * depth), (uint32_t)(uintptr_t)cols};
+    if (depth == 64u) {
+        mf_pw23_rows64(frame, w);
+    } else if (depth == 128u) {
+        mf_pw23_rows128(frame, w);
+    } else {
+        mf_pw23_rows256(frame, w);
+    }
+}
+
+/* A pointwise layer (1x1, no padding: the patch is the input pixel) by pw23_rows where pw23_ok: each image's (and
+ * group's) pixels three at a time, their columns widened from the input pixels into the scratch; the last one or
+ * two pixels in a triple of their own with the last pixel repeated (its outputs written again, the same bytes).
+ * Returns 1 when it ran the op, else 0 (run_fast's paths). Apart from run_fast, whose code GCC compiled with more
+ * estimated cycles on the other layers with this path inside (resnet8's 3x3 layers, +20 k). */
+static __attribute__((noinline)) int pw23_run(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    mf_call_input(c, 1, &w);
+    const uint32_t depth = w.shape[3];
+    if (w.shape[1] != 1u || w.shape[2] != 1u || c->scratch_bytes < 6u * depth) return 0;
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    int32_t st[2], pd[2], dl[2];
+    mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
+    const uint32_t oh = o.shape[1], ow = o.shape[2], pixels = oh * ow, groups = x.shape[3] / depth;
+    const uint32_t oc_n = w.shape[0], opg = oc_n / groups;
+    if (pd[0] != 0 || pd[1] != 0 || ((int32_t)oh - 1) * st[0] >= (int32_t)x.shape[1] ||
+        ((int32_t)ow - 1) * st[1] >= (int32_t)x.shape[2]) {
+        return 0;
+    }
+    mf_channel_requant rq;
+    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    const int small = mf_dsp_small_ok(&rq, oc_n, depth) ? 1 + dsp_shifts_negative(&rq, oc_n) : 0;
+    if (!pw23_ok(&rq, small, depth, opg, c->scratch_bytes)) return 0;
+    const int32_t in_off = mf_attr_int(c, A_IN_OFF), off16 = mf_pack_off16(in_off);
+    const size_t ps = o.pitch ? o.pitch : oc_n, xs = x.shape[3];
+    int16_t *cols = (int16_t *)c->scratch;
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * xs;
+        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * ps;
+        for (uint32_t grp = 0; grp < groups; grp++) {
+            const uint32_t oc0 = grp * opg;
+            for (uint32_t p0 = 0; p0 < pixels; p0 += 3u) {
+                int8_t *out[3];
+                for (uint32_t i = 0; i < 3; i++) {
+                    const uint32_t p = p0 + i < pixels ? p0 + i : pixels - 1u;
+                    const uint32_t iy = p / ow * (uint32_t)st[0], ix = p % ow * (uint32_t)st[1];
+                    widen_interleaved(image + ((size_t)iy * x.shape[2] + ix) * xs + grp * depth, cols, i, depth,
+                                      off16, in_off, 12u);
+                    out[i] = out_image + (size_t)p * ps + oc0;
+                }
+                pw23_rows(cols, (const int8_t *)w.data + (size_t)oc0 * depth, opg, depth, &rq, oc0, out);
+            }
+        }
+    }
+    return 1;
+}
+#endif
+
 /* The depths of an mf_pw3_rows<depth>. */
 static inline int pw3_depth(uint32_t depth) {
     return depth == 32u || depth == 64u || depth == 128u || depth == 256u || depth == 144u || depth == 288u ||
@@ -2127,7 +2332,7 @@ static uint32_t few_depth(const mf_call *c, const mf_channel_requant *rq, uint32
     mf_call_input(c, 1, &w);
     if (dp == depth || depth > 64u || groups != 1 || pointwise || small != 2 || w.shape[0] < 2) return depth;
     if (!rq->per_channel || rq->bias == NULL || rq->lo != -128 || rq->hi != 127) return depth;
-    return c->scratch_bytes >= mf_scratch_conv2d_s8_dsp(depth, w.shape[0]) ? dp : depth;
+    return c->scratch_bytes >= mf_scratch_conv2d_s8_dsp(depth, w.shape[0], w.shape[1] * w.shape[2]) ? dp : depth;
 }
 
 /* The filters (rows of kh kernel rows of rb bytes) into dst in few_widen's order, rows of dp, padding 0. */
@@ -3422,6 +3627,9 @@ static __attribute__((noinline)) mf_status run_fast(const mf_call *c) {
 #if defined(DSP_TILE)
     if (few_run(c)) return MF_OK;
 #endif
+#if DSP_PW_RUNS
+    if (pw23_run(c)) return MF_OK;
+#endif
 #endif
     mf_tensor x, w, b, m, s, o;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
@@ -3490,7 +3698,7 @@ static __attribute__((noinline)) mf_status run_fast(const mf_call *c) {
                     } else {
                         im2col_s8(&g, oy, ox, staging, 0);
                     }
-                    widen_interleaved(patch, cols, i, depth, off16, in_off);
+                    widen_interleaved(patch, cols, i, depth, off16, in_off, 4u * NCOLS);
                 }
                 int8_t *out0 = out_image + (size_t)p0 * g.ps + grp * opg;
                 /* a last odd pixel: its copy in column 1 takes the tiles too, its outputs (the same bytes)
