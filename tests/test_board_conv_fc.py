@@ -209,11 +209,13 @@ def conv_sweep(seed: int) -> BoardSweep:
                   stride=st, pad=[0, 0], dil=[1, 1], hw=hw, oc_per_group=opg, batch=1 + i % 2, bias=True,
                   per_channel=True, shifts=(-1, -22, -9, -14), out_off=(-128, 127, 0)[i % 3],
                   input_offset=(-127, 128, 0, None)[i % 4])
-    # the pointwise 2 x 3 tiles (conv2d_s8.c mf_pw23_rows64/128/256 on cortex-m4/m33: two filters x three pixels,
-    # an even filter count a group, conv2d_s8_dsp's scratch for a 1x1 kernel): pixel counts 3 k, 3 k + 1 and
-    # 3 k + 2 (the last one or two pixels by the 3 x 2 tiles), exactly 3, fewer than 3, one filter pair and 65,
-    # groups, strides, batches, biases up to 2^29 (the short output stage's reach), the offsets' ends; with the
-    # scratch one byte short of that plan (the 3 x 2 tiles instead); rounding ties at each depth
+    # the pointwise 2 x 3 tiles (conv2d_s8.c pw23_run on cortex-m4/m33: two filters x three pixels, an even filter
+    # count a group; with conv2d_s8_dsp's plan, the board's default here, on the filters widened to int16,
+    # mf_pw23w_rows64/128/256): pixel counts 3 k, 3 k + 1 and 3 k + 2 (the last one or two pixels in a triple of
+    # their own, the last one repeated), exactly 3, fewer than 3, one filter pair and 65, groups, strides,
+    # batches, biases up to 2^29 (the short output stage's reach), the offsets' ends; then with
+    # conv2d_s8_pw23's plan (the int8 filters: mf_pw23_rows64/128/256), with one byte less (the 3 x 2 tiles
+    # instead), and one byte short of conv2d_s8_dsp's (the int8 filters); rounding ties at each depth
     for i, (wc, opg, hw, st, groups) in enumerate(((64, 2, (1, 3), [1, 1], 1), (64, 10, (3, 4), [1, 1], 1),
                                                    (64, 6, (4, 4), [1, 1], 2), (128, 2, (3, 3), [1, 1], 1),
                                                    (128, 12, (2, 4), [1, 1], 1), (128, 4, (5, 5), [2, 1], 1),
@@ -225,11 +227,13 @@ def conv_sweep(seed: int) -> BoardSweep:
                   per_channel=True, shifts=(-1, -22, -9, -14), out_off=(-128, 127, 0)[i % 3],
                   input_offset=(-127, 128, 0, None)[i % 4], bias_bits=(16, 24, 29)[i % 3])
     for i, wc in enumerate((64, 128, 256)):
-        short = SCRATCH["conv2d_s8_dsp"](depth=wc, filters=4, window=1) - 1
-        assert short >= SCRATCH["conv2d_s8_im2col"](depth=wc)
-        conv_case(rng, sweep, f"pw23_short_scratch_c{wc}_{i}_{len(sweep)}", wc, (1, 1), stride=[1, 1], pad=[0, 0],
-                  dil=[1, 1], hw=(3, 3), oc_per_group=4, bias=True, per_channel=True, shifts=(-1, -22, -9),
-                  out_off=-128, scratch={"dsp": short})
+        mid = SCRATCH["conv2d_s8_pw23"](depth=wc, window=1)
+        assert SCRATCH["conv2d_s8_im2col"](depth=wc) <= mid - 1 < mid < SCRATCH["conv2d_s8_dsp"](depth=wc, filters=6,
+                                                                                               window=1) - 1
+        for plan in (mid, mid - 1, SCRATCH["conv2d_s8_dsp"](depth=wc, filters=6, window=1) - 1):
+            conv_case(rng, sweep, f"pw23_scratch{plan}_c{wc}_{i}_{len(sweep)}", wc, (1, 1), stride=[1, 1],
+                      pad=[0, 0], dil=[1, 1], hw=(2, 4), oc_per_group=6, bias=True, per_channel=True,
+                      shifts=(-1, -22, -9), out_off=(-128, 127, 0)[i], scratch={"dsp": plan})
         tie_case(rng, sweep, f"pw23_ties_c{wc}_{i}", wc, (1, 1), 2 + 2 * i, (3, 3 + i), shifts=(-1, -2, -3))
     # the 3 x 2 tiles on 3x3 patches (mf_pw3_rows144/288/576: resnet's 3x3 layers on 16, 32, 64 channels, a
     # loop of 12 or 16 groups): 16 filters (five triples and one filter left to the C loop), 1, 2, 3, 4, 5, 7

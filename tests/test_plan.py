@@ -261,3 +261,55 @@ def test_few_channel_conv_takes_its_larger_scratch_only_within_the_ram_asked_for
     for prog in (default, roomy):
         for got, want in zip(prog.run_raw(x, backend="qemu"), expected, strict=True):
             np.testing.assert_array_equal(got, want)
+
+
+def test_pointwise_third_column_only_where_the_arena_has_room():
+    """conv2d_s8 on cortex-m4: a 1x1 layer's larger plans (conv2d_s8_pw23: a sixth patch, the 2 x 3 tiles' third
+    column; conv2d_s8_dsp: and its filters widened to int16) are kept where they cost no RAM, after the in-place
+    depthwise choices lowered the arena: DS-CNN, whose pointwise layers all sit at the peak beside in-place
+    depthwise layers, keeps its arena and the im2col plan on every 1x1; MobileNet's late 1x1 layers, far below its
+    peak, take a larger one: the largest where the widened filters fit (op 10's 64 x 64), the middle one where
+    they would not (op 26's 256 x 256: 128 KB); with a RAM budget, DS-CNN's take the largest. Either way the
+    arena is what the smallest plans give."""
+    import copy
+    import warnings
+
+    import torch
+
+    import mcuforge
+    from mcuforge.ir import least_scratch_bytes, scratch_plans
+    from mcuforge.zoo import MODELS
+
+    def build(name, ram_budget=None):
+        model, example = MODELS[name]()
+        gen = torch.Generator().manual_seed(1)
+        calibration = [tuple(torch.randn(x.shape, generator=gen) for x in example) for _ in range(2)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return mcuforge.compile(model, example, calibration=calibration, target="cortex-m4", progress=False,
+                                    ram_budget=ram_budget)
+
+    def pointwise(prog):
+        return [op for op in prog.graph.ops if op.kind == "conv2d_s8"
+                and prog.graph.tensors[op.inputs[1]].shape[1:3] == (1, 1)]
+
+    def larger(prog, op):
+        return op.scratch_bytes > least_scratch_bytes(op.kind, prog.graph.tensors[op.inputs[1]].shape, "cortex-m4")
+
+    def plans(prog, op):
+        return scratch_plans(op.kind, prog.graph.tensors[op.inputs[1]].shape, "cortex-m4")
+
+    for name, taken in (("ds_cnn", False), ("mobilenet_v1_025", True)):
+        prog = build(name)
+        smaller = copy.deepcopy(prog.graph)
+        for op in smaller.ops:
+            if op.kind == "conv2d_s8":
+                op.scratch_bytes = least_scratch_bytes(op.kind, smaller.tensors[op.inputs[1]].shape, "cortex-m4")
+        assert prog.arena_bytes == plan_arena(smaller)  # no RAM spent on speed by default
+        assert any(larger(prog, op) for op in pointwise(prog)) == taken
+    ops = pointwise(prog)  # MobileNet's: 64 x 64 (op 10) and the last, 256 x 256
+    first_64 = next(op for op in ops if prog.graph.tensors[op.inputs[1]].shape == (64, 1, 1, 64))
+    assert len(plans(prog, ops[-1])) == 3 and first_64.scratch_bytes == plans(prog, first_64)[0]
+    assert ops[-1].scratch_bytes == plans(prog, ops[-1])[1]
+    roomy = build("ds_cnn", ram_budget=1 << 20)
+    assert all(op.scratch_bytes == plans(roomy, op)[0] for op in pointwise(roomy)) and pointwise(roomy)

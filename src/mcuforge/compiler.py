@@ -107,6 +107,7 @@ def compile_fixed(
     trim_optional_scratch(graph, ram_budget)  # plans the arena; faster paths' scratch only within RAM asked for
     choose_free_in_place(graph)  # depthwise over its input where that costs no speed and lowers the arena
     choose_concat_placement(graph)  # producers write into a concat's output where that lowers the arena
+    trim_optional_scratch(graph, ram_budget)  # again: within the arena those choices lowered
     patch_plan = None
     if ram_budget is not None or patches is not None:  # patch-based execution to meet the budget
         from .patches import choose
@@ -144,6 +145,7 @@ def compile_qat(model: Any, example_inputs: Any, calibration: Iterable[Any] | No
     trim_optional_scratch(graph, ram_budget)  # plans the arena; faster paths' scratch only within RAM asked for
     choose_free_in_place(graph)  # depthwise over its input where that costs no speed and lowers the arena
     choose_concat_placement(graph)  # producers write into a concat's output where that lowers the arena
+    trim_optional_scratch(graph, ram_budget)  # again: within the arena those choices lowered
     check_memory(graph, target, flash_bytes, ram_bytes, fit_check=fit_check, flash_budget=flash_budget,
                  ram_budget=ram_budget, board=board)
     scheme = model.meta[META_KEY].scheme

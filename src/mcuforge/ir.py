@@ -203,16 +203,23 @@ def kernel_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str, ou
     return formula()
 
 
+def scratch_plans(kind: str, weight_shape: Sequence[int], target: str) -> list[int]:
+    """The scratch plans a convolution of ``kind`` may be given on ``target`` (OHWI ``weight_shape``), largest
+    first: what :func:`kernel_scratch_bytes` plans, then where the faster paths' plans are optional
+    (mcuforge.kinds.scratch.OPTIONAL_SCRATCH) the smaller plans of slower paths; the last is the least."""
+    plans = [kernel_scratch_bytes(kind, weight_shape, target)]
+    oc, kh, kw, ic = weight_shape
+    quantities = {"depth": kh * kw * ic, "filters": oc, "window": kh * kw}
+    for name in OPTIONAL_SCRATCH.get((kind, get_target(target).kernel_path), ()):
+        formula = next(f for f in FORMULAS if f.name == name)
+        plans.append(formula(**{k: v for k, v in quantities.items() if k in formula.args}))
+    return sorted(set(plans), reverse=True)
+
+
 def least_scratch_bytes(kind: str, weight_shape: Sequence[int], target: str) -> int:
-    """The least scratch a convolution of ``kind`` may be given on ``target`` (OHWI ``weight_shape``): what
-    :func:`kernel_scratch_bytes` plans, or the smaller plan of its slower path where the faster one's is
-    optional (mcuforge.kinds.scratch.OPTIONAL_SCRATCH); the readers refuse less."""
-    need = kernel_scratch_bytes(kind, weight_shape, target)
-    smaller = OPTIONAL_SCRATCH.get((kind, get_target(target).kernel_path))
-    if smaller:  # the faster path's plan is optional: the slower one's is the least
-        _, kh, kw, ic = weight_shape
-        need = min(need, next(f for f in FORMULAS if f.name == smaller)(depth=kh * kw * ic))
-    return need
+    """The least scratch a convolution of ``kind`` may be given on ``target`` (OHWI ``weight_shape``): the
+    last of :func:`scratch_plans`; the readers refuse less."""
+    return scratch_plans(kind, weight_shape, target)[-1]
 
 
 #: The fewest windows a row of the channel-planar path at stride 2 takes (depthwise_conv2d_s8.c DWP2_MIN).

@@ -58,7 +58,7 @@ from .ir import (
     concat_channel_start,
     concat_slice_start,
     depthwise_in_place_fast,
-    least_scratch_bytes,
+    scratch_plans,
 )
 from .kinds.scratch import OPTIONAL_SCRATCH
 
@@ -522,33 +522,36 @@ def plan_arena(graph: Graph) -> int:
 def trim_optional_scratch(graph: Graph, ram_budget: int | None = None) -> list[int]:
     """Give an op the larger scratch of its faster path only where the planned arena stays within what the
     slower paths need, or within ``ram_budget`` when one is given with room: a program trades RAM for speed
-    only when the user asks (a RAM budget), never by default. Elsewhere the smaller plan, whose path gives the
-    same bytes out. Plans the arena; returns the ops left with the smaller plan."""
+    only when the user asks (a RAM budget), never by default. Elsewhere the largest smaller plan that fits
+    (mcuforge.ir.scratch_plans), whose path gives the same bytes out. Plans the arena; returns the ops left
+    with less than their largest plan."""
     from .targets import get_target
 
     path = get_target(graph.target).kernel_path
-    small: dict[int, int] = {}
+    plans: dict[int, list[int]] = {}
     for i, op in enumerate(graph.ops):
         optional = (op.kind, path) in OPTIONAL_SCRATCH and len(op.inputs) > 1
         weight = graph.tensors.get(op.inputs[1]) if optional else None
         if weight is None or len(weight.shape) != 4:
             continue
-        need = least_scratch_bytes(op.kind, weight.shape, graph.target)
-        if need < op.scratch_bytes:
-            small[i] = need
-    if not small:  # nothing to choose (every program but W4A8 on Helium): one plan
+        sizes = [n for n in scratch_plans(op.kind, weight.shape, graph.target) if n <= op.scratch_bytes]
+        if len(sizes) > 1:  # the op's own plan and smaller ones
+            plans[i] = sizes
+    if not plans:  # nothing to choose (every program but W4A8 on Helium): one plan
         plan_arena(graph)
         return []
-    full = {i: graph.ops[i].scratch_bytes for i in small}
-    for i, need in small.items():
-        graph.ops[i].scratch_bytes = need
+    for i, sizes in plans.items():
+        graph.ops[i].scratch_bytes = sizes[-1]
     room = max(plan_arena(graph), ram_budget or 0)
-    for i in small:  # in program order: each keeps its faster path while the arena stays within room
-        graph.ops[i].scratch_bytes = full[i]
-        if plan_arena(graph) > room:
-            graph.ops[i].scratch_bytes = small[i]
+    for i, sizes in plans.items():  # in program order: each keeps the fastest path whose plan stays within room
+        for size in sizes[:-1]:
+            graph.ops[i].scratch_bytes = size
+            if plan_arena(graph) <= room:
+                break
+        else:
+            graph.ops[i].scratch_bytes = sizes[-1]
     plan_arena(graph)
-    return [i for i in small if graph.ops[i].scratch_bytes == small[i]]
+    return [i for i, sizes in plans.items() if graph.ops[i].scratch_bytes < sizes[0]]
 
 
 # ---- a patched chain's output over the graph input's dead bytes (TinyEngine / MCUNetV2 input reuse) ---------

@@ -50,13 +50,19 @@ FORMULAS: tuple[ScratchFormula, ...] = (
     ScratchFormula("conv2d_s8_dsp", ("conv2d_s8",), ("dsp",), ("depth", "filters", "window"),
                    "5 * round_up(depth, 16) + (2 * filters * round_up(depth, 8) + 2 * round_up(depth, 16)) "
                    "* min(1, round_up(depth, 8) - depth) * min(1, 65 // (depth + 1)) "
-                   "+ round_up(depth, 16) * (1 // max(window, 1))",
+                   "+ (round_up(depth, 16) + 2 * filters * round_up(depth, 16)) * (1 // max(window, 1))",
                    "conv2d_s8_im2col's patches, then, for a patch of at most 64 taps and not a multiple of 8 (the "
                    "few-input-channel first layers: 3x3x3 = 27), the filters copied with their rows zero-padded to "
                    "a multiple of 8 (28 for 25..28 taps), word-aligned, so that the 2 x 2 tiles' asm runs on "
                    "them, 2 bytes a tap (the 2 x 3 tiles' filters widened to int16 once), and 2 patches more: a "
                    "third int16 column (the 2 x 3 tiles at 28 taps); for a 1x1 kernel (window = kh * kw = 1), "
-                   "one patch more: the pointwise 2 x 3 tiles' three int16 columns (6 patches)"),
+                   "one patch more (the pointwise 2 x 3 tiles' three int16 columns: 6 patches) and every filter "
+                   "widened to int16 once per run (2 bytes a tap: the tiles' groups unpack no weights)"),
+    ScratchFormula("conv2d_s8_pw23", (), (), ("depth", "window"),
+                   "5 * round_up(depth, 16) + round_up(depth, 16) * (1 // max(window, 1))",
+                   "conv2d_s8 on dsp, the plan between conv2d_s8_dsp's and conv2d_s8_im2col's "
+                   "(OPTIONAL_SCRATCH): for a 1x1 kernel the pointwise 2 x 3 tiles' three int16 columns "
+                   "(6 patches), their filters unpacked in the tiles; any other kernel, conv2d_s8_im2col's"),
     ScratchFormula("conv2d_s8_scalar", ("conv2d_s8",), ("scalar",), ("depth",), "12 * depth",
                    "cortex-m3: 3 columns of int32 pixel pairs"),
     ScratchFormula("conv2d_s4_im2col", ("conv2d_s4",), ("dsp",), ("depth",), "5 * round_up(depth, 8)",
@@ -107,7 +113,8 @@ def render_c() -> str:
            "static inline uint32_t mf_scratch_max(uint32_t a, uint32_t b) { return a > b ? a : b; }", ""]
     for f in FORMULAS:
         args = ", ".join(f"uint32_t {a}" for a in f.args) or "void"
-        doc = textwrap.wrap(f"{' / '.join(f.kinds)} on {', '.join(f.paths)}: {f.why}.", 112)
+        owner = f"{' / '.join(f.kinds)} on {', '.join(f.paths)}: " if f.kinds else ""  # else a smaller plan's
+        doc = textwrap.wrap(f"{owner}{f.why}.", 112)
         out += [f"/* {doc[0]}", *(f" * {line}" for line in doc[1:])]
         out[-1] += " */"
         out += [f"static inline uint32_t mf_scratch_{f.name}({args}) {{ return {f.c_expr()}; }}", ""]
@@ -115,9 +122,11 @@ def render_c() -> str:
     return "\n".join(out)
 
 
-#: A kernel that runs a faster path with more scratch and, given the smaller plan of the named formula
-#: (above), a slower path with the same bytes out (the kernel checks the scratch it gets):
-#: (kind, kernel path) -> that formula. conv2d_s4 on Helium: the filters unpacked to int8 (up to 4 KB) and run
-#: by conv2d_s8's MVE path, else the packed-weight paths. conv2d_s8 on DSP: a few-channel layer's filters
-#: copied with padded rows (conv2d_s8_dsp) for the 2 x 2 tiles' asm, else the im2col path's C loops.
-OPTIONAL_SCRATCH = {("conv2d_s4", "mve"): "conv2d_s4_im2col", ("conv2d_s8", "dsp"): "conv2d_s8_im2col"}
+#: A kernel that runs a faster path with more scratch and, given a smaller plan of the named formulas (above,
+#: largest first; the last the least a reader accepts), a slower path with the same bytes out (the kernel checks
+#: the scratch it gets): (kind, kernel path) -> those formulas. conv2d_s4 on Helium: the filters unpacked to int8
+#: (up to 4 KB) and run by conv2d_s8's MVE path, else the packed-weight paths. conv2d_s8 on DSP: a few-channel
+#: layer's filters copied with padded rows (conv2d_s8_dsp) for the 2 x 2 tiles' asm, or a 1x1's filters widened
+#: to int16 for its 2 x 3 tiles; the 2 x 3 tiles on int8 filters (conv2d_s8_pw23); else the im2col path's.
+OPTIONAL_SCRATCH = {("conv2d_s4", "mve"): ("conv2d_s4_im2col",),
+                    ("conv2d_s8", "dsp"): ("conv2d_s8_pw23", "conv2d_s8_im2col")}

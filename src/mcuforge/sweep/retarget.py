@@ -80,5 +80,6 @@ def retarget(prog: Program, target: str) -> Program:
     trim_optional_scratch(graph)  # plans the arena, as compile does
     if "patch_plan" not in prog.meta:
         choose_free_in_place(graph)
+        trim_optional_scratch(graph)  # again: within the arena that choice lowered
     meta = {**prog.meta, "target": target}
     return Program(graph, compile_seconds=prog.compile_seconds, meta=meta, reference=prog.reference)

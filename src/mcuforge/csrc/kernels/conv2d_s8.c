@@ -33,7 +33,11 @@
  *        at 8, 16 or 32 channels with an even filter count: the whole op in one asm function (pwimg_run,
  *        mf_pwimg<D>: 2 x 2 tiles, doubled columns, a per-op table of each channel's constants and SMMLAR;
  *        a filter count a multiple of 4: mf_pwq<D>'s 4 x 2 tiles, the filters widened into that table; on
- *        cortex-m4 whole quads of pixels as 2 x 4 tiles on the same table, mf_pwq<D>x4);
+ *        cortex-m4 whole quads of pixels as 2 x 4 tiles on the same table, mf_pwq<D>x4); on cortex-m4/m33 a
+ *        1x1 without padding at 64, 128 or 256 channels with an even filter count, that output stage and
+ *        a third column's scratch (conv2d_s8_pw23, where the arena allows): two filters x three pixels
+ *        (pw23_run, mf_pw23_rows<depth>), on the filters widened to int16 once per run where conv2d_s8_dsp's
+ *        plan gives the room (mf_pw23w_rows<depth>);
  *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
  *        them), and for every filter one asm block (MVE_ROWS_ASM): a tail-predicated WLSTP/LETP
  *        loop of VMLADAVA over 16 lanes, then the four pixels requantized as one vector (VQRDMULH +
@@ -50,8 +54,8 @@
  * The DSP path reads a 1x1 convolution without padding in place (widening it). A patch row whose
  * taps are adjacent (dilation 1, one group) and inside the input is copied as one run.
  * The scratch buffer is mcuforge.ir.kernel_scratch_bytes (set by the lowering for the program's target:
- * 5 patches rounded up to 16 bytes on DSP/MVE, on DSP plus the few-channel path's filters where the arena
- * allows, 12 x the patch on the scalar path); a program without
+ * 5 patches rounded up to 16 bytes on DSP/MVE, on DSP plus the few-channel path's filters or a 1x1's sixth
+ * patch and widened filters where the arena allows, 12 x the patch on the scalar path); a program without
  * scratch (0) runs the portable path, one with a nonzero scratch below its target's plan is refused at
  * load (MF_ERR_SHAPE, planned_scratch_bytes), and a path runs only with the scratch it needs.
  */
@@ -1574,7 +1578,7 @@ void mf_pw1_rows(const uint32_t *frame, const int8_t *w);
  * six outputs, not three; and the pixel counts MobileNet's maps have (6 x 6, 12 x 12, 3 x 3) are multiples of 3
  * where the 3 x 2 tiles left the 128 and 256 channels' 3 x 3 maps an odd pixel (mf_pw3s_rows) and the filter
  * counts even numbers where theirs left one or two filters (dsp_tile_rows_neg). A third column needs a larger
- * scratch (6 patches: conv2d_s8_dsp's plan for a 1x1 kernel), which the planner gives only where it costs no RAM.
+ * scratch (6 patches: conv2d_s8_pw23's plan), which the planner gives only where it costs no RAM.
  * The frame (10 words, copied below sp): bias, mult, shift pointers, the outputs of pixels 0, 1, 2, 2 out_off +
  * 1, the filters' end, the columns' end, their start. r0 w (the pair at w, w + D), r1 the columns, r2/r3/r4
  * filter 0 on pixels 0/1/2, r5/r6/r7 filter 1's, r8..r12 and lr the words and lanes: all 14 registers. At 256
@@ -1623,8 +1627,8 @@ void mf_pw1_rows(const uint32_t *frame, const int8_t *w);
     "mov r7, r5\n\t"
 /* A tile's output stage (PW3_OUT1's, each filter's rounding constant made once for its three outputs) and the
  * step to the next pair: r0 to its filters, the parameters' and outputs' pointers; flags for the BNE. */
-#define PW23_TAIL(D) \
-    "add r0, r0, #" #D "\n\t" \
+#define PW23_TAIL(STEP) \
+    "add r0, r0, #" STEP "\n\t" \
     "ldr r8, [sp, #4]\n\t" \
     "ldr r9, [sp, #8]\n\t" \
     "ldr r10, [r8], #4\n\t" \
@@ -1666,7 +1670,7 @@ void mf_pw1_rows(const uint32_t *frame, const int8_t *w);
     "str r9, [sp, #16]\n\t" \
     "str r10, [sp, #20]\n\t" \
     "cmp r0, r1\n\t"
-#define PW23_FUNC(NAME, DEPTH, GROUPS, LOOP) \
+#define PW23_FUNC(NAME, STEP, GROUPS, LOOP) \
 __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
         ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n" \
         #NAME ":\n\t" \
@@ -1679,39 +1683,89 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
         PW23_HEAD \
         "1:\n\t" \
         GROUPS LOOP \
-        PW23_TAIL(DEPTH) \
+        PW23_TAIL(STEP) \
         "bne 2b\n\t" \
         "add sp, sp, #40\n\t" \
         "pop {r4-r11, pc}\n\t" \
         ".size " #NAME ", . - " #NAME "\n\t" \
         ".popsection\n")
-PW23_FUNC(mf_pw23_rows64, 64, PW23_GROUPS16(64), "");
-PW23_FUNC(mf_pw23_rows128, 128, PW23_GROUPS16(128) PW23_GROUPS16(128), "");
-PW23_FUNC(mf_pw23_rows256, 256, PW23_GROUPS16(256), PW23_LOOP);
+PW23_FUNC(mf_pw23_rows64, "64", PW23_GROUPS16(64), "");
+PW23_FUNC(mf_pw23_rows128, "128", PW23_GROUPS16(128) PW23_GROUPS16(128), "");
+PW23_FUNC(mf_pw23_rows256, "256", PW23_GROUPS16(256), PW23_LOOP);
 void mf_pw23_rows64(const uint32_t *frame, const int8_t *w);
 void mf_pw23_rows128(const uint32_t *frame, const int8_t *w);
 void mf_pw23_rows256(const uint32_t *frame, const int8_t *w);
+/* The same tiles on filters widened to int16 once per run (mf_pw23_widen: each group of 4 taps as SXTB16's two words,
+ * lanes 0, 2 then 1, 3; a filter 2 D bytes, the pair's second 2 D bytes on), where conv2d_s8_dsp's plan gives the
+ * room: mf_pw23w_rowsD(frame, w16). A group is two runs of five loads (both filters' words of one lane pair, the
+ * three columns' of the same lanes) and six SMLADs after each: 24 estimated cycles for 24 MACs on the Cortex-M4
+ * model, not 26 (no SXTB16); the widening costs about 5 cycles a word of 4 taps, once for all the pixels. */
+#define PW23W_HALF(D, H) \
+    "ldr r8, [r0, #" #H " - 8]\n\t" \
+    "ldr r9, [r0, #2 * " #D " + " #H " - 8]\n\t" \
+    "ldr r10, [r1, #" #H " - 24]\n\t" \
+    "ldr r11, [r1, #" #H " - 16]\n\t" \
+    "ldr r12, [r1, #" #H " - 8]\n\t" \
+    "smlad r2, r8, r10, r2\n\t" \
+    "smlad r3, r8, r11, r3\n\t" \
+    "smlad r4, r8, r12, r4\n\t" \
+    "smlad r5, r9, r10, r5\n\t" \
+    "smlad r6, r9, r11, r6\n\t" \
+    "smlad r7, r9, r12, r7\n\t"
+/* the first half's loads step r0 and r1 on (post-indexed), the rest read back from them */
+#define PW23W_GROUP(D) \
+    "ldr r8, [r0], #8\n\t" \
+    "ldr r9, [r0, #2 * " #D " - 8]\n\t" \
+    "ldr r10, [r1], #24\n\t" \
+    "ldr r11, [r1, #-16]\n\t" \
+    "ldr r12, [r1, #-8]\n\t" \
+    "smlad r2, r8, r10, r2\n\t" \
+    "smlad r3, r8, r11, r3\n\t" \
+    "smlad r4, r8, r12, r4\n\t" \
+    "smlad r5, r9, r10, r5\n\t" \
+    "smlad r6, r9, r11, r6\n\t" \
+    "smlad r7, r9, r12, r7\n\t" \
+    PW23W_HALF(D, 4)
+#define PW23W_GROUPS4(D) PW23W_GROUP(D) PW23W_GROUP(D) PW23W_GROUP(D) PW23W_GROUP(D)
+#define PW23W_GROUPS16(D) PW23W_GROUPS4(D) PW23W_GROUPS4(D) PW23W_GROUPS4(D) PW23W_GROUPS4(D)
+PW23_FUNC(mf_pw23w_rows64, "2 * 64", PW23W_GROUPS16(64), "");
+PW23_FUNC(mf_pw23w_rows128, "2 * 128", PW23W_GROUPS16(128) PW23W_GROUPS16(128), "");
+PW23_FUNC(mf_pw23w_rows256, "2 * 256", PW23W_GROUPS16(256), PW23_LOOP);
+void mf_pw23w_rows64(const uint32_t *frame, const int16_t *w16);
+void mf_pw23w_rows128(const uint32_t *frame, const int16_t *w16);
+void mf_pw23w_rows256(const uint32_t *frame, const int16_t *w16);
 
 /* 1 when pw23_rows serves a pointwise layer: mat_mult_2cols_tiled's conditions for tile_rows_neg (small == 2: the
  * short output stage, every shift negative; a per-channel requantization with a bias, the full clamp), a depth
- * of mf_pw23_rowsD, an even number of filters a group, and the scratch of three columns (conv2d_s8_dsp's plan
- * for a 1x1 kernel; with the smaller one, the 3 x 2 tiles). */
+ * of mf_pw23_rowsD, an even number of filters a group, and the scratch of three columns (conv2d_s8_pw23's plan;
+ * with the im2col plan, the 3 x 2 tiles). */
 static int pw23_ok(const mf_channel_requant *rq, int small, uint32_t depth, uint32_t opg, uint32_t scratch_bytes) {
     return small == 2 && rq->per_channel && rq->bias != NULL && rq->lo == -128 && rq->hi == 127 &&
            (depth == 64u || depth == 128u || depth == 256u) && opg >= 2u && (opg & 1u) == 0 &&
-           scratch_bytes >= 6u * depth;
+           scratch_bytes >= mf_scratch_conv2d_s8_pw23(depth, 1u);
 }
 
-/* The filter pairs of `rows` (even) for three pixels' columns (widen_interleaved's, stride 3) by mf_pw23_rowsD;
- * outputs of column i from out[i]. The caller checked pw23_ok. */
-static void pw23_rows(const int16_t *cols, const int8_t *w, uint32_t rows, uint32_t depth,
+/* The filter pairs of `rows` (even) for three pixels' columns (widen_interleaved's, stride 3) by mf_pw23_rowsD on
+ * the int8 filters w, or where w16 (not NULL) by mf_pw23w_rowsD on them widened (mf_pw23_widen); outputs of column
+ * i from out[i]. The caller checked pw23_ok. */
+static void pw23_rows(const int16_t *cols, const int8_t *w, const int16_t *w16, uint32_t rows, uint32_t depth,
                       const mf_channel_requant *rq, uint32_t oc0, int8_t *const out[3]) {
+    const uint32_t end = w16 != NULL ? (uint32_t)(uintptr_t)(w16 + (size_t)rows * depth)
+                                     : (uint32_t)(uintptr_t)(w + (size_t)rows * depth);
     const uint32_t frame[10] = {(uint32_t)(uintptr_t)(rq->bias + oc0), (uint32_t)(uintptr_t)(rq->mult + oc0),
                                 (uint32_t)(uintptr_t)(rq->shift + oc0), (uint32_t)(uintptr_t)out[0],
                                 (uint32_t)(uintptr_t)out[1], (uint32_t)(uintptr_t)out[2],
-                                (uint32_t)(2 * rq->out_off + 1), (uint32_t)(uintptr_t)(w + (size_t)rows * depth),
+                                (uint32_t)(2 * rq->out_off + 1), end,
                                 (uint32_t)(uintptr_t)(cols + 3u * depth), (uint32_t)(uintptr_t)cols};
-    if (depth == 64u) {
+    if (w16 != NULL) {
+        if (depth == 64u) {
+            mf_pw23w_rows64(frame, w16);
+        } else if (depth == 128u) {
+            mf_pw23w_rows128(frame, w16);
+        } else {
+            mf_pw23w_rows256(frame, w16);
+        }
+    } else if (depth == 64u) {
         mf_pw23_rows64(frame, w);
     } else if (depth == 128u) {
         mf_pw23_rows128(frame, w);
@@ -1719,6 +1773,34 @@ static void pw23_rows(const int16_t *cols, const int8_t *w, uint32_t rows, uint3
         mf_pw23_rows256(frame, w);
     }
 }
+
+/* The n words of 4 int8 taps at w (n a multiple of 8) widened to int16 at w16 as mf_pw23w_rowsD reads them: each
+ * word's lanes 0, 2 then 1, 3 (SXTB16's two words): mf_pw23_widen(w, w16, n / 8), 8 words a step as LDMs of 4 and
+ * STMs of 8 (about 6 estimated cycles a word on the Cortex-M4 model; GCC's loop of LDRs and STRs took about 9). */
+#define PW23_WIDEN4 \
+    "ldm r0!, {r4, r6, r8, r10}\n\t" \
+    "sxtb16 r3, r4\n\t" \
+    "sxtb16 r4, r4, ror #8\n\t" \
+    "sxtb16 r5, r6\n\t" \
+    "sxtb16 r6, r6, ror #8\n\t" \
+    "sxtb16 r7, r8\n\t" \
+    "sxtb16 r8, r8, ror #8\n\t" \
+    "sxtb16 r9, r10\n\t" \
+    "sxtb16 r10, r10, ror #8\n\t" \
+    "stm r1!, {r3-r10}\n\t"
+__asm__(".pushsection .text.mf_pw23_widen,\"ax\",%progbits\n\t"
+        ".syntax unified\n\t.thumb\n\t.align 2\n\t.type mf_pw23_widen, %function\n\t.thumb_func\n"
+        "mf_pw23_widen:\n\t"
+        "push {r4-r10}\n\t"
+        "1:\n\t"
+        PW23_WIDEN4 PW23_WIDEN4
+        "subs r2, r2, #1\n\t"
+        "bne 1b\n\t"
+        "pop {r4-r10}\n\t"
+        "bx lr\n\t"
+        ".size mf_pw23_widen, . - mf_pw23_widen\n\t"
+        ".popsection\n");
+void mf_pw23_widen(const int8_t *w, int16_t *w16, uint32_t steps);
 
 /* A pointwise layer (1x1, no padding: the patch is the input pixel) by pw23_rows where pw23_ok: each image's (and
  * group's) pixels three at a time, their columns widened from the input pixels into the scratch; the last one or
@@ -1729,7 +1811,7 @@ static __attribute__((noinline)) int pw23_run(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
     mf_call_input(c, 1, &w);
     const uint32_t depth = w.shape[3];
-    if (w.shape[1] != 1u || w.shape[2] != 1u || c->scratch_bytes < 6u * depth) return 0;
+    if (w.shape[1] != 1u || w.shape[2] != 1u) return 0;
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
     int32_t st[2], pd[2], dl[2];
     mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
@@ -1746,6 +1828,12 @@ static __attribute__((noinline)) int pw23_run(const mf_call *c) {
     const int32_t in_off = mf_attr_int(c, A_IN_OFF), off16 = mf_pack_off16(in_off);
     const size_t ps = o.pitch ? o.pitch : oc_n, xs = x.shape[3];
     int16_t *cols = (int16_t *)c->scratch;
+    /* with conv2d_s8_dsp's plan, every filter widened once (the scratch after the columns' 6 depth bytes) */
+    int16_t *w16 = NULL;
+    if (c->scratch_bytes >= mf_scratch_conv2d_s8_dsp(depth, oc_n, 1u)) {
+        w16 = cols + 3u * depth;
+        mf_pw23_widen((const int8_t *)w.data, w16, oc_n * depth / 32u); /* depth: a multiple of 64 */
+    }
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         const int8_t *image = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * xs;
         int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * ps;
@@ -1760,7 +1848,8 @@ static __attribute__((noinline)) int pw23_run(const mf_call *c) {
                                       off16, in_off, 12u);
                     out[i] = out_image + (size_t)p * ps + oc0;
                 }
-                pw23_rows(cols, (const int8_t *)w.data + (size_t)oc0 * depth, opg, depth, &rq, oc0, out);
+                pw23_rows(cols, (const int8_t *)w.data + (size_t)oc0 * depth,
+                          w16 != NULL ? w16 + (size_t)oc0 * depth : NULL, opg, depth, &rq, oc0, out);
             }
         }
     }
