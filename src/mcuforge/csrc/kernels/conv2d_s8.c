@@ -1811,7 +1811,11 @@ static __attribute__((noinline)) int pw23_run(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
     mf_call_input(c, 1, &w);
     const uint32_t depth = w.shape[3];
-    if (w.shape[1] != 1u || w.shape[2] != 1u) return 0;
+    /* the scratch and shape first: a layer without the plan (DS-CNN's, at the arena's peak) pays one call */
+    if (w.shape[1] != 1u || w.shape[2] != 1u || (depth != 64u && depth != 128u && depth != 256u) ||
+        c->scratch_bytes < mf_scratch_conv2d_s8_pw23(depth, 1u)) {
+        return 0;
+    }
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
     int32_t st[2], pd[2], dl[2];
     mf_attr_conv_window(c, A_STRIDE, st, pd, dl);
