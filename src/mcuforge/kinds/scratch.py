@@ -50,14 +50,15 @@ FORMULAS: tuple[ScratchFormula, ...] = (
     ScratchFormula("conv2d_s8_dsp", ("conv2d_s8",), ("dsp",), ("depth", "filters", "window"),
                    "5 * round_up(depth, 16) + (2 * filters * round_up(depth, 8) + 2 * round_up(depth, 16)) "
                    "* min(1, round_up(depth, 8) - depth) * min(1, 65 // (depth + 1)) "
-                   "+ (round_up(depth, 16) + 2 * filters * round_up(depth, 16)) * (1 // max(window, 1))",
+                   "+ (round_up(depth, 16) + 2 * filters * round_up(depth, 16) + 16 * filters) * (1 // max(window, 1))",
                    "conv2d_s8_im2col's patches, then, for a patch of at most 64 taps and not a multiple of 8 (the "
                    "few-input-channel first layers: 3x3x3 = 27), the filters copied with their rows zero-padded to "
                    "a multiple of 8 (28 for 25..28 taps), word-aligned, so that the 2 x 2 tiles' asm runs on "
                    "them, 2 bytes a tap (the 2 x 3 tiles' filters widened to int16 once), and 2 patches more: a "
                    "third int16 column (the 2 x 3 tiles at 28 taps); for a 1x1 kernel (window = kh * kw = 1), "
                    "one patch more (the pointwise 2 x 3 tiles' three int16 columns: 6 patches) and every filter "
-                   "widened to int16 once per run (2 bytes a tap: the tiles' groups unpack no weights)"),
+                   "widened to int16 once per run (2 bytes a tap: the tiles' groups unpack no weights) with its "
+                   "bias and output constants (16 bytes)"),
     ScratchFormula("conv2d_s8_pw23", (), (), ("depth", "window"),
                    "5 * round_up(depth, 16) + round_up(depth, 16) * (1 // max(window, 1))",
                    "conv2d_s8 on dsp, the plan between conv2d_s8_dsp's and conv2d_s8_im2col's "
