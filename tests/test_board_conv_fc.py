@@ -235,6 +235,16 @@ def conv_sweep(seed: int) -> BoardSweep:
                       pad=[0, 0], dil=[1, 1], hw=(2, 4), oc_per_group=6, bias=True, per_channel=True,
                       shifts=(-1, -22, -9), out_off=(-128, 127, 0)[i], scratch={"dsp": plan})
         tie_case(rng, sweep, f"pw23_ties_c{wc}_{i}", wc, (1, 1), 2 + 2 * i, (3, 3 + i), shifts=(-1, -2, -3))
+    # a negative multiplier (the widened filters' output stage takes the sum's sign: pw23_run keeps int8 filters)
+    w = rng.integers(-1, 2, size=(6, 1, 1, 128)).astype(np.int8)
+    x = act("x", (1, 3, 3, 128))
+    consts = [const("w", w), const("b", rng.integers(-40, 41, size=6).astype(np.int32)),
+              const("m", np.array([1 << 30, -(1 << 30), 1 << 29, 1 << 30, 3 << 28, 1 << 30], np.int32)),
+              const("s", rng.choice((-1, -2), size=6).astype(np.int8))]
+    attrs = {"input_offset": 0, "output_offset": 3, "stride": [1, 1], "padding": [0, 0], "dilation": [1, 1],
+             "act_min": -128, "act_max": 127}
+    sweep.add("pw23_negative_mult", "conv2d_s8", attrs, [(x, rng.integers(-4, 5, size=x.shape).astype(np.int8))],
+              [act("y", (1, 3, 3, 6))], consts, op_inputs=["x", "w", "b", "m", "s"])
     # the 3 x 2 tiles on 3x3 patches (mf_pw3_rows144/288/576: resnet's 3x3 layers on 16, 32, 64 channels, a
     # loop of 12 or 16 groups): 16 filters (five triples and one filter left to the C loop), 1, 2, 3, 4, 5, 7
     # filters (the pairs and the C loop), stride 2, padding (the border windows through im2col), odd pixel

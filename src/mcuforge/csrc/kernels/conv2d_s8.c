@@ -242,9 +242,11 @@ static void im2col_s8(const conv_geom *g, int32_t oy, int32_t ox, int8_t *col, u
  * interleaved by groups of 4 so that one pointer reads both: group g holds column 0's lanes 0, 2, 1, 3
  * (the order of SXTB16 on the weights), then column 1's; the last depth % 4 values of column c sit at
  * group depth / 4, offset 4c. `step`: the int16 from a group to the next, 8 for a pair (NCOLS), 12 for the
- * 2 x 3 tiles' three columns (pw23_rows). */
-static void widen_interleaved(const int8_t *src, int16_t *cols, uint32_t c, uint32_t depth, int32_t off16,
-                              int32_t off, uint32_t step) {
+ * 2 x 3 tiles' three columns (pw23_run); `dbl` (a multiple of 4 taps): the values doubled (SADD16), 2 (src[i] +
+ * offset) in [-510, 510], for mf_pw23w_rowsD's output stage. Inlined: both are constants at each call. */
+static inline __attribute__((always_inline)) void widen_interleaved(const int8_t *src, int16_t *cols, uint32_t c,
+                                                                  uint32_t depth, int32_t off16, int32_t off,
+                                                                  uint32_t step, int dbl) {
     const uint32_t d4 = depth & ~3u;
     int16_t *dst = cols + 4u * c;
     uint32_t i = 0;
@@ -252,15 +254,20 @@ static void widen_interleaved(const int8_t *src, int16_t *cols, uint32_t c, uint
      * instructions are paid once for 8 taps (Cortex-M4 cycle model) */
     for (; i + 8 <= d4; i += 8, dst += 2u * step) {
         const int32_t v = mf_ld32(src + i), u = mf_ld32(src + i + 4);
-        mf_st32(dst, mf_sxtab16(off16, v));
-        mf_st32(dst + 2, mf_sxtab16_ror8(off16, v));
-        mf_st32(dst + step, mf_sxtab16(off16, u));
-        mf_st32(dst + step + 2, mf_sxtab16_ror8(off16, u));
+        int32_t a = mf_sxtab16(off16, v), b = mf_sxtab16_ror8(off16, v);
+        int32_t e = mf_sxtab16(off16, u), f = mf_sxtab16_ror8(off16, u);
+        if (dbl) a = mf_sadd16(a, a), b = mf_sadd16(b, b), e = mf_sadd16(e, e), f = mf_sadd16(f, f);
+        mf_st32(dst, a);
+        mf_st32(dst + 2, b);
+        mf_st32(dst + step, e);
+        mf_st32(dst + step + 2, f);
     }
     for (; i < d4; i += 4, dst += step) {
         const int32_t v = mf_ld32(src + i);
-        mf_st32(dst, mf_sxtab16(off16, v));
-        mf_st32(dst + 2, mf_sxtab16_ror8(off16, v));
+        int32_t a = mf_sxtab16(off16, v), b = mf_sxtab16_ror8(off16, v);
+        if (dbl) a = mf_sadd16(a, a), b = mf_sadd16(b, b);
+        mf_st32(dst, a);
+        mf_st32(dst + 2, b);
     }
     for (i = d4; i < depth; i++) dst[i - d4] = (int16_t)(src[i] + off);
 }
@@ -1568,6 +1575,15 @@ __asm__(".pushsection .text.mf_pw1_rows,\"ax\",%progbits\n\t"
 void mf_pw1_rows(const uint32_t *frame, const int8_t *w);
 #endif
 
+/* 1 when no multiplier of the n channels is negative (rq_table's rounding takes the sign of the sum for the
+ * product's). */
+static int rq_mults_nonneg(const mf_channel_requant *rq, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        if (rq->mult[i] < 0) return 0;
+    }
+    return 1;
+}
+
 #if DSP_PW_RUNS
 /* The pointwise layers' 2 x 3 tiles (two filters x three pixels) on the Cortex-M4 and M33: mf_pw23_rowsD(frame, w)
  * for D = 64, 128, 256 taps, the three columns as widen_interleaved puts them with a stride of 3 (a group of 4
@@ -1731,10 +1747,14 @@ void mf_pw23_rows256(const uint32_t *frame, const int8_t *w);
     PW23W_HALF(D, 4)
 #define PW23W_GROUPS4(D) PW23W_GROUP(D) PW23W_GROUP(D) PW23W_GROUP(D) PW23W_GROUP(D)
 #define PW23W_GROUPS16(D) PW23W_GROUPS4(D) PW23W_GROUPS4(D) PW23W_GROUPS4(D) PW23W_GROUPS4(D)
-/* A pair's block (pw23_wide): its biases, its two filters widened, then its output constants K2 (PW3_OUT's
- * rounding constant, made once per run), multipliers and n (= -shift) as one LDM of six: the tile's start and
- * output stage read no parameter pointers from the frame and make no K2 (about 10 estimated cycles a tile fewer
- * on the Cortex-M4 model than PW23_HEAD and PW23_TAIL). */
+/* A pair's block (pw23_wide): its biases doubled, its two filters widened (the columns doubled: the sums are
+ * 2 acc), then its
+ * output constants as one LDM of six: each filter's rounding constant C, multiplier and n. The tile's start and
+ * output stage read no parameter pointers from the frame, and an output is mf_few3t_rows28's 4 instructions,
+ * not PW3_OUT's 6: SMMLAR adds C to SMMULR(2 acc, mult) (v), the sign term is the sum's (with no negative
+ * multiplier, v < 0 only where 2 acc < 0, and where v = 0 with 2 acc < 0 the -1 changes nothing: (C - 1) >> n
+ * and C >> n agree, C = (2 out_off + 1) 2^(n-1)), ASR n, SSAT. About 22 estimated cycles a tile fewer on the
+ * Cortex-M4 model than PW23_HEAD and PW23_TAIL. */
 #define PW23W_HEAD \
     "ldr r1, [sp, #36]\n\t" \
     "ldm r0!, {r2, r5}\n\t" \
@@ -1742,23 +1762,17 @@ void mf_pw23_rows256(const uint32_t *frame, const int8_t *w);
     "mov r4, r2\n\t" \
     "mov r6, r5\n\t" \
     "mov r7, r5\n\t"
+/* output X of the filter whose multiplier, constant and n are M, C, N (lr a temporary) */
+#define PW23W_OUT1(X, M, C, N) \
+    "smmlar lr, " X ", " M ", " C "\n\t" \
+    "add lr, lr, " X ", asr #31\n\t" \
+    "asr " X ", lr, " N "\n\t" \
+    "ssat " X ", #8, " X "\n\t"
 #define PW23W_TAIL(D) \
     "add r0, r0, #2 * " #D "\n\t" \
     "ldm r0!, {r1, r8, r9, r10, r11, r12}\n\t" \
-    "lsl r2, r2, #1\n\t" \
-    "lsl r3, r3, #1\n\t" \
-    "lsl r4, r4, #1\n\t" \
-    "lsl r5, r5, #1\n\t" \
-    "lsl r6, r6, #1\n\t" \
-    "lsl r7, r7, #1\n\t" \
-    "smmulr r2, r2, r9\n\t" \
-    "smmulr r3, r3, r9\n\t" \
-    "smmulr r4, r4, r9\n\t" \
-    "smmulr r5, r5, r10\n\t" \
-    "smmulr r6, r6, r10\n\t" \
-    "smmulr r7, r7, r10\n\t" \
-    PW3_OUT1("r2", "r1", "r11") PW3_OUT1("r3", "r1", "r11") PW3_OUT1("r4", "r1", "r11") \
-    PW3_OUT1("r5", "r8", "r12") PW3_OUT1("r6", "r8", "r12") PW3_OUT1("r7", "r8", "r12") \
+    PW23W_OUT1("r2", "r9", "r1", "r11") PW23W_OUT1("r3", "r9", "r1", "r11") PW23W_OUT1("r4", "r9", "r1", "r11") \
+    PW23W_OUT1("r5", "r10", "r8", "r12") PW23W_OUT1("r6", "r10", "r8", "r12") PW23W_OUT1("r7", "r10", "r8", "r12") \
     PW23_STORES
 PW23_FUNC(mf_pw23w_rows64, PW23W_HEAD, PW23W_GROUPS16(64), "", PW23W_TAIL(64));
 PW23_FUNC(mf_pw23w_rows128, PW23W_HEAD, PW23W_GROUPS16(128) PW23W_GROUPS16(128), "", PW23W_TAIL(128));
@@ -1835,17 +1849,18 @@ __asm__(".pushsection .text.mf_pw23_widen,\"ax\",%progbits\n\t"
 void mf_pw23_widen(const int8_t *w, int16_t *w16, uint32_t steps);
 
 /* mf_pw23w_rowsD's blocks for the oc_n filters w (depth a multiple of 64), a filter pair's 2 depth + 16 halfwords
- * at dst: its biases, its filters widened (mf_pw23_widen), K2 = (2 out_off + 1) << n of each (as PW3_OUT's),
- * their multipliers and n = -shift (pw23_ok: n in [1, 22]). Once per run, for every pixel triple. */
+ * at dst: its biases doubled and its filters widened (mf_pw23_widen): with the columns doubled (pw23_run) the sums
+ * are 2 acc (|acc| < 2^30: pw23_ok's short output stage); then each filter's rounding constant (2 out_off + 1) << (n - 1) (PW3_OUT's
+ * K2 asr 1), multiplier and n = -shift (pw23_ok: n in [1, 22]). Once per run, for every pixel triple. */
 static void pw23_wide(const int8_t *w, const mf_channel_requant *rq, uint32_t oc_n, uint32_t depth, int16_t *dst) {
     const uint32_t k = (uint32_t)(2 * rq->out_off + 1);
     for (uint32_t f = 0; f + 2u <= oc_n; f += 2u, w += 2u * depth) {
         int32_t *block = (int32_t *)(void *)dst;
-        block[0] = rq->bias[f], block[1] = rq->bias[f + 1];
+        block[0] = mf_wrap32(2u * (uint32_t)rq->bias[f]), block[1] = mf_wrap32(2u * (uint32_t)rq->bias[f + 1]);
         mf_pw23_widen(w, dst + 4, depth / 16u);
         int32_t *h = block + 2 + depth;
         const int32_t n0 = -rq->shift[f], n1 = -rq->shift[f + 1];
-        h[0] = mf_wrap32(k << n0), h[1] = mf_wrap32(k << n1), h[2] = rq->mult[f], h[3] = rq->mult[f + 1];
+        h[0] = mf_wrap32(k << (n0 - 1)), h[1] = mf_wrap32(k << (n1 - 1)), h[2] = rq->mult[f], h[3] = rq->mult[f + 1];
         h[4] = n0, h[5] = n1;
         dst += 2u * depth + 16u;
     }
@@ -1881,9 +1896,10 @@ static __attribute__((noinline)) int pw23_run(const mf_call *c) {
     const int32_t in_off = mf_attr_int(c, A_IN_OFF), off16 = mf_pack_off16(in_off);
     const size_t ps = o.pitch ? o.pitch : oc_n, xs = x.shape[3];
     int16_t *cols = (int16_t *)c->scratch;
-    /* with conv2d_s8_dsp's plan, every filter widened once (the scratch after the columns' 6 depth bytes) */
+    /* with conv2d_s8_dsp's plan, every filter widened once (the scratch after the columns' 6 depth bytes); its
+     * output stage takes the sum's sign for the product's, so no multiplier may be negative */
     int16_t *w16 = NULL;
-    if (c->scratch_bytes >= mf_scratch_conv2d_s8_dsp(depth, oc_n, 1u)) {
+    if (c->scratch_bytes >= mf_scratch_conv2d_s8_dsp(depth, oc_n, 1u) && rq_mults_nonneg(&rq, oc_n)) {
         w16 = cols + 3u * depth;
         pw23_wide((const int8_t *)w.data, &rq, oc_n, depth, w16);
     }
@@ -1897,8 +1913,12 @@ static __attribute__((noinline)) int pw23_run(const mf_call *c) {
                 for (uint32_t i = 0; i < 3; i++) {
                     const uint32_t p = p0 + i < pixels ? p0 + i : pixels - 1u;
                     const uint32_t iy = p / ow * (uint32_t)st[0], ix = p % ow * (uint32_t)st[1];
-                    widen_interleaved(image + ((size_t)iy * x.shape[2] + ix) * xs + grp * depth, cols, i, depth,
-                                      off16, in_off, 12u);
+                    const int8_t *px = image + ((size_t)iy * x.shape[2] + ix) * xs + grp * depth;
+                    if (w16 != NULL) {
+                        widen_interleaved(px, cols, i, depth, off16, in_off, 12u, 1);
+                    } else {
+                        widen_interleaved(px, cols, i, depth, off16, in_off, 12u, 0);
+                    }
                     out[i] = out_image + (size_t)p * ps + oc0;
                 }
                 pw23_rows(cols, (const int8_t *)w.data + (size_t)oc0 * depth,
@@ -2744,15 +2764,6 @@ static void rq_table(uint32_t *tbl, const mf_channel_requant *rq, uint32_t f0, u
             e[4u + 3u * k] = n | (k == 1u && p + 1u < n_pairs ? 256u : 0u);
         }
     }
-}
-
-/* 1 when no multiplier of the n channels is negative (rq_table's rounding takes the sign of the sum for the
- * product's). */
-static int rq_mults_nonneg(const mf_channel_requant *rq, uint32_t n) {
-    for (uint32_t i = 0; i < n; i++) {
-        if (rq->mult[i] < 0) return 0;
-    }
-    return 1;
 }
 
 /* One image of the few-channel path: output pixels `lanes` at a time (the last ones repeated into the columns
@@ -3841,7 +3852,7 @@ static __attribute__((noinline)) mf_status run_fast(const mf_call *c) {
                     } else {
                         im2col_s8(&g, oy, ox, staging, 0);
                     }
-                    widen_interleaved(patch, cols, i, depth, off16, in_off, 4u * NCOLS);
+                    widen_interleaved(patch, cols, i, depth, off16, in_off, 4u * NCOLS, 0);
                 }
                 int8_t *out0 = out_image + (size_t)p0 * g.ps + grp * opg;
                 /* a last odd pixel: its copy in column 1 takes the tiles too, its outputs (the same bytes)

@@ -77,6 +77,12 @@ static inline int32_t mf_sxtab16_ror8(int32_t a, int32_t x) {
     __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
     return r;
 }
+/* Halfword lanes added (SADD16, each lane wrapping). */
+static inline int32_t mf_sadd16(int32_t a, int32_t b) {
+    int32_t r;
+    __asm__("sadd16 %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
 static inline int32_t mf_sxtb16(int32_t x) {
     int32_t r;
     __asm__("sxtb16 %0, %1" : "=r"(r) : "r"(x));
