@@ -1185,6 +1185,14 @@ void mf_few3t_rows28(const uint32_t *frame, const int16_t *w);
  * only where dsp_shifts_negative holds (n in [1, 22], |out_off| <= 255), so |K2| <= 511 * 2^22 < 2^31 (no
  * overflow) and K2 is even (n >= 1), so K2 asr 1 == (2 out_off + 1) 2^(n-1) exactly; the rest (the -1 for a
  * negative product, the ASR by n, SSAT) is FEW3_OUT's. */
+/* the six sums r2..r7 doubled (SMMULR's operand: 2 acc) */
+#define PW_SUMS_X2 \
+    "lsl r2, r2, #1\n\t" \
+    "lsl r3, r3, #1\n\t" \
+    "lsl r4, r4, #1\n\t" \
+    "lsl r5, r5, #1\n\t" \
+    "lsl r6, r6, #1\n\t" \
+    "lsl r7, r7, #1\n\t"
 /* filter F's two outputs X, Y: its shift S (ldrsb'd; n after the RSB), r8 K2, r1 2 out_off + 1 */
 #define PW3_OUT(X, Y, S) \
     "rsb " S ", " S ", #0\n\t" \
@@ -1220,12 +1228,7 @@ void mf_few3t_rows28(const uint32_t *frame, const int16_t *w);
     "ldr r11, [r8], #4\n\t" \
     "ldr r12, [r8], #4\n\t" \
     "str r8, [sp, #4]\n\t" \
-    "lsl r2, r2, #1\n\t" \
-    "lsl r3, r3, #1\n\t" \
-    "lsl r4, r4, #1\n\t" \
-    "lsl r5, r5, #1\n\t" \
-    "lsl r6, r6, #1\n\t" \
-    "lsl r7, r7, #1\n\t" \
+    PW_SUMS_X2 \
     "smmulr r2, r2, r10\n\t" \
     "smmulr r3, r3, r10\n\t" \
     "smmulr r4, r4, r11\n\t" \
@@ -1653,12 +1656,7 @@ static int rq_mults_nonneg(const mf_channel_requant *rq, uint32_t n) {
     "ldrsb lr, [r9], #1\n\t" \
     "str r8, [sp, #4]\n\t" \
     "str r9, [sp, #8]\n\t" \
-    "lsl r2, r2, #1\n\t" \
-    "lsl r3, r3, #1\n\t" \
-    "lsl r4, r4, #1\n\t" \
-    "lsl r5, r5, #1\n\t" \
-    "lsl r6, r6, #1\n\t" \
-    "lsl r7, r7, #1\n\t" \
+    PW_SUMS_X2 \
     "smmulr r2, r2, r10\n\t" \
     "smmulr r3, r3, r10\n\t" \
     "smmulr r4, r4, r10\n\t" \
@@ -1711,9 +1709,9 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
 PW23_FUNC(mf_pw23_rows64, PW23_HEAD, PW23_GROUPS16(64), "", PW23_TAIL("64"));
 PW23_FUNC(mf_pw23_rows128, PW23_HEAD, PW23_GROUPS16(128) PW23_GROUPS16(128), "", PW23_TAIL("128"));
 PW23_FUNC(mf_pw23_rows256, PW23_HEAD, PW23_GROUPS16(256), PW23_LOOP, PW23_TAIL("256"));
-void mf_pw23_rows64(const uint32_t *frame, const int8_t *w);
-void mf_pw23_rows128(const uint32_t *frame, const int8_t *w);
-void mf_pw23_rows256(const uint32_t *frame, const int8_t *w);
+void mf_pw23_rows64(const uint32_t *frame, const void *w);
+void mf_pw23_rows128(const uint32_t *frame, const void *w);
+void mf_pw23_rows256(const uint32_t *frame, const void *w);
 /* The same tiles on filters widened to int16 once per run (mf_pw23_widen: each group of 4 taps as SXTB16's two words,
  * lanes 0, 2 then 1, 3; a filter 2 D bytes, the pair's second 2 D bytes on), where conv2d_s8_dsp's plan gives the
  * room: mf_pw23w_rowsD(frame, w16). A group is two runs of five loads (both filters' words of one lane pair, the
@@ -1777,9 +1775,9 @@ void mf_pw23_rows256(const uint32_t *frame, const int8_t *w);
 PW23_FUNC(mf_pw23w_rows64, PW23W_HEAD, PW23W_GROUPS16(64), "", PW23W_TAIL(64));
 PW23_FUNC(mf_pw23w_rows128, PW23W_HEAD, PW23W_GROUPS16(128) PW23W_GROUPS16(128), "", PW23W_TAIL(128));
 PW23_FUNC(mf_pw23w_rows256, PW23W_HEAD, PW23W_GROUPS16(256), PW23_LOOP, PW23W_TAIL(256));
-void mf_pw23w_rows64(const uint32_t *frame, const int16_t *w16);
-void mf_pw23w_rows128(const uint32_t *frame, const int16_t *w16);
-void mf_pw23w_rows256(const uint32_t *frame, const int16_t *w16);
+void mf_pw23w_rows64(const uint32_t *frame, const void *w16);
+void mf_pw23w_rows128(const uint32_t *frame, const void *w16);
+void mf_pw23w_rows256(const uint32_t *frame, const void *w16);
 
 /* 1 when pw23_rows serves a pointwise layer: mat_mult_2cols_tiled's conditions for tile_rows_neg (small == 2: the
  * short output stage, every shift negative; a per-channel requantization with a bias, the full clamp), a depth
@@ -1803,21 +1801,10 @@ static void pw23_rows(const int16_t *cols, const int8_t *w, const int16_t *w16, 
                                 (uint32_t)(uintptr_t)out[1], (uint32_t)(uintptr_t)out[2],
                                 (uint32_t)(2 * rq->out_off + 1), end,
                                 (uint32_t)(uintptr_t)(cols + 3u * depth), (uint32_t)(uintptr_t)cols};
-    if (w16 != NULL) {
-        if (depth == 64u) {
-            mf_pw23w_rows64(frame, w16);
-        } else if (depth == 128u) {
-            mf_pw23w_rows128(frame, w16);
-        } else {
-            mf_pw23w_rows256(frame, w16);
-        }
-    } else if (depth == 64u) {
-        mf_pw23_rows64(frame, w);
-    } else if (depth == 128u) {
-        mf_pw23_rows128(frame, w);
-    } else {
-        mf_pw23_rows256(frame, w);
-    }
+    /* [widened][depth 64, 128, 256] */
+    static void (*const rows_of[2][3])(const uint32_t *, const void *) = {
+        {mf_pw23_rows64, mf_pw23_rows128, mf_pw23_rows256}, {mf_pw23w_rows64, mf_pw23w_rows128, mf_pw23w_rows256}};
+    rows_of[w16 != NULL][depth == 64u ? 0 : depth == 128u ? 1 : 2](frame, w16 != NULL ? (const void *)w16 : w);
 }
 
 /* The n words of 4 int8 taps at w (n a multiple of 8) widened to int16 at w16 as mf_pw23w_rowsD reads them: each
