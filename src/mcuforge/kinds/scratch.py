@@ -50,7 +50,9 @@ FORMULAS: tuple[ScratchFormula, ...] = (
     ScratchFormula("conv2d_s8_dsp", ("conv2d_s8",), ("dsp",), ("depth", "filters", "window"),
                    "5 * round_up(depth, 16) + (2 * filters * round_up(depth, 8) + 2 * round_up(depth, 16)) "
                    "* min(1, round_up(depth, 8) - depth) * min(1, 65 // (depth + 1)) "
-                   "+ (round_up(depth, 16) + 2 * filters * round_up(depth, 16) + 16 * filters) * (1 // max(window, 1))",
+                   "+ (round_up(depth, 16) + 2 * filters * round_up(depth, 16) + 16 * filters) * (1 // max(window, 1)) "
+                   "+ (4 * round_up(depth, 16) + 2 * filters * round_up(depth, 16) + 16 * filters) "
+                   "* (window // 9) * (9 // max(window, 1)) * (1 - min(1, round_up(depth, 16) - depth))",
                    "conv2d_s8_im2col's patches, then, for a patch of at most 64 taps and not a multiple of 8 (the "
                    "few-input-channel first layers: 3x3x3 = 27), the filters copied with their rows zero-padded to "
                    "a multiple of 8 (28 for 25..28 taps), word-aligned, so that the 2 x 2 tiles' asm runs on "
@@ -58,7 +60,8 @@ FORMULAS: tuple[ScratchFormula, ...] = (
                    "third int16 column (the 2 x 3 tiles at 28 taps); for a 1x1 kernel (window = kh * kw = 1), "
                    "one patch more (the pointwise 2 x 3 tiles' three int16 columns: 6 patches) and every filter "
                    "widened to int16 once per run (2 bytes a tap: the tiles' groups unpack no weights) with its "
-                   "bias and output constants (16 bytes)"),
+                   "bias and output constants (16 bytes); for a 3x3 kernel on a multiple of 16 taps (window = 9), "
+                   "the same for its 2 x 3 tiles with three int8 patches more (9 patches)"),
     ScratchFormula("conv2d_s8_pw23", (), (), ("depth", "window"),
                    "5 * round_up(depth, 16) + round_up(depth, 16) * (1 // max(window, 1))",
                    "conv2d_s8 on dsp, the plan between conv2d_s8_dsp's and conv2d_s8_im2col's "

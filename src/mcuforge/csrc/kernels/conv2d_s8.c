@@ -1775,18 +1775,28 @@ void mf_pw23_rows256(const uint32_t *frame, const void *w);
 PW23_FUNC(mf_pw23w_rows64, PW23W_HEAD, PW23W_GROUPS16(64), "", PW23W_TAIL(64));
 PW23_FUNC(mf_pw23w_rows128, PW23W_HEAD, PW23W_GROUPS16(128) PW23W_GROUPS16(128), "", PW23W_TAIL(128));
 PW23_FUNC(mf_pw23w_rows256, PW23W_HEAD, PW23W_GROUPS16(256), PW23_LOOP, PW23W_TAIL(256));
+/* 3x3 layers on 16, 32, 64 channels (resnet8's: pw23_run3x3), a loop of 12 or 16 groups */
+#define PW23W_GROUPS12(D) PW23W_GROUPS4(D) PW23W_GROUPS4(D) PW23W_GROUPS4(D)
+PW23_FUNC(mf_pw23w_rows144, PW23W_HEAD, PW23W_GROUPS12(144), PW23_LOOP, PW23W_TAIL(144));
+PW23_FUNC(mf_pw23w_rows288, PW23W_HEAD, PW23W_GROUPS12(288), PW23_LOOP, PW23W_TAIL(288));
+PW23_FUNC(mf_pw23w_rows576, PW23W_HEAD, PW23W_GROUPS16(576), PW23_LOOP, PW23W_TAIL(576));
 void mf_pw23w_rows64(const uint32_t *frame, const void *w16);
 void mf_pw23w_rows128(const uint32_t *frame, const void *w16);
 void mf_pw23w_rows256(const uint32_t *frame, const void *w16);
+void mf_pw23w_rows144(const uint32_t *frame, const void *w16);
+void mf_pw23w_rows288(const uint32_t *frame, const void *w16);
+void mf_pw23w_rows576(const uint32_t *frame, const void *w16);
 
 /* 1 when pw23_rows serves a pointwise layer: mat_mult_2cols_tiled's conditions for tile_rows_neg (small == 2: the
  * short output stage, every shift negative; a per-channel requantization with a bias, the full clamp), a depth
  * of mf_pw23_rowsD, an even number of filters a group, and the scratch of three columns (conv2d_s8_pw23's plan;
  * with the im2col plan, the 3 x 2 tiles). */
+static int pw23_requant_ok(const mf_channel_requant *rq, int small) {
+    return small == 2 && rq->per_channel && rq->bias != NULL && rq->lo == -128 && rq->hi == 127;
+}
 static int pw23_ok(const mf_channel_requant *rq, int small, uint32_t depth, uint32_t opg, uint32_t scratch_bytes) {
-    return small == 2 && rq->per_channel && rq->bias != NULL && rq->lo == -128 && rq->hi == 127 &&
-           (depth == 64u || depth == 128u || depth == 256u) && opg >= 2u && (opg & 1u) == 0 &&
-           scratch_bytes >= mf_scratch_conv2d_s8_pw23(depth, 1u);
+    return pw23_requant_ok(rq, small) && (depth == 64u || depth == 128u || depth == 256u) && opg >= 2u &&
+           (opg & 1u) == 0 && scratch_bytes >= mf_scratch_conv2d_s8_pw23(depth, 1u);
 }
 
 /* The filter pairs of `rows` (even) for three pixels' columns (widen_interleaved's, stride 3) by mf_pw23_rowsD on
@@ -1801,10 +1811,12 @@ static void pw23_rows(const int16_t *cols, const int8_t *w, const int16_t *w16, 
                                 (uint32_t)(uintptr_t)out[1], (uint32_t)(uintptr_t)out[2],
                                 (uint32_t)(2 * rq->out_off + 1), end,
                                 (uint32_t)(uintptr_t)(cols + 3u * depth), (uint32_t)(uintptr_t)cols};
-    /* [widened][depth 64, 128, 256] */
-    static void (*const rows_of[2][3])(const uint32_t *, const void *) = {
-        {mf_pw23_rows64, mf_pw23_rows128, mf_pw23_rows256}, {mf_pw23w_rows64, mf_pw23w_rows128, mf_pw23w_rows256}};
-    rows_of[w16 != NULL][depth == 64u ? 0 : depth == 128u ? 1 : 2](frame, w16 != NULL ? (const void *)w16 : w);
+    /* [widened][depth 64, 128, 256, 144, 288, 576] (the 3x3 depths only widened: pw23_run3x3) */
+    static void (*const rows_of[2][6])(const uint32_t *, const void *) = {
+        {mf_pw23_rows64, mf_pw23_rows128, mf_pw23_rows256, NULL, NULL, NULL},
+        {mf_pw23w_rows64, mf_pw23w_rows128, mf_pw23w_rows256, mf_pw23w_rows144, mf_pw23w_rows288, mf_pw23w_rows576}};
+    const int d = depth == 64u ? 0 : depth == 128u ? 1 : depth == 256u ? 2 : depth == 144u ? 3 : depth == 288u ? 4 : 5;
+    rows_of[w16 != NULL][d](frame, w16 != NULL ? (const void *)w16 : w);
 }
 
 /* The n words of 4 int8 taps at w (n a multiple of 8) widened to int16 at w16 as mf_pw23w_rowsD reads them: each
@@ -1835,11 +1847,13 @@ __asm__(".pushsection .text.mf_pw23_widen,\"ax\",%progbits\n\t"
         ".popsection\n");
 void mf_pw23_widen(const int8_t *w, int16_t *w16, uint32_t steps);
 
-/* The three columns of pw23_rows from input pixels p0, p1, p2 (depth a multiple of 8: frame {p0, p1, p2, the input
- * offset in both halves, depth / 8}, the columns at cols): widen_interleaved's stride-3 layout, two groups of 4 taps
- * a step (a run of six loads, then each word's two SXTAB16s, each result stored at once), the values doubled
- * (SADD16) in mf_pw23_cols2 for mf_pw23w_rowsD. About 17.5 (29.5 doubled) estimated cycles a group of 12 values on
- * the Cortex-M4 model against about 55 for GCC's three calls' loops. */
+/* The three columns of pw23_rows from three patches (frame {p0, p1, p2, the input offset in both halves, groups / 2
+ * a row, rows, the bytes from a row's end to the next row's start}, the columns at cols; a row a multiple of 8
+ * taps): widen_interleaved's stride-3 layout, two groups of 4 taps a step (a run of six loads, then each word's two
+ * SXTAB16s, each result stored at once), the values doubled (SADD16) in mf_pw23_cols2 for mf_pw23w_rowsD. A 1x1
+ * patch (the input pixel) or an im2col one is one row; a 3x3 window inside the input three, read from the image's
+ * rows (no copy). About 17.5 (29.5 doubled) estimated cycles a group of 12 values on the Cortex-M4 model against
+ * about 55 for GCC's three calls' loops. */
 #define PW23C_LANE(R, DBL, O) \
     "sxtab16 r0, r5, " R "\n\t" DBL("r0") "str r0, [lr, #" #O "]\n\t" \
     "sxtab16 " R ", r5, " R ", ror #8\n\t" DBL(R) "str " R ", [lr, #" #O " + 4]\n\t"
@@ -1850,8 +1864,14 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
         ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n" \
         #NAME ":\n\t" \
         "push {r4-r11, lr}\n\t" \
-        "ldm r0, {r2-r6}\n\t" \
         "mov lr, r1\n\t" \
+        "ldr r5, [r0, #12]\n\t" \
+        "ldr r6, [r0, #16]\n\t" \
+        "ldr r1, [r0, #20]\n\t" \
+        "ldr r7, [r0, #24]\n\t" \
+        "ldm r0, {r2-r4}\n\t" \
+        "push {r1, r6, r7}\n\t" \
+        "2:\n\t" \
         "1:\n\t" \
         "ldr r7, [r2], #4\n\t" \
         "ldr r8, [r3], #4\n\t" \
@@ -1864,6 +1884,16 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
         "add lr, lr, #48\n\t" \
         "subs r6, r6, #1\n\t" \
         "bne 1b\n\t" \
+        "ldr r0, [sp, #8]\n\t" \
+        "ldr r6, [sp, #4]\n\t" \
+        "add r2, r2, r0\n\t" \
+        "add r3, r3, r0\n\t" \
+        "add r4, r4, r0\n\t" \
+        "ldr r0, [sp]\n\t" \
+        "subs r0, r0, #1\n\t" \
+        "str r0, [sp]\n\t" \
+        "bne 2b\n\t" \
+        "add sp, sp, #12\n\t" \
         "pop {r4-r11, pc}\n\t" \
         ".size " #NAME ", . - " #NAME "\n\t" \
         ".popsection\n")
@@ -1934,7 +1964,7 @@ static __attribute__((noinline)) int pw23_run(const mf_call *c) {
             const uint32_t oc0 = grp * opg;
             for (uint32_t p0 = 0; p0 < pixels; p0 += 3u) {
                 int8_t *out[3];
-                uint32_t frame[5] = {0, 0, 0, (uint32_t)off16, depth / 8u};
+                uint32_t frame[7] = {0, 0, 0, (uint32_t)off16, depth / 8u, 1u, 0u};
                 for (uint32_t i = 0; i < 3; i++) {
                     const uint32_t p = p0 + i < pixels ? p0 + i : pixels - 1u;
                     const uint32_t iy = p / ow * (uint32_t)st[0], ix = p % ow * (uint32_t)st[1];
@@ -1950,6 +1980,73 @@ static __attribute__((noinline)) int pw23_run(const mf_call *c) {
                           w16 != NULL ? w16 + (size_t)oc0 / 2u * (2u * depth + 16u) : NULL, opg, depth, &rq, oc0,
                           out);
             }
+        }
+    }
+    return 1;
+}
+
+/* A 3x3 layer on 16, 32 or 64 channels (144, 288, 576 taps; one group) by the 2 x 3 tiles on its filters widened
+ * (mf_pw23w_rowsD) where conv2d_s8_dsp's plan gives the room (the six patches' columns, three int8 patches, the
+ * filter pairs' blocks) and pw23_ok holds with no negative multiplier: every pixel's patch by im2col_s8 (padding,
+ * strides, dilation), three at a time widened by mf_pw23_cols2. Against the 3 x 2 tiles with the pairs of the
+ * filters left (resnet8's 16, 32 filters: 5 triples and a filter, 10 and two), no filter left over and 24
+ * estimated cycles a group of 24 MACs, not 27. Returns 1 when it ran the op, else 0. */
+static __attribute__((noinline)) int pw23_run3x3(const mf_call *c) {
+    mf_tensor x, w, b, m, s, o;
+    mf_call_input(c, 1, &w);
+    const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3], oc_n = w.shape[0];
+    if (w.shape[1] != 3u || w.shape[2] != 3u || (depth != 144u && depth != 288u && depth != 576u) ||
+        c->scratch_bytes < mf_scratch_conv2d_s8_dsp(depth, oc_n, 9u)) {
+        return 0;
+    }
+    const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
+    if (x.shape[3] != w.shape[3]) return 0; /* one group */
+    conv_geom g;
+    mf_attr_conv_window(c, A_STRIDE, g.st, g.pd, g.dl);
+    mf_channel_requant rq;
+    mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
+    const int small = mf_dsp_small_ok(&rq, oc_n, depth) ? 1 + dsp_shifts_negative(&rq, oc_n) : 0;
+    if (!pw23_requant_ok(&rq, small) || (oc_n & 1u) != 0 || !rq_mults_nonneg(&rq, oc_n)) return 0;
+    const int32_t in_off = mf_attr_int(c, A_IN_OFF);
+    g.h = (int32_t)x.shape[1], g.w = (int32_t)x.shape[2], g.ch = x.shape[3], g.wc = w.shape[3], g.kh = 3u, g.kw = 3u;
+    g.zero_point = (int8_t)(-in_off);
+    g.contiguous_rows = g.dl[1] == 1;
+    g.ps = o.pitch ? o.pitch : oc_n;
+    const uint32_t ow = o.shape[2], pixels = o.shape[1] * ow, row_bytes = 3u * g.wc;
+    /* from a window row's end to the next row's start in the image */
+    const uint32_t row_skip = (uint32_t)g.dl[0] * (uint32_t)g.w * g.ch - row_bytes;
+    int16_t *cols = (int16_t *)c->scratch;
+    int8_t *patches = (int8_t *)c->scratch + 6u * depth; /* three int8 patches, then the blocks */
+    int16_t *w16 = (int16_t *)(void *)(patches + 3u * depth);
+    pw23_wide((const int8_t *)w.data, &rq, oc_n, depth, w16);
+    for (uint32_t n = 0; n < x.shape[0]; n++) {
+        g.x = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
+        int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * g.ps;
+        for (uint32_t p0 = 0; p0 < pixels; p0 += 3u) {
+            int8_t *out[3];
+            const int8_t *at[3];
+            int inside = g.contiguous_rows && (row_bytes & 7u) == 0;
+            for (uint32_t i = 0; i < 3; i++) {
+                const uint32_t p = p0 + i < pixels ? p0 + i : pixels - 1u;
+                const int32_t oy = (int32_t)(p / ow), ox = (int32_t)(p % ow);
+                const int32_t y0 = oy * g.st[0] - g.pd[0], x0 = ox * g.st[1] - g.pd[1];
+                inside = inside && y0 >= 0 && x0 >= 0 && y0 + 2 * g.dl[0] < g.h && x0 + 2 < g.w;
+                at[i] = g.x + ((size_t)(y0 < 0 ? 0 : y0) * (size_t)g.w + (size_t)(x0 < 0 ? 0 : x0)) * g.ch;
+                out[i] = out_image + (size_t)p * g.ps;
+            }
+            /* the three windows inside the input: read from its rows; else each patch by im2col_s8 */
+            uint32_t frame[7] = {(uint32_t)(uintptr_t)at[0], (uint32_t)(uintptr_t)at[1], (uint32_t)(uintptr_t)at[2],
+                                 (uint32_t)mf_pack_off16(in_off), row_bytes / 8u, 3u, row_skip};
+            if (!inside) {
+                for (uint32_t i = 0; i < 3; i++) {
+                    const uint32_t p = p0 + i < pixels ? p0 + i : pixels - 1u;
+                    im2col_s8(&g, (int32_t)(p / ow), (int32_t)(p % ow), patches + i * depth, 0);
+                    frame[i] = (uint32_t)(uintptr_t)(patches + i * depth);
+                }
+                frame[4] = depth / 8u, frame[5] = 1u, frame[6] = 0u;
+            }
+            mf_pw23_cols2(frame, cols);
+            pw23_rows(cols, (const int8_t *)w.data, w16, oc_n, depth, &rq, 0, out);
         }
     }
     return 1;
@@ -3807,7 +3904,7 @@ static __attribute__((noinline)) mf_status run_fast(const mf_call *c) {
     if (few_run(c)) return MF_OK;
 #endif
 #if DSP_PW_RUNS
-    if (pw23_run(c)) return MF_OK;
+    if (pw23_run(c) || pw23_run3x3(c)) return MF_OK;
 #endif
 #endif
     mf_tensor x, w, b, m, s, o;
