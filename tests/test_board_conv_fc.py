@@ -249,7 +249,8 @@ def conv_sweep(seed: int) -> BoardSweep:
     # cortex-m4/m33, conv2d_s8_dsp's plan: the filters widened): triples of windows inside the input (read from
     # its rows: mf_pw23_cols2 on three rows) and with a window across the padding (all three by im2col_s8),
     # strides, vertical and horizontal dilation, pixel counts 3 k + 1 and 3 k + 2, one filter pair and 9, batches,
-    # the offsets' ends; with the plan one byte short (the 3 x 2 tiles)
+    # the offsets' ends; then with conv2d_s8_pw23's plan (the int8 filters, mf_pw23_rows144/288/576), one byte
+    # short of it (the 3 x 2 tiles) and one byte short of conv2d_s8_dsp's (the int8 filters)
     for i, (wc, opg, hw, st, dl) in enumerate(((16, 2, (5, 5), [1, 1], [1, 1]), (16, 8, (7, 6), [2, 2], [1, 1]),
                                                (32, 4, (6, 7), [1, 1], [2, 1]), (32, 18, (4, 4), [1, 2], [1, 1]),
                                                (64, 2, (5, 4), [1, 1], [1, 2]), (64, 6, (3, 3), [1, 1], [1, 1]),
@@ -258,11 +259,12 @@ def conv_sweep(seed: int) -> BoardSweep:
                   hw=hw, oc_per_group=opg, batch=1 + i % 2, bias=True, per_channel=True, shifts=(-1, -22, -9, -14),
                   out_off=(-128, 127, 0)[i % 3], input_offset=(-127, 128, 0, None)[i % 4],
                   bias_bits=(16, 24, 29)[i % 3])
-    for i, wc in enumerate((16, 32)):
-        short = SCRATCH["conv2d_s8_dsp"](depth=9 * wc, filters=4, window=9) - 1
-        conv_case(rng, sweep, f"pw23_3x3_short_c{wc}_{i}_{len(sweep)}", wc, (3, 3), stride=[1, 1], pad=[1, 1],
-                  dil=[1, 1], hw=(4, 5), oc_per_group=4, bias=True, per_channel=True, shifts=(-1, -22, -9),
-                  out_off=-128, scratch={"dsp": short})
+    for i, wc in enumerate((16, 32, 64)):
+        mid = SCRATCH["conv2d_s8_pw23"](depth=9 * wc, window=9)
+        for plan in (mid, mid - 1, SCRATCH["conv2d_s8_dsp"](depth=9 * wc, filters=4, window=9) - 1):
+            conv_case(rng, sweep, f"pw23_3x3_scratch{plan}_c{wc}_{i}_{len(sweep)}", wc, (3, 3), stride=[1, 1],
+                      pad=[1, 1], dil=[1, 1], hw=(4, 5), oc_per_group=4, bias=True, per_channel=True,
+                      shifts=(-1, -22, -9), out_off=(-128, 127, 0)[i], scratch={"dsp": plan})
         tie_case(rng, sweep, f"pw23_3x3_ties_c{wc}_{i}", wc, (3, 3), 4, (4, 4), pad=[1, 1], shifts=(-1, -2, -3))
     # the 3 x 2 tiles on 3x3 patches (mf_pw3_rows144/288/576: resnet's 3x3 layers on 16, 32, 64 channels, a
     # loop of 12 or 16 groups): 16 filters (five triples and one filter left to the C loop), 1, 2, 3, 4, 5, 7

@@ -63,10 +63,13 @@ FORMULAS: tuple[ScratchFormula, ...] = (
                    "bias and output constants (16 bytes); for a 3x3 kernel on a multiple of 16 taps (window = 9), "
                    "the same for its 2 x 3 tiles with three int8 patches more (9 patches)"),
     ScratchFormula("conv2d_s8_pw23", (), (), ("depth", "window"),
-                   "5 * round_up(depth, 16) + round_up(depth, 16) * (1 // max(window, 1))",
+                   "5 * round_up(depth, 16) + round_up(depth, 16) * (1 // max(window, 1)) "
+                   "+ 4 * round_up(depth, 16) * (window // 9) * (9 // max(window, 1)) "
+                   "* (1 - min(1, round_up(depth, 16) - depth))",
                    "conv2d_s8 on dsp, the plan between conv2d_s8_dsp's and conv2d_s8_im2col's "
-                   "(OPTIONAL_SCRATCH): for a 1x1 kernel the pointwise 2 x 3 tiles' three int16 columns "
-                   "(6 patches), their filters unpacked in the tiles; any other kernel, conv2d_s8_im2col's"),
+                   "(OPTIONAL_SCRATCH): for a 1x1 kernel the 2 x 3 tiles' three int16 columns (6 patches), "
+                   "their filters unpacked in the tiles; for a 3x3 kernel on a multiple of 16 taps, the same and "
+                   "three int8 patches (9 patches); any other kernel, conv2d_s8_im2col's"),
     ScratchFormula("conv2d_s8_scalar", ("conv2d_s8",), ("scalar",), ("depth",), "12 * depth",
                    "cortex-m3: 3 columns of int32 pixel pairs"),
     ScratchFormula("conv2d_s4_im2col", ("conv2d_s4",), ("dsp",), ("depth",), "5 * round_up(depth, 8)",

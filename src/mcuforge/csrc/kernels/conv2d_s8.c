@@ -1709,9 +1709,16 @@ __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t" \
 PW23_FUNC(mf_pw23_rows64, PW23_HEAD, PW23_GROUPS16(64), "", PW23_TAIL("64"));
 PW23_FUNC(mf_pw23_rows128, PW23_HEAD, PW23_GROUPS16(128) PW23_GROUPS16(128), "", PW23_TAIL("128"));
 PW23_FUNC(mf_pw23_rows256, PW23_HEAD, PW23_GROUPS16(256), PW23_LOOP, PW23_TAIL("256"));
+#define PW23_GROUPS12(D) PW23_GROUPS4(D) PW23_GROUPS4(D) PW23_GROUPS4(D)
+PW23_FUNC(mf_pw23_rows144, PW23_HEAD, PW23_GROUPS12(144), PW23_LOOP, PW23_TAIL("144"));
+PW23_FUNC(mf_pw23_rows288, PW23_HEAD, PW23_GROUPS12(288), PW23_LOOP, PW23_TAIL("288"));
+PW23_FUNC(mf_pw23_rows576, PW23_HEAD, PW23_GROUPS16(576), PW23_LOOP, PW23_TAIL("576"));
 void mf_pw23_rows64(const uint32_t *frame, const void *w);
 void mf_pw23_rows128(const uint32_t *frame, const void *w);
 void mf_pw23_rows256(const uint32_t *frame, const void *w);
+void mf_pw23_rows144(const uint32_t *frame, const void *w);
+void mf_pw23_rows288(const uint32_t *frame, const void *w);
+void mf_pw23_rows576(const uint32_t *frame, const void *w);
 /* The same tiles on filters widened to int16 once per run (mf_pw23_widen: each group of 4 taps as SXTB16's two words,
  * lanes 0, 2 then 1, 3; a filter 2 D bytes, the pair's second 2 D bytes on), where conv2d_s8_dsp's plan gives the
  * room: mf_pw23w_rowsD(frame, w16). A group is two runs of five loads (both filters' words of one lane pair, the
@@ -1811,9 +1818,9 @@ static void pw23_rows(const int16_t *cols, const int8_t *w, const int16_t *w16, 
                                 (uint32_t)(uintptr_t)out[1], (uint32_t)(uintptr_t)out[2],
                                 (uint32_t)(2 * rq->out_off + 1), end,
                                 (uint32_t)(uintptr_t)(cols + 3u * depth), (uint32_t)(uintptr_t)cols};
-    /* [widened][depth 64, 128, 256, 144, 288, 576] (the 3x3 depths only widened: pw23_run3x3) */
+    /* [widened][depth 64, 128, 256, 144, 288, 576] */
     static void (*const rows_of[2][6])(const uint32_t *, const void *) = {
-        {mf_pw23_rows64, mf_pw23_rows128, mf_pw23_rows256, NULL, NULL, NULL},
+        {mf_pw23_rows64, mf_pw23_rows128, mf_pw23_rows256, mf_pw23_rows144, mf_pw23_rows288, mf_pw23_rows576},
         {mf_pw23w_rows64, mf_pw23w_rows128, mf_pw23w_rows256, mf_pw23w_rows144, mf_pw23w_rows288, mf_pw23w_rows576}};
     const int d = depth == 64u ? 0 : depth == 128u ? 1 : depth == 256u ? 2 : depth == 144u ? 3 : depth == 288u ? 4 : 5;
     rows_of[w16 != NULL][d](frame, w16 != NULL ? (const void *)w16 : w);
@@ -1985,10 +1992,12 @@ static __attribute__((noinline)) int pw23_run(const mf_call *c) {
     return 1;
 }
 
-/* A 3x3 layer on 16, 32 or 64 channels (144, 288, 576 taps; one group) by the 2 x 3 tiles on its filters widened
- * (mf_pw23w_rowsD) where conv2d_s8_dsp's plan gives the room (the six patches' columns, three int8 patches, the
- * filter pairs' blocks) and pw23_ok holds with no negative multiplier: every pixel's patch by im2col_s8 (padding,
- * strides, dilation), three at a time widened by mf_pw23_cols2. Against the 3 x 2 tiles with the pairs of the
+/* A 3x3 layer on 16, 32 or 64 channels (144, 288, 576 taps; one group, an even filter count, pw23_run's
+ * requantization) by the 2 x 3 tiles: on its filters widened (mf_pw23w_rowsD) where conv2d_s8_dsp's plan gives the
+ * room (the six patches' columns, three int8 patches, the filter pairs' blocks) and no multiplier is negative,
+ * else on the int8 filters (mf_pw23_rowsD) with conv2d_s8_pw23's (the columns and the patches): windows inside
+ * the input read from its rows, the others by im2col_s8 (padding, strides, dilation), three at a time widened by
+ * mf_pw23_cols2 / mf_pw23_cols. Against the 3 x 2 tiles with the pairs of the
  * filters left (resnet8's 16, 32 filters: 5 triples and a filter, 10 and two), no filter left over and 24
  * estimated cycles a group of 24 MACs, not 27. Returns 1 when it ran the op, else 0. */
 static __attribute__((noinline)) int pw23_run3x3(const mf_call *c) {
@@ -1996,7 +2005,7 @@ static __attribute__((noinline)) int pw23_run3x3(const mf_call *c) {
     mf_call_input(c, 1, &w);
     const uint32_t depth = w.shape[1] * w.shape[2] * w.shape[3], oc_n = w.shape[0];
     if (w.shape[1] != 3u || w.shape[2] != 3u || (depth != 144u && depth != 288u && depth != 576u) ||
-        c->scratch_bytes < mf_scratch_conv2d_s8_dsp(depth, oc_n, 9u)) {
+        c->scratch_bytes < mf_scratch_conv2d_s8_pw23(depth, 9u)) {
         return 0;
     }
     const int has_bias = mf_call_weighted(c, &x, &w, &b, &m, &s, &o);
@@ -2006,7 +2015,7 @@ static __attribute__((noinline)) int pw23_run3x3(const mf_call *c) {
     mf_channel_requant rq;
     mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
     const int small = mf_dsp_small_ok(&rq, oc_n, depth) ? 1 + dsp_shifts_negative(&rq, oc_n) : 0;
-    if (!pw23_requant_ok(&rq, small) || (oc_n & 1u) != 0 || !rq_mults_nonneg(&rq, oc_n)) return 0;
+    if (!pw23_requant_ok(&rq, small) || (oc_n & 1u) != 0) return 0;
     const int32_t in_off = mf_attr_int(c, A_IN_OFF);
     g.h = (int32_t)x.shape[1], g.w = (int32_t)x.shape[2], g.ch = x.shape[3], g.wc = w.shape[3], g.kh = 3u, g.kw = 3u;
     g.zero_point = (int8_t)(-in_off);
@@ -2017,8 +2026,12 @@ static __attribute__((noinline)) int pw23_run3x3(const mf_call *c) {
     const uint32_t row_skip = (uint32_t)g.dl[0] * (uint32_t)g.w * g.ch - row_bytes;
     int16_t *cols = (int16_t *)c->scratch;
     int8_t *patches = (int8_t *)c->scratch + 6u * depth; /* three int8 patches, then the blocks */
-    int16_t *w16 = (int16_t *)(void *)(patches + 3u * depth);
-    pw23_wide((const int8_t *)w.data, &rq, oc_n, depth, w16);
+    /* the filters widened where conv2d_s8_dsp's plan gives the room and no multiplier is negative (pw23_run's) */
+    int16_t *w16 = NULL;
+    if (c->scratch_bytes >= mf_scratch_conv2d_s8_dsp(depth, oc_n, 9u) && rq_mults_nonneg(&rq, oc_n)) {
+        w16 = (int16_t *)(void *)(patches + 3u * depth);
+        pw23_wide((const int8_t *)w.data, &rq, oc_n, depth, w16);
+    }
     for (uint32_t n = 0; n < x.shape[0]; n++) {
         g.x = (const int8_t *)x.data + (size_t)n * x.shape[1] * x.shape[2] * g.ch;
         int8_t *out_image = (int8_t *)o.data + (size_t)n * pixels * g.ps;
@@ -2045,7 +2058,11 @@ static __attribute__((noinline)) int pw23_run3x3(const mf_call *c) {
                 }
                 frame[4] = depth / 8u, frame[5] = 1u, frame[6] = 0u;
             }
-            mf_pw23_cols2(frame, cols);
+            if (w16 != NULL) {
+                mf_pw23_cols2(frame, cols);
+            } else {
+                mf_pw23_cols(frame, cols);
+            }
             pw23_rows(cols, (const int8_t *)w.data, w16, oc_n, depth, &rq, 0, out);
         }
     }

@@ -29,9 +29,9 @@ static inline uint32_t mf_scratch_conv2d_s8_im2col(uint32_t depth) { return 5u *
 static inline uint32_t mf_scratch_conv2d_s8_dsp(uint32_t depth, uint32_t filters, uint32_t window) { return 5u * MF_ROUND_UP(depth, 16u) + (2u * filters * MF_ROUND_UP(depth, 8u) + 2u * MF_ROUND_UP(depth, 16u)) * mf_scratch_min(1u, MF_ROUND_UP(depth, 8u) - depth) * mf_scratch_min(1u, 65u / (depth + 1u)) + (MF_ROUND_UP(depth, 16u) + 2u * filters * MF_ROUND_UP(depth, 16u) + 16u * filters) * (1u / mf_scratch_max(window, 1u)) + (4u * MF_ROUND_UP(depth, 16u) + 2u * filters * MF_ROUND_UP(depth, 16u) + 16u * filters) * (window / 9u) * (9u / mf_scratch_max(window, 1u)) * (1u - mf_scratch_min(1u, MF_ROUND_UP(depth, 16u) - depth)); }
 
 /* conv2d_s8 on dsp, the plan between conv2d_s8_dsp's and conv2d_s8_im2col's (OPTIONAL_SCRATCH): for a 1x1 kernel
- * the pointwise 2 x 3 tiles' three int16 columns (6 patches), their filters unpacked in the tiles; any other
- * kernel, conv2d_s8_im2col's. */
-static inline uint32_t mf_scratch_conv2d_s8_pw23(uint32_t depth, uint32_t window) { return 5u * MF_ROUND_UP(depth, 16u) + MF_ROUND_UP(depth, 16u) * (1u / mf_scratch_max(window, 1u)); }
+ * the 2 x 3 tiles' three int16 columns (6 patches), their filters unpacked in the tiles; for a 3x3 kernel on a
+ * multiple of 16 taps, the same and three int8 patches (9 patches); any other kernel, conv2d_s8_im2col's. */
+static inline uint32_t mf_scratch_conv2d_s8_pw23(uint32_t depth, uint32_t window) { return 5u * MF_ROUND_UP(depth, 16u) + MF_ROUND_UP(depth, 16u) * (1u / mf_scratch_max(window, 1u)) + 4u * MF_ROUND_UP(depth, 16u) * (window / 9u) * (9u / mf_scratch_max(window, 1u)) * (1u - mf_scratch_min(1u, MF_ROUND_UP(depth, 16u) - depth)); }
 
 /* conv2d_s8 on scalar: cortex-m3: 3 columns of int32 pixel pairs. */
 static inline uint32_t mf_scratch_conv2d_s8_scalar(uint32_t depth) { return 12u * depth; }
