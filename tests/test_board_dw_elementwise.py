@@ -221,6 +221,14 @@ def depthwise_sweep(seed: int) -> BoardSweep:
         hw, st, pd = ((h, w), st, pd) if i % 2 else ((w, h), st[::-1], pd[::-1])
         depthwise_case(rng, sweep, f"dw3x3_planar_fill_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=st, pad_hw=pd,
                        shifts=(-1, -21, -6, -13))
+    # (drawn after the cases above) dwv3: 3 x 3 outputs at stride 1 on dwv's maps (MobileNet's 3 x 3 x 256): padding
+    # 0, 1 and 2 (5 x 5, 3 x 3, 1 x 1 inputs) and mixed, channel tails, two images, every activation range, a bias at
+    # dw_bias_small's limit in one group (that group and the next ones the other paths)
+    for i, (c, hw, pd, n) in enumerate(((8, (3, 3), (1, 1), 1), (12, (5, 5), (0, 0), 1), (4, (1, 1), (2, 2), 1),
+                                        (13, (3, 5), (1, 0), 2), (7, (5, 1), (0, 2), 1), (16, (3, 3), (1, 1), 2),
+                                        (24, (3, 3), (1, 1), 1), (9, (1, 3), (2, 1), 1))):
+        depthwise_case(rng, sweep, f"dw3x3_dwv3_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=(1, 1), pad_hw=pd,
+                       batch=n, shifts=(-1, -21, -6, -13), big_bias=i == 6)
     return sweep
 
 
