@@ -221,6 +221,25 @@ def depthwise_sweep(seed: int) -> BoardSweep:
         hw, st, pd = ((h, w), st, pd) if i % 2 else ((w, h), st[::-1], pd[::-1])
         depthwise_case(rng, sweep, f"dw3x3_planar_fill_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=st, pad_hw=pd,
                        shifts=(-1, -21, -6, -13))
+    # (drawn after the cases above) dwv3: 3 x 3 outputs at stride 1 on dwv's maps (MobileNet's 3 x 3 x 256): padding
+    # 0, 1 and 2 (5 x 5, 3 x 3, 1 x 1 inputs) and mixed, channel tails, two images, every activation range, a bias at
+    # dw_bias_small's limit in one group (that group and the next ones the other paths)
+    for i, (c, hw, pd, n) in enumerate(((8, (3, 3), (1, 1), 1), (12, (5, 5), (0, 0), 1), (4, (1, 1), (2, 2), 1),
+                                        (13, (3, 5), (1, 0), 2), (7, (5, 1), (0, 2), 1), (16, (3, 3), (1, 1), 2),
+                                        (24, (3, 3), (1, 1), 1), (9, (1, 3), (2, 1), 1))):
+        depthwise_case(rng, sweep, f"dw3x3_dwv3_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=(1, 1), pad_hw=pd,
+                       batch=n, shifts=(-1, -21, -6, -13), big_bias=i == 6)
+    # (drawn after the cases above) dwv3s2: 3 x 3 outputs at stride 2 on dwv's maps (MobileNet's 6 x 6 x 128 to 3 x 3):
+    # padding 0 to 2 and mixed, inputs the windows read to the last row and column or one short of them (the map's
+    # last row and column, 7 and 8 rows), channel tails, two images, every activation range, a bias at
+    # dw_bias_small's limit in one group; then rounding ties of dwv3 and dwv3s2
+    for i, (c, hw, pd, n) in enumerate(((8, (6, 6), (1, 1), 1), (12, (5, 5), (1, 1), 1), (4, (7, 8), (0, 0), 1),
+                                        (13, (3, 4), (2, 2), 2), (7, (6, 7), (1, 0), 1), (16, (4, 8), (2, 0), 2),
+                                        (24, (6, 6), (1, 1), 1), (9, (8, 5), (0, 1), 1))):
+        depthwise_case(rng, sweep, f"dw3x3_dwv3s2_{i}", c, (3, 3), hw=hw, dil=[1, 1], stride_hw=(2, 2), pad_hw=pd,
+                       batch=n, shifts=(-1, -21, -6, -13), big_bias=i == 6)
+    depthwise_tie_case(rng, sweep, "dw3x3_ties_dwv3", 8, (3, 3), (1, 1), [1, 1], True)
+    depthwise_tie_case(rng, sweep, "dw3x3_ties_dwv3s2", 8, (6, 6), (2, 2), [1, 1], True)
     return sweep
 
 

@@ -26,7 +26,8 @@
  *   mf_scratch_depthwise_conv2d_s8_dwp; with less scratch, dw3_buffered); the same path runs the op written
  *   over its input where the planner chose that (dw_dsp_in_place); small maps at stride 1 (at most 6 windows
  *   a row, 6 rows: MobileNet's 6 x 6 layers) widen each channel's padded map once, two rows a word, and run
- *   2 x 2 windows per asm pass with the channel's weights in registers (dwv: mf_dwv_run_int8 / _clamp);
+ *   2 x 2 windows per asm pass with the channel's weights in registers (dwv: mf_dwv_run_int8 / _clamp); 3 x 3
+ *   outputs at stride 1 or 2 (MobileNet's 3 x 3 tails) run on the same maps, every window once (dwv3, dwv3s2);
  * - MVE (cortex-m55): groups of eight channels outer, products by VMULLB/VMULLT of int16 lanes
  *   into even/odd int32 accumulators (a vector of 16 int8 channels would need four accumulators
  *   plus operands: more than the eight Q registers). 3x3 kernels: the windows inside the input as
@@ -1972,6 +1973,156 @@ void mf_dwv_run_clamp(dwv_ch *c);
 DWV_FUNC(mf_dwv_run_int8, "");
 DWV_FUNC(mf_dwv_run_clamp, DWV_CLAMP4);
 
+/* 3 x 3 outputs at stride 1 (dwv3: MobileNet's 3 x 3 x 256 layer), on dwv's maps and channel blocks: dwv's passes
+ * would run 16 windows for the 9 (a pass one row and one column back; 163.9 k cycles on the cortex-m4 model against
+ * dw3_small's 131.6 k). Per channel: dwv's pass for rows 0/1, columns 0/1 (r1, r2, r9, r12), then column 2 of rows
+ * 0/1 (r1, r2: the same MACs from columns 2..4), then row 2 (pair rows 1 and 2: a window whose top row is even,
+ * one SMLAD and one SMLABT a column, r1, r2, r9): 54 MACs, 24 loads, the channel's weights loaded once. The
+ * outputs of a 3 x 3 map are 9 consecutive pixels, c->ostep apart (out + k ostep, k = 3 row + column). */
+#define DWV3_OUT1(R)                                                                                                   \
+    "smmulr " R ", " R ", r10\n\t"                                                                                    \
+    "add " R ", " R ", " R ", asr #31\n\t"                                                                            \
+    "add " R ", " R ", r11\n\t"                                                                                       \
+    "asr " R ", " R ", r12\n\t"                                                                                       \
+    "ssat " R ", #8, " R "\n\t"
+#define DWV3_CLAMP2 "ldr r10, [lr, #56]\n\tldr r11, [lr, #60]\n\t" DWP_CLAMP1("r1") DWP_CLAMP1("r2")
+#define DWV3_CLAMP3 DWV3_CLAMP2 DWP_CLAMP1("r9")
+/* Row 2's column x (pair row 1 at byte 32 + 4 x in r10, pair row 2 in r11) into window A with column weights J. */
+#define DWV3_MAC2(A, WA, WB, FA) "smlad " A ", r10, " WA ", " FA "\n\tsmlabt " A ", r11, " WB ", " A "\n\t"
+#define DWV3_FUNC(NAME, CLAMP4, CLAMP2, CLAMP3)                                                                        \
+    __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t"                                                       \
+            ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n"                     \
+            #NAME ":\n\t"                                                                                              \
+            "push {r4-r11, lr}\n\t"                                                                                    \
+            "add r12, r0, #368\n\t"                                                                                    \
+            "push {r0, r12}\n\t"                                                                                       \
+            "mov lr, r0\n"                                                                                             \
+            "0:\n\t"                                                                                                   \
+            "add r1, lr, #16\n\t"                                                                                      \
+            "ldm r1, {r3-r8}\n\t"                                                                                      \
+            "ldr r0, [lr]\n\t"                                                                                         \
+            "ldr r12, [lr, #40]\n\t"                                                                                   \
+            DWV_LD(0) DWV_MAC("r1", "r2", "r3", "r6", "r12", "r12")                                                    \
+            DWV_LD(4) DWV_MAC("r1", "r2", "r4", "r7", "r1", "r2") DWV_MAC("r9", "r12", "r3", "r6", "r12", "r12")       \
+            DWV_LD(8) DWV_MAC("r1", "r2", "r5", "r8", "r1", "r2") DWV_MAC("r9", "r12", "r4", "r7", "r9", "r12")        \
+            DWV_LD(12) DWV_MAC("r9", "r12", "r5", "r8", "r9", "r12")                                                   \
+            DWV_OUT4 CLAMP4                                                                                            \
+            "ldr r10, [lr, #4]\n\t"                                                                                    \
+            "ldr r11, [lr, #8]\n\t"                                                                                    \
+            "strb r1, [r10]\n\t"                                                                                       \
+            "strb r9, [r10, r11]\n\t"                                                                                  \
+            "add r10, r10, r11, lsl #1\n\t"                                                                            \
+            "add r10, r10, r11\n\t"                                                                                    \
+            "strb r2, [r10]\n\t"                                                                                       \
+            "strb r12, [r10, r11]\n\t"                                                                                 \
+            "ldr r12, [lr, #40]\n\t"                                                                                   \
+            DWV_LD(8) DWV_MAC("r1", "r2", "r3", "r6", "r12", "r12")                                                    \
+            DWV_LD(12) DWV_MAC("r1", "r2", "r4", "r7", "r1", "r2")                                                     \
+            DWV_LD(16) DWV_MAC("r1", "r2", "r5", "r8", "r1", "r2")                                                     \
+            "ldr r10, [lr, #44]\n\t"                                                                                   \
+            "ldr r11, [lr, #48]\n\t"                                                                                   \
+            "ldr r12, [lr, #52]\n\t"                                                                                   \
+            DWV3_OUT1("r1") DWV3_OUT1("r2") CLAMP2                                                                     \
+            "ldr r10, [lr, #4]\n\t"                                                                                    \
+            "ldr r11, [lr, #8]\n\t"                                                                                    \
+            "add r10, r10, r11, lsl #1\n\t"                                                                            \
+            "strb r1, [r10]\n\t"                                                                                       \
+            "add r10, r10, r11, lsl #1\n\t"                                                                            \
+            "strb r2, [r10, r11]\n\t"                                                                                  \
+            "ldr r12, [lr, #40]\n\t"                                                                                   \
+            "ldr r10, [r0, #32]\n\t"                                                                                   \
+            "ldr r11, [r0, #64]\n\t"                                                                                   \
+            DWV3_MAC2("r1", "r3", "r6", "r12")                                                                         \
+            "ldr r10, [r0, #36]\n\t"                                                                                   \
+            "ldr r11, [r0, #68]\n\t"                                                                                   \
+            DWV3_MAC2("r1", "r4", "r7", "r1") DWV3_MAC2("r2", "r3", "r6", "r12")                                       \
+            "ldr r10, [r0, #40]\n\t"                                                                                   \
+            "ldr r11, [r0, #72]\n\t"                                                                                   \
+            DWV3_MAC2("r1", "r5", "r8", "r1") DWV3_MAC2("r2", "r4", "r7", "r2") DWV3_MAC2("r9", "r3", "r6", "r12")    \
+            "ldr r10, [r0, #44]\n\t"                                                                                   \
+            "ldr r11, [r0, #76]\n\t"                                                                                   \
+            DWV3_MAC2("r2", "r5", "r8", "r2") DWV3_MAC2("r9", "r4", "r7", "r9")                                        \
+            "ldr r10, [r0, #48]\n\t"                                                                                   \
+            "ldr r11, [r0, #80]\n\t"                                                                                   \
+            DWV3_MAC2("r9", "r5", "r8", "r9")                                                                          \
+            "ldr r10, [lr, #44]\n\t"                                                                                   \
+            "ldr r11, [lr, #48]\n\t"                                                                                   \
+            "ldr r12, [lr, #52]\n\t"                                                                                   \
+            DWV3_OUT1("r1") DWV3_OUT1("r2") DWV3_OUT1("r9") CLAMP3                                                     \
+            "ldr r10, [lr, #4]\n\t"                                                                                    \
+            "ldr r11, [lr, #8]\n\t"                                                                                    \
+            "add r10, r10, r11, lsl #2\n\t"                                                                            \
+            "add r10, r10, r11, lsl #1\n\t"                                                                            \
+            "strb r1, [r10]\n\t"                                                                                       \
+            "strb r2, [r10, r11]\n\t"                                                                                  \
+            "add r10, r10, r11, lsl #1\n\t"                                                                            \
+            "strb r9, [r10]\n\t"                                                                                       \
+            "add lr, lr, #92\n\t"                                                                                      \
+            "ldr r10, [sp, #4]\n\t"                                                                                    \
+            "cmp lr, r10\n\t"                                                                                          \
+            "bne 0b\n\t"                                                                                               \
+            "add sp, sp, #8\n\t"                                                                                       \
+            "pop {r4-r11, pc}\n\t"                                                                                     \
+            ".size " #NAME ", . - " #NAME "\n\t"                                                                       \
+            ".popsection\n")
+void mf_dwv3_run_int8(dwv_ch *c); /* c: the group's four blocks */
+void mf_dwv3_run_clamp(dwv_ch *c);
+DWV3_FUNC(mf_dwv3_run_int8, "", "", "");
+DWV3_FUNC(mf_dwv3_run_clamp, DWV_CLAMP4, DWV3_CLAMP2, DWV3_CLAMP3);
+
+/* 3 x 3 outputs at stride 2 (dwv3s2: MobileNet's 6 x 6 x 128 to 3 x 3), on dwv's maps: every window's top row is
+ * even (2 r), so each is dwv's window a, one SMLAD and one SMLABT a column of pair rows r and r + 1, and windows
+ * c = 0..2 of a row read columns 2 c .. 2 c + 2 (column 2 c + 2 both for window c and c + 1): 14 loads, 18 MACs and
+ * three outputs a row, the channel's weights loaded once. Output row R: pair rows at bytes 32 R and 32 R + 32;
+ * OUT: the row's first output (out + 3 R ostep) from r10 = out, r11 = ostep. */
+#define DWV3S2_LD(R, X) "ldr r10, [r0, #32 * " #R " + 4 * " #X "]\n\tldr r11, [r0, #32 * " #R " + 32 + 4 * " #X "]\n\t"
+#define DWV3S2_ROW(R, OUT, CLAMP3)                                                                                     \
+    "ldr r12, [lr, #40]\n\t"                                                                                          \
+    DWV3S2_LD(R, 0) DWV3_MAC2("r1", "r3", "r6", "r12")                                                                \
+    DWV3S2_LD(R, 1) DWV3_MAC2("r1", "r4", "r7", "r1")                                                                 \
+    DWV3S2_LD(R, 2) DWV3_MAC2("r1", "r5", "r8", "r1") DWV3_MAC2("r2", "r3", "r6", "r12")                              \
+    DWV3S2_LD(R, 3) DWV3_MAC2("r2", "r4", "r7", "r2")                                                                 \
+    DWV3S2_LD(R, 4) DWV3_MAC2("r2", "r5", "r8", "r2") DWV3_MAC2("r9", "r3", "r6", "r12")                              \
+    DWV3S2_LD(R, 5) DWV3_MAC2("r9", "r4", "r7", "r9")                                                                 \
+    DWV3S2_LD(R, 6) DWV3_MAC2("r9", "r5", "r8", "r9")                                                                 \
+    "ldr r10, [lr, #44]\n\t"                                                                                          \
+    "ldr r11, [lr, #48]\n\t"                                                                                          \
+    "ldr r12, [lr, #52]\n\t"                                                                                          \
+    DWV3_OUT1("r1") DWV3_OUT1("r2") DWV3_OUT1("r9") CLAMP3                                                            \
+    "ldr r10, [lr, #4]\n\t"                                                                                           \
+    "ldr r11, [lr, #8]\n\t" OUT                                                                                       \
+    "strb r1, [r10]\n\t"                                                                                              \
+    "strb r2, [r10, r11]\n\t"                                                                                         \
+    "add r10, r10, r11, lsl #1\n\t"                                                                                   \
+    "strb r9, [r10]\n\t"
+#define DWV3S2_FUNC(NAME, CLAMP3)                                                                                      \
+    __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t"                                                       \
+            ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n"                     \
+            #NAME ":\n\t"                                                                                              \
+            "push {r4-r11, lr}\n\t"                                                                                    \
+            "add r12, r0, #368\n\t"                                                                                    \
+            "push {r0, r12}\n\t"                                                                                       \
+            "mov lr, r0\n"                                                                                             \
+            "0:\n\t"                                                                                                   \
+            "add r1, lr, #16\n\t"                                                                                      \
+            "ldm r1, {r3-r8}\n\t"                                                                                      \
+            "ldr r0, [lr]\n\t"                                                                                         \
+            DWV3S2_ROW(0, "", CLAMP3)                                                                                  \
+            DWV3S2_ROW(1, "add r10, r10, r11, lsl #1\n\tadd r10, r10, r11\n\t", CLAMP3)                                \
+            DWV3S2_ROW(2, "add r10, r10, r11, lsl #2\n\tadd r10, r10, r11, lsl #1\n\t", CLAMP3)                       \
+            "add lr, lr, #92\n\t"                                                                                      \
+            "ldr r10, [sp, #4]\n\t"                                                                                    \
+            "cmp lr, r10\n\t"                                                                                          \
+            "bne 0b\n\t"                                                                                               \
+            "add sp, sp, #8\n\t"                                                                                       \
+            "pop {r4-r11, pc}\n\t"                                                                                     \
+            ".size " #NAME ", . - " #NAME "\n\t"                                                                       \
+            ".popsection\n")
+void mf_dwv3s2_run_int8(dwv_ch *c); /* c: the group's four blocks */
+void mf_dwv3s2_run_clamp(dwv_ch *c);
+DWV3S2_FUNC(mf_dwv3s2_run_int8, "");
+DWV3S2_FUNC(mf_dwv3s2_run_clamp, DWV3_CLAMP3);
+
 /* Both halfwords doubled (SADD16), both halfwords added (SADD16): the weights' pairs, in [-256, 254] and their
  * sums. */
 static inline int32_t dwv_add16(int32_t a, int32_t b) {
@@ -1981,12 +2132,20 @@ static inline int32_t dwv_add16(int32_t a, int32_t b) {
 }
 static inline int32_t dwv_dbl(int32_t p) { return dwv_add16(p, p); }
 
-/* dwv takes the map: stride 1, no dilation, two to DWV_Q - 2 windows a row, the padded rows in DWV_R pair rows;
- * an odd row count or width costs a pass's recomputed windows: at most 1.2 times the windows (not 3 x 3). */
+/* dwv takes the map: stride 1, no dilation, two to DWV_Q - 2 windows a row, the padded rows in DWV_R pair rows
+ * (or 3 x 3 outputs at stride 2: dwv3s2, MobileNet's 6 x 6 x 128 to 3 x 3, 75.5 -> 72.2 k cycles on the cortex-m4
+ * model against dw3_small, 47.5 -> 47.0 k on the cortex-m7);
+ * an odd row count or width costs a pass's recomputed windows: at most 1.2 times the windows, or 3 x 3 outputs
+ * exactly (dwv3's passes, no recomputed window: MobileNet's 3 x 3 x 256, 131.6 -> 106.1 k cycles on the cortex-m4
+ * model, 83.0 -> 69.8 k on the cortex-m7). */
 static int dwv_ok(const dw_geom *g) {
+    if (g->dl[0] == 1 && g->dl[1] == 1 && g->st[0] == 2 && g->st[1] == 2 && g->pd[0] >= 0 && g->pd[1] >= 0 &&
+        g->oh == 3 && g->ow == 3) {
+        return 1; /* dwv3s2: padded rows and columns 0..6 (the fill keeps inside the map) */
+    }
     return g->dl[0] == 1 && g->dl[1] == 1 && g->st[0] == 1 && g->st[1] == 1 && g->pd[0] >= 0 && g->pd[1] >= 0 &&
            g->oh >= 1 && g->ow >= 2 && g->ow + 2 <= DWV_Q && (g->oh + 1) / 2 + 1 <= DWV_R &&
-           5 * (g->oh + (g->oh & 1)) * (g->ow + (g->ow & 1)) <= 6 * g->oh * g->ow;
+           (5 * (g->oh + (g->oh & 1)) * (g->ow + (g->ow & 1)) <= 6 * g->oh * g->ow || (g->oh == 3 && g->ow == 3));
 }
 
 /* Channel groups oc, oc + 4, ... of every window of a small map (dwv_ok) while their output stage is dw3_tab's
@@ -2010,6 +2169,12 @@ static __attribute__((noinline)) int32_t dwv_groups(const dw_geom *g, int32_t oc
         c->ostep = C, c->xlast = 4 * (g->ow - 1), c->lo = g->rq.lo, c->hi = g->rq.hi;
         c->orow = g->ow * C, c->orow2 = 2 * c->orow, c->oblast = g->oh & 1 ? 0 : c->orow;
     }
+    const int full = g->rq.lo == -128 && g->rq.hi == 127; /* the op's range: every group's (chosen once) */
+    /* (a table, not nested conditionals: those cost the cortex-m7 model 0.7 k cycles on each 6 x 6 x 128 layer) */
+    static void (*const runs[3][2])(dwv_ch *) = {{mf_dwv_run_clamp, mf_dwv_run_int8},
+                                                   {mf_dwv3_run_clamp, mf_dwv3_run_int8},
+                                                   {mf_dwv3s2_run_clamp, mf_dwv3s2_run_int8}};
+    void (*const run)(dwv_ch *) = runs[g->st[0] == 2 ? 2 : g->oh == 3 && g->ow == 3][full];
     for (; oc + 4 <= C; oc += 4) {
         mf_dsp_channel ch4[4];
         for (int i = 0; i < 4; i++) ch4[i] = mf_dsp_channel_any(&g->rq, (uint32_t)(oc + i));
@@ -2044,7 +2209,6 @@ static __attribute__((noinline)) int32_t dwv_groups(const dw_geom *g, int32_t oc
             c->mult = q->mult[i], c->n = q->n[i];
             c->half = (1 << (q->n[i] - 1)) + q->out_off * (1 << q->n[i]);
         }
-        void (*const run)(dwv_ch *) = q->lo == -128 && q->hi == 127 ? mf_dwv_run_int8 : mf_dwv_run_clamp;
         /* the input's four channels into their maps: padded rows 2 k, 2 k + 1 (input rows iy, iy + 1, iy = 2 k -
          * pd[0]) are the halves of pair row k, filled together by dwp_put (a row outside the input reads the zero
          * point: a source that does not move): four word stores for two pixels, not eight halfword ones */
