@@ -2123,14 +2123,9 @@ void mf_dwv3s2_run_clamp(dwv_ch *c);
 DWV3S2_FUNC(mf_dwv3s2_run_int8, "");
 DWV3S2_FUNC(mf_dwv3s2_run_clamp, DWV3_CLAMP3);
 
-/* Both halfwords doubled (SADD16), both halfwords added (SADD16): the weights' pairs, in [-256, 254] and their
- * sums. */
-static inline int32_t dwv_add16(int32_t a, int32_t b) {
-    int32_t r;
-    __asm__("sadd16 %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-}
-static inline int32_t dwv_dbl(int32_t p) { return dwv_add16(p, p); }
+/* Both halfwords doubled (SADD16; mf_sadd16 adds two words' halfwords): the weights' pairs, in [-256, 254], and
+ * their sums. */
+static inline int32_t dwv_dbl(int32_t p) { return mf_sadd16(p, p); }
 
 /* dwv takes the map: stride 1, no dilation, two to DWV_Q - 2 windows a row, the padded rows in DWV_R pair rows
  * (or 3 x 3 outputs at stride 2: dwv3s2, MobileNet's 6 x 6 x 128 to 3 x 3, 75.5 -> 72.2 k cycles on the cortex-m4
@@ -2192,8 +2187,8 @@ static __attribute__((noinline)) int32_t dwv_groups(const dw_geom *g, int32_t oc
             const int32_t e0 = dwv_dbl(mf_sxtb16(u0)), e1 = dwv_dbl(mf_sxtb16(u1)), e2 = dwv_dbl(mf_sxtb16(u2));
             const int32_t o0 = dwv_dbl(mf_sxtb16_ror8(u0)), o1 = dwv_dbl(mf_sxtb16_ror8(u1));
             const int32_t o2 = dwv_dbl(mf_sxtb16_ror8(u2));
-            sum02 = dwv_add16(sum02, dwv_add16(e0, dwv_add16(e1, e2)));
-            sum13 = dwv_add16(sum13, dwv_add16(o0, dwv_add16(o1, o2)));
+            sum02 = mf_sadd16(sum02, mf_sadd16(e0, mf_sadd16(e1, e2)));
+            sum13 = mf_sadd16(sum13, mf_sadd16(o0, mf_sadd16(o1, o2)));
             ch[0].w[j] = mf_pkhbt(e0, e1), ch[0].w[3 + j] = mf_pkhbt(e1, e2);
             ch[1].w[j] = mf_pkhbt(o0, o1), ch[1].w[3 + j] = mf_pkhbt(o1, o2);
             ch[2].w[j] = mf_pkhtb(e0, e1), ch[2].w[3 + j] = mf_pkhtb(e1, e2);
