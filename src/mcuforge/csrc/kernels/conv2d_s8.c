@@ -37,7 +37,8 @@
  *        1x1 without padding at 64, 128 or 256 channels with an even filter count, that output stage and
  *        a third column's scratch (conv2d_s8_pw23, where the arena allows): two filters x three pixels
  *        (pw23_run, mf_pw23_rows<depth>), on the filters widened to int16 once per run where conv2d_s8_dsp's
- *        plan gives the room (mf_pw23w_rows<depth>);
+ *        plan gives the room (mf_pw23w_rows<depth>); the same tiles on 3x3 layers of 16, 32, 64 channels
+ *        (pw23_run3x3, any even filter count, with three int8 patches more in either plan);
  *   MVE: four int8 columns interleaved by 16-byte chunks (one pointer with immediate offsets reads
  *        them), and for every filter one asm block (MVE_ROWS_ASM): a tail-predicated WLSTP/LETP
  *        loop of VMLADAVA over 16 lanes, then the four pixels requantized as one vector (VQRDMULH +
@@ -241,33 +242,25 @@ static void im2col_s8(const conv_geom *g, int32_t oy, int32_t ox, int8_t *col, u
 /* Column c (0 or 1) of a pair of widened patches: src[i] + offset as int16. The two columns are
  * interleaved by groups of 4 so that one pointer reads both: group g holds column 0's lanes 0, 2, 1, 3
  * (the order of SXTB16 on the weights), then column 1's; the last depth % 4 values of column c sit at
- * group depth / 4, offset 4c. `step`: the int16 from a group to the next, 8 for a pair (NCOLS), 12 for the
- * 2 x 3 tiles' three columns (pw23_run); `dbl` (a multiple of 4 taps): the values doubled (SADD16), 2 (src[i] +
- * offset) in [-510, 510], for mf_pw23w_rowsD's output stage. Inlined: both are constants at each call. */
-static inline __attribute__((always_inline)) void widen_interleaved(const int8_t *src, int16_t *cols, uint32_t c,
-                                                                  uint32_t depth, int32_t off16, int32_t off,
-                                                                  uint32_t step, int dbl) {
+ * group depth / 4, offset 4c. */
+static void widen_interleaved(const int8_t *src, int16_t *cols, uint32_t c, uint32_t depth, int32_t off16,
+                              int32_t off) {
     const uint32_t d4 = depth & ~3u;
     int16_t *dst = cols + 4u * c;
     uint32_t i = 0;
     /* two groups an iteration, both words loaded first: the loads pipeline and the loop's own
      * instructions are paid once for 8 taps (Cortex-M4 cycle model) */
-    for (; i + 8 <= d4; i += 8, dst += 2u * step) {
+    for (; i + 8 <= d4; i += 8, dst += 16) {
         const int32_t v = mf_ld32(src + i), u = mf_ld32(src + i + 4);
-        int32_t a = mf_sxtab16(off16, v), b = mf_sxtab16_ror8(off16, v);
-        int32_t e = mf_sxtab16(off16, u), f = mf_sxtab16_ror8(off16, u);
-        if (dbl) a = mf_sadd16(a, a), b = mf_sadd16(b, b), e = mf_sadd16(e, e), f = mf_sadd16(f, f);
-        mf_st32(dst, a);
-        mf_st32(dst + 2, b);
-        mf_st32(dst + step, e);
-        mf_st32(dst + step + 2, f);
+        mf_st32(dst, mf_sxtab16(off16, v));
+        mf_st32(dst + 2, mf_sxtab16_ror8(off16, v));
+        mf_st32(dst + 8, mf_sxtab16(off16, u));
+        mf_st32(dst + 10, mf_sxtab16_ror8(off16, u));
     }
-    for (; i < d4; i += 4, dst += step) {
+    for (; i < d4; i += 4, dst += 8) {
         const int32_t v = mf_ld32(src + i);
-        int32_t a = mf_sxtab16(off16, v), b = mf_sxtab16_ror8(off16, v);
-        if (dbl) a = mf_sadd16(a, a), b = mf_sadd16(b, b);
-        mf_st32(dst, a);
-        mf_st32(dst + 2, b);
+        mf_st32(dst, mf_sxtab16(off16, v));
+        mf_st32(dst + 2, mf_sxtab16_ror8(off16, v));
     }
     for (i = d4; i < depth; i++) dst[i - d4] = (int16_t)(src[i] + off);
 }
@@ -1589,8 +1582,9 @@ static int rq_mults_nonneg(const mf_channel_requant *rq, uint32_t n) {
 
 #if DSP_PW_RUNS
 /* The pointwise layers' 2 x 3 tiles (two filters x three pixels) on the Cortex-M4 and M33: mf_pw23_rowsD(frame, w)
- * for D = 64, 128, 256 taps, the three columns as widen_interleaved puts them with a stride of 3 (a group of 4
- * taps: column 0's lanes 0, 2 then 1, 3, then column 1's, then column 2's: 24 bytes). Against the 3 x 2 tiles
+ * for D = 64, 128, 256 taps (and 144, 288, 576: pw23_run3x3), the three columns in widen_interleaved's layout
+ * for three (a group of 4 taps: column 0's lanes 0, 2 then 1, 3, then column 1's, then column 2's: 24
+ * bytes). Against the 3 x 2 tiles
  * (mf_pw3_rowsD), on the Cortex-M4 model: a group costs 26 estimated cycles for 24 MACs, not 27 (the two filters'
  * words and the three columns' even-lane words as one run of five loads, each filter's lanes through lr for
  * three SMLADs, then the odd-lane words as a run of three); the output stage reads two filters' parameters for
@@ -1806,7 +1800,7 @@ static int pw23_ok(const mf_channel_requant *rq, int small, uint32_t depth, uint
            (opg & 1u) == 0 && scratch_bytes >= mf_scratch_conv2d_s8_pw23(depth, 1u);
 }
 
-/* The filter pairs of `rows` (even) for three pixels' columns (widen_interleaved's, stride 3) by mf_pw23_rowsD on
+/* The filter pairs of `rows` (even) for three pixels' columns (mf_pw23_cols' layout) by mf_pw23_rowsD on
  * the int8 filters w, or where w16 (not NULL) by mf_pw23w_rowsD on their blocks (pw23_wide); outputs of column i
  * from out[i]. The caller checked pw23_ok. */
 static void pw23_rows(const int16_t *cols, const int8_t *w, const int16_t *w16, uint32_t rows, uint32_t depth,
@@ -1856,7 +1850,7 @@ void mf_pw23_widen(const int8_t *w, int16_t *w16, uint32_t steps);
 
 /* The three columns of pw23_rows from three patches (frame {p0, p1, p2, the input offset in both halves, groups / 2
  * a row, rows, the bytes from a row's end to the next row's start}, the columns at cols; a row a multiple of 8
- * taps): widen_interleaved's stride-3 layout, two groups of 4 taps a step (a run of six loads, then each word's two
+ * taps): widen_interleaved's layout for three columns, two groups of 4 taps a step (a run of six loads, then each word's two
  * SXTAB16s, each result stored at once), the values doubled (SADD16) in mf_pw23_cols2 for mf_pw23w_rowsD. A 1x1
  * patch (the input pixel) or an im2col one is one row; a 3x3 window inside the input three, read from the image's
  * rows (no copy). About 17.5 (29.5 doubled) estimated cycles a group of 12 values on the Cortex-M4 model against
@@ -1909,7 +1903,7 @@ PW23C_FUNC(mf_pw23_cols2, PW23C_DOUBLE);
 void mf_pw23_cols(const uint32_t *frame, int16_t *cols);
 void mf_pw23_cols2(const uint32_t *frame, int16_t *cols);
 
-/* mf_pw23w_rowsD's blocks for the oc_n filters w (depth a multiple of 64), a filter pair's 2 depth + 16 halfwords
+/* mf_pw23w_rowsD's blocks for the oc_n filters w (depth a multiple of 16), a filter pair's 2 depth + 16 halfwords
  * at dst: its biases doubled and its filters widened (mf_pw23_widen): with the columns doubled (pw23_run) the sums
  * are 2 acc (|acc| < 2^30: pw23_ok's short output stage); then each filter's rounding constant (2 out_off + 1) << (n - 1) (PW3_OUT's
  * K2 asr 1), multiplier and n = -shift (pw23_ok: n in [1, 22]). Once per run, for every pixel triple. */
@@ -3991,7 +3985,7 @@ static __attribute__((noinline)) mf_status run_fast(const mf_call *c) {
                     } else {
                         im2col_s8(&g, oy, ox, staging, 0);
                     }
-                    widen_interleaved(patch, cols, i, depth, off16, in_off, 4u * NCOLS, 0);
+                    widen_interleaved(patch, cols, i, depth, off16, in_off);
                 }
                 int8_t *out0 = out_image + (size_t)p0 * g.ps + grp * opg;
                 /* a last odd pixel: its copy in column 1 takes the tiles too, its outputs (the same bytes)
