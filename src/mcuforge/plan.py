@@ -537,7 +537,7 @@ def trim_optional_scratch(graph: Graph, ram_budget: int | None = None) -> list[i
         sizes = [n for n in scratch_plans(op.kind, weight.shape, graph.target) if n <= op.scratch_bytes]
         if len(sizes) > 1:  # the op's own plan and smaller ones
             plans[i] = sizes
-    if not plans:  # nothing to choose (every program but W4A8 on Helium): one plan
+    if not plans:  # nothing to choose (no op with a smaller optional plan): one plan
         plan_arena(graph)
         return []
     for i, sizes in plans.items():

@@ -1858,6 +1858,12 @@ typedef char dwv_ch_layout[offsetof(dwv_ch, w) == 16 && offsetof(dwv_ch, acc) ==
     "smlatb " B ", r10, " WA ", " FB "\n\t"                                                                           \
     "smlabt " A ", r11, " WB ", " A "\n\t"                                                                            \
     "smlad " B ", r11, " WB ", " B "\n\t"
+/* a pass's four windows (2 x 2) from the channel's weights in r3..r8: sums in r1, r2, r9, r12 */
+#define DWV_2X2                                                                                                        \
+    DWV_LD(0) DWV_MAC("r1", "r2", "r3", "r6", "r12", "r12")                                                            \
+    DWV_LD(4) DWV_MAC("r1", "r2", "r4", "r7", "r1", "r2") DWV_MAC("r9", "r12", "r3", "r6", "r12", "r12")               \
+    DWV_LD(8) DWV_MAC("r1", "r2", "r5", "r8", "r1", "r2") DWV_MAC("r9", "r12", "r4", "r7", "r9", "r12")                \
+    DWV_LD(12) DWV_MAC("r9", "r12", "r5", "r8", "r9", "r12")
 #define DWV_OUT4                                                                                                       \
     "ldr r10, [lr, #44]\n\t"                                                                                          \
     "ldr r11, [lr, #48]\n\t"                                                                                          \
@@ -1919,10 +1925,7 @@ typedef char dwv_ch_layout[offsetof(dwv_ch, w) == 16 && offsetof(dwv_ch, acc) ==
             "str r9, [lr, #68]\n"                                                                                      \
             "1:\n\t"                                                                                                   \
             "ldr r12, [lr, #40]\n\t"                                                                                   \
-            DWV_LD(0) DWV_MAC("r1", "r2", "r3", "r6", "r12", "r12")                                                    \
-            DWV_LD(4) DWV_MAC("r1", "r2", "r4", "r7", "r1", "r2") DWV_MAC("r9", "r12", "r3", "r6", "r12", "r12")       \
-            DWV_LD(8) DWV_MAC("r1", "r2", "r5", "r8", "r1", "r2") DWV_MAC("r9", "r12", "r4", "r7", "r9", "r12")        \
-            DWV_LD(12) DWV_MAC("r9", "r12", "r5", "r8", "r9", "r12")                                                   \
+            DWV_2X2                                                                                                    \
             DWV_OUT4 CLAMP                                                                                             \
             "ldr r10, [lr, #68]\n\t"                                                                                   \
             "ldr r11, [lr, #8]\n\t"                                                                                    \
@@ -2002,10 +2005,7 @@ DWV_FUNC(mf_dwv_run_clamp, DWV_CLAMP4);
             "ldm r1, {r3-r8}\n\t"                                                                                      \
             "ldr r0, [lr]\n\t"                                                                                         \
             "ldr r12, [lr, #40]\n\t"                                                                                   \
-            DWV_LD(0) DWV_MAC("r1", "r2", "r3", "r6", "r12", "r12")                                                    \
-            DWV_LD(4) DWV_MAC("r1", "r2", "r4", "r7", "r1", "r2") DWV_MAC("r9", "r12", "r3", "r6", "r12", "r12")       \
-            DWV_LD(8) DWV_MAC("r1", "r2", "r5", "r8", "r1", "r2") DWV_MAC("r9", "r12", "r4", "r7", "r9", "r12")        \
-            DWV_LD(12) DWV_MAC("r9", "r12", "r5", "r8", "r9", "r12")                                                   \
+            DWV_2X2                                                                                                    \
             DWV_OUT4 CLAMP4                                                                                            \
             "ldr r10, [lr, #4]\n\t"                                                                                    \
             "ldr r11, [lr, #8]\n\t"                                                                                    \
