@@ -1581,21 +1581,19 @@ static int rq_mults_nonneg(const mf_channel_requant *rq, uint32_t n) {
 }
 
 #if DSP_PW_RUNS
-/* The pointwise layers' 2 x 3 tiles (two filters x three pixels) on the Cortex-M4 and M33: mf_pw23_rowsD(frame, w)
- * for D = 64, 128, 256 taps (and 144, 288, 576: pw23_run3x3), the three columns in widen_interleaved's layout
- * for three (a group of 4 taps: column 0's lanes 0, 2 then 1, 3, then column 1's, then column 2's: 24
- * bytes). Against the 3 x 2 tiles
- * (mf_pw3_rowsD), on the Cortex-M4 model: a group costs 26 estimated cycles for 24 MACs, not 27 (the two filters'
- * words and the three columns' even-lane words as one run of five loads, each filter's lanes through lr for
- * three SMLADs, then the odd-lane words as a run of three); the output stage reads two filters' parameters for
- * six outputs, not three; and the pixel counts MobileNet's maps have (6 x 6, 12 x 12, 3 x 3) are multiples of 3
- * where the 3 x 2 tiles left the 128 and 256 channels' 3 x 3 maps an odd pixel (mf_pw3s_rows) and the filter
- * counts even numbers where theirs left one or two filters (dsp_tile_rows_neg). A third column needs a larger
- * scratch (6 patches: conv2d_s8_pw23's plan), which the planner gives only where it costs no RAM.
- * The frame (10 words, copied below sp): bias, mult, shift pointers, the outputs of pixels 0, 1, 2, 2 out_off +
- * 1, the filters' end, the columns' end, their start. r0 w (the pair at w, w + D), r1 the columns, r2/r3/r4
- * filter 0 on pixels 0/1/2, r5/r6/r7 filter 1's, r8..r12 and lr the words and lanes: all 14 registers. At 256
- * taps, a loop of 16 groups (its end read from the frame). */
+/* The pointwise layers' 2 x 3 tiles (two filters x three pixels) on the Cortex-M4 and M33: mf_pw23_rowsD(frame, w) for
+ * D = 64, 128, 256 taps (and 144, 288, 576: pw23_run3x3), the three columns in widen_interleaved's layout for three (a
+ * group of 4 taps: column 0's lanes 0, 2 then 1, 3, then column 1's, then column 2's: 24 bytes). Against the 3 x 2
+ * tiles (mf_pw3_rowsD), on the Cortex-M4 model: a group costs 26 estimated cycles for 24 MACs, not 27 (the two filters'
+ * words and the three columns' even-lane words as one run of five loads, each filter's lanes through lr for three
+ * SMLADs, then the odd-lane words as a run of three); the output stage reads two filters' parameters for six outputs,
+ * not three; and the pixel counts MobileNet's maps have (6 x 6, 12 x 12, 3 x 3) are multiples of 3 where the 3 x 2
+ * tiles left the 128 and 256 channels' 3 x 3 maps an odd pixel (mf_pw3s_rows) and the filter counts even numbers where
+ * theirs left one or two filters (dsp_tile_rows_neg). A third column needs a larger scratch (6 patches:
+ * conv2d_s8_pw23's plan), which the planner gives only where it costs no RAM. The frame (10 words, copied below sp):
+ * bias, mult, shift pointers, the outputs of pixels 0, 1, 2, 2 out_off + 1, the filters' end, the columns' end, their
+ * start. r0 w (the pair at w, w + D), r1 the columns, r2/r3/r4 filter 0 on pixels 0/1/2, r5/r6/r7 filter 1's, r8..r12
+ * and lr the words and lanes: all 14 registers. At 256 taps, a loop of 16 groups (its end read from the frame). */
 #define PW23_GROUP(D) \
     "ldr r8, [r0], #4\n\t" \
     "ldr r9, [r0, #" #D " - 4]\n\t" \
@@ -1718,42 +1716,37 @@ void mf_pw23_rows576(const uint32_t *frame, const void *w);
  * room: mf_pw23w_rowsD(frame, w16). A group is two runs of five loads (both filters' words of one lane pair, the
  * three columns' of the same lanes) and six SMLADs after each: 24 estimated cycles for 24 MACs on the Cortex-M4
  * model, not 26 (no SXTB16); the widening costs about 5 cycles a word of 4 taps, once for all the pixels. */
-#define PW23W_HALF(D, H) \
-    "ldr r8, [r0, #" #H " - 8]\n\t" \
-    "ldr r9, [r0, #2 * " #D " + " #H " - 8]\n\t" \
-    "ldr r10, [r1, #" #H " - 24]\n\t" \
-    "ldr r11, [r1, #" #H " - 16]\n\t" \
-    "ldr r12, [r1, #" #H " - 8]\n\t" \
+/* both filters' lanes (r8, r9) on the three columns' (r10..r12) */
+#define PW23W_MACS \
     "smlad r2, r8, r10, r2\n\t" \
     "smlad r3, r8, r11, r3\n\t" \
     "smlad r4, r8, r12, r4\n\t" \
     "smlad r5, r9, r10, r5\n\t" \
     "smlad r6, r9, r11, r6\n\t" \
     "smlad r7, r9, r12, r7\n\t"
-/* the first half's loads step r0 and r1 on (post-indexed), the rest read back from them */
+/* the first half's loads step r0 and r1 on (post-indexed); the odd lanes' read back from them */
 #define PW23W_GROUP(D) \
     "ldr r8, [r0], #8\n\t" \
     "ldr r9, [r0, #2 * " #D " - 8]\n\t" \
     "ldr r10, [r1], #24\n\t" \
     "ldr r11, [r1, #-16]\n\t" \
     "ldr r12, [r1, #-8]\n\t" \
-    "smlad r2, r8, r10, r2\n\t" \
-    "smlad r3, r8, r11, r3\n\t" \
-    "smlad r4, r8, r12, r4\n\t" \
-    "smlad r5, r9, r10, r5\n\t" \
-    "smlad r6, r9, r11, r6\n\t" \
-    "smlad r7, r9, r12, r7\n\t" \
-    PW23W_HALF(D, 4)
+    PW23W_MACS \
+    "ldr r8, [r0, #-4]\n\t" \
+    "ldr r9, [r0, #2 * " #D " - 4]\n\t" \
+    "ldr r10, [r1, #-20]\n\t" \
+    "ldr r11, [r1, #-12]\n\t" \
+    "ldr r12, [r1, #-4]\n\t" \
+    PW23W_MACS
 #define PW23W_GROUPS4(D) PW23W_GROUP(D) PW23W_GROUP(D) PW23W_GROUP(D) PW23W_GROUP(D)
 #define PW23W_GROUPS16(D) PW23W_GROUPS4(D) PW23W_GROUPS4(D) PW23W_GROUPS4(D) PW23W_GROUPS4(D)
-/* A pair's block (pw23_wide): its biases doubled, its two filters widened (the columns doubled: the sums are
- * 2 acc), then its
- * output constants as one LDM of six: each filter's rounding constant C, multiplier and n. The tile's start and
- * output stage read no parameter pointers from the frame, and an output is mf_few3t_rows28's 4 instructions,
- * not PW3_OUT's 6: SMMLAR adds C to SMMULR(2 acc, mult) (v), the sign term is the sum's (with no negative
- * multiplier, v < 0 only where 2 acc < 0, and where v = 0 with 2 acc < 0 the -1 changes nothing: (C - 1) >> n
- * and C >> n agree, C = (2 out_off + 1) 2^(n-1)), ASR n, SSAT. About 22 estimated cycles a tile fewer on the
- * Cortex-M4 model than PW23_HEAD and PW23_TAIL. */
+/* A pair's block (pw23_wide): its biases doubled, its two filters widened (the columns doubled: the sums are 2 acc),
+ * then its output constants as one LDM of six: each filter's rounding constant C, multiplier and n. The tile's start
+ * and output stage read no parameter pointers from the frame, and an output is mf_few3t_rows28's 4 instructions, not
+ * PW3_OUT's 6: SMMLAR adds C to SMMULR(2 acc, mult) (v), the sign term is the sum's (with no negative multiplier, v < 0
+ * only where 2 acc < 0, and where v = 0 with 2 acc < 0 the -1 changes nothing: (C - 1) >> n and C >> n agree,
+ * C = (2 out_off + 1) 2^(n-1)), ASR n, SSAT. About 22 estimated cycles a tile fewer on the Cortex-M4 model than
+ * PW23_HEAD and PW23_TAIL. */
 #define PW23W_HEAD \
     "ldr r1, [sp, #36]\n\t" \
     "ldm r0!, {r2, r5}\n\t" \
@@ -1788,36 +1781,12 @@ void mf_pw23w_rows144(const uint32_t *frame, const void *w16);
 void mf_pw23w_rows288(const uint32_t *frame, const void *w16);
 void mf_pw23w_rows576(const uint32_t *frame, const void *w16);
 
-/* 1 when pw23_rows serves a pointwise layer: mat_mult_2cols_tiled's conditions for tile_rows_neg (small == 2: the
- * short output stage, every shift negative; a per-channel requantization with a bias, the full clamp), a depth
- * of mf_pw23_rowsD, an even number of filters a group, and the scratch of three columns (conv2d_s8_pw23's plan;
- * with the im2col plan, the 3 x 2 tiles). */
-static int pw23_requant_ok(const mf_channel_requant *rq, int small) {
-    return small == 2 && rq->per_channel && rq->bias != NULL && rq->lo == -128 && rq->hi == 127;
-}
-static int pw23_ok(const mf_channel_requant *rq, int small, uint32_t depth, uint32_t opg, uint32_t scratch_bytes) {
-    return pw23_requant_ok(rq, small) && (depth == 64u || depth == 128u || depth == 256u) && opg >= 2u &&
-           (opg & 1u) == 0 && scratch_bytes >= mf_scratch_conv2d_s8_pw23(depth, 1u);
-}
-
-/* The filter pairs of `rows` (even) for three pixels' columns (mf_pw23_cols' layout) by mf_pw23_rowsD on
- * the int8 filters w, or where w16 (not NULL) by mf_pw23w_rowsD on their blocks (pw23_wide); outputs of column i
- * from out[i]. The caller checked pw23_ok. */
-static void pw23_rows(const int16_t *cols, const int8_t *w, const int16_t *w16, uint32_t rows, uint32_t depth,
-                      const mf_channel_requant *rq, uint32_t oc0, int8_t *const out[3]) {
-    const uint32_t end = w16 != NULL ? (uint32_t)(uintptr_t)(w16 + (size_t)rows / 2u * (2u * depth + 16u))
-                                     : (uint32_t)(uintptr_t)(w + (size_t)rows * depth);
-    const uint32_t frame[10] = {(uint32_t)(uintptr_t)(rq->bias + oc0), (uint32_t)(uintptr_t)(rq->mult + oc0),
-                                (uint32_t)(uintptr_t)(rq->shift + oc0), (uint32_t)(uintptr_t)out[0],
-                                (uint32_t)(uintptr_t)out[1], (uint32_t)(uintptr_t)out[2],
-                                (uint32_t)(2 * rq->out_off + 1), end,
-                                (uint32_t)(uintptr_t)(cols + 3u * depth), (uint32_t)(uintptr_t)cols};
-    /* [widened][depth 64, 128, 256, 144, 288, 576] */
-    static void (*const rows_of[2][6])(const uint32_t *, const void *) = {
-        {mf_pw23_rows64, mf_pw23_rows128, mf_pw23_rows256, mf_pw23_rows144, mf_pw23_rows288, mf_pw23_rows576},
-        {mf_pw23w_rows64, mf_pw23w_rows128, mf_pw23w_rows256, mf_pw23w_rows144, mf_pw23w_rows288, mf_pw23w_rows576}};
-    const int d = depth == 64u ? 0 : depth == 128u ? 1 : depth == 256u ? 2 : depth == 144u ? 3 : depth == 288u ? 4 : 5;
-    rows_of[w16 != NULL][d](frame, w16 != NULL ? (const void *)w16 : w);
+/* 1 when the 2 x 3 tiles' output stage serves the op: mat_mult_2cols_tiled's conditions for tile_rows_neg
+ * (small == 2: the short output stage, every shift negative; a per-channel requantization with a bias, the full
+ * clamp) and an even number of filters a group (opg). */
+static int pw23_requant_ok(const mf_channel_requant *rq, int small, uint32_t opg) {
+    return small == 2 && rq->per_channel && rq->bias != NULL && rq->lo == -128 && rq->hi == 127 && opg >= 2u &&
+           (opg & 1u) == 0;
 }
 
 /* The n words of 4 int8 taps at w (n a multiple of 8) widened to int16 at w16 as mf_pw23w_rowsD reads them: each
@@ -1848,13 +1817,13 @@ __asm__(".pushsection .text.mf_pw23_widen,\"ax\",%progbits\n\t"
         ".popsection\n");
 void mf_pw23_widen(const int8_t *w, int16_t *w16, uint32_t steps);
 
-/* The three columns of pw23_rows from three patches (frame {p0, p1, p2, the input offset in both halves, groups / 2
- * a row, rows, the bytes from a row's end to the next row's start}, the columns at cols; a row a multiple of 8
- * taps): widen_interleaved's layout for three columns, two groups of 4 taps a step (a run of six loads, then each word's two
- * SXTAB16s, each result stored at once), the values doubled (SADD16) in mf_pw23_cols2 for mf_pw23w_rowsD. A 1x1
- * patch (the input pixel) or an im2col one is one row; a 3x3 window inside the input three, read from the image's
- * rows (no copy). About 17.5 (29.5 doubled) estimated cycles a group of 12 values on the Cortex-M4 model against
- * about 55 for GCC's three calls' loops. */
+/* The three columns of pw23_rows from three patches (frame {p0, p1, p2, the input offset in both halves, groups / 2 a
+ * row, rows, the bytes from a row's end to the next row's start}, the columns at cols; a row a multiple of 8 taps):
+ * widen_interleaved's layout for three columns, two groups of 4 taps a step (a run of six loads, then each word's two
+ * SXTAB16s, each result stored at once), the values doubled (SADD16) in mf_pw23_cols2 for mf_pw23w_rowsD. A 1x1 patch
+ * (the input pixel) or an im2col one is one row; a 3x3 window inside the input three, read from the image's rows (no
+ * copy). About 17.5 (29.5 doubled) estimated cycles a group of 12 values on the Cortex-M4 model against about 55 for
+ * GCC's three calls' loops. */
 #define PW23C_LANE(R, DBL, O) \
     "sxtab16 r0, r5, " R "\n\t" DBL("r0") "str r0, [lr, #" #O "]\n\t" \
     "sxtab16 " R ", r5, " R ", ror #8\n\t" DBL(R) "str " R ", [lr, #" #O " + 4]\n\t"
@@ -1903,10 +1872,37 @@ PW23C_FUNC(mf_pw23_cols2, PW23C_DOUBLE);
 void mf_pw23_cols(const uint32_t *frame, int16_t *cols);
 void mf_pw23_cols2(const uint32_t *frame, int16_t *cols);
 
+/* Three pixels' columns widened from their patches (mf_pw23_cols' frame) into cols, doubled for the widened
+ * filters, then the filter pairs of `rows` (even) by mf_pw23_rowsD on the int8 filters w, or where w16 (not
+ * NULL) by mf_pw23w_rowsD on their blocks (pw23_wide); outputs of column i from out[i]. The caller checked
+ * pw23_requant_ok. */
+static void pw23_rows(const uint32_t *patches, int16_t *cols, const int8_t *w, const int16_t *w16, uint32_t rows,
+                      uint32_t depth, const mf_channel_requant *rq, uint32_t oc0, int8_t *const out[3]) {
+    if (w16 != NULL) {
+        mf_pw23_cols2(patches, cols);
+    } else {
+        mf_pw23_cols(patches, cols);
+    }
+    const uint32_t end = w16 != NULL ? (uint32_t)(uintptr_t)(w16 + (size_t)rows / 2u * (2u * depth + 16u))
+                                     : (uint32_t)(uintptr_t)(w + (size_t)rows * depth);
+    const uint32_t frame[10] = {(uint32_t)(uintptr_t)(rq->bias + oc0), (uint32_t)(uintptr_t)(rq->mult + oc0),
+                                (uint32_t)(uintptr_t)(rq->shift + oc0), (uint32_t)(uintptr_t)out[0],
+                                (uint32_t)(uintptr_t)out[1], (uint32_t)(uintptr_t)out[2],
+                                (uint32_t)(2 * rq->out_off + 1), end,
+                                (uint32_t)(uintptr_t)(cols + 3u * depth), (uint32_t)(uintptr_t)cols};
+    /* [widened][depth 64, 128, 256, 144, 288, 576] */
+    static void (*const rows_of[2][6])(const uint32_t *, const void *) = {
+        {mf_pw23_rows64, mf_pw23_rows128, mf_pw23_rows256, mf_pw23_rows144, mf_pw23_rows288, mf_pw23_rows576},
+        {mf_pw23w_rows64, mf_pw23w_rows128, mf_pw23w_rows256, mf_pw23w_rows144, mf_pw23w_rows288, mf_pw23w_rows576}};
+    const int d = depth == 64u ? 0 : depth == 128u ? 1 : depth == 256u ? 2 : depth == 144u ? 3 : depth == 288u ? 4 : 5;
+    rows_of[w16 != NULL][d](frame, w16 != NULL ? (const void *)w16 : w);
+}
+
 /* mf_pw23w_rowsD's blocks for the oc_n filters w (depth a multiple of 16), a filter pair's 2 depth + 16 halfwords
- * at dst: its biases doubled and its filters widened (mf_pw23_widen): with the columns doubled (pw23_run) the sums
- * are 2 acc (|acc| < 2^30: pw23_ok's short output stage); then each filter's rounding constant (2 out_off + 1) << (n - 1) (PW3_OUT's
- * K2 asr 1), multiplier and n = -shift (pw23_ok: n in [1, 22]). Once per run, for every pixel triple. */
+ * at dst: its biases doubled and its filters widened (mf_pw23_widen): with the columns doubled (mf_pw23_cols2)
+ * the sums are 2 acc (|acc| < 2^30: the short output stage); then each filter's rounding constant
+ * (2 out_off + 1) << (n - 1) (PW3_OUT's K2 asr 1), multiplier and n = -shift (pw23_requant_ok: n in [1, 22]).
+ * Once per run, for every pixel triple. */
 static void pw23_wide(const int8_t *w, const mf_channel_requant *rq, uint32_t oc_n, uint32_t depth, int16_t *dst) {
     const uint32_t k = (uint32_t)(2 * rq->out_off + 1);
     for (uint32_t f = 0; f + 2u <= oc_n; f += 2u, w += 2u * depth) {
@@ -1921,7 +1917,8 @@ static void pw23_wide(const int8_t *w, const mf_channel_requant *rq, uint32_t oc
     }
 }
 
-/* A pointwise layer (1x1, no padding: the patch is the input pixel) by pw23_rows where pw23_ok: each image's (and
+/* A pointwise layer (1x1, no padding: the patch is the input pixel) at 64, 128 or 256 channels, with
+ * conv2d_s8_pw23's plan or more, by pw23_rows where pw23_requant_ok: each image's (and
  * group's) pixels three at a time, their columns widened from the input pixels into the scratch; the last one or
  * two pixels in a triple of their own with the last pixel repeated (its outputs written again, the same bytes).
  * Returns 1 when it ran the op, else 0 (run_fast's paths). Apart from run_fast, whose code GCC compiled with more
@@ -1930,7 +1927,7 @@ static __attribute__((noinline)) int pw23_run(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
     mf_call_input(c, 1, &w);
     const uint32_t depth = w.shape[3];
-    /* the scratch and shape first: a layer without the plan (DS-CNN's, at the arena's peak) pays one call */
+    /* the shape, depth and scratch first: a layer without the plan (DS-CNN's, at the arena's peak) pays one call */
     if (w.shape[1] != 1u || w.shape[2] != 1u || (depth != 64u && depth != 128u && depth != 256u) ||
         c->scratch_bytes < mf_scratch_conv2d_s8_pw23(depth, 1u)) {
         return 0;
@@ -1947,7 +1944,7 @@ static __attribute__((noinline)) int pw23_run(const mf_call *c) {
     mf_channel_requant rq;
     mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
     const int small = mf_dsp_small_ok(&rq, oc_n, depth) ? 1 + dsp_shifts_negative(&rq, oc_n) : 0;
-    if (!pw23_ok(&rq, small, depth, opg, c->scratch_bytes)) return 0;
+    if (!pw23_requant_ok(&rq, small, opg)) return 0;
     const int32_t in_off = mf_attr_int(c, A_IN_OFF), off16 = mf_pack_off16(in_off);
     const size_t ps = o.pitch ? o.pitch : oc_n, xs = x.shape[3];
     int16_t *cols = (int16_t *)c->scratch;
@@ -1972,12 +1969,7 @@ static __attribute__((noinline)) int pw23_run(const mf_call *c) {
                     frame[i] = (uint32_t)(uintptr_t)(image + ((size_t)iy * x.shape[2] + ix) * xs + grp * depth);
                     out[i] = out_image + (size_t)p * ps + oc0;
                 }
-                if (w16 != NULL) {
-                    mf_pw23_cols2(frame, cols);
-                } else {
-                    mf_pw23_cols(frame, cols);
-                }
-                pw23_rows(cols, (const int8_t *)w.data + (size_t)oc0 * depth,
+                pw23_rows(frame, cols, (const int8_t *)w.data + (size_t)oc0 * depth,
                           w16 != NULL ? w16 + (size_t)oc0 / 2u * (2u * depth + 16u) : NULL, opg, depth, &rq, oc0,
                           out);
             }
@@ -1991,9 +1983,9 @@ static __attribute__((noinline)) int pw23_run(const mf_call *c) {
  * room (the six patches' columns, three int8 patches, the filter pairs' blocks) and no multiplier is negative,
  * else on the int8 filters (mf_pw23_rowsD) with conv2d_s8_pw23's (the columns and the patches): windows inside
  * the input read from its rows, the others by im2col_s8 (padding, strides, dilation), three at a time widened by
- * mf_pw23_cols2 / mf_pw23_cols. Against the 3 x 2 tiles with the pairs of the
- * filters left (resnet8's 16, 32 filters: 5 triples and a filter, 10 and two), no filter left over and 24
- * estimated cycles a group of 24 MACs, not 27. Returns 1 when it ran the op, else 0. */
+ * mf_pw23_cols2 / mf_pw23_cols. Against the 3 x 2 tiles with the pairs of the filters left (resnet8's 16, 32
+ * filters: 5 triples and a filter, 10 and two), no filter left over and 24 estimated cycles a group of 24 MACs,
+ * not 27. Returns 1 when it ran the op, else 0. */
 static __attribute__((noinline)) int pw23_run3x3(const mf_call *c) {
     mf_tensor x, w, b, m, s, o;
     mf_call_input(c, 1, &w);
@@ -2009,8 +2001,8 @@ static __attribute__((noinline)) int pw23_run3x3(const mf_call *c) {
     mf_channel_requant rq;
     mf_channel_requant_init(&rq, c, has_bias ? &b : NULL, &m, &s, A_ACT_MIN);
     const int small = mf_dsp_small_ok(&rq, oc_n, depth) ? 1 + dsp_shifts_negative(&rq, oc_n) : 0;
-    if (!pw23_requant_ok(&rq, small) || (oc_n & 1u) != 0) return 0;
-    const int32_t in_off = mf_attr_int(c, A_IN_OFF);
+    if (!pw23_requant_ok(&rq, small, oc_n)) return 0;
+    const int32_t in_off = mf_attr_int(c, A_IN_OFF), off16 = mf_pack_off16(in_off);
     g.h = (int32_t)x.shape[1], g.w = (int32_t)x.shape[2], g.ch = x.shape[3], g.wc = w.shape[3], g.kh = 3u, g.kw = 3u;
     g.zero_point = (int8_t)(-in_off);
     g.contiguous_rows = g.dl[1] == 1;
@@ -2043,7 +2035,7 @@ static __attribute__((noinline)) int pw23_run3x3(const mf_call *c) {
             }
             /* the three windows inside the input: read from its rows; else each patch by im2col_s8 */
             uint32_t frame[7] = {(uint32_t)(uintptr_t)at[0], (uint32_t)(uintptr_t)at[1], (uint32_t)(uintptr_t)at[2],
-                                 (uint32_t)mf_pack_off16(in_off), row_bytes / 8u, 3u, row_skip};
+                                 (uint32_t)off16, row_bytes / 8u, 3u, row_skip};
             if (!inside) {
                 for (uint32_t i = 0; i < 3; i++) {
                     const uint32_t p = p0 + i < pixels ? p0 + i : pixels - 1u;
@@ -2052,12 +2044,7 @@ static __attribute__((noinline)) int pw23_run3x3(const mf_call *c) {
                 }
                 frame[4] = depth / 8u, frame[5] = 1u, frame[6] = 0u;
             }
-            if (w16 != NULL) {
-                mf_pw23_cols2(frame, cols);
-            } else {
-                mf_pw23_cols(frame, cols);
-            }
-            pw23_rows(cols, (const int8_t *)w.data, w16, oc_n, depth, &rq, 0, out);
+            pw23_rows(frame, cols, (const int8_t *)w.data, w16, oc_n, depth, &rq, 0, out);
         }
     }
     return 1;
@@ -2665,9 +2652,9 @@ static void few_widen16(int8_t *w, uint32_t n) {
 }
 #endif
 
-/* few_widen for the RGB 3x3 layer (the rows src, r1, r2 of 9 bytes) in straight-line code, inlined in
- * few_image's loop: six words, then the rows' ninth bytes as group 6's lanes 0, 1, 2 (about 40 estimated cycles a patch on the
- * Cortex-M4 model against 250 through the loops). Groups of 4 taps gs int16 apart (few_widen's gs). */
+/* few_widen for the RGB 3x3 layer (the rows src, r1, r2 of 9 bytes) in straight-line code, inlined in few_image's loop:
+ * six words, then the rows' ninth bytes as group 6's lanes 0, 1, 2 (about 40 estimated cycles a patch on the Cortex-M4
+ * model against 250 through the loops). Groups of 4 taps gs int16 apart (few_widen's gs). */
 static inline __attribute__((always_inline)) void few_widen_rgb3(const int8_t *src, const int8_t *r1,
                                                                 const int8_t *r2, int16_t *cols, uint32_t c,
                                                                 uint32_t gs, int32_t off16, int32_t off) {

@@ -1487,7 +1487,8 @@ DWP_FUNC(mf_dwp_run_clamp, DWP_CLAMP4, DWP_CLAMP_ONE);
     "smlab" Y " r4, r11, " W2 ", r4\n\t"
 #else
 /* Row 0 on the Cortex-M4 (and M33): the accumulators' start in r11 and the five words in r1..r4, r10, six loads
- * in a row (pipelined on the Cortex-M4: one cycle each after the first), each window's SMLAD writing the register of the word it reads first (window a + 1 has read word a + 1 by then). */
+ * in a row (pipelined on the Cortex-M4: one cycle each after the first), each window's SMLAD writing the register
+ * of the word it reads first (window a + 1 has read word a + 1 by then). */
 #define DWP2_ROW0                                                                                                     \
     "ldr r11, [lr, #28]\n\t"                                                                                          \
     "ldr r1, [r0]\n\t"                                                                                                \
@@ -1992,7 +1993,9 @@ DWV_FUNC(mf_dwv_run_clamp, DWV_CLAMP4);
 #define DWV3_CLAMP3 DWV3_CLAMP2 DWP_CLAMP1("r9")
 /* Row 2's column x (pair row 1 at byte 32 + 4 x in r10, pair row 2 in r11) into window A with column weights J. */
 #define DWV3_MAC2(A, WA, WB, FA) "smlad " A ", r10, " WA ", " FA "\n\tsmlabt " A ", r11, " WB ", " A "\n\t"
-#define DWV3_FUNC(NAME, CLAMP4, CLAMP2, CLAMP3)                                                                        \
+/* dwv3's and dwv3s2's function NAME(dwv_ch *c): the group's four channel blocks (92 bytes each) one after the other,
+ * each channel's weights in r3..r8 and its map in r0, then BODY */
+#define DWV3_CHANNELS(NAME, BODY)                                                                                      \
     __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t"                                                       \
             ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n"                     \
             #NAME ":\n\t"                                                                                              \
@@ -2003,7 +2006,30 @@ DWV_FUNC(mf_dwv_run_clamp, DWV_CLAMP4);
             "0:\n\t"                                                                                                   \
             "add r1, lr, #16\n\t"                                                                                      \
             "ldm r1, {r3-r8}\n\t"                                                                                      \
-            "ldr r0, [lr]\n\t"                                                                                         \
+            "ldr r0, [lr]\n\t" BODY                                                                                    \
+            "add lr, lr, #92\n\t"                                                                                      \
+            "ldr r10, [sp, #4]\n\t"                                                                                    \
+            "cmp lr, r10\n\t"                                                                                          \
+            "bne 0b\n\t"                                                                                               \
+            "add sp, sp, #8\n\t"                                                                                       \
+            "pop {r4-r11, pc}\n\t"                                                                                     \
+            ".size " #NAME ", . - " #NAME "\n\t"                                                                       \
+            ".popsection\n")
+/* a row's three outputs r1, r2, r9 requantized (the channel's constants at lr + 44..52), clamped and stored from
+ * out + 3 R ostep (OUT: r10 = out, r11 = ostep on to that) */
+#define DWV3_STORE3(OUT, CLAMP3)                                                                                       \
+    "ldr r10, [lr, #44]\n\t"                                                                                          \
+    "ldr r11, [lr, #48]\n\t"                                                                                          \
+    "ldr r12, [lr, #52]\n\t"                                                                                          \
+    DWV3_OUT1("r1") DWV3_OUT1("r2") DWV3_OUT1("r9") CLAMP3                                                            \
+    "ldr r10, [lr, #4]\n\t"                                                                                           \
+    "ldr r11, [lr, #8]\n\t" OUT                                                                                       \
+    "strb r1, [r10]\n\t"                                                                                              \
+    "strb r2, [r10, r11]\n\t"                                                                                         \
+    "add r10, r10, r11, lsl #1\n\t"                                                                                   \
+    "strb r9, [r10]\n\t"
+#define DWV3_FUNC(NAME, CLAMP4, CLAMP2, CLAMP3)                                                                        \
+    DWV3_CHANNELS(NAME,                                                                                                \
             "ldr r12, [lr, #40]\n\t"                                                                                   \
             DWV_2X2                                                                                                    \
             DWV_OUT4 CLAMP4                                                                                            \
@@ -2045,26 +2071,7 @@ DWV_FUNC(mf_dwv_run_clamp, DWV_CLAMP4);
             "ldr r10, [r0, #48]\n\t"                                                                                   \
             "ldr r11, [r0, #80]\n\t"                                                                                   \
             DWV3_MAC2("r9", "r5", "r8", "r9")                                                                          \
-            "ldr r10, [lr, #44]\n\t"                                                                                   \
-            "ldr r11, [lr, #48]\n\t"                                                                                   \
-            "ldr r12, [lr, #52]\n\t"                                                                                   \
-            DWV3_OUT1("r1") DWV3_OUT1("r2") DWV3_OUT1("r9") CLAMP3                                                     \
-            "ldr r10, [lr, #4]\n\t"                                                                                    \
-            "ldr r11, [lr, #8]\n\t"                                                                                    \
-            "add r10, r10, r11, lsl #2\n\t"                                                                            \
-            "add r10, r10, r11, lsl #1\n\t"                                                                            \
-            "strb r1, [r10]\n\t"                                                                                       \
-            "strb r2, [r10, r11]\n\t"                                                                                  \
-            "add r10, r10, r11, lsl #1\n\t"                                                                            \
-            "strb r9, [r10]\n\t"                                                                                       \
-            "add lr, lr, #92\n\t"                                                                                      \
-            "ldr r10, [sp, #4]\n\t"                                                                                    \
-            "cmp lr, r10\n\t"                                                                                          \
-            "bne 0b\n\t"                                                                                               \
-            "add sp, sp, #8\n\t"                                                                                       \
-            "pop {r4-r11, pc}\n\t"                                                                                     \
-            ".size " #NAME ", . - " #NAME "\n\t"                                                                       \
-            ".popsection\n")
+            DWV3_STORE3("add r10, r10, r11, lsl #2\n\tadd r10, r10, r11, lsl #1\n\t", CLAMP3))
 void mf_dwv3_run_int8(dwv_ch *c); /* c: the group's four blocks */
 void mf_dwv3_run_clamp(dwv_ch *c);
 DWV3_FUNC(mf_dwv3_run_int8, "", "", "");
@@ -2085,39 +2092,11 @@ DWV3_FUNC(mf_dwv3_run_clamp, DWV_CLAMP4, DWV3_CLAMP2, DWV3_CLAMP3);
     DWV3S2_LD(R, 4) DWV3_MAC2("r2", "r5", "r8", "r2") DWV3_MAC2("r9", "r3", "r6", "r12")                              \
     DWV3S2_LD(R, 5) DWV3_MAC2("r9", "r4", "r7", "r9")                                                                 \
     DWV3S2_LD(R, 6) DWV3_MAC2("r9", "r5", "r8", "r9")                                                                 \
-    "ldr r10, [lr, #44]\n\t"                                                                                          \
-    "ldr r11, [lr, #48]\n\t"                                                                                          \
-    "ldr r12, [lr, #52]\n\t"                                                                                          \
-    DWV3_OUT1("r1") DWV3_OUT1("r2") DWV3_OUT1("r9") CLAMP3                                                            \
-    "ldr r10, [lr, #4]\n\t"                                                                                           \
-    "ldr r11, [lr, #8]\n\t" OUT                                                                                       \
-    "strb r1, [r10]\n\t"                                                                                              \
-    "strb r2, [r10, r11]\n\t"                                                                                         \
-    "add r10, r10, r11, lsl #1\n\t"                                                                                   \
-    "strb r9, [r10]\n\t"
+    DWV3_STORE3(OUT, CLAMP3)
 #define DWV3S2_FUNC(NAME, CLAMP3)                                                                                      \
-    __asm__(".pushsection .text." #NAME ",\"ax\",%progbits\n\t"                                                       \
-            ".syntax unified\n\t.thumb\n\t.align 2\n\t.type " #NAME ", %function\n\t.thumb_func\n"                     \
-            #NAME ":\n\t"                                                                                              \
-            "push {r4-r11, lr}\n\t"                                                                                    \
-            "add r12, r0, #368\n\t"                                                                                    \
-            "push {r0, r12}\n\t"                                                                                       \
-            "mov lr, r0\n"                                                                                             \
-            "0:\n\t"                                                                                                   \
-            "add r1, lr, #16\n\t"                                                                                      \
-            "ldm r1, {r3-r8}\n\t"                                                                                      \
-            "ldr r0, [lr]\n\t"                                                                                         \
-            DWV3S2_ROW(0, "", CLAMP3)                                                                                  \
-            DWV3S2_ROW(1, "add r10, r10, r11, lsl #1\n\tadd r10, r10, r11\n\t", CLAMP3)                                \
-            DWV3S2_ROW(2, "add r10, r10, r11, lsl #2\n\tadd r10, r10, r11, lsl #1\n\t", CLAMP3)                       \
-            "add lr, lr, #92\n\t"                                                                                      \
-            "ldr r10, [sp, #4]\n\t"                                                                                    \
-            "cmp lr, r10\n\t"                                                                                          \
-            "bne 0b\n\t"                                                                                               \
-            "add sp, sp, #8\n\t"                                                                                       \
-            "pop {r4-r11, pc}\n\t"                                                                                     \
-            ".size " #NAME ", . - " #NAME "\n\t"                                                                       \
-            ".popsection\n")
+    DWV3_CHANNELS(NAME, DWV3S2_ROW(0, "", CLAMP3)                                                                      \
+                  DWV3S2_ROW(1, "add r10, r10, r11, lsl #1\n\tadd r10, r10, r11\n\t", CLAMP3)                          \
+                  DWV3S2_ROW(2, "add r10, r10, r11, lsl #2\n\tadd r10, r10, r11, lsl #1\n\t", CLAMP3))
 void mf_dwv3s2_run_int8(dwv_ch *c); /* c: the group's four blocks */
 void mf_dwv3s2_run_clamp(dwv_ch *c);
 DWV3S2_FUNC(mf_dwv3s2_run_int8, "");
