@@ -1875,9 +1875,11 @@ void mf_pw23_cols2(const uint32_t *frame, int16_t *cols);
 /* Three pixels' columns widened from their patches (mf_pw23_cols' frame) into cols, doubled for the widened
  * filters, then the filter pairs of `rows` (even) by mf_pw23_rowsD on the int8 filters w, or where w16 (not
  * NULL) by mf_pw23w_rowsD on their blocks (pw23_wide); outputs of column i from out[i]. The caller checked
- * pw23_requant_ok. */
-static void pw23_rows(const uint32_t *patches, int16_t *cols, const int8_t *w, const int16_t *w16, uint32_t rows,
-                      uint32_t depth, const mf_channel_requant *rq, uint32_t oc0, int8_t *const out[3]) {
+ * pw23_requant_ok. Inlined in both callers (as a call of its own: resnet8 +30 k estimated cycles). */
+static inline __attribute__((always_inline)) void pw23_rows(const uint32_t *patches, int16_t *cols, const int8_t *w,
+                                                           const int16_t *w16, uint32_t rows, uint32_t depth,
+                                                           const mf_channel_requant *rq, uint32_t oc0,
+                                                           int8_t *const out[3]) {
     if (w16 != NULL) {
         mf_pw23_cols2(patches, cols);
     } else {
